@@ -1,0 +1,194 @@
+/*
+ * One Redis connection as a state machine, and a fleet that drives several.
+ *
+ * States: DISCONNECTED -> CONNECTING (transport open/progress, which includes the
+ * TLS handshake when the transport is port/mbedtls) -> AUTH -> HELLO -> SELECT ->
+ * READY; any failure goes to BACKOFF and reconnects after an exponential delay
+ * with jitter, up to a cap. Requests are pipelined: replies are matched to
+ * requests in order. A request that passes its deadline closes the connection
+ * (the order of later replies can no longer be trusted) and every request still
+ * in flight completes with ELK_E_TIMEOUT or ELK_E_DISCONNECTED.
+ *
+ * Nothing here blocks: elk_node_poll / elk_fleet_poll do whatever I/O is possible
+ * now and return the next time they need to run; the caller waits on the
+ * descriptors they report (or just polls, on an RTOS).
+ */
+#ifndef ELK_NODE_H
+#define ELK_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elk/config.h"
+#include "elk/err.h"
+#include "elk/platform.h"
+#include "elk/pool.h"
+#include "elk/resp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum elk_node_state {
+    ELK_NODE_DISCONNECTED = 0,
+    ELK_NODE_CONNECTING,   /* transport open + progress (TCP connect, TLS handshake) */
+    ELK_NODE_AUTH,
+    ELK_NODE_HELLO,
+    ELK_NODE_SELECT,
+    ELK_NODE_READY,
+    ELK_NODE_BACKOFF
+} elk_node_state_t;
+
+struct elk_node;
+
+/* Completion of one request. status is ELK_OK with reply set (the reply may itself be
+ * a Redis error: check elk_resp_is_error), or a negative elk_err_t (ELK_E_TIMEOUT,
+ * ELK_E_DISCONNECTED, ...) with reply NULL. The reply's views are valid only during
+ * the call. Called from inside elk_node_poll / elk_fleet_poll, never re-entrantly
+ * from elk_node_send. */
+typedef void (*elk_node_reply_fn)(void *user, struct elk_node *node, int status,
+                                  const elk_resp_reply_t *reply);
+
+/* Out-of-band RESP3 push (pub/sub message, invalidation). Views valid during the call. */
+typedef void (*elk_node_push_fn)(void *user, struct elk_node *node, const elk_resp_reply_t *push);
+
+/* State change notification (for logs and for the lock engine). err says why a
+ * connection went down (ELK_OK for a normal transition). */
+typedef void (*elk_node_state_fn)(void *user, struct elk_node *node, elk_node_state_t state, int err);
+
+typedef struct elk_node_config {
+    elk_endpoint_t endpoint;       /* strings owned by the caller, alive as long as the node */
+    const char *username;          /* ACL user, or NULL for password-only AUTH */
+    const char *password;          /* NULL: no AUTH */
+    uint32_t db;                   /* SELECT db when non-zero */
+    bool resp3;                    /* try HELLO 3 (falls back to RESP2 if refused) */
+    uint32_t connect_timeout_ms;   /* TCP + TLS + AUTH/HELLO/SELECT, default 2000 */
+    uint32_t request_timeout_ms;   /* default per-request deadline, default 1000 */
+    uint32_t backoff_min_ms;       /* first reconnect delay, default 100 */
+    uint32_t backoff_max_ms;       /* cap, default 5000 */
+} elk_node_config_t;
+
+/* Fill cfg with defaults (all zero/NULL, timeouts as documented above). */
+void elk_node_config_defaults(elk_node_config_t *cfg);
+
+typedef struct elk_node_request {
+    elk_node_reply_fn cb;
+    void *user;
+    uint64_t deadline;
+} elk_node_request_t;
+
+typedef struct elk_node_stats {
+    uint32_t connects;        /* successful connections */
+    uint32_t failures;        /* connection attempts or connections that failed */
+    uint32_t timeouts;        /* requests that passed their deadline */
+    uint32_t last_rtt_ms;     /* round trip of the most recent reply */
+    int last_error;           /* most recent failure (elk_err_t), ELK_OK if none */
+    bool tls;                 /* set by the caller when the transport is TLS (for status) */
+    bool resp3;               /* HELLO 3 accepted */
+} elk_node_stats_t;
+
+typedef struct elk_node {
+    /* Internal: the node module owns these fields; read them through functions. */
+    elk_node_config_t cfg;
+    elk_transport_t transport;
+    elk_pool_t *pool;
+    const elk_entropy_t *entropy;
+    const elk_log_t *log;
+    elk_node_state_t state;
+    uint64_t state_since;
+    uint64_t next_attempt;
+    uint32_t backoff_ms;
+    uint8_t *tx;                   /* pool block: encoded requests not yet sent */
+    size_t tx_len, tx_sent;
+    uint8_t *rx;                   /* pool block: reply bytes (RESP reader buffer) */
+    elk_resp_reader_t reader;
+    elk_resp_node_t reply_nodes[CONFIG_ELK_RESP_MAX_NODES];
+    elk_node_request_t inflight[CONFIG_ELK_NODE_MAX_INFLIGHT];
+    uint64_t sent_at[CONFIG_ELK_NODE_MAX_INFLIGHT];
+    uint16_t head, count;          /* ring of in-flight requests */
+    uint8_t handshake_pending;     /* internal handshake replies still expected */
+    elk_node_push_fn on_push;
+    void *push_user;
+    elk_node_state_fn on_state;
+    void *state_user;
+    elk_node_stats_t stats;
+    uint8_t index;                 /* position in its fleet */
+} elk_node_t;
+
+/* Prepare a node; no I/O yet. cfg is copied (its strings are not). transport is
+ * copied; its ctx stays owned by the caller. pool supplies two blocks (tx, rx) while
+ * connected. entropy provides backoff jitter; log may be NULL.
+ * Returns ELK_OK or ELK_E_INVALID_ARG. */
+int elk_node_init(elk_node_t *node, const elk_node_config_t *cfg, const elk_transport_t *transport,
+                  elk_pool_t *pool, const elk_entropy_t *entropy, const elk_log_t *log);
+
+/* Queue a command (argv encoded straight into the node's tx block, nothing copied
+ * twice). cb runs exactly once, from a later poll. deadline is absolute (ms, the
+ * caller's clock); 0 means now + request_timeout_ms. Returns ELK_OK,
+ * ELK_E_NOT_CONNECTED (state not READY: cb will not run), ELK_E_QUEUE_FULL,
+ * ELK_E_BUF_TOO_SMALL (command larger than a pool block). */
+int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, size_t argc,
+                  uint64_t deadline, elk_node_reply_fn cb, void *user);
+
+/* Advance: connect, handshake, send, receive, dispatch replies, expire deadlines,
+ * reconnect. Returns the absolute time by which it must be called again (it may be
+ * called earlier, e.g. when its descriptor is ready). */
+uint64_t elk_node_poll(elk_node_t *node, uint64_t now);
+
+/* Descriptor and ELK_WAIT_* events to wait on; returns -1 when nothing to wait on. */
+int elk_node_wait(const elk_node_t *node, unsigned *events);
+
+/* Close the connection now; in-flight callbacks complete with ELK_E_DISCONNECTED
+ * (from inside this call). The node stays DISCONNECTED until elk_node_poll is called. */
+void elk_node_close(elk_node_t *node, uint64_t now);
+
+/* Current state, and shortcut for READY. */
+elk_node_state_t elk_node_state(const elk_node_t *node);
+bool elk_node_is_ready(const elk_node_t *node);
+
+/* Name of a state ("ready"), for logs and status. */
+const char *elk_node_state_name(elk_node_state_t state);
+
+/* Counters and the last error, for status output. */
+const elk_node_stats_t *elk_node_stats(const elk_node_t *node);
+
+/* Register the push (pub/sub) handler and the state-change handler; either may be NULL. */
+void elk_node_on_push(elk_node_t *node, elk_node_push_fn fn, void *user);
+void elk_node_on_state(elk_node_t *node, elk_node_state_fn fn, void *user);
+
+/* ------------------------------------------------------------------ fleet */
+
+/* The nodes of one deployment, driven together from one loop. */
+typedef struct elk_fleet {
+    elk_node_t *nodes;   /* caller-owned array */
+    size_t count;        /* <= CONFIG_ELK_MAX_NODES */
+} elk_fleet_t;
+
+/* One descriptor to wait on. */
+typedef struct elk_wait {
+    int fd;
+    unsigned events;     /* ELK_WAIT_* */
+} elk_wait_t;
+
+/* Wrap count already-initialised nodes (their index fields are set here).
+ * Returns ELK_OK or ELK_E_INVALID_ARG (count 0 or above CONFIG_ELK_MAX_NODES). */
+int elk_fleet_init(elk_fleet_t *fleet, elk_node_t *nodes, size_t count);
+
+/* Poll every node; returns the earliest next time any node needs. */
+uint64_t elk_fleet_poll(elk_fleet_t *fleet, uint64_t now);
+
+/* Fill out[] with what to wait on (up to max entries); returns the number filled. */
+size_t elk_fleet_waits(const elk_fleet_t *fleet, elk_wait_t *out, size_t max);
+
+/* Nodes currently READY. */
+size_t elk_fleet_ready_count(const elk_fleet_t *fleet);
+
+/* Quorum size for this fleet: count/2 + 1. */
+size_t elk_fleet_quorum(const elk_fleet_t *fleet);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ELK_NODE_H */

@@ -1,0 +1,76 @@
+#!/bin/bash
+# Runs every test edgelock has: the README's test command.
+#   1. normal build + ctest (unit, integration against real redis-server, sim, ...)
+#   2. ASan+UBSan build + ctest
+#   3. valgrind memcheck of the unit tests
+#   4. libFuzzer targets, each for ELK_FUZZ_SECONDS (default 60 for the decoder, 20 others)
+# ELK_TEST_QUICK=1 runs only step 1 (for a fast edit-test loop).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=${JOBS:-$(nproc)}
+scripts/install-deps.sh
+
+passed=0; failed=0
+run_ctest() { # dir, extra ctest args...
+  local dir=$1; shift
+  local log; log=$(mktemp)
+  set +e
+  (cd "$dir" && ctest --output-on-failure -j"$JOBS" "$@") 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local line; line=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$log" | tail -1 || true)
+  if [ -n "$line" ]; then
+    local total fail
+    fail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
+    total=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/')
+    passed=$((passed + total - fail)); failed=$((failed + fail))
+  elif [ "$rc" -ne 0 ]; then
+    failed=$((failed + 1))
+  fi
+  rm -f "$log"
+  return 0
+}
+
+echo "== build (Debug) =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build -j"$JOBS"
+echo "== ctest =="
+run_ctest build
+
+if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
+  echo "== build (ASan+UBSan) =="
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DELK_SANITIZE=ON >/dev/null
+  cmake --build build-asan -j"$JOBS"
+  echo "== ctest under ASan+UBSan =="
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest build-asan
+
+  echo "== valgrind memcheck (unit tests) =="
+  run_ctest build -L unit -T memcheck --overwrite MemoryCheckCommandOptions="--leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,indirect"
+
+  echo "== libFuzzer =="
+  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DELK_FUZZ=ON -DCMAKE_C_COMPILER=clang >/dev/null
+  cmake --build build-fuzz -j"$JOBS"
+  for f in build-fuzz/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    secs=${ELK_FUZZ_SECONDS:-20}
+    if [ "$name" = fuzz_resp_decode ]; then secs=${ELK_FUZZ_SECONDS:-60}; fi
+    corpus=tests/fuzz/corpus/${name#fuzz_}
+    mkdir -p "$corpus"
+    work=$(mktemp -d)
+    echo "-- $name for ${secs}s (corpus $corpus)"
+    if "$f" -max_total_time="$secs" -print_final_stats=1 "$work" "$corpus" > "$work.log" 2>&1; then
+      grep -E 'stat::number_of_executed_units|Done' "$work.log" | tail -2
+      passed=$((passed + 1))
+    else
+      tail -40 "$work.log"; failed=$((failed + 1))
+    fi
+    rm -rf "$work" "$work.log"
+  done
+fi
+
+echo
+echo "all suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
