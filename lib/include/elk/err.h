@@ -76,8 +76,21 @@ extern "C" {
     /* fencing */                                                                              \
     X(ELK_E_FENCE_STALE, -100, "fencing token lower than one already accepted: refused")      \
     X(ELK_E_FENCE_STORAGE, -101, "fencing state storage failed (read, write or sync)")        \
+    X(ELK_E_FENCE_CORRUPT, -102, "fencing state file is corrupt (bad format or checksum); check the actuator, then restore or remove the file") \
+    X(ELK_E_FENCE_TOKEN, -103, "fencing token is missing, zero or not a decimal number")      \
     /* configuration (agent) */                                                                \
-    X(ELK_E_CONFIG, -110, "invalid configuration")
+    X(ELK_E_CONFIG, -110, "invalid configuration")                                            \
+    /* control socket (agent) */                                                               \
+    X(ELK_E_CTL_SYNTAX, -111, "malformed control request (see docs/control-protocol.md)")     \
+    X(ELK_E_CTL_UNKNOWN, -112, "unknown control command (try HELP)")                          \
+    X(ELK_E_CTL_TOO_LONG, -113, "control line too long (limit ELK_CTL_LINE_MAX bytes)")       \
+    X(ELK_E_RESOURCE_UNKNOWN, -114, "resource not configured: add a [resource NAME] section to elkd.conf") \
+    X(ELK_E_ALREADY_HELD, -115, "this connection already holds or is waiting for that resource") \
+    X(ELK_E_SHUTTING_DOWN, -116, "agent is shutting down; no new locks are granted")          \
+    X(ELK_E_AGENT_UNREACHABLE, -117, "cannot reach elkd on its control socket: is it running? (see --socket)") \
+    X(ELK_E_AGENT_FULL, -118, "agent has no free client slot; retry later")                  \
+    /* simulator (port/sim) */                                                               \
+    X(ELK_E_SIM_QUEUE_FULL, -140, "simulator event queue full; raise its capacity or shorten the run")
 
 typedef enum elk_err {
 #define ELK_ERR_ENUM_(name, value, msg) name = (value),

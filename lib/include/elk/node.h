@@ -43,18 +43,31 @@ typedef enum elk_node_state {
 struct elk_node;
 
 /* Completion of one request. status is ELK_OK with reply set (the reply may itself be
- * a Redis error: check elk_resp_is_error), or a negative elk_err_t (ELK_E_TIMEOUT,
- * ELK_E_DISCONNECTED, ...) with reply NULL. The reply's views are valid only during
- * the call. Called from inside elk_node_poll / elk_fleet_poll, never re-entrantly
- * from elk_node_send. */
+ * a Redis error: check elk_resp_is_error), or a negative elk_err_t with reply NULL:
+ *   ELK_E_TIMEOUT       this request passed its deadline (the connection was reset),
+ *   ELK_E_DISCONNECTED  the connection went down first (another request timed out, the
+ *                       peer closed, elk_node_close was called, ...),
+ *   ELK_E_RESP_*        this request's reply was malformed or larger than a pool block.
+ * The reply's views are valid only during the call (and not after the callback calls
+ * elk_node_close). Called from inside elk_node_poll / elk_fleet_poll / elk_node_close,
+ * never re-entrantly from elk_node_send. The callback may call elk_node_send (the new
+ * request goes out on the next poll) or elk_node_close; it must not call
+ * elk_node_poll (a nested poll returns at once without doing anything). */
 typedef void (*elk_node_reply_fn)(void *user, struct elk_node *node, int status,
                                   const elk_resp_reply_t *reply);
 
-/* Out-of-band RESP3 push (pub/sub message, invalidation). Views valid during the call. */
+/* Out-of-band message: a RESP3 push (pub/sub message or subscribe confirmation,
+ * invalidation), or, on a node in subscriber mode (elk_node_set_subscriber), a RESP2
+ * pub/sub array ["message", channel, payload], ["subscribe", channel, n], ... The
+ * reply's nodes[0] is the top-level PUSH/ARRAY. Views valid during the call. The
+ * handler may call elk_node_send / elk_node_send_noreply / elk_node_close. */
 typedef void (*elk_node_push_fn)(void *user, struct elk_node *node, const elk_resp_reply_t *push);
 
 /* State change notification (for logs and for the lock engine). err says why a
- * connection went down (ELK_OK for a normal transition). */
+ * connection went down (ELK_OK for a normal transition). On a failure it runs after
+ * the connection is torn down and before the in-flight requests are failed. On READY
+ * the handler may already call elk_node_send (e.g. SCRIPT LOAD, re-SUBSCRIBE); it may
+ * also call elk_node_close. */
 typedef void (*elk_node_state_fn)(void *user, struct elk_node *node, elk_node_state_t state, int err);
 
 typedef struct elk_node_config {
@@ -66,8 +79,8 @@ typedef struct elk_node_config {
     uint32_t connect_timeout_ms;   /* TCP + TLS + AUTH/HELLO/SELECT, default 2000 */
     uint32_t request_timeout_ms;   /* default per-request deadline, default 1000 */
     uint32_t backoff_min_ms;       /* first reconnect delay, default 100 */
-    uint32_t backoff_max_ms;       /* cap, default 5000 */
-} elk_node_config_t;
+    uint32_t backoff_max_ms;       /* cap, default 5000 (raised to backoff_min_ms if below) */
+} elk_node_config_t;               /* elk_node_init treats a 0 timeout/backoff as its default */
 
 /* Fill cfg with defaults (all zero/NULL, timeouts as documented above). */
 void elk_node_config_defaults(elk_node_config_t *cfg);
@@ -114,6 +127,10 @@ typedef struct elk_node {
     void *state_user;
     elk_node_stats_t stats;
     uint8_t index;                 /* position in its fleet */
+    bool subscriber;               /* RESP2 pub/sub arrays go to on_push */
+    uint8_t in_poll;               /* guards against a nested elk_node_poll */
+    uint32_t epoch;                /* bumped on every teardown: callbacks that closed the node */
+    uint64_t connect_started;      /* start of the current connect (connect timeout base) */
 } elk_node_t;
 
 /* Prepare a node; no I/O yet. cfg is copied (its strings are not). transport is
@@ -124,19 +141,48 @@ int elk_node_init(elk_node_t *node, const elk_node_config_t *cfg, const elk_tran
                   elk_pool_t *pool, const elk_entropy_t *entropy, const elk_log_t *log);
 
 /* Queue a command (argv encoded straight into the node's tx block, nothing copied
- * twice). cb runs exactly once, from a later poll. deadline is absolute (ms, the
- * caller's clock); 0 means now + request_timeout_ms. Returns ELK_OK,
- * ELK_E_NOT_CONNECTED (state not READY: cb will not run), ELK_E_QUEUE_FULL,
- * ELK_E_BUF_TOO_SMALL (command larger than a pool block). */
+ * twice; argv's bytes need not outlive the call). cb (may be NULL) runs exactly once,
+ * from a later poll or close. deadline is absolute (ms, the caller's clock); 0 means
+ * now + request_timeout_ms. Nothing is sent from inside this call: the bytes go out
+ * on the next elk_node_poll. Returns ELK_OK, ELK_E_INVALID_ARG, ELK_E_NOT_CONNECTED
+ * (state not READY: cb will not run), ELK_E_QUEUE_FULL (CONFIG_ELK_NODE_MAX_INFLIGHT
+ * in flight, or the tx block is full of unsent bytes: poll and retry),
+ * ELK_E_BUF_TOO_SMALL (command larger than a pool block). On any error cb never runs. */
 int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, size_t argc,
                   uint64_t deadline, elk_node_reply_fn cb, void *user);
 
+/* Queue a command that gets no in-order reply: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE,
+ * PUNSUBSCRIBE, whose confirmations arrive as pushes (RESP3) or, in subscriber mode, as
+ * RESP2 pub/sub arrays, both delivered to on_push. Takes no in-flight slot and has no
+ * deadline. Returns ELK_OK, ELK_E_INVALID_ARG, ELK_E_NOT_CONNECTED, ELK_E_QUEUE_FULL
+ * (tx block full of unsent bytes), ELK_E_BUF_TOO_SMALL. */
+int elk_node_send_noreply(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc);
+
+/* RESP2 pub/sub: when on, every reply that is an array whose first element is
+ * "message", "pmessage", "smessage", "subscribe", "unsubscribe", "psubscribe",
+ * "punsubscribe", "ssubscribe" or "sunsubscribe" goes to on_push instead of being
+ * matched to a request (in RESP2 a subscribed connection gets these unasked). Use it
+ * on a node dedicated to SUBSCRIBE when HELLO 3 is off or refused; RESP3 pushes need
+ * no flag. Persists across reconnects (re-subscribe after each READY). */
+void elk_node_set_subscriber(elk_node_t *node, bool on);
+
+/* Requests in flight (sent or queued, reply not yet delivered). */
+size_t elk_node_inflight(const elk_node_t *node);
+
 /* Advance: connect, handshake, send, receive, dispatch replies, expire deadlines,
- * reconnect. Returns the absolute time by which it must be called again (it may be
- * called earlier, e.g. when its descriptor is ready). */
+ * reconnect. Deadlines are checked before reading, so a reply that is only read at or
+ * after its request's deadline completes as ELK_E_TIMEOUT. Returns the absolute time
+ * by which it must be called again (the earliest request deadline, connect deadline
+ * or backoff end; UINT64_MAX when only the descriptor matters); it may be called
+ * earlier, e.g. when its descriptor is ready. A DISCONNECTED node starts connecting at
+ * once; a BACKOFF node when its delay has passed. Failures (refused, TLS, AUTH,
+ * SELECT, connect timeout, pool empty, peer closed, malformed reply) go to BACKOFF:
+ * delay = d/2 + random(0..d/2) with d = backoff_min_ms doubled per consecutive
+ * failure, capped at backoff_max_ms; reset to backoff_min_ms on reaching READY. */
 uint64_t elk_node_poll(elk_node_t *node, uint64_t now);
 
-/* Descriptor and ELK_WAIT_* events to wait on; returns -1 when nothing to wait on. */
+/* Descriptor and ELK_WAIT_* events to wait on (WRITE is added while unsent bytes
+ * wait); returns -1 with *events = 0 when nothing to wait on (no connection). */
 int elk_node_wait(const elk_node_t *node, unsigned *events);
 
 /* Close the connection now; in-flight callbacks complete with ELK_E_DISCONNECTED

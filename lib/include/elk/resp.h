@@ -49,6 +49,7 @@ typedef struct elk_resp_writer {
     uint8_t *buf;  /* caller-owned */
     size_t cap;
     size_t len;    /* bytes needed so far; bytes written is min(len, cap) */
+    bool invalid;  /* a NULL pointer with a non-zero length was written: finish refuses */
 } elk_resp_writer_t;
 
 /* Start writing into buf[0..cap). buf may be NULL with cap 0 to only measure. */
@@ -60,7 +61,8 @@ void elk_resp_write_bulk(elk_resp_writer_t *w, const uint8_t *p, size_t len);
 /* Append one bulk string holding the decimal form of v (no snprintf). */
 void elk_resp_write_bulk_int(elk_resp_writer_t *w, int64_t v);
 /* Finish: returns ELK_OK and the length in *out_len, or ELK_E_BUF_TOO_SMALL with the
- * length that would have been needed in *out_len (buffer contents then undefined). */
+ * length that would have been needed in *out_len (buffer contents then undefined), or
+ * ELK_E_INVALID_ARG if a bulk was written from a NULL pointer with a non-zero length. */
 int elk_resp_writer_finish(const elk_resp_writer_t *w, size_t *out_len);
 
 /* Encode a whole command (array of argc bulk strings) into buf. Same result contract
@@ -140,19 +142,24 @@ typedef struct elk_resp_reader {
     elk_resp_frame_t stack[ELK_RESP_READER_MAX_DEPTH];
     int error;             /* sticky: once malformed, the stream cannot be resynchronised */
     bool reply_out;        /* a reply was returned and not yet released */
+    bool in_body;          /* waiting for the body of the last node (bulk, blob error, verbatim) */
+    size_t body_end;       /* offset where that body's CR LF must be */
+    size_t start;          /* offset where the reply being parsed begins */
 } elk_resp_reader_t;
 
 /* Set up a reader. buf (cap bytes) and nodes (max_nodes entries) are caller-owned and
- * must outlive the reader; max_depth is clamped to ELK_RESP_READER_MAX_DEPTH.
- * Returns ELK_OK or ELK_E_INVALID_ARG. */
+ * must outlive the reader; max_depth (nesting levels of aggregates, top level = 1) is
+ * clamped to ELK_RESP_READER_MAX_DEPTH. Returns ELK_OK or ELK_E_INVALID_ARG (a NULL
+ * pointer, or cap, max_nodes or max_depth 0). */
 int elk_resp_reader_init(elk_resp_reader_t *r, uint8_t *buf, size_t cap, elk_resp_node_t *nodes,
                          size_t max_nodes, size_t max_depth);
 
 /* Forget all buffered bytes and parse state (e.g. after a reconnect). */
 void elk_resp_reader_reset(elk_resp_reader_t *r);
 
-/* Free space at the end of the buffer where the caller may write received bytes;
- * *avail gets its size. Follow with elk_resp_reader_commit. */
+/* Free space at the end of the buffer where the caller may write received bytes
+ * (bytes of released replies are reclaimed first); *avail gets its size. Follow
+ * with elk_resp_reader_commit. */
 uint8_t *elk_resp_reader_space(elk_resp_reader_t *r, size_t *avail);
 
 /* Declare that n bytes were written at elk_resp_reader_space. Returns ELK_OK or
@@ -160,18 +167,23 @@ uint8_t *elk_resp_reader_space(elk_resp_reader_t *r, size_t *avail);
 int elk_resp_reader_commit(elk_resp_reader_t *r, size_t n);
 
 /* Copy len bytes in (convenience over space+commit). Returns ELK_OK, or
- * ELK_E_RESP_TOO_LARGE if they do not fit even after compaction. */
+ * ELK_E_RESP_TOO_LARGE (nothing copied, not sticky) if they do not fit in the free
+ * space: release the current reply or feed fewer bytes. */
 int elk_resp_reader_feed(elk_resp_reader_t *r, const uint8_t *data, size_t len);
 
 /* Parse what has arrived. Returns 1 and fills *out when a whole reply is ready (its
  * views stay valid until elk_resp_reader_release), 0 when more bytes are needed, or a
  * negative elk_err_t (ELK_E_RESP_PROTOCOL, ELK_E_RESP_LENGTH, ELK_E_RESP_TOO_DEEP,
  * ELK_E_RESP_TOO_MANY_NODES, ELK_E_RESP_TOO_LARGE); errors are sticky until reset.
+ * ELK_E_RESP_TOO_LARGE comes as soon as it is certain: a declared length or element
+ * count that cannot fit in cap, or a full buffer holding an unfinished reply.
  * Returns ELK_E_STATE if the previous reply was not released. */
 int elk_resp_reader_next(elk_resp_reader_t *r, elk_resp_reply_t *out);
 
-/* Drop the reply returned by elk_resp_reader_next, moving any bytes of later
- * (pipelined) replies to the front of the buffer. */
+/* Drop the reply returned by elk_resp_reader_next. Bytes of later (pipelined)
+ * replies stay; they move to the front of the buffer (one memmove for a whole burst)
+ * when room is next asked for with elk_resp_reader_space or _feed, or when the
+ * buffer is full. */
 void elk_resp_reader_release(elk_resp_reader_t *r);
 
 /* True if the node is an error reply (ERROR or BLOB_ERROR). */

@@ -1,0 +1,1327 @@
+/*
+ * elkd: the edgelock agent. Keeps connections to the Redis fleet open and drives every
+ * lease from one poll loop (fleet descriptors, the control socket, its clients and a
+ * signalfd in one poll set), through the public lib/ API only. Local programs take
+ * leases over the control socket (docs/control-protocol.md); a lease is tied to the
+ * connection that took it, so a client that dies releases it.
+ *
+ * Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 runtime failure, 2 bad config or
+ * usage, 3 cannot bind the control socket, 4 fleet setup failed (TLS files, ...).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elk/err.h"
+#include "elk/lock.h"
+#include "elk/node.h"
+#include "elk/platform.h"
+#include "elk/pool.h"
+#include "elk/port_posix.h"
+#include "elkfw/conf.h"
+#include "elkfw/ctl.h"
+#ifdef ELKD_TLS
+#include "elk/port_mbedtls.h"
+#endif
+
+#ifndef ELK_VERSION
+#define ELK_VERSION "0.1.0"
+#endif
+
+#define ELKD_EXIT_OK 0
+#define ELKD_EXIT_RUNTIME 1
+#define ELKD_EXIT_CONFIG 2
+#define ELKD_EXIT_SOCKET 3
+#define ELKD_EXIT_FLEET 4
+
+/* Local programs connected at once. Each holds or waits for resources, so a few more
+ * than the resources a file may configure leaves room for `elk status` callers. */
+#ifndef ELKD_MAX_CLIENTS
+#define ELKD_MAX_CLIENTS 16
+#endif
+/* Output queued per client: one whole STATUS answer (ELK_CTL_REPLY_MAX) plus events. A
+ * client that lets more pile up is disconnected (docs/control-protocol.md). */
+#define ELKD_OUT_MAX (ELK_CTL_REPLY_MAX + 2048u)
+#define ELKD_POOL_BLOCKS (2u * CONFIG_ELK_MAX_NODES + 2u)
+/* Upper bound on the wait for background release rounds at shutdown. */
+#define ELKD_SHUTDOWN_GRACE_MS 3000u
+
+typedef struct client {
+    int fd;                       /* -1: free slot */
+    pid_t pid;                    /* peer pid (SO_PEERCRED), for status */
+    uint64_t id;                  /* connection number, for logs */
+    char in_store[ELK_CTL_LINE_MAX];
+    elkfw_linebuf_t in;
+    char out[ELKD_OUT_MAX];
+    size_t out_len;
+    bool close_after_flush;
+    bool drop;                    /* output overflowed or I/O failed: close now */
+} client_t;
+
+typedef struct resource {
+    const elkfw_resource_conf_t *conf;
+    elk_lock_t lock;
+    int owner;                    /* client slot holding or acquiring it, -1 if none */
+    uint64_t owner_id;            /* that client's id (slots are reused) */
+    bool acquiring;               /* ACQUIRE sent to the library, no answer yet */
+    uint64_t local_wait_deadline; /* a waiting local client: when it gives up */
+    uint64_t shutdown_release_at; /* shutdown: release when the holder had its stop margin */
+    /* Why the last failed round of a waiting acquire failed, so a wait that times out can
+     * say what stood in the way (the library reports ELK_E_LOCK_TIMEOUT for it). */
+    int last_round_err;           /* ELK_OK: no failed round in this acquire */
+    uint8_t last_ok, last_busy, last_failed, last_nodes;
+    size_t last_ready;            /* nodes ready when that round failed */
+} resource_t;
+
+typedef struct waiter {
+    int client;                   /* slot, -1: free */
+    uint64_t client_id;
+    size_t res;
+    uint64_t deadline;            /* give up (ELK_E_LOCK_TIMEOUT) at this time */
+    uint32_t wait_ms;
+    uint64_t seq;                 /* arrival order: the oldest waiter goes first */
+} waiter_t;
+
+typedef struct agent {
+    elkfw_conf_t conf;
+    const char *conf_path;
+    elkfw_log_target_t log_target;
+    int log_level;
+    const char *socket_override;
+    bool foreground;
+
+    elk_clock_t clock;
+    elk_entropy_t entropy;
+    elk_log_t lib_log;
+    uint8_t pool_mem[ELKD_POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE] __attribute__((aligned(8)));
+    elk_pool_t pool;
+    elk_posix_tcp_t tcp[CONFIG_ELK_MAX_NODES];
+#ifdef ELKD_TLS
+    elk_tls_shared_t tls_shared[CONFIG_ELK_MAX_NODES];
+    elk_tls_conn_t tls_conn[CONFIG_ELK_MAX_NODES];
+    bool tls_used[CONFIG_ELK_MAX_NODES];
+#endif
+    elk_node_t nodes[CONFIG_ELK_MAX_NODES];
+    elk_fleet_t fleet;
+    elk_client_t client;
+    char gateway_id[CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1];
+
+    resource_t res[ELKFW_MAX_RESOURCES];
+    size_t n_res;
+    client_t clients[ELKD_MAX_CLIENTS];
+    waiter_t waiters[ELKD_MAX_CLIENTS * 2];
+    uint64_t next_client_id;
+    uint64_t next_waiter_seq;
+
+    int listen_fd;
+    int signal_fd;
+    bool shutting_down;
+    uint64_t shutdown_started;
+    int ready_pipe;               /* daemon mode: tells the parent we are up (-1 if none) */
+} agent_t;
+
+static agent_t g;
+
+/* ------------------------------------------------------------------ logging */
+
+static const char *level_name(int level)
+{
+    switch (level) {
+    case ELK_LOG_ERROR: return "error";
+    case ELK_LOG_WARN: return "warn";
+    case ELK_LOG_INFO: return "info";
+    default: return "debug";
+    }
+}
+
+static void log_line(int level, const char *module, const char *text, size_t len)
+{
+    if (level > g.log_level) {
+        return;
+    }
+    if (g.log_target == ELKFW_LOG_SYSLOG) {
+        static const int prio[] = {LOG_ERR, LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+        syslog(prio[level >= 1 && level <= 4 ? level : 4], "%s: %.*s", module, (int)len, text);
+    } else {
+        struct timespec ts;
+        struct tm tm;
+        char when[32];
+        clock_gettime(CLOCK_REALTIME, &ts); /* for people reading logs only, never for leases */
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(when, sizeof when, "%H:%M:%S", &tm);
+        fprintf(stderr, "%s.%03ldZ elkd %s %s: %.*s\n", when, ts.tv_nsec / 1000000L, level_name(level), module,
+                (int)len, text);
+    }
+}
+
+static void lib_log_write(void *ctx, int level, const char *module, const char *text, size_t len)
+{
+    (void)ctx;
+    log_line(level, module, text, len);
+}
+
+__attribute__((format(printf, 2, 3))) static void elkd_log(int level, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    int n;
+    if (level > g.log_level) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    log_line(level, "elkd", buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* ------------------------------------------------------------------ client output */
+
+__attribute__((format(printf, 2, 3))) static void client_send(int slot, const char *fmt, ...)
+{
+    client_t *c;
+    va_list ap;
+    int n;
+    if (slot < 0 || slot >= ELKD_MAX_CLIENTS) {
+        return;
+    }
+    c = &g.clients[slot];
+    if (c->fd < 0 || c->drop) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(c->out + c->out_len, sizeof c->out - c->out_len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof c->out - c->out_len) {
+        /* A client that does not read its events cannot be told it lost a lock:
+         * drop it, which releases what it holds. */
+        elkd_log(ELK_LOG_WARN, "client %" PRIu64 " (pid %d) does not read its replies; disconnecting it", c->id,
+             (int)c->pid);
+        c->drop = true;
+        return;
+    }
+    c->out_len += (size_t)n;
+}
+
+static void client_err(int slot, int code, const char *detail)
+{
+    if (detail != NULL && detail[0] != '\0') {
+        client_send(slot, "ERR %s %s: %s\n", elk_err_name(code), elk_err_message(code), detail);
+    } else {
+        client_send(slot, "ERR %s %s\n", elk_err_name(code), elk_err_message(code));
+    }
+}
+
+static void client_flush(int slot)
+{
+    client_t *c = &g.clients[slot];
+    while (c->out_len > 0 && !c->drop) {
+        ssize_t w = send(c->fd, c->out, c->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                c->drop = true;
+            }
+            return;
+        }
+        memmove(c->out, c->out + w, c->out_len - (size_t)w);
+        c->out_len -= (size_t)w;
+    }
+}
+
+/* ------------------------------------------------------------------ resources */
+
+static resource_t *find_res(const char *name)
+{
+    size_t i;
+    for (i = 0; i < g.n_res; i++) {
+        if (strcmp(g.res[i].conf->name, name) == 0) {
+            return &g.res[i];
+        }
+    }
+    return NULL;
+}
+
+static bool owned_by(const resource_t *r, int slot)
+{
+    return r->owner == slot && slot >= 0 && g.clients[slot].fd >= 0 && g.clients[slot].id == r->owner_id;
+}
+
+static void start_acquire(resource_t *r, int slot, uint32_t wait_ms, uint64_t now)
+{
+    int rc;
+    uint64_t wd = wait_ms > 0 ? now + wait_ms : 0;
+    r->owner = slot;
+    r->owner_id = g.clients[slot].id;
+    r->acquiring = true;
+    r->last_round_err = ELK_OK;
+    rc = elk_lock_acquire(&r->lock, now, wd);
+    if (rc == ELK_E_WOULD_BLOCK) {
+        elkd_log(ELK_LOG_DEBUG, "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
+             r->conf->name, g.clients[slot].id, wait_ms);
+        return;
+    }
+    r->acquiring = false;
+    if (rc == ELK_OK) {
+        /* Already held by this handle: cannot happen as the agent holds once per resource;
+         * answer truthfully anyway. */
+        client_send(slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
+                    r->conf->name, elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now),
+                    r->conf->stop_margin_ms, elk_lock_deadline(&r->lock));
+        return;
+    }
+    r->owner = -1;
+    client_err(slot, rc, r->conf->name);
+}
+
+/* Give the resource to the oldest local waiter, if any. */
+static void hand_to_next_waiter(resource_t *r, uint64_t now)
+{
+    size_t i, best = SIZE_MAX;
+    size_t ri = (size_t)(r - g.res);
+    if (r->owner >= 0 || g.shutting_down) {
+        return;
+    }
+    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
+        waiter_t *w = &g.waiters[i];
+        if (w->client >= 0 && w->res == ri &&
+            (best == SIZE_MAX || w->seq < g.waiters[best].seq)) {
+            best = i;
+        }
+    }
+    if (best != SIZE_MAX) {
+        waiter_t w = g.waiters[best];
+        g.waiters[best].client = -1;
+        if (g.clients[w.client].fd >= 0 && g.clients[w.client].id == w.client_id) {
+            uint32_t left = w.deadline > now ? (uint32_t)(w.deadline - now) : 0;
+            start_acquire(r, w.client, left, now);
+        }
+    }
+}
+
+static void release_res(resource_t *r, uint64_t now, const char *why)
+{
+    int rc = elk_lock_release(&r->lock, now);
+    elkd_log(ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
+         rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
+    r->owner = -1;
+    r->acquiring = false;
+    r->shutdown_release_at = 0;
+    hand_to_next_waiter(r, now);
+}
+
+static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    resource_t *r = user;
+    int slot = owned_by(r, r->owner) ? r->owner : -1;
+    (void)lock;
+    switch (ev->type) {
+    case ELK_LOCK_EV_ACQUIRED:
+        r->acquiring = false;
+        if (slot < 0 || g.shutting_down) {
+            /* The client went away (or we are stopping) while the round ran. */
+            release_res(r, ev->now, slot < 0 ? "its client disconnected while acquiring" : "shutting down");
+            return;
+        }
+        elkd_log(ELK_LOG_INFO, "%s: acquired for client %" PRIu64 " (pid %d), token %" PRIu64 ", valid %" PRIu32
+             " ms, %u/%u nodes", r->conf->name, g.clients[slot].id, (int)g.clients[slot].pid, ev->token,
+             ev->validity_ms, ev->ok, ev->node_count);
+        /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
+         * host shares) lets the client stop in time however late it reads this line. */
+        client_send(slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
+                    r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
+        break;
+    case ELK_LOCK_EV_ACQUIRE_FAILED:
+        r->acquiring = false;
+        elkd_log(ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)", r->conf->name,
+             elk_err_message(ev->err), ev->ok, ev->busy, ev->failed, ev->node_count);
+        if (slot >= 0) {
+            if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
+                char detail[320];
+                snprintf(detail, sizeof detail,
+                         "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes ready)",
+                         r->conf->name, elk_err_name(r->last_round_err), elk_err_message(r->last_round_err),
+                         r->last_ok, r->last_busy, r->last_failed, r->last_nodes, r->last_ready, g.fleet.count);
+                client_err(slot, ev->err, detail);
+            } else {
+                client_err(slot, ev->err, r->conf->name);
+            }
+        }
+        r->owner = -1;
+        hand_to_next_waiter(r, ev->now);
+        break;
+    case ELK_LOCK_EV_RETRY:
+        r->last_round_err = ev->err;
+        r->last_ok = ev->ok;
+        r->last_busy = ev->busy;
+        r->last_failed = ev->failed;
+        r->last_nodes = ev->node_count;
+        r->last_ready = elk_fleet_ready_count(&g.fleet);
+        elkd_log(ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name, elk_err_name(ev->err));
+        break;
+    case ELK_LOCK_EV_RENEWED:
+        elkd_log(ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms", r->conf->name,
+             ev->renewals, ev->validity_ms);
+        if (slot >= 0) {
+            client_send(slot, "EVENT RENEWED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64
+                              "\n", r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
+        }
+        break;
+    case ELK_LOCK_EV_RENEW_FAILED:
+        /* the library already logs this at warn */
+        elkd_log(ELK_LOG_DEBUG, "%s: renewal round failed (%s: %u ok of %u, quorum %u); retrying until the deadline",
+             r->conf->name, elk_err_name(ev->err), ev->ok, ev->node_count, ev->quorum);
+        break;
+    case ELK_LOCK_EV_RENEW_STOPPED:
+        elkd_log(ELK_LOG_WARN, "%s: %s", r->conf->name, elk_err_message(ev->err));
+        if (slot >= 0) {
+            client_send(slot, "EVENT RENEW_STOPPED %s %s\n", r->conf->name, elk_err_name(ev->err));
+        }
+        break;
+    case ELK_LOCK_EV_LOST:
+        elkd_log(ELK_LOG_WARN, "%s: LOST (%s); telling client %" PRIu64 " to stop", r->conf->name,
+             elk_err_message(ev->err), slot >= 0 ? g.clients[slot].id : 0);
+        if (slot >= 0) {
+            client_send(slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
+                        r->conf->stop_margin_ms);
+        }
+        /* Clear the LOST state so the resource can be taken again. */
+        (void)elk_lock_release(&r->lock, ev->now);
+        r->owner = -1;
+        r->acquiring = false;
+        hand_to_next_waiter(r, ev->now);
+        break;
+    case ELK_LOCK_EV_RELEASED:
+        elkd_log(ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)", r->conf->name, ev->ok,
+             ev->node_count);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ status */
+
+static const char *holder_text(const resource_t *r, char *buf, size_t cap)
+{
+    if (r->owner >= 0 && owned_by(r, r->owner)) {
+        snprintf(buf, cap, "pid:%d", (int)g.clients[r->owner].pid);
+    } else {
+        snprintf(buf, cap, "-");
+    }
+    return buf;
+}
+
+static void node_addr(size_t i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s:%u", g.conf.nodes[i].host, (unsigned)g.conf.nodes[i].port);
+}
+
+static void send_status(int slot, bool json, uint64_t now)
+{
+    size_t i;
+    char holder[32], addr[300];
+    if (!json) {
+        client_send(slot, "OK STATUS %zu\n", 1 + g.n_res + g.fleet.count);
+        client_send(slot, "agent gateway=%s pid=%d mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s\n",
+                    g.gateway_id, (int)getpid(), elkfw_mode_name(g.conf.mode), elk_fleet_ready_count(&g.fleet),
+                    g.fleet.count, elk_client_quorum(&g.client), g.shutting_down ? "yes" : "no");
+        for (i = 0; i < g.n_res; i++) {
+            const resource_t *r = &g.res[i];
+            client_send(slot,
+                        "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
+                        " renewals=%" PRIu32 " last_error=%s\n",
+                        r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                        holder_text(r, holder, sizeof holder), elk_lock_token(&r->lock),
+                        elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock),
+                        elk_lock_last_error(&r->lock) == ELK_OK ? "-" : elk_err_name(elk_lock_last_error(&r->lock)));
+        }
+        for (i = 0; i < g.fleet.count; i++) {
+            const elk_node_stats_t *st = elk_node_stats(&g.nodes[i]);
+            node_addr(i, addr, sizeof addr);
+            client_send(slot,
+                        "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
+                        " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s\n",
+                        g.conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&g.nodes[i])),
+                        st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
+                        st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error));
+        }
+        return;
+    }
+    client_send(slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+                      "\"shutting_down\":%s,\"resources\":[",
+                g.gateway_id, (int)getpid(), elkfw_mode_name(g.conf.mode), elk_client_quorum(&g.client),
+                elk_fleet_ready_count(&g.fleet), g.shutting_down ? "true" : "false");
+    for (i = 0; i < g.n_res; i++) {
+        const resource_t *r = &g.res[i];
+        client_send(slot,
+                    "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
+                    ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
+                    ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\"}",
+                    i ? "," : "", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                    holder_text(r, holder, sizeof holder), elk_lock_token(&r->lock),
+                    elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
+                    r->conf->stop_margin_ms,
+                    elk_lock_last_error(&r->lock) == ELK_OK ? "" : elk_err_name(elk_lock_last_error(&r->lock)));
+    }
+    client_send(slot, "],\"nodes\":[");
+    for (i = 0; i < g.fleet.count; i++) {
+        const elk_node_stats_t *st = elk_node_stats(&g.nodes[i]);
+        node_addr(i, addr, sizeof addr);
+        client_send(slot,
+                    "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
+                    "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
+                    ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\"}",
+                    i ? "," : "", g.conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&g.nodes[i])),
+                    elk_node_is_ready(&g.nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
+                    st->last_rtt_ms, st->connects, st->failures, st->timeouts,
+                    st->last_error == ELK_OK ? "" : elk_err_name(st->last_error));
+    }
+    client_send(slot, "]}\n");
+}
+
+/* ------------------------------------------------------------------ requests */
+
+static void drop_waiters_of(int slot)
+{
+    size_t i;
+    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
+        if (g.waiters[i].client == slot) {
+            g.waiters[i].client = -1;
+        }
+    }
+}
+
+static bool client_waits_for(int slot, size_t ri)
+{
+    size_t i;
+    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
+        if (g.waiters[i].client == slot && g.waiters[i].client_id == g.clients[slot].id && g.waiters[i].res == ri) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void handle_request(int slot, const char *line, size_t len, uint64_t now)
+{
+    elkfw_ctl_req_t req;
+    const char *why = "";
+    resource_t *r;
+    int rc = elkfw_ctl_parse_request(line, len, elkfw_resource_name_max(&g.conf), &req, &why);
+    if (rc != ELK_OK) {
+        client_err(slot, rc, why);
+        return;
+    }
+    switch (req.cmd) {
+    case ELKFW_CTL_PING:
+        client_send(slot, "OK PONG\n");
+        return;
+    case ELKFW_CTL_HELP:
+        client_send(slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | STATUS [JSON] | PING | QUIT\n");
+        return;
+    case ELKFW_CTL_QUIT:
+        client_send(slot, "OK BYE\n");
+        g.clients[slot].close_after_flush = true;
+        return;
+    case ELKFW_CTL_STATUS:
+    case ELKFW_CTL_STATUS_JSON:
+        send_status(slot, req.cmd == ELKFW_CTL_STATUS_JSON, now);
+        return;
+    case ELKFW_CTL_ACQUIRE:
+    case ELKFW_CTL_RELEASE:
+        break;
+    }
+    r = find_res(req.resource);
+    if (r == NULL) {
+        client_err(slot, ELK_E_RESOURCE_UNKNOWN, req.resource);
+        return;
+    }
+    if (req.cmd == ELKFW_CTL_RELEASE) {
+        if (owned_by(r, slot)) {
+            release_res(r, now, "its client asked");
+            client_send(slot, "OK RELEASED %s\n", r->conf->name);
+        } else if (client_waits_for(slot, (size_t)(r - g.res))) {
+            drop_waiters_of(slot);
+            client_send(slot, "OK RELEASED %s\n", r->conf->name);
+        } else if (r->owner >= 0 && owned_by(r, r->owner)) {
+            char detail[256];
+            snprintf(detail, sizeof detail,
+                     "%s is held by pid %d on this agent; a lease is released by the connection that took it "
+                     "(stop that process)", r->conf->name, (int)g.clients[r->owner].pid);
+            client_err(slot, ELK_E_NOT_HELD, detail);
+        } else {
+            client_err(slot, ELK_E_NOT_HELD, r->conf->name);
+        }
+        return;
+    }
+    /* ACQUIRE */
+    if (g.shutting_down) {
+        client_err(slot, ELK_E_SHUTTING_DOWN, r->conf->name);
+        return;
+    }
+    if (owned_by(r, slot) || client_waits_for(slot, (size_t)(r - g.res))) {
+        client_err(slot, ELK_E_ALREADY_HELD, r->conf->name);
+        return;
+    }
+    if (r->owner >= 0 && owned_by(r, r->owner)) {
+        /* Another client of this agent has it: queue locally, never two rounds from one gateway. */
+        size_t i;
+        if (req.wait_ms == 0) {
+            char detail[256];
+            snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
+                     (int)g.clients[r->owner].pid);
+            client_err(slot, ELK_E_LOCK_BUSY, detail);
+            return;
+        }
+        for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
+            if (g.waiters[i].client < 0) {
+                g.waiters[i].client = slot;
+                g.waiters[i].client_id = g.clients[slot].id;
+                g.waiters[i].res = (size_t)(r - g.res);
+                g.waiters[i].deadline = now + req.wait_ms;
+                g.waiters[i].wait_ms = req.wait_ms;
+                g.waiters[i].seq = ++g.next_waiter_seq;
+                return;
+            }
+        }
+        client_err(slot, ELK_E_AGENT_FULL, "too many local waiters");
+        return;
+    }
+    r->owner = -1;
+    start_acquire(r, slot, req.wait_ms, now);
+}
+
+/* ------------------------------------------------------------------ connections */
+
+static void client_close(int slot, uint64_t now, const char *why)
+{
+    client_t *c = &g.clients[slot];
+    size_t i;
+    if (c->fd < 0) {
+        return;
+    }
+    for (i = 0; i < g.n_res; i++) {
+        resource_t *r = &g.res[i];
+        if (owned_by(r, slot)) {
+            if (r->acquiring) {
+                /* Cancel the round; its partial locks are released by the library. */
+                release_res(r, now, "its client disconnected while acquiring");
+            } else {
+                elkd_log(ELK_LOG_INFO, "%s: client %" PRIu64 " (pid %d) %s while holding it", r->conf->name, c->id,
+                     (int)c->pid, why);
+                release_res(r, now, "its client disconnected");
+            }
+        }
+    }
+    drop_waiters_of(slot);
+    elkd_log(ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) closed: %s", c->id, (int)c->pid, why);
+    close(c->fd);
+    c->fd = -1;
+    c->out_len = 0;
+    c->drop = false;
+    c->close_after_flush = false;
+}
+
+static void accept_clients(void)
+{
+    for (;;) {
+        int fd = accept4(g.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int slot;
+        struct ucred cred;
+        socklen_t cl = sizeof cred;
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                elkd_log(ELK_LOG_WARN, "accept on the control socket failed: %s", strerror(errno));
+            }
+            return;
+        }
+        for (slot = 0; slot < ELKD_MAX_CLIENTS; slot++) {
+            if (g.clients[slot].fd < 0) {
+                break;
+            }
+        }
+        if (slot == ELKD_MAX_CLIENTS || g.shutting_down) {
+            int code = g.shutting_down ? ELK_E_SHUTTING_DOWN : ELK_E_AGENT_FULL;
+            char msg[200];
+            int n = snprintf(msg, sizeof msg, "ERR %s %s\n", elk_err_name(code), elk_err_message(code));
+            (void)!send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            close(fd);
+            continue;
+        }
+        client_t *c = &g.clients[slot];
+        c->fd = fd;
+        c->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 ? cred.pid : 0;
+        c->id = ++g.next_client_id;
+        c->out_len = 0;
+        c->drop = false;
+        c->close_after_flush = false;
+        elkfw_linebuf_init(&c->in, c->in_store, sizeof c->in_store);
+        elkd_log(ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) connected", c->id, (int)c->pid);
+    }
+}
+
+static void client_readable(int slot, uint64_t now)
+{
+    client_t *c = &g.clients[slot];
+    for (;;) {
+        size_t avail;
+        char *sp = elkfw_linebuf_space(&c->in, &avail);
+        ssize_t n;
+        const char *line;
+        size_t len;
+        int rc;
+        if (avail == 0) {
+            /* linebuf_next below reports the overlong line and makes room */
+            rc = elkfw_linebuf_next(&c->in, &line, &len);
+            if (rc == ELK_E_CTL_TOO_LONG) {
+                client_err(slot, ELK_E_CTL_TOO_LONG, "");
+            }
+            continue;
+        }
+        n = recv(c->fd, sp, avail, MSG_DONTWAIT);
+        if (n == 0) {
+            client_close(slot, now, "disconnected");
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                client_close(slot, now, strerror(errno));
+            }
+            return;
+        }
+        elkfw_linebuf_commit(&c->in, (size_t)n);
+        while ((rc = elkfw_linebuf_next(&c->in, &line, &len)) != 0) {
+            if (rc == ELK_E_CTL_TOO_LONG) {
+                client_err(slot, ELK_E_CTL_TOO_LONG, "");
+                continue;
+            }
+            if (!c->close_after_flush) {
+                handle_request(slot, line, len, now);
+            }
+        }
+    }
+}
+
+static int bind_socket(const char *path)
+{
+    struct sockaddr_un sa;
+    int fd, probe;
+    if (strlen(path) >= sizeof sa.sun_path) {
+        fprintf(stderr, "elkd: control socket path '%s' is too long (at most %zu bytes)\n", path,
+                sizeof sa.sun_path - 1);
+        return -1;
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    strcpy(sa.sun_path, path);
+    /* A socket file left by a crashed elkd is removed; a live one is not stolen. */
+    probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe >= 0) {
+        if (connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
+            close(probe);
+            fprintf(stderr, "elkd: another elkd is already listening on %s\n", path);
+            return -1;
+        }
+        if (errno == ECONNREFUSED) {
+            unlink(path);
+        }
+        close(probe);
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        fprintf(stderr, "elkd: socket: %s\n", strerror(errno));
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        fprintf(stderr, "elkd: cannot bind the control socket %s: %s\n", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* Anyone who can connect can take leases: owner and group only. */
+    chmod(path, 0660);
+    if (listen(fd, 16) != 0) {
+        fprintf(stderr, "elkd: listen on %s: %s\n", path, strerror(errno));
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    return fd;
+}
+
+/* ------------------------------------------------------------------ setup */
+
+static int setup_fleet(char *err, size_t errlen)
+{
+    size_t i;
+    int rc;
+    rc = elk_pool_init(&g.pool, g.pool_mem, sizeof g.pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, 2u * g.conf.n_nodes + 2u);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "buffer pool: %s", elk_err_message(rc));
+        return rc;
+    }
+    for (i = 0; i < g.conf.n_nodes; i++) {
+        const elkfw_node_conf_t *nc = &g.conf.nodes[i];
+        elk_node_config_t cfg;
+        elk_transport_t tcp, tr;
+        elk_posix_tcp_init(&g.tcp[i], NULL, &tcp);
+        tr = tcp;
+        if (nc->tls.on == 1) {
+#ifdef ELKD_TLS
+            elk_tls_config_t tc;
+            memset(&tc, 0, sizeof tc);
+            tc.ca_file = nc->tls.ca;
+            tc.cert_file = nc->tls.cert[0] ? nc->tls.cert : NULL;
+            tc.key_file = nc->tls.key[0] ? nc->tls.key : NULL;
+            rc = elk_tls_shared_init(&g.tls_shared[i], &tc, &g.entropy);
+            if (rc != ELK_OK) {
+                snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", g.conf.path, nc->line, nc->name,
+                         elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "", nc->tls.cert);
+                return rc;
+            }
+            rc = elk_tls_conn_init(&g.tls_conn[i], &g.tls_shared[i], &tcp, &tr);
+            if (rc != ELK_OK) {
+                snprintf(err, errlen, "[node %s]: TLS connection setup: %s", nc->name, elk_err_message(rc));
+                return rc;
+            }
+            g.tls_used[i] = true;
+#else
+            snprintf(err, errlen, "%s:%d: [node %s]: tls = on but this elkd was built without TLS", g.conf.path,
+                     nc->line, nc->name);
+            return ELK_E_NOT_SUPPORTED;
+#endif
+        }
+        elk_node_config_defaults(&cfg);
+        cfg.endpoint.host = nc->host;
+        cfg.endpoint.port = nc->port;
+        cfg.endpoint.server_name = nc->server_name[0] ? nc->server_name : NULL;
+        cfg.username = nc->user[0] ? nc->user : NULL;
+        cfg.password = nc->password[0] ? nc->password : NULL;
+        cfg.db = nc->db;
+        cfg.resp3 = CONFIG_ELK_RESP3 ? true : false;
+        cfg.connect_timeout_ms = nc->connect_timeout_ms;
+        cfg.request_timeout_ms = nc->request_timeout_ms;
+        rc = elk_node_init(&g.nodes[i], &cfg, &tr, &g.pool, &g.entropy, &g.lib_log);
+        if (rc != ELK_OK) {
+            snprintf(err, errlen, "[node %s]: %s", nc->name, elk_err_message(rc));
+            return rc;
+        }
+        g.nodes[i].stats.tls = nc->tls.on == 1; /* node.h: the caller sets it, for status */
+    }
+    rc = elk_fleet_init(&g.fleet, g.nodes, g.conf.n_nodes);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "fleet: %s", elk_err_message(rc));
+        return rc;
+    }
+    {
+        elk_client_config_t cc;
+        elk_client_config_defaults(&cc);
+        cc.gateway_id = g.gateway_id;
+        cc.key_prefix = g.conf.key_prefix;
+        cc.mode = g.conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
+        cc.safety = g.conf.agent.safety_check == ELKFW_SAFETY_OFF      ? ELK_SAFETY_OFF
+                    : g.conf.agent.safety_check == ELKFW_SAFETY_REFUSE ? ELK_SAFETY_REFUSE
+                                                                       : ELK_SAFETY_WARN;
+        rc = elk_client_init(&g.client, &cc, &g.fleet, &g.entropy, &g.lib_log);
+        if (rc != ELK_OK) {
+            snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", g.gateway_id,
+                     g.conf.key_prefix, elk_err_message(rc));
+            return rc;
+        }
+    }
+    for (i = 0; i < g.conf.n_resources; i++) {
+        const elkfw_resource_conf_t *rc_ = &g.conf.resources[i];
+        elk_lock_config_t lc;
+        resource_t *r = &g.res[g.n_res];
+        elk_lock_config_defaults(&lc);
+        lc.ttl_ms = rc_->ttl_ms;
+        lc.renew_fraction_pct = (rc_->renew_fraction_ppm + 5000u) / 10000u;
+        lc.drift_factor_ppm = g.conf.drift_factor_ppm;
+        lc.drift_fixed_ms = g.conf.drift_fixed_ms;
+        lc.stop_margin_ms = rc_->stop_margin_ms;
+        lc.min_validity_ms = rc_->min_validity_ms;
+        lc.max_hold_ms = rc_->max_hold_ms;
+        lc.max_renewals = rc_->max_renewals;
+        lc.wait_min_ms = rc_->wait_min_ms;
+        lc.wait_max_ms = rc_->wait_max_ms;
+        lc.fencing = rc_->fencing;
+        lc.use_release_channel = rc_->release_channel;
+        r->conf = rc_;
+        r->owner = -1;
+        rc = elk_lock_init(&r->lock, &g.client, rc_->name, &lc, on_lock_event, r);
+        if (rc != ELK_OK) {
+            snprintf(err, errlen, "%s:%d: [resource %s]: %s", g.conf.path, rc_->line, rc_->name, elk_err_message(rc));
+            return rc;
+        }
+        g.n_res++;
+    }
+    return ELK_OK;
+}
+
+static void teardown_fleet(void)
+{
+    size_t i;
+    uint64_t now = g.clock.now_ms(g.clock.ctx);
+    for (i = 0; i < g.fleet.count; i++) {
+        elk_node_close(&g.nodes[i], now);
+    }
+#ifdef ELKD_TLS
+    for (i = 0; i < g.conf.n_nodes; i++) {
+        if (g.tls_used[i]) {
+            elk_tls_conn_free(&g.tls_conn[i]);
+            elk_tls_shared_free(&g.tls_shared[i]);
+        }
+    }
+#endif
+}
+
+/* ------------------------------------------------------------------ main loop */
+
+static void begin_shutdown(uint64_t now, const char *why)
+{
+    size_t i;
+    if (g.shutting_down) {
+        return;
+    }
+    g.shutting_down = true;
+    g.shutdown_started = now;
+    elkd_log(ELK_LOG_INFO, "%s: stopping: no new leases, telling holders, releasing every lease", why);
+    if (g.listen_fd >= 0) {
+        close(g.listen_fd);
+        g.listen_fd = -1;
+        unlink(g.conf.agent.socket_path);
+    }
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        if (g.clients[i].fd >= 0) {
+            client_send((int)i, "EVENT SHUTDOWN\n");
+        }
+    }
+    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
+        if (g.waiters[i].client >= 0) {
+            client_err(g.waiters[i].client, ELK_E_SHUTTING_DOWN, g.res[g.waiters[i].res].conf->name);
+            g.waiters[i].client = -1;
+        }
+    }
+    for (i = 0; i < g.n_res; i++) {
+        resource_t *r = &g.res[i];
+        if (r->owner >= 0 && owned_by(r, r->owner) && !r->acquiring) {
+            /* The holder gets its stop margin to bring the actuator to its safe state
+             * (the lease stays valid and renewed meanwhile); then we release. */
+            r->shutdown_release_at = now + r->conf->stop_margin_ms;
+            if (r->shutdown_release_at == now) {
+                release_res(r, now, "shutting down");
+            }
+        } else if (r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE) {
+            release_res(r, now, "shutting down");
+        }
+    }
+}
+
+static bool shutdown_done(uint64_t now)
+{
+    size_t i;
+    for (i = 0; i < g.n_res; i++) {
+        if (g.res[i].shutdown_release_at != 0) {
+            return false; /* a holder still has its stop margin */
+        }
+        if (elk_lock_busy(&g.res[i].lock) && now - g.shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
+            return false; /* background release rounds still in flight */
+        }
+    }
+    return true;
+}
+
+static void handle_signals(uint64_t now)
+{
+    struct signalfd_siginfo si;
+    while (read(g.signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            begin_shutdown(now, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        } else if (si.ssi_signo == SIGHUP) {
+            elkd_log(ELK_LOG_WARN, "SIGHUP: reloading the configuration is not supported; restart elkd to apply changes");
+        }
+    }
+}
+
+static int run_loop(void)
+{
+    struct pollfd pfd[2 + ELKD_MAX_CLIENTS + CONFIG_ELK_MAX_NODES];
+    int who[2 + ELKD_MAX_CLIENTS + CONFIG_ELK_MAX_NODES];
+    size_t i;
+    for (;;) {
+        uint64_t now = g.clock.now_ms(g.clock.ctx);
+        uint64_t next = elk_client_poll(&g.client, now);
+        elk_wait_t waits[CONFIG_ELK_MAX_NODES];
+        size_t nw, n = 0;
+        int timeout, rc;
+
+        now = g.clock.now_ms(g.clock.ctx);
+        /* local waiters that ran out of time */
+        for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
+            waiter_t *w = &g.waiters[i];
+            if (w->client < 0) {
+                continue;
+            }
+            if (g.clients[w->client].fd < 0 || g.clients[w->client].id != w->client_id) {
+                w->client = -1;
+            } else if (now >= w->deadline) {
+                client_err(w->client, ELK_E_LOCK_TIMEOUT, g.res[w->res].conf->name);
+                w->client = -1;
+            } else if (w->deadline < next) {
+                next = w->deadline;
+            }
+        }
+        /* shutdown: holders had their stop margin */
+        for (i = 0; i < g.n_res; i++) {
+            resource_t *r = &g.res[i];
+            if (r->shutdown_release_at != 0) {
+                if (now >= r->shutdown_release_at || !owned_by(r, r->owner)) {
+                    release_res(r, now, "shutting down");
+                } else if (r->shutdown_release_at < next) {
+                    next = r->shutdown_release_at;
+                }
+            }
+        }
+        /* flush and close clients */
+        for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+            client_t *c = &g.clients[i];
+            if (c->fd < 0) {
+                continue;
+            }
+            client_flush((int)i);
+            if (c->drop) {
+                client_close((int)i, now, "dropped");
+            } else if (c->close_after_flush && c->out_len == 0) {
+                client_close((int)i, now, "QUIT");
+            }
+        }
+        if (g.shutting_down && shutdown_done(now)) {
+            for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+                if (g.clients[i].fd >= 0) {
+                    client_flush((int)i);
+                    client_close((int)i, now, "agent stopped");
+                }
+            }
+            elkd_log(ELK_LOG_INFO, "stopped");
+            return ELKD_EXIT_OK;
+        }
+        if (g.shutting_down && next > now + 50) {
+            next = now + 50; /* watch the release rounds finish */
+        }
+
+        pfd[n].fd = g.signal_fd;
+        pfd[n].events = POLLIN;
+        who[n++] = -1;
+        if (g.listen_fd >= 0) {
+            pfd[n].fd = g.listen_fd;
+            pfd[n].events = POLLIN;
+            who[n++] = -2;
+        }
+        for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+            if (g.clients[i].fd >= 0) {
+                pfd[n].fd = g.clients[i].fd;
+                pfd[n].events = (short)(POLLIN | (g.clients[i].out_len > 0 ? POLLOUT : 0));
+                who[n++] = (int)i;
+            }
+        }
+        nw = elk_fleet_waits(&g.fleet, waits, CONFIG_ELK_MAX_NODES);
+        for (i = 0; i < nw; i++) {
+            if (waits[i].fd < 0) {
+                continue;
+            }
+            pfd[n].fd = waits[i].fd;
+            pfd[n].events = (short)(((waits[i].events & ELK_WAIT_READ) ? POLLIN : 0) |
+                                    ((waits[i].events & ELK_WAIT_WRITE) ? POLLOUT : 0));
+            who[n++] = -3;
+        }
+        if (next <= now) {
+            timeout = 0;
+        } else if (next - now > 60000u) {
+            timeout = 60000;
+        } else {
+            timeout = (int)(next - now);
+        }
+        rc = poll(pfd, n, timeout);
+        if (rc < 0 && errno != EINTR) {
+            elkd_log(ELK_LOG_ERROR, "poll: %s", strerror(errno));
+            return ELKD_EXIT_RUNTIME;
+        }
+        now = g.clock.now_ms(g.clock.ctx);
+        for (i = 0; rc > 0 && i < n; i++) {
+            if (pfd[i].revents == 0) {
+                continue;
+            }
+            if (who[i] == -1) {
+                handle_signals(now);
+            } else if (who[i] == -2) {
+                if (g.listen_fd >= 0) {
+                    accept_clients();
+                }
+            } else if (who[i] >= 0) {
+                if (g.clients[who[i]].fd == pfd[i].fd) {
+                    if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        client_readable(who[i], now);
+                    }
+                }
+            }
+            /* fleet descriptors: the next elk_client_poll does the I/O */
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ startup */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: elkd [-c PATH] [-f] [--log stderr|syslog] [--log-level LEVEL] [--socket PATH] [--check]\n"
+            "The edgelock agent: holds leases on a Redis fleet for local programs (see elk(1)).\n"
+            "\n"
+            "  -c, --config PATH     configuration file (default /etc/elkd.conf)\n"
+            "  -f, --foreground      stay in the foreground (default: detach once the socket is up)\n"
+            "      --log TARGET      stderr or syslog (overrides [agent] log)\n"
+            "      --log-level L     error, warn, info or debug (overrides [agent] log_level)\n"
+            "  -s, --socket PATH     control socket (overrides [agent] socket)\n"
+            "      --check           check the configuration and exit\n"
+            "  -h, --help            this text\n"
+            "  -V, --version         print the version\n"
+            "\n"
+            "Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 runtime failure, 2 bad configuration or\n"
+            "usage, 3 cannot bind the control socket, 4 fleet setup failed (e.g. TLS files).\n");
+}
+
+static int parse_level(const char *s)
+{
+    if (strcmp(s, "error") == 0) return ELK_LOG_ERROR;
+    if (strcmp(s, "warn") == 0) return ELK_LOG_WARN;
+    if (strcmp(s, "info") == 0) return ELK_LOG_INFO;
+    if (strcmp(s, "debug") == 0) return ELK_LOG_DEBUG;
+    return -1;
+}
+
+/* Fork into the background; the parent exits with the child's startup result. */
+static int daemonize(void)
+{
+    int p[2];
+    pid_t pid;
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        return -1;
+    }
+    if (pid > 0) {
+        unsigned char code = ELKD_EXIT_RUNTIME;
+        close(p[1]);
+        if (read(p[0], &code, 1) != 1) {
+            code = ELKD_EXIT_RUNTIME;
+        }
+        _exit(code);
+    }
+    close(p[0]);
+    setsid();
+    g.ready_pipe = p[1];
+    return 0;
+}
+
+static void detach_stdio(void)
+{
+    int fd = open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+        dup2(fd, 0);
+        dup2(fd, 1);
+        if (g.log_target == ELKFW_LOG_SYSLOG) {
+            dup2(fd, 2);
+        }
+        if (fd > 2) {
+            close(fd);
+        }
+    }
+}
+
+static int fail_startup(int code)
+{
+    if (g.ready_pipe >= 0) {
+        unsigned char c = (unsigned char)code;
+        (void)!write(g.ready_pipe, &c, 1);
+    }
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"foreground", no_argument, NULL, 'f'},
+        {"log", required_argument, NULL, 'L'},    {"log-level", required_argument, NULL, 'l'},
+        {"socket", required_argument, NULL, 's'}, {"check", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    const char *log_arg = NULL, *level_arg = NULL;
+    bool check_only = false;
+    char err[ELKFW_ERR_MAX];
+    sigset_t mask;
+    int opt, rc, i;
+
+    memset(&g, 0, sizeof g);
+    g.conf_path = "/etc/elkd.conf";
+    g.listen_fd = -1;
+    g.signal_fd = -1;
+    g.ready_pipe = -1;
+    g.log_level = ELK_LOG_INFO;
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        g.clients[i].fd = -1;
+    }
+    for (i = 0; i < (int)(sizeof g.waiters / sizeof g.waiters[0]); i++) {
+        g.waiters[i].client = -1;
+    }
+
+    while ((opt = getopt_long(argc, argv, "c:fs:hV", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': g.conf_path = optarg; break;
+        case 'f': g.foreground = true; break;
+        case 'L': log_arg = optarg; break;
+        case 'l': level_arg = optarg; break;
+        case 's': g.socket_override = optarg; break;
+        case 'C': check_only = true; break;
+        case 'h': usage(stdout); return ELKD_EXIT_OK;
+        case 'V': printf("elkd %s\n", ELK_VERSION); return ELKD_EXIT_OK;
+        default: usage(stderr); return ELKD_EXIT_CONFIG;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "elkd: unexpected argument '%s' (see elkd --help)\n", argv[optind]);
+        return ELKD_EXIT_CONFIG;
+    }
+    if (log_arg != NULL && strcmp(log_arg, "stderr") != 0 && strcmp(log_arg, "syslog") != 0) {
+        fprintf(stderr, "elkd: --log must be stderr or syslog, not '%s'\n", log_arg);
+        return ELKD_EXIT_CONFIG;
+    }
+    if (level_arg != NULL && parse_level(level_arg) < 0) {
+        fprintf(stderr, "elkd: --log-level must be error, warn, info or debug, not '%s'\n", level_arg);
+        return ELKD_EXIT_CONFIG;
+    }
+
+    rc = elkfw_conf_load(&g.conf, g.conf_path, err, sizeof err);
+    if (rc != ELK_OK) {
+        fprintf(stderr, "elkd: %s\n", err);
+        return ELKD_EXIT_CONFIG;
+    }
+    if (g.socket_override != NULL) {
+        if (strlen(g.socket_override) >= sizeof g.conf.agent.socket_path) {
+            fprintf(stderr, "elkd: --socket path is longer than %zu bytes\n", sizeof g.conf.agent.socket_path - 1);
+            return ELKD_EXIT_CONFIG;
+        }
+        strcpy(g.conf.agent.socket_path, g.socket_override);
+    }
+    g.log_target = log_arg != NULL ? (strcmp(log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
+                                   : g.conf.agent.log_target;
+    g.log_level = level_arg != NULL ? parse_level(level_arg) : g.conf.agent.log_level;
+    if (g.conf.gateway_id[0] != '\0') {
+        strcpy(g.gateway_id, g.conf.gateway_id);
+    } else {
+        char host[256];
+        size_t k, o = 0;
+        if (gethostname(host, sizeof host) != 0) {
+            strcpy(host, "gw");
+        }
+        host[sizeof host - 1] = '\0';
+        for (k = 0; host[k] != '\0' && o < CONFIG_ELK_GATEWAY_ID_MAX_LEN; k++) {
+            if (elkfw_name_valid(&host[k], 1, 1)) {
+                g.gateway_id[o++] = host[k];
+            }
+        }
+        if (o == 0) {
+            strcpy(g.gateway_id, "gw");
+        }
+    }
+    if (check_only) {
+        printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", g.conf_path,
+               elkfw_mode_name(g.conf.mode), g.conf.n_nodes, g.conf.n_nodes == 1 ? "" : "s", g.conf.n_resources,
+               g.conf.n_resources == 1 ? "" : "s", g.gateway_id);
+        return ELKD_EXIT_OK;
+    }
+    if (g.log_target == ELKFW_LOG_SYSLOG) {
+        openlog("elkd", LOG_PID, LOG_DAEMON);
+    }
+    signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
+
+    if (!g.foreground && daemonize() != 0) {
+        fprintf(stderr, "elkd: cannot fork into the background: %s\n", strerror(errno));
+        return ELKD_EXIT_RUNTIME;
+    }
+
+    elk_posix_clock(&g.clock);
+    elk_posix_entropy(&g.entropy);
+    g.lib_log.ctx = NULL;
+    g.lib_log.write = lib_log_write;
+    g.lib_log.level = g.log_level;
+
+    rc = setup_fleet(err, sizeof err);
+    if (rc != ELK_OK) {
+        fprintf(stderr, "elkd: %s\n", err);
+        if (g.log_target == ELKFW_LOG_SYSLOG) {
+            syslog(LOG_ERR, "%s", err);
+        }
+        return fail_startup(rc == ELK_E_INVALID_ARG || rc == ELK_E_NAME_INVALID || rc == ELK_E_NAME_TOO_LONG
+                                ? ELKD_EXIT_CONFIG
+                                : ELKD_EXIT_FLEET);
+    }
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    g.signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (g.signal_fd < 0) {
+        fprintf(stderr, "elkd: signalfd: %s\n", strerror(errno));
+        return fail_startup(ELKD_EXIT_RUNTIME);
+    }
+    g.listen_fd = bind_socket(g.conf.agent.socket_path);
+    if (g.listen_fd < 0) {
+        teardown_fleet();
+        return fail_startup(ELKD_EXIT_SOCKET);
+    }
+    if (g.ready_pipe >= 0) {
+        /* The socket accepts connections now: let the parent exit 0. */
+        char ok = 0;
+        (void)!write(g.ready_pipe, &ok, 1);
+        close(g.ready_pipe);
+        g.ready_pipe = -1;
+    }
+    if (!g.foreground) {
+        detach_stdio();
+    }
+    elkd_log(ELK_LOG_INFO, "elkd %s started: gateway %s, %s fleet of %zu node%s, %zu resource%s, socket %s",
+         ELK_VERSION, g.gateway_id, elkfw_mode_name(g.conf.mode), g.conf.n_nodes, g.conf.n_nodes == 1 ? "" : "s",
+         g.n_res, g.n_res == 1 ? "" : "s", g.conf.agent.socket_path);
+    rc = run_loop();
+    teardown_fleet();
+    if (g.listen_fd >= 0) {
+        close(g.listen_fd);
+        unlink(g.conf.agent.socket_path);
+    }
+    return rc;
+}

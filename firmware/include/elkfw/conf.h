@@ -1,0 +1,129 @@
+/*
+ * elkd configuration: an INI file parsed into fixed arrays (no heap).
+ *
+ * Sections: [fleet], [node NAME] (or [node.NAME]), [resource NAME], [agent].
+ * Every key is documented in README.md ("Configuration") and firmware/elkd.conf.sample.
+ * An invalid file yields one message naming the file, line and key, e.g.
+ *   elkd.conf:12: key 'ttl' in [resource valve-1]: '10x' is not a duration (use e.g. 500ms or 10s)
+ * and elkd exits with code 2 without starting anything.
+ */
+#ifndef ELKFW_CONF_H
+#define ELKFW_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elk/config.h"
+#include "elk/err.h"
+
+#define ELKFW_NAME_MAX 64         /* node and resource names, including the NUL */
+#define ELKFW_STR_MAX 256         /* host, paths, user, password, server name */
+#define ELKFW_SOCKET_MAX 108      /* sun_path size on Linux */
+#define ELKFW_MAX_RESOURCES 32
+#define ELKFW_PREFIX_MAX 64
+#define ELKFW_ERR_MAX 512         /* size of an error message buffer that always fits */
+
+typedef enum { ELKFW_MODE_SINGLE = 0, ELKFW_MODE_REDLOCK = 1 } elkfw_mode_t;
+typedef enum { ELKFW_LOG_STDERR = 0, ELKFW_LOG_SYSLOG = 1 } elkfw_log_target_t;
+typedef enum { ELKFW_SAFETY_WARN = 0, ELKFW_SAFETY_REFUSE = 1, ELKFW_SAFETY_OFF = 2 } elkfw_safety_t;
+
+/* TLS settings; in [fleet] they are the defaults every node inherits. */
+typedef struct elkfw_tls_conf {
+    int on;                        /* 1 on, 0 off, -1 not set (inherit) */
+    char ca[ELKFW_STR_MAX];
+    char cert[ELKFW_STR_MAX];
+    char key[ELKFW_STR_MAX];
+} elkfw_tls_conf_t;
+
+typedef struct elkfw_node_conf {
+    char name[ELKFW_NAME_MAX];
+    char host[ELKFW_STR_MAX];
+    uint16_t port;                 /* default 6379 */
+    elkfw_tls_conf_t tls;
+    char server_name[ELKFW_STR_MAX]; /* SNI + certificate name; empty: host */
+    char user[ELKFW_STR_MAX];
+    char password[ELKFW_STR_MAX];
+    char password_file[ELKFW_STR_MAX]; /* read by elkfw_conf_load into password */
+    uint32_t db;
+    uint32_t connect_timeout_ms;   /* 0: [fleet] default */
+    uint32_t request_timeout_ms;
+    int line;                      /* line of the section header, for messages */
+    int password_file_line;
+} elkfw_node_conf_t;
+
+typedef struct elkfw_resource_conf {
+    char name[ELKFW_NAME_MAX];
+    uint32_t ttl_ms;
+    uint32_t renew_fraction_ppm;   /* renew after this share of the ttl (1e6 = all of it) */
+    uint32_t stop_margin_ms;       /* time the actuator needs to reach its safe state */
+    uint32_t min_validity_ms;
+    uint32_t max_hold_ms;          /* 0: unlimited */
+    uint32_t max_renewals;         /* 0: unlimited */
+    bool fencing;
+    uint32_t wait_min_ms, wait_max_ms; /* random retry delay range while waiting */
+    bool release_channel;
+    int line;
+    int ttl_line, stop_margin_line, min_validity_line; /* 0: key not set; for messages */
+} elkfw_resource_conf_t;
+
+typedef struct elkfw_agent_conf {
+    char socket_path[ELKFW_SOCKET_MAX];
+    elkfw_log_target_t log_target;
+    int log_level;                 /* ELK_LOG_ERROR..ELK_LOG_DEBUG */
+    elkfw_safety_t safety_check;
+} elkfw_agent_conf_t;
+
+typedef struct elkfw_conf {
+    char path[ELKFW_STR_MAX];      /* file name used in messages */
+    /* [fleet] */
+    elkfw_mode_t mode;
+    char gateway_id[CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1]; /* empty: elkd uses the host name */
+    char key_prefix[ELKFW_PREFIX_MAX];
+    elkfw_tls_conf_t tls;
+    uint32_t connect_timeout_ms;
+    uint32_t request_timeout_ms;
+    uint32_t drift_factor_ppm;
+    uint32_t drift_fixed_ms;
+    /* [node ...] */
+    elkfw_node_conf_t nodes[CONFIG_ELK_MAX_NODES];
+    size_t n_nodes;
+    /* [resource ...] */
+    elkfw_resource_conf_t resources[ELKFW_MAX_RESOURCES];
+    size_t n_resources;
+    /* [agent] */
+    elkfw_agent_conf_t agent;
+} elkfw_conf_t;
+
+/* Fill c with defaults (no nodes, no resources). */
+void elkfw_conf_defaults(elkfw_conf_t *c);
+
+/* Parse len bytes of INI text (need not be NUL-terminated) named filename (for
+ * messages) into c, then check it as a whole (node count for the mode, margins that
+ * leave validity, ...). No I/O: password_file is recorded, not read. Returns ELK_OK,
+ * or ELK_E_CONFIG with the reason in err (always NUL-terminated, errlen >= 1). */
+int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, size_t len,
+                     char *err, size_t errlen);
+
+/* Read path, parse it and read every password_file. Same result contract. */
+int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen);
+
+/* Parse a duration: "500ms", "10s", "2m", "1h" or plain milliseconds. Returns true
+ * and *ms on success (at most UINT32_MAX ms). */
+bool elkfw_parse_duration(const char *s, size_t len, uint32_t *ms);
+
+/* True if name (len bytes) is a valid resource/node name: 1..max bytes of
+ * [A-Za-z0-9._:/@-]. Used by the config and the control protocol alike. */
+bool elkfw_name_valid(const char *name, size_t len, size_t max);
+
+/* Longest resource name the key layout allows with this prefix:
+ * "<prefix>{<name>}:released" must fit CONFIG_ELK_MAX_KEY_LEN. */
+size_t elkfw_resource_name_max(const elkfw_conf_t *c);
+
+/* Find a resource by name (len bytes); NULL if not configured. */
+const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name, size_t len);
+
+/* Names for enums, for status and messages. */
+const char *elkfw_mode_name(elkfw_mode_t m);
+
+#endif /* ELKFW_CONF_H */

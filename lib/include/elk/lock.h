@@ -1,0 +1,350 @@
+/*
+ * The lease engine: leases on one Redis node or on N independent masters (Redlock),
+ * with renewal, clock-drift and stop margins, fencing tokens and waiting.
+ *
+ * Nothing here blocks or allocates. A client (elk_client_t) wraps a fleet (node.h);
+ * locks (elk_lock_t, one per resource the caller wants) are caller-owned objects
+ * registered with a client. Everything advances in elk_client_poll(now), which polls
+ * the fleet, evaluates rounds, fires events and returns the next time it must run.
+ * Time is the caller's monotonic ms clock (platform.h); never a wall clock.
+ *
+ * Safety rule (shared/design.md "Time and the safety rule"): for a round whose first
+ * request was handed over at t_send,
+ *     deadline = t_send + ttl - drift - stop_margin,  drift = ttl*drift_ppm/1e6 + drift_fixed.
+ * The holder may drive its actuator only while now < deadline (elk_lock_is_held()).
+ * A round succeeds only with a quorum (N/2+1) of positive replies and deadline - now
+ * >= min_validity; otherwise its partial locks are released on every node. LOST fires
+ * from elk_client_poll at the deadline at the latest, whatever the network does, and
+ * while a lock is held elk_client_poll never returns a wake time after its deadline.
+ *
+ * Fencing (design.md "Fencing tokens across a fleet"): ACQUIRE increments a counter
+ * per node; the token is the max over the quorum; with more than one node it is then
+ * COMMITted (counter = max(counter, token) where our value still stands) and reported
+ * only after a quorum of commits, so tokens grow strictly across successive holders.
+ * A node restarted without its data can lower its counter: the actuator guard
+ * (fence.h) still refuses a lower token, so that costs liveness, never safety.
+ *
+ * Scripts and their KEYS/ARGV/replies: elk/lock_scripts.h. They are sent with
+ * EVALSHA, falling back to EVAL on NOSCRIPT (also after a server restart or flush).
+ */
+#ifndef ELK_LOCK_H
+#define ELK_LOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elk/config.h"
+#include "elk/err.h"
+#include "elk/lock_scripts.h"
+#include "elk/node.h"
+#include "elk/platform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Random part of a lock value: 16 bytes (128 bits) as 32 lowercase hex digits. */
+#define ELK_LOCK_RANDOM_BYTES 16u
+/* Longest lock value: "<gateway id>:<32 hex>". */
+#define ELK_LOCK_VALUE_MAX (CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1u + 2u * ELK_LOCK_RANDOM_BYTES)
+/* Error text kept per node for events (truncated, NUL-terminated). */
+#define ELK_LOCK_NODE_TEXT_MAX 48u
+/* Requests one lock may have in flight across the fleet (several rounds can overlap:
+ * an acquire behind a background release, a silent node still holding old ones). */
+#define ELK_LOCK_TICKETS (CONFIG_ELK_MAX_NODES * 6u)
+
+struct elk_client;
+struct elk_lock;
+
+typedef enum elk_lock_mode {
+    ELK_MODE_SINGLE = 0, /* one node (fleet of exactly 1); one round trip, no commit */
+    ELK_MODE_REDLOCK     /* N independent masters, quorum N/2+1, fencing commit */
+} elk_lock_mode_t;
+
+/* What to do when a server's settings make locks unsafe (checked once per connection). */
+typedef enum elk_safety_policy {
+    ELK_SAFETY_OFF = 0, /* do not check */
+    ELK_SAFETY_WARN,    /* log a warning, use the node anyway */
+    ELK_SAFETY_REFUSE   /* log an error and count the node as failed (ELK_E_UNSAFE_SERVER) */
+} elk_safety_policy_t;
+
+typedef enum elk_lock_state {
+    ELK_LOCK_IDLE = 0,   /* not held, nothing in flight */
+    ELK_LOCK_ACQUIRING,  /* acquire round in flight */
+    ELK_LOCK_COMMITTING, /* Redlock fencing commit round in flight (not yet held) */
+    ELK_LOCK_HELD,       /* held, now < deadline */
+    ELK_LOCK_RENEWING,   /* held, renewal round in flight or being retried */
+    ELK_LOCK_RELEASING,  /* not held; the release round still runs in the background */
+    ELK_LOCK_WAITING,    /* not held; busy or unavailable, retry scheduled before the wait deadline */
+    ELK_LOCK_LOST        /* the deadline passed without a confirmed renewal (until release/acquire) */
+} elk_lock_state_t;
+
+/* Per-resource settings. Fill with elk_lock_config_defaults, then change fields. */
+typedef struct elk_lock_config {
+    uint32_t ttl_ms;              /* lease TTL set on the servers (default CONFIG_ELK_DEFAULT_TTL_MS) */
+    uint32_t renew_fraction_pct;  /* renew at t_send + ttl*pct/100; 0 = never renew
+                                     (default CONFIG_ELK_RENEW_FRACTION_PCT) */
+    uint32_t drift_factor_ppm;    /* default CONFIG_ELK_DRIFT_FACTOR_PPM */
+    uint32_t drift_fixed_ms;      /* default CONFIG_ELK_DRIFT_FIXED_MS */
+    uint32_t stop_margin_ms;      /* time the actuator needs to reach its safe state (default 0) */
+    uint32_t min_validity_ms;     /* a round leaving less than this is a failure (default 0:
+                                     any validity > 0) */
+    uint32_t max_hold_ms;         /* stop renewing once held this long in total; 0 = no cap */
+    uint32_t max_renewals;        /* stop renewing after this many renewals; 0 = no cap */
+    uint32_t wait_min_ms;         /* retry delay range while waiting (default 50..250 ms) */
+    uint32_t wait_max_ms;
+    uint32_t round_timeout_ms;    /* cap on one round's per-node request time; 0 = the latest
+                                     useful moment (acquire: deadline - min_validity; renew:
+                                     deadline). Default 0. */
+    bool fencing;                 /* fencing counter + token (default true); off: token 0 */
+    bool use_release_channel;     /* waiters SUBSCRIBE to the release channel (RESP3 nodes;
+                                     RESP2 nodes fall back to retry delays). Default true. */
+} elk_lock_config_t;
+
+/* Fill cfg with the defaults documented above. */
+void elk_lock_config_defaults(elk_lock_config_t *cfg);
+
+/* Check a config; returns ELK_OK or ELK_E_INVALID_ARG (ttl 0, pct > 90, wait_min > wait_max,
+ * or margins that leave no validity: drift + stop_margin + min_validity >= ttl). */
+int elk_lock_config_check(const elk_lock_config_t *cfg);
+
+/* Outcome on one node in the round an event reports. */
+typedef enum elk_lock_node_status {
+    ELK_LOCK_NODE_NONE = 0, /* not asked, or no answer before the round was decided */
+    ELK_LOCK_NODE_OK,       /* positive reply */
+    ELK_LOCK_NODE_BUSY,     /* held by another holder (acquire) / our value gone (renew, commit) */
+    ELK_LOCK_NODE_ERROR,    /* error reply, not connected, queue full... (see err, text) */
+    ELK_LOCK_NODE_TIMEOUT   /* no reply before the request deadline */
+} elk_lock_node_status_t;
+
+typedef struct elk_lock_node_result {
+    uint8_t status;                    /* elk_lock_node_status_t */
+    int err;                           /* ELK_OK, or why: ELK_E_SERVER_ERROR, ELK_E_NOT_CONNECTED,
+                                          ELK_E_TIMEOUT, ELK_E_UNSAFE_SERVER, ... */
+    int64_t value;                     /* the script's integer reply (token, counter, 0/1) */
+    uint32_t rtt_ms;                   /* reply time - round t_send */
+    char text[ELK_LOCK_NODE_TEXT_MAX]; /* server error text (truncated), "" if none */
+} elk_lock_node_result_t;
+
+typedef enum elk_lock_event_type {
+    ELK_LOCK_EV_ACQUIRED = 1,  /* token, deadline, validity_ms set */
+    ELK_LOCK_EV_ACQUIRE_FAILED,/* err: ELK_E_LOCK_BUSY, ELK_E_FLEET_UNAVAILABLE, ELK_E_LOCK_TIMEOUT,
+                                  ELK_E_VALIDITY, ELK_E_ENTROPY, ELK_E_BUF_TOO_SMALL */
+    ELK_LOCK_EV_RETRY,         /* a round failed while waiting; err says why; a retry is scheduled */
+    ELK_LOCK_EV_RENEWED,       /* deadline moved: deadline, validity_ms, renewals set */
+    ELK_LOCK_EV_RENEW_FAILED,  /* one renewal round failed (err); retried until the deadline */
+    ELK_LOCK_EV_RENEW_STOPPED, /* max_hold or max_renewals reached (err ELK_E_MAX_HOLD): no more
+                                  renewals; LOST follows at the deadline unless released first */
+    ELK_LOCK_EV_LOST,          /* stop the actuator now: err ELK_E_LOCK_LOST (deadline passed, or a
+                                  quorum said our value is gone) or ELK_E_MAX_HOLD. The engine
+                                  deletes its keys stop_margin_ms later (once the actuator must
+                                  have stopped), not before, so no successor starts early. */
+    ELK_LOCK_EV_RELEASED       /* the background release round ended (per-node detail in nodes) */
+} elk_lock_event_type_t;
+
+/* An event. Everything it points to is valid only during the callback. */
+typedef struct elk_lock_event {
+    elk_lock_event_type_t type;
+    int err;                             /* ELK_OK or the reason (see the types above) */
+    uint64_t now;                        /* the poll time at which it fired */
+    uint64_t token;                      /* fencing token (0 with fencing off) */
+    uint64_t deadline;                   /* local deadline (held: drive only while now < deadline) */
+    uint32_t validity_ms;                /* deadline - now, 0 if past */
+    uint32_t renewals;                   /* renewals confirmed in this hold */
+    uint8_t ok, busy, failed;            /* node counts in the round reported */
+    uint8_t quorum;                      /* nodes needed */
+    uint8_t node_count;                  /* entries in nodes[] (the fleet size) */
+    const elk_lock_node_result_t *nodes; /* per-node detail of the round reported */
+} elk_lock_event_t;
+
+/* Event callback. Runs from inside elk_client_poll only (never from acquire/release).
+ * It may call elk_lock_release / elk_lock_acquire on any lock, not elk_client_poll. */
+typedef void (*elk_lock_event_fn)(void *user, struct elk_lock *lock, const elk_lock_event_t *ev);
+
+/* A request ticket: the user pointer of one request handed to a node. Internal. */
+typedef struct elk_lock_ticket {
+    struct elk_lock *lock;
+    uint32_t seq;     /* round the request belongs to; replies of older rounds are ignored */
+    uint8_t node;     /* index in the fleet */
+    uint8_t kind;     /* which script (internal) */
+    uint8_t in_use;
+    uint8_t eval;     /* already the EVAL fallback */
+} elk_lock_ticket_t;
+
+/* One lease on one resource. Caller-owned; fields are internal: use the functions. */
+typedef struct elk_lock {
+    struct elk_client *client;
+    elk_lock_config_t cfg;
+    elk_lock_event_fn on_event;
+    void *user;
+    /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
+    char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
+    uint16_t key_len;
+    char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */
+    uint16_t value_len;
+    char rel_value[ELK_LOCK_VALUE_MAX + 1u]; /* value the background release deletes */
+    uint16_t rel_value_len;
+    elk_lock_state_t state;
+    uint8_t round_kind;                 /* foreground round in flight (internal), 0 if none */
+    bool renew_stopped;
+    bool subscribed;                    /* SUBSCRIBE sent for this wait */
+    bool wake_now;                      /* a release message arrived: retry at once */
+    bool waiting;                       /* acquire was asked to wait (wait_deadline > now) */
+    bool rel_active;                    /* background release round running */
+    bool rel_notify;                    /* fire RELEASED when it ends (explicit release) */
+    int last_err;                       /* reason of the last failed acquire or the loss */
+    uint32_t gen;                       /* round number generator */
+    uint32_t seq;                       /* foreground round */
+    uint32_t rel_seq;                   /* background release round */
+    uint32_t renewals;
+    uint32_t hold_count;
+    uint32_t pending_mask, eval_mask;   /* per node: reply awaited / EVAL resend needed */
+    uint32_t rel_pending_mask, rel_eval_mask, sub_mask;
+    uint32_t rel_unsent_mask;           /* release still to send once the node reconnects */
+    uint32_t sub2_mask;                 /* subscribed on the RESP2 subscriber connection */
+    uint64_t t_send;                    /* of the foreground round */
+    uint64_t round_limit;               /* request deadline of the foreground round */
+    uint64_t acquired_at;               /* t_send of the acquiring round (max_hold) */
+    uint64_t deadline;                  /* held until (exclusive) */
+    uint64_t next_renew;
+    uint64_t next_retry;                /* waiting: next attempt; renewing: next round */
+    uint64_t wait_deadline;
+    uint64_t rel_t_send, rel_until;     /* background release started / gives up */
+    uint64_t lost_release_at;           /* after a loss: release once the actuator has stopped */
+    uint64_t token;
+    elk_lock_node_result_t results[CONFIG_ELK_MAX_NODES];     /* foreground round */
+    elk_lock_node_result_t rel_results[CONFIG_ELK_MAX_NODES]; /* background release */
+    elk_lock_ticket_t tickets[ELK_LOCK_TICKETS];
+} elk_lock_t;
+
+/* Client settings. Strings are owned by the caller and must outlive the client. */
+typedef struct elk_client_config {
+    const char *gateway_id;        /* put in front of every lock value; 1..CONFIG_ELK_GATEWAY_ID_MAX_LEN
+                                      bytes, no ':' needed, no spaces */
+    const char *key_prefix;        /* e.g. "elk:" (may be ""), prepended to "{<resource>}" */
+    elk_lock_mode_t mode;          /* SINGLE needs a fleet of exactly one node */
+    elk_safety_policy_t safety;    /* server settings check on each (re)connection (default WARN) */
+    /* Optional: node state changes are forwarded here (the client registers its own
+     * handlers on every node, replacing any set before elk_client_init). */
+    elk_node_state_fn on_node_state;
+    void *node_state_user;
+    /* Optional: RESP3 pushes the lock engine does not consume are forwarded here. */
+    elk_node_push_fn on_push;
+    void *push_user;
+    /* Optional: release-channel connections for RESP2 servers, one node per fleet node,
+     * same count and order (initialised like the fleet's, caller-owned). The client puts
+     * them in subscriber mode and polls them; wait on elk_client_waits, which includes
+     * them. NULL: waiters on RESP2 nodes use retry delays only (RESP3 nodes share the
+     * command connection and need nothing here). */
+    elk_fleet_t *subscribers;
+} elk_client_config_t;
+
+/* Fill cfg with defaults: gateway_id "gw", key_prefix "elk:", REDLOCK, WARN. */
+void elk_client_config_defaults(elk_client_config_t *cfg);
+
+/* A lock client over a fleet. Caller-owned; fields are internal. */
+typedef struct elk_client {
+    elk_client_config_t cfg;
+    elk_fleet_t *fleet;
+    const elk_entropy_t *entropy;
+    const elk_log_t *log;
+    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];
+    size_t lock_count;
+    uint8_t node_fresh[CONFIG_ELK_MAX_NODES];  /* just became READY: load scripts, check safety */
+    uint8_t node_unsafe[CONFIG_ELK_MAX_NODES]; /* refused by the safety check */
+    uint8_t sub_fresh[CONFIG_ELK_MAX_NODES];   /* subscriber connection just became READY */
+    uint64_t now;                               /* time of the poll in progress */
+    uint64_t next_wake;                         /* what the last poll returned; 0: poll now */
+    bool in_poll;
+    bool dirty;                                 /* replies recorded, not yet evaluated */
+} elk_client_t;
+
+/* Set up a client over an initialised fleet (node.h). cfg is copied (strings are not);
+ * fleet, entropy and log (may be NULL) are borrowed and must outlive the client.
+ * Registers push and state handlers on every node. Returns ELK_OK, ELK_E_INVALID_ARG
+ * (NULL, SINGLE with more than one node), ELK_E_NAME_TOO_LONG / ELK_E_NAME_INVALID
+ * (gateway id or prefix). */
+int elk_client_init(elk_client_t *client, const elk_client_config_t *cfg, elk_fleet_t *fleet,
+                    const elk_entropy_t *entropy, const elk_log_t *log);
+
+/* Drive everything: poll the fleet, evaluate rounds, start renewals and retries, fire
+ * events, flush new requests. Returns the absolute time it must be called again (it
+ * may be called earlier, e.g. when a descriptor from elk_fleet_waits is ready). While
+ * a lock is held the returned time is <= its deadline. */
+uint64_t elk_client_poll(elk_client_t *client, uint64_t now);
+
+/* The time the last elk_client_poll asked to be called again, or 0 when an API call
+ * since then (acquire, release) queued requests that only the next poll sends. A loop
+ * can sleep until this time (or a descriptor), then poll. */
+uint64_t elk_client_next_wake(const elk_client_t *client);
+
+/* Fill out[] (up to max entries) with the descriptors to wait on: the fleet's and the
+ * subscriber connections'. Returns the number filled. */
+size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max);
+
+/* True when at least a quorum of nodes is READY (acquire can succeed). */
+bool elk_client_ready(const elk_client_t *client);
+
+/* Nodes needed for a quorum (1 in SINGLE mode). */
+size_t elk_client_quorum(const elk_client_t *client);
+
+/* Prepare lock for resource and register it with client. resource (1..n bytes, no
+ * '{', '}', spaces or control bytes) is copied; cfg is copied (NULL: defaults);
+ * on_event may be NULL (then use the state queries). Returns ELK_OK,
+ * ELK_E_INVALID_ARG (bad cfg), ELK_E_NAME_INVALID, ELK_E_NAME_TOO_LONG (prefix +
+ * "{resource}:released" above CONFIG_ELK_MAX_KEY_LEN), ELK_E_TOO_MANY_LOCKS. */
+int elk_lock_init(elk_lock_t *lock, elk_client_t *client, const char *resource,
+                  const elk_lock_config_t *cfg, elk_lock_event_fn on_event, void *user);
+
+/* Unregister a lock. Returns ELK_OK, or ELK_E_STATE while it is held, being acquired,
+ * or has requests in flight (release it and poll until elk_lock_busy() is false). */
+int elk_lock_deinit(elk_lock_t *lock);
+
+/* Start acquiring. wait_deadline (absolute ms): 0 or <= now means one round, no waiting;
+ * later means retry (random delay in [wait_min, wait_max], or at once on a release
+ * message) until then. Returns ELK_OK if the lock is already held by this handle
+ * (reentrant: hold count + 1, no event), ELK_E_WOULD_BLOCK when a round was started
+ * (ACQUIRED or ACQUIRE_FAILED follows from elk_client_poll), ELK_E_STATE while an
+ * acquire is already in progress, ELK_E_ENTROPY if no lock value could be made. */
+int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline);
+
+/* Release one hold. With hold count > 1 only decrements and returns ELK_OK. Otherwise
+ * the lock is not held from this call on (stop the actuator before calling), and
+ * compare-and-delete goes to every node in the background (RELEASED fires when it
+ * ends). Also cancels an acquire in progress or a wait (partial locks released).
+ * Returns ELK_OK, ELK_E_LOCK_LOST if the lease had been lost before this call (the
+ * LOST state is cleared), ELK_E_NOT_HELD if idle. */
+int elk_lock_release(elk_lock_t *lock, uint64_t now);
+
+/* State, and whether the actuator may be driven now (HELD/RENEWING and now < deadline). */
+elk_lock_state_t elk_lock_state(const elk_lock_t *lock);
+bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now);
+/* Requests or a background round still in flight (the object must stay alive). */
+bool elk_lock_busy(const elk_lock_t *lock);
+/* Name of a state ("held"), for logs and status. */
+const char *elk_lock_state_name(elk_lock_state_t state);
+/* Name of an event type ("acquired"). */
+const char *elk_lock_event_name(elk_lock_event_type_t type);
+
+/* Fencing token of the current hold (0 if not held or fencing off). */
+uint64_t elk_lock_token(const elk_lock_t *lock);
+/* Local deadline of the current hold (0 if not held). */
+uint64_t elk_lock_deadline(const elk_lock_t *lock);
+/* deadline - now while held, else 0. */
+uint32_t elk_lock_validity(const elk_lock_t *lock, uint64_t now);
+/* Renewals confirmed in the current hold, and the reentrant hold count (0 when not held). */
+uint32_t elk_lock_renewals(const elk_lock_t *lock);
+uint32_t elk_lock_hold_count(const elk_lock_t *lock);
+/* Reason of the last failed acquire or the loss (ELK_OK if none). */
+int elk_lock_last_error(const elk_lock_t *lock);
+/* The lock key "<prefix>{<resource>}" (NUL-terminated, owned by the lock) and the
+ * value of the current or last acquisition ("gw:hex", "" before the first). */
+const char *elk_lock_key(const elk_lock_t *lock);
+const char *elk_lock_value(const elk_lock_t *lock);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ELK_LOCK_H */

@@ -1,0 +1,473 @@
+/*
+ * The lock client: registration of locks, the poll loop over fleet and locks,
+ * node events (scripts preloaded and safety checked on every new connection,
+ * release messages routed to waiters).
+ */
+#include <string.h>
+
+#include "elk/fmt.h"
+#include "lock_internal.h"
+
+void elk_client_config_defaults(elk_client_config_t *cfg)
+{
+    if (cfg == NULL) {
+        return;
+    }
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->gateway_id = "gw";
+    cfg->key_prefix = "elk:";
+    cfg->mode = ELK_MODE_REDLOCK;
+    cfg->safety = ELK_SAFETY_WARN;
+}
+
+/* Printable ASCII without space; braces would break the hash tag. */
+static bool lk_name_byte_ok(char c)
+{
+    return c > 0x20 && c < 0x7f && c != '{' && c != '}';
+}
+
+static int lk_check_name(const char *s, size_t max, bool may_be_empty)
+{
+    size_t n;
+    size_t i;
+    if (s == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    n = strlen(s);
+    if (n == 0u && !may_be_empty) {
+        return ELK_E_NAME_INVALID;
+    }
+    if (n > max) {
+        return ELK_E_NAME_TOO_LONG;
+    }
+    for (i = 0; i < n; i++) {
+        if (!lk_name_byte_ok(s[i])) {
+            return ELK_E_NAME_INVALID;
+        }
+    }
+    return ELK_OK;
+}
+
+void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
+                   int err)
+{
+    char buf[CONFIG_ELK_MAX_KEY_LEN + 160u];
+    elk_fmt_t f;
+    const elk_log_t *log = client->log;
+    if (log == NULL || log->write == NULL || level > log->level) {
+        return;
+    }
+    elk_fmt_init(&f, buf, sizeof(buf));
+    if (lock != NULL) {
+        elk_fmt_str(&f, lock->key);
+        elk_fmt_str(&f, ": ");
+    }
+    elk_fmt_str(&f, what);
+    if (lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING)) {
+        elk_fmt_str(&f, " token ");
+        elk_fmt_uint(&f, lock->token);
+    }
+    if (err != ELK_OK) {
+        elk_fmt_str(&f, ": ");
+        elk_fmt_str(&f, elk_err_message(err));
+        elk_fmt_str(&f, " (");
+        elk_fmt_str(&f, elk_err_name(err));
+        elk_fmt_str(&f, ")");
+    }
+    log->write(log->ctx, level, "lock", buf, f.len);
+}
+
+static void lk_node_log(const elk_client_t *client, int level, size_t node, const char *what,
+                        const elk_resp_node_t *val, const char *after)
+{
+    char buf[200];
+    elk_fmt_t f;
+    const elk_log_t *log = client->log;
+    const elk_endpoint_t *ep = &client->fleet->nodes[node].cfg.endpoint;
+    if (log == NULL || log->write == NULL || level > log->level) {
+        return;
+    }
+    elk_fmt_init(&f, buf, sizeof(buf));
+    elk_fmt_str(&f, "node ");
+    elk_fmt_str(&f, ep->host != NULL ? ep->host : "?");
+    elk_fmt_str(&f, ":");
+    elk_fmt_uint(&f, ep->port);
+    elk_fmt_str(&f, ": ");
+    elk_fmt_str(&f, what);
+    if (val != NULL) {
+        elk_fmt_bytes(&f, val->str, val->len);
+    }
+    elk_fmt_str(&f, after);
+    log->write(log->ctx, level, "lock", buf, f.len);
+}
+
+/* ------------------------------------------------------------ node events */
+
+static size_t lk_node_index(const elk_client_t *client, const elk_node_t *node)
+{
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        if (&client->fleet->nodes[i] == node) {
+            return i;
+        }
+    }
+    return SIZE_MAX;
+}
+
+static void lk_on_state(void *user, elk_node_t *node, elk_node_state_t state, int err)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i = lk_node_index(client, node);
+    if (i != SIZE_MAX && state == ELK_NODE_READY) {
+        client->node_fresh[i] = 1;
+        client->dirty = true;
+    }
+    if (client->cfg.on_node_state != NULL) {
+        client->cfg.on_node_state(client->cfg.node_state_user, node, state, err);
+    }
+}
+
+static void lk_on_sub_state(void *user, elk_node_t *node, elk_node_state_t state, int err)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i;
+    (void)err;
+    if (state != ELK_NODE_READY || client->cfg.subscribers == NULL) {
+        return;
+    }
+    for (i = 0; i < client->cfg.subscribers->count; i++) {
+        if (&client->cfg.subscribers->nodes[i] == node) {
+            client->sub_fresh[i] = 1;
+            client->dirty = true;
+        }
+    }
+}
+
+static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *push)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t idx = 0;
+    const elk_resp_node_t *top = elk_lock__top(push, &idx);
+    /* RESP3 pub/sub message: >3 "message" <channel> <payload> */
+    if (top != NULL && (top->type == ELK_RESP_PUSH || top->type == ELK_RESP_ARRAY) &&
+        top->integer == 3 && idx + 3u < push->count + 0u && elk_resp_str_eq(&push->nodes[idx + 1u], "message")) {
+        const elk_resp_node_t *ch = &push->nodes[idx + 2u];
+        elk_lock__release_message(client, ch->str, ch->len);
+        return;
+    }
+    if (top != NULL && (top->type == ELK_RESP_PUSH || top->type == ELK_RESP_ARRAY) &&
+        top->integer >= 1 && idx + 1u < push->count &&
+        (elk_resp_str_eq(&push->nodes[idx + 1u], "subscribe") ||
+         elk_resp_str_eq(&push->nodes[idx + 1u], "unsubscribe"))) {
+        return; /* confirmations of our own SUBSCRIBE / UNSUBSCRIBE */
+    }
+    if (client->cfg.on_push != NULL) {
+        client->cfg.on_push(client->cfg.push_user, node, push);
+    }
+}
+
+/* CONFIG GET <name> reply: [name, value] (RESP2 array) or {name: value} (RESP3 map). */
+static void lk_on_config(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i = lk_node_index(client, node);
+    size_t idx = 0;
+    const elk_resp_node_t *top;
+    const elk_resp_node_t *name;
+    const elk_resp_node_t *val;
+    if (i == SIZE_MAX || status != ELK_OK) {
+        return;
+    }
+    top = elk_lock__top(reply, &idx);
+    if (top == NULL) {
+        return;
+    }
+    if (elk_resp_is_error(top)) {
+        lk_node_log(client, ELK_LOG_WARN, i,
+                    "CONFIG GET refused, cannot check persistence/eviction settings: ", top, "");
+        return;
+    }
+    if ((top->type != ELK_RESP_ARRAY && top->type != ELK_RESP_MAP) || top->subtree < 2u ||
+        idx + 2u >= reply->count) {
+        return;
+    }
+    name = &reply->nodes[idx + 1u];
+    val = &reply->nodes[idx + 2u];
+    if (elk_resp_str_eq(name, "maxmemory-policy") && !elk_resp_str_eq(val, "noeviction")) {
+        bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
+        lk_node_log(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
+                    refuse ? "refused: eviction can delete lock keys; set maxmemory-policy "
+                             "noeviction (now "
+                           : "unsafe: eviction can delete lock keys; set maxmemory-policy "
+                             "noeviction, now ",
+                    val, refuse ? ")" : "");
+        if (refuse) {
+            client->node_unsafe[i] = 1;
+        }
+    } else if (elk_resp_str_eq(name, "appendonly") && !elk_resp_str_eq(val, "yes")) {
+        lk_node_log(client, ELK_LOG_WARN, i,
+                    "no AOF persistence: a restart loses locks; delay restarts by one TTL "
+                    "(appendonly ",
+                    val, ")");
+    } else if (elk_resp_str_eq(name, "appendfsync") && !elk_resp_str_eq(val, "always")) {
+        lk_node_log(client, ELK_LOG_WARN, i,
+                    "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
+                    "(appendfsync ",
+                    val, ")");
+    }
+}
+
+static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
+{
+    static const char *const scripts[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND,
+                                          ELK_LOCK_SCRIPT_RELEASE, ELK_LOCK_SCRIPT_COMMIT};
+    static const char *const params[] = {"maxmemory-policy", "appendonly", "appendfsync"};
+    elk_node_t *node = &client->fleet->nodes[i];
+    elk_resp_arg_t argv[3];
+    size_t k;
+
+    client->node_fresh[i] = 0;
+    client->node_unsafe[i] = 0;
+    if (!elk_node_is_ready(node)) {
+        return;
+    }
+    for (k = 0; k < client->lock_count; k++) {
+        elk_lock__resubscribe(client->locks[k], i);
+    }
+    /* Preload so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
+    argv[0] = elk_resp_arg_cstr("SCRIPT");
+    argv[1] = elk_resp_arg_cstr("LOAD");
+    for (k = 0; k < sizeof(scripts) / sizeof(scripts[0]); k++) {
+        argv[2] = elk_resp_arg_cstr(scripts[k]);
+        (void)elk_lock__send_plain(client, i, argv, 3, now);
+    }
+    if (client->cfg.safety == ELK_SAFETY_OFF) {
+        return;
+    }
+    argv[0] = elk_resp_arg_cstr("CONFIG");
+    argv[1] = elk_resp_arg_cstr("GET");
+    for (k = 0; k < sizeof(params) / sizeof(params[0]); k++) {
+        argv[2] = elk_resp_arg_cstr(params[k]);
+        (void)elk_node_send(node, now, argv, 3, 0, lk_on_config, client);
+    }
+}
+
+/* ------------------------------------------------------------------ client */
+
+int elk_client_init(elk_client_t *client, const elk_client_config_t *cfg, elk_fleet_t *fleet,
+                    const elk_entropy_t *entropy, const elk_log_t *log)
+{
+    size_t i;
+    int rc;
+    if (client == NULL || cfg == NULL || fleet == NULL || fleet->nodes == NULL ||
+        fleet->count == 0u || fleet->count > CONFIG_ELK_MAX_NODES || entropy == NULL ||
+        entropy->fill == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (cfg->mode == ELK_MODE_SINGLE && fleet->count != 1u) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (cfg->mode != ELK_MODE_SINGLE && cfg->mode != ELK_MODE_REDLOCK) {
+        return ELK_E_INVALID_ARG;
+    }
+    rc = lk_check_name(cfg->gateway_id, CONFIG_ELK_GATEWAY_ID_MAX_LEN, false);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    rc = lk_check_name(cfg->key_prefix, CONFIG_ELK_MAX_KEY_LEN, true);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    if (cfg->subscribers != NULL &&
+        (cfg->subscribers->nodes == NULL || cfg->subscribers->count != fleet->count)) {
+        return ELK_E_INVALID_ARG;
+    }
+    memset(client, 0, sizeof(*client));
+    client->cfg = *cfg;
+    client->fleet = fleet;
+    client->entropy = entropy;
+    client->log = log;
+    for (i = 0; i < fleet->count; i++) {
+        elk_node_on_state(&fleet->nodes[i], lk_on_state, client);
+        elk_node_on_push(&fleet->nodes[i], lk_on_push, client);
+        client->node_fresh[i] = elk_node_is_ready(&fleet->nodes[i]) ? 1u : 0u;
+        if (cfg->subscribers != NULL) {
+            elk_node_t *sn = &cfg->subscribers->nodes[i];
+            elk_node_set_subscriber(sn, true);
+            elk_node_on_state(sn, lk_on_sub_state, client);
+            elk_node_on_push(sn, lk_on_push, client);
+        }
+    }
+    return ELK_OK;
+}
+
+size_t elk_client_quorum(const elk_client_t *client)
+{
+    if (client == NULL || client->fleet == NULL) {
+        return 1;
+    }
+    return client->fleet->count / 2u + 1u;
+}
+
+bool elk_client_ready(const elk_client_t *client)
+{
+    size_t i;
+    size_t n = 0;
+    if (client == NULL || client->fleet == NULL) {
+        return false;
+    }
+    for (i = 0; i < client->fleet->count; i++) {
+        if (elk_node_is_ready(&client->fleet->nodes[i]) && !client->node_unsafe[i]) {
+            n++;
+        }
+    }
+    return n >= elk_client_quorum(client);
+}
+
+uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
+{
+    uint64_t next;
+    uint64_t w;
+    size_t i;
+    if (client == NULL || client->in_poll) {
+        return now;
+    }
+    client->in_poll = true;
+    client->now = now;
+    client->dirty = false;
+    next = elk_fleet_poll(client->fleet, now);
+    if (client->cfg.subscribers != NULL) {
+        w = elk_fleet_poll(client->cfg.subscribers, now);
+        next = w < next ? w : next;
+    }
+    for (i = 0; i < client->fleet->count; i++) {
+        if (client->node_fresh[i]) {
+            lk_node_fresh(client, i, now);
+        }
+        if (client->sub_fresh[i]) {
+            size_t k;
+            client->sub_fresh[i] = 0;
+            for (k = 0; k < client->lock_count; k++) {
+                elk_lock__resubscribe(client->locks[k], i);
+            }
+        }
+    }
+    for (i = 0; i < client->lock_count; i++) {
+        w = elk_lock__step(client->locks[i], now);
+        next = w < next ? w : next;
+    }
+    /* Flush what the steps queued (and read what is already there); replies that
+     * arrive now are evaluated on the next call, which is then due at once. */
+    client->dirty = false;
+    w = elk_fleet_poll(client->fleet, now);
+    next = w < next ? w : next;
+    if (client->cfg.subscribers != NULL) {
+        w = elk_fleet_poll(client->cfg.subscribers, now);
+        next = w < next ? w : next;
+    }
+    for (i = 0; i < client->fleet->count; i++) {
+        if (client->node_fresh[i] || client->sub_fresh[i]) {
+            client->dirty = true;
+        }
+    }
+    if (client->dirty) {
+        next = now;
+    }
+    client->in_poll = false;
+    next = next < now ? now : next;
+    client->next_wake = next;
+    return next;
+}
+
+size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max)
+{
+    size_t n;
+    if (client == NULL || client->fleet == NULL) {
+        return 0;
+    }
+    n = elk_fleet_waits(client->fleet, out, max);
+    if (client->cfg.subscribers != NULL && n < max) {
+        n += elk_fleet_waits(client->cfg.subscribers, out + n, max - n);
+    }
+    return n;
+}
+
+uint64_t elk_client_next_wake(const elk_client_t *client)
+{
+    return client != NULL ? client->next_wake : 0u;
+}
+
+/* -------------------------------------------------------------- lock slots */
+
+int elk_lock_init(elk_lock_t *lock, elk_client_t *client, const char *resource,
+                  const elk_lock_config_t *cfg, elk_lock_event_fn on_event, void *user)
+{
+    size_t plen;
+    size_t rlen;
+    size_t i;
+    int rc;
+    if (lock == NULL || client == NULL || resource == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    for (i = 0; i < client->lock_count; i++) {
+        if (client->locks[i] == lock) {
+            return ELK_E_STATE; /* already registered */
+        }
+    }
+    memset(lock, 0, sizeof(*lock));
+    if (cfg != NULL) {
+        lock->cfg = *cfg;
+    } else {
+        elk_lock_config_defaults(&lock->cfg);
+    }
+    rc = elk_lock_config_check(&lock->cfg);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    rc = lk_check_name(resource, CONFIG_ELK_MAX_KEY_LEN, false);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    plen = strlen(client->cfg.key_prefix);
+    rlen = strlen(resource);
+    if (plen + rlen + 2u + sizeof(ELK_LOCK_CHANNEL_SUFFIX) - 1u > CONFIG_ELK_MAX_KEY_LEN) {
+        return ELK_E_NAME_TOO_LONG;
+    }
+    if (client->lock_count >= CONFIG_ELK_MAX_LOCKS) {
+        return ELK_E_TOO_MANY_LOCKS;
+    }
+    memcpy(lock->key, client->cfg.key_prefix, plen);
+    lock->key[plen] = '{';
+    memcpy(lock->key + plen + 1u, resource, rlen);
+    lock->key[plen + 1u + rlen] = '}';
+    lock->key_len = (uint16_t)(plen + rlen + 2u);
+    lock->key[lock->key_len] = '\0';
+    lock->client = client;
+    lock->on_event = on_event;
+    lock->user = user;
+    lock->state = ELK_LOCK_IDLE;
+    client->locks[client->lock_count++] = lock;
+    return ELK_OK;
+}
+
+int elk_lock_deinit(elk_lock_t *lock)
+{
+    elk_client_t *client;
+    size_t i;
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    client = lock->client;
+    if (client->in_poll || elk_lock_busy(lock)) {
+        return ELK_E_STATE;
+    }
+    for (i = 0; i < client->lock_count; i++) {
+        if (client->locks[i] == lock) {
+            client->locks[i] = client->locks[client->lock_count - 1u];
+            client->lock_count--;
+            break;
+        }
+    }
+    lock->client = NULL;
+    return ELK_OK;
+}

@@ -1,0 +1,74 @@
+/*
+ * Lease settings: defaults, validation, the drift and deadline arithmetic, names.
+ */
+#include <string.h>
+
+#include "lock_internal.h"
+
+void elk_lock_config_defaults(elk_lock_config_t *cfg)
+{
+    if (cfg == NULL) {
+        return;
+    }
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->ttl_ms = CONFIG_ELK_DEFAULT_TTL_MS;
+    cfg->renew_fraction_pct = CONFIG_ELK_RENEW_FRACTION_PCT;
+    cfg->drift_factor_ppm = CONFIG_ELK_DRIFT_FACTOR_PPM;
+    cfg->drift_fixed_ms = CONFIG_ELK_DRIFT_FIXED_MS;
+    cfg->wait_min_ms = 50;
+    cfg->wait_max_ms = 250;
+    cfg->fencing = true;
+    cfg->use_release_channel = true;
+}
+
+uint64_t elk_lock__drift(const elk_lock_config_t *cfg)
+{
+    /* Round up: a drift allowance that is too small by a millisecond is unsafe. */
+    uint64_t scaled = (uint64_t)cfg->ttl_ms * cfg->drift_factor_ppm;
+    return (scaled + 999999u) / 1000000u + cfg->drift_fixed_ms;
+}
+
+static uint64_t lock_margins(const elk_lock_config_t *cfg)
+{
+    return elk_lock__drift(cfg) + cfg->stop_margin_ms;
+}
+
+uint64_t elk_lock__deadline_from(const elk_lock_config_t *cfg, uint64_t t_send)
+{
+    uint64_t m = lock_margins(cfg);
+    /* elk_lock_config_check guarantees ttl > margins, so this never underflows. */
+    return t_send + cfg->ttl_ms - m;
+}
+
+int elk_lock_config_check(const elk_lock_config_t *cfg)
+{
+    if (cfg == NULL || cfg->ttl_ms == 0 || cfg->renew_fraction_pct > 90u ||
+        cfg->wait_min_ms > cfg->wait_max_ms) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (lock_margins(cfg) + cfg->min_validity_ms >= cfg->ttl_ms) {
+        return ELK_E_INVALID_ARG;
+    }
+    return ELK_OK;
+}
+
+const char *elk_lock_state_name(elk_lock_state_t state)
+{
+    static const char *const names[] = {"idle",    "acquiring", "committing", "held",
+                                        "renewing", "releasing", "waiting",    "lost"};
+    if ((unsigned)state < sizeof(names) / sizeof(names[0])) {
+        return names[state];
+    }
+    return "unknown";
+}
+
+const char *elk_lock_event_name(elk_lock_event_type_t type)
+{
+    static const char *const names[] = {"none",          "acquired",     "acquire-failed",
+                                        "retry",         "renewed",      "renew-failed",
+                                        "renew-stopped", "lost",         "released"};
+    if ((unsigned)type < sizeof(names) / sizeof(names[0])) {
+        return names[type];
+    }
+    return "unknown";
+}

@@ -1,0 +1,804 @@
+/*
+ * The lease state machine of one lock: rounds (acquire, commit, extend, release),
+ * quorum and validity decisions, renewal and wait timers, events.
+ *
+ * Node callbacks (lock_send.c) only record replies; every decision is taken here,
+ * from elk_client_poll, so events never fire from inside a node's poll and a
+ * silent node can never delay the clock-driven LOST.
+ */
+#include <string.h>
+
+#include "lock_internal.h"
+
+#define LK_NEVER UINT64_MAX
+
+static size_t lk_nodes(const elk_lock_t *lock)
+{
+    return lock->client->fleet->count;
+}
+
+static uint64_t lk_min(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static void lk_count(const elk_lock_node_result_t *r, size_t n, uint8_t *ok, uint8_t *busy,
+                     uint8_t *failed)
+{
+    size_t i;
+    *ok = *busy = *failed = 0;
+    for (i = 0; i < n; i++) {
+        if (r[i].status == ELK_LOCK_NODE_OK) {
+            (*ok)++;
+        } else if (r[i].status == ELK_LOCK_NODE_BUSY) {
+            (*busy)++;
+        } else if (r[i].status != ELK_LOCK_NODE_NONE) {
+            (*failed)++;
+        }
+    }
+}
+
+static unsigned lk_popcount(uint32_t m)
+{
+    unsigned c = 0;
+    while (m != 0u) {
+        m &= m - 1u;
+        c++;
+    }
+    return c;
+}
+
+static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint64_t now,
+                    const elk_lock_node_result_t *results)
+{
+    elk_lock_event_t ev;
+    bool held = (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
+
+    elk_lock__log(lock->client,
+                  (type == ELK_LOCK_EV_LOST || type == ELK_LOCK_EV_RENEW_FAILED) ? ELK_LOG_WARN
+                                                                                 : ELK_LOG_INFO,
+                  lock, elk_lock_event_name(type), err);
+    if (lock->on_event == NULL) {
+        return;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.type = type;
+    ev.err = err;
+    ev.now = now;
+    ev.token = lock->token;
+    ev.deadline = lock->deadline;
+    ev.validity_ms = (held && lock->deadline > now) ? (uint32_t)(lock->deadline - now) : 0u;
+    ev.renewals = lock->renewals;
+    ev.quorum = (uint8_t)elk_client_quorum(lock->client);
+    ev.node_count = (uint8_t)lk_nodes(lock);
+    ev.nodes = results;
+    lk_count(results, lk_nodes(lock), &ev.ok, &ev.busy, &ev.failed);
+    lock->on_event(lock->user, lock, &ev);
+}
+
+/* A fresh lock value: "<gateway id>:<32 hex digits>" from the injected entropy. */
+static int lk_new_value(elk_lock_t *lock)
+{
+    static const char hex[] = "0123456789abcdef";
+    const elk_client_t *c = lock->client;
+    uint8_t rnd[ELK_LOCK_RANDOM_BYTES];
+    size_t idlen = strlen(c->cfg.gateway_id);
+    size_t i;
+    if (c->entropy == NULL || c->entropy->fill == NULL ||
+        c->entropy->fill(c->entropy->ctx, rnd, sizeof(rnd)) != ELK_OK) {
+        return ELK_E_ENTROPY;
+    }
+    memcpy(lock->value, c->cfg.gateway_id, idlen);
+    lock->value[idlen] = ':';
+    for (i = 0; i < sizeof(rnd); i++) {
+        lock->value[idlen + 1u + 2u * i] = hex[rnd[i] >> 4];
+        lock->value[idlen + 2u + 2u * i] = hex[rnd[i] & 15u];
+    }
+    lock->value_len = (uint16_t)(idlen + 1u + 2u * sizeof(rnd));
+    lock->value[lock->value_len] = '\0';
+    return ELK_OK;
+}
+
+static uint32_t lk_random_delay(const elk_lock_t *lock)
+{
+    const elk_client_t *c = lock->client;
+    uint32_t span = lock->cfg.wait_max_ms - lock->cfg.wait_min_ms;
+    uint8_t b[4];
+    uint32_t r;
+    if (span == 0u || c->entropy == NULL || c->entropy->fill == NULL ||
+        c->entropy->fill(c->entropy->ctx, b, sizeof(b)) != ELK_OK) {
+        return lock->cfg.wait_min_ms;
+    }
+    r = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+    return lock->cfg.wait_min_ms + (uint32_t)(r % (span + 1u));
+}
+
+/* ------------------------------------------------------------ subscriptions */
+
+static size_t lk_channel(const elk_lock_t *lock, char *out)
+{
+    size_t n = sizeof(ELK_LOCK_CHANNEL_SUFFIX) - 1u;
+    memcpy(out, lock->key, lock->key_len);
+    memcpy(out + lock->key_len, ELK_LOCK_CHANNEL_SUFFIX, n);
+    return lock->key_len + n;
+}
+
+/* SUBSCRIBE (or UNSUBSCRIBE) lock's channel for fleet node i, on the command
+ * connection when it speaks RESP3, else on the RESP2 subscriber connection if there is
+ * one. Records where, so UNSUBSCRIBE goes to the same connection. */
+static void lk_sub_one(elk_lock_t *lock, size_t i, bool on)
+{
+    elk_client_t *c = lock->client;
+    char ch[CONFIG_ELK_MAX_KEY_LEN + 16u];
+    elk_resp_arg_t argv[2];
+    elk_node_t *n = &c->fleet->nodes[i];
+    elk_node_t *s = c->cfg.subscribers != NULL ? &c->cfg.subscribers->nodes[i] : NULL;
+    argv[0] = elk_resp_arg_cstr(on ? "SUBSCRIBE" : "UNSUBSCRIBE");
+    argv[1] = elk_resp_arg_bytes((const uint8_t *)ch, lk_channel(lock, ch));
+    if (!on) {
+        if ((lock->sub_mask & LK_BIT(i)) != 0u && elk_node_is_ready(n)) {
+            (void)elk_node_send_noreply(n, argv, 2);
+        }
+        if ((lock->sub2_mask & LK_BIT(i)) != 0u && s != NULL && elk_node_is_ready(s)) {
+            (void)elk_node_send_noreply(s, argv, 2);
+        }
+        lock->sub_mask &= ~LK_BIT(i);
+        lock->sub2_mask &= ~LK_BIT(i);
+        return;
+    }
+    if ((lock->sub_mask | lock->sub2_mask) & LK_BIT(i)) {
+        return;
+    }
+    if (elk_node_is_ready(n) && elk_node_stats(n)->resp3) {
+        if (elk_node_send_noreply(n, argv, 2) == ELK_OK) {
+            lock->sub_mask |= LK_BIT(i);
+        }
+    } else if (s != NULL && elk_node_is_ready(s)) {
+        if (elk_node_send_noreply(s, argv, 2) == ELK_OK) {
+            lock->sub2_mask |= LK_BIT(i);
+        }
+    }
+}
+
+static void lk_subscribe(elk_lock_t *lock, uint64_t now)
+{
+    size_t i;
+    (void)now;
+    if (!lock->cfg.use_release_channel || lock->subscribed) {
+        return;
+    }
+    lock->subscribed = true;
+    for (i = 0; i < lk_nodes(lock); i++) {
+        lk_sub_one(lock, i, true);
+    }
+}
+
+/* A connection (command or subscriber) of node i (re)connected: its subscriptions are
+ * gone, SUBSCRIBE again if lock is still waiting on the release channel. */
+void elk_lock__resubscribe(elk_lock_t *lock, size_t node)
+{
+    if (!lock->subscribed || lock->state != ELK_LOCK_WAITING) {
+        return;
+    }
+    lock->sub_mask &= ~LK_BIT(node);
+    lock->sub2_mask &= ~LK_BIT(node);
+    lk_sub_one(lock, node, true);
+}
+
+static void lk_unsubscribe(elk_lock_t *lock, uint64_t now)
+{
+    size_t i;
+    (void)now;
+    if (!lock->subscribed) {
+        return;
+    }
+    lock->subscribed = false;
+    for (i = 0; i < lk_nodes(lock); i++) {
+        lk_sub_one(lock, i, false);
+    }
+}
+
+void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len)
+{
+    size_t i;
+    for (i = 0; i < client->lock_count; i++) {
+        elk_lock_t *l = client->locks[i];
+        size_t sl = sizeof(ELK_LOCK_CHANNEL_SUFFIX) - 1u;
+        if (l->state != ELK_LOCK_WAITING || len != (size_t)l->key_len + sl) {
+            continue;
+        }
+        if (memcmp(channel, l->key, l->key_len) == 0 &&
+            memcmp(channel + l->key_len, ELK_LOCK_CHANNEL_SUFFIX, sl) == 0) {
+            l->wake_now = true;
+            client->dirty = true;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ rounds */
+
+static uint64_t lk_cap_timeout(const elk_lock_t *lock, uint64_t now, uint64_t limit)
+{
+    if (lock->cfg.round_timeout_ms != 0u) {
+        limit = lk_min(limit, now + lock->cfg.round_timeout_ms);
+    }
+    /* 0 would mean "node default" to elk_node_send, and a past deadline is useless. */
+    return limit > now ? limit : now + 1u;
+}
+
+static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
+{
+    size_t i;
+    uint64_t limit;
+
+    lock->seq = ++lock->gen;
+    lock->round_kind = kind;
+    lock->t_send = now;
+    lock->pending_mask = 0;
+    lock->eval_mask = 0;
+    memset(lock->results, 0, sizeof(lock->results));
+    switch (kind) {
+    case LK_ACQUIRE:
+        limit = elk_lock__deadline_from(&lock->cfg, now) - lock->cfg.min_validity_ms;
+        break;
+    case LK_COMMIT:
+        limit = lock->deadline - lock->cfg.min_validity_ms;
+        break;
+    default:
+        limit = lock->deadline;
+        break;
+    }
+    lock->round_limit = lk_cap_timeout(lock, now, limit);
+    for (i = 0; i < lk_nodes(lock); i++) {
+        int rc = elk_lock__send_script(lock, i, kind, lock->seq, false, now, lock->round_limit);
+        if (rc == ELK_OK) {
+            lock->pending_mask |= LK_BIT(i);
+        } else {
+            lock->results[i].status = ELK_LOCK_NODE_ERROR;
+            lock->results[i].err = rc;
+        }
+    }
+}
+
+/* Send the background release to node i; a node that is down (reset by a timeout of
+ * this very round, typically) gets it when it is back, until rel_until. */
+static void lk_release_send(elk_lock_t *lock, size_t i, uint64_t now)
+{
+    int rc = elk_lock__send_script(lock, i, LK_RELEASE, lock->rel_seq, false, now, lock->rel_until);
+    lock->rel_unsent_mask &= ~LK_BIT(i);
+    if (rc == ELK_OK) {
+        lock->rel_pending_mask |= LK_BIT(i);
+        lock->rel_results[i].status = ELK_LOCK_NODE_NONE;
+        lock->rel_results[i].err = ELK_OK;
+        return;
+    }
+    lock->rel_results[i].status = ELK_LOCK_NODE_ERROR;
+    lock->rel_results[i].err = rc;
+    if (rc == ELK_E_NOT_CONNECTED || rc == ELK_E_QUEUE_FULL) {
+        lock->rel_unsent_mask |= LK_BIT(i);
+    }
+}
+
+/* Compare-and-delete rel_value on every node, in the background. */
+static void lk_release_round(elk_lock_t *lock, uint64_t now, bool notify)
+{
+    size_t i;
+    lock->rel_seq = ++lock->gen;
+    lock->rel_active = true;
+    lock->rel_notify = notify;
+    lock->rel_t_send = now;
+    /* Past one TTL the key has expired anyway. */
+    lock->rel_until = now + (lock->cfg.round_timeout_ms != 0u ? lock->cfg.round_timeout_ms
+                                                              : lock->cfg.ttl_ms);
+    lock->rel_pending_mask = 0;
+    lock->rel_eval_mask = 0;
+    lock->rel_unsent_mask = 0;
+    memset(lock->rel_results, 0, sizeof(lock->rel_results));
+    for (i = 0; i < lk_nodes(lock); i++) {
+        lk_release_send(lock, i, now);
+    }
+}
+
+/* Compare-and-delete the current value on every node, in the background. */
+static void lk_start_release(elk_lock_t *lock, uint64_t now, bool notify)
+{
+    memcpy(lock->rel_value, lock->value, lock->value_len + 1u);
+    lock->rel_value_len = lock->value_len;
+    lk_release_round(lock, now, notify);
+}
+
+static void lk_mark_timeouts(elk_lock_node_result_t *r, uint32_t pending, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if ((pending & LK_BIT(i)) != 0u && r[i].status == ELK_LOCK_NODE_NONE) {
+            r[i].status = ELK_LOCK_NODE_TIMEOUT;
+            r[i].err = ELK_E_TIMEOUT;
+        }
+    }
+}
+
+/* The round is decided: late replies are ignored from here on. */
+static void lk_end_round(elk_lock_t *lock, uint64_t now)
+{
+    if (now >= lock->round_limit) {
+        lk_mark_timeouts(lock->results, lock->pending_mask, lk_nodes(lock));
+    }
+    lock->round_kind = LK_NONE;
+    lock->pending_mask = 0;
+    lock->eval_mask = 0;
+}
+
+static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
+{
+    lk_end_round(lock, now);
+    lock->token = 0;
+    lock->deadline = 0;
+    lock->last_err = err;
+    /* Partial locks go at once, on every node, answered or not. */
+    lk_start_release(lock, now, false);
+    if (lock->waiting && now < lock->wait_deadline) {
+        lock->state = ELK_LOCK_WAITING;
+        lock->wake_now = false;
+        lock->next_retry = lk_min(now + lk_random_delay(lock), lock->wait_deadline);
+        lk_subscribe(lock, now);
+        lk_fire(lock, ELK_LOCK_EV_RETRY, err, now, lock->results);
+        return;
+    }
+    if (lock->waiting) {
+        err = ELK_E_LOCK_TIMEOUT;
+        lock->last_err = err;
+    }
+    lock->state = ELK_LOCK_IDLE;
+    lk_unsubscribe(lock, now);
+    lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, err, now, lock->results);
+}
+
+static void lk_become_held(elk_lock_t *lock, uint64_t now)
+{
+    lk_end_round(lock, now);
+    lock->state = ELK_LOCK_HELD;
+    lock->hold_count = 1;
+    lock->renewals = 0;
+    lock->renew_stopped = false;
+    lock->last_err = ELK_OK;
+    lock->next_renew = lock->cfg.renew_fraction_pct == 0u
+                           ? LK_NEVER
+                           : lock->acquired_at +
+                                 (uint64_t)lock->cfg.ttl_ms * lock->cfg.renew_fraction_pct / 100u;
+    lk_unsubscribe(lock, now);
+    lk_fire(lock, ELK_LOCK_EV_ACQUIRED, ELK_OK, now, lock->results);
+}
+
+static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
+{
+    if (lock->round_kind != LK_NONE) {
+        lk_end_round(lock, now);
+    }
+    lock->state = ELK_LOCK_LOST;
+    lock->hold_count = 0;
+    lock->last_err = err;
+    /* Deleting the key now would let the next holder start while our actuator is still
+     * within its stop_margin: release only once it must have stopped. */
+    memcpy(lock->rel_value, lock->value, lock->value_len + 1u);
+    lock->rel_value_len = lock->value_len;
+    lock->lost_release_at = now + lock->cfg.stop_margin_ms;
+    lk_fire(lock, ELK_LOCK_EV_LOST, err, now, lock->results);
+}
+
+static bool lk_validity_ok(const elk_lock_t *lock, uint64_t now)
+{
+    return lock->deadline > now && lock->deadline - now >= lock->cfg.min_validity_ms;
+}
+
+static void lk_eval_acquire(elk_lock_t *lock, uint64_t now)
+{
+    size_t n = lk_nodes(lock);
+    size_t q = elk_client_quorum(lock->client);
+    unsigned pend = lk_popcount(lock->pending_mask);
+    uint8_t ok, busy, failed;
+    size_t i;
+
+    lk_count(lock->results, n, &ok, &busy, &failed);
+    if (ok >= q) {
+        uint64_t token = 0;
+        for (i = 0; i < n; i++) {
+            if (lock->results[i].status == ELK_LOCK_NODE_OK && lock->results[i].value > 0 &&
+                (uint64_t)lock->results[i].value > token) {
+                token = (uint64_t)lock->results[i].value;
+            }
+        }
+        lock->acquired_at = lock->t_send;
+        lock->deadline = elk_lock__deadline_from(&lock->cfg, lock->t_send);
+        lock->token = lock->cfg.fencing ? token : 0u;
+        if (!lk_validity_ok(lock, now)) {
+            lk_acquire_failed(lock, ELK_E_VALIDITY, now);
+            return;
+        }
+        if (lock->cfg.fencing && n > 1u) {
+            /* Raise every node's counter to the token before anyone may use it. */
+            lock->state = ELK_LOCK_COMMITTING;
+            lk_start_round(lock, LK_COMMIT, now);
+            return;
+        }
+        lk_become_held(lock, now);
+        return;
+    }
+    if (ok + pend < q || now >= lock->round_limit) {
+        lk_acquire_failed(lock, busy >= q ? ELK_E_LOCK_BUSY : ELK_E_FLEET_UNAVAILABLE, now);
+    }
+}
+
+static void lk_eval_commit(elk_lock_t *lock, uint64_t now)
+{
+    size_t q = elk_client_quorum(lock->client);
+    unsigned pend = lk_popcount(lock->pending_mask);
+    uint8_t ok, busy, failed;
+
+    lk_count(lock->results, lk_nodes(lock), &ok, &busy, &failed);
+    if (ok >= q) {
+        if (!lk_validity_ok(lock, now)) {
+            lk_acquire_failed(lock, ELK_E_VALIDITY, now);
+            return;
+        }
+        lk_become_held(lock, now);
+        return;
+    }
+    if (ok + pend < q || now >= lock->round_limit) {
+        lk_acquire_failed(lock, busy >= q ? ELK_E_LOCK_BUSY : ELK_E_FLEET_UNAVAILABLE, now);
+    }
+}
+
+static void lk_eval_extend(elk_lock_t *lock, uint64_t now)
+{
+    size_t q = elk_client_quorum(lock->client);
+    unsigned pend = lk_popcount(lock->pending_mask);
+    uint8_t ok, busy, failed;
+
+    lk_count(lock->results, lk_nodes(lock), &ok, &busy, &failed);
+    if (ok >= q) {
+        uint64_t d = elk_lock__deadline_from(&lock->cfg, lock->t_send);
+        if (d > lock->deadline) {
+            lock->deadline = d;
+        }
+        lock->renewals++;
+        lock->next_renew =
+            lock->t_send + (uint64_t)lock->cfg.ttl_ms * lock->cfg.renew_fraction_pct / 100u;
+        lock->state = ELK_LOCK_HELD;
+        lk_end_round(lock, now);
+        lk_fire(lock, ELK_LOCK_EV_RENEWED, ELK_OK, now, lock->results);
+        return;
+    }
+    if (busy >= q) {
+        /* A quorum no longer holds our value: someone else can take it right now. */
+        lk_lost(lock, ELK_E_LOCK_LOST, now);
+        return;
+    }
+    if (ok + pend < q || now >= lock->round_limit) {
+        uint32_t delay = lock->cfg.ttl_ms / 20u;
+        lk_end_round(lock, now);
+        lock->next_retry = now + (delay != 0u ? delay : 1u);
+        lk_fire(lock, ELK_LOCK_EV_RENEW_FAILED, ELK_E_FLEET_UNAVAILABLE, now, lock->results);
+    }
+}
+
+static void lk_eval_release(elk_lock_t *lock, uint64_t now)
+{
+    if (!lock->rel_active) {
+        return;
+    }
+    if ((lock->rel_pending_mask != 0u || lock->rel_unsent_mask != 0u) && now < lock->rel_until) {
+        return;
+    }
+    lk_mark_timeouts(lock->rel_results, lock->rel_pending_mask, lk_nodes(lock));
+    lock->rel_active = false;
+    lock->rel_pending_mask = 0;
+    lock->rel_eval_mask = 0;
+    lock->rel_unsent_mask = 0;
+    if (lock->state == ELK_LOCK_RELEASING && lock->lost_release_at == 0u) {
+        lock->state = ELK_LOCK_IDLE;
+    }
+    if (lock->rel_notify) {
+        lock->rel_notify = false;
+        lk_fire(lock, ELK_LOCK_EV_RELEASED, ELK_OK, now, lock->rel_results);
+    }
+}
+
+static void lk_resend_eval(elk_lock_t *lock, uint64_t now)
+{
+    size_t i;
+    for (i = 0; i < lk_nodes(lock); i++) {
+        if ((lock->rel_unsent_mask & LK_BIT(i)) != 0u && lock->rel_active && now < lock->rel_until &&
+            elk_node_is_ready(&lock->client->fleet->nodes[i])) {
+            lk_release_send(lock, i, now);
+        }
+        if ((lock->eval_mask & LK_BIT(i)) != 0u) {
+            int rc;
+            lock->eval_mask &= ~LK_BIT(i);
+            rc = elk_lock__send_script(lock, i, lock->round_kind, lock->seq, true, now,
+                                       lock->round_limit);
+            if (rc != ELK_OK) {
+                lock->pending_mask &= ~LK_BIT(i);
+                lock->results[i].status = ELK_LOCK_NODE_ERROR;
+                lock->results[i].err = rc;
+            }
+        }
+        if ((lock->rel_eval_mask & LK_BIT(i)) != 0u) {
+            int rc;
+            lock->rel_eval_mask &= ~LK_BIT(i);
+            rc = elk_lock__send_script(lock, i, LK_RELEASE, lock->rel_seq, true, now,
+                                       lock->rel_until);
+            if (rc != ELK_OK) {
+                lock->rel_pending_mask &= ~LK_BIT(i);
+                lock->rel_results[i].status = ELK_LOCK_NODE_ERROR;
+                lock->rel_results[i].err = rc;
+            }
+        }
+    }
+}
+
+static void lk_wait_step(elk_lock_t *lock, uint64_t now)
+{
+    int rc;
+    if (now >= lock->wait_deadline) {
+        lock->state = ELK_LOCK_IDLE;
+        lock->last_err = ELK_E_LOCK_TIMEOUT;
+        lk_unsubscribe(lock, now);
+        lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, ELK_E_LOCK_TIMEOUT, now, lock->results);
+        return;
+    }
+    if (!lock->wake_now && now < lock->next_retry) {
+        return;
+    }
+    lock->wake_now = false;
+    rc = lk_new_value(lock);
+    if (rc != ELK_OK) {
+        lock->state = ELK_LOCK_IDLE;
+        lock->last_err = rc;
+        lk_unsubscribe(lock, now);
+        lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, rc, now, lock->results);
+        return;
+    }
+    lock->state = ELK_LOCK_ACQUIRING;
+    lk_start_round(lock, LK_ACQUIRE, now);
+}
+
+static bool lk_renew_capped(const elk_lock_t *lock, uint64_t now)
+{
+    if (lock->cfg.max_renewals != 0u && lock->renewals >= lock->cfg.max_renewals) {
+        return true;
+    }
+    return lock->cfg.max_hold_ms != 0u && now - lock->acquired_at >= lock->cfg.max_hold_ms;
+}
+
+static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
+{
+    uint64_t w = LK_NEVER;
+    if (lock->round_kind != LK_NONE) {
+        w = (lock->pending_mask == 0u || lock->eval_mask != 0u) ? now : lock->round_limit;
+    }
+    if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
+        w = lk_min(w, lock->deadline);
+        if (lock->state == ELK_LOCK_HELD && !lock->renew_stopped) {
+            w = lk_min(w, lock->next_renew);
+        }
+        if (lock->state == ELK_LOCK_RENEWING && lock->round_kind == LK_NONE) {
+            w = lk_min(w, lock->next_retry);
+        }
+    }
+    if (lock->state == ELK_LOCK_WAITING) {
+        w = lock->wake_now ? now : lk_min(w, lk_min(lock->next_retry, lock->wait_deadline));
+    }
+    if (lock->lost_release_at != 0u) {
+        w = lk_min(w, lock->lost_release_at);
+    }
+    if (lock->rel_active) {
+        w = lk_min(w, (lock->rel_pending_mask == 0u || lock->rel_eval_mask != 0u) ? now
+                                                                                  : lock->rel_until);
+    }
+    return w < now ? now : w;
+}
+
+uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
+{
+    lk_resend_eval(lock, now);
+    lk_eval_release(lock, now);
+    if (lock->lost_release_at != 0u && now >= lock->lost_release_at) {
+        lock->lost_release_at = 0;
+        lk_release_round(lock, now, false);
+    }
+
+    /* The clock alone decides loss, before any reply is looked at. */
+    if ((lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
+        now >= lock->deadline) {
+        lk_lost(lock, lock->renew_stopped ? ELK_E_MAX_HOLD : ELK_E_LOCK_LOST, now);
+    }
+
+    if (lock->round_kind == LK_ACQUIRE && lock->state == ELK_LOCK_ACQUIRING) {
+        lk_eval_acquire(lock, now);
+    } else if (lock->round_kind == LK_COMMIT && lock->state == ELK_LOCK_COMMITTING) {
+        lk_eval_commit(lock, now);
+    } else if (lock->round_kind == LK_EXTEND && lock->state == ELK_LOCK_RENEWING) {
+        lk_eval_extend(lock, now);
+    }
+
+    if (lock->state == ELK_LOCK_HELD && lock->round_kind == LK_NONE && !lock->renew_stopped &&
+        now >= lock->next_renew) {
+        if (lk_renew_capped(lock, now)) {
+            lock->renew_stopped = true;
+            lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, ELK_E_MAX_HOLD, now, lock->results);
+        } else {
+            lock->state = ELK_LOCK_RENEWING;
+            lk_start_round(lock, LK_EXTEND, now);
+        }
+    } else if (lock->state == ELK_LOCK_RENEWING && lock->round_kind == LK_NONE &&
+               now >= lock->next_retry) {
+        lk_start_round(lock, LK_EXTEND, now);
+    }
+
+    if (lock->state == ELK_LOCK_WAITING) {
+        lk_wait_step(lock, now);
+    }
+    return lk_next_wake(lock, now);
+}
+
+/* ------------------------------------------------------------------ public */
+
+int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
+{
+    int rc;
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    switch (lock->state) {
+    case ELK_LOCK_HELD:
+    case ELK_LOCK_RENEWING:
+        if (now >= lock->deadline) {
+            return ELK_E_LOCK_LOST; /* the next poll reports the loss */
+        }
+        lock->hold_count++;
+        return ELK_OK;
+    case ELK_LOCK_ACQUIRING:
+    case ELK_LOCK_COMMITTING:
+    case ELK_LOCK_WAITING:
+        return ELK_E_STATE;
+    default:
+        break;
+    }
+    rc = lk_new_value(lock);
+    if (rc != ELK_OK) {
+        lock->last_err = rc;
+        return rc;
+    }
+    lock->waiting = wait_deadline > now;
+    lock->wait_deadline = wait_deadline;
+    lock->wake_now = false;
+    lock->last_err = ELK_OK;
+    lock->token = 0;
+    lock->deadline = 0;
+    lock->hold_count = 0;
+    lock->renewals = 0;
+    lock->state = ELK_LOCK_ACQUIRING;
+    lk_start_round(lock, LK_ACQUIRE, now);
+    lock->client->next_wake = 0; /* requests queued: the next poll sends them */
+    return ELK_E_WOULD_BLOCK;
+}
+
+int elk_lock_release(elk_lock_t *lock, uint64_t now)
+{
+    int rc = ELK_OK;
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    switch (lock->state) {
+    case ELK_LOCK_IDLE:
+    case ELK_LOCK_RELEASING:
+        return ELK_E_NOT_HELD;
+    case ELK_LOCK_LOST:
+        lock->state = (lock->rel_active || lock->lost_release_at != 0u) ? ELK_LOCK_RELEASING
+                                                                         : ELK_LOCK_IDLE;
+        return ELK_E_LOCK_LOST;
+    case ELK_LOCK_HELD:
+    case ELK_LOCK_RENEWING:
+        if (lock->hold_count > 1u) {
+            lock->hold_count--;
+            return ELK_OK;
+        }
+        if (now >= lock->deadline) {
+            rc = ELK_E_LOCK_LOST;
+        }
+        break;
+    default: /* acquiring, committing, waiting: cancel */
+        break;
+    }
+    if (lock->round_kind != LK_NONE) {
+        lk_end_round(lock, now);
+    }
+    lk_unsubscribe(lock, now);
+    lock->hold_count = 0;
+    lock->token = 0;
+    lock->deadline = 0;
+    lock->state = ELK_LOCK_RELEASING;
+    lk_start_release(lock, now, true);
+    lock->client->next_wake = 0;
+    return rc;
+}
+
+elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
+{
+    return lock != NULL ? lock->state : ELK_LOCK_IDLE;
+}
+
+bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
+{
+    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
+           now < lock->deadline;
+}
+
+bool elk_lock_busy(const elk_lock_t *lock)
+{
+    size_t i;
+    if (lock == NULL) {
+        return false;
+    }
+    if (lock->state != ELK_LOCK_IDLE && lock->state != ELK_LOCK_LOST) {
+        return true;
+    }
+    if (lock->rel_active || lock->lost_release_at != 0u) {
+        return true;
+    }
+    for (i = 0; i < ELK_LOCK_TICKETS; i++) {
+        if (lock->tickets[i].in_use) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool lk_held_state(const elk_lock_t *lock)
+{
+    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
+}
+
+uint64_t elk_lock_token(const elk_lock_t *lock)
+{
+    return lk_held_state(lock) ? lock->token : 0u;
+}
+
+uint64_t elk_lock_deadline(const elk_lock_t *lock)
+{
+    return lk_held_state(lock) ? lock->deadline : 0u;
+}
+
+uint32_t elk_lock_validity(const elk_lock_t *lock, uint64_t now)
+{
+    if (!elk_lock_is_held(lock, now)) {
+        return 0;
+    }
+    return lock->deadline - now > UINT32_MAX ? UINT32_MAX : (uint32_t)(lock->deadline - now);
+}
+
+uint32_t elk_lock_renewals(const elk_lock_t *lock)
+{
+    return lk_held_state(lock) ? lock->renewals : 0u;
+}
+
+uint32_t elk_lock_hold_count(const elk_lock_t *lock)
+{
+    return lk_held_state(lock) ? lock->hold_count : 0u;
+}
+
+int elk_lock_last_error(const elk_lock_t *lock)
+{
+    return lock != NULL ? lock->last_err : ELK_E_INVALID_ARG;
+}
+
+const char *elk_lock_key(const elk_lock_t *lock)
+{
+    return lock != NULL ? lock->key : "";
+}
+
+const char *elk_lock_value(const elk_lock_t *lock)
+{
+    return lock != NULL ? lock->value : "";
+}

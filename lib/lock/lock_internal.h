@@ -1,0 +1,48 @@
+/*
+ * Internal interfaces between the files of lib/lock. Not installed, not public.
+ */
+#ifndef ELK_LOCK_INTERNAL_H
+#define ELK_LOCK_INTERNAL_H
+
+#include "elk/lock.h"
+
+/* What a request (ticket) or a foreground round runs. */
+enum {
+    LK_NONE = 0,
+    LK_ACQUIRE,
+    LK_COMMIT,
+    LK_EXTEND,
+    LK_RELEASE
+};
+
+/* lock_config.c */
+uint64_t elk_lock__drift(const elk_lock_config_t *cfg);
+/* deadline for a round whose first request left at t_send */
+uint64_t elk_lock__deadline_from(const elk_lock_config_t *cfg, uint64_t t_send);
+
+/* lock_send.c: send one script to node i of the fleet for lock; returns ELK_OK or the
+ * reason the request was not queued (its callback will then never run). */
+int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t seq, bool eval,
+                          uint64_t now, uint64_t deadline);
+/* send a client-level command whose reply is ignored (SCRIPT LOAD, SUBSCRIBE ...) */
+int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
+                         uint64_t now);
+/* Reply callback of every ticket. */
+void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply);
+/* The top-level value of a reply, skipping a leading attribute; NULL if none. */
+const elk_resp_node_t *elk_lock__top(const elk_resp_reply_t *reply, size_t *index);
+
+/* lock_engine.c */
+uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
+/* a node (re)connected: SUBSCRIBE again if lock is waiting on the release channel */
+void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
+void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len);
+
+/* lock_log.c */
+void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
+                   int err);
+
+/* Bit helpers for per-node masks. */
+#define LK_BIT(i) (1u << (unsigned)(i))
+
+#endif /* ELK_LOCK_INTERNAL_H */

@@ -1,0 +1,265 @@
+/*
+ * Requests of the lease engine on the wire: the four scripts as EVALSHA (or EVAL
+ * after NOSCRIPT), request tickets, and the classification of each node's reply.
+ */
+#include <string.h>
+
+#include "lock_internal.h"
+
+/* Longest key with a suffix appended: the lock key plus ":released". */
+#define LK_KEY_BUF (CONFIG_ELK_MAX_KEY_LEN + 16u)
+
+static elk_lock_ticket_t *ticket_take(elk_lock_t *lock)
+{
+    size_t i;
+    for (i = 0; i < ELK_LOCK_TICKETS; i++) {
+        if (!lock->tickets[i].in_use) {
+            lock->tickets[i].in_use = 1;
+            return &lock->tickets[i];
+        }
+    }
+    return NULL;
+}
+
+static size_t key_with_suffix(const elk_lock_t *lock, const char *suffix, char *out)
+{
+    size_t n = strlen(suffix);
+    memcpy(out, lock->key, lock->key_len);
+    memcpy(out + lock->key_len, suffix, n);
+    return lock->key_len + n;
+}
+
+static void script_of(uint8_t kind, const char **text, const char **sha)
+{
+    switch (kind) {
+    case LK_ACQUIRE:
+        *text = ELK_LOCK_SCRIPT_ACQUIRE;
+        *sha = ELK_LOCK_SCRIPT_ACQUIRE_SHA1;
+        break;
+    case LK_COMMIT:
+        *text = ELK_LOCK_SCRIPT_COMMIT;
+        *sha = ELK_LOCK_SCRIPT_COMMIT_SHA1;
+        break;
+    case LK_EXTEND:
+        *text = ELK_LOCK_SCRIPT_EXTEND;
+        *sha = ELK_LOCK_SCRIPT_EXTEND_SHA1;
+        break;
+    default:
+        *text = ELK_LOCK_SCRIPT_RELEASE;
+        *sha = ELK_LOCK_SCRIPT_RELEASE_SHA1;
+        break;
+    }
+}
+
+int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t seq, bool eval,
+                          uint64_t now, uint64_t deadline)
+{
+    elk_client_t *client = lock->client;
+    elk_resp_arg_t argv[8];
+    char key2[LK_KEY_BUF];
+    size_t argc = 0;
+    const char *text;
+    const char *sha;
+    elk_lock_ticket_t *t;
+    int rc;
+
+    if (client->node_unsafe[node]) {
+        return ELK_E_UNSAFE_SERVER;
+    }
+    if (!elk_node_is_ready(&client->fleet->nodes[node])) {
+        return ELK_E_NOT_CONNECTED;
+    }
+    script_of(kind, &text, &sha);
+    argv[argc++] = eval ? elk_resp_arg_cstr("EVAL") : elk_resp_arg_cstr("EVALSHA");
+    argv[argc++] = elk_resp_arg_cstr(eval ? text : sha);
+    switch (kind) {
+    case LK_ACQUIRE:
+        argv[argc++] = elk_resp_arg_int(2);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
+                                          key_with_suffix(lock, ELK_LOCK_FENCE_SUFFIX, key2));
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->value, lock->value_len);
+        argv[argc++] = elk_resp_arg_int((int64_t)lock->cfg.ttl_ms);
+        argv[argc++] = elk_resp_arg_cstr(lock->cfg.fencing ? "1" : "0");
+        break;
+    case LK_COMMIT:
+        argv[argc++] = elk_resp_arg_int(2);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
+                                          key_with_suffix(lock, ELK_LOCK_FENCE_SUFFIX, key2));
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->value, lock->value_len);
+        argv[argc++] = elk_resp_arg_int((int64_t)lock->token);
+        break;
+    case LK_EXTEND:
+        argv[argc++] = elk_resp_arg_int(1);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->value, lock->value_len);
+        argv[argc++] = elk_resp_arg_int((int64_t)lock->cfg.ttl_ms);
+        break;
+    default:
+        argv[argc++] = elk_resp_arg_int(1);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->rel_value, lock->rel_value_len);
+        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
+                                          key_with_suffix(lock, ELK_LOCK_CHANNEL_SUFFIX, key2));
+        break;
+    }
+    t = ticket_take(lock);
+    if (t == NULL) {
+        return ELK_E_QUEUE_FULL;
+    }
+    t->lock = lock;
+    t->seq = seq;
+    t->node = (uint8_t)node;
+    t->kind = kind;
+    t->eval = eval ? 1u : 0u;
+    rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, deadline, elk_lock__on_reply, t);
+    if (rc != ELK_OK) {
+        t->in_use = 0;
+    }
+    return rc;
+}
+
+static void ignore_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    (void)user;
+    (void)node;
+    (void)status;
+    (void)reply;
+}
+
+int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
+                         uint64_t now)
+{
+    if (!elk_node_is_ready(&client->fleet->nodes[node])) {
+        return ELK_E_NOT_CONNECTED;
+    }
+    return elk_node_send(&client->fleet->nodes[node], now, argv, argc, 0, ignore_reply, client);
+}
+
+const elk_resp_node_t *elk_lock__top(const elk_resp_reply_t *reply, size_t *index)
+{
+    size_t i = 0;
+    if (reply == NULL || reply->nodes == NULL) {
+        return NULL;
+    }
+    while (i < reply->count && reply->nodes[i].type == ELK_RESP_ATTRIBUTE) {
+        i += 1u + reply->nodes[i].subtree;
+    }
+    if (i >= reply->count) {
+        return NULL;
+    }
+    if (index != NULL) {
+        *index = i;
+    }
+    return &reply->nodes[i];
+}
+
+static void copy_text(elk_lock_node_result_t *r, const elk_resp_node_t *n)
+{
+    size_t len = n->len < ELK_LOCK_NODE_TEXT_MAX - 1u ? n->len : ELK_LOCK_NODE_TEXT_MAX - 1u;
+    size_t i;
+    for (i = 0; i < len; i++) {
+        uint8_t c = n->str[i];
+        /* A hostile server must not put control bytes into our logs. */
+        r->text[i] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    r->text[len] = '\0';
+}
+
+static bool is_noscript(const elk_resp_node_t *n)
+{
+    return n->len >= 8u && memcmp(n->str, "NOSCRIPT", 8) == 0;
+}
+
+/* Positive, busy or unexpected, from the script's integer reply. */
+static uint8_t classify(uint8_t kind, int64_t v, uint64_t token)
+{
+    switch (kind) {
+    case LK_ACQUIRE:
+        return v >= 0 ? ELK_LOCK_NODE_OK : (v == ELK_LOCK_ACQUIRE_BUSY ? ELK_LOCK_NODE_BUSY : ELK_LOCK_NODE_ERROR);
+    case LK_COMMIT:
+        if (v == ELK_LOCK_COMMIT_NOT_HELD) {
+            return ELK_LOCK_NODE_BUSY;
+        }
+        return (v >= 0 && (uint64_t)v >= token) ? ELK_LOCK_NODE_OK : ELK_LOCK_NODE_ERROR;
+    default: /* EXTEND, RELEASE */
+        return v == 1 ? ELK_LOCK_NODE_OK : (v == 0 ? ELK_LOCK_NODE_BUSY : ELK_LOCK_NODE_ERROR);
+    }
+}
+
+void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_lock_ticket_t *t = (elk_lock_ticket_t *)user;
+    elk_lock_t *lock = t->lock;
+    elk_client_t *client = lock->client;
+    size_t i = t->node;
+    uint8_t kind = t->kind;
+    bool release = (kind == LK_RELEASE);
+    elk_lock_node_result_t *r;
+    const elk_resp_node_t *top;
+    uint32_t *pending;
+    uint32_t *evalm;
+    uint64_t t0;
+
+    (void)node;
+    t->in_use = 0;
+    if (release) {
+        if (t->seq != lock->rel_seq || !lock->rel_active) {
+            return;
+        }
+        r = &lock->rel_results[i];
+        pending = &lock->rel_pending_mask;
+        evalm = &lock->rel_eval_mask;
+        t0 = lock->rel_t_send;
+    } else {
+        if (t->seq != lock->seq || kind != lock->round_kind) {
+            return; /* a reply of a round already decided or abandoned */
+        }
+        r = &lock->results[i];
+        pending = &lock->pending_mask;
+        evalm = &lock->eval_mask;
+        t0 = lock->t_send;
+    }
+    if ((*pending & LK_BIT(i)) == 0u) {
+        return;
+    }
+    client->dirty = true;
+    r->rtt_ms = client->now > t0 ? (uint32_t)(client->now - t0) : 0u;
+    if (status != ELK_OK) {
+        r->status = status == ELK_E_TIMEOUT ? ELK_LOCK_NODE_TIMEOUT : ELK_LOCK_NODE_ERROR;
+        r->err = status;
+        *pending &= ~LK_BIT(i);
+        return;
+    }
+    top = elk_lock__top(reply, NULL);
+    if (top == NULL) {
+        r->status = ELK_LOCK_NODE_ERROR;
+        r->err = ELK_E_UNEXPECTED_REPLY;
+        *pending &= ~LK_BIT(i);
+        return;
+    }
+    if (elk_resp_is_error(top)) {
+        if (is_noscript(top) && !t->eval) {
+            /* Script cache flushed or server restarted: resend the text from the engine
+             * step (not from inside the node's poll). The node stays pending. */
+            *evalm |= LK_BIT(i);
+            return;
+        }
+        r->status = ELK_LOCK_NODE_ERROR;
+        r->err = is_noscript(top) ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
+        copy_text(r, top);
+        *pending &= ~LK_BIT(i);
+        return;
+    }
+    if (top->type != ELK_RESP_INTEGER) {
+        r->status = ELK_LOCK_NODE_ERROR;
+        r->err = ELK_E_UNEXPECTED_REPLY;
+        *pending &= ~LK_BIT(i);
+        return;
+    }
+    r->value = top->integer;
+    r->status = classify(kind, top->integer, lock->token);
+    r->err = r->status == ELK_LOCK_NODE_ERROR ? ELK_E_UNEXPECTED_REPLY : ELK_OK;
+    *pending &= ~LK_BIT(i);
+}

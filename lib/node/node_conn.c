@@ -1,0 +1,465 @@
+/* Node connection state machine: connect, backoff, failure handling, close. */
+#include "node_internal.h"
+
+#include <string.h>
+
+#define ELK_NODE_DEFAULT_CONNECT_TIMEOUT_MS 2000u
+#define ELK_NODE_DEFAULT_REQUEST_TIMEOUT_MS 1000u
+#define ELK_NODE_DEFAULT_BACKOFF_MIN_MS 100u
+#define ELK_NODE_DEFAULT_BACKOFF_MAX_MS 5000u
+/* Transitions one poll may run (connect -> AUTH -> HELLO -> SELECT -> READY and a
+ * little slack), so a fast server is ready after a single poll without looping forever. */
+#define ELK_NODE_POLL_STEPS 8
+
+void elk_node_config_defaults(elk_node_config_t *cfg)
+{
+    if (cfg == NULL) {
+        return;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    cfg->connect_timeout_ms = ELK_NODE_DEFAULT_CONNECT_TIMEOUT_MS;
+    cfg->request_timeout_ms = ELK_NODE_DEFAULT_REQUEST_TIMEOUT_MS;
+    cfg->backoff_min_ms = ELK_NODE_DEFAULT_BACKOFF_MIN_MS;
+    cfg->backoff_max_ms = ELK_NODE_DEFAULT_BACKOFF_MAX_MS;
+}
+
+int elk_node_init(elk_node_t *node, const elk_node_config_t *cfg, const elk_transport_t *transport,
+                  elk_pool_t *pool, const elk_entropy_t *entropy, const elk_log_t *log)
+{
+    if (node == NULL || cfg == NULL || transport == NULL || pool == NULL || entropy == NULL ||
+        entropy->fill == NULL || transport->open == NULL || transport->progress == NULL ||
+        transport->send == NULL || transport->recv == NULL || transport->close == NULL ||
+        cfg->endpoint.host == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    memset(node, 0, sizeof *node);
+    node->cfg = *cfg;
+    /* A zeroed config means "defaults", so callers that memset get sane timings
+     * rather than a zero backoff that would spin. */
+    if (node->cfg.connect_timeout_ms == 0u) {
+        node->cfg.connect_timeout_ms = ELK_NODE_DEFAULT_CONNECT_TIMEOUT_MS;
+    }
+    if (node->cfg.request_timeout_ms == 0u) {
+        node->cfg.request_timeout_ms = ELK_NODE_DEFAULT_REQUEST_TIMEOUT_MS;
+    }
+    if (node->cfg.backoff_min_ms == 0u) {
+        node->cfg.backoff_min_ms = ELK_NODE_DEFAULT_BACKOFF_MIN_MS;
+    }
+    if (node->cfg.backoff_max_ms < node->cfg.backoff_min_ms) {
+        node->cfg.backoff_max_ms = node->cfg.backoff_min_ms;
+    }
+    node->transport = *transport;
+    node->pool = pool;
+    node->entropy = entropy;
+    node->log = log;
+    node->state = ELK_NODE_DISCONNECTED;
+    node->backoff_ms = node->cfg.backoff_min_ms;
+    node->stats.last_error = ELK_OK;
+    return ELK_OK;
+}
+
+/* ------------------------------------------------------------------ logging */
+
+bool elk_node_log_on(const elk_node_t *node, int level)
+{
+    return node->log != NULL && node->log->write != NULL && level <= node->log->level &&
+           level <= CONFIG_ELK_LOG_LEVEL;
+}
+
+void elk_node_log_begin(const elk_node_t *node, elk_fmt_t *f, char *buf, size_t cap)
+{
+    elk_fmt_init(f, buf, cap);
+    elk_fmt_str(f, node->cfg.endpoint.host);
+    elk_fmt_str(f, ":");
+    elk_fmt_uint(f, node->cfg.endpoint.port);
+    elk_fmt_str(f, " ");
+}
+
+void elk_node_log_end(const elk_node_t *node, int level, elk_fmt_t *f)
+{
+    node->log->write(node->log->ctx, level, "node", f->buf, f->len);
+}
+
+void elk_node_log_err(elk_fmt_t *f, int err)
+{
+    elk_fmt_str(f, ": ");
+    elk_fmt_str(f, elk_err_name(err));
+    elk_fmt_str(f, " (");
+    elk_fmt_str(f, elk_err_message(err));
+    elk_fmt_str(f, ")");
+}
+
+/* ------------------------------------------------------------------ states */
+
+const char *elk_node_state_name(elk_node_state_t state)
+{
+    switch (state) {
+    case ELK_NODE_DISCONNECTED: return "disconnected";
+    case ELK_NODE_CONNECTING: return "connecting";
+    case ELK_NODE_AUTH: return "auth";
+    case ELK_NODE_HELLO: return "hello";
+    case ELK_NODE_SELECT: return "select";
+    case ELK_NODE_READY: return "ready";
+    case ELK_NODE_BACKOFF: return "backoff";
+    default: return "unknown";
+    }
+}
+
+void elk_node_conn_set_state(elk_node_t *node, elk_node_state_t state, uint64_t now, int err)
+{
+    if (node->state == state) {
+        return;
+    }
+    node->state = state;
+    node->state_since = now;
+    if (elk_node_log_on(node, ELK_LOG_DEBUG)) {
+        char buf[ELK_NODE_LOG_LINE];
+        elk_fmt_t f;
+        elk_node_log_begin(node, &f, buf, sizeof buf);
+        elk_fmt_str(&f, "-> ");
+        elk_fmt_str(&f, elk_node_state_name(state));
+        elk_node_log_end(node, ELK_LOG_DEBUG, &f);
+    }
+    if (node->on_state != NULL) {
+        node->on_state(node->state_user, node, state, err);
+    }
+}
+
+static bool elk_node_is_open(elk_node_state_t s)
+{
+    return s == ELK_NODE_CONNECTING || s == ELK_NODE_AUTH || s == ELK_NODE_HELLO ||
+           s == ELK_NODE_SELECT || s == ELK_NODE_READY;
+}
+
+/* Drop the connection and its buffers. Bumping epoch tells a dispatch loop further up
+ * the stack (a callback closed the node) that the reader and blocks are gone. */
+static void elk_node_teardown(elk_node_t *node)
+{
+    if (elk_node_is_open(node->state)) {
+        node->transport.close(node->transport.ctx);
+    }
+    if (node->tx != NULL) {
+        (void)elk_pool_put(node->pool, node->tx);
+        node->tx = NULL;
+    }
+    if (node->rx != NULL) {
+        (void)elk_pool_put(node->pool, node->rx);
+        node->rx = NULL;
+    }
+    node->tx_len = 0;
+    node->tx_sent = 0;
+    node->handshake_pending = 0;
+    node->epoch++;
+}
+
+/* Complete every in-flight request with an error. Each request is taken off the ring
+ * before its callback runs, so a callback that sends or closes sees a consistent node
+ * and a nested close simply drains what is left. */
+static void elk_node_drain(elk_node_t *node, uint64_t now, int head_status, bool check_deadlines)
+{
+    bool first = true;
+    while (node->count > 0u) {
+        elk_node_request_t req = node->inflight[node->head];
+        int st;
+        node->head = (uint16_t)((node->head + 1u) % CONFIG_ELK_NODE_MAX_INFLIGHT);
+        node->count--;
+        if (check_deadlines && req.deadline <= now) {
+            st = ELK_E_TIMEOUT;
+        } else if (first) {
+            st = head_status;
+        } else {
+            st = ELK_E_DISCONNECTED;
+        }
+        first = false;
+        if (req.cb != NULL) {
+            req.cb(req.user, node, st, NULL);
+        }
+    }
+    node->head = 0;
+}
+
+/* Jittered exponential delay: d/2 + random(0..d/2), so the cap is never exceeded and
+ * gateways that lost the same server do not all come back in the same millisecond. */
+static uint32_t elk_node_backoff_delay(elk_node_t *node)
+{
+    uint32_t d = node->backoff_ms;
+    uint32_t half, jitter = 0;
+    uint8_t rnd[4];
+    if (d < node->cfg.backoff_min_ms) {
+        d = node->cfg.backoff_min_ms;
+    }
+    if (d > node->cfg.backoff_max_ms) {
+        d = node->cfg.backoff_max_ms;
+    }
+    half = d / 2u;
+    if (node->entropy->fill(node->entropy->ctx, rnd, sizeof rnd) == ELK_OK) {
+        uint32_t r = (uint32_t)rnd[0] | ((uint32_t)rnd[1] << 8) | ((uint32_t)rnd[2] << 16) |
+                     ((uint32_t)rnd[3] << 24);
+        jitter = (uint32_t)((uint64_t)r % ((uint64_t)half + 1u));
+    } else {
+        jitter = half; /* no entropy: the full delay, the safe side */
+    }
+    node->backoff_ms = d > node->cfg.backoff_max_ms / 2u ? node->cfg.backoff_max_ms : d * 2u;
+    return d - half + jitter;
+}
+
+void elk_node_conn_fail(elk_node_t *node, uint64_t now, int err, int head_status)
+{
+    uint32_t delay;
+    node->stats.failures++;
+    node->stats.last_error = err;
+    elk_node_teardown(node);
+    delay = elk_node_backoff_delay(node);
+    node->next_attempt = now + delay;
+    if (elk_node_log_on(node, ELK_LOG_WARN)) {
+        char buf[ELK_NODE_LOG_LINE];
+        elk_fmt_t f;
+        elk_node_log_begin(node, &f, buf, sizeof buf);
+        elk_fmt_str(&f, "down");
+        elk_node_log_err(&f, err);
+        elk_fmt_str(&f, "; retry in ");
+        elk_fmt_uint(&f, delay);
+        elk_fmt_str(&f, " ms");
+        elk_node_log_end(node, ELK_LOG_WARN, &f);
+    }
+    elk_node_conn_set_state(node, ELK_NODE_BACKOFF, now, err);
+    elk_node_drain(node, now, head_status, true);
+}
+
+static void elk_node_connect(elk_node_t *node, uint64_t now)
+{
+    int r;
+    node->stats.resp3 = false;
+    r = elk_pool_get(node->pool, &node->tx);
+    if (r == ELK_OK) {
+        r = elk_pool_get(node->pool, &node->rx);
+    }
+    if (r != ELK_OK) {
+        elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+        return;
+    }
+    (void)elk_resp_reader_init(&node->reader, node->rx, elk_pool_block_size(node->pool),
+                               node->reply_nodes, CONFIG_ELK_RESP_MAX_NODES,
+                               CONFIG_ELK_RESP_MAX_DEPTH);
+    node->tx_len = 0;
+    node->tx_sent = 0;
+    node->connect_started = now;
+    elk_node_conn_set_state(node, ELK_NODE_CONNECTING, now, ELK_OK);
+    if (node->state != ELK_NODE_CONNECTING) {
+        return; /* the state handler closed the node */
+    }
+    r = node->transport.open(node->transport.ctx, &node->cfg.endpoint);
+    if (r < 0) {
+        elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+    }
+}
+
+/* One step of the state machine. */
+static int elk_node_step(elk_node_t *node, uint64_t now)
+{
+    int r;
+    size_t i;
+    switch (node->state) {
+    case ELK_NODE_DISCONNECTED:
+        elk_node_connect(node, now);
+        return 0;
+    case ELK_NODE_BACKOFF:
+        if (now >= node->next_attempt) {
+            elk_node_connect(node, now);
+        }
+        return 0;
+    case ELK_NODE_CONNECTING:
+        if (now >= node->connect_started + node->cfg.connect_timeout_ms) {
+            elk_node_conn_fail(node, now, ELK_E_CONNECT_TIMEOUT, ELK_E_DISCONNECTED);
+            return 0;
+        }
+        r = node->transport.progress(node->transport.ctx);
+        if (r < 0) {
+            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+        } else if (r > 0) {
+            elk_node_hs_start(node, now);
+        }
+        return 0;
+    case ELK_NODE_AUTH:
+    case ELK_NODE_HELLO:
+    case ELK_NODE_SELECT:
+        if (now >= node->connect_started + node->cfg.connect_timeout_ms) {
+            elk_node_conn_fail(node, now, ELK_E_CONNECT_TIMEOUT, ELK_E_DISCONNECTED);
+            return 0;
+        }
+        r = elk_node_io_flush(node);
+        if (r < 0) {
+            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+            return 0;
+        }
+        return elk_node_io_pump(node, now);
+    case ELK_NODE_READY:
+        /* Deadlines first: a reply read at or after its deadline must not count as
+         * on time just because the caller polled late. */
+        for (i = 0; i < node->count; i++) {
+            const elk_node_request_t *q =
+                &node->inflight[(node->head + i) % CONFIG_ELK_NODE_MAX_INFLIGHT];
+            if (q->deadline <= now) {
+                size_t j;
+                for (j = 0; j < node->count; j++) {
+                    if (node->inflight[(node->head + j) % CONFIG_ELK_NODE_MAX_INFLIGHT].deadline <=
+                        now) {
+                        node->stats.timeouts++;
+                    }
+                }
+                elk_node_conn_fail(node, now, ELK_E_TIMEOUT, ELK_E_DISCONNECTED);
+                return 0;
+            }
+        }
+        r = elk_node_io_flush(node);
+        if (r < 0) {
+            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+            return 0;
+        }
+        {
+            int more = elk_node_io_pump(node, now);
+            if (more < 0 || node->state != ELK_NODE_READY) {
+                return 0;
+            }
+            /* Requests sent from reply callbacks go out now rather than a poll later. */
+            r = elk_node_io_flush(node);
+            if (r < 0) {
+                elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+                return 0;
+            }
+            return more;
+        }
+    default:
+        return 0;
+    }
+}
+
+static uint64_t elk_node_next_time(const elk_node_t *node, uint64_t now)
+{
+    uint64_t next = UINT64_MAX;
+    size_t i;
+    switch (node->state) {
+    case ELK_NODE_DISCONNECTED:
+        return now;
+    case ELK_NODE_BACKOFF:
+        return node->next_attempt;
+    case ELK_NODE_CONNECTING:
+    case ELK_NODE_AUTH:
+    case ELK_NODE_HELLO:
+    case ELK_NODE_SELECT:
+        return node->connect_started + node->cfg.connect_timeout_ms;
+    case ELK_NODE_READY:
+        for (i = 0; i < node->count; i++) {
+            uint64_t d = node->inflight[(node->head + i) % CONFIG_ELK_NODE_MAX_INFLIGHT].deadline;
+            if (d < next) {
+                next = d;
+            }
+        }
+        return next;
+    default:
+        return next;
+    }
+}
+
+uint64_t elk_node_poll(elk_node_t *node, uint64_t now)
+{
+    int i;
+    bool more = false;
+    if (node == NULL) {
+        return UINT64_MAX;
+    }
+    if (node->in_poll) {
+        return now;
+    }
+    node->in_poll = 1;
+    for (i = 0; i < ELK_NODE_POLL_STEPS; i++) {
+        elk_node_state_t before = node->state;
+        uint32_t epoch = node->epoch;
+        more = elk_node_step(node, now) > 0;
+        /* Keep going only while the connection moves forward in this call; a node that
+         * went down waits for its backoff (or for the next poll after a close). */
+        if (node->state == before || node->state == ELK_NODE_BACKOFF ||
+            node->state == ELK_NODE_DISCONNECTED || node->epoch != epoch) {
+            break;
+        }
+    }
+    node->in_poll = 0;
+    return more ? now : elk_node_next_time(node, now);
+}
+
+int elk_node_wait(const elk_node_t *node, unsigned *events)
+{
+    unsigned ev = ELK_WAIT_NONE;
+    int fd = -1;
+    if (node != NULL && elk_node_is_open(node->state)) {
+        if (node->transport.wait != NULL) {
+            fd = node->transport.wait(node->transport.ctx, &ev);
+        }
+        if (node->state != ELK_NODE_CONNECTING) {
+            ev |= ELK_WAIT_READ;
+            if (node->tx_sent < node->tx_len) {
+                ev |= ELK_WAIT_WRITE;
+            }
+        }
+        if (fd < 0) {
+            ev = ELK_WAIT_NONE;
+        }
+    }
+    if (events != NULL) {
+        *events = ev;
+    }
+    return fd;
+}
+
+void elk_node_close(elk_node_t *node, uint64_t now)
+{
+    if (node == NULL) {
+        return;
+    }
+    elk_node_teardown(node);
+    elk_node_conn_set_state(node, ELK_NODE_DISCONNECTED, now, ELK_OK);
+    elk_node_drain(node, now, ELK_E_DISCONNECTED, false);
+}
+
+elk_node_state_t elk_node_state(const elk_node_t *node)
+{
+    return node != NULL ? node->state : ELK_NODE_DISCONNECTED;
+}
+
+bool elk_node_is_ready(const elk_node_t *node)
+{
+    return node != NULL && node->state == ELK_NODE_READY;
+}
+
+const elk_node_stats_t *elk_node_stats(const elk_node_t *node)
+{
+    return node != NULL ? &node->stats : NULL;
+}
+
+size_t elk_node_inflight(const elk_node_t *node)
+{
+    return node != NULL ? node->count : 0u;
+}
+
+void elk_node_on_push(elk_node_t *node, elk_node_push_fn fn, void *user)
+{
+    if (node != NULL) {
+        node->on_push = fn;
+        node->push_user = user;
+    }
+}
+
+void elk_node_on_state(elk_node_t *node, elk_node_state_fn fn, void *user)
+{
+    if (node != NULL) {
+        node->on_state = fn;
+        node->state_user = user;
+    }
+}
+
+void elk_node_set_subscriber(elk_node_t *node, bool on)
+{
+    if (node != NULL) {
+        node->subscriber = on;
+    }
+}

@@ -1,0 +1,244 @@
+/* Node I/O: encode requests into the tx block, send, receive into the reply reader,
+ * match replies to requests in order, route pushes. */
+#include "node_internal.h"
+
+#include <string.h>
+
+/* recv calls one pump may make. Bounded so one chatty server cannot hold the loop;
+ * high enough that TLS records buffered inside the transport (which would not wake
+ * the descriptor again) are normally drained in the same poll. When it is hit, poll
+ * returns "now" so the caller comes straight back. */
+#define ELK_NODE_PUMP_RECVS 256
+
+int elk_node_io_encode(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc)
+{
+    size_t cap, len = 0;
+    int r;
+    if (node->tx == NULL) {
+        return ELK_E_NOT_CONNECTED;
+    }
+    cap = elk_pool_block_size(node->pool);
+    if (node->tx_sent == node->tx_len) {
+        node->tx_sent = 0;
+        node->tx_len = 0;
+    }
+    r = elk_resp_encode_command(node->tx + node->tx_len, cap - node->tx_len, argv, argc, &len);
+    if (r == ELK_E_BUF_TOO_SMALL && len <= cap && node->tx_sent > 0u) {
+        /* Room exists behind bytes already sent: slide the unsent tail to the front. */
+        memmove(node->tx, node->tx + node->tx_sent, node->tx_len - node->tx_sent);
+        node->tx_len -= node->tx_sent;
+        node->tx_sent = 0;
+        r = elk_resp_encode_command(node->tx + node->tx_len, cap - node->tx_len, argv, argc, &len);
+    }
+    if (r == ELK_E_BUF_TOO_SMALL) {
+        return len > cap ? ELK_E_BUF_TOO_SMALL : ELK_E_QUEUE_FULL;
+    }
+    if (r != ELK_OK) {
+        return r;
+    }
+    node->tx_len += len;
+    return ELK_OK;
+}
+
+int elk_node_io_flush(elk_node_t *node)
+{
+    while (node->tx != NULL && node->tx_sent < node->tx_len) {
+        size_t left = node->tx_len - node->tx_sent;
+        int32_t n = node->transport.send(node->transport.ctx, node->tx + node->tx_sent, left);
+        if (n == 0) {
+            break;
+        }
+        if (n < 0) {
+            return (int)n;
+        }
+        node->tx_sent += (size_t)n > left ? left : (size_t)n;
+    }
+    if (node->tx_sent == node->tx_len) {
+        node->tx_sent = 0;
+        node->tx_len = 0;
+    }
+    return ELK_OK;
+}
+
+static bool elk_node_is_pubsub_kind(const elk_resp_node_t *n)
+{
+    static const char *const kinds[] = {"message",     "pmessage",     "smessage",
+                                        "subscribe",   "unsubscribe",  "psubscribe",
+                                        "punsubscribe", "ssubscribe",  "sunsubscribe"};
+    size_t i;
+    if (n->type != ELK_RESP_BULK && n->type != ELK_RESP_SIMPLE) {
+        return false;
+    }
+    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        if (elk_resp_str_eq(n, kinds[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The value a reply carries, past any leading RESP3 attribute. */
+static const elk_resp_node_t *elk_node_top(const elk_resp_reply_t *reply, size_t *index)
+{
+    size_t i = 0;
+    while (i < reply->count && reply->nodes[i].type == ELK_RESP_ATTRIBUTE) {
+        i += 1u + reply->nodes[i].subtree;
+    }
+    if (i >= reply->count) {
+        return NULL;
+    }
+    *index = i;
+    return &reply->nodes[i];
+}
+
+/* Route one complete reply. Returns ELK_OK, or a negative code when the node was
+ * failed here. Callbacks may close the node; the caller checks epoch. */
+static int elk_node_dispatch(elk_node_t *node, uint64_t now, const elk_resp_reply_t *reply)
+{
+    size_t ti = 0;
+    const elk_resp_node_t *top = elk_node_top(reply, &ti);
+    elk_node_request_t req;
+    if (top == NULL) {
+        elk_node_conn_fail(node, now, ELK_E_UNEXPECTED_REPLY, ELK_E_UNEXPECTED_REPLY);
+        return ELK_E_UNEXPECTED_REPLY;
+    }
+    if (top->type == ELK_RESP_PUSH ||
+        (node->subscriber && top->type == ELK_RESP_ARRAY && top->integer >= 1 &&
+         ti + 1u < reply->count && elk_node_is_pubsub_kind(&reply->nodes[ti + 1u]))) {
+        if (node->on_push != NULL) {
+            node->on_push(node->push_user, node, reply);
+        }
+        return ELK_OK;
+    }
+    if (node->state == ELK_NODE_AUTH || node->state == ELK_NODE_HELLO ||
+        node->state == ELK_NODE_SELECT) {
+        if (node->handshake_pending == 0u) {
+            elk_node_conn_fail(node, now, ELK_E_UNEXPECTED_REPLY, ELK_E_DISCONNECTED);
+            return ELK_E_UNEXPECTED_REPLY;
+        }
+        elk_node_hs_reply(node, now, reply);
+        return ELK_OK;
+    }
+    if (node->count == 0u) {
+        /* A reply nobody asked for: the stream is out of step and every later match
+         * would be wrong. */
+        if (elk_node_log_on(node, ELK_LOG_ERROR)) {
+            char buf[ELK_NODE_LOG_LINE];
+            elk_fmt_t f;
+            elk_node_log_begin(node, &f, buf, sizeof buf);
+            elk_fmt_str(&f, "reply with no request pending");
+            elk_node_log_end(node, ELK_LOG_ERROR, &f);
+        }
+        elk_node_conn_fail(node, now, ELK_E_UNEXPECTED_REPLY, ELK_E_DISCONNECTED);
+        return ELK_E_UNEXPECTED_REPLY;
+    }
+    req = node->inflight[node->head];
+    {
+        uint64_t sent = node->sent_at[node->head];
+        uint64_t rtt = now >= sent ? now - sent : 0u;
+        node->stats.last_rtt_ms = rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
+    }
+    node->head = (uint16_t)((node->head + 1u) % CONFIG_ELK_NODE_MAX_INFLIGHT);
+    node->count--;
+    if (req.cb != NULL) {
+        req.cb(req.user, node, ELK_OK, reply);
+    }
+    return ELK_OK;
+}
+
+static void elk_node_log_reply_error(elk_node_t *node, int err)
+{
+    if (elk_node_log_on(node, ELK_LOG_ERROR)) {
+        char buf[ELK_NODE_LOG_LINE];
+        elk_fmt_t f;
+        elk_node_log_begin(node, &f, buf, sizeof buf);
+        elk_fmt_str(&f, "bad reply, dropping the connection");
+        elk_node_log_err(&f, err);
+        elk_node_log_end(node, ELK_LOG_ERROR, &f);
+    }
+}
+
+int elk_node_io_pump(elk_node_t *node, uint64_t now)
+{
+    const uint32_t epoch = node->epoch;
+    int i;
+    for (i = 0; i < ELK_NODE_PUMP_RECVS; i++) {
+        size_t avail = 0;
+        uint8_t *space;
+        int32_t n;
+        for (;;) {
+            elk_resp_reply_t reply;
+            int r = elk_resp_reader_next(&node->reader, &reply);
+            if (r == 0) {
+                break;
+            }
+            if (r < 0) {
+                elk_node_log_reply_error(node, r);
+                elk_node_conn_fail(node, now, r, r);
+                return r;
+            }
+            r = elk_node_dispatch(node, now, &reply);
+            if (r < 0 || node->epoch != epoch) {
+                return r < 0 ? r : ELK_E_DISCONNECTED;
+            }
+            elk_resp_reader_release(&node->reader);
+        }
+        space = elk_resp_reader_space(&node->reader, &avail);
+        if (space == NULL || avail == 0u) {
+            elk_node_log_reply_error(node, ELK_E_RESP_TOO_LARGE);
+            elk_node_conn_fail(node, now, ELK_E_RESP_TOO_LARGE, ELK_E_RESP_TOO_LARGE);
+            return ELK_E_RESP_TOO_LARGE;
+        }
+        n = node->transport.recv(node->transport.ctx, space, avail);
+        if (n == 0) {
+            return ELK_OK;
+        }
+        if (n < 0) {
+            elk_node_conn_fail(node, now, (int)n, ELK_E_DISCONNECTED);
+            return (int)n;
+        }
+        if (elk_resp_reader_commit(&node->reader, (size_t)n > avail ? avail : (size_t)n) != ELK_OK) {
+            elk_node_conn_fail(node, now, ELK_E_INTERNAL, ELK_E_DISCONNECTED);
+            return ELK_E_INTERNAL;
+        }
+    }
+    return 1;
+}
+
+int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, size_t argc,
+                  uint64_t deadline, elk_node_reply_fn cb, void *user)
+{
+    size_t slot;
+    int r;
+    if (node == NULL || argv == NULL || argc == 0u) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (node->state != ELK_NODE_READY) {
+        return ELK_E_NOT_CONNECTED;
+    }
+    if (node->count >= CONFIG_ELK_NODE_MAX_INFLIGHT) {
+        return ELK_E_QUEUE_FULL;
+    }
+    r = elk_node_io_encode(node, argv, argc);
+    if (r != ELK_OK) {
+        return r;
+    }
+    slot = (node->head + node->count) % CONFIG_ELK_NODE_MAX_INFLIGHT;
+    node->inflight[slot].cb = cb;
+    node->inflight[slot].user = user;
+    node->inflight[slot].deadline = deadline != 0u ? deadline : now + node->cfg.request_timeout_ms;
+    node->sent_at[slot] = now;
+    node->count++;
+    return ELK_OK;
+}
+
+int elk_node_send_noreply(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc)
+{
+    if (node == NULL || argv == NULL || argc == 0u) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (node->state != ELK_NODE_READY) {
+        return ELK_E_NOT_CONNECTED;
+    }
+    return elk_node_io_encode(node, argv, argc);
+}

@@ -1,0 +1,744 @@
+/*
+ * Incremental RESP2/RESP3 decoder.
+ *
+ * The reader is a resumable state machine over the caller's buffer: r->pos is the
+ * first byte of the element being parsed, r->scan is where the CR LF search goes on,
+ * and a bulk body is waited for by offset (r->body_end) without looking at its
+ * bytes. So every byte is looked at a bounded number of times however the stream
+ * is fragmented. The reply being parsed starts at r->start; release only moves
+ * r->start past the reply, and the bytes still unparsed are moved to the front
+ * once, when room is next asked for (space, feed) or the buffer is full. A burst of
+ * pipelined replies then costs one memmove of its tail, not one per reply.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "elk/resp.h"
+#include "resp_lex.h"
+
+/* Longest line a number can take: "-9223372036854775808" is 20 characters. */
+#define ELK_RESP_NUM_MAX 20u
+/* Smallest encoding of any value ("_\r\n", "+\r\n"): bounds how many children fit. */
+#define ELK_RESP_MIN_VALUE 3u
+
+int elk_resp_reader_init(elk_resp_reader_t *r, uint8_t *buf, size_t cap, elk_resp_node_t *nodes,
+                         size_t max_nodes, size_t max_depth)
+{
+    if (r == NULL || buf == NULL || cap == 0u || nodes == NULL || max_nodes == 0u ||
+        max_depth == 0u) {
+        return ELK_E_INVALID_ARG;
+    }
+    memset(r, 0, sizeof *r);
+    r->buf = buf;
+    r->cap = cap;
+    r->nodes = nodes;
+    /* frame.node and node.subtree are 32-bit. */
+    r->max_nodes = max_nodes > UINT32_MAX ? UINT32_MAX : max_nodes;
+    r->max_depth = max_depth > ELK_RESP_READER_MAX_DEPTH ? ELK_RESP_READER_MAX_DEPTH : max_depth;
+    return ELK_OK;
+}
+
+void elk_resp_reader_reset(elk_resp_reader_t *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    r->len = 0;
+    r->pos = 0;
+    r->scan = 0;
+    r->reply_end = 0;
+    r->n_nodes = 0;
+    r->depth = 0;
+    r->error = ELK_OK;
+    r->reply_out = false;
+    r->in_body = false;
+    r->body_end = 0;
+    r->start = 0;
+}
+
+static bool elk_resp_is_string(uint8_t type)
+{
+    return type == ELK_RESP_SIMPLE || type == ELK_RESP_ERROR || type == ELK_RESP_BULK ||
+           type == ELK_RESP_DOUBLE || type == ELK_RESP_BLOB_ERROR || type == ELK_RESP_VERBATIM ||
+           type == ELK_RESP_BIGNUM;
+}
+
+/* Move the current reply (its parsed part and the bytes after it) to offset 0, and
+ * the views of the nodes parsed so far with it. Not while a reply is out: the
+ * caller still reads its views. */
+static void elk_resp_compact(elk_resp_reader_t *r)
+{
+    size_t shift = r->start;
+    size_t i;
+    if (shift == 0u || r->reply_out) {
+        return;
+    }
+    memmove(r->buf, r->buf + shift, r->len - shift);
+    r->len -= shift;
+    r->pos -= shift;
+    r->scan -= shift;
+    if (r->in_body) {
+        r->body_end -= shift;
+    }
+    for (i = 0; i < r->n_nodes; i++) {
+        elk_resp_node_t *n = &r->nodes[i];
+        if (elk_resp_is_string(n->type) && n->str != NULL) {
+            n->str -= shift;
+        }
+    }
+    r->start = 0;
+}
+
+uint8_t *elk_resp_reader_space(elk_resp_reader_t *r, size_t *avail)
+{
+    if (r == NULL || avail == NULL) {
+        if (avail != NULL) {
+            *avail = 0;
+        }
+        return NULL;
+    }
+    elk_resp_compact(r);
+    *avail = r->cap - r->len;
+    return r->buf + r->len;
+}
+
+int elk_resp_reader_commit(elk_resp_reader_t *r, size_t n)
+{
+    if (r == NULL || n > r->cap - r->len) {
+        return ELK_E_INVALID_ARG;
+    }
+    r->len += n;
+    return ELK_OK;
+}
+
+int elk_resp_reader_feed(elk_resp_reader_t *r, const uint8_t *data, size_t len)
+{
+    if (r == NULL || (data == NULL && len != 0u)) {
+        return ELK_E_INVALID_ARG;
+    }
+    /* Reclaim released bytes now, not only when out of room: the buffer then stays at
+     * its front, in cache, and the move is only the tail of an unfinished reply. */
+    elk_resp_compact(r);
+    if (len > r->cap - r->len) {
+        return ELK_E_RESP_TOO_LARGE;
+    }
+    if (len != 0u) {
+        memcpy(r->buf + r->len, data, len);
+        r->len += len;
+    }
+    return ELK_OK;
+}
+
+void elk_resp_reader_release(elk_resp_reader_t *r)
+{
+    if (r == NULL || !r->reply_out) {
+        return;
+    }
+    r->reply_out = false;
+    r->n_nodes = 0;
+    r->depth = 0;
+    if (r->reply_end == r->len) {
+        /* Nothing after the reply: start over at 0 with nothing to move. */
+        r->len = 0;
+        r->start = 0;
+        r->pos = 0;
+        r->scan = 0;
+    } else {
+        /* pos and scan already stand at reply_end (next() leaves them there); not
+         * storing them again keeps the next parse off a store-to-load chain. */
+        r->start = r->reply_end;
+    }
+    r->reply_end = 0;
+}
+
+/* Canonical decimal int64 in [p, e): optional '-', no '+', no leading zeros, no "-0",
+ * exact int64 limits. */
+static int elk_resp_parse_i64(const uint8_t *p, const uint8_t *e, int64_t *out)
+{
+    bool neg = false;
+    uint64_t acc = 0;
+    uint64_t limit = (uint64_t)INT64_MAX;
+    if (p < e && *p == '-') {
+        neg = true;
+        limit += 1u;
+        p++;
+    }
+    /* 19 digits cannot overflow a uint64 (10^19 - 1 < 2^64), so the range is checked
+     * once at the end rather than with a division per digit. */
+    if (p == e || e - p > 19 || (*p == '0' && (e - p > 1 || neg))) {
+        return ELK_E_RESP_LENGTH;
+    }
+    for (; p < e; p++) {
+        unsigned d = (unsigned)*p - (unsigned)'0';
+        if (d > 9u) {
+            return ELK_E_RESP_LENGTH;
+        }
+        acc = acc * 10u + d;
+    }
+    if (acc > limit) {
+        return ELK_E_RESP_LENGTH;
+    }
+    if (!neg) {
+        *out = (int64_t)acc;
+    } else if (acc == (uint64_t)INT64_MAX + 1u) {
+        *out = INT64_MIN;
+    } else {
+        *out = -(int64_t)acc;
+    }
+    return ELK_OK;
+}
+
+#if defined(__GNUC__)
+#define ELK_RESP_NOINLINE __attribute__((noinline))
+#else
+#define ELK_RESP_NOINLINE
+#endif
+
+/* Per type byte: 0 = not a RESP type, otherwise the longest line content the type may
+ * have before its CR LF, plus one (ELK_RESP_LINE_ANY: unbounded). A short bound lets
+ * "$99999..." with no CR LF fail at once instead of filling the buffer. */
+#define ELK_RESP_LINE_ANY 0xffu
+static const uint8_t elk_resp_line_limit[256] = {
+    ['+'] = ELK_RESP_LINE_ANY, ['-'] = ELK_RESP_LINE_ANY,
+    [','] = ELK_RESP_LINE_ANY, ['('] = ELK_RESP_LINE_ANY,
+    ['_'] = 1, ['#'] = 2,
+    [':'] = ELK_RESP_NUM_MAX + 1u, ['$'] = ELK_RESP_NUM_MAX + 1u, ['*'] = ELK_RESP_NUM_MAX + 1u,
+    ['!'] = ELK_RESP_NUM_MAX + 1u, ['='] = ELK_RESP_NUM_MAX + 1u, ['%'] = ELK_RESP_NUM_MAX + 1u,
+    ['~'] = ELK_RESP_NUM_MAX + 1u, ['|'] = ELK_RESP_NUM_MAX + 1u, ['>'] = ELK_RESP_NUM_MAX + 1u,
+};
+
+/* Eight bytes as a little-endian word whatever the CPU's byte order (compilers turn
+ * this into one load where the order matches). */
+static inline uint64_t elk_resp_load8(const uint8_t *p)
+{
+    return (uint64_t)p[0] | ((uint64_t)p[1] << 8) | ((uint64_t)p[2] << 16) |
+           ((uint64_t)p[3] << 24) | ((uint64_t)p[4] << 32) | ((uint64_t)p[5] << 40) |
+           ((uint64_t)p[6] << 48) | ((uint64_t)p[7] << 56);
+}
+
+/* Index (0..7) of the first byte whose bit 7 is set in m (only bits 7 of bytes may be
+ * set), or 8 if none; no branch and no count-trailing-zeros instruction needed. */
+static inline unsigned elk_resp_first_flagged(uint64_t m)
+{
+    uint64_t low = m & (0u - m);
+    return (unsigned)(((((low >> 7) - 1u) & 0x0101010101010101u) * 0x0101010101010101u) >> 56);
+}
+
+/* How many of the word's bytes, from the first, are ASCII digits (0..8). Done on all
+ * eight at once: a loop that stops at the first non-digit mispredicts its exit for
+ * almost every number, and that costs more than the rest of the parse. */
+static inline unsigned elk_resp_digit_run(uint64_t w)
+{
+    uint64_t d = w ^ 0x3030303030303030u; /* a digit becomes 0..9, anything else not */
+    return elk_resp_first_flagged(
+        (((d & 0x7F7F7F7F7F7F7F7Fu) + 0x7676767676767676u) | d) & 0x8080808080808080u);
+}
+
+/* Value of the first k (1..8) bytes of w, all digits, most significant first. */
+static inline uint64_t elk_resp_digits_value(uint64_t w, unsigned k)
+{
+    /* Bytes past k may borrow here; the shift drops them. Leading zero bytes it brings
+     * in read as leading zero digits. */
+    w = (w - 0x3030303030303030u) << (8u * (8u - k));
+    w = ((w & 0x0F0F0F0F0F0F0F0Fu) * 2561u) >> 8;          /* pairs: 10 * a + b */
+    w = ((w & 0x00FF00FF00FF00FFu) * 6553601u) >> 16;      /* quads: 100 * ab + cd */
+    return ((w & 0x0000FFFF0000FFFFu) * 42949672960001u) >> 32; /* 10000 * abcd + efgh */
+}
+
+/* Index of the first CR or LF in buf[i..stop), or stop. Eight bytes a step while it
+ * can (error replies and status lines run to tens of bytes), then one at a time. */
+static inline size_t elk_resp_find_crlf(const uint8_t *buf, size_t i, size_t stop)
+{
+    while (stop - i >= 8u) {
+        uint64_t w = elk_resp_load8(buf + i);
+        uint64_t cr = w ^ 0x0D0D0D0D0D0D0D0Du;
+        uint64_t lf = w ^ 0x0A0A0A0A0A0A0A0Au;
+        /* Flags the bytes of cr or lf that are zero; a borrow can flag a byte only
+         * after a truly zero one, so the first flag is exact. */
+        uint64_t m = (((cr - 0x0101010101010101u) & ~cr) | ((lf - 0x0101010101010101u) & ~lf)) &
+                     0x8080808080808080u;
+        if (m != 0u) {
+            return i + elk_resp_first_flagged(m);
+        }
+        i += 8u;
+    }
+    for (; i < stop; i++) {
+        uint8_t c = buf[i];
+        if (c <= '\r' && (c == '\r' || c == '\n')) {
+            break;
+        }
+    }
+    return i;
+}
+
+static const uint64_t elk_resp_pow10[9] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u,
+                                           10000000u, 100000000u};
+
+/* Fast path for the usual number line: at most 16 digits, no sign, canonical, then
+ * CR LF, all present. It only ever accepts what the general path (find_line +
+ * parse_i64) accepts, with the same value; anything else, negative numbers and
+ * unfinished lines included, goes the general way. */
+static inline bool elk_resp_fast_num(const uint8_t *buf, size_t pos, size_t len, size_t *cr,
+                                     uint64_t *out)
+{
+    size_t d0 = pos + 1u;
+    size_t p = d0;
+    uint64_t acc = 0;
+    /* One or two digits (lengths, counts, 0/1 results) are most numbers of lock
+     * traffic: a short dependency chain for them, the word at a time for the rest. */
+    if (len - p >= 4u) {
+        unsigned a = (unsigned)buf[p] - (unsigned)'0';
+        unsigned b = (unsigned)buf[p + 1u] - (unsigned)'0';
+        if (a <= 9u && buf[p + 1u] == '\r') {
+            if (buf[p + 2u] != '\n') {
+                return false;
+            }
+            *cr = p + 1u;
+            *out = a;
+            return true;
+        }
+        if (a - 1u <= 8u && b <= 9u && buf[p + 2u] == '\r') {
+            if (buf[p + 3u] != '\n') {
+                return false;
+            }
+            *cr = p + 2u;
+            *out = a * 10u + b;
+            return true;
+        }
+    }
+    if (len - p >= 8u) {
+        uint64_t w = elk_resp_load8(buf + p);
+        unsigned k = elk_resp_digit_run(w);
+        if (k == 0u) {
+            return false;
+        }
+        if (k < 8u) {
+            acc = elk_resp_digits_value(w, k);
+            p += k;
+        } else {
+            uint64_t w2;
+            unsigned k2;
+            if (len - p < 16u) {
+                return false;
+            }
+            w2 = elk_resp_load8(buf + p + 8u);
+            k2 = elk_resp_digit_run(w2);
+            if (k2 == 8u) {
+                return false;
+            }
+            acc = elk_resp_digits_value(w, 8u) * elk_resp_pow10[k2];
+            if (k2 != 0u) {
+                acc += elk_resp_digits_value(w2, k2);
+            }
+            p += 8u + k2;
+        }
+    } else {
+        /* Fewer than 8 bytes left: fewer than 8 digits, no overflow possible. */
+        for (; p < len; p++) {
+            unsigned d = (unsigned)buf[p] - (unsigned)'0';
+            if (d > 9u) {
+                break;
+            }
+            acc = acc * 10u + d;
+        }
+    }
+    if (p == d0 || p + 1u >= len || buf[p] != '\r' || buf[p + 1u] != '\n' ||
+        (buf[d0] == '0' && p - d0 > 1u)) {
+        return false;
+    }
+    *cr = p;
+    *out = acc;
+    return true;
+}
+
+static inline void elk_resp_node_set(elk_resp_node_t *n, uint8_t type, const uint8_t *str,
+                                     size_t len, int64_t integer)
+{
+    n->str = str;
+    n->integer = integer;
+    n->len = (uint32_t)len;
+    n->subtree = 0;
+    n->type = type;
+    n->format[0] = n->format[1] = n->format[2] = 0;
+}
+
+/* The next element: returns 1 with *line_end set (offset of its CR), 0 when the CR LF
+ * has not arrived yet, or an error. Resumes at r->scan so no byte is looked at twice. */
+static int elk_resp_find_line(elk_resp_reader_t *r, size_t pos, size_t *line_end)
+{
+    const uint8_t *buf = r->buf;
+    size_t len = r->len;
+    size_t i = r->scan > pos ? r->scan : pos + 1u;
+    size_t limit = elk_resp_line_limit[buf[pos]];
+    size_t stop = len;
+    bool bounded = false;
+    if (limit != ELK_RESP_LINE_ANY && pos + 1u + limit <= len) {
+        /* The CR must be at pos + limit at the latest. */
+        stop = pos + 1u + limit;
+        bounded = true;
+    }
+    i = elk_resp_find_crlf(buf, i, stop);
+    if (i == stop) {
+        r->scan = i;
+        if (bounded) {
+            return buf[pos] == '_' || buf[pos] == '#' ? ELK_E_RESP_PROTOCOL : ELK_E_RESP_LENGTH;
+        }
+        return 0;
+    }
+    if (buf[i] == '\n') {
+        return ELK_E_RESP_PROTOCOL; /* bare LF: only CR LF ends a line */
+    }
+    if (i + 1u >= len) {
+        r->scan = i; /* look at this CR again once its LF can be there */
+        return 0;
+    }
+    if (buf[i + 1u] != '\n') {
+        return ELK_E_RESP_PROTOCOL;
+    }
+    *line_end = i;
+    return 1;
+}
+
+static int elk_resp_parse(elk_resp_reader_t *r)
+{
+    uint8_t *buf = r->buf;
+    size_t pos = r->pos;
+    for (;;) {
+        elk_resp_node_t *n;
+        size_t cr = 0;
+        size_t next;
+        const uint8_t *line;
+        size_t line_len;
+        uint8_t t;
+        bool is_attr = false;
+        int rc;
+        int64_t v = 0;
+        uint64_t u;
+
+        if (r->in_body) {
+            size_t e = r->body_end;
+            if (e > r->len || r->len - e < 2u) {
+                r->pos = pos;
+                return 0;
+            }
+            if (buf[e] != '\r' || buf[e + 1u] != '\n') {
+                return ELK_E_RESP_LENGTH; /* the body is longer than its declared length */
+            }
+            r->in_body = false;
+            n = &r->nodes[r->n_nodes - 1u];
+            if (n->type == ELK_RESP_VERBATIM) {
+                rc = elk_resp_lex_verbatim(n);
+                if (rc != ELK_OK) {
+                    return rc;
+                }
+            }
+            pos = e + 2u;
+            r->scan = pos;
+            goto complete;
+        }
+
+        if (pos >= r->len) {
+            r->pos = pos;
+            return 0;
+        }
+        t = buf[pos];
+        if (elk_resp_line_limit[t] == 0u) {
+            return ELK_E_RESP_PROTOCOL;
+        }
+        if (elk_resp_line_limit[t] != ELK_RESP_NUM_MAX + 1u ||
+            !elk_resp_fast_num(buf, pos, r->len, &cr, &u)) {
+            rc = elk_resp_find_line(r, pos, &cr);
+            if (rc != 1) {
+                r->pos = pos;
+                return rc;
+            }
+            if (elk_resp_line_limit[t] == ELK_RESP_NUM_MAX + 1u) {
+                rc = elk_resp_parse_i64(buf + pos + 1u, buf + cr, &v);
+                if (rc != ELK_OK) {
+                    return rc;
+                }
+            }
+        } else {
+            v = (int64_t)u; /* below 10^16 */
+        }
+        if (r->n_nodes >= r->max_nodes) {
+            return ELK_E_RESP_TOO_MANY_NODES;
+        }
+        n = &r->nodes[r->n_nodes++];
+        line = buf + pos + 1u;
+        line_len = cr - pos - 1u;
+        next = cr + 2u;
+
+        switch (t) {
+        case '+':
+            elk_resp_node_set(n, ELK_RESP_SIMPLE, line, line_len, 0);
+            break;
+        case '-':
+            elk_resp_node_set(n, ELK_RESP_ERROR, line, line_len, 0);
+            break;
+        case ':':
+            elk_resp_node_set(n, ELK_RESP_INTEGER, NULL, 0, v);
+            break;
+        case '_':
+            elk_resp_node_set(n, ELK_RESP_NULL, NULL, 0, 0);
+            break;
+        case '#':
+            if (line_len != 1u || (line[0] != 't' && line[0] != 'f')) {
+                return ELK_E_RESP_PROTOCOL;
+            }
+            elk_resp_node_set(n, ELK_RESP_BOOLEAN, NULL, 0, line[0] == 't' ? 1 : 0);
+            break;
+        case ',':
+            if (!elk_resp_lex_double(line, line_len)) {
+                return ELK_E_RESP_PROTOCOL;
+            }
+            elk_resp_node_set(n, ELK_RESP_DOUBLE, line, line_len, 0);
+            break;
+        case '(':
+            if (!elk_resp_lex_bignum(line, line_len)) {
+                return ELK_E_RESP_PROTOCOL;
+            }
+            elk_resp_node_set(n, ELK_RESP_BIGNUM, line, line_len, 0);
+            break;
+        case '$':
+        case '!':
+        case '=': {
+            if (v == -1 && t == '$') {
+                elk_resp_node_set(n, ELK_RESP_NULL_BULK, NULL, 0, 0);
+                break;
+            }
+            if (v < 0) {
+                return ELK_E_RESP_LENGTH;
+            }
+            /* Known now, not after the buffer fills: the body cannot fit. */
+            if ((uint64_t)v > UINT32_MAX ||
+                (uint64_t)v + 2u > (uint64_t)(r->cap - (next - r->start))) {
+                return ELK_E_RESP_TOO_LARGE;
+            }
+            elk_resp_node_set(n,
+                              t == '$' ? ELK_RESP_BULK
+                                       : (t == '!' ? ELK_RESP_BLOB_ERROR : ELK_RESP_VERBATIM),
+                              buf + next, (size_t)v, 0);
+            r->in_body = true;
+            r->body_end = next + (size_t)v;
+            pos = next;
+            continue;
+        }
+        default: { /* '*' '~' '>' '%' '|': aggregates */
+            uint64_t children;
+            uint8_t type;
+            if (v == -1 && t == '*') {
+                elk_resp_node_set(n, ELK_RESP_NULL_ARRAY, NULL, 0, 0);
+                break;
+            }
+            if (v < 0) {
+                return ELK_E_RESP_LENGTH;
+            }
+            switch (t) {
+            case '*': type = ELK_RESP_ARRAY; break;
+            case '~': type = ELK_RESP_SET; break;
+            case '>': type = ELK_RESP_PUSH; break;
+            case '%': type = ELK_RESP_MAP; break;
+            default: type = ELK_RESP_ATTRIBUTE; break;
+            }
+            if (r->depth >= r->max_depth) {
+                return ELK_E_RESP_TOO_DEEP;
+            }
+            children = (uint64_t)v;
+            if (t == '%' || t == '|') {
+                if (children > UINT64_MAX / 2u) {
+                    return ELK_E_RESP_TOO_MANY_NODES;
+                }
+                children *= 2u;
+            }
+            if (children > (uint64_t)(r->max_nodes - r->n_nodes)) {
+                return ELK_E_RESP_TOO_MANY_NODES;
+            }
+            if (children > (uint64_t)((r->cap - (next - r->start)) / ELK_RESP_MIN_VALUE)) {
+                return ELK_E_RESP_TOO_LARGE;
+            }
+            elk_resp_node_set(n, type, NULL, 0, (int64_t)children);
+            is_attr = t == '|';
+            if (children != 0u) {
+                elk_resp_frame_t *f = &r->stack[r->depth++];
+                f->node = (uint32_t)(r->n_nodes - 1u);
+                f->remaining = (uint32_t)children;
+                f->attribute = is_attr ? 1u : 0u;
+                pos = next;
+                r->scan = pos;
+                continue;
+            }
+            break;
+        }
+        }
+        pos = next;
+        r->scan = pos;
+
+    complete:
+        /* A value is done: count it in its parent, closing every aggregate it fills.
+         * An attribute is not an element of anything: it only annotates what follows. */
+        for (;;) {
+            elk_resp_frame_t *f;
+            if (is_attr) {
+                break;
+            }
+            if (r->depth == 0u) {
+                r->pos = pos;
+                return 1;
+            }
+            f = &r->stack[r->depth - 1u];
+            if (--f->remaining != 0u) {
+                break;
+            }
+            r->nodes[f->node].subtree = (uint32_t)(r->n_nodes - f->node - 1u);
+            is_attr = f->attribute != 0u;
+            r->depth--;
+        }
+    }
+}
+
+/* One scalar (+, -, :, $) wholly in buf[pos..len) into *n. Returns the offset just
+ * past it, or 0 when the general loop must decide (see elk_resp_fast_reply). */
+static inline size_t elk_resp_fast_scalar(const uint8_t *buf, size_t pos, size_t len,
+                                          elk_resp_node_t *n)
+{
+    size_t cr;
+    uint64_t u;
+    if (pos >= len) {
+        return 0;
+    }
+    switch (buf[pos]) {
+    case '+':
+    case '-': {
+        size_t i = elk_resp_find_crlf(buf, pos + 1u, len);
+        if (i + 1u >= len || buf[i] != '\r' || buf[i + 1u] != '\n') {
+            return 0;
+        }
+        elk_resp_node_set(n, buf[pos] == '+' ? ELK_RESP_SIMPLE : ELK_RESP_ERROR, buf + pos + 1u,
+                          i - pos - 1u, 0);
+        return i + 2u;
+    }
+    case ':':
+        if (!elk_resp_fast_num(buf, pos, len, &cr, &u)) {
+            return 0;
+        }
+        elk_resp_node_set(n, ELK_RESP_INTEGER, NULL, 0, (int64_t)u);
+        return cr + 2u;
+    case '$':
+        if (len - pos >= 5u && buf[pos + 1u] == '-') {
+            if (buf[pos + 2u] != '1' || buf[pos + 3u] != '\r' || buf[pos + 4u] != '\n') {
+                return 0;
+            }
+            elk_resp_node_set(n, ELK_RESP_NULL_BULK, NULL, 0, 0);
+            return pos + 5u;
+        }
+        if (!elk_resp_fast_num(buf, pos, len, &cr, &u)) {
+            return 0;
+        }
+        /* Only a body already there in full, with its CR LF: it then fits by definition. */
+        cr += 2u;
+        if (u > UINT32_MAX || u + 2u > (uint64_t)(len - cr) || buf[cr + (size_t)u] != '\r' ||
+            buf[cr + (size_t)u + 1u] != '\n') {
+            return 0;
+        }
+        elk_resp_node_set(n, ELK_RESP_BULK, buf + cr, (size_t)u, 0);
+        return cr + (size_t)u + 2u;
+    default:
+        return 0;
+    }
+}
+
+/* The common replies of lock traffic, complete in the buffer: a scalar (+, -, :, $) or a
+ * flat array of them, in one pass without the general loop's bookkeeping. Returns the
+ * offset just past the reply with its nodes and r->n_nodes filled in, or 0 to let
+ * elk_resp_parse decide. It accepts only what the general loop accepts, with the same
+ * nodes; it is tried once per reply (the caller checks that r->scan has not moved),
+ * so no byte is looked at more than twice. */
+static size_t elk_resp_fast_reply(elk_resp_reader_t *r)
+{
+    const uint8_t *buf = r->buf;
+    size_t pos = r->pos;
+    size_t len = r->len;
+    size_t end;
+    size_t cr;
+    uint64_t count;
+    uint64_t i;
+    if (pos >= len) {
+        return 0;
+    }
+    if (buf[pos] != '*') {
+        end = elk_resp_fast_scalar(buf, pos, len, r->nodes);
+        if (end != 0u) {
+            r->n_nodes = 1;
+        }
+        return end;
+    }
+    if (!elk_resp_fast_num(buf, pos, len, &cr, &count) || count == 0u ||
+        count > (uint64_t)(r->max_nodes - 1u)) {
+        return 0;
+    }
+    end = cr + 2u;
+    for (i = 1; i <= count; i++) {
+        end = elk_resp_fast_scalar(buf, end, len, &r->nodes[i]);
+        if (end == 0u) {
+            return 0;
+        }
+    }
+    elk_resp_node_set(r->nodes, ELK_RESP_ARRAY, NULL, 0, (int64_t)count);
+    r->nodes[0].subtree = (uint32_t)count;
+    r->n_nodes = (size_t)count + 1u;
+    return end;
+}
+
+/* Everything but the fast path, out of line so the fast path stays small. */
+static ELK_RESP_NOINLINE int elk_resp_next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out)
+{
+    int rc = elk_resp_parse(r);
+    if (rc == 1) {
+        out->nodes = r->nodes;
+        out->count = r->n_nodes;
+        r->reply_out = true;
+        r->reply_end = r->pos;
+        return 1;
+    }
+    if (rc == 0 && r->len == r->cap) {
+        if (r->start == 0u) {
+            /* The whole buffer holds one unfinished reply: it cannot fit. */
+            rc = ELK_E_RESP_TOO_LARGE;
+        } else {
+            elk_resp_compact(r);
+        }
+    }
+    if (rc < 0) {
+        r->error = rc;
+    }
+    return rc;
+}
+
+int elk_resp_reader_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
+{
+    if (r == NULL || out == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (r->error != ELK_OK) {
+        return r->error;
+    }
+    if (r->reply_out) {
+        return ELK_E_STATE;
+    }
+    if (r->n_nodes == 0u && r->scan <= r->pos && !r->in_body) {
+        size_t end = elk_resp_fast_reply(r);
+        if (end != 0u) {
+            r->pos = end;
+            r->scan = end;
+            r->reply_end = end;
+            r->reply_out = true;
+            out->nodes = r->nodes;
+            out->count = r->n_nodes;
+            return 1;
+        }
+    }
+    return elk_resp_next_slow(r, out);
+}

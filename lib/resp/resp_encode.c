@@ -1,0 +1,181 @@
+/* RESP command encoder: arrays of bulk strings into a caller buffer, no heap, no stdio. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "elk/resp.h"
+
+elk_resp_arg_t elk_resp_arg_cstr(const char *s)
+{
+    elk_resp_arg_t a;
+    a.ptr = (const uint8_t *)s;
+    a.len = s != NULL ? strlen(s) : 0u;
+    a.ival = 0;
+    a.is_int = false;
+    return a;
+}
+
+elk_resp_arg_t elk_resp_arg_bytes(const uint8_t *p, size_t len)
+{
+    elk_resp_arg_t a;
+    a.ptr = p;
+    a.len = len;
+    a.ival = 0;
+    a.is_int = false;
+    return a;
+}
+
+elk_resp_arg_t elk_resp_arg_int(int64_t v)
+{
+    elk_resp_arg_t a;
+    a.ptr = NULL;
+    a.len = 0;
+    a.ival = v;
+    a.is_int = true;
+    return a;
+}
+
+size_t elk_resp_format_int(int64_t v, uint8_t out[20])
+{
+    uint8_t tmp[20];
+    size_t n = 0;
+    size_t i = 0;
+    /* Work on the magnitude as unsigned so INT64_MIN needs no special case. */
+    uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (uint8_t)('0' + (unsigned)(mag % 10u));
+        mag /= 10u;
+    } while (mag != 0u);
+    if (v < 0) {
+        out[i++] = '-';
+    }
+    while (n > 0u) {
+        out[i++] = tmp[--n];
+    }
+    return i;
+}
+
+void elk_resp_writer_init(elk_resp_writer_t *w, uint8_t *buf, size_t cap)
+{
+    if (w == NULL) {
+        return;
+    }
+    w->buf = buf;
+    w->cap = buf != NULL ? cap : 0u;
+    w->len = 0;
+    w->invalid = false;
+}
+
+/* Copies what still fits and counts the rest, saturating rather than wrapping so a
+ * measurement can never come out smaller than the truth. */
+static void elk_resp_put(elk_resp_writer_t *w, const uint8_t *p, size_t n)
+{
+    if (w->len < w->cap) {
+        size_t room = w->cap - w->len;
+        memcpy(w->buf + w->len, p, n < room ? n : room);
+    }
+    w->len = n > SIZE_MAX - w->len ? SIZE_MAX : w->len + n;
+}
+
+/* "<prefix><decimal n>\r\n" in one put. */
+static void elk_resp_put_header(elk_resp_writer_t *w, uint8_t prefix, uint64_t n)
+{
+    uint8_t line[24];
+    uint8_t tmp[20];
+    size_t k = 0;
+    size_t i = 0;
+    line[i++] = prefix;
+    do {
+        tmp[k++] = (uint8_t)('0' + (unsigned)(n % 10u));
+        n /= 10u;
+    } while (n != 0u);
+    while (k > 0u) {
+        line[i++] = tmp[--k];
+    }
+    line[i++] = '\r';
+    line[i++] = '\n';
+    elk_resp_put(w, line, i);
+}
+
+void elk_resp_write_array_header(elk_resp_writer_t *w, size_t n)
+{
+    if (w == NULL) {
+        return;
+    }
+    elk_resp_put_header(w, '*', (uint64_t)n);
+}
+
+void elk_resp_write_bulk(elk_resp_writer_t *w, const uint8_t *p, size_t len)
+{
+    static const uint8_t crlf[2] = {'\r', '\n'};
+    if (w == NULL) {
+        return;
+    }
+    if (p == NULL && len != 0u) {
+        /* Nothing sane to write; remember it so finish() refuses the command. */
+        w->invalid = true;
+        return;
+    }
+    elk_resp_put_header(w, '$', (uint64_t)len);
+    if (len != 0u) {
+        elk_resp_put(w, p, len);
+    }
+    elk_resp_put(w, crlf, 2u);
+}
+
+void elk_resp_write_bulk_int(elk_resp_writer_t *w, int64_t v)
+{
+    uint8_t line[28];
+    size_t n;
+    size_t i = 0;
+    if (w == NULL) {
+        return;
+    }
+    n = elk_resp_format_int(v, line + 5);
+    /* Header "$<n>\r\n" is at most 5 bytes (n <= 20); build it in front of the digits. */
+    if (n >= 10u) {
+        uint8_t hdr[5] = {'$', (uint8_t)('0' + n / 10u), (uint8_t)('0' + n % 10u), '\r', '\n'};
+        memcpy(line + 0, hdr, 5u);
+        i = 0;
+    } else {
+        uint8_t hdr[4] = {'$', (uint8_t)('0' + n), '\r', '\n'};
+        memcpy(line + 1, hdr, 4u);
+        i = 1;
+    }
+    line[5u + n] = '\r';
+    line[6u + n] = '\n';
+    elk_resp_put(w, line + i, 7u + n - i);
+}
+
+int elk_resp_writer_finish(const elk_resp_writer_t *w, size_t *out_len)
+{
+    if (w == NULL || out_len == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    *out_len = w->len;
+    if (w->invalid) {
+        return ELK_E_INVALID_ARG;
+    }
+    return w->len <= w->cap ? ELK_OK : ELK_E_BUF_TOO_SMALL;
+}
+
+int elk_resp_encode_command(uint8_t *buf, size_t cap, const elk_resp_arg_t *argv, size_t argc,
+                            size_t *out_len)
+{
+    elk_resp_writer_t w;
+    size_t i;
+    if (out_len == NULL || (argv == NULL && argc != 0u) || (buf == NULL && cap != 0u)) {
+        return ELK_E_INVALID_ARG;
+    }
+    elk_resp_writer_init(&w, buf, cap);
+    elk_resp_write_array_header(&w, argc);
+    for (i = 0; i < argc; i++) {
+        if (argv[i].is_int) {
+            elk_resp_write_bulk_int(&w, argv[i].ival);
+        } else {
+            elk_resp_write_bulk(&w, argv[i].ptr, argv[i].len);
+        }
+    }
+    return elk_resp_writer_finish(&w, out_len);
+}

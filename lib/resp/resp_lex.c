@@ -1,0 +1,81 @@
+/* Lexical checks for RESP3 doubles, big numbers and verbatim strings. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "resp_lex.h"
+
+static size_t elk_resp_lex_digits(const uint8_t *s, size_t i, size_t len)
+{
+    while (i < len && s[i] >= '0' && s[i] <= '9') {
+        i++;
+    }
+    return i;
+}
+
+bool elk_resp_lex_double(const uint8_t *s, size_t len)
+{
+    size_t i = 0;
+    size_t j;
+    if (len == 3u && memcmp(s, "nan", 3u) == 0) {
+        return true;
+    }
+    if (len > 0u && (s[0] == '+' || s[0] == '-')) {
+        i = 1;
+    }
+    if (len - i == 3u && memcmp(s + i, "inf", 3u) == 0) {
+        return true;
+    }
+    j = elk_resp_lex_digits(s, i, len);
+    if (j == i) {
+        return false; /* an integral part is required */
+    }
+    i = j;
+    if (i < len && s[i] == '.') {
+        j = elk_resp_lex_digits(s, i + 1u, len);
+        if (j == i + 1u) {
+            return false;
+        }
+        i = j;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '+' || s[i] == '-')) {
+            i++;
+        }
+        j = elk_resp_lex_digits(s, i, len);
+        if (j == i) {
+            return false;
+        }
+        i = j;
+    }
+    return i == len;
+}
+
+bool elk_resp_lex_bignum(const uint8_t *s, size_t len)
+{
+    size_t i = 0;
+    if (len > 0u && (s[0] == '+' || s[0] == '-')) {
+        i = 1;
+    }
+    return i < len && elk_resp_lex_digits(s, i, len) == len;
+}
+
+int elk_resp_lex_verbatim(elk_resp_node_t *n)
+{
+    size_t k;
+    if (n->len < 4u || n->str[3] != ':') {
+        return ELK_E_RESP_PROTOCOL;
+    }
+    for (k = 0; k < 3u; k++) {
+        uint8_t c = n->str[k];
+        if (c <= ' ' || c > '~' || c == ':') {
+            return ELK_E_RESP_PROTOCOL;
+        }
+        n->format[k] = (char)c;
+    }
+    n->str += 4;
+    n->len -= 4u;
+    return ELK_OK;
+}

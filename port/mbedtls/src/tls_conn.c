@@ -1,0 +1,393 @@
+/*
+ * TLS over an inner elk_transport_t: the inner transport's "0 = would block" becomes
+ * mbedTLS's WANT_READ/WANT_WRITE and back, so the handshake and records advance
+ * without ever blocking, on whatever byte stream the inner port provides.
+ */
+#include <string.h>
+
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/ssl.h>
+
+#include "tls_internal.h"
+
+/* TLS record content types are 20..24 (change_cipher_spec .. heartbeat). */
+static bool is_tls_record_type(uint8_t b)
+{
+    return b >= 20u && b <= 24u;
+}
+
+static int bio_send(void *ctx, const unsigned char *buf, size_t len)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    int32_t n = c->inner.send(c->inner.ctx, buf, len);
+    if (n > 0) {
+        return (int)n;
+    }
+    if (n == 0) {
+        c->want |= ELK_WAIT_WRITE;
+        return MBEDTLS_ERR_SSL_WANT_WRITE;
+    }
+    c->inner_err = (int)n;
+    return MBEDTLS_ERR_NET_SEND_FAILED;
+}
+
+static int bio_recv(void *ctx, unsigned char *buf, size_t len)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    int32_t n = c->inner.recv(c->inner.ctx, buf, len);
+    if (n > 0) {
+        if (c->state == ELK_TLS_HANDSHAKING && !c->rx_any) {
+            /* The first byte a server sends decides "is this TLS at all": a plain Redis
+             * answers a ClientHello with "-ERR ...", which no TLS record starts with. */
+            c->rx_any = true;
+            c->rx_not_tls = !is_tls_record_type(buf[0]);
+        }
+        return (int)n;
+    }
+    if (n == 0) {
+        c->want |= ELK_WAIT_READ;
+        return MBEDTLS_ERR_SSL_WANT_READ;
+    }
+    c->inner_err = (int)n;
+    /* EOF is 0 to mbedTLS, which then reports CONN_EOF / "closed without close_notify". */
+    return n == ELK_E_CLOSED ? 0 : MBEDTLS_ERR_NET_RECV_FAILED;
+}
+
+static int conn_fail(elk_tls_conn_t *c, int err, int mbedtls_err)
+{
+    c->state = ELK_TLS_FAILED;
+    c->last_err = err;
+    if (mbedtls_err != 0) {
+        c->last_mbedtls_err = mbedtls_err;
+    }
+    return err;
+}
+
+static void tls_close(void *ctx)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    if (c == NULL) {
+        return;
+    }
+    if (c->state == ELK_TLS_READY) {
+        /* Best effort: one attempt, never waited for. The server drops the
+         * connection either way; the notify only makes its log quieter. */
+        (void)mbedtls_ssl_close_notify(&c->ssl);
+    }
+    if (c->state == ELK_TLS_HANDSHAKING && c->hello_out && !c->rx_any) {
+        c->silent_close = true;
+    }
+    if (c->state != ELK_TLS_CLOSED) {
+        c->inner.close(c->inner.ctx);
+    }
+    /* Drops the handshake and session state (and their allocations) now rather than
+     * at the next open; the record buffers stay for reuse. */
+    if (c->setup) {
+        (void)mbedtls_ssl_session_reset(&c->ssl);
+    }
+    c->state = ELK_TLS_CLOSED;
+    c->want = ELK_WAIT_NONE;
+    c->pending_len = 0;
+}
+
+static int tls_open(void *ctx, const elk_endpoint_t *ep)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    const char *name;
+    int ret;
+
+    if (c == NULL || ep == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    tls_close(c);
+    c->rx_any = false;
+    c->rx_not_tls = false;
+    c->hello_out = false;
+    c->silent_close = false;
+    c->done = false;
+    c->cert_requested = false;
+    c->hello_at = 0;
+    c->inner_err = 0;
+    c->last_err = ELK_OK;
+    c->last_mbedtls_err = 0;
+    c->verify_flags = 0;
+    name = ep->server_name != NULL ? ep->server_name : ep->host;
+    if (name == NULL || name[0] == '\0') {
+        return ELK_E_INVALID_ARG;
+    }
+    /* Sets SNI and the name the certificate must carry; there is no "skip" path. */
+    ret = mbedtls_ssl_set_hostname(&c->ssl, name);
+    if (ret != 0) {
+        return conn_fail(c, ret == MBEDTLS_ERR_SSL_ALLOC_FAILED ? ELK_E_NO_RESOURCES : ELK_E_INVALID_ARG, ret);
+    }
+    mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);
+    ret = c->inner.open(c->inner.ctx, ep);
+    if (ret < 0) {
+        c->inner_err = ret;
+        c->inner.close(c->inner.ctx);
+        return conn_fail(c, ret, 0);
+    }
+    c->state = ELK_TLS_CONNECTING;
+    return ELK_OK;
+}
+
+/* Called while the handshake waits: notes when the ClientHello has left, and fails a
+ * server that stays silent past the configured limit (see elk_tls_config_t.silent_ms). */
+static int check_silence(elk_tls_conn_t *c)
+{
+    const elk_tls_shared_t *s = c->shared;
+    if (c->rx_any) {
+        return 0;
+    }
+    if (!c->hello_out) {
+        if (c->ssl.state <= MBEDTLS_SSL_CLIENT_HELLO || c->ssl.out_left > 0) {
+            return 0;
+        }
+        c->hello_out = true;
+        c->hello_at = s->clock.now_ms != NULL ? s->clock.now_ms(s->clock.ctx) : 0;
+        return 0;
+    }
+    if (s->clock.now_ms != NULL && s->clock.now_ms(s->clock.ctx) - c->hello_at >= s->silent_ms) {
+        return conn_fail(c, ELK_E_TLS_NOT_TLS, 0);
+    }
+    return 0;
+}
+
+static int tls_progress(void *ctx)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    int ret;
+
+    if (c == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (c->state == ELK_TLS_CONNECTING) {
+        ret = c->inner.progress(c->inner.ctx);
+        if (ret < 0) {
+            c->inner_err = ret;
+            return conn_fail(c, ret, 0);
+        }
+        if (ret == 0) {
+            return 0;
+        }
+        c->state = ELK_TLS_HANDSHAKING;
+    }
+    if (c->state == ELK_TLS_HANDSHAKING) {
+        c->want = ELK_WAIT_NONE;
+        ret = mbedtls_ssl_handshake(&c->ssl);
+        if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
+            if (c->want == ELK_WAIT_NONE) {
+                c->want = ret == MBEDTLS_ERR_SSL_WANT_READ ? ELK_WAIT_READ : ELK_WAIT_WRITE;
+            }
+            return check_silence(c);
+        }
+        c->verify_flags = mbedtls_ssl_get_verify_result(&c->ssl);
+        if (c->verify_flags == (uint32_t)-1) {
+            c->verify_flags = 0; /* no certificate was ever seen */
+        }
+        if (ret != 0) {
+            c->cert_requested = c->ssl.client_auth != 0;
+            return conn_fail(c, elk_tls_map_handshake_error(c, ret), ret);
+        }
+        c->want = ELK_WAIT_NONE;
+        c->state = ELK_TLS_READY;
+        c->done = true;
+        return 1;
+    }
+    if (c->state == ELK_TLS_READY) {
+        return 1;
+    }
+    return c->last_err != ELK_OK ? c->last_err : ELK_E_STATE;
+}
+
+static int map_record_error(elk_tls_conn_t *c, int ret)
+{
+    if (ret == 0 || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY) {
+        return conn_fail(c, ELK_E_CLOSED, ret);
+    }
+    if ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) && c->inner_err < 0) {
+        return conn_fail(c, c->inner_err, ret);
+    }
+    if (ret == MBEDTLS_ERR_SSL_ALLOC_FAILED) {
+        return conn_fail(c, ELK_E_NO_RESOURCES, ret);
+    }
+    return conn_fail(c, ELK_E_TLS, ret);
+}
+
+static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    size_t max;
+    int ret;
+
+    if (c == NULL || (buf == NULL && len > 0)) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (c->state == ELK_TLS_CONNECTING || c->state == ELK_TLS_HANDSHAKING) {
+        return 0;
+    }
+    if (c->state != ELK_TLS_READY) {
+        return c->last_err != ELK_OK ? c->last_err : ELK_E_STATE;
+    }
+    if (len == 0) {
+        return 0;
+    }
+    if (c->pending_len > 0) {
+        /* mbedTLS already encrypted the first pending_len bytes of the previous call into
+         * a record it could not flush; it must be called again with those same bytes. */
+        if (len < c->pending_len) {
+            return conn_fail(c, ELK_E_STATE, 0);
+        }
+        len = c->pending_len;
+    } else {
+        ret = mbedtls_ssl_get_max_out_record_payload(&c->ssl);
+        max = ret > 0 ? (size_t)ret : 1024u;
+        if (len > max) {
+            len = max;
+        }
+    }
+    c->want &= ~(unsigned)ELK_WAIT_WRITE;
+    ret = mbedtls_ssl_write(&c->ssl, buf, len);
+    if (ret > 0) {
+        c->pending_len = 0;
+        return (int32_t)ret;
+    }
+    if (ret == MBEDTLS_ERR_SSL_WANT_WRITE || ret == MBEDTLS_ERR_SSL_WANT_READ) {
+        if (c->ssl.out_left > 0) {
+            c->pending_len = len;
+        }
+        c->want |= ret == MBEDTLS_ERR_SSL_WANT_WRITE ? ELK_WAIT_WRITE : ELK_WAIT_READ;
+        return 0;
+    }
+    return (int32_t)map_record_error(c, ret);
+}
+
+static int32_t tls_recv(void *ctx, uint8_t *buf, size_t len)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    int ret;
+
+    if (c == NULL || buf == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (c->state == ELK_TLS_CONNECTING || c->state == ELK_TLS_HANDSHAKING) {
+        return 0;
+    }
+    if (c->state != ELK_TLS_READY) {
+        return c->last_err != ELK_OK ? c->last_err : ELK_E_STATE;
+    }
+    if (len == 0) {
+        return 0;
+    }
+    if (len > (size_t)INT32_MAX) {
+        len = (size_t)INT32_MAX;
+    }
+    c->want &= ~(unsigned)ELK_WAIT_READ;
+    ret = mbedtls_ssl_read(&c->ssl, buf, len);
+    if (ret > 0) {
+        return (int32_t)ret;
+    }
+    if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
+        return 0;
+    }
+    return (int32_t)map_record_error(c, ret);
+}
+
+static int tls_wait(void *ctx, unsigned *events)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    unsigned inner_ev = ELK_WAIT_NONE;
+    unsigned ev;
+    int fd;
+
+    if (c == NULL || c->state == ELK_TLS_CLOSED) {
+        if (events != NULL) {
+            *events = ELK_WAIT_NONE;
+        }
+        return -1;
+    }
+    fd = c->inner.wait(c->inner.ctx, &inner_ev);
+    if (c->state == ELK_TLS_CONNECTING || c->state == ELK_TLS_FAILED) {
+        ev = inner_ev;
+    } else if (c->state == ELK_TLS_HANDSHAKING) {
+        ev = c->want != ELK_WAIT_NONE ? c->want : ELK_WAIT_READ;
+    } else {
+        ev = ELK_WAIT_READ;
+        if (c->pending_len > 0 || c->ssl.out_left > 0 || (c->want & ELK_WAIT_WRITE)) {
+            ev |= ELK_WAIT_WRITE;
+        }
+    }
+    if (events != NULL) {
+        *events = ev;
+    }
+    return fd;
+}
+
+int elk_tls_conn_init(elk_tls_conn_t *c, elk_tls_shared_t *shared, const elk_transport_t *inner,
+                      elk_transport_t *out)
+{
+    int ret;
+
+    if (c == NULL || shared == NULL || !shared->ready || inner == NULL || out == NULL || inner->open == NULL ||
+        inner->progress == NULL || inner->send == NULL || inner->recv == NULL || inner->close == NULL ||
+        inner->wait == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    memset(c, 0, sizeof *c);
+    c->shared = shared;
+    c->inner = *inner;
+    c->state = ELK_TLS_CLOSED;
+    mbedtls_ssl_init(&c->ssl);
+    ret = mbedtls_ssl_setup(&c->ssl, &shared->conf);
+    if (ret != 0) {
+        mbedtls_ssl_free(&c->ssl);
+        c->last_mbedtls_err = ret;
+        return ret == MBEDTLS_ERR_SSL_ALLOC_FAILED ? ELK_E_NO_RESOURCES : ELK_E_TLS_CONFIG;
+    }
+    c->setup = true;
+    out->ctx = c;
+    out->open = tls_open;
+    out->progress = tls_progress;
+    out->send = tls_send;
+    out->recv = tls_recv;
+    out->close = tls_close;
+    out->wait = tls_wait;
+    return ELK_OK;
+}
+
+void elk_tls_conn_free(elk_tls_conn_t *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    tls_close(c);
+    if (c->setup) {
+        mbedtls_ssl_free(&c->ssl);
+        c->setup = false;
+    }
+}
+
+int elk_tls_conn_last_mbedtls_error(const elk_tls_conn_t *c)
+{
+    return c == NULL ? 0 : c->last_mbedtls_err;
+}
+
+int elk_tls_conn_stall_reason(const elk_tls_conn_t *c)
+{
+    if (c == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (c->silent_close || (c->state == ELK_TLS_HANDSHAKING && c->hello_out && !c->rx_any) ||
+        c->last_err == ELK_E_TLS_NOT_TLS) {
+        return ELK_E_TLS_NOT_TLS;
+    }
+    if (c->done) {
+        return ELK_OK;
+    }
+    return ELK_E_CONNECT_TIMEOUT;
+}
+
+uint32_t elk_tls_conn_verify_flags(const elk_tls_conn_t *c)
+{
+    return c == NULL ? 0u : c->verify_flags;
+}

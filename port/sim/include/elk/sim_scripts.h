@@ -1,0 +1,33 @@
+/*
+ * edgelock's lock scripts (elk/lock_scripts.h) implemented natively for the
+ * simulated Redis in port/sim. Register them with
+ *     elk_sim_scripts_init(&tbl, net, false);
+ *     elk_sim_net_set_scripts(net, tbl.entry, ELK_SIM_EDGELOCK_SCRIPTS);
+ */
+#ifndef ELK_SIM_SCRIPTS_H
+#define ELK_SIM_SCRIPTS_H
+
+#include <stdbool.h>
+
+#include "elk/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ELK_SIM_EDGELOCK_SCRIPTS 4u
+
+typedef struct elk_sim_scripts {
+    elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS];   /* ACQUIRE, EXTEND, RELEASE, COMMIT */
+    bool commit_noop;   /* negative control: COMMIT answers as usual but never raises a counter */
+} elk_sim_scripts_t;
+
+/* Fill tbl (caller-owned, must outlive the net's use of it). RELEASE publishes
+ * through net. commit_noop turns on the naive-fencing control. */
+void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commit_noop);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ELK_SIM_SCRIPTS_H */

@@ -1,0 +1,15 @@
+/* Functions shared between the files of port/sim; not part of its public interface. */
+#ifndef ELK_SIM_INTERNAL_H
+#define ELK_SIM_INTERNAL_H
+
+#include "elk/sim.h"
+
+/* Execute one decoded command on conn's node; the reply goes into out. */
+void elk_sim_redis_exec(elk_sim_net_t *net, elk_sim_conn_t *conn, const elk_resp_reply_t *cmd,
+                        elk_sim_reply_t *out);
+/* Reset a node to an empty, running server. */
+void elk_sim_redis_init(elk_sim_redis_t *node, uint8_t index, const uint64_t *true_now_us);
+/* Queue bytes from the node towards the gateway; fails the connection if they do not fit. */
+void elk_sim_net_send_down(elk_sim_net_t *net, elk_sim_conn_t *conn, const uint8_t *p, size_t len);
+
+#endif /* ELK_SIM_INTERNAL_H */

@@ -1,0 +1,106 @@
+#!/bin/bash
+# The control protocol spoken raw (docs/control-protocol.md): every malformed request gets
+# a named ERR and the agent keeps serving; a lease dies with its connection.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+SOCK="$ELK_T_DIR/elkd.sock"
+C="$ELK_T_DIR/elkd.conf"
+start_redis a
+cat > "$C" <<CONF
+[node a]
+host = 127.0.0.1
+port = $REDIS_PORT_a
+[resource valve-1]
+ttl = 3s
+stop_margin = 300ms
+[agent]
+socket = $SOCK
+CONF
+start_elkd "$C"
+wait_ready
+out=$(python3 - "$SOCK" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rwb", buffering=0)
+def ask(line):
+    f.write(line + b"\n"); return f.readline().decode().rstrip("\n")
+for req in [b"PING", b"ping", b"", b"FROB", b"ACQUIRE", b"ACQUIRE a{b}", b"ACQUIRE " + b"x" * 100,
+            b"ACQUIRE nosuch", b"ACQUIRE valve-1 10x", b"STATUS XML", b"RELEASE valve-1",
+            b"ACQUIRE valve-1\r", b"ACQUIRE valve-1", b"\xff\xfe\x00garbage", b"A" * 2000]:
+    print(repr(req[:20]), "->", ask(req))
+s2 = socket.socket(socket.AF_UNIX); s2.connect(sys.argv[1]); f2 = s2.makefile("rwb", buffering=0)
+f2.write(b"RELEASE valve-1\n"); print("other RELEASE ->", f2.readline().decode().rstrip())
+f2.write(b"ACQUIRE valve-1\n"); print("other ACQUIRE ->", f2.readline().decode().rstrip())
+print("holder RELEASE ->", ask(b"RELEASE valve-1"))
+print("HELP ->", ask(b"HELP"))
+print("QUIT ->", ask(b"QUIT"))
+print("after QUIT ->", repr(f.readline()))
+PY
+)
+echo "$out"
+line() { echo "$out" | grep -F -- "$1" | head -1; }
+check_contains "PING" "OK PONG" "$(line "'PING' ->")"
+check_contains "lower-case command" "OK PONG" "$(line "'ping' ->")"
+check_contains "empty line" "ERR ELK_E_CTL_SYNTAX" "$(line "b'' ->")"
+check_contains "unknown command" "ERR ELK_E_CTL_UNKNOWN" "$(line "'FROB' ->")"
+check_contains "ACQUIRE without resource" "ERR ELK_E_CTL_SYNTAX" "$(line "'ACQUIRE' ->")"
+check_contains "braces in a name" "ERR ELK_E_NAME_INVALID" "$(line "'ACQUIRE a{b}' ->")"
+check_contains "name too long" "ERR ELK_E_NAME_TOO_LONG" "$(line "'ACQUIRE xxxxxxxxxxxx' ->")"
+check_contains "unconfigured resource" "ERR ELK_E_RESOURCE_UNKNOWN" "$(line "'ACQUIRE nosuch' ->")"
+check_contains "bad wait" "ERR ELK_E_CTL_SYNTAX" "$(line "'ACQUIRE valve-1 10x' ->")"
+check_contains "bad STATUS" "ERR ELK_E_CTL_SYNTAX" "$(line "'STATUS XML' ->")"
+check_contains "RELEASE of a lease not held" "ERR ELK_E_NOT_HELD" "$(line "'RELEASE valve-1' ->")"
+check_contains "ACQUIRE (CRLF)" "OK ACQUIRED valve-1 " "$(line "valve-1\\r' ->")"
+check_contains "second ACQUIRE on one connection" "ERR ELK_E_ALREADY_HELD" "$(line "'ACQUIRE valve-1' ->")"
+check_contains "binary garbage" "ERR ELK_E_CTL_" "$(line "garbage' ->")"
+check_contains "overlong line" "ERR ELK_E_CTL_TOO_LONG" "$(line "'AAAAAAAAAAAA")"
+check_contains "RELEASE from another connection names the holder" "ERR ELK_E_NOT_HELD" "$(line "other RELEASE")"
+check_contains "ACQUIRE from another connection" "ERR ELK_E_LOCK_BUSY" "$(line "other ACQUIRE")"
+check_contains "RELEASE by the holder" "OK RELEASED valve-1" "$(line "holder RELEASE ->")"
+check_contains "HELP" "OK HELP" "$(line "HELP ->")"
+check_contains "QUIT" "OK BYE" "$(line "QUIT ->")"
+check_contains "connection closed after QUIT" "b''" "$(line "after QUIT")"
+"$ELK" --socket "$SOCK" run valve-1 -- true; check "agent still serves after all that" 0 $?
+
+# A client that takes the lease and then never reads its replies is disconnected once its
+# output backs up, and its lease is released (it could not have been told it lost it).
+out=$(python3 - "$SOCK" "$REDIS_PORT_a" <<'PY'
+import socket, sys, subprocess, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"ACQUIRE valve-1\n")
+time.sleep(0.3)
+held = subprocess.run(["redis-cli", "-p", sys.argv[2], "exists", "elk:{valve-1}"], capture_output=True, text=True).stdout.strip()
+s.setblocking(False)
+sent = 0
+try:
+    for _ in range(20000):
+        sent += s.send(b"STATUS JSON\n")
+except (BlockingIOError, BrokenPipeError, ConnectionResetError):
+    pass
+released = "1"
+for _ in range(100):
+    released = subprocess.run(["redis-cli", "-p", sys.argv[2], "exists", "elk:{valve-1}"], capture_output=True, text=True).stdout.strip()
+    if released == "0":
+        break
+    time.sleep(0.05)
+print("held=%s released=%s" % (held, "yes" if released == "0" else "no"))
+PY
+)
+check "a client that never reads: lease taken, then released when it is dropped" "held=1 released=yes" "$out"
+grep -q "does not read its replies" "$ELK_T_DIR/elkd.log"; check "elkd logged why it dropped the client" 0 $?
+
+# More clients than slots: the extra one is told, the others keep working.
+out=$(python3 - "$SOCK" <<'PY'
+import socket, sys
+conns = []
+# the slot count is a build setting (ELKD_MAX_CLIENTS): fill them, whatever it is
+for i in range(256):
+    c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); conns.append(c)
+    c.sendall(b"PING\n"); r = c.recv(200)
+    if not r.startswith(b"OK PONG"):
+        print("after %d: %s" % (i, r.decode().strip()))
+        break
+PY
+)
+check_contains "one client more than the slots is refused with a named error" "ERR ELK_E_AGENT_FULL" "$out"
+"$ELK" --socket "$SOCK" run valve-1 -- true; check "slots are freed when clients leave" 0 $?
+finish

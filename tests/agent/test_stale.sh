@@ -1,0 +1,79 @@
+#!/bin/bash
+# elk run / elk acquire against a scripted elkd (a Python server on the control socket):
+# a grant read late must not be used. The grant comes together with an EVENT LOST, or with
+# an absolute deadline (deadline_boottime_ms, CLOCK_BOOTTIME) that has already passed, or
+# with one that leaves less than its <validity_ms> says: the command must not start in the
+# first two cases (exit 75), and ELK_DEADLINE_MS must follow the absolute deadline in the third.
+ELK=$1
+ELKD=unused
+. "$(dirname "$0")/lib.sh"
+SOCK="$ELK_T_DIR/fake.sock"
+
+# fake_elkd MODE: answers one ACQUIRE per connection as MODE says, then keeps the
+# connection open until the client closes it.
+fake_elkd() {
+  python3 - "$SOCK" "$1" <<'PY' &
+import os, socket, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+try:
+    os.unlink(path)
+except FileNotFoundError:
+    pass
+s = socket.socket(socket.AF_UNIX); s.bind(path); s.listen(4)
+c, _ = s.accept()
+req = b""
+while b"\n" not in req:
+    req += c.recv(512)
+now = int(time.clock_gettime(time.CLOCK_BOOTTIME) * 1000)
+if mode == "lost":
+    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\nEVENT LOST valve-1 ELK_E_LOCK_LOST 300\n" % (now + 9000)
+elif mode == "shutdown":
+    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\nEVENT SHUTDOWN\n" % (now + 9000)
+elif mode == "expired":
+    # validity_ms still says 9 s, but the absolute deadline is 2 s in the past
+    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\n" % (now - 2000)
+else:  # short: 9 s claimed, 1.5 s left by the absolute deadline
+    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\n" % (now + 1500)
+c.sendall(msg.encode())
+c.settimeout(20)
+try:
+    while c.recv(512):
+        pass
+except Exception:
+    pass
+PY
+  FAKE_PID=$!
+  track $FAKE_PID
+  for _ in $(seq 1 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
+  echo "fake elkd did not start"; exit 1
+}
+
+for mode in lost shutdown expired; do
+  fake_elkd $mode
+  rm -f "$ELK_T_DIR/started"
+  "$ELK" --socket "$SOCK" run valve-1 -- touch "$ELK_T_DIR/started" 2>"$ELK_T_DIR/run.err"; rc=$?
+  check "run, grant + $mode: exit 75" 75 $rc
+  [ ! -e "$ELK_T_DIR/started" ]; check "run, grant + $mode: the command never started" 0 $?
+  check_contains "run, grant + $mode: says why" "not starting it" "$(cat "$ELK_T_DIR/run.err")"
+  wait $FAKE_PID 2>/dev/null
+
+  fake_elkd $mode
+  "$ELK" --socket "$SOCK" acquire valve-1 >"$ELK_T_DIR/acq.out" 2>"$ELK_T_DIR/acq.err"; rc=$?
+  check "acquire, grant + $mode: exit 75" 75 $rc
+  out=$(cat "$ELK_T_DIR/acq.out")
+  case "$out" in *acquired*) bad "acquire, grant + $mode: reported acquired: $out" ;;
+    *) ok "acquire, grant + $mode: not reported as acquired ($out)" ;; esac
+  wait $FAKE_PID 2>/dev/null
+done
+
+# The command's deadline follows the absolute one (1.5 s left), not the 9 s of validity_ms.
+fake_elkd short
+"$ELK" --socket "$SOCK" run valve-1 -- sh -c 'echo "$ELK_DEADLINE_MS" > "$0"; sleep 5' "$ELK_T_DIR/dl" \
+  2>"$ELK_T_DIR/short.err"; rc=$?
+dl=$(cat "$ELK_T_DIR/dl" 2>/dev/null)
+[ -n "$dl" ] && [ "$dl" -le 1500 ] && [ "$dl" -gt 0 ]
+check "ELK_DEADLINE_MS from the absolute deadline (at most 1500, got '$dl')" 0 $?
+check "the command outliving the absolute deadline is stopped: exit 75" 75 $rc
+check_contains "stopped by elk's own deadline" "lease deadline passed" "$(cat "$ELK_T_DIR/short.err")"
+wait $FAKE_PID 2>/dev/null
+finish

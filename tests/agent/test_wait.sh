@@ -1,0 +1,52 @@
+#!/bin/bash
+# elk acquire/run --wait against a fleet that is down: the wait times out, and the answer
+# names what stood in the way (the last round's cause), not only ELK_E_LOCK_TIMEOUT.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+SOCK="$ELK_T_DIR/elkd.sock"
+C="$ELK_T_DIR/elkd.conf"
+# three ports nothing listens on (taken and closed again): every connect is refused
+P1=$(free_port) P2=$(free_port) P3=$(free_port)
+cat > "$C" <<CONF
+[fleet]
+mode = redlock
+gateway_id = gw-wait
+connect_timeout = 200ms
+[node a]
+host = 127.0.0.1
+port = $P1
+[node b]
+host = 127.0.0.1
+port = $P2
+[node c]
+host = 127.0.0.1
+port = $P3
+[resource valve-1]
+ttl = 3s
+stop_margin = 300ms
+wait_min = 20ms
+wait_max = 50ms
+[agent]
+socket = $SOCK
+CONF
+start_elkd "$C"
+for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
+
+"$ELK" --socket "$SOCK" acquire --wait 700ms valve-1 >"$ELK_T_DIR/acq.out" 2>"$ELK_T_DIR/acq.err"; rc=$?
+check "acquire --wait with the fleet down: exit 73" 73 $rc
+err=$(cat "$ELK_T_DIR/acq.err")
+check_contains "the wait timed out" "ELK_E_LOCK_TIMEOUT" "$err"
+check_contains "the last round's cause is named" "last round: ELK_E_FLEET_UNAVAILABLE" "$err"
+check_contains "with the node counts" "of 3 nodes ready" "$err"
+check "nothing printed as acquired" "" "$(cat "$ELK_T_DIR/acq.out")"
+
+"$ELK" --socket "$SOCK" run --wait 500ms valve-1 -- true 2>"$ELK_T_DIR/run.err"; rc=$?
+check "run --wait with the fleet down: exit 73" 73 $rc
+check_contains "run names the last round's cause too" "last round: ELK_E_FLEET_UNAVAILABLE" "$(cat "$ELK_T_DIR/run.err")"
+
+# one attempt (no --wait) still gets the plain cause
+"$ELK" --socket "$SOCK" acquire valve-1 >/dev/null 2>"$ELK_T_DIR/once.err"; rc=$?
+check "one attempt with the fleet down: exit 73" 73 $rc
+check_contains "one attempt names the cause" "ELK_E_FLEET_UNAVAILABLE" "$(cat "$ELK_T_DIR/once.err")"
+kill -TERM $ELKD_PID; wait $ELKD_PID
+finish

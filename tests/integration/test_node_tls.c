@@ -1,0 +1,269 @@
+/* lib/node over TLS (port/mbedtls over port/posix TCP) against real redis-server:
+ * a round trip with AUTH and RESP3, pipelining through TLS records, mutual TLS with
+ * and without a client certificate, and a server that presents an unknown CA. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elk/node.h"
+#include "elk/port_mbedtls.h"
+#include "elk/port_posix.h"
+#include "fleet.h"
+
+#define POOL_BLOCKS 8
+
+static _Alignas(8) uint8_t pool_mem[POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
+
+typedef struct ctx {
+    elk_pool_t pool;
+    elk_entropy_t entropy;
+    elk_log_t log;
+    elk_tls_shared_t shared;
+    bool shared_ok;
+    elk_posix_tcp_t tcp;
+    elk_transport_t tcp_t;
+    elk_tls_conn_t tls;
+    elk_transport_t tls_t;
+    elk_node_t node;
+} ctx_t;
+
+static ctx_t c;
+
+static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
+{
+    (void)ctx;
+    if (getenv("ELK_TEST_VERBOSE") != NULL || level <= ELK_LOG_ERROR) {
+        fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
+    }
+}
+
+static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
+{
+    memset(&c, 0, sizeof c);
+    const elk_tf_certs_t *certs = elk_tf_certs();
+    assert_non_null(certs);
+    assert_int_equal(elk_pool_init(&c.pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS),
+                     ELK_OK);
+    elk_posix_entropy(&c.entropy);
+    c.log.write = log_write;
+    c.log.level = ELK_LOG_DEBUG;
+    elk_tls_config_t tc;
+    memset(&tc, 0, sizeof tc);
+    tc.ca_file = certs->ca_crt;
+    if (client_cert) {
+        tc.cert_file = certs->client_crt;
+        tc.key_file = certs->client_key;
+    }
+    assert_int_equal(elk_tls_shared_init(&c.shared, &tc, &c.entropy), ELK_OK);
+    c.shared_ok = true;
+    assert_int_equal(elk_posix_tcp_init(&c.tcp, NULL, &c.tcp_t), ELK_OK);
+    assert_int_equal(elk_tls_conn_init(&c.tls, &c.shared, &c.tcp_t, &c.tls_t), ELK_OK);
+    assert_int_equal(elk_node_init(&c.node, cfg, &c.tls_t, &c.pool, &c.entropy, &c.log), ELK_OK);
+    c.node.stats.tls = true;
+}
+
+static void ctx_free(void)
+{
+    elk_node_close(&c.node, elk_posix_now_ms());
+    assert_int_equal(elk_pool_available(&c.pool), POOL_BLOCKS);
+    elk_tls_conn_free(&c.tls);
+    if (c.shared_ok) {
+        elk_tls_shared_free(&c.shared);
+    }
+}
+
+static bool run_until(bool (*cond)(void *), void *arg, unsigned timeout_ms)
+{
+    uint64_t end = elk_posix_now_ms() + timeout_ms;
+    for (;;) {
+        uint64_t now = elk_posix_now_ms();
+        uint64_t next = elk_node_poll(&c.node, now);
+        if (cond(arg)) {
+            return true;
+        }
+        if (now >= end) {
+            return false;
+        }
+        elk_wait_t w;
+        w.fd = elk_node_wait(&c.node, &w.events);
+        elk_posix_wait(&w, w.fd >= 0 ? 1 : 0, next < end ? next : end, NULL);
+    }
+}
+
+static bool is_ready(void *arg)
+{
+    (void)arg;
+    return elk_node_is_ready(&c.node);
+}
+
+static bool failed_once(void *arg)
+{
+    (void)arg;
+    return elk_node_stats(&c.node)->failures > 0;
+}
+
+typedef struct done {
+    int n;
+    int status[128];
+    int64_t ival[128];
+    char text[128][64];
+} done_t;
+
+static void on_done(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    (void)node;
+    done_t *d = user;
+    int i = d->n++;
+    d->status[i] = status;
+    d->text[i][0] = '\0';
+    d->ival[i] = 0;
+    if (reply != NULL) {
+        d->ival[i] = reply->nodes[0].integer;
+        if (reply->nodes[0].str != NULL) {
+            snprintf(d->text[i], sizeof d->text[i], "%.*s", (int)reply->nodes[0].len,
+                     (const char *)reply->nodes[0].str);
+        }
+    }
+}
+
+typedef struct goal {
+    done_t *d;
+    int n;
+} goal_t;
+
+static bool reached(void *arg)
+{
+    goal_t *g = arg;
+    return g->d->n >= g->n;
+}
+
+static elk_node_config_t cfg_for(elk_tf_t *f)
+{
+    elk_node_config_t cfg;
+    elk_node_config_defaults(&cfg);
+    cfg.endpoint = elk_tf_endpoint(f, 0);
+    cfg.connect_timeout_ms = 5000;
+    cfg.backoff_min_ms = 20;
+    cfg.backoff_max_ms = 200;
+    return cfg;
+}
+
+static void test_tls_round_trip_auth_resp3_pipelined(void **state)
+{
+    (void)state;
+    elk_tf_t f;
+    elk_tf_options_t o;
+    elk_tf_options_defaults(&o);
+    o.tls = true;
+    o.acl_user = "tlsuser";
+    o.acl_password = "tls-pass";
+    assert_int_equal(elk_tf_start(&f, &o), 0);
+    elk_node_config_t cfg = cfg_for(&f);
+    cfg.username = "tlsuser";
+    cfg.password = "tls-pass";
+    cfg.resp3 = true;
+    ctx_init(&cfg, false);
+    assert_true(run_until(is_ready, NULL, 10000));
+    assert_true(elk_node_stats(&c.node)->resp3);
+    static done_t d;
+    memset(&d, 0, sizeof d);
+    elk_resp_arg_t incr[] = {ELK_RESP_ARG_STR("INCR"), ELK_RESP_ARG_STR("elk:tls:ctr")};
+    int sent = 0;
+    while (sent < 50) {
+        while (sent < 50 && elk_node_send(&c.node, elk_posix_now_ms(), incr, 2, 0, on_done, &d) == ELK_OK) {
+            sent++;
+        }
+        goal_t g = {&d, sent};
+        assert_true(run_until(reached, &g, 5000));
+    }
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(d.status[i], ELK_OK);
+        assert_int_equal(d.ival[i], i + 1);
+    }
+    /* A reply spanning several TLS records and more than one recv. */
+    static char val[900];
+    memset(val, 'q', sizeof val - 1);
+    val[sizeof val - 1] = '\0';
+    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:tls:v"), elk_resp_arg_cstr(val)};
+    elk_resp_arg_t get[] = {ELK_RESP_ARG_STR("STRLEN"), ELK_RESP_ARG_STR("elk:tls:v")};
+    assert_int_equal(elk_node_send(&c.node, elk_posix_now_ms(), set, 3, 0, on_done, &d), ELK_OK);
+    assert_int_equal(elk_node_send(&c.node, elk_posix_now_ms(), get, 2, 0, on_done, &d), ELK_OK);
+    goal_t g = {&d, 52};
+    assert_true(run_until(reached, &g, 5000));
+    assert_string_equal(d.text[50], "OK");
+    assert_int_equal(d.ival[51], (int64_t)strlen(val));
+    ctx_free();
+    elk_tf_stop(&f);
+}
+
+static void test_mutual_tls(void **state)
+{
+    (void)state;
+    elk_tf_t f;
+    elk_tf_options_t o;
+    elk_tf_options_defaults(&o);
+    o.tls = true;
+    o.tls_auth_clients = true;
+    assert_int_equal(elk_tf_start(&f, &o), 0);
+    elk_node_config_t cfg = cfg_for(&f);
+
+    /* With the client certificate: accepted. */
+    ctx_init(&cfg, true);
+    assert_true(run_until(is_ready, NULL, 10000));
+    static done_t d;
+    memset(&d, 0, sizeof d);
+    elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
+    assert_int_equal(elk_node_send(&c.node, elk_posix_now_ms(), ping, 1, 0, on_done, &d), ELK_OK);
+    goal_t g = {&d, 1};
+    assert_true(run_until(reached, &g, 5000));
+    assert_string_equal(d.text[0], "PONG");
+    ctx_free();
+
+    /* Without it: the connection fails (a TLS error or the server closing on us),
+     * never becomes READY, and backs off. */
+    ctx_init(&cfg, false);
+    assert_true(run_until(failed_once, NULL, 10000));
+    assert_false(elk_node_is_ready(&c.node));
+    int err = elk_node_stats(&c.node)->last_error;
+    assert_true(err == ELK_E_TLS_CLIENT_CERT || err == ELK_E_TLS_HANDSHAKE_CUT || err == ELK_E_TLS ||
+                err == ELK_E_CLOSED || err == ELK_E_IO);
+    assert_int_equal(elk_node_stats(&c.node)->connects, 0);
+    ctx_free();
+    elk_tf_stop(&f);
+}
+
+static void test_unknown_ca_is_refused(void **state)
+{
+    (void)state;
+    elk_tf_t f;
+    elk_tf_options_t o;
+    elk_tf_options_defaults(&o);
+    o.tls = true;
+    o.server_cert = ELK_TF_CERT_OTHER_CA;
+    assert_int_equal(elk_tf_start(&f, &o), 0);
+    elk_node_config_t cfg = cfg_for(&f);
+    ctx_init(&cfg, false);
+    assert_true(run_until(failed_once, NULL, 10000));
+    assert_int_equal(elk_node_stats(&c.node)->last_error, ELK_E_TLS_UNKNOWN_CA);
+    assert_int_equal(elk_node_state(&c.node), ELK_NODE_BACKOFF);
+    ctx_free();
+    elk_tf_stop(&f);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tls_round_trip_auth_resp3_pipelined),
+        cmocka_unit_test(test_mutual_tls),
+        cmocka_unit_test(test_unknown_ca_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

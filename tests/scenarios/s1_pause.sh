@@ -1,0 +1,125 @@
+#!/bin/bash
+# Scenario 1: a holder paused past its TTL (SIGSTOP), three ways, two gateways, 3-node fleet.
+#  a) elkd of the holding gateway paused: it cannot renew. elk run's own copy of the deadline
+#     stops the command before the lease can expire; the other gateway gets the lock after
+#     expiry with a higher token; on SIGCONT elkd catches up (loss, no renewal of a dead lease,
+#     still serves new requests); the old token is refused by the guard.
+#  b) `elk run` and its command paused, elkd alive: the lease belongs to the live connection,
+#     elkd keeps renewing it, the other gateway cannot get it meanwhile; after SIGCONT the
+#     holder must not drive on a lease it cannot vouch for.
+#  c) the whole gateway paused (elkd, elk run, command: a VM or power-save freeze): the other
+#     gateway takes over; on SIGCONT the frozen command may try one more command with its old
+#     token before it is stopped: the fencing guard refuses it.
+# usage: s1_pause.sh ELKD ELK
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+TTL=2000 STOP=300
+for n in 1 2 3; do start_redis r$n; done
+for gw in gw-a gw-b; do
+  write_conf "$S_DIR/$gw.conf" $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "[resource valve]
+ttl = ${TTL}ms
+stop_margin = ${STOP}ms
+wait_min = 20ms
+wait_max = 60ms"
+  start_elkd $gw "$S_DIR/$gw.conf"
+  wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
+done
+act_init
+key='scen:{valve}'
+
+say "== a) elkd of the holder paused past the TTL"
+act_mark
+run_bg gw-a RA valve -- "$WORK" gw-a 0 0.05
+tokA=$(wait_tick gw-a) || { bad "gw-a never drove the actuator"; finish; }
+run_bg gw-b RB --wait 20s valve -- "$WORK" gw-b 10 0.05
+exp=$(rcli r1 pexpiretime "$key")
+kill -STOP "${ELKD_PID[gw-a]}"
+t_stop=$(now_ms)
+say "paused elkd gw-a (token $tokA); lease expires on node 1 at +$((exp - t_stop)) ms"
+wait $RA; rc=$?
+t_a=$(now_ms)
+check "elk run (gw-a) stops its command on its own deadline and exits 75" 75 $rc
+[ "$t_a" -lt "$exp" ]; check_true "gw-a's command was stopped before the server-side expiry ($((exp - t_a)) ms left)" $?
+figure a_stopped_before_expiry_ms $((exp - t_a))
+tokB=$(wait_tick gw-b) || bad "gw-b never got the lock while gw-a's elkd was paused"
+[ "${tokB:-0}" -gt "$tokA" ]; check_true "gw-b's token ($tokB) is higher than the paused holder's ($tokA)" $?
+wait $RB; check "gw-b's run completes (exit 0)" 0 $?
+# hold the pause past twice the TTL, then resume
+sleep 1
+kill -CONT "${ELKD_PID[gw-a]}"
+figure a_pause_ms $(($(now_ms) - t_stop))
+sleep 0.5
+kill -0 "${ELKD_PID[gw-a]}"; check_true "elkd gw-a survives the pause" $?
+st=$(res_field gw-a valve state)
+say "gw-a resource state after resume: $st"
+[ "$st" != held ] && [ "$st" != renewing ]; check_true "elkd gw-a does not believe it still holds the lease" $?
+out=$("$ELK" guard --state "$ACT_STATE" "$tokA" 2>&1); rc=$?
+check "guard refuses the paused holder's token $tokA (exit 65)" 65 $rc
+check_contains "guard says why" "refused" "$out"
+act_mark
+run_bg gw-a RA --wait 5s valve -- "$WORK" gw-a 3 0.02
+wait $RA; check "elkd gw-a grants again after the pause (exit 0)" 0 $?
+tokA2=$(wait_tick gw-a 5)
+[ "${tokA2:-0}" -gt "$tokB" ]; check_true "with a token ($tokA2) above gw-b's ($tokB)" $?
+
+say "== b) elk run and its command paused past the TTL, elkd alive"
+act_mark
+run_bg gw-a RA valve -- "$WORK" gw-a 0 0.05
+tokA=$(wait_tick gw-a) || { bad "gw-a never drove the actuator"; finish; }
+cmdpid=$(ps -o pid= --ppid "$RA" | tr -d ' ')
+kill -STOP "$RA"
+[ -n "$cmdpid" ] && kill -STOP -"$cmdpid"
+t_p=$(now_ms)
+sleep $((TTL * 2 / 1000)).5
+"$ELK" --socket "$S_DIR/gw-b.sock" acquire valve >"$S_DIR/b-acq.out" 2>&1; rc=$?
+check "gw-b cannot take the lease while elkd gw-a keeps renewing it (exit 73)" 73 $rc
+r=$(res_field gw-a valve renewals)
+say "elkd gw-a renewed the paused holder's lease $r times"
+[ "${r:-0}" -ge 2 ]; check_true "elkd kept renewing for the live connection" $?
+[ -n "$cmdpid" ] && kill -CONT -"$cmdpid"
+kill -CONT "$RA"
+figure b_pause_ms $(($(now_ms) - t_p))
+# elk run's copy of the deadline ran out during the pause: it stops the command at once
+# rather than trust a lease it has no fresh word on (a false alarm costs liveness only).
+for _ in $(seq 1 100); do kill -0 "$RA" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$RA" 2>/dev/null; then
+  st=$(res_field gw-a valve state)
+  say "b) elk run kept the command running after resume; elkd state: $st"
+  [ "$st" = held ] || [ "$st" = renewing ]; check_true "if the command goes on, elkd still holds the lease" $?
+  kill -TERM "$RA"; wait "$RA"
+else
+  wait "$RA"; rc=$?
+  say "b) elk run exited $rc after resume"
+  check "elk run stops the command after resume (exit 75)" 75 $rc
+  grep -q "deadline passed" "$S_DIR/run-gw-a.log"; check_true "elk run says why (its deadline passed without word)" $?
+fi
+
+say "== c) the whole gateway paused: elkd, elk run and the command"
+sleep 0.3
+act_mark
+run_bg gw-a RA valve -- "$WORK" gw-a 0 0.05
+tokA=$(wait_tick gw-a) || { bad "gw-a never drove the actuator"; finish; }
+cmdpid=$(ps -o pid= --ppid "$RA" | tr -d ' ')
+run_bg gw-b RB --wait 20s valve -- "$WORK" gw-b 20 0.05
+kill -STOP "${ELKD_PID[gw-a]}" "$RA"
+[ -n "$cmdpid" ] && kill -STOP -"$cmdpid"
+tokB=$(wait_tick gw-b) || bad "gw-b never got the lock while gw-a was frozen"
+[ "${tokB:-0}" -gt "$tokA" ]; check_true "gw-b's token ($tokB) is higher than the frozen holder's ($tokA)" $?
+# resume the command first: it is the part that would drive the actuator with its old token
+[ -n "$cmdpid" ] && kill -CONT -"$cmdpid"
+sleep 0.2
+kill -CONT "$RA"
+kill -CONT "${ELKD_PID[gw-a]}"
+wait "$RA"; rc=$?
+check "frozen holder's elk run exits 75 after resume" 75 $rc
+wait "$RB"; check "gw-b's run completes (exit 0)" 0 $?
+"$ELK" guard --state "$ACT_STATE" "$tokA" 2>/dev/null; check "guard refuses the frozen holder's token (exit 65)" 65 $?
+late=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v t="$tokA" '$3 == t && $4 == "tick" && $5 == "refused"' | wc -l)
+say "c) commands the frozen holder sent after resume and the guard refused: $late"
+figure c_stale_commands_refused "$late"
+act_check --tag s1 --allow-overlap; check "actuator log: no stale token ever accepted" 0 $?
+# a) and b) must not overlap at all: check the log up to the start of c)
+head -n "$ACT_MARK" "$ACT_LOG" >"$S_DIR/act-ab.log"
+python3 "$S_HERE/actlog.py" "$S_DIR/act-ab.log" --tag s1_ab --min-sessions 4
+check "a) and b): no lease overlap, no stale accept" 0 $?
+finish

@@ -1,0 +1,66 @@
+#!/bin/bash
+# Scenario 1b: `elk run` paused between its ACQUIRE request and the reading of the reply.
+# elkd grants the lease and writes "OK ACQUIRED"; the lease is then lost (its fleet path is
+# blackholed) and elkd writes "EVENT LOST"; another gateway takes the valve. When the paused
+# elk run resumes it finds both lines waiting. It must not start the command on a lease that
+# is already gone (or must stop it at once), and it must not hand the actuator the old token
+# as if it were current: the command must not get a single command accepted by the guard
+# after the other gateway was granted the valve.
+# usage: s1b_stale_reply.sh ELKD ELK FAULTPROXY
+ELKD=$1 ELK=$2 FAULTPROXY=$3
+. "$(dirname "$0")/lib.sh"
+TTL=2000 STOP=300
+for n in 1 2 3; do
+  start_redis r$n
+  start_proxy p$n "${RPORT[r$n]}"
+done
+body="[resource valve]
+ttl = ${TTL}ms
+stop_margin = ${STOP}ms
+wait_min = 20ms
+wait_max = 60ms"
+S_REQUEST_TIMEOUT=1s write_conf "$S_DIR/gw-a.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$body"
+write_conf "$S_DIR/gw-b.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
+for gw in gw-a gw-b; do
+  start_elkd $gw "$S_DIR/$gw.conf"
+  wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
+done
+act_init
+
+# Slow the fleet path so the grant takes a while, and pause elk run once its request is
+# with elkd: the reply will wait in the socket.
+for p in p1 p2 p3; do pctl $p delay 150 >/dev/null; done
+"$ELK" --socket "$S_DIR/gw-a.sock" run valve -- "$WORK" gw-a 20 0.05 >>"$S_DIR/run-gw-a.log" 2>&1 &
+RA=$!
+track $RA
+for _ in $(seq 1 100); do
+  case "$(res_field gw-a valve state)" in acquiring | committing) break ;; esac
+done
+kill -STOP $RA
+say "elk run (pid $RA) paused while elkd works on its request: $(res_field gw-a valve state)"
+for _ in $(seq 1 40); do case "$(res_field gw-a valve state)" in held | renewing) break ;; esac; done
+st=$(res_field gw-a valve state)
+case "$st" in held | renewing) ok "elkd gw-a granted the lease to the paused elk run ($st)" ;;
+  *) bad "elkd gw-a did not grant the lease to the paused elk run (state $st)" ;; esac
+tokA=$(res_field gw-a valve token)
+for p in p1 p2 p3; do pctl $p blackhole >/dev/null; done
+for _ in $(seq 1 200); do grep -q "LOST" "$S_DIR/elkd-gw-a.log" && break; sleep 0.05; done
+grep -q "LOST" "$S_DIR/elkd-gw-a.log"; check_true "elkd gw-a lost the lease and wrote EVENT LOST" $?
+# gw-b takes the valve, but has not driven it yet (the worst moment for a stale holder)
+"$ELK" --socket "$S_DIR/gw-b.sock" acquire --wait 10s valve >"$S_DIR/acq-b.out" 2>&1 &
+AB=$!
+track $AB
+for _ in $(seq 1 200); do grep -q acquired "$S_DIR/acq-b.out" && break; sleep 0.05; done
+tokB=$(sed -n 's/.*token=\([0-9]*\).*/\1/p' "$S_DIR/acq-b.out")
+[ -n "$tokB" ]; check_true "gw-b holds the valve now (token ${tokB:-none}, gw-a's was $tokA)" $?
+kill -CONT $RA
+sleep 1.5
+accepted=$(awk '$2 == "gw-a" && $4 == "tick" && $5 == "accepted"' "$ACT_LOG" | wc -l)
+started=$(awk '$2 == "gw-a" && $4 == "start"' "$ACT_LOG" | wc -l)
+say "after resume: gw-a's command started $started time(s); actuator commands accepted from it while gw-b held the valve: $accepted"
+figure stale_holder_commands_accepted "$accepted"
+check "no actuator command from the stale holder accepted while gw-b holds the valve" 0 "$accepted"
+wait $RA; rc=$?
+check "the stale elk run reports the loss (75)" 75 $rc
+kill -TERM $AB; wait $AB
+finish

@@ -1,0 +1,89 @@
+#!/bin/bash
+# Scenario 2: the agent's clock runs fast or slow (libfaketime on elkd and elk of one gateway
+# ONLY; redis-server hangs under libfaketime and the actuator must keep true time).
+# Two gateways contend for one valve. gw-a reaches the fleet through elk-faultproxy; while it
+# holds the lease, its proxies blackhole everything, so it must stop on its own (slow) clock
+# before the lease expires on the servers, while gw-b waits to take over.
+#  - within the drift bound (drift_factor 0.01): gw-a at x0.995 (slow: the unsafe direction),
+#    gw-b at x1.005: zero overlaps in true time, the holder stops before the server expiry.
+#  - beyond the bound: gw-a at x0.8 (20% slow): the holder overruns the lease and overlaps
+#    may appear; the guard must still refuse every stale token.
+# Checked in the actuator log (true time) and against the servers' PEXPIRETIME.
+# usage: s2_drift.sh ELKD ELK FAULTPROXY
+ELKD=$1 ELK=$2 FAULTPROXY=$3
+. "$(dirname "$0")/lib.sh"
+ROUNDS=${ELK_SCEN_DRIFT_ROUNDS:-3}
+TTL=2000 STOP=200
+[ -r "$FAKETIME_LIB" ] || { echo "libfaketime not found at $FAKETIME_LIB (apt-get install faketime)"; exit 1; }
+for n in 1 2 3; do
+  start_redis r$n
+  start_proxy p$n "${RPORT[r$n]}"
+done
+body="[resource valve]
+ttl = ${TTL}ms
+stop_margin = ${STOP}ms
+renew_fraction = 1/3
+wait_min = 10ms
+wait_max = 30ms"
+key='scen:{valve}'
+act_init
+
+# run_variant NAME RATE_A RATE_B: one agent pair, ROUNDS partitions of the holder
+run_variant() {
+  local v=$1 ra=$2 rb=$3 r t_bh exp_min e t_stop rc margin_min=999999 margin
+  local fa=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$ra") fb=()
+  [ "$rb" != 1 ] && fb=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$rb")
+  say "== $v: gw-a clock x$ra, gw-b clock x$rb, drift allowance $((TTL / 100 + 2)) ms, stop margin $STOP ms"
+  write_conf "$S_DIR/a-$v.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$body"
+  write_conf "$S_DIR/b-$v.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
+  start_elkd gw-a "$S_DIR/a-$v.conf" "${fa[@]}"
+  start_elkd gw-b "$S_DIR/b-$v.conf" "${fb[@]}"
+  wait_nodes gw-a 3 || { bad "$v: gw-a never saw 3 ready nodes"; return; }
+  wait_nodes gw-b 3 || { bad "$v: gw-b never saw 3 ready nodes"; return; }
+  : >"$ACT_LOG"
+  rm -f "$ACT_STATE"
+  for r in $(seq 1 "$ROUNDS"); do
+    act_mark
+    "${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 10s valve -- "$WORK" gw-a 0 0.03 >>"$S_DIR/run-gw-a.log" 2>&1 &
+    RA=$!
+    track $RA
+    wait_tick gw-a >/dev/null || { bad "$v round $r: gw-a never drove the actuator"; return; }
+    "${fb[@]}" "$ELK" --socket "$S_DIR/gw-b.sock" run --wait 10s valve -- "$WORK" gw-b 5 0.03 >>"$S_DIR/run-gw-b.log" 2>&1 &
+    RB=$!
+    track $RB
+    sleep 0.$((RANDOM % 5 + 3)) # somewhere in the renewal cycle
+    for p in p1 p2 p3; do pctl $p blackhole >/dev/null; done
+    t_bh=$(now_ms)
+    exp_min=
+    for n in 1 2 3; do
+      e=$(rcli r$n pexpiretime "$key")
+      [ "$e" -gt 0 ] 2>/dev/null && { [ -z "$exp_min" ] || [ "$e" -lt "$exp_min" ]; } && exp_min=$e
+    done
+    wait $RA; rc=$?
+    check "$v round $r: gw-a's run stopped after the partition (75)" 75 $rc
+    wait $RB; check "$v round $r: gw-b took over and finished (0)" 0 $?
+    t_stop=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk '$2 == "gw-a" && $4 == "tick" {t = substr($1, 1, 13)} END {print t}')
+    margin=$((exp_min - t_stop))
+    [ $margin -lt $margin_min ] && margin_min=$margin
+    say "$v round $r: gw-a's last command $((t_stop - t_bh)) ms after the partition, $margin ms before the lease expired on the servers"
+    # heal: reset the connections that crossed the blackhole (their byte streams have a hole
+    # no real TCP connection can have), then let traffic through again
+    for p in p1 p2 p3; do pctl $p drop rst >/dev/null; pctl $p pass >/dev/null; done
+    wait_nodes gw-a 3 || bad "$v round $r: gw-a did not reconnect after the partition"
+  done
+  figure "${v}_rate_a" "x$ra"
+  figure "${v}_min_ms_last_command_before_server_expiry" $margin_min
+  if [ "$v" = within ]; then
+    [ $margin_min -gt 0 ]; check_true "$v: the slow holder always stopped before the server-side expiry" $?
+    act_check --tag "s2_$v" --min-sessions $((ROUNDS * 2)); check "$v: zero overlaps, no stale token" 0 $?
+  else
+    act_check --tag "s2_$v" --allow-overlap --min-sessions $((ROUNDS * 2))
+    check "$v: whatever overlapped, no stale token was accepted" 0 $?
+  fi
+  cp "$ACT_LOG" "$S_DIR/act-$v.txt"
+  stop_elkd gw-a
+  stop_elkd gw-b
+}
+run_variant within 0.995 1.005
+run_variant beyond 0.8 1
+finish

@@ -1,0 +1,192 @@
+/* A gateway running the real lib/ (node, lock): it acquires a lease, drives its
+ * actuator on a tick only while elk_lock_is_held() says so, renews through the
+ * library, releases when its work is done, and treats LOST as "stop now". This is
+ * how a careful user of the API behaves; the checker watches the result. */
+#include <string.h>
+
+#include "sim_world.h"
+
+#define TICK_MS 10u
+
+static const char *const resource_names[SIM_MAX_RESOURCES] = {"valve0", "valve1", "valve2", "valve3"};
+
+static uint64_t think_ms(sim_gw_t *g)
+{
+    return elk_sim_rng_range(&g->rng, 0, 200);
+}
+
+static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    sim_gw_t *g = (sim_gw_t *)user;
+    sim_world_t *w = g->w;
+    switch (ev->type) {
+    case ELK_LOCK_EV_ACQUIRED:
+        g->token = ev->token;
+        g->deadline = ev->deadline;
+        g->phase = GW_HOLD;
+        g->work_until = g->lease_bound ? UINT64_MAX
+                                       : ev->now + elk_sim_rng_range(&g->rng, 20, (uint64_t)w->opt.ttl_ms * 5u / 2u);
+        g->next_tick = ev->now;
+        sim_check_acquired(w, g, ev->token);
+        break;
+    case ELK_LOCK_EV_ACQUIRE_FAILED:
+        w->run.acquire_failed++;
+        g->phase = GW_THINK;
+        g->think_until = ev->now + think_ms(g);
+        sim_trace(w, "acq_fail", g->id, (uint64_t)(-ev->err), ev->ok);
+        break;
+    case ELK_LOCK_EV_RENEWED:
+        w->run.renewals++;
+        g->deadline = ev->deadline;
+        sim_trace(w, "renewed", g->id, ev->deadline, ev->ok);
+        break;
+    case ELK_LOCK_EV_LOST:
+        /* Stop the actuator now; release (which also clears LOST) only after it has
+         * reached its safe state: releasing at once would delete keys that still
+         * protect the stop window, and the next holder could start inside it. */
+        sim_check_lost(w, g, ev->now);
+        g->phase = GW_STOPPING;
+        g->work_until = ev->now + lock->cfg.stop_margin_ms;
+        break;
+    default:
+        sim_trace(w, elk_lock_event_name(ev->type), g->id, (uint64_t)(-ev->err), ev->ok);
+        break;
+    }
+}
+
+int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
+{
+    elk_client_config_t cc;
+    elk_lock_config_t lc;
+    uint32_t n;
+    bool resp3 = (elk_sim_rng_next(&g->rng) & 1u) != 0u;
+    /* One gateway in four uses a single lease without renewal and works right up to
+     * its deadline: the hold ends in LOST, the most demanding case for the margins. */
+    g->lease_bound = elk_sim_rng_range(&g->rng, 0, 3) == 0u;
+    int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                           SIM_POOL_BLOCKS);
+    for (n = 0; rc == ELK_OK && n < w->opt.nodes; n++) {
+        elk_node_config_t nc;
+        elk_transport_t t = elk_sim_net_transport(&w->net, g->id, n);
+        elk_node_config_defaults(&nc);
+        nc.endpoint.host = "127.0.0.1";
+        nc.endpoint.port = (uint16_t)(ELK_SIM_PORT_BASE + n);
+        nc.password = w->password;
+        nc.resp3 = resp3;
+        nc.connect_timeout_ms = 1000;
+        nc.request_timeout_ms = 1000;
+        nc.backoff_min_ms = 50;
+        nc.backoff_max_ms = 1000;
+        rc = elk_node_init(&g->nodes[n], &nc, &t, &g->pool, &g->entropy, NULL);
+    }
+    if (rc == ELK_OK) {
+        rc = elk_fleet_init(&g->fleet, g->nodes, w->opt.nodes);
+    }
+    if (rc == ELK_OK) {
+        elk_client_config_defaults(&cc);
+        cc.gateway_id = g->name;
+        cc.key_prefix = "elk:";
+        cc.mode = w->opt.nodes == 1u ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK;
+        cc.safety = ELK_SAFETY_WARN;
+        rc = elk_client_init(&g->client, &cc, &g->fleet, &g->entropy, NULL);
+    }
+    if (rc == ELK_OK) {
+        elk_lock_config_defaults(&lc);
+        lc.ttl_ms = w->opt.ttl_ms;
+        lc.drift_factor_ppm = w->opt.drift_ppm;
+        lc.drift_fixed_ms = 2;
+        if (g->lease_bound) {
+            lc.renew_fraction_pct = 0;
+        }
+        if (w->opt.control == CTRL_NO_DRIFT_MARGIN) {
+            lc.drift_factor_ppm = 0;
+            lc.drift_fixed_ms = 0;
+        }
+        lc.stop_margin_ms = 20;
+        lc.min_validity_ms = 50;
+        lc.wait_min_ms = 20;
+        lc.wait_max_ms = 150;
+        lc.fencing = true;
+        lc.use_release_channel = true;
+        rc = elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc, on_event, g);
+    }
+    if (rc != ELK_OK) {
+        fprintf(stderr, "elk-sim: gateway %u setup failed: %s (%s)\n", g->id, elk_err_name(rc),
+                elk_err_message(rc));
+    }
+    return rc;
+}
+
+/* What the gateway's application does at local time now; returns true when it called
+ * into the lock API (so the client must be polled again to send). */
+static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
+{
+    int rc;
+    switch (g->phase) {
+    case GW_THINK:
+        if (now < g->think_until) {
+            *next = g->think_until;
+            return false;
+        }
+        rc = elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
+        if (rc == ELK_E_WOULD_BLOCK) {
+            g->phase = GW_WANT;
+        } else {
+            sim_trace(w, "acq_err", g->id, (uint64_t)(-rc), 0);
+            g->think_until = now + think_ms(g) + 1u;
+            *next = g->think_until;
+        }
+        return true;
+    case GW_HOLD:
+        if (now >= g->deadline && !g->lost) {
+            /* The poll just made at now >= deadline must have fired LOST. */
+            sim_check_lost_missing(w, g, now);
+        }
+        if (now >= g->work_until) {
+            /* Stop the actuator first, and release only once it has reached its safe
+             * state (stop_margin later): the next holder may start at once. */
+            g->phase = GW_STOPPING;
+            g->work_until = now + g->lock.cfg.stop_margin_ms;
+            *next = g->work_until;
+            return false;
+        }
+        if (now >= g->next_tick) {
+            /* Re-checked on every wake, including the first one after a pause. */
+            if (elk_lock_is_held(&g->lock, now)) {
+                sim_check_drive(w, g, now);
+            }
+            g->next_tick = now + TICK_MS;
+        }
+        *next = g->next_tick < g->work_until ? g->next_tick : g->work_until;
+        return false;
+    case GW_STOPPING:
+        if (now < g->work_until) {
+            *next = g->work_until;
+            return false;
+        }
+        sim_check_release(w, g);
+        (void)elk_lock_release(&g->lock, now);
+        g->phase = GW_THINK;
+        g->think_until = now + think_ms(g);
+        *next = g->think_until;
+        return true;
+    default:
+        return false;
+    }
+}
+
+void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next_ms)
+{
+    int i;
+    uint64_t next = UINT64_MAX;
+    for (i = 0; i < 4; i++) {
+        uint64_t b = UINT64_MAX;
+        uint64_t p = elk_client_poll(&g->client, now);
+        bool acted = behave(w, g, now, &b);
+        next = p < b ? p : b;
+        if (!acted) {
+            break;
+        }
+    }
+    *next_ms = next;
+}

@@ -1,0 +1,277 @@
+/* elk-sim: run many seeds of the simulated world and report what the checker saw.
+ * Exit status: 0 when no run violated an invariant (or, with --expect-violations,
+ * when the violations the control is meant to provoke WERE found), 1 otherwise,
+ * 2 on bad usage. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim_world.h"
+
+static sim_world_t world;   /* a few MB: static, never on the stack */
+
+static const char *const control_names[] = {"none", "no-drift-margin", "drift-beyond-bound",
+                                            "naive-fence", "setnx-getset"};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: elk-sim [options]\n"
+            "  --seed S             first seed (default 1); run i uses seed S+i\n"
+            "  --runs N             number of runs (default 100, at least 1)\n"
+            "  --gateways G         gateways contending (default 5, max %u)\n"
+            "  --nodes K            Redis nodes (default 3, max %u: the smaller of port/sim's\n"
+            "                       limit and CONFIG_ELK_MAX_NODES; 1 = single mode)\n"
+            "  --resources R        actuators/resources (default 1, max %u)\n"
+            "  --faults P           fault profile: %s (default mild)\n"
+            "  --drift PPM          bound on clock rate differences, and the lock's drift\n"
+            "                       factor (default 10000 = 1%%)\n"
+            "  --duration-ms D      fault phase of each run (default 30000); a calm phase follows\n"
+            "  --ttl-ms T           lease TTL (default 1000)\n"
+            "  --control C          negative control: no-drift-margin | drift-beyond-bound |\n"
+            "                       naive-fence | setnx-getset\n"
+            "  --expect-violations  exit 0 only if the control's violations were found\n"
+            "  --trace              print every event of every run (use with --runs 1)\n"
+            "  --quiet              print only the summary\n"
+            "  --help               this text\n",
+            ELK_SIM_MAX_GATEWAYS,
+            ELK_SIM_MAX_NODES < CONFIG_ELK_MAX_NODES ? ELK_SIM_MAX_NODES : CONFIG_ELK_MAX_NODES,
+            SIM_MAX_RESOURCES, sim_profile_names());
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    unsigned long long v;
+    if (s == NULL || *s == '\0' || *s == '-') {
+        return false;
+    }
+    v = strtoull(s, &end, 10);
+    if (end == NULL || *end != '\0') {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool is_numeric_option(const char *a)
+{
+    static const char *const names[] = {"--seed", "--runs", "--gateways", "--nodes", "--resources",
+                                        "--drift", "--duration-ms", "--ttl-ms"};
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(a, names[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int parse_args(int argc, char **argv, sim_options_t *o)
+{
+    int i;
+    memset(o, 0, sizeof *o);
+    o->seed = 1;
+    o->runs = 100;
+    o->gateways = 5;
+    o->nodes = 3;
+    o->resources = 1;
+    o->faults = "mild";
+    o->drift_ppm = 10000;
+    o->duration_ms = 30000;
+    o->ttl_ms = 1000;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t n = 0;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(a, "--trace") == 0) {
+            o->trace = true;
+        } else if (strcmp(a, "--quiet") == 0) {
+            o->quiet = true;
+        } else if (strcmp(a, "--expect-violations") == 0) {
+            o->expect_violations = true;
+        } else if (strcmp(a, "--faults") == 0 && v != NULL) {
+            o->faults = v;
+            i++;
+        } else if (strcmp(a, "--control") == 0 && v != NULL) {
+            size_t c;
+            o->control = CTRL_NONE;
+            for (c = 1; c < sizeof control_names / sizeof control_names[0]; c++) {
+                if (strcmp(v, control_names[c]) == 0) {
+                    o->control = (sim_control_t)c;
+                }
+            }
+            if (o->control == CTRL_NONE) {
+                fprintf(stderr, "elk-sim: unknown control '%s'\n", v);
+                return -1;
+            }
+            i++;
+        } else if (v != NULL && is_numeric_option(a)) {
+            if (!parse_u64(v, &n)) {
+                fprintf(stderr, "elk-sim: bad value for %s: %s (a non-negative integer)\n", a, v);
+                return -1;
+            }
+            if (strcmp(a, "--seed") == 0) {
+                o->seed = n;
+            } else if (strcmp(a, "--runs") == 0 && n >= 1) {
+                o->runs = n;
+            } else if (strcmp(a, "--gateways") == 0 && n >= 1 && n <= ELK_SIM_MAX_GATEWAYS) {
+                o->gateways = (uint32_t)n;
+            } else if (strcmp(a, "--nodes") == 0 && n >= 1 && n <= ELK_SIM_MAX_NODES &&
+                       n <= CONFIG_ELK_MAX_NODES) {
+                o->nodes = (uint32_t)n;
+            } else if (strcmp(a, "--resources") == 0 && n >= 1 && n <= SIM_MAX_RESOURCES) {
+                o->resources = (uint32_t)n;
+            } else if (strcmp(a, "--drift") == 0 && n <= 100000) {
+                o->drift_ppm = (uint32_t)n;
+            } else if (strcmp(a, "--duration-ms") == 0 && n >= 1000 && n <= 3600000) {
+                o->duration_ms = (uint32_t)n;
+            } else if (strcmp(a, "--ttl-ms") == 0 && n >= 100 && n <= 60000) {
+                o->ttl_ms = (uint32_t)n;
+            } else {
+                fprintf(stderr, "elk-sim: bad value for %s: %s\n", a, v);
+                return -1;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "elk-sim: unknown or incomplete option '%s'\n", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The violations each control exists to provoke. */
+static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
+{
+    switch (o->control) {
+    case CTRL_NO_DRIFT_MARGIN:
+    case CTRL_SETNX_GETSET:
+        return t->violations[V_MUTEX] > 0u;
+    case CTRL_DRIFT_BEYOND:
+        /* Exclusion breaks, but the guard must still refuse every stale command. */
+        return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_ACCEPTED_LOW] == 0u &&
+               t->refused > 0u;
+    case CTRL_NAIVE_FENCE:
+        return t->violations[V_FENCE_BACKWARDS] > 0u;
+    default:
+        return false;
+    }
+}
+
+static void replay_hint(const sim_options_t *o, uint64_t seed)
+{
+    fprintf(stderr,
+            "  replay: elk-sim --seed %" PRIu64 " --runs 1 --gateways %u --nodes %u --resources %u "
+            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s --trace\n",
+            seed, o->gateways, o->nodes, o->resources, o->faults, o->drift_ppm, o->duration_ms,
+            o->ttl_ms, o->control != CTRL_NONE ? " --control " : "",
+            o->control != CTRL_NONE ? control_names[o->control] : "");
+}
+
+int main(int argc, char **argv)
+{
+    sim_options_t o;
+    sim_stats_t total;
+    uint64_t r, hash = 0xcbf29ce484222325ull, failing_runs = 0;
+    struct timespec t0, t1;
+    double wall_s, sim_h;
+    int k;
+    bool caught;
+
+    if (parse_args(argc, argv, &o) != 0) {
+        usage(stderr);
+        return 2;
+    }
+    if (!sim_profile_get(o.faults, &world.prof)) {
+        fprintf(stderr, "elk-sim: unknown fault profile '%s' (%s)\n", o.faults, sim_profile_names());
+        return 2;
+    }
+    if (o.resources > o.gateways) {
+        o.resources = o.gateways;
+    }
+    world.opt = o;
+    world.trace = o.trace ? stdout : NULL;
+    memset(&total, 0, sizeof total);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (r = 0; r < o.runs; r++) {
+        uint64_t seed = o.seed + r;
+        uint64_t v = 0;
+        int rc = sim_run(&world, seed);
+        if (rc != ELK_OK) {
+            fprintf(stderr, "elk-sim: seed %" PRIu64 ": setup failed: %s\n", seed, elk_err_message(rc));
+            return 1;
+        }
+        for (k = 0; k < V_KINDS; k++) {
+            total.violations[k] += world.run.violations[k];
+            v += world.run.violations[k];
+        }
+        total.runs++;
+        total.cycles += world.run.cycles;
+        total.renewals += world.run.renewals;
+        total.losses += world.run.losses;
+        total.acquire_failed += world.run.acquire_failed;
+        total.drives += world.run.drives;
+        total.refused += world.run.refused;
+        total.fence_excused += world.run.fence_excused;
+        total.events += world.run.events;
+        total.sim_us += world.run.sim_us;
+        /* Combine per-run hashes in order: the summary hash covers every run. */
+        {
+            int b;
+            for (b = 0; b < 8; b++) {
+                hash = (hash ^ (uint8_t)(world.hash >> (8 * b))) * 0x100000001b3ull;
+            }
+        }
+        if (o.trace) {
+            printf("run seed %" PRIu64 ": trace hash %016" PRIx64 "\n", seed, world.hash);
+        }
+        if (v > 0u) {
+            failing_runs++;
+            /* A failing sweep names its first seeds with a replay command; a control
+             * run that finds what it looks for names a few unless --quiet. */
+            if ((!o.expect_violations && failing_runs <= 10u) ||
+                (o.expect_violations && !o.quiet && failing_runs <= 3u)) {
+                fprintf(stderr, "%s seed %" PRIu64 ": %s\n", o.expect_violations ? "caught" : "FAIL",
+                        seed, world.first_violation);
+                if (!o.expect_violations) {
+                    replay_hint(&o, seed);
+                }
+            }
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    sim_h = (double)total.sim_us / 3.6e9;
+    printf("elk-sim: %" PRIu64 " runs (seeds %" PRIu64 "..%" PRIu64 "), %u gateways, %u nodes, "
+           "%u resources, faults %s, drift %u ppm, control %s\n",
+           total.runs, o.seed, o.seed + (o.runs ? o.runs - 1u : 0u), o.gateways, o.nodes, o.resources,
+           o.faults, o.drift_ppm, control_names[o.control]);
+    printf("  lock cycles (grants) %" PRIu64 ", renewals %" PRIu64 ", losses %" PRIu64
+           ", failed acquires %" PRIu64 ", drive commands %" PRIu64 ", stale refused %" PRIu64
+           ", token drops after data loss %" PRIu64 "\n",
+           total.cycles, total.renewals, total.losses, total.acquire_failed, total.drives, total.refused,
+           total.fence_excused);
+    printf("  violations:");
+    for (k = 0; k < V_KINDS; k++) {
+        printf(" %s %" PRIu64, sim_violation_name(k), total.violations[k]);
+    }
+    printf(" (runs with violations %" PRIu64 "%s)\n", failing_runs,
+           !o.expect_violations && failing_runs > 10u ? ", the first 10 listed above" : "");
+    printf("  simulated %.3f h in %.2f s wall: %.1f simulated hours per wall second, %" PRIu64
+           " events\n",
+           sim_h, wall_s, wall_s > 0 ? sim_h / wall_s : 0.0, total.events);
+    printf("  trace hash %016" PRIx64 "\n", hash);
+    if (o.expect_violations) {
+        caught = control_caught(&o, &total);
+        printf("  control %s: %s\n", control_names[o.control],
+               caught ? "violations found, as expected" : "NOT caught: the checker missed it");
+        return caught ? 0 : 1;
+    }
+    return failing_runs == 0u ? 0 : 1;
+}

@@ -1,0 +1,197 @@
+/*
+ * elk-sim: the simulated world around port/sim. Gateways run the real lib/
+ * (node, lock, fence) or, as a negative control, the seeds' SETNX+GETSET client;
+ * faults are injected on a schedule drawn from the run seed; the checker watches
+ * one actuator per resource in true time.
+ */
+#ifndef SIM_WORLD_H
+#define SIM_WORLD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "elk/fence.h"
+#include "elk/lock.h"
+#include "elk/node.h"
+#include "elk/pool.h"
+#include "elk/sim.h"
+#include "elk/sim_scripts.h"
+
+#define SIM_MAX_RESOURCES 4u
+#define SIM_EVENTS 65536u
+#define SIM_POOL_BLOCKS (2u * ELK_SIM_MAX_NODES + 2u)
+
+typedef enum sim_control {
+    CTRL_NONE = 0,
+    CTRL_NO_DRIFT_MARGIN,    /* lock drift margin 0 while clocks drift within the bound */
+    CTRL_DRIFT_BEYOND,       /* clocks drift 20x beyond the bound the lock is told */
+    CTRL_NAIVE_FENCE,        /* COMMIT never raises counters: naive max-over-quorum tokens */
+    CTRL_SETNX_GETSET        /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
+} sim_control_t;
+
+/* Violation kinds, in report order. */
+enum {
+    V_MUTEX = 0,          /* two gateways drove one actuator at overlapping moments */
+    V_FENCE_BACKWARDS,    /* a new holder got a token not above the previous holder's */
+    V_FENCE_ACCEPTED_LOW, /* the guard accepted a token below one it had accepted */
+    V_LATE_LOST,          /* LOST fired after the local deadline (and not because of a pause) */
+    V_DRIVE_AFTER_DEADLINE, /* a gateway drove at or after its deadline or after LOST */
+    V_LIVENESS,           /* nobody got the lock within the bound after faults healed */
+    V_KINDS
+};
+
+typedef struct sim_options {
+    uint64_t seed;
+    uint64_t runs;
+    uint32_t gateways;
+    uint32_t nodes;
+    uint32_t resources;
+    const char *faults;
+    uint32_t drift_ppm;       /* bound on the rate difference of any two clocks */
+    sim_control_t control;
+    bool trace;
+    bool expect_violations;
+    bool quiet;
+    uint32_t duration_ms;     /* fault phase; a calm phase follows */
+    uint32_t ttl_ms;
+} sim_options_t;
+
+typedef struct sim_profile {
+    const char *name;
+    elk_sim_net_params_t net;
+    uint32_t partition_every_ms, partition_min_ms, partition_max_ms;
+    uint32_t crash_every_ms, restart_min_ms, restart_max_ms;
+    uint32_t lose_ppm;        /* share of crashes that lose the data (restart delayed) */
+    uint32_t pause_every_ms, pause_min_ms, pause_max_ms;
+    uint32_t jump_every_ms, jump_max_ms;
+    uint32_t forward_ppm;     /* share of jumps that go forward (drift-beyond-bound control only) */
+} sim_profile_t;
+
+typedef enum gw_phase {
+    GW_THINK = 0,
+    GW_WANT,
+    GW_HOLD,
+    GW_STOPPING,              /* actuator told to stop; release once it is safe */
+    /* SETNX+GETSET control client */
+    GW_C_SETNX,
+    GW_C_GET,
+    GW_C_GETSET,
+    GW_C_UNLOCK_GET,
+    GW_C_UNLOCK_DEL
+} gw_phase_t;
+
+struct sim_world;
+
+/* Last reply the SETNX+GETSET control client got; its step acts on it (no sends from
+ * inside node callbacks). */
+typedef struct sim_setnx_reply {
+    int status;
+    bool is_int, is_bulk;
+    int64_t ival;
+    char bulk[24];
+} sim_setnx_reply_t;
+
+typedef struct sim_gw {
+    struct sim_world *w;
+    uint8_t id;
+    uint8_t resource;
+    char name[16];
+    elk_sim_clock_t clock;      /* monotonic: what lib/ sees */
+    elk_sim_clock_t wall;       /* wall clock: only the SETNX+GETSET control reads it */
+    elk_sim_rng_t rng_entropy;
+    elk_sim_rng_t rng;          /* behaviour */
+    elk_entropy_t entropy;
+    uint8_t pool_mem[SIM_POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
+    elk_pool_t pool;
+    elk_node_t nodes[ELK_SIM_MAX_NODES];
+    elk_fleet_t fleet;
+    elk_client_t client;
+    elk_lock_t lock;
+    gw_phase_t phase;
+    uint64_t think_until, work_until, next_tick;   /* local ms */
+    bool lease_bound;           /* never renews: works until its deadline, then LOST */
+    uint64_t lease;             /* checker's id of the current hold, 0 if none */
+    uint64_t token, deadline;   /* as the lock API reported them */
+    bool lost;
+    /* pauses */
+    uint64_t paused_until;      /* true us */
+    uint64_t pause_start;
+    bool resume_pending;
+    bool in_resume_step;
+    /* wake-ups */
+    uint64_t wake_at;           /* earliest queued wake, true us */
+    /* control client */
+    char c_value[24], c_seen[24], c_new[24];
+    uint64_t c_hold_until;      /* wall ms */
+    sim_setnx_reply_t c_reply;
+    bool c_have_reply;
+} sim_gw_t;
+
+typedef struct sim_actuator {
+    elk_fence_t guard;
+    uint64_t stored;            /* the guard's "durable" storage */
+    uint64_t max_accepted;
+    uint64_t last_grant_token;  /* token of the latest ACQUIRED on this resource */
+    uint64_t first[ELK_SIM_MAX_GATEWAYS], end[ELK_SIM_MAX_GATEWAYS];   /* true us, per holder */
+    uint64_t lease_of[ELK_SIM_MAX_GATEWAYS];
+    uint64_t reported[ELK_SIM_MAX_GATEWAYS];   /* hold already counted as overlapping */
+} sim_actuator_t;
+
+typedef struct sim_stats {
+    uint64_t runs, cycles, renewals, losses, acquire_failed, drives, refused, fence_excused;
+    uint64_t events, sim_us;
+    uint64_t violations[V_KINDS];
+} sim_stats_t;
+
+typedef struct sim_world {
+    sim_options_t opt;
+    sim_profile_t prof;
+    uint64_t run_seed;
+    elk_sim_core_t core;
+    elk_sim_event_t events[SIM_EVENTS];
+    elk_sim_net_t net;
+    elk_sim_scripts_t scripts;
+    sim_gw_t gw[ELK_SIM_MAX_GATEWAYS];
+    sim_actuator_t act[SIM_MAX_RESOURCES];
+    uint8_t block_count[ELK_SIM_MAX_GATEWAYS][ELK_SIM_MAX_NODES];
+    bool data_lost;                            /* some node restarted empty in this run */
+    const char *password;                      /* nodes require AUTH in this run, or NULL */
+    uint64_t calm_from, end_at, last_grant_at;
+    bool calm_granted;
+    uint64_t lease_seq;
+    uint64_t hash;
+    bool queue_overflow;        /* an event was lost: the run is invalid */
+    sim_stats_t run;            /* this run */
+    char first_violation[200];
+    FILE *trace;
+} sim_world_t;
+
+/* Run one seed; results accumulate in w->run. Returns 0 or a negative elk_err_t. */
+int sim_run(sim_world_t *w, uint64_t seed);
+
+/* Checker hooks (checker.c). */
+void sim_check_reset(sim_world_t *w);
+void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token);
+void sim_check_drive(sim_world_t *w, sim_gw_t *g, uint64_t local_now);
+void sim_check_release(sim_world_t *w, sim_gw_t *g);
+void sim_check_lost(sim_world_t *w, sim_gw_t *g, uint64_t ev_now);
+void sim_check_lost_missing(sim_world_t *w, sim_gw_t *g, uint64_t now);
+void sim_violation(sim_world_t *w, int kind, const char *what);
+const char *sim_violation_name(int kind);
+
+/* Trace (world.c): hashed always, printed with --trace. */
+void sim_trace(sim_world_t *w, const char *what, uint64_t a, uint64_t b, uint64_t c);
+
+/* Gateways. */
+int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g);
+void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
+int sim_gw_setup_setnx(sim_world_t *w, sim_gw_t *g);
+void sim_gw_step_setnx(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
+void sim_gw_wake(sim_world_t *w, sim_gw_t *g, uint64_t at_us);
+
+/* Profiles (profiles.c). */
+bool sim_profile_get(const char *name, sim_profile_t *out);
+const char *sim_profile_names(void);
+
+#endif /* SIM_WORLD_H */

@@ -1,0 +1,257 @@
+#define _GNU_SOURCE
+#include "elk_tooltest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t elk_tt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+pid_t elk_tt_spawn(char *const argv[], int *ports, int nports, int timeout_ms)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that crashed */
+        dup2(pfd[1], 1);
+        int dn = open("/dev/null", O_RDONLY);
+        if (dn >= 0)
+            dup2(dn, 0);
+        execv(argv[0], argv);
+        fprintf(stderr, "elk_tt_spawn: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    char line[256];
+    size_t n = 0;
+    uint64_t end = elk_tt_now_ms() + (uint64_t)timeout_ms;
+    while (n < sizeof line - 1) {
+        uint64_t now = elk_tt_now_ms();
+        if (now >= end)
+            break;
+        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+        if (poll(&p, 1, (int)(end - now)) <= 0)
+            break;
+        ssize_t r = read(pfd[0], line + n, 1);
+        if (r <= 0)
+            break;
+        if (line[n] == '\n')
+            break;
+        n++;
+    }
+    line[n] = 0;
+    close(pfd[0]);
+    int got = 0;
+    char *p = line;
+    while (got < nports) {
+        char *e;
+        long v = strtol(p, &e, 10);
+        if (e == p)
+            break;
+        ports[got++] = (int)v;
+        p = e;
+    }
+    if (got < nports) {
+        fprintf(stderr, "elk_tt_spawn: %s printed '%s', expected %d port(s)\n", argv[0], line,
+                nports);
+        elk_tt_stop(pid);
+        return -1;
+    }
+    return pid;
+}
+
+int elk_tt_wait(pid_t pid, int timeout_ms)
+{
+    uint64_t end = elk_tt_now_ms() + (uint64_t)timeout_ms;
+    int st;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return st;
+        if (r < 0)
+            return -1;
+        if (elk_tt_now_ms() >= end)
+            return -1;
+        usleep(10000);
+    }
+}
+
+int elk_tt_stop(pid_t pid)
+{
+    if (pid <= 0)
+        return -1;
+    kill(pid, SIGCONT); /* a SIGSTOPped child must be able to die */
+    kill(pid, SIGTERM);
+    int st = elk_tt_wait(pid, 2000);
+    if (st == -1) {
+        kill(pid, SIGKILL);
+        if (waitpid(pid, &st, 0) != pid)
+            return -1;
+    }
+    return st;
+}
+
+int elk_tt_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(fd);
+        return -1;
+    }
+    socklen_t sl = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+int elk_tt_connect(int port, int timeout_ms)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int elk_tt_send_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+size_t elk_tt_recv_upto(int fd, void *buf, size_t len, int timeout_ms, int *eof)
+{
+    size_t got = 0;
+    if (eof)
+        *eof = 0;
+    while (got < len) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, timeout_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        ssize_t n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            if (eof)
+                *eof = 1;
+            break;
+        }
+        if (n > 0)
+            got += (size_t)n;
+    }
+    return got;
+}
+
+int elk_tt_ctl(int ctl_port, const char *cmd, char *reply, size_t reply_cap)
+{
+    int fd = elk_tt_connect(ctl_port, 5000);
+    if (fd < 0) {
+        snprintf(reply, reply_cap, "ERR cannot connect to control port %d", ctl_port);
+        return -1;
+    }
+    char line[512];
+    snprintf(line, sizeof line, "%s\n", cmd);
+    elk_tt_send_all(fd, line, strlen(line));
+    size_t n = 0;
+    while (n < reply_cap - 1) {
+        ssize_t r = recv(fd, reply + n, 1, 0);
+        if (r <= 0 || reply[n] == '\n')
+            break;
+        n++;
+    }
+    reply[n] = 0;
+    close(fd);
+    return strncmp(reply, "OK", 2) == 0 ? 0 : -1;
+}
+
+pid_t elk_tt_redis_start(int *port)
+{
+    for (int attempt = 0; attempt < 5; attempt++) {
+        int p = elk_tt_free_port();
+        char ps[16];
+        snprintf(ps, sizeof ps, "%d", p);
+        pid_t pid = fork();
+        if (pid < 0)
+            return -1;
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            int dn = open("/dev/null", O_RDWR);
+            if (dn >= 0) {
+                dup2(dn, 0);
+                dup2(dn, 1);
+            }
+            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+                   (char *)NULL);
+            _exit(127);
+        }
+        /* ready when PING answers PONG */
+        uint64_t end = elk_tt_now_ms() + 5000;
+        while (elk_tt_now_ms() < end) {
+            int st;
+            if (waitpid(pid, &st, WNOHANG) == pid)
+                break; /* died (port taken?): try another port */
+            int fd = elk_tt_connect(p, 500);
+            if (fd >= 0) {
+                char buf[16];
+                elk_tt_send_all(fd, "PING\r\n", 6);
+                size_t n = elk_tt_recv_upto(fd, buf, 7, 500, NULL);
+                close(fd);
+                if (n == 7 && !memcmp(buf, "+PONG\r\n", 7)) {
+                    *port = p;
+                    return pid;
+                }
+            }
+            usleep(20000);
+        }
+        elk_tt_stop(pid);
+    }
+    return -1;
+}

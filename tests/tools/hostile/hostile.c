@@ -1,0 +1,524 @@
+/*
+ * elk-hostile-server: a TCP server on 127.0.0.1 that looks like Redis to a
+ * client and then misbehaves in one chosen way, so a client's RESP decoder and
+ * connection handling can be tested against every pathology a broken server,
+ * a middlebox or an attacker could produce.
+ *
+ *   elk-hostile-server --mode MODE [--port PORT] [--after N] [--seed N]
+ *                      [--drip-ms MS] [--only CMD[,CMD...]]
+ *
+ * Prints the listening port on stdout ("<port>\n") and flushes.
+ * It parses the client's commands (RESP arrays of bulk strings, or inline) and
+ * answers the first N commands (--after, default 0) like a well-behaved Redis
+ * (PING, AUTH, HELLO, SELECT, SET, GET, DEL, EVAL, EVALSHA, SCRIPT, CONFIG,
+ * CLIENT, PUBLISH ...). From then on every command gets the pathology of MODE;
+ * with --only, only the commands named there (e.g. EVALSHA,EVAL) do, and every
+ * other command is answered well:
+ *
+ *   valid       never misbehave (control case)
+ *   random      random bytes (seeded by --seed), then close
+ *   truncated   the first half of a valid reply, then close
+ *   huge        "$9999999999999999999\r\n" (length overflows int64)
+ *   huge-array  "*2147483648\r\n" (more elements than any client can hold)
+ *   negative    "$-2\r\n" (negative length other than -1)
+ *   deep        "*1\r\n" repeated 100000 times, then ":1\r\n"
+ *   wrong-type  a reply of the wrong type: ":1" to AUTH/HELLO/SELECT/PING,
+ *               "$3\r\nabc" to SET, "+OK" to EVAL/EVALSHA/DEL, ...
+ *   unsolicited a reply before any request (on connect) and two replies per command
+ *   endless     "+" then an endless line with no CRLF (until the client leaves)
+ *   drip        a valid reply, one byte every --drip-ms (default 100)
+ *   garbage     valid replies for --after commands (default 3 in this mode), then garbage
+ *   bad-type    a reply that starts with a byte no RESP version defines ('@')
+ *   silent      read commands and never answer
+ *   close       close the connection as soon as a command arrives
+ *
+ * The server is single-threaded (poll). Loopback only.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CONNS 64
+#define IN_MAX 65536
+
+enum mode {
+    M_VALID,
+    M_RANDOM,
+    M_TRUNCATED,
+    M_HUGE,
+    M_HUGE_ARRAY,
+    M_NEGATIVE,
+    M_DEEP,
+    M_WRONG_TYPE,
+    M_UNSOLICITED,
+    M_ENDLESS,
+    M_DRIP,
+    M_GARBAGE,
+    M_BAD_TYPE,
+    M_SILENT,
+    M_CLOSE,
+    M_COUNT_
+};
+
+static const char *const mode_names[M_COUNT_] = {
+    "valid", "random",      "truncated", "huge",    "huge-array", "negative", "deep", "wrong-type",
+    "unsolicited", "endless", "drip",    "garbage", "bad-type",   "silent",   "close"};
+
+struct conn {
+    bool used;
+    int fd;
+    uint8_t in[IN_MAX];
+    size_t in_len;
+    uint8_t *out; /* pending output */
+    size_t out_len, out_off, out_cap;
+    bool close_after; /* close once out is flushed */
+    bool endless;     /* keep streaming filler */
+    bool drip;        /* the pathology started: one byte per drip_ms from now on */
+    uint64_t next_drip;
+    uint64_t commands;
+};
+
+static enum mode mode = M_VALID;
+static long after = -1;
+static uint32_t drip_ms = 100;
+static uint64_t rng_state = 1;
+static const char *only_cmds; /* comma-separated, NULL: every command */
+static struct conn conns[MAX_CONNS];
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+
+static void out_append(struct conn *c, const void *p, size_t n)
+{
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 4096;
+        while (cap < c->out_len + n)
+            cap *= 2;
+        uint8_t *nb = realloc(c->out, cap);
+        if (!nb) {
+            fprintf(stderr, "elk-hostile-server: out of memory\n");
+            exit(1);
+        }
+        c->out = nb;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+}
+
+static void out_str(struct conn *c, const char *s)
+{
+    out_append(c, s, strlen(s));
+}
+
+static void conn_close(struct conn *c)
+{
+    close(c->fd);
+    free(c->out);
+    memset(c, 0, sizeof *c);
+}
+
+/* What a well-behaved Redis 7 would answer (values are plausible, not stored). */
+static void valid_reply(char *buf, size_t cap, const char *cmd, const char *arg1)
+{
+    if (!strcasecmp(cmd, "PING"))
+        snprintf(buf, cap, "+PONG\r\n");
+    else if (!strcasecmp(cmd, "HELLO")) {
+        if (arg1 && !strcmp(arg1, "3"))
+            snprintf(buf, cap,
+                     "%%7\r\n+server\r\n+redis\r\n+version\r\n+7.0.15\r\n+proto\r\n:3\r\n+id\r\n:7\r\n"
+                     "+mode\r\n+standalone\r\n+role\r\n+master\r\n+modules\r\n*0\r\n");
+        else
+            snprintf(buf, cap,
+                     "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n"
+                     "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:7\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
+                     "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n");
+    } else if (!strcasecmp(cmd, "GET"))
+        snprintf(buf, cap, "$-1\r\n");
+    else if (!strcasecmp(cmd, "DEL") || !strcasecmp(cmd, "EXISTS") || !strcasecmp(cmd, "PUBLISH") ||
+             !strcasecmp(cmd, "EVAL") || !strcasecmp(cmd, "EVALSHA") || !strcasecmp(cmd, "INCR") ||
+             !strcasecmp(cmd, "PEXPIRE"))
+        snprintf(buf, cap, ":1\r\n");
+    else if (!strcasecmp(cmd, "SCRIPT") && arg1 && !strcasecmp(arg1, "LOAD"))
+        snprintf(buf, cap, "$40\r\n0123456789abcdef0123456789abcdef01234567\r\n");
+    else if (!strcasecmp(cmd, "CONFIG"))
+        snprintf(buf, cap, "*0\r\n");
+    else
+        snprintf(buf, cap, "+OK\r\n");
+}
+
+/* A reply of a type the client cannot have expected for this command. */
+static const char *wrong_reply(const char *cmd)
+{
+    if (!strcasecmp(cmd, "AUTH") || !strcasecmp(cmd, "HELLO") || !strcasecmp(cmd, "SELECT") ||
+        !strcasecmp(cmd, "PING"))
+        return ":1\r\n";
+    if (!strcasecmp(cmd, "SET"))
+        return "$3\r\nabc\r\n";
+    if (!strcasecmp(cmd, "EVAL") || !strcasecmp(cmd, "EVALSHA") || !strcasecmp(cmd, "DEL"))
+        return "+OK\r\n";
+    if (!strcasecmp(cmd, "GET"))
+        return "*2\r\n:1\r\n:2\r\n";
+    return "%1\r\n:1\r\n:2\r\n";
+}
+
+static bool targeted(const char *cmd)
+{
+    if (!only_cmds)
+        return true;
+    size_t n = strlen(cmd);
+    for (const char *p = only_cmds; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncasecmp(p, cmd, n) == 0)
+            return true;
+        p += l + (e ? 1 : 0);
+    }
+    return false;
+}
+
+static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t now)
+{
+    char valid[512];
+    valid_reply(valid, sizeof valid, cmd, arg1);
+    if (!targeted(cmd)) {
+        out_str(c, valid);
+        return;
+    }
+    long valid_first = after >= 0 ? after : (mode == M_GARBAGE ? 3 : 0);
+    c->commands++;
+    if (mode == M_VALID || (long)c->commands <= valid_first) {
+        out_str(c, valid);
+        return;
+    }
+    switch (mode) {
+    case M_RANDOM: {
+        size_t n = 1 + (size_t)(rng() % 512);
+        for (size_t i = 0; i < n; i++) {
+            uint8_t b = (uint8_t)rng();
+            out_append(c, &b, 1);
+        }
+        c->close_after = true;
+        break;
+    }
+    case M_TRUNCATED: {
+        size_t n = strlen(valid);
+        /* a bulk reply is more interesting cut: "$10\r\nhello" */
+        if (!strcasecmp(cmd, "GET") || n < 4) {
+            out_str(c, "$10\r\nhello");
+        } else {
+            out_append(c, valid, n / 2);
+        }
+        c->close_after = true;
+        break;
+    }
+    case M_HUGE: out_str(c, "$9999999999999999999\r\n"); break;
+    case M_HUGE_ARRAY: out_str(c, "*2147483648\r\n"); break;
+    case M_NEGATIVE: out_str(c, "$-2\r\n"); break;
+    case M_DEEP:
+        for (int i = 0; i < 100000; i++)
+            out_str(c, "*1\r\n");
+        out_str(c, ":1\r\n");
+        break;
+    case M_WRONG_TYPE: out_str(c, wrong_reply(cmd)); break;
+    case M_UNSOLICITED:
+        out_str(c, valid);
+        out_str(c, ":42\r\n");
+        break;
+    case M_ENDLESS:
+        out_str(c, "+");
+        c->endless = true;
+        break;
+    case M_DRIP:
+        out_str(c, valid);
+        if (!c->drip) {
+            c->drip = true;
+            c->next_drip = now + drip_ms;
+        }
+        break;
+    case M_GARBAGE: out_str(c, "+OK\r\n\x01\xff garbage \x00\r\n$$$\r\n"); break;
+    case M_BAD_TYPE: out_str(c, "@what\r\n"); break;
+    case M_SILENT: break;
+    case M_CLOSE: c->close_after = true; break;
+    default: break;
+    }
+}
+
+/* Parse as many complete commands as are buffered. Returns false on a client protocol error. */
+static bool parse_commands(struct conn *c, uint64_t now)
+{
+    for (;;) {
+        if (c->in_len == 0)
+            return true;
+        uint8_t *p = c->in, *end = c->in + c->in_len;
+        char cmd[64] = "", arg1[64] = "";
+        if (*p != '*') {
+            /* inline command: one line of words */
+            uint8_t *nl = memchr(p, '\n', c->in_len);
+            if (!nl)
+                return c->in_len < IN_MAX;
+            size_t l = (size_t)(nl - p);
+            char line[256];
+            if (l >= sizeof line)
+                l = sizeof line - 1;
+            memcpy(line, p, l);
+            line[l] = 0;
+            sscanf(line, "%63s %63s", cmd, arg1);
+            size_t used = (size_t)(nl + 1 - c->in);
+            memmove(c->in, c->in + used, c->in_len - used);
+            c->in_len -= used;
+            if (cmd[0])
+                respond(c, cmd, arg1[0] ? arg1 : NULL, now);
+            continue;
+        }
+        uint8_t *nl = memchr(p, '\n', c->in_len);
+        if (!nl)
+            return c->in_len < IN_MAX;
+        long argc = strtol((char *)p + 1, NULL, 10);
+        if (argc < 1 || argc > 1024)
+            return false;
+        uint8_t *q = nl + 1;
+        bool complete = true;
+        for (long i = 0; i < argc; i++) {
+            if (q >= end || *q != '$') {
+                complete = q >= end;
+                if (!complete)
+                    return false;
+                break;
+            }
+            uint8_t *l = memchr(q, '\n', (size_t)(end - q));
+            if (!l) {
+                complete = false;
+                break;
+            }
+            long len = strtol((char *)q + 1, NULL, 10);
+            if (len < 0 || len > IN_MAX)
+                return false;
+            uint8_t *data = l + 1;
+            if (data + len + 2 > end) {
+                complete = false;
+                break;
+            }
+            char *dst = i == 0 ? cmd : (i == 1 ? arg1 : NULL);
+            if (dst) {
+                size_t cl = (size_t)len < 63 ? (size_t)len : 63;
+                memcpy(dst, data, cl);
+                dst[cl] = 0;
+            }
+            q = data + len + 2;
+        }
+        if (!complete)
+            return c->in_len < IN_MAX;
+        size_t used = (size_t)(q - c->in);
+        memmove(c->in, c->in + used, c->in_len - used);
+        c->in_len -= used;
+        respond(c, cmd, arg1[0] ? arg1 : NULL, now);
+    }
+}
+
+/* Write what may be written now. Returns false when the connection is finished. */
+static bool flush_out(struct conn *c, uint64_t now)
+{
+    if (c->endless && c->out_off == c->out_len) {
+        static const char filler[] = "endless-line-without-crlf-";
+        c->out_len = c->out_off = 0;
+        for (int i = 0; i < 64; i++)
+            out_append(c, filler, sizeof filler - 1);
+    }
+    while (c->out_off < c->out_len) {
+        size_t want = c->out_len - c->out_off;
+        if (c->drip) {
+            if (now < c->next_drip)
+                return true;
+            want = 1;
+            c->next_drip = now + drip_ms;
+        }
+        ssize_t n = send(c->fd, c->out + c->out_off, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+        c->out_off += (size_t)n;
+        if (c->drip)
+            return true;
+    }
+    c->out_len = c->out_off = 0;
+    if (c->close_after)
+        return false;
+    return true;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: elk-hostile-server --mode MODE [--port PORT] [--after N] [--seed N]\n"
+               "                          [--drip-ms MS] [--only CMD,CMD...]\nmodes:");
+    for (int i = 0; i < M_COUNT_; i++)
+        fprintf(f, " %s", mode_names[i]);
+    fprintf(f, "\nPrints the port on stdout. Listens on 127.0.0.1 only.\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"mode", required_argument, 0, 'm'},
+                                         {"port", required_argument, 0, 'p'},
+                                         {"after", required_argument, 0, 'a'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"drip-ms", required_argument, 0, 'd'},
+                                         {"list-modes", no_argument, 0, 'L'},
+                                         {"only", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    long port = 0;
+    bool have_mode = false;
+    int o;
+    while ((o = getopt_long(argc, argv, "m:p:a:s:d:o:Lh", opts, NULL)) != -1) {
+        switch (o) {
+        case 'm':
+            for (int i = 0; i < M_COUNT_; i++)
+                if (!strcmp(optarg, mode_names[i])) {
+                    mode = (enum mode)i;
+                    have_mode = true;
+                }
+            if (!have_mode) {
+                fprintf(stderr, "elk-hostile-server: unknown mode '%s'\n", optarg);
+                usage(stderr);
+                return 2;
+            }
+            break;
+        case 'p': port = strtol(optarg, NULL, 10); break;
+        case 'a': after = strtol(optarg, NULL, 10); break;
+        case 's': rng_state = strtoull(optarg, NULL, 10); if (!rng_state) rng_state = 1; break;
+        case 'd': drip_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'o': only_cmds = optarg; break;
+        case 'L':
+            for (int i = 0; i < M_COUNT_; i++)
+                printf("%s\n", mode_names[i]);
+            return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!have_mode || port < 0 || port > 65535) {
+        usage(stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 64) < 0) {
+        fprintf(stderr, "elk-hostile-server: cannot listen on 127.0.0.1:%ld: %s\n", port,
+                strerror(errno));
+        return 1;
+    }
+    socklen_t sl = sizeof sa;
+    getsockname(lfd, (struct sockaddr *)&sa, &sl);
+    printf("%u\n", ntohs(sa.sin_port));
+    fflush(stdout);
+
+    static struct pollfd pfds[1 + MAX_CONNS];
+    int idx[1 + MAX_CONNS];
+    for (;;) {
+        uint64_t now = now_ms();
+        int timeout = -1;
+        size_t np = 0;
+        pfds[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        for (int i = 0; i < MAX_CONNS; i++) {
+            struct conn *c = &conns[i];
+            if (!c->used)
+                continue;
+            short ev = POLLIN;
+            if (c->out_off < c->out_len || c->endless) {
+                if (c->drip) {
+                    int t = c->next_drip > now ? (int)(c->next_drip - now) : 0;
+                    if (timeout < 0 || t < timeout)
+                        timeout = t;
+                    if (t == 0)
+                        ev |= POLLOUT;
+                } else {
+                    ev |= POLLOUT;
+                }
+            }
+            idx[np] = i;
+            pfds[np++] = (struct pollfd){.fd = c->fd, .events = ev};
+        }
+        if (poll(pfds, np, timeout) < 0 && errno != EINTR) {
+            perror("elk-hostile-server: poll");
+            return 1;
+        }
+        now = now_ms();
+        if (pfds[0].revents & POLLIN) {
+            int fd = accept(lfd, NULL, NULL);
+            if (fd >= 0) {
+                struct conn *c = NULL;
+                for (int i = 0; i < MAX_CONNS; i++)
+                    if (!conns[i].used) {
+                        c = &conns[i];
+                        break;
+                    }
+                if (!c) {
+                    close(fd);
+                } else {
+                    memset(c, 0, sizeof *c);
+                    c->used = true;
+                    c->fd = fd;
+                    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                    if (mode == M_UNSOLICITED && after <= 0 && !only_cmds)
+                        out_str(c, "+unsolicited\r\n"); /* a reply nobody asked for */
+                }
+            }
+        }
+        for (size_t p = 1; p < np; p++) {
+            struct conn *c = &conns[idx[p]];
+            if (!c->used)
+                continue;
+            bool alive = true;
+            if (pfds[p].revents & (POLLIN | POLLHUP | POLLERR)) {
+                ssize_t n = recv(c->fd, c->in + c->in_len, IN_MAX - c->in_len, MSG_DONTWAIT);
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                    alive = false;
+                else if (n > 0) {
+                    c->in_len += (size_t)n;
+                    if (!parse_commands(c, now)) {
+                        /* a client that speaks no RESP gets what Redis sends, then the door */
+                        out_str(c, "-ERR Protocol error\r\n");
+                        c->close_after = true;
+                        c->in_len = 0;
+                    }
+                }
+            }
+            if (alive)
+                alive = flush_out(c, now);
+            if (!alive)
+                conn_close(c);
+        }
+    }
+}

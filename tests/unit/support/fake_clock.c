@@ -1,0 +1,47 @@
+/* Manual clock (see fake_clock.h). */
+#include "fake_clock.h"
+
+#include <string.h>
+
+static uint64_t fc_now(void *ctx)
+{
+    fake_clock_t *c = ctx;
+    uint64_t t = c->now;
+    c->reads++;
+    c->now += c->step;
+    return t;
+}
+
+void fake_clock_init(fake_clock_t *c, uint64_t start_ms)
+{
+    memset(c, 0, sizeof *c);
+    c->now = start_ms;
+}
+
+elk_clock_t fake_clock_iface(fake_clock_t *c)
+{
+    elk_clock_t k;
+    k.ctx = c;
+    k.now_ms = fc_now;
+    return k;
+}
+
+uint64_t fake_clock_now(const fake_clock_t *c)
+{
+    return c->now;
+}
+
+void fake_clock_advance(fake_clock_t *c, uint64_t ms)
+{
+    c->now += ms;
+}
+
+void fake_clock_set(fake_clock_t *c, uint64_t t)
+{
+    c->now = t;
+}
+
+void fake_clock_set_step(fake_clock_t *c, uint64_t step)
+{
+    c->step = step;
+}

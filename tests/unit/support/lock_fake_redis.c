@@ -1,0 +1,360 @@
+/* A tiny in-memory Redis for lease-engine unit tests (see lock_fake_redis.h). */
+#include "lock_fake_redis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elk/lock_scripts.h"
+
+void lfr_init(lfr_server_t *s, const uint64_t *now)
+{
+    memset(s, 0, sizeof *s);
+    s->now = now;
+    s->scripts_loaded = false;
+    s->maxmemory_policy = "noeviction";
+}
+
+size_t lfr_attach(lfr_server_t *s, fake_transport_t *ft)
+{
+    if (s->nconn >= LFR_CONNS) {
+        abort();
+    }
+    s->conn[s->nconn] = ft;
+    return s->nconn++;
+}
+
+static lfr_entry_t *lfr_find(lfr_server_t *s, const char *key)
+{
+    for (size_t i = 0; i < LFR_KEYS; i++) {
+        lfr_entry_t *e = &s->kv[i];
+        if (!e->used) {
+            continue;
+        }
+        if (e->expire_at != 0 && *s->now >= e->expire_at) {
+            e->used = false;
+            continue;
+        }
+        if (strcmp(e->key, key) == 0) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+const char *lfr_get(lfr_server_t *s, const char *key)
+{
+    lfr_entry_t *e = lfr_find(s, key);
+    return e ? e->val : NULL;
+}
+
+void lfr_set(lfr_server_t *s, const char *key, const char *val, uint64_t ttl_ms)
+{
+    lfr_entry_t *e = lfr_find(s, key);
+    if (e == NULL) {
+        for (size_t i = 0; i < LFR_KEYS && e == NULL; i++) {
+            if (!s->kv[i].used) {
+                e = &s->kv[i];
+            }
+        }
+        if (e == NULL) {
+            abort();
+        }
+    }
+    e->used = true;
+    snprintf(e->key, sizeof e->key, "%s", key);
+    snprintf(e->val, sizeof e->val, "%s", val);
+    e->expire_at = ttl_ms ? *s->now + ttl_ms : 0;
+}
+
+void lfr_del(lfr_server_t *s, const char *key)
+{
+    lfr_entry_t *e = lfr_find(s, key);
+    if (e) {
+        e->used = false;
+    }
+}
+
+int64_t lfr_pttl(lfr_server_t *s, const char *key)
+{
+    lfr_entry_t *e = lfr_find(s, key);
+    if (e == NULL) {
+        return -2;
+    }
+    return e->expire_at ? (int64_t)(e->expire_at - *s->now) : -1;
+}
+
+int64_t lfr_int(lfr_server_t *s, const char *key)
+{
+    const char *v = lfr_get(s, key);
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+static void lfr_out(lfr_server_t *s, size_t c, const char *txt, size_t len)
+{
+    if (s->hold) {
+        if (s->held_len[c] + len > LFR_HELD) {
+            abort();
+        }
+        memcpy(s->held[c] + s->held_len[c], txt, len);
+        s->held_len[c] += len;
+        return;
+    }
+    fake_transport_push_rx(s->conn[c], txt, len);
+}
+
+static void lfr_int_reply(lfr_server_t *s, size_t c, long long v)
+{
+    char b[32];
+    int n = snprintf(b, sizeof b, ":%lld\r\n", v);
+    lfr_out(s, c, b, (size_t)n);
+}
+
+static void lfr_str_reply(lfr_server_t *s, size_t c, const char *prefix, const char *text)
+{
+    char b[256];
+    int n = snprintf(b, sizeof b, "%s%s\r\n", prefix, text);
+    lfr_out(s, c, b, (size_t)n);
+}
+
+static void lfr_bulk(char *b, size_t cap, size_t *len, const char *s)
+{
+    *len += (size_t)snprintf(b + *len, cap - *len, "$%zu\r\n%s\r\n", strlen(s), s);
+}
+
+void lfr_flush(lfr_server_t *s)
+{
+    for (size_t c = 0; c < s->nconn; c++) {
+        if (s->held_len[c]) {
+            fake_transport_push_rx(s->conn[c], s->held[c], s->held_len[c]);
+            s->held_len[c] = 0;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- scripts */
+
+static void lfr_arg(const fake_cmd_t *cmd, size_t i, char *out)
+{
+    size_t n = i < cmd->argc ? cmd->len[i] : 0;
+    if (n >= LFR_STR) {
+        n = LFR_STR - 1;
+    }
+    if (n) {
+        memcpy(out, cmd->argv[i], n);
+    }
+    out[n] = '\0';
+}
+
+static void lfr_publish(lfr_server_t *s, const char *channel, const char *payload)
+{
+    s->publish++;
+    for (size_t c = 0; c < s->nconn; c++) {
+        if (s->sub[c][0] != '\0' && strcmp(s->sub[c], channel) == 0) {
+            char b[512];
+            size_t len = (size_t)snprintf(b, sizeof b, s->resp3[c] ? ">3\r\n" : "*3\r\n");
+            lfr_bulk(b, sizeof b, &len, "message");
+            lfr_bulk(b, sizeof b, &len, channel);
+            lfr_bulk(b, sizeof b, &len, payload);
+            fake_transport_push_rx(s->conn[c], b, len);
+        }
+    }
+}
+
+/* Run script `which` with KEYS/ARGV starting at argument `first` of cmd. */
+static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd, size_t first)
+{
+    char k1[LFR_STR], k2[LFR_STR], a1[LFR_STR], a2[LFR_STR], a3[LFR_STR];
+    char nk[16];
+    lfr_arg(cmd, first, nk);
+    size_t numkeys = (size_t)atoi(nk);
+    lfr_arg(cmd, first + 1, k1);
+    if (numkeys >= 2) {
+        lfr_arg(cmd, first + 2, k2);
+    } else {
+        k2[0] = '\0';
+    }
+    lfr_arg(cmd, first + 1 + numkeys, a1);
+    lfr_arg(cmd, first + 2 + numkeys, a2);
+    lfr_arg(cmd, first + 3 + numkeys, a3);
+    if (strcmp(which, "acquire") == 0) {
+        s->acquire_calls++;
+    } else if (strcmp(which, "extend") == 0) {
+        s->extend_calls++;
+    } else if (strcmp(which, "release") == 0) {
+        s->release_calls++;
+    } else {
+        s->commit_calls++;
+    }
+    if (s->error_reply) {
+        lfr_str_reply(s, c, "-", s->error_reply);
+        return;
+    }
+    if (strcmp(which, "acquire") == 0) {
+        if (lfr_get(s, k1) != NULL) {
+            lfr_int_reply(s, c, -1);
+            return;
+        }
+        lfr_set(s, k1, a1, (uint64_t)atoll(a2));
+        if (strcmp(a3, "1") == 0) {
+            char v[32];
+            long long n = lfr_int(s, k2) + 1;
+            snprintf(v, sizeof v, "%lld", n);
+            lfr_set(s, k2, v, 0);
+            lfr_int_reply(s, c, n);
+            return;
+        }
+        lfr_int_reply(s, c, 0);
+    } else if (strcmp(which, "extend") == 0) {
+        const char *v = lfr_get(s, k1);
+        if (v != NULL && strcmp(v, a1) == 0) {
+            lfr_set(s, k1, a1, (uint64_t)atoll(a2));
+            lfr_int_reply(s, c, 1);
+            return;
+        }
+        lfr_int_reply(s, c, 0);
+    } else if (strcmp(which, "release") == 0) {
+        const char *v = lfr_get(s, k1);
+        if (v != NULL && strcmp(v, a1) == 0) {
+            lfr_del(s, k1);
+            lfr_publish(s, a2, a1);
+            lfr_int_reply(s, c, 1);
+            return;
+        }
+        lfr_int_reply(s, c, 0);
+    } else {
+        const char *v = lfr_get(s, k1);
+        if (v == NULL || strcmp(v, a1) != 0) {
+            lfr_int_reply(s, c, -1);
+            return;
+        }
+        long long cur = lfr_int(s, k2);
+        long long t = atoll(a2);
+        if (t > cur) {
+            lfr_set(s, k2, a2, 0);
+            lfr_int_reply(s, c, t);
+            return;
+        }
+        lfr_int_reply(s, c, cur);
+    }
+}
+
+static const char *lfr_by_sha(const char *sha)
+{
+    if (strcmp(sha, ELK_LOCK_SCRIPT_ACQUIRE_SHA1) == 0) return "acquire";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_EXTEND_SHA1) == 0) return "extend";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_RELEASE_SHA1) == 0) return "release";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_COMMIT_SHA1) == 0) return "commit";
+    return NULL;
+}
+
+static const char *lfr_by_text(const fake_cmd_t *cmd, size_t i)
+{
+    static const struct { const char *text; const char *name; } t[] = {
+        {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},
+        {ELK_LOCK_SCRIPT_EXTEND, "extend"},
+        {ELK_LOCK_SCRIPT_RELEASE, "release"},
+        {ELK_LOCK_SCRIPT_COMMIT, "commit"},
+    };
+    for (size_t k = 0; k < 4; k++) {
+        if (cmd->len[i] == strlen(t[k].text) && memcmp(cmd->argv[i], t[k].text, cmd->len[i]) == 0) {
+            return t[k].name;
+        }
+    }
+    return NULL;
+}
+
+static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
+{
+    char a[LFR_STR];
+    if (fake_cmd_is(cmd, "EVALSHA")) {
+        s->evalsha++;
+        lfr_arg(cmd, 1, a);
+        const char *which = lfr_by_sha(a);
+        if (!s->scripts_loaded || which == NULL) {
+            s->noscript++;
+            lfr_str_reply(s, c, "-", "NOSCRIPT No matching script. Please use EVAL.");
+            return;
+        }
+        lfr_run(s, c, which, cmd, 2);
+    } else if (fake_cmd_is(cmd, "EVAL")) {
+        s->eval++;
+        const char *which = lfr_by_text(cmd, 1);
+        if (which == NULL) {
+            lfr_str_reply(s, c, "-", "ERR unknown script in fake");
+            return;
+        }
+        if (!s->forget_scripts) {
+            s->scripts_loaded = true; /* EVAL caches the script, as Redis does */
+        }
+        lfr_run(s, c, which, cmd, 2);
+    } else if (fake_cmd_is(cmd, "SCRIPT")) {
+        s->script_load++;
+        if (!s->forget_scripts) {
+            s->scripts_loaded = true;
+        }
+        const char *which = cmd->argc > 2 ? lfr_by_text(cmd, 2) : NULL;
+        const char *sha = which == NULL                  ? "0"
+                          : strcmp(which, "acquire") == 0 ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
+                          : strcmp(which, "extend") == 0  ? ELK_LOCK_SCRIPT_EXTEND_SHA1
+                          : strcmp(which, "release") == 0 ? ELK_LOCK_SCRIPT_RELEASE_SHA1
+                                                          : ELK_LOCK_SCRIPT_COMMIT_SHA1;
+        char b[64];
+        size_t len = 0;
+        lfr_bulk(b, sizeof b, &len, sha);
+        lfr_out(s, c, b, len);
+    } else if (fake_cmd_is(cmd, "CONFIG")) {
+        s->config_get++;
+        if (s->config_disabled) {
+            lfr_str_reply(s, c, "-", "ERR unknown command 'CONFIG'");
+            return;
+        }
+        lfr_arg(cmd, 2, a);
+        const char *val = strcmp(a, "maxmemory-policy") == 0 ? s->maxmemory_policy
+                          : strcmp(a, "appendonly") == 0     ? "no"
+                                                             : "everysec";
+        char b[256];
+        size_t len = (size_t)snprintf(b, sizeof b, "*2\r\n");
+        lfr_bulk(b, sizeof b, &len, a);
+        lfr_bulk(b, sizeof b, &len, val);
+        lfr_out(s, c, b, len);
+    } else if (fake_cmd_is(cmd, "HELLO")) {
+        s->resp3[c] = true;
+        lfr_out(s, c, "%1\r\n$5\r\nproto\r\n:3\r\n", strlen("%1\r\n$5\r\nproto\r\n:3\r\n"));
+    } else if (fake_cmd_is(cmd, "SUBSCRIBE") || fake_cmd_is(cmd, "UNSUBSCRIBE")) {
+        bool sub = fake_cmd_is(cmd, "SUBSCRIBE");
+        s->subscribe += sub ? 1u : 0u;
+        lfr_arg(cmd, 1, a);
+        snprintf(s->sub[c], sizeof s->sub[c], "%s", sub ? a : "");
+        char b[256];
+        size_t len = (size_t)snprintf(b, sizeof b, s->resp3[c] ? ">3\r\n" : "*3\r\n");
+        lfr_bulk(b, sizeof b, &len, sub ? "subscribe" : "unsubscribe");
+        lfr_bulk(b, sizeof b, &len, a);
+        len += (size_t)snprintf(b + len, sizeof b - len, ":%d\r\n", sub ? 1 : 0);
+        fake_transport_push_rx(s->conn[c], b, len);
+    } else {
+        lfr_str_reply(s, c, "-", "ERR unknown command in fake");
+    }
+}
+
+size_t lfr_serve(lfr_server_t *s)
+{
+    size_t n = 0;
+    for (size_t c = 0; c < s->nconn; c++) {
+        fake_cmd_t cmd;
+        int r;
+        while ((r = fake_transport_pop_command(s->conn[c], &cmd)) == 1) {
+            n++;
+            if (!s->silent) {
+                lfr_exec(s, c, &cmd);
+            }
+        }
+        if (r < 0) {
+            fprintf(stderr, "lock_fake_redis: malformed RESP from the client\n");
+            abort();
+        }
+    }
+    return n;
+}

@@ -1,0 +1,77 @@
+/*
+ * A tiny in-memory Redis for lease-engine unit tests. It answers, on scripted
+ * transports (fake_transport.h), exactly the commands lib/lock sends: EVALSHA/EVAL of
+ * the four scripts in elk/lock_scripts.h (run natively here), SCRIPT LOAD, CONFIG
+ * GET, HELLO, SUBSCRIBE/UNSUBSCRIBE, plus PUBLISH from the release script to
+ * subscribed connections (RESP3 pushes, or RESP2 pub/sub arrays). Several connections (one per client) may share one
+ * server, so two clients can contend.
+ *
+ * Faults a test can switch on per server: silent (commands are swallowed), hold
+ * (replies are kept until lfr_flush), forget scripts (NOSCRIPT, as after SCRIPT FLUSH
+ * or a restart), CONFIG disabled, an eviction policy, error replies.
+ *
+ *     static lfr_server_t s[3];
+ *     lfr_init(&s[i], &h.clock.now);  lfr_attach(&s[i], &h.ft[i]);
+ *     ... lfr_serve(&s[i]);           // answer everything the client sent so far
+ */
+#ifndef LOCK_FAKE_REDIS_H
+#define LOCK_FAKE_REDIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fake_transport.h"
+
+#define LFR_KEYS 16u
+#define LFR_CONNS 4u
+#define LFR_STR 160u
+#define LFR_HELD 8192u
+
+typedef struct lfr_entry {
+    bool used;
+    char key[LFR_STR];
+    char val[LFR_STR];
+    uint64_t expire_at;   /* 0: no expiry */
+} lfr_entry_t;
+
+typedef struct lfr_server {
+    const uint64_t *now;                 /* the test clock (server time = client time) */
+    lfr_entry_t kv[LFR_KEYS];
+    fake_transport_t *conn[LFR_CONNS];
+    bool resp3[LFR_CONNS];               /* HELLO 3 seen on this connection */
+    char sub[LFR_CONNS][LFR_STR];        /* channel subscribed ("" none) */
+    char held[LFR_CONNS][LFR_HELD];      /* replies kept back while hold is on */
+    size_t held_len[LFR_CONNS];
+    size_t nconn;
+    /* faults */
+    bool silent;                         /* swallow commands, answer nothing */
+    bool hold;                           /* keep replies until lfr_flush */
+    bool scripts_loaded;                 /* false: EVALSHA answers NOSCRIPT until loaded */
+    bool forget_scripts;                 /* SCRIPT LOAD is ignored (keeps NOSCRIPT coming) */
+    bool config_disabled;                /* CONFIG answers an error */
+    const char *maxmemory_policy;        /* default "noeviction" */
+    const char *error_reply;             /* non-NULL: every EVAL/EVALSHA answers -<this> */
+    /* counters */
+    unsigned evalsha, eval, noscript, script_load, config_get, subscribe, publish;
+    unsigned acquire_calls, extend_calls, release_calls, commit_calls;
+} lfr_server_t;
+
+void lfr_init(lfr_server_t *s, const uint64_t *now);
+/* Attach a client connection (a node's scripted transport). Returns its index. */
+size_t lfr_attach(lfr_server_t *s, fake_transport_t *ft);
+/* Execute every whole command recorded on every attached connection. Returns the
+ * number of commands executed. */
+size_t lfr_serve(lfr_server_t *s);
+/* Push replies kept back by hold. */
+void lfr_flush(lfr_server_t *s);
+/* Data access for assertions and setup. NULL / false when absent or expired. */
+const char *lfr_get(lfr_server_t *s, const char *key);
+void lfr_set(lfr_server_t *s, const char *key, const char *val, uint64_t ttl_ms);
+void lfr_del(lfr_server_t *s, const char *key);
+/* Remaining TTL in ms, -1 no expiry, -2 absent. */
+int64_t lfr_pttl(lfr_server_t *s, const char *key);
+/* Integer value of key (0 when absent). */
+int64_t lfr_int(lfr_server_t *s, const char *key);
+
+#endif /* LOCK_FAKE_REDIS_H */

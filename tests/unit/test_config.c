@@ -1,0 +1,485 @@
+/* firmware/conf.c: the elkd config parser, every value type and every error message. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "elk/platform.h"
+#include "elkfw/conf.h"
+
+#define NODE1 "[node a]\nhost = 127.0.0.1\n"
+#define RES1 "[resource valve-1]\n"
+#define MIN NODE1 RES1
+
+static elkfw_conf_t conf; /* large: keep it off the stack */
+
+static int parse(const char *text, char *err)
+{
+    return elkfw_conf_parse(&conf, "elkd.conf", text, strlen(text), err, ELKFW_ERR_MAX);
+}
+
+static void expect_error(const char *text, const char *message)
+{
+    char err[ELKFW_ERR_MAX];
+    int rc = parse(text, err);
+    if (rc != ELK_E_CONFIG || strcmp(err, message) != 0) {
+        print_error("config:\n%s\nexpected: %s\ngot (%d): %s\n", text, message, rc, err);
+        fail();
+    }
+}
+
+static void test_minimal_defaults(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX];
+    assert_int_equal(parse(MIN, err), ELK_OK);
+    assert_string_equal(err, "");
+    assert_int_equal(conf.mode, ELKFW_MODE_SINGLE);
+    assert_int_equal(conf.n_nodes, 1);
+    assert_string_equal(conf.nodes[0].name, "a");
+    assert_string_equal(conf.nodes[0].host, "127.0.0.1");
+    assert_int_equal(conf.nodes[0].port, 6379);
+    assert_int_equal(conf.nodes[0].tls.on, 0);
+    assert_int_equal(conf.nodes[0].connect_timeout_ms, 2000);
+    assert_int_equal(conf.nodes[0].request_timeout_ms, 1000);
+    assert_int_equal(conf.n_resources, 1);
+    assert_string_equal(conf.resources[0].name, "valve-1");
+    assert_int_equal(conf.resources[0].ttl_ms, CONFIG_ELK_DEFAULT_TTL_MS);
+    assert_true(conf.resources[0].fencing);
+    assert_int_equal(conf.resources[0].min_validity_ms, CONFIG_ELK_DEFAULT_TTL_MS / 5);
+    assert_string_equal(conf.key_prefix, "elk:");
+    assert_string_equal(conf.agent.socket_path, "/run/elkd.sock");
+    assert_int_equal(conf.agent.log_level, ELK_LOG_INFO);
+    assert_int_equal(conf.agent.safety_check, ELKFW_SAFETY_WARN);
+}
+
+static void test_full_file(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX];
+    const char *text =
+        "# a comment\n"
+        "; another\n"
+        "\n"
+        "[fleet]\n"
+        "mode = redlock\n"
+        "gateway_id = gw-7\n"
+        "key_prefix = plant1:\n"
+        "tls = on\n"
+        "ca = /etc/elk/ca.pem\n"
+        "cert = /etc/elk/client.pem\n"
+        "key = /etc/elk/client.key\n"
+        "connect_timeout = 3s\n"
+        "request_timeout = 250ms\n"
+        "drift_factor = 0.02\n"
+        "drift_fixed = 5\n"
+        "[node.1]\n"
+        "  host   =   10.0.0.1  \r\n"
+        "port = 6380\n"
+        "sni = redis1.example\n"
+        "user = elk\n"
+        "password = \" sp#ce \"\n"
+        "db = 3\n"
+        "[node 2]\n"
+        "host = 10.0.0.2\n"
+        "tls = off\n"
+        "request_timeout = 2s\n"
+        "[node 3]\n"
+        "host = 10.0.0.3\n"
+        "server_name = r3\n"
+        "ca = /other/ca.pem\n"
+        "[resource valve-1]\n"
+        "ttl = 30s\n"
+        "renew_fraction = 1/4\n"
+        "stop_margin = 2s\n"
+        "min_validity = 1s\n"
+        "max_hold = 1h\n"
+        "max_renewals = 100\n"
+        "fencing = off\n"
+        "wait_min = 10ms\n"
+        "wait_max = 1s\n"
+        "release_channel = yes\n"
+        "[resource door/a]\n"
+        "renew_fraction = 40%\n"
+        "[agent]\n"
+        "socket = /tmp/elkd.sock\n"
+        "log = syslog\n"
+        "log_level = debug\n"
+        "safety_check = refuse\n";
+    assert_int_equal(parse(text, err), ELK_OK);
+    assert_int_equal(conf.mode, ELKFW_MODE_REDLOCK);
+    assert_string_equal(conf.gateway_id, "gw-7");
+    assert_string_equal(conf.key_prefix, "plant1:");
+    assert_int_equal(conf.drift_factor_ppm, 20000);
+    assert_int_equal(conf.drift_fixed_ms, 5);
+    assert_int_equal(conf.n_nodes, 3);
+    assert_string_equal(conf.nodes[0].name, "1");
+    assert_string_equal(conf.nodes[0].host, "10.0.0.1");
+    assert_int_equal(conf.nodes[0].port, 6380);
+    assert_int_equal(conf.nodes[0].tls.on, 1);
+    assert_string_equal(conf.nodes[0].tls.ca, "/etc/elk/ca.pem");   /* inherited */
+    assert_string_equal(conf.nodes[0].tls.cert, "/etc/elk/client.pem");
+    assert_string_equal(conf.nodes[0].server_name, "redis1.example");
+    assert_string_equal(conf.nodes[0].user, "elk");
+    assert_string_equal(conf.nodes[0].password, " sp#ce ");
+    assert_int_equal(conf.nodes[0].db, 3);
+    assert_int_equal(conf.nodes[0].connect_timeout_ms, 3000);
+    assert_int_equal(conf.nodes[0].request_timeout_ms, 250);
+    assert_int_equal(conf.nodes[1].tls.on, 0);
+    assert_int_equal(conf.nodes[1].request_timeout_ms, 2000);
+    assert_string_equal(conf.nodes[2].tls.ca, "/other/ca.pem");
+    assert_string_equal(conf.nodes[2].server_name, "r3");
+    assert_int_equal(conf.n_resources, 2);
+    const elkfw_resource_conf_t *r = elkfw_conf_resource(&conf, "valve-1", 7);
+    assert_non_null(r);
+    assert_int_equal(r->ttl_ms, 30000);
+    assert_int_equal(r->renew_fraction_ppm, 250000);
+    assert_int_equal(r->stop_margin_ms, 2000);
+    assert_int_equal(r->min_validity_ms, 1000);
+    assert_int_equal(r->max_hold_ms, 3600000);
+    assert_int_equal(r->max_renewals, 100);
+    assert_false(r->fencing);
+    assert_int_equal(r->wait_min_ms, 10);
+    assert_int_equal(r->wait_max_ms, 1000);
+    assert_true(r->release_channel);
+    r = elkfw_conf_resource(&conf, "door/a", 6);
+    assert_non_null(r);
+    assert_int_equal(r->renew_fraction_ppm, 400000);
+    assert_null(elkfw_conf_resource(&conf, "door", 4));
+    assert_string_equal(conf.agent.socket_path, "/tmp/elkd.sock");
+    assert_int_equal(conf.agent.log_target, ELKFW_LOG_SYSLOG);
+    assert_int_equal(conf.agent.log_level, ELK_LOG_DEBUG);
+    assert_int_equal(conf.agent.safety_check, ELKFW_SAFETY_REFUSE);
+}
+
+static void test_durations(void **state)
+{
+    (void)state;
+    uint32_t ms;
+    assert_true(elkfw_parse_duration("10s", 3, &ms));
+    assert_int_equal(ms, 10000);
+    assert_true(elkfw_parse_duration("500ms", 5, &ms));
+    assert_int_equal(ms, 500);
+    assert_true(elkfw_parse_duration("750", 3, &ms));
+    assert_int_equal(ms, 750);
+    assert_true(elkfw_parse_duration("2m", 2, &ms));
+    assert_int_equal(ms, 120000);
+    assert_true(elkfw_parse_duration("1h", 2, &ms));
+    assert_int_equal(ms, 3600000);
+    assert_true(elkfw_parse_duration("4294967295", 10, &ms));
+    assert_false(elkfw_parse_duration("4294967296", 10, &ms));
+    assert_false(elkfw_parse_duration("4294968s", 8, &ms));
+    assert_false(elkfw_parse_duration("10x", 3, &ms));
+    assert_false(elkfw_parse_duration("s", 1, &ms));
+    assert_false(elkfw_parse_duration("", 0, &ms));
+    assert_false(elkfw_parse_duration("-5", 2, &ms));
+    assert_false(elkfw_parse_duration("1.5s", 4, &ms));
+    assert_false(elkfw_parse_duration("10 s", 4, &ms));
+    assert_false(elkfw_parse_duration("10sec", 5, &ms));
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_true(elkfw_name_valid("valve-1", 7, 63));
+    assert_true(elkfw_name_valid("a.b_c:d/e@f", 11, 63));
+    assert_false(elkfw_name_valid("", 0, 63));
+    assert_false(elkfw_name_valid("a b", 3, 63));
+    assert_false(elkfw_name_valid("a{b}", 4, 63));
+    assert_false(elkfw_name_valid("a\nb", 3, 63));
+    assert_false(elkfw_name_valid("\xc3\xa9", 2, 63));
+    assert_false(elkfw_name_valid("abcd", 4, 3));
+}
+
+/* Every message the parser can produce, exactly as a user sees it. */
+static void test_error_messages_lines(void **state)
+{
+    (void)state;
+    expect_error(MIN "[resource valve-2]\nttl = 10x\n",
+                 "elkd.conf:5: key 'ttl' in [resource valve-2]: '10x' is not a duration (use e.g. 500ms or 10s)");
+    expect_error("host = x\n", "elkd.conf:1: key 'host' outside any section (start with [fleet], [node NAME], ...)");
+    expect_error("[fleet\n", "elkd.conf:1: section header is not closed: expected ']' at the end of the line");
+    expect_error("[bogus]\n",
+                 "elkd.conf:1: unknown section [bogus] (expected [fleet], [node NAME], [resource NAME] or [agent])");
+    expect_error("[node]\n",
+                 "elkd.conf:1: unknown section [node] (expected [fleet], [node NAME], [resource NAME] or [agent])");
+    expect_error("[fleet]\n[fleet]\n", "elkd.conf:2: section [fleet] appears twice (first on line 1)");
+    expect_error("[agent]\n\n[agent]\n", "elkd.conf:3: section [agent] appears twice (first on line 1)");
+    expect_error(NODE1 "[node a]\n", "elkd.conf:3: section [node a] appears twice (first on line 1)");
+    expect_error(MIN "[resource valve-1]\n", "elkd.conf:4: section [resource valve-1] appears twice (first on line 3)");
+    expect_error("[node a b]\n",
+                 "elkd.conf:1: node name 'a b' is not valid (1-63 bytes of letters, digits and . _ - : / @)");
+    expect_error("[resource a{b}]\n",
+                 "elkd.conf:1: resource name 'a{b}' is not valid (1-63 bytes of letters, digits and . _ - : / @; "
+                 "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix)");
+    expect_error("[fleet]\nfoo = 1\n",
+                 "elkd.conf:2: unknown key 'foo' in [fleet] (see the Configuration section of README.md)");
+    expect_error(NODE1 "host = y\n", "elkd.conf:3: key 'host' in [node a] is set twice (first on line 2)");
+    expect_error("[fleet]\njust words\n", "elkd.conf:2: 'just words' is not 'key = value' or a [section]");
+    expect_error("[fleet]\n = x\n", "elkd.conf:2: missing key name before '='");
+    expect_error("[fleet]\nmode = multi\n",
+                 "elkd.conf:2: key 'mode' in [fleet]: 'multi' is not one of: single, redlock");
+    expect_error("[agent]\nlog = file\n", "elkd.conf:2: key 'log' in [agent]: 'file' is not one of: stderr, syslog");
+    expect_error("[agent]\nlog_level = loud\n",
+                 "elkd.conf:2: key 'log_level' in [agent]: 'loud' is not one of: error, warn, info, debug");
+    expect_error("[agent]\nsafety_check = maybe\n",
+                 "elkd.conf:2: key 'safety_check' in [agent]: 'maybe' is not one of: warn, refuse, off");
+    expect_error("[node a]\nport = 70000\n",
+                 "elkd.conf:2: key 'port' in [node a]: '70000' is not a whole number from 1 to 65535");
+    expect_error("[node a]\nport = 0\n", "elkd.conf:2: key 'port' in [node a]: '0' is not a whole number from 1 to 65535");
+    expect_error("[node a]\ndb = x\n", "elkd.conf:2: key 'db' in [node a]: 'x' is not a whole number from 0 to 65535");
+    expect_error("[node a]\ntls = maybe\n",
+                 "elkd.conf:2: key 'tls' in [node a]: 'maybe' is not on or off (use on/off, yes/no, true/false, 1/0)");
+    expect_error("[resource r]\nttl = 50ms\n",
+                 "elkd.conf:2: key 'ttl' in [resource r]: 50ms is out of range (100ms to 86400000ms)");
+    expect_error("[resource r]\nrenew_fraction = 1.5\n",
+                 "elkd.conf:2: key 'renew_fraction' in [resource r]: '1.5' is not a fraction between 0 and 1 "
+                 "(use e.g. 0.33, 33% or 1/3)");
+    expect_error("[resource r]\nfencing = nope\n",
+                 "elkd.conf:2: key 'fencing' in [resource r]: 'nope' is not on or off (use on/off, yes/no, true/false, 1/0)");
+    expect_error("[fleet]\ngateway_id = gw 1\n",
+                 "elkd.conf:2: key 'gateway_id' in [fleet]: 'gw 1' is not a valid id (letters, digits and . _ - : / @)");
+    expect_error("[fleet]\ngateway_id = 0123456789012345678901234567890123\n",
+                 "elkd.conf:2: key 'gateway_id' in [fleet]: value is 34 bytes long; at most 32 allowed");
+    {
+        char text[600], msg[300];
+        memset(text, 0, sizeof text);
+        strcpy(text, "[agent]\nsocket = /");
+        memset(text + strlen(text), 'x', 200);
+        strcat(text, "\n");
+        snprintf(msg, sizeof msg, "elkd.conf:2: key 'socket' in [agent]: value is 201 bytes long; at most 107 allowed");
+        expect_error(text, msg);
+    }
+    {
+        static const char nul[] = "[fleet]\nmode = si\0ngle\n";
+        char err[ELKFW_ERR_MAX];
+        assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", nul, sizeof nul - 1, err, sizeof err), ELK_E_CONFIG);
+        assert_string_equal(err, "elkd.conf:2: line contains a NUL byte (is this a text file?)");
+    }
+}
+
+static void test_error_messages_whole_file(void **state)
+{
+    (void)state;
+    expect_error("", "elkd.conf: no [node NAME] section: the fleet needs at least one Redis node");
+    expect_error(NODE1, "elkd.conf: no [resource NAME] section: nothing to lock");
+    expect_error("[fleet]\nmode=single\n" NODE1 "[node b]\nhost=h\n" RES1,
+                 "elkd.conf: [fleet] mode = single takes exactly one [node], found 2 (use mode = redlock)");
+    expect_error("[fleet]\nmode=redlock\n" NODE1 "[node b]\nhost=h\n" RES1,
+                 "elkd.conf: [fleet] mode = redlock needs at least 3 independent nodes, found 2");
+    expect_error("[fleet]\nkey_prefix = a{b\n" MIN,
+                 "elkd.conf:2: key 'key_prefix' in [fleet]: 'a{b' must not contain braces, spaces or control "
+                 "bytes (the key is <prefix>{<resource>})");
+    expect_error("[fleet]\nmode = single\nkey_prefix = \"a b\"\n" MIN,
+                 "elkd.conf:3: key 'key_prefix' in [fleet]: 'a b' must not contain braces, spaces or control "
+                 "bytes (the key is <prefix>{<resource>})");
+    expect_error("[node a]\nhost = redis 1.local\n" RES1,
+                 "elkd.conf:2: key 'host' in [node a]: 'redis 1.local' is not a host name or numeric address "
+                 "(letters, digits and . - _ : %; no spaces or control bytes)");
+    expect_error("[node a]\nport = 1\nhost = r\x01x\n" RES1,
+                 "elkd.conf:3: key 'host' in [node a]: 'r?x' is not a host name or numeric address "
+                 "(letters, digits and . - _ : %; no spaces or control bytes)");
+    expect_error("[node a]\nhost = \"10.0.0.1 \"\n" RES1,
+                 "elkd.conf:2: key 'host' in [node a]: '10.0.0.1 ' is not a host name or numeric address "
+                 "(letters, digits and . - _ : %; no spaces or control bytes)");
+    expect_error("[node a]\nhost = a/b\n" RES1,
+                 "elkd.conf:2: key 'host' in [node a]: 'a/b' is not a host name or numeric address "
+                 "(letters, digits and . - _ : %; no spaces or control bytes)");
+    expect_error("[node a]\nport=1\n" RES1, "elkd.conf:1: [node a]: key 'host' is required");
+    expect_error(NODE1 "password = x\npassword_file = /p\n" RES1,
+                 "elkd.conf:1: [node a]: set 'password' or 'password_file', not both");
+    expect_error(NODE1 "tls = on\n" RES1, "elkd.conf:1: [node a]: tls is on but no 'ca' is set (here or in [fleet])");
+    expect_error(NODE1 "tls = on\nca = /ca\ncert = /c\n" RES1,
+                 "elkd.conf:1: [node a]: a client 'cert' needs its 'key' and the other way round");
+    expect_error(NODE1 "[resource r]\nwait_min = 10ms\nttl = 1000ms\nstop_margin = 900ms\n",
+                 "elkd.conf:5: key 'ttl' in [resource r]: ttl 1000ms leaves no validity: drift 12ms + "
+                 "stop_margin 900ms + min_validity 200ms must be below it");
+    expect_error(NODE1 "[resource r]\nfencing = on\nstop_margin = 9s\n",
+                 "elkd.conf:5: key 'stop_margin' in [resource r]: ttl 10000ms leaves no validity: drift 102ms + "
+                 "stop_margin 9000ms + min_validity 2000ms must be below it");
+    expect_error(NODE1 "[resource r]\nttl = 1s\nstop_margin=500ms\nrenew_fraction = 0.9\n",
+                 "elkd.conf:3: [resource r]: renew_fraction makes renewal start after the local deadline (488ms); lower it");
+    expect_error(NODE1 "[resource r]\nrenew_fraction = 0.001\n",
+                 "elkd.conf:3: [resource r]: renew_fraction must be between 1% and 90% of the ttl");
+    expect_error(NODE1 "[resource r]\nwait_min = 2s\nwait_max = 1s\n",
+                 "elkd.conf:3: [resource r]: wait_min 2000ms is above wait_max 1000ms");
+    expect_error(NODE1 "[resource r]\nmax_hold = 5s\n",
+                 "elkd.conf:3: [resource r]: max_hold 5000ms is shorter than ttl 10000ms");
+    expect_error(MIN "[agent]\nsocket = \"\"\n", "elkd.conf: [agent] socket must not be empty");
+}
+
+static void test_too_many(void **state)
+{
+    (void)state;
+    char text[8192] = "";
+    char msg[200];
+    int i;
+    for (i = 0; i <= CONFIG_ELK_MAX_NODES; i++) {
+        char sec[64];
+        snprintf(sec, sizeof sec, "[node n%d]\nhost = h\n", i);
+        strcat(text, sec);
+    }
+    snprintf(msg, sizeof msg, "elkd.conf:%d: too many nodes: this build allows %d (CONFIG_ELK_MAX_NODES)",
+             2 * CONFIG_ELK_MAX_NODES + 1, CONFIG_ELK_MAX_NODES);
+    expect_error(text, msg);
+
+    strcpy(text, NODE1);
+    for (i = 0; i <= ELKFW_MAX_RESOURCES; i++) {
+        char sec[64];
+        snprintf(sec, sizeof sec, "[resource r%d]\n", i);
+        strcat(text, sec);
+    }
+    snprintf(msg, sizeof msg, "elkd.conf:%d: too many resources: at most %d", ELKFW_MAX_RESOURCES + 3,
+             ELKFW_MAX_RESOURCES);
+    expect_error(text, msg);
+}
+
+static void test_resource_name_limit_follows_prefix(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX];
+    char text[512];
+    char name[200];
+    elkfw_conf_defaults(&conf);
+    size_t max = elkfw_resource_name_max(&conf);
+    assert_int_equal(max < ELKFW_NAME_MAX - 1 ? max : ELKFW_NAME_MAX - 1, max);
+    memset(name, 'n', max);
+    name[max] = '\0';
+    snprintf(text, sizeof text, NODE1 "[resource %s]\n", name);
+    assert_int_equal(parse(text, err), ELK_OK);
+    snprintf(text, sizeof text, NODE1 "[resource %sn]\n", name);
+    assert_int_equal(parse(text, err), ELK_E_CONFIG);
+    assert_non_null(strstr(err, "is not valid"));
+}
+
+static void test_load_file_and_password_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/elk-conf-XXXXXX";
+    char path[128], pw[128], err[ELKFW_ERR_MAX], text[512];
+    FILE *f;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/elkd.conf", dir);
+    snprintf(pw, sizeof pw, "%s/pw", dir);
+    f = fopen(pw, "w");
+    fputs("s3cret\n", f);
+    fclose(f);
+    snprintf(text, sizeof text, "[node a]\nhost = h\npassword_file = %s\n" RES1, pw);
+    f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
+    assert_string_equal(conf.nodes[0].password, "s3cret");
+
+    /* unreadable password file: names file, line and key */
+    unlink(pw);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    {
+        char expect[400];
+        snprintf(expect, sizeof expect,
+                 "%s:3: key 'password_file' in [node a]: cannot read '%s': No such file or directory", path, pw);
+        assert_string_equal(err, expect);
+    }
+    /* password file with more than a password */
+    f = fopen(pw, "w");
+    for (int i = 0; i < 300; i++) {
+        fputc('p', f);
+    }
+    fclose(f);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    {
+        char expect[400];
+        snprintf(expect, sizeof expect, "%s:3: key 'password_file' in [node a]: '%s' holds more than 255 bytes",
+                 path, pw);
+        assert_string_equal(err, expect);
+    }
+    f = fopen(pw, "w");
+    fputs("two\nlines\n", f);
+    fclose(f);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    assert_non_null(strstr(err, "must hold one non-empty line"));
+    /* empty password file */
+    f = fopen(pw, "w");
+    fclose(f);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    assert_non_null(strstr(err, "must hold one non-empty line"));
+    unlink(pw);
+    unlink(path);
+    /* missing config file */
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    {
+        char expect[400];
+        snprintf(expect, sizeof expect, "%s: cannot read the configuration: No such file or directory", path);
+        assert_string_equal(err, expect);
+    }
+    /* a huge file is refused before parsing */
+    f = fopen(path, "w");
+    for (int i = 0; i < 300 * 1024; i++) {
+        fputc('#', f);
+    }
+    fclose(f);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    assert_non_null(strstr(err, "file is larger than 262144 bytes"));
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The documented sample must stay a valid configuration. */
+static void test_sample_config_parses(void **state)
+{
+    (void)state;
+    char path[1024], err[ELKFW_ERR_MAX];
+    const char *slash = strrchr(__FILE__, '/');
+    static char text[64 * 1024];
+    size_t n;
+    FILE *f;
+    assert_non_null(slash);
+    snprintf(path, sizeof path, "%.*s/../../firmware/elkd.conf.sample", (int)(slash - __FILE__), __FILE__);
+    f = fopen(path, "rb");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    if (elkfw_conf_parse(&conf, "elkd.conf.sample", text, n, err, sizeof err) != ELK_OK) {
+        print_error("%s\n", err);
+        fail();
+    }
+    assert_int_equal(conf.mode, ELKFW_MODE_REDLOCK);
+    assert_int_equal(conf.n_nodes, 3);
+    assert_int_equal(conf.n_resources, 2);
+    assert_string_equal(conf.nodes[2].password_file, "/etc/elkd/redis.password");
+}
+
+static void test_small_error_buffer_is_terminated(void **state)
+{
+    (void)state;
+    char err[16];
+    memset(err, 'Z', sizeof err);
+    assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", "[bogus]\n", 8, err, sizeof err), ELK_E_CONFIG);
+    assert_int_equal(strlen(err), sizeof err - 1);
+    assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", "[bogus]\n", 8, NULL, 0), ELK_E_CONFIG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_minimal_defaults),
+        cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_error_messages_lines),
+        cmocka_unit_test(test_error_messages_whole_file),
+        cmocka_unit_test(test_too_many),
+        cmocka_unit_test(test_resource_name_limit_follows_prefix),
+        cmocka_unit_test(test_load_file_and_password_file),
+        cmocka_unit_test(test_sample_config_parses),
+        cmocka_unit_test(test_small_error_buffer_is_terminated),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,218 @@
+/* firmware/ctl.c: control protocol request/reply parsers and the line assembler. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elkfw/ctl.h"
+
+static int req(const char *line, elkfw_ctl_req_t *r, const char **why)
+{
+    return elkfw_ctl_parse_request(line, strlen(line), 40, r, why);
+}
+
+static void test_requests_ok(void **state)
+{
+    (void)state;
+    elkfw_ctl_req_t r;
+    const char *why;
+    assert_int_equal(req("ACQUIRE valve-1 500", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_ACQUIRE);
+    assert_string_equal(r.resource, "valve-1");
+    assert_int_equal(r.wait_ms, 500);
+    assert_int_equal(req("acquire   door/a\t10s\r", &r, &why), ELK_OK);
+    assert_string_equal(r.resource, "door/a");
+    assert_int_equal(r.wait_ms, 10000);
+    assert_int_equal(req("ACQUIRE x", &r, &why), ELK_OK);
+    assert_int_equal(r.wait_ms, 0);
+    assert_int_equal(req("RELEASE x", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_RELEASE);
+    assert_string_equal(r.resource, "x");
+    assert_int_equal(req("STATUS", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_STATUS);
+    assert_int_equal(req("STATUS JSON", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_STATUS_JSON);
+    assert_int_equal(req("PING", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_PING);
+    assert_int_equal(req("HELP", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_HELP);
+    assert_int_equal(req("  QUIT  ", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_QUIT);
+}
+
+static void test_requests_bad(void **state)
+{
+    (void)state;
+    elkfw_ctl_req_t r;
+    const char *why = NULL;
+    assert_int_equal(req("", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "empty request");
+    assert_int_equal(req("   ", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_int_equal(req("FROB x", &r, &why), ELK_E_CTL_UNKNOWN);
+    assert_string_equal(why, "commands: ACQUIRE RELEASE STATUS PING HELP QUIT");
+    assert_int_equal(req("ACQUIRE", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "usage: ACQUIRE <resource> [<wait>]");
+    assert_int_equal(req("RELEASE", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "usage: RELEASE <resource>");
+    assert_int_equal(req("ACQUIRE x 10x", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "wait must be a duration: milliseconds, or e.g. 500ms or 10s");
+    assert_int_equal(req("ACQUIRE x 10 extra", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "unexpected extra words after the command");
+    assert_int_equal(r.cmd, 0); /* nothing half-filled on error */
+    assert_int_equal(req("STATUS XML", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "usage: STATUS [JSON]");
+    assert_int_equal(req("PING x", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_int_equal(req("ACQUIRE a{b}", &r, &why), ELK_E_NAME_INVALID);
+    assert_string_equal(why, "resource name may hold only letters, digits and . _ - : / @");
+    assert_int_equal(req("ACQUIRE caf\xc3\xa9", &r, &why), ELK_E_NAME_INVALID);
+    assert_int_equal(req("ACQUIRE 0123456789012345678901234567890123456789X", &r, &why), ELK_E_NAME_TOO_LONG);
+    assert_string_equal(why, "resource name too long for CONFIG_ELK_MAX_KEY_LEN and the key prefix");
+    assert_int_equal(req("ACQUIRE 0123456789012345678901234567890123456789", &r, &why), ELK_OK);
+    {
+        static const char nul[] = "ACQUIRE a\0b";
+        assert_int_equal(elkfw_ctl_parse_request(nul, sizeof nul - 1, 40, &r, &why), ELK_E_CTL_SYNTAX);
+        assert_string_equal(why, "control characters in the request");
+    }
+    {
+        char big[ELK_CTL_LINE_MAX + 8];
+        memset(big, 'A', sizeof big);
+        assert_int_equal(elkfw_ctl_parse_request(big, sizeof big, 40, &r, &why), ELK_E_CTL_TOO_LONG);
+    }
+    assert_int_equal(elkfw_ctl_parse_request(NULL, 0, 40, &r, &why), ELK_E_CTL_SYNTAX);
+    assert_int_equal(elkfw_ctl_parse_request("PING", 4, 40, &r, NULL), ELK_OK);
+}
+
+static int rep(const char *line, elkfw_ctl_msg_t *m)
+{
+    return elkfw_ctl_parse_reply(line, strlen(line), m);
+}
+
+static void test_replies(void **state)
+{
+    (void)state;
+    elkfw_ctl_msg_t m;
+    assert_int_equal(rep("OK ACQUIRED valve-1 42 9480", &m), ELK_OK);
+    assert_int_equal(m.kind, ELKFW_MSG_OK);
+    assert_string_equal(m.word, "ACQUIRED");
+    assert_string_equal(m.resource, "valve-1");
+    assert_int_equal(m.token, 42);
+    assert_int_equal(m.deadline_ms, 9480);
+    assert_int_equal(rep("EVENT RENEWED valve-1 42 9990\r", &m), ELK_OK);
+    assert_int_equal(m.kind, ELKFW_MSG_EVENT);
+    assert_string_equal(m.word, "RENEWED");
+    assert_int_equal(m.deadline_ms, 9990);
+    assert_int_equal(rep("EVENT LOST valve-1 ELK_E_LOCK_LOST", &m), ELK_OK);
+    assert_string_equal(m.word, "LOST");
+    assert_string_equal(m.code, "ELK_E_LOCK_LOST");
+    assert_int_equal(rep("OK RELEASED valve-1", &m), ELK_OK);
+    assert_string_equal(m.resource, "valve-1");
+    assert_int_equal(rep("EVENT SHUTDOWN", &m), ELK_OK);
+    assert_string_equal(m.word, "SHUTDOWN");
+    assert_int_equal(rep("OK STATUS 3", &m), ELK_OK);
+    assert_int_equal(m.count, 3);
+    assert_int_equal(rep("OK JSON {\"a\": 1}", &m), ELK_OK);
+    assert_int_equal(m.text_len, 8);
+    assert_memory_equal(m.text, "{\"a\": 1}", 8);
+    assert_int_equal(rep("ERR ELK_E_LOCK_BUSY lock held by another holder", &m), ELK_OK);
+    assert_int_equal(m.kind, ELKFW_MSG_ERR);
+    assert_string_equal(m.code, "ELK_E_LOCK_BUSY");
+    assert_int_equal(m.text_len, strlen("lock held by another holder"));
+    assert_int_equal(elkfw_err_from_name(m.code), ELK_E_LOCK_BUSY);
+    assert_int_equal(elkfw_err_from_name("ELK_E_CTL_SYNTAX"), ELK_E_CTL_SYNTAX);
+    assert_int_equal(elkfw_err_from_name("NOPE"), ELK_E_INTERNAL);
+
+    assert_int_equal(rep("", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("HELLO", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("ERR", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 x 1", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 1", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 1 99999999999", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 1 2 3", &m), ELK_OK);
+    assert_int_equal(m.stop_margin_ms, 3);
+    assert_int_equal(rep("OK ACQUIRED valve-1 1 2 3 4", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 1 2 x", &m), ELK_E_CTL_SYNTAX);
+    /* the absolute deadline (CLOCK_BOOTTIME ms) as an optional key=value word */
+    assert_int_equal(rep("OK ACQUIRED valve-1 1 2 3", &m), ELK_OK);
+    assert_int_equal(m.deadline_boottime_ms, 0);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=123456789", &m), ELK_OK);
+    assert_int_equal(m.token, 7);
+    assert_int_equal(m.deadline_ms, 1500);
+    assert_int_equal(m.stop_margin_ms, 300);
+    assert_true(m.deadline_boottime_ms == 123456789u);
+    assert_int_equal(rep("EVENT RENEWED valve-1 7 1500 300 deadline_boottime_ms=99 future=x", &m), ELK_OK);
+    assert_true(m.deadline_boottime_ms == 99u);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 future=1 deadline_boottime_ms=5", &m), ELK_OK);
+    assert_true(m.deadline_boottime_ms == 5u);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=0", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=1x", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 =5", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 deadline_boottime_ms=5", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("EVENT LOST valve-1 ELK_E_LOCK_LOST 500", &m), ELK_OK);
+    assert_int_equal(m.stop_margin_ms, 500);
+    assert_int_equal(rep("EVENT LOST valve-1 ELK_E_LOCK_LOST 5x", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("EVENT LOST valve-1 ELK_E_LOCK_LOST 5 6", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 99999999999999999999 2", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED a{b} 1 2", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK RELEASED", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK STATUS many", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK WORDWAYTOOLONGFORTHEBUFFER", &m), ELK_E_CTL_SYNTAX);
+}
+
+static void test_linebuf(void **state)
+{
+    (void)state;
+    char storage[16];
+    elkfw_linebuf_t lb;
+    const char *line;
+    size_t len, avail;
+    char *sp;
+    elkfw_linebuf_init(&lb, storage, sizeof storage);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 0);
+    sp = elkfw_linebuf_space(&lb, &avail);
+    assert_int_equal(avail, 16);
+    memcpy(sp, "PING\nSTA", 8);
+    elkfw_linebuf_commit(&lb, 8);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 1);
+    assert_int_equal(len, 4);
+    assert_memory_equal(line, "PING", 4);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 0);
+    sp = elkfw_linebuf_space(&lb, &avail);
+    assert_int_equal(avail, 13); /* "STA" kept at the front */
+    memcpy(sp, "TUS\n", 4);
+    elkfw_linebuf_commit(&lb, 4);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 1);
+    assert_int_equal(len, 6);
+    assert_memory_equal(line, "STATUS", 6);
+    /* a line longer than the buffer: reported once, skipped to its newline */
+    sp = elkfw_linebuf_space(&lb, &avail);
+    memset(sp, 'x', avail);
+    elkfw_linebuf_commit(&lb, avail);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), ELK_E_CTL_TOO_LONG);
+    sp = elkfw_linebuf_space(&lb, &avail);
+    memcpy(sp, "xxxx\nQUIT\n", 10);
+    elkfw_linebuf_commit(&lb, 10);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 1);
+    assert_int_equal(len, 4);
+    assert_memory_equal(line, "QUIT", 4);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 0);
+    /* commit beyond the space is clamped */
+    sp = elkfw_linebuf_space(&lb, &avail);
+    elkfw_linebuf_commit(&lb, avail + 100);
+    assert_int_equal(lb.len, lb.cap);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_requests_ok),
+        cmocka_unit_test(test_requests_bad),
+        cmocka_unit_test(test_replies),
+        cmocka_unit_test(test_linebuf),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

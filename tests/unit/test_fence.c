@@ -1,0 +1,193 @@
+/* lib/fence: the actuator guard, over an in-memory storage with injectable failures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elk/fence.h"
+
+typedef struct mem_storage {
+    uint64_t value;
+    int load_rc;      /* returned by load when non-zero */
+    int store_rc;     /* returned by store when non-zero */
+    bool store_writes_on_failure; /* a store that fails after the write reached the medium */
+    int loads, stores;
+} mem_storage_t;
+
+static int mem_load(void *ctx, uint64_t *token)
+{
+    mem_storage_t *m = ctx;
+    m->loads++;
+    if (m->load_rc != 0) {
+        return m->load_rc;
+    }
+    *token = m->value;
+    return ELK_OK;
+}
+
+static int mem_store(void *ctx, uint64_t token)
+{
+    mem_storage_t *m = ctx;
+    m->stores++;
+    if (m->store_rc != 0) {
+        if (m->store_writes_on_failure) {
+            m->value = token;
+        }
+        return m->store_rc;
+    }
+    m->value = token;
+    return ELK_OK;
+}
+
+static elk_fence_storage_t storage_of(mem_storage_t *m)
+{
+    elk_fence_storage_t s = {m, mem_load, mem_store};
+    return s;
+}
+
+static void test_accepts_increasing_and_equal(void **state)
+{
+    (void)state;
+    mem_storage_t m = {0};
+    elk_fence_storage_t s = storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    assert_int_equal(elk_fence_highest(&f), 0);
+    assert_int_equal(elk_fence_check(&f, 3), ELK_OK);
+    assert_int_equal(m.value, 3);
+    assert_int_equal(elk_fence_check(&f, 3), ELK_OK); /* same holder, next command */
+    assert_int_equal(m.stores, 1);                    /* equal token: nothing to persist */
+    assert_int_equal(elk_fence_check(&f, 7), ELK_OK);
+    assert_int_equal(m.value, 7);
+    assert_int_equal(elk_fence_highest(&f), 7);
+}
+
+static void test_refuses_lower(void **state)
+{
+    (void)state;
+    mem_storage_t m = {.value = 10};
+    elk_fence_storage_t s = storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    assert_int_equal(elk_fence_highest(&f), 10);
+    assert_int_equal(elk_fence_check(&f, 9), ELK_E_FENCE_STALE);
+    assert_int_equal(elk_fence_check(&f, 1), ELK_E_FENCE_STALE);
+    assert_int_equal(m.value, 10);
+    assert_int_equal(m.stores, 0);
+    assert_int_equal(elk_fence_check(&f, 10), ELK_OK);
+    assert_int_equal(elk_fence_check(&f, UINT64_MAX), ELK_OK);
+    assert_int_equal(elk_fence_check(&f, UINT64_MAX - 1), ELK_E_FENCE_STALE);
+}
+
+static void test_zero_token_refused(void **state)
+{
+    (void)state;
+    mem_storage_t m = {0};
+    elk_fence_storage_t s = storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    assert_int_equal(elk_fence_check(&f, 0), ELK_E_FENCE_TOKEN);
+    assert_int_equal(m.stores, 0);
+}
+
+static void test_store_failure_fails_closed(void **state)
+{
+    (void)state;
+    mem_storage_t m = {.value = 5};
+    elk_fence_storage_t s = storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    m.store_rc = ELK_E_IO;
+    assert_int_equal(elk_fence_check(&f, 6), ELK_E_FENCE_STORAGE);
+    assert_int_equal(elk_fence_storage_error(&f), ELK_E_IO);
+    /* Not accepted, so the highest must not have moved in memory. */
+    assert_int_equal(elk_fence_highest(&f), 0); /* unknown until reloaded */
+    /* Even an equal-to-old token is refused while the medium is unreadable. */
+    m.load_rc = ELK_E_IO;
+    assert_int_equal(elk_fence_check(&f, 5), ELK_E_FENCE_STORAGE);
+    m.load_rc = 0;
+    m.store_rc = 0;
+    assert_int_equal(elk_fence_check(&f, 6), ELK_OK);
+    assert_int_equal(m.value, 6);
+    assert_int_equal(elk_fence_storage_error(&f), ELK_OK);
+}
+
+static void test_failed_store_that_wrote_is_reloaded(void **state)
+{
+    (void)state;
+    /* The write reached the medium but sync reported failure: the guard must not
+     * keep trusting its old cached value (5), or it would accept 6 after 8 is durable. */
+    mem_storage_t m = {.value = 5, .store_rc = ELK_E_IO, .store_writes_on_failure = true};
+    elk_fence_storage_t s = storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    assert_int_equal(elk_fence_check(&f, 8), ELK_E_FENCE_STORAGE);
+    m.store_rc = 0;
+    assert_int_equal(elk_fence_check(&f, 6), ELK_E_FENCE_STALE);
+    assert_int_equal(elk_fence_highest(&f), 8);
+}
+
+static void test_load_failure_at_init(void **state)
+{
+    (void)state;
+    mem_storage_t m = {.value = 4, .load_rc = ELK_E_FENCE_CORRUPT};
+    elk_fence_storage_t s = storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_E_FENCE_STORAGE);
+    assert_int_equal(elk_fence_storage_error(&f), ELK_E_FENCE_CORRUPT);
+    assert_int_equal(elk_fence_check(&f, 100), ELK_E_FENCE_STORAGE);
+    assert_int_equal(m.stores, 0);
+    m.load_rc = 0;
+    assert_int_equal(elk_fence_check(&f, 3), ELK_E_FENCE_STALE);
+    assert_int_equal(elk_fence_check(&f, 4), ELK_OK);
+}
+
+static void test_invalid_args(void **state)
+{
+    (void)state;
+    mem_storage_t m = {0};
+    elk_fence_storage_t s = storage_of(&m);
+    elk_fence_storage_t bad = {&m, mem_load, NULL};
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(NULL, &s), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_fence_init(&f, NULL), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_fence_init(&f, &bad), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_fence_check(NULL, 1), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_fence_highest(NULL), 0);
+}
+
+static void test_parse_token(void **state)
+{
+    (void)state;
+    uint64_t t = 0;
+    assert_int_equal(elk_fence_parse_token("42", 2, &t), ELK_OK);
+    assert_int_equal(t, 42);
+    assert_int_equal(elk_fence_parse_token("18446744073709551615", 20, &t), ELK_OK);
+    assert_true(t == UINT64_MAX);
+    assert_int_equal(elk_fence_parse_token("18446744073709551616", 20, &t), ELK_E_FENCE_TOKEN);
+    assert_int_equal(elk_fence_parse_token("0", 1, &t), ELK_E_FENCE_TOKEN);
+    assert_int_equal(elk_fence_parse_token("", 0, &t), ELK_E_FENCE_TOKEN);
+    assert_int_equal(elk_fence_parse_token("-1", 2, &t), ELK_E_FENCE_TOKEN);
+    assert_int_equal(elk_fence_parse_token("12a", 3, &t), ELK_E_FENCE_TOKEN);
+    assert_int_equal(elk_fence_parse_token(" 1", 2, &t), ELK_E_FENCE_TOKEN);
+    assert_int_equal(elk_fence_parse_token("000000000000000000001", 21, &t), ELK_E_FENCE_TOKEN);
+    assert_int_equal(elk_fence_parse_token(NULL, 1, &t), ELK_E_FENCE_TOKEN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_accepts_increasing_and_equal),
+        cmocka_unit_test(test_refuses_lower),
+        cmocka_unit_test(test_zero_token_refused),
+        cmocka_unit_test(test_store_failure_fails_closed),
+        cmocka_unit_test(test_failed_store_that_wrote_is_reloaded),
+        cmocka_unit_test(test_load_failure_at_init),
+        cmocka_unit_test(test_invalid_args),
+        cmocka_unit_test(test_parse_token),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1003 @@
+/*
+ * Lease engine (lib/lock) against real lib/node connections on scripted transports,
+ * answered by an in-memory Redis (support/lock_fake_redis.c), with a manual clock.
+ * Every state transition and the safety rule's arithmetic are checked here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elk/lock.h"
+#include "lock_fake_redis.h"
+#include "node_harness.h"
+
+#define MAXEV 256
+
+typedef struct ev_rec {
+    size_t n;
+    elk_lock_event_t ev[MAXEV];
+    elk_lock_node_result_t nodes[MAXEV][CONFIG_ELK_MAX_NODES];
+} ev_rec_t;
+
+typedef struct world {
+    node_harness_t h;
+    lfr_server_t srv[CONFIG_ELK_MAX_NODES];
+    elk_client_t client;
+    elk_lock_t lock;
+    ev_rec_t rec;
+    /* RESP2 subscriber connections of the first gateway (optional) */
+    bool subs;
+    node_harness_t hs;
+    /* a second gateway on the same servers */
+    bool two;
+    node_harness_t h2;
+    elk_client_t client2;
+    elk_lock_t lock2;
+    ev_rec_t rec2;
+    uint64_t max_wake_violation; /* non-zero if a poll returned a wake after a held deadline */
+} world_t;
+
+static world_t W;
+
+static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    ev_rec_t *r = user;
+    (void)lock;
+    if (r->n < MAXEV) {
+        r->ev[r->n] = *ev;
+        memcpy(r->nodes[r->n], ev->nodes, sizeof(elk_lock_node_result_t) * ev->node_count);
+        r->ev[r->n].nodes = r->nodes[r->n];
+        r->n++;
+    }
+}
+
+static const elk_lock_event_t *last_ev(const ev_rec_t *r)
+{
+    return r->n ? &r->ev[r->n - 1] : NULL;
+}
+
+static const elk_lock_event_t *find_ev(const ev_rec_t *r, elk_lock_event_type_t type)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->ev[i].type == type) {
+            return &r->ev[i];
+        }
+    }
+    return NULL;
+}
+
+static size_t count_ev(const ev_rec_t *r, elk_lock_event_type_t type)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        c += r->ev[i].type == type;
+    }
+    return c;
+}
+
+static uint64_t NOW(void)
+{
+    return W.h.clock.now;
+}
+
+static void world_setup_ex(size_t n, elk_lock_mode_t mode, const elk_lock_config_t *lcfg, bool resp3,
+                           bool two, bool subs);
+
+static void world_setup(size_t n, elk_lock_mode_t mode, const elk_lock_config_t *lcfg, bool resp3,
+                        bool two)
+{
+    world_setup_ex(n, mode, lcfg, resp3, two, false);
+}
+
+static void world_setup_ex(size_t n, elk_lock_mode_t mode, const elk_lock_config_t *lcfg, bool resp3,
+                           bool two, bool subs)
+{
+    elk_node_config_t nc;
+    memset(&W, 0, sizeof W);
+    elk_node_config_defaults(&nc);
+    nc.endpoint.host = "127.0.0.1";
+    nc.endpoint.port = 6379;
+    nc.resp3 = resp3;
+    node_harness_init(&W.h, n, &nc);
+    for (size_t i = 0; i < n; i++) {
+        lfr_init(&W.srv[i], &W.h.clock.now);
+        lfr_attach(&W.srv[i], &W.h.ft[i]);
+    }
+    elk_client_config_t cc;
+    elk_client_config_defaults(&cc);
+    cc.gateway_id = "gwA";
+    cc.key_prefix = "t:";
+    cc.mode = mode;
+    W.subs = subs;
+    if (subs) {
+        node_harness_init(&W.hs, n, &nc);
+        for (size_t i = 0; i < n; i++) {
+            lfr_attach(&W.srv[i], &W.hs.ft[i]);
+        }
+        cc.subscribers = &W.hs.fleet;
+    }
+    assert_int_equal(elk_client_init(&W.client, &cc, &W.h.fleet, &W.h.entropy_if, &W.h.log_if), ELK_OK);
+    cc.subscribers = NULL;
+    assert_int_equal(elk_lock_init(&W.lock, &W.client, "valve", lcfg, on_ev, &W.rec), ELK_OK);
+    W.two = two;
+    if (two) {
+        node_harness_init(&W.h2, n, &nc);
+        fake_entropy_init(&W.h2.entropy, 2);
+        for (size_t i = 0; i < n; i++) {
+            lfr_attach(&W.srv[i], &W.h2.ft[i]);
+        }
+        cc.gateway_id = "gwB";
+        assert_int_equal(elk_client_init(&W.client2, &cc, &W.h2.fleet, &W.h2.entropy_if, &W.h2.log_if),
+                         ELK_OK);
+        assert_int_equal(elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, on_ev, &W.rec2), ELK_OK);
+    }
+}
+
+static void check_wake(elk_lock_t *lock, uint64_t now, uint64_t next)
+{
+    if (elk_lock_is_held(lock, now) && next > elk_lock_deadline(lock)) {
+        W.max_wake_violation = next;
+    }
+}
+
+/* Poll the client(s) and serve the fake servers until nothing moves at this time.
+ * Returns the earliest next wake. */
+static uint64_t pump(void)
+{
+    uint64_t next = UINT64_MAX;
+    for (int round = 0; round < 200; round++) {
+        size_t served = 0;
+        W.h2.clock.now = W.h.clock.now;
+        next = elk_client_poll(&W.client, NOW());
+        check_wake(&W.lock, NOW(), next);
+        if (W.two) {
+            uint64_t n2 = elk_client_poll(&W.client2, NOW());
+            check_wake(&W.lock2, NOW(), n2);
+            next = n2 < next ? n2 : next;
+        }
+        for (size_t i = 0; i < W.h.count; i++) {
+            served += lfr_serve(&W.srv[i]);
+        }
+        size_t rx = 0;
+        W.hs.clock.now = W.h.clock.now;
+        for (size_t i = 0; i < W.h.count; i++) {
+            rx += fake_transport_rx_pending(&W.h.ft[i]);
+            if (W.subs) {
+                rx += fake_transport_rx_pending(&W.hs.ft[i]);
+            }
+            if (W.two) {
+                rx += fake_transport_rx_pending(&W.h2.ft[i]);
+            }
+        }
+        if (served == 0 && rx == 0 && next > NOW()) {
+            return next;
+        }
+    }
+    return next;
+}
+
+/* Run the world until time t, jumping from wake to wake. */
+static void run_until(uint64_t t)
+{
+    while (NOW() < t) {
+        uint64_t next = pump();
+        if (next <= NOW()) {
+            next = NOW() + 1;
+        }
+        W.h.clock.now = next < t ? next : t;
+    }
+    pump();
+}
+
+static elk_lock_config_t cfg_ttl(uint32_t ttl)
+{
+    elk_lock_config_t c;
+    elk_lock_config_defaults(&c);
+    c.ttl_ms = ttl;
+    c.stop_margin_ms = 50;
+    return c;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_config_and_names(void **state)
+{
+    (void)state;
+    elk_lock_config_t c;
+    elk_lock_config_defaults(&c);
+    assert_int_equal(c.ttl_ms, CONFIG_ELK_DEFAULT_TTL_MS);
+    assert_int_equal(c.renew_fraction_pct, CONFIG_ELK_RENEW_FRACTION_PCT);
+    assert_true(c.fencing);
+    assert_int_equal(elk_lock_config_check(&c), ELK_OK);
+    c.ttl_ms = 10;
+    c.stop_margin_ms = 8; /* drift 3 + 8 >= 10 */
+    assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
+    elk_lock_config_defaults(&c);
+    c.wait_min_ms = 10;
+    c.wait_max_ms = 5;
+    assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
+
+    world_setup(1, ELK_MODE_SINGLE, NULL, false, false);
+    elk_lock_t l2;
+    assert_int_equal(elk_lock_init(&l2, &W.client, "", NULL, NULL, NULL), ELK_E_NAME_INVALID);
+    assert_int_equal(elk_lock_init(&l2, &W.client, "a{b", NULL, NULL, NULL), ELK_E_NAME_INVALID);
+    assert_int_equal(elk_lock_init(&l2, &W.client, "a b", NULL, NULL, NULL), ELK_E_NAME_INVALID);
+    char longname[CONFIG_ELK_MAX_KEY_LEN + 2];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    assert_int_equal(elk_lock_init(&l2, &W.client, longname, NULL, NULL, NULL), ELK_E_NAME_TOO_LONG);
+    assert_string_equal(elk_lock_key(&W.lock), "t:{valve}");
+    assert_string_equal(elk_lock_state_name(ELK_LOCK_RENEWING), "renewing");
+    assert_string_equal(elk_lock_event_name(ELK_LOCK_EV_LOST), "lost");
+
+    /* SINGLE needs exactly one node */
+    static node_harness_t h3;
+    node_harness_init(&h3, 3, NULL);
+    elk_client_config_t cc;
+    elk_client_config_defaults(&cc);
+    cc.mode = ELK_MODE_SINGLE;
+    elk_client_t c3;
+    assert_int_equal(elk_client_init(&c3, &cc, &h3.fleet, &h3.entropy_if, NULL), ELK_E_INVALID_ARG);
+    cc.mode = ELK_MODE_REDLOCK;
+    cc.gateway_id = "bad id";
+    assert_int_equal(elk_client_init(&c3, &cc, &h3.fleet, &h3.entropy_if, NULL), ELK_E_NAME_INVALID);
+}
+
+static void test_single_acquire_release(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump(); /* connect, preload scripts */
+    assert_true(elk_client_ready(&W.client));
+    assert_int_equal(W.srv[0].script_load, 4);
+
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING);
+    W.h.clock.now += 3; /* the reply takes 3 ms */
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_non_null(ev);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRED);
+    assert_int_equal(ev->token, 1);
+    /* deadline = t_send + ttl - (ttl*1% + 2) - stop_margin = t0 + 1000 - 12 - 50 */
+    assert_int_equal(ev->deadline, t0 + 938);
+    assert_int_equal(elk_lock_deadline(&W.lock), t0 + 938);
+    assert_int_equal(ev->validity_ms, 935);
+    assert_int_equal(ev->ok, 1);
+    assert_int_equal(W.srv[0].commit_calls, 0); /* one node: one round trip, no commit */
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    assert_int_equal(elk_lock_token(&W.lock), 1);
+    assert_int_equal(elk_lock_hold_count(&W.lock), 1);
+
+    /* the value: gateway id, ':', 32 hex digits (128 bits) */
+    const char *v = lfr_get(&W.srv[0], "t:{valve}");
+    assert_non_null(v);
+    assert_string_equal(v, elk_lock_value(&W.lock));
+    assert_int_equal(strlen(v), 4 + 32);
+    assert_memory_equal(v, "gwA:", 4);
+    for (size_t i = 4; i < strlen(v); i++) {
+        assert_non_null(strchr("0123456789abcdef", v[i]));
+    }
+    assert_int_equal(lfr_pttl(&W.srv[0], "t:{valve}"), 1000); /* set when served, at t0 + 3 */
+    assert_int_equal(lfr_int(&W.srv[0], "t:{valve}:fence"), 1);
+
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_RELEASING);
+    pump();
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_RELEASED);
+    assert_int_equal(last_ev(&W.rec)->ok, 1);
+    assert_false(elk_lock_busy(&W.lock));
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_NOT_HELD);
+
+    /* the next acquisition has a new value and a larger token */
+    char old[128];
+    snprintf(old, sizeof old, "%s", v == NULL ? "" : elk_lock_value(&W.lock));
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(elk_lock_token(&W.lock), 2);
+    assert_string_not_equal(old, elk_lock_value(&W.lock));
+    assert_int_equal(elk_lock_deinit(&W.lock), ELK_E_STATE);
+}
+
+static void test_single_busy_and_fencing_off(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.fencing = false;
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->err, ELK_E_LOCK_BUSY);
+    assert_int_equal(ev->busy, 1);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_BUSY);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_LOCK_BUSY);
+    assert_string_equal(lfr_get(&W.srv[0], "t:{valve}"), "other:1"); /* not ours: untouched */
+
+    lfr_del(&W.srv[0], "t:{valve}");
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRED);
+    assert_int_equal(elk_lock_token(&W.lock), 0); /* fencing off: no token */
+    assert_null(lfr_get(&W.srv[0], "t:{valve}:fence"));
+}
+
+static void test_reentrancy(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_STATE); /* still acquiring */
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_OK);
+    assert_int_equal(elk_lock_hold_count(&W.lock), 2);
+    assert_int_equal(W.srv[0].acquire_calls, 1);
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    assert_int_equal(elk_lock_hold_count(&W.lock), 1);
+    assert_non_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_int_equal(W.srv[0].release_calls, 0);
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    pump();
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    assert_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_int_equal(W.srv[0].release_calls, 1);
+}
+
+static void test_noscript_fallback(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].forget_scripts = true; /* SCRIPT LOAD lost, as after SCRIPT FLUSH */
+    }
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRED);
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(W.srv[i].noscript >= 2); /* acquire and commit both fell back */
+        assert_true(W.srv[i].eval >= 2);
+        assert_non_null(lfr_get(&W.srv[i], "t:{valve}"));
+    }
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    pump();
+    for (size_t i = 0; i < 3; i++) {
+        assert_null(lfr_get(&W.srv[i], "t:{valve}"));
+    }
+}
+
+/* design.md: counters (5,1,1); A locks nodes 1,2 -> 6; B then locks nodes 2,3. */
+static void test_fencing_commit_design_case(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.round_timeout_ms = 100;
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, true);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}:fence", "5", 0);
+    lfr_set(&W.srv[1], "t:{valve}:fence", "1", 0);
+    lfr_set(&W.srv[2], "t:{valve}:fence", "1", 0);
+
+    /* A: node 3 does not answer */
+    W.srv[2].silent = true;
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->token, 6);
+    assert_int_equal(lfr_int(&W.srv[0], "t:{valve}:fence"), 6);
+    assert_int_equal(lfr_int(&W.srv[1], "t:{valve}:fence"), 6); /* committed: was 2 */
+    assert_int_equal(lfr_int(&W.srv[2], "t:{valve}:fence"), 1);
+    assert_int_equal(W.srv[1].commit_calls, 1);
+
+    /* Without the commit node 2 would read 2 and B's token would be max(3, 2) = 3 < 6. */
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    run_until(NOW() + 200); /* A's silent request times out; node 3 reconnects */
+    W.srv[2].silent = false;
+    W.srv[0].silent = true; /* B: node 1 does not answer */
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    ev = find_ev(&W.rec2, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->token, 7);
+    assert_true(ev->token > 6);
+    assert_int_equal(lfr_int(&W.srv[1], "t:{valve}:fence"), 7);
+    assert_int_equal(lfr_int(&W.srv[2], "t:{valve}:fence"), 7);
+}
+
+/* Successive holders over partly overlapping majorities: tokens strictly increase. */
+static void test_tokens_increase_over_overlapping_majorities(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.round_timeout_ms = 50;
+    world_setup(5, ELK_MODE_REDLOCK, &c, false, true);
+    pump();
+    uint64_t last = 0;
+    for (int k = 0; k < 12; k++) {
+        /* a different pair of nodes is silent each time */
+        for (size_t i = 0; i < 5; i++) {
+            W.srv[i].silent = (i == (size_t)k % 5u) || (i == ((size_t)k * 3u + 1u) % 5u);
+        }
+        elk_lock_t *l = (k % 2) ? &W.lock2 : &W.lock;
+        ev_rec_t *r = (k % 2) ? &W.rec2 : &W.rec;
+        size_t before = count_ev(r, ELK_LOCK_EV_ACQUIRED);
+        assert_int_equal(elk_lock_acquire(l, NOW(), 0), ELK_E_WOULD_BLOCK);
+        pump();
+        assert_int_equal(count_ev(r, ELK_LOCK_EV_ACQUIRED), before + 1);
+        uint64_t tok = elk_lock_token(l);
+        assert_true(tok > last);
+        last = tok;
+        assert_int_equal(elk_lock_release(l, NOW()), ELK_OK);
+        for (size_t i = 0; i < 5; i++) {
+            W.srv[i].silent = false;
+        }
+        run_until(NOW() + 120); /* timeouts, reconnects, releases delivered */
+        for (size_t i = 0; i < 5; i++) {
+            assert_null(lfr_get(&W.srv[i], "t:{valve}"));
+        }
+    }
+}
+
+static void test_commit_fails_on_majority(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    elk_client_poll(&W.client, NOW()); /* acquire requests out */
+    for (size_t i = 0; i < 3; i++) {
+        lfr_serve(&W.srv[i]); /* acquire succeeds everywhere */
+    }
+    W.srv[1].error_reply = "READONLY You can't write against a read only replica.";
+    W.srv[2].error_reply = "READONLY You can't write against a read only replica.";
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->err, ELK_E_FLEET_UNAVAILABLE);
+    assert_int_equal(ev->ok, 1);
+    assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_ERROR);
+    assert_int_equal(ev->nodes[1].err, ELK_E_SERVER_ERROR);
+    assert_string_equal(ev->nodes[1].text, "READONLY You can't write against a read only re");
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    /* the partial locks were released on every node */
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(W.srv[i].release_calls, 1);
+    }
+    assert_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+}
+
+static void test_failed_round_releases_everywhere(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.round_timeout_ms = 100;
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
+    W.srv[2].silent = true;
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    /* node 1 ok, node 2 busy, node 3 silent: undecided until the round limit */
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING);
+    run_until(NOW() + 100);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_non_null(ev);
+    assert_int_equal(ev->err, ELK_E_FLEET_UNAVAILABLE);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
+    assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_BUSY);
+    assert_int_equal(ev->nodes[2].status, ELK_LOCK_NODE_TIMEOUT);
+    W.srv[2].silent = false;
+    run_until(NOW() + 300); /* node 3 reconnects and gets its release too */
+    assert_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_string_equal(lfr_get(&W.srv[1], "t:{valve}"), "other:1");
+    assert_int_equal(W.srv[0].release_calls, 1);
+    assert_int_equal(W.srv[1].release_calls, 1);
+    assert_int_equal(W.srv[2].release_calls, 1);
+}
+
+static void test_busy_on_quorum(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    for (size_t i = 0; i < 3; i++) {
+        lfr_set(&W.srv[i], "t:{valve}", "other:1", 5000);
+    }
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->err, ELK_E_LOCK_BUSY);
+    assert_int_equal(ev->busy, 3);
+    assert_int_equal(ev->quorum, 3);
+    assert_null(lfr_get(&W.srv[3], "t:{valve}")); /* partial lock on 4 and 5 released */
+    assert_null(lfr_get(&W.srv[4], "t:{valve}"));
+}
+
+static void test_majority_late(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.min_validity_ms = 100;
+    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = true;
+    }
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING);
+    /* late, but in time: released 500 ms later, validity still >= min_validity */
+    run_until(t0 + 500);
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = false;
+        lfr_flush(&W.srv[i]);
+    }
+    pump();
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->deadline, t0 + 938); /* from t_send, not from the reply */
+    assert_int_equal(ev->validity_ms, 438);
+    assert_int_equal(ev->now, t0 + 500);
+    assert_int_equal(W.srv[0].commit_calls, 1); /* the event reports the commit round */
+
+    /* too late: the majority answers after the last useful moment */
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    pump();
+    W.rec.n = 0;
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = true;
+    }
+    t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 838); /* deadline 938 - min_validity 100 */
+    ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 838);
+    assert_int_equal(ev->err, ELK_E_FLEET_UNAVAILABLE);
+    assert_int_equal(ev->ok, 2);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_TIMEOUT);
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = false;
+        lfr_flush(&W.srv[i]); /* the late replies must change nothing */
+    }
+    run_until(NOW() + 300);
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    for (size_t i = 0; i < 5; i++) {
+        assert_null(lfr_get(&W.srv[i], "t:{valve}"));
+    }
+}
+
+static void test_renewal_keeps_lock(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(300);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    uint64_t tok = elk_lock_token(&W.lock);
+    /* renewal starts at t_send + ttl * 33% = t0 + 99 */
+    run_until(t0 + 98);
+    assert_int_equal(W.srv[0].extend_calls, 0);
+    run_until(t0 + 99);
+    assert_int_equal(W.srv[0].extend_calls, 1);
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_RENEWED);
+    /* deadline from the renewal round's own t_send: 99 + 300 - (3 + 2) - 50 */
+    assert_int_equal(ev->deadline, t0 + 99 + 245);
+    run_until(t0 + 3 * 300);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    assert_true(elk_lock_renewals(&W.lock) >= 8);
+    assert_int_equal(elk_lock_token(&W.lock), tok);
+    for (size_t i = 0; i < 3; i++) {
+        assert_non_null(lfr_get(&W.srv[i], "t:{valve}"));
+    }
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
+    assert_int_equal(W.max_wake_violation, 0);
+}
+
+static void test_renewal_fails_on_minority(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(300);
+    c.round_timeout_ms = 30;
+    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    W.srv[3].silent = true;
+    W.srv[4].error_reply = "ERR boom";
+    run_until(t0 + 900);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    assert_true(count_ev(&W.rec, ELK_LOCK_EV_RENEWED) >= 8);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_FAILED), 0);
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
+}
+
+static void test_renewal_fails_on_majority_lost_at_deadline(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(300);
+    c.round_timeout_ms = 30; /* rounds fail fast and are retried until the deadline */
+    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    uint64_t deadline = elk_lock_deadline(&W.lock);
+    assert_int_equal(deadline, t0 + 245);
+    W.srv[0].silent = true;
+    W.srv[2].error_reply = "ERR boom";
+    W.srv[4].silent = true;
+    run_until(t0 + 2000);
+    assert_true(count_ev(&W.rec, ELK_LOCK_EV_RENEW_FAILED) >= 1);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 0);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, deadline); /* exactly at the deadline, not later */
+    assert_int_equal(ev->err, ELK_E_LOCK_LOST);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_LOST);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_LOST), 1);
+    assert_int_equal(W.max_wake_violation, 0);
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
+    assert_int_not_equal(elk_lock_state(&W.lock), ELK_LOCK_LOST);
+}
+
+static void test_lost_at_deadline_silent_single(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    W.h.nodes[0].cfg.request_timeout_ms = 60000; /* the node itself would wait far longer */
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    W.srv[0].hold = true; /* the renewal reply will come, but only after the deadline */
+    run_until(t0 + 937);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
+    run_until(t0 + 938);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 938);
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    W.srv[0].hold = false;
+    lfr_flush(&W.srv[0]); /* a renewal reply after the deadline resurrects nothing */
+    run_until(NOW() + 50);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 0);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_LOST);
+    assert_int_equal(W.max_wake_violation, 0);
+}
+
+/* After LOST the actuator still needs stop_margin to stop: our key must not be deleted
+ * (letting the next holder in) before that. */
+static void test_lost_release_waits_for_stop_margin(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000); /* stop_margin 50 */
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    W.srv[0].error_reply = "ERR renewals refused"; /* the connection stays up */
+    run_until(t0 + 938);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 938);
+    assert_true(count_ev(&W.rec, ELK_LOCK_EV_RENEW_FAILED) >= 1);
+    W.srv[0].error_reply = NULL;
+    run_until(t0 + 938 + 49);
+    assert_int_equal(W.srv[0].release_calls, 0);
+    assert_non_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_true(elk_lock_busy(&W.lock));
+    run_until(t0 + 938 + 50); /* the actuator has stopped: now it goes */
+    assert_int_equal(W.srv[0].release_calls, 1);
+    assert_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+}
+
+static void test_renew_value_gone_is_lost_at_once(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    lfr_del(&W.srv[0], "t:{valve}");
+    lfr_set(&W.srv[1], "t:{valve}", "thief:1", 5000);
+    run_until(t0 + 330);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 330); /* long before the deadline */
+    assert_int_equal(ev->busy, 2);
+    assert_string_equal(lfr_get(&W.srv[1], "t:{valve}"), "thief:1");
+}
+
+static void test_caps_stop_renewal(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(300);
+    c.max_renewals = 2;
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    run_until(t0 + 2000);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 2);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_STOPPED), 1);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->err, ELK_E_MAX_HOLD);
+    /* second renewal at t0 + 99 + 99, its deadline 245 later */
+    assert_int_equal(ev->now, t0 + 198 + 245);
+
+    c.max_renewals = 0;
+    c.max_hold_ms = 500;
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 2000);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 5); /* at 99..495 */
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_STOPPED), 1);
+    ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 495 + 245);
+}
+
+static void test_wait_retry_then_timeout(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.wait_min_ms = 100;
+    c.wait_max_ms = 100;
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 450), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 250);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RETRY), 3); /* t0, +100, +200 */
+    assert_int_equal(W.rec.ev[0].err, ELK_E_LOCK_BUSY);
+    lfr_del(&W.srv[0], "t:{valve}");
+    run_until(t0 + 300);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 300);
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    pump();
+
+    /* never free: timed out at the wait deadline */
+    W.rec.n = 0;
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
+    t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 450), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 1000);
+    ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_non_null(ev);
+    assert_int_equal(ev->err, ELK_E_LOCK_TIMEOUT);
+    assert_int_equal(ev->now, t0 + 450);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED), 1);
+}
+
+static void test_release_channel_handoff(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.wait_min_ms = 500;
+    c.wait_max_ms = 500;
+    world_setup(3, ELK_MODE_REDLOCK, &c, true, true); /* RESP3 */
+    pump();
+    assert_true(elk_node_stats(&W.h.nodes[0])->resp3);
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock2, NOW()));
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 100);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    assert_true(W.srv[0].subscribe >= 1);
+    /* B releases at t0+100: A must get it at once, not at its retry 500 ms later */
+    assert_int_equal(elk_lock_release(&W.lock2, NOW()), ELK_OK);
+    pump();
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 100);
+    assert_true(W.srv[0].publish >= 1);
+    assert_true(elk_lock_token(&W.lock) > elk_lock_token(&W.lock2) || elk_lock_token(&W.lock) == 2);
+}
+
+/* RESP2 servers: the release message comes on the subscriber connections. */
+static void test_release_channel_resp2_subscriber(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.wait_min_ms = 500;
+    c.wait_max_ms = 500;
+    world_setup_ex(3, ELK_MODE_REDLOCK, &c, false, true, true);
+    pump();
+    assert_false(elk_node_stats(&W.h.nodes[0])->resp3);
+    assert_true(W.hs.nodes[0].subscriber);
+    elk_wait_t w[2 * CONFIG_ELK_MAX_NODES];
+    assert_int_equal(elk_client_waits(&W.client, w, 2 * CONFIG_ELK_MAX_NODES), 6);
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock2, NOW()));
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 100);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    assert_int_equal(W.srv[0].subscribe, 1); /* on the subscriber connection only */
+    assert_string_equal(W.srv[0].sub[1], "t:{valve}:released"); /* conns: h, hs, h2 */
+    assert_int_equal(elk_lock_release(&W.lock2, NOW()), ELK_OK);
+    pump();
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 100); /* woken by the message, not the 500 ms retry */
+    assert_string_equal(W.srv[0].sub[1], ""); /* unsubscribed once acquired */
+
+    /* without subscriber connections a RESP2 waiter falls back to its retry delay */
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, true);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 100);
+    assert_int_equal(W.srv[0].subscribe, 0);
+    assert_int_equal(elk_lock_release(&W.lock2, NOW()), ELK_OK);
+    run_until(t0 + 1000);
+    ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 500);
+}
+
+static void test_fleet_unavailable_and_cancel(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    /* no poll yet: nodes are not connected */
+    assert_false(elk_client_ready(&W.client));
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_non_null(ev);
+    assert_int_equal(ev->err, ELK_E_FLEET_UNAVAILABLE);
+    assert_int_equal(ev->nodes[0].err, ELK_E_NOT_CONNECTED);
+
+    /* cancel an acquire in flight: nothing held afterwards, keys removed */
+    pump();
+    assert_true(elk_client_ready(&W.client));
+    W.rec.n = 0;
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = true;
+    }
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = false;
+        lfr_flush(&W.srv[i]);
+    }
+    run_until(NOW() + 50);
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    for (size_t i = 0; i < 3; i++) {
+        assert_null(lfr_get(&W.srv[i], "t:{valve}"));
+    }
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_false(elk_lock_busy(&W.lock));
+    assert_int_equal(elk_lock_deinit(&W.lock), ELK_OK);
+}
+
+static void test_entropy_failure(void **state)
+{
+    (void)state;
+    world_setup(1, ELK_MODE_SINGLE, NULL, false, false);
+    pump();
+    fake_entropy_fail_next(&W.h.entropy, 1);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_ENTROPY);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_int_equal(W.srv[0].acquire_calls, 0);
+}
+
+static void test_safety_check(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    W.srv[0].maxmemory_policy = "allkeys-lru";
+    pump();
+    assert_true(W.srv[0].config_get >= 3);
+    assert_true(fake_log_contains(&W.h.log, "maxmemory-policy"));
+    assert_true(fake_log_contains(&W.h.log, "allkeys-lru"));
+    assert_true(fake_log_contains(&W.h.log, "appendfsync"));
+    assert_true(elk_client_ready(&W.client)); /* WARN: still used */
+
+    /* REFUSE: the node counts as failed */
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    W.client.cfg.safety = ELK_SAFETY_REFUSE;
+    W.srv[0].maxmemory_policy = "volatile-lru";
+    pump();
+    assert_false(elk_client_ready(&W.client));
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->nodes[0].err, ELK_E_UNSAFE_SERVER);
+
+    /* CONFIG disabled: a warning, and the node is used */
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    W.client.cfg.safety = ELK_SAFETY_REFUSE;
+    W.srv[0].config_disabled = true;
+    pump();
+    assert_true(fake_log_contains(&W.h.log, "CONFIG GET refused"));
+    assert_true(elk_client_ready(&W.client));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_and_names),
+        cmocka_unit_test(test_single_acquire_release),
+        cmocka_unit_test(test_single_busy_and_fencing_off),
+        cmocka_unit_test(test_reentrancy),
+        cmocka_unit_test(test_noscript_fallback),
+        cmocka_unit_test(test_fencing_commit_design_case),
+        cmocka_unit_test(test_tokens_increase_over_overlapping_majorities),
+        cmocka_unit_test(test_commit_fails_on_majority),
+        cmocka_unit_test(test_failed_round_releases_everywhere),
+        cmocka_unit_test(test_busy_on_quorum),
+        cmocka_unit_test(test_majority_late),
+        cmocka_unit_test(test_renewal_keeps_lock),
+        cmocka_unit_test(test_renewal_fails_on_minority),
+        cmocka_unit_test(test_renewal_fails_on_majority_lost_at_deadline),
+        cmocka_unit_test(test_lost_at_deadline_silent_single),
+        cmocka_unit_test(test_lost_release_waits_for_stop_margin),
+        cmocka_unit_test(test_renew_value_gone_is_lost_at_once),
+        cmocka_unit_test(test_caps_stop_renewal),
+        cmocka_unit_test(test_wait_retry_then_timeout),
+        cmocka_unit_test(test_release_channel_handoff),
+        cmocka_unit_test(test_release_channel_resp2_subscriber),
+        cmocka_unit_test(test_fleet_unavailable_and_cancel),
+        cmocka_unit_test(test_entropy_failure),
+        cmocka_unit_test(test_safety_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
