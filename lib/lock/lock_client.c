@@ -152,7 +152,8 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
     if (top != NULL && (top->type == ELK_RESP_PUSH || top->type == ELK_RESP_ARRAY) &&
         top->integer == 3 && idx + 3u < push->count + 0u && elk_resp_str_eq(&push->nodes[idx + 1u], "message")) {
         const elk_resp_node_t *ch = &push->nodes[idx + 2u];
-        elk_lock__release_message(client, ch->str, ch->len);
+        const elk_resp_node_t *pl = &push->nodes[idx + 3u];
+        elk_lock__release_message(client, ch->str, ch->len, pl->str, pl->len);
         return;
     }
     if (top != NULL && (top->type == ELK_RESP_PUSH || top->type == ELK_RESP_ARRAY) &&

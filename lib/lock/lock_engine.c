@@ -198,17 +198,33 @@ static void lk_unsubscribe(elk_lock_t *lock, uint64_t now)
     }
 }
 
-void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len)
+static bool lk_is_own_value(const elk_lock_t *l, const uint8_t *p, size_t n)
+{
+    if (p == NULL || n == 0u) {
+        return false;
+    }
+    return (n == l->value_len && memcmp(p, l->value, n) == 0) ||
+           (n == l->rel_value_len && memcmp(p, l->rel_value, n) == 0);
+}
+
+void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
+                               const uint8_t *payload, size_t plen)
 {
     size_t i;
     for (i = 0; i < client->lock_count; i++) {
         elk_lock_t *l = client->locks[i];
         size_t sl = sizeof(ELK_LOCK_CHANNEL_SUFFIX) - 1u;
-        if (l->state != ELK_LOCK_WAITING || len != (size_t)l->key_len + sl) {
+        /* A message during a retry round counts too: that round may have been answered
+         * "busy" just before the release, and must be followed by another at once. */
+        if ((l->state != ELK_LOCK_WAITING && !(l->state == ELK_LOCK_ACQUIRING && l->subscribed)) ||
+            len != (size_t)l->key_len + sl) {
             continue;
         }
+        /* Our own partial locks, deleted after a failed round, are no news: waking on
+         * them would spin a waiter on its own releases. */
         if (memcmp(channel, l->key, l->key_len) == 0 &&
-            memcmp(channel + l->key_len, ELK_LOCK_CHANNEL_SUFFIX, sl) == 0) {
+            memcmp(channel + l->key_len, ELK_LOCK_CHANNEL_SUFFIX, sl) == 0 &&
+            !lk_is_own_value(l, payload, plen)) {
             l->wake_now = true;
             client->dirty = true;
         }
@@ -339,7 +355,7 @@ static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
     lk_start_release(lock, now, false);
     if (lock->waiting && now < lock->wait_deadline) {
         lock->state = ELK_LOCK_WAITING;
-        lock->wake_now = false;
+        /* wake_now stays set if a release message arrived during this round */
         lock->next_retry = lk_min(now + lk_random_delay(lock), lock->wait_deadline);
         lk_subscribe(lock, now);
         lk_fire(lock, ELK_LOCK_EV_RETRY, err, now, lock->results);

@@ -36,7 +36,9 @@ const elk_resp_node_t *elk_lock__top(const elk_resp_reply_t *reply, size_t *inde
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
 /* a node (re)connected: SUBSCRIBE again if lock is waiting on the release channel */
 void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
-void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len);
+/* A release message (channel, payload = the released value) arrived on node's connection. */
+void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
+                               const uint8_t *payload, size_t plen);
 
 /* lock_log.c */
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,

@@ -843,6 +843,56 @@ static void test_release_channel_handoff(void **state)
     assert_true(elk_lock_token(&W.lock) > elk_lock_token(&W.lock2) || elk_lock_token(&W.lock) == 2);
 }
 
+/* The release message arrives while a retry round is in flight (and is answered
+ * "busy"): the waiter must retry at once, not after its retry delay. */
+static void test_release_message_during_retry_round(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.wait_min_ms = 500;
+    c.wait_max_ms = 500;
+    world_setup(1, ELK_MODE_SINGLE, &c, true, false);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 499);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    W.srv[0].hold = true; /* the retry at t0+500 gets its "busy" late */
+    run_until(t0 + 500);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING);
+    lfr_del(&W.srv[0], "t:{valve}");
+    const char *msg = ">3\r\n$7\r\nmessage\r\n$18\r\nt:{valve}:released\r\n$7\r\nother:1\r\n";
+    fake_transport_push_rx_str(&W.h.ft[0], msg);
+    pump();
+    W.srv[0].hold = false;
+    lfr_flush(&W.srv[0]);
+    pump();
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, t0 + 500); /* not t0 + 1000 */
+}
+
+/* A waiter whose failed round got a partial lock releases it, and the release script
+ * publishes: that message is its own and must not wake it (it would spin). */
+static void test_own_release_does_not_wake(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.wait_min_ms = 500;
+    c.wait_max_ms = 500;
+    world_setup(3, ELK_MODE_REDLOCK, &c, true, false);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 0);
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 1900), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 1700);
+    assert_true(W.srv[2].publish >= 3);              /* its own partial releases published */
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RETRY), 4); /* t0, +500, +1000, +1500 only */
+    assert_int_equal(W.srv[2].acquire_calls, 4);
+}
+
 /* RESP2 servers: the release message comes on the subscriber connections. */
 static void test_release_channel_resp2_subscriber(void **state)
 {
@@ -994,6 +1044,8 @@ int main(void)
         cmocka_unit_test(test_caps_stop_renewal),
         cmocka_unit_test(test_wait_retry_then_timeout),
         cmocka_unit_test(test_release_channel_handoff),
+        cmocka_unit_test(test_release_message_during_retry_round),
+        cmocka_unit_test(test_own_release_does_not_wake),
         cmocka_unit_test(test_release_channel_resp2_subscriber),
         cmocka_unit_test(test_fleet_unavailable_and_cancel),
         cmocka_unit_test(test_entropy_failure),
