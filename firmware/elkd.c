@@ -436,15 +436,26 @@ static void node_addr(size_t i, char *buf, size_t cap)
     snprintf(buf, cap, "%s:%u", g.conf.nodes[i].host, (unsigned)g.conf.nodes[i].port);
 }
 
+static size_t clients_connected(void)
+{
+    size_t i, n = 0;
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        n += g.clients[i].fd >= 0;
+    }
+    return n;
+}
+
 static void send_status(int slot, bool json, uint64_t now)
 {
     size_t i;
     char holder[32], addr[300];
     if (!json) {
         client_send(slot, "OK STATUS %zu\n", 1 + g.n_res + g.fleet.count);
-        client_send(slot, "agent gateway=%s pid=%d mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s\n",
+        client_send(slot,
+                    "agent gateway=%s pid=%d mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s clients=%zu/%d\n",
                     g.gateway_id, (int)getpid(), elkfw_mode_name(g.conf.mode), elk_fleet_ready_count(&g.fleet),
-                    g.fleet.count, elk_client_quorum(&g.client), g.shutting_down ? "yes" : "no");
+                    g.fleet.count, elk_client_quorum(&g.client), g.shutting_down ? "yes" : "no",
+                    clients_connected(), ELKD_MAX_CLIENTS);
         for (i = 0; i < g.n_res; i++) {
             const resource_t *r = &g.res[i];
             client_send(slot,
@@ -468,9 +479,10 @@ static void send_status(int slot, bool json, uint64_t now)
         return;
     }
     client_send(slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
-                      "\"shutting_down\":%s,\"resources\":[",
+                      "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"resources\":[",
                 g.gateway_id, (int)getpid(), elkfw_mode_name(g.conf.mode), elk_client_quorum(&g.client),
-                elk_fleet_ready_count(&g.fleet), g.shutting_down ? "true" : "false");
+                elk_fleet_ready_count(&g.fleet), g.shutting_down ? "true" : "false", clients_connected(),
+                ELKD_MAX_CLIENTS);
     for (i = 0; i < g.n_res; i++) {
         const resource_t *r = &g.res[i];
         client_send(slot,
@@ -987,7 +999,16 @@ static int run_loop(void)
             if (g.clients[w->client].fd < 0 || g.clients[w->client].id != w->client_id) {
                 w->client = -1;
             } else if (now >= w->deadline) {
-                client_err(w->client, ELK_E_LOCK_TIMEOUT, g.res[w->res].conf->name);
+                /* say what stood in the way: another client of this agent */
+                const resource_t *r = &g.res[w->res];
+                char detail[160];
+                if (r->owner >= 0 && owned_by(r, r->owner)) {
+                    snprintf(detail, sizeof detail, "%s; held by pid %d on this agent", r->conf->name,
+                             (int)g.clients[r->owner].pid);
+                } else {
+                    snprintf(detail, sizeof detail, "%s", r->conf->name);
+                }
+                client_err(w->client, ELK_E_LOCK_TIMEOUT, detail);
                 w->client = -1;
             } else if (w->deadline < next) {
                 next = w->deadline;

@@ -4,7 +4,7 @@
 #      TLS), simulator sweeps and negative controls, fault scenarios against elkd/elk, fuzz
 #      corpus replay, symbol checks. Label "extended" (a second, overlapping implementation
 #      of the fault scenarios) is left out; run it with `ctest -L extended`.
-#   2. ASan+UBSan build + ctest, without the long simulator sweeps and the shell-driven
+#   2. Release build (compile only: -O3 warnings), then ASan+UBSan build + ctest, without the long simulator sweeps and the shell-driven
 #      scenarios (both covered by step 1; ASan makes them several times slower)
 #   3. valgrind memcheck of the unit tests
 #   4. libFuzzer targets, each for ELK_FUZZ_SECONDS (default 60 for the decoder, 15 others)
@@ -44,6 +44,16 @@ echo "== ctest =="
 run_ctest build -LE extended
 
 if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
+  # -O3 enables warnings (stringop-overflow, ...) that -O0 never sees; -Werror makes
+  # them build failures for anyone building Release, so CI builds it too.
+  echo "== build (Release) =="
+  cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
+  if cmake --build build-release -j"$JOBS" >build-release.log 2>&1; then
+    passed=$((passed + 1))
+  else
+    tail -40 build-release.log; failed=$((failed + 1))
+  fi
+
   echo "== build (ASan+UBSan) =="
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DELK_SANITIZE=ON >/dev/null
   cmake --build build-asan -j"$JOBS"

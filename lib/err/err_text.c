@@ -1,4 +1,5 @@
 /* Names and messages for elk_err_t, generated from the single list in err.h. */
+#include "elk/config.h"
 #include "elk/err.h"
 
 #include <stddef.h>
@@ -6,11 +7,18 @@
 struct elk_err_entry {
     int code;
     const char *name;
+#if CONFIG_ELK_ERR_MESSAGES
     const char *message;
+#endif
 };
 
 static const struct elk_err_entry elk_err_table[] = {
+#if CONFIG_ELK_ERR_MESSAGES
 #define ELK_ERR_ROW_(name, value, msg) {(value), #name, (msg)},
+#else
+/* Flash-tight builds keep only the names: docs list each name's message. */
+#define ELK_ERR_ROW_(name, value, msg) {(value), #name},
+#endif
     ELK_ERR_LIST(ELK_ERR_ROW_)
 #undef ELK_ERR_ROW_
 };
@@ -34,6 +42,10 @@ const char *elk_err_name(int code)
 
 const char *elk_err_message(int code)
 {
+#if CONFIG_ELK_ERR_MESSAGES
     const struct elk_err_entry *e = elk_err_find(code);
     return e != NULL ? e->message : "unknown error code";
+#else
+    return elk_err_name(code);
+#endif
 }

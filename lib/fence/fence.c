@@ -87,7 +87,8 @@ int elk_fence_parse_token(const char *s, size_t len, uint64_t *token)
             return ELK_E_FENCE_TOKEN;
         }
         d = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10u) {
+        /* v * 10 + d <= UINT64_MAX, with constants only (no 64-bit division). */
+        if (v > UINT64_MAX / 10u || (v == UINT64_MAX / 10u && d > UINT64_MAX % 10u)) {
             return ELK_E_FENCE_TOKEN;
         }
         v = v * 10u + d;

@@ -54,7 +54,9 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
     char buf[CONFIG_ELK_MAX_KEY_LEN + 160u];
     elk_fmt_t f;
     const elk_log_t *log = client->log;
-    if (log == NULL || log->write == NULL || level > log->level) {
+    /* At CONFIG_ELK_LOG_LEVEL 0 this always returns, so the formatting is compiled out. */
+    if (CONFIG_ELK_LOG_LEVEL == 0 || level > CONFIG_ELK_LOG_LEVEL || log == NULL ||
+        log->write == NULL || level > log->level) {
         return;
     }
     elk_fmt_init(&f, buf, sizeof(buf));
@@ -69,10 +71,14 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
     }
     if (err != ELK_OK) {
         elk_fmt_str(&f, ": ");
+#if CONFIG_ELK_ERR_MESSAGES
         elk_fmt_str(&f, elk_err_message(err));
         elk_fmt_str(&f, " (");
         elk_fmt_str(&f, elk_err_name(err));
         elk_fmt_str(&f, ")");
+#else
+        elk_fmt_str(&f, elk_err_name(err)); /* the message would only repeat it */
+#endif
     }
     log->write(log->ctx, level, "lock", buf, f.len);
 }
@@ -84,7 +90,9 @@ static void lk_node_log(const elk_client_t *client, int level, size_t node, cons
     elk_fmt_t f;
     const elk_log_t *log = client->log;
     const elk_endpoint_t *ep = &client->fleet->nodes[node].cfg.endpoint;
-    if (log == NULL || log->write == NULL || level > log->level) {
+    /* At CONFIG_ELK_LOG_LEVEL 0 this always returns, so the formatting is compiled out. */
+    if (CONFIG_ELK_LOG_LEVEL == 0 || level > CONFIG_ELK_LOG_LEVEL || log == NULL ||
+        log->write == NULL || level > log->level) {
         return;
     }
     elk_fmt_init(&f, buf, sizeof(buf));
@@ -135,7 +143,9 @@ static void lk_on_sub_state(void *user, elk_node_t *node, elk_node_state_t state
     if (state != ELK_NODE_READY || client->cfg.subscribers == NULL) {
         return;
     }
-    for (i = 0; i < client->cfg.subscribers->count; i++) {
+    /* count equals the fleet's (checked in elk_client_init), which is at most
+     * CONFIG_ELK_MAX_NODES; the explicit bound also lets the compiler see it. */
+    for (i = 0; i < client->cfg.subscribers->count && i < (size_t)CONFIG_ELK_MAX_NODES; i++) {
         if (&client->cfg.subscribers->nodes[i] == node) {
             client->sub_fresh[i] = 1;
             client->dirty = true;
@@ -147,20 +157,20 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
 {
     elk_client_t *client = (elk_client_t *)user;
     size_t idx = 0;
-    const elk_resp_node_t *top = elk_lock__top(push, &idx);
-    /* RESP3 pub/sub message: >3 "message" <channel> <payload> */
+    const elk_resp_node_t *top = elk_resp_reply_top(push, &idx);
     if (top != NULL && (top->type == ELK_RESP_PUSH || top->type == ELK_RESP_ARRAY) &&
-        top->integer == 3 && idx + 3u < push->count + 0u && elk_resp_str_eq(&push->nodes[idx + 1u], "message")) {
-        const elk_resp_node_t *ch = &push->nodes[idx + 2u];
-        const elk_resp_node_t *pl = &push->nodes[idx + 3u];
-        elk_lock__release_message(client, ch->str, ch->len, pl->str, pl->len);
-        return;
-    }
-    if (top != NULL && (top->type == ELK_RESP_PUSH || top->type == ELK_RESP_ARRAY) &&
-        top->integer >= 1 && idx + 1u < push->count &&
-        (elk_resp_str_eq(&push->nodes[idx + 1u], "subscribe") ||
-         elk_resp_str_eq(&push->nodes[idx + 1u], "unsubscribe"))) {
-        return; /* confirmations of our own SUBSCRIBE / UNSUBSCRIBE */
+        top->integer >= 1 && idx + 1u < push->count) {
+        const elk_resp_node_t *kind = &push->nodes[idx + 1u];
+        /* RESP3 pub/sub message: >3 "message" <channel> <payload> */
+        if (top->integer == 3 && idx + 3u < push->count && elk_resp_str_eq(kind, "message")) {
+            const elk_resp_node_t *ch = &push->nodes[idx + 2u];
+            const elk_resp_node_t *pl = &push->nodes[idx + 3u];
+            elk_lock__release_message(client, ch->str, ch->len, pl->str, pl->len);
+            return;
+        }
+        if (elk_resp_str_eq(kind, "subscribe") || elk_resp_str_eq(kind, "unsubscribe")) {
+            return; /* confirmations of our own SUBSCRIBE / UNSUBSCRIBE */
+        }
     }
     if (client->cfg.on_push != NULL) {
         client->cfg.on_push(client->cfg.push_user, node, push);
@@ -179,7 +189,7 @@ static void lk_on_config(void *user, elk_node_t *node, int status, const elk_res
     if (i == SIZE_MAX || status != ELK_OK) {
         return;
     }
-    top = elk_lock__top(reply, &idx);
+    top = elk_resp_reply_top(reply, &idx);
     if (top == NULL) {
         return;
     }

@@ -21,11 +21,31 @@ void elk_lock_config_defaults(elk_lock_config_t *cfg)
     cfg->use_release_channel = true;
 }
 
+/* ceil(p / 10^6) by binary long division: a 64-bit `/` would link libgcc's
+ * __udivmoddi4 (about 700 bytes) into Cortex-M images. The remainder stays below
+ * 2 * 10^6, so it fits 32 bits; p + 999999 cannot wrap, p being a product of two
+ * 32-bit numbers. Called once per round, so 64 steps cost nothing that matters. */
+static uint64_t lock_div_1e6_up(uint64_t p)
+{
+    uint64_t n = p + 999999u;
+    uint64_t q = 0;
+    uint32_t r = 0;
+    int b;
+    for (b = 63; b >= 0; b--) {
+        r = (r << 1) | (uint32_t)((n >> b) & 1u);
+        q <<= 1;
+        if (r >= 1000000u) {
+            r -= 1000000u;
+            q |= 1u;
+        }
+    }
+    return q;
+}
+
 uint64_t elk_lock__drift(const elk_lock_config_t *cfg)
 {
     /* Round up: a drift allowance that is too small by a millisecond is unsafe. */
-    uint64_t scaled = (uint64_t)cfg->ttl_ms * cfg->drift_factor_ppm;
-    return (scaled + 999999u) / 1000000u + cfg->drift_fixed_ms;
+    return lock_div_1e6_up((uint64_t)cfg->ttl_ms * cfg->drift_factor_ppm) + cfg->drift_fixed_ms;
 }
 
 static uint64_t lock_margins(const elk_lock_config_t *cfg)

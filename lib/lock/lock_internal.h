@@ -24,13 +24,14 @@ uint64_t elk_lock__deadline_from(const elk_lock_config_t *cfg, uint64_t t_send);
  * reason the request was not queued (its callback will then never run). */
 int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t seq, bool eval,
                           uint64_t now, uint64_t deadline);
+/* Write lock->key then suffix into out (room for CONFIG_ELK_MAX_KEY_LEN + 16);
+ * returns the length (no NUL). */
+size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out);
 /* send a client-level command whose reply is ignored (SCRIPT LOAD, SUBSCRIBE ...) */
 int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
                          uint64_t now);
 /* Reply callback of every ticket. */
 void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply);
-/* The top-level value of a reply, skipping a leading attribute; NULL if none. */
-const elk_resp_node_t *elk_lock__top(const elk_resp_reply_t *reply, size_t *index);
 
 /* lock_engine.c */
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);

@@ -21,7 +21,7 @@ static elk_lock_ticket_t *ticket_take(elk_lock_t *lock)
     return NULL;
 }
 
-static size_t key_with_suffix(const elk_lock_t *lock, const char *suffix, char *out)
+size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out)
 {
     size_t n = strlen(suffix);
     memcpy(out, lock->key, lock->key_len);
@@ -61,6 +61,8 @@ int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t 
     const char *text;
     const char *sha;
     elk_lock_ticket_t *t;
+    bool fence;
+    bool release;
     int rc;
 
     if (client->node_unsafe[node]) {
@@ -70,39 +72,31 @@ int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t 
         return ELK_E_NOT_CONNECTED;
     }
     script_of(kind, &text, &sha);
-    argv[argc++] = eval ? elk_resp_arg_cstr("EVAL") : elk_resp_arg_cstr("EVALSHA");
+    /* The four argument lists share most of their items; built in one pass, not one
+     * list per script, as that was a third of this module's flash. Anything else than
+     * ACQUIRE, COMMIT or EXTEND is RELEASE. */
+    fence = (kind == LK_ACQUIRE || kind == LK_COMMIT);
+    release = !fence && kind != LK_EXTEND;
+    argv[argc++] = elk_resp_arg_cstr(eval ? "EVAL" : "EVALSHA");
     argv[argc++] = elk_resp_arg_cstr(eval ? text : sha);
-    switch (kind) {
-    case LK_ACQUIRE:
-        argv[argc++] = elk_resp_arg_int(2);
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+    argv[argc++] = elk_resp_arg_int(fence ? 2 : 1); /* numkeys */
+    argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+    if (fence) {
         argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
-                                          key_with_suffix(lock, ELK_LOCK_FENCE_SUFFIX, key2));
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->value, lock->value_len);
-        argv[argc++] = elk_resp_arg_int((int64_t)lock->cfg.ttl_ms);
-        argv[argc++] = elk_resp_arg_cstr(lock->cfg.fencing ? "1" : "0");
-        break;
-    case LK_COMMIT:
-        argv[argc++] = elk_resp_arg_int(2);
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+                                          elk_lock__key_with(lock, ELK_LOCK_FENCE_SUFFIX, key2));
+    }
+    argv[argc++] = elk_resp_arg_bytes((const uint8_t *)(release ? lock->rel_value : lock->value),
+                                      release ? lock->rel_value_len : lock->value_len);
+    if (release) {
         argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
-                                          key_with_suffix(lock, ELK_LOCK_FENCE_SUFFIX, key2));
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->value, lock->value_len);
+                                          elk_lock__key_with(lock, ELK_LOCK_CHANNEL_SUFFIX, key2));
+    } else if (kind == LK_COMMIT) {
         argv[argc++] = elk_resp_arg_int((int64_t)lock->token);
-        break;
-    case LK_EXTEND:
-        argv[argc++] = elk_resp_arg_int(1);
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->value, lock->value_len);
+    } else {
         argv[argc++] = elk_resp_arg_int((int64_t)lock->cfg.ttl_ms);
-        break;
-    default:
-        argv[argc++] = elk_resp_arg_int(1);
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->rel_value, lock->rel_value_len);
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
-                                          key_with_suffix(lock, ELK_LOCK_CHANNEL_SUFFIX, key2));
-        break;
+        if (kind == LK_ACQUIRE) {
+            argv[argc++] = elk_resp_arg_cstr(lock->cfg.fencing ? "1" : "0");
+        }
     }
     t = ticket_take(lock);
     if (t == NULL) {
@@ -135,24 +129,6 @@ int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t
         return ELK_E_NOT_CONNECTED;
     }
     return elk_node_send(&client->fleet->nodes[node], now, argv, argc, 0, ignore_reply, client);
-}
-
-const elk_resp_node_t *elk_lock__top(const elk_resp_reply_t *reply, size_t *index)
-{
-    size_t i = 0;
-    if (reply == NULL || reply->nodes == NULL) {
-        return NULL;
-    }
-    while (i < reply->count && reply->nodes[i].type == ELK_RESP_ATTRIBUTE) {
-        i += 1u + reply->nodes[i].subtree;
-    }
-    if (i >= reply->count) {
-        return NULL;
-    }
-    if (index != NULL) {
-        *index = i;
-    }
-    return &reply->nodes[i];
 }
 
 static void copy_text(elk_lock_node_result_t *r, const elk_resp_node_t *n)
@@ -201,6 +177,8 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     uint32_t *pending;
     uint32_t *evalm;
     uint64_t t0;
+    uint8_t st = ELK_LOCK_NODE_ERROR;
+    int err = ELK_E_UNEXPECTED_REPLY;
 
     (void)node;
     t->in_use = 0;
@@ -226,40 +204,29 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     }
     client->dirty = true;
     r->rtt_ms = client->now > t0 ? (uint32_t)(client->now - t0) : 0u;
+    /* Every outcome but a NOSCRIPT to resend ends the same way: one copy of the stores. */
     if (status != ELK_OK) {
-        r->status = status == ELK_E_TIMEOUT ? ELK_LOCK_NODE_TIMEOUT : ELK_LOCK_NODE_ERROR;
-        r->err = status;
-        *pending &= ~LK_BIT(i);
-        return;
-    }
-    top = elk_lock__top(reply, NULL);
-    if (top == NULL) {
-        r->status = ELK_LOCK_NODE_ERROR;
-        r->err = ELK_E_UNEXPECTED_REPLY;
-        *pending &= ~LK_BIT(i);
-        return;
-    }
-    if (elk_resp_is_error(top)) {
+        st = status == ELK_E_TIMEOUT ? ELK_LOCK_NODE_TIMEOUT : ELK_LOCK_NODE_ERROR;
+        err = status;
+    } else if ((top = elk_resp_reply_top(reply, NULL)) == NULL) {
+        /* no value at all: unexpected */
+    } else if (elk_resp_is_error(top)) {
         if (is_noscript(top) && !t->eval) {
             /* Script cache flushed or server restarted: resend the text from the engine
              * step (not from inside the node's poll). The node stays pending. */
             *evalm |= LK_BIT(i);
             return;
         }
-        r->status = ELK_LOCK_NODE_ERROR;
-        r->err = is_noscript(top) ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
+        err = is_noscript(top) ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
         copy_text(r, top);
-        *pending &= ~LK_BIT(i);
-        return;
+    } else if (top->type == ELK_RESP_INTEGER) {
+        r->value = top->integer;
+        st = classify(kind, top->integer, lock->token);
+        if (st != ELK_LOCK_NODE_ERROR) {
+            err = ELK_OK;
+        }
     }
-    if (top->type != ELK_RESP_INTEGER) {
-        r->status = ELK_LOCK_NODE_ERROR;
-        r->err = ELK_E_UNEXPECTED_REPLY;
-        *pending &= ~LK_BIT(i);
-        return;
-    }
-    r->value = top->integer;
-    r->status = classify(kind, top->integer, lock->token);
-    r->err = r->status == ELK_LOCK_NODE_ERROR ? ELK_E_UNEXPECTED_REPLY : ELK_OK;
+    r->status = st;
+    r->err = err;
     *pending &= ~LK_BIT(i);
 }

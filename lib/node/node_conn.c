@@ -60,7 +60,10 @@ int elk_node_init(elk_node_t *node, const elk_node_config_t *cfg, const elk_tran
 
 /* ------------------------------------------------------------------ logging */
 
-bool elk_node_log_on(const elk_node_t *node, int level)
+/* At CONFIG_ELK_LOG_LEVEL 0 the elk_node_log_on macro is constant false, so nothing
+ * calls these: they are left out of the library too. */
+#if CONFIG_ELK_LOG_LEVEL > 0
+bool (elk_node_log_on)(const elk_node_t *node, int level)
 {
     return node->log != NULL && node->log->write != NULL && level <= node->log->level &&
            level <= CONFIG_ELK_LOG_LEVEL;
@@ -84,10 +87,13 @@ void elk_node_log_err(elk_fmt_t *f, int err)
 {
     elk_fmt_str(f, ": ");
     elk_fmt_str(f, elk_err_name(err));
+#if CONFIG_ELK_ERR_MESSAGES
     elk_fmt_str(f, " (");
     elk_fmt_str(f, elk_err_message(err));
     elk_fmt_str(f, ")");
+#endif
 }
+#endif /* CONFIG_ELK_LOG_LEVEL > 0 */
 
 /* ------------------------------------------------------------------ states */
 
@@ -195,7 +201,7 @@ static uint32_t elk_node_backoff_delay(elk_node_t *node)
     if (node->entropy->fill(node->entropy->ctx, rnd, sizeof rnd) == ELK_OK) {
         uint32_t r = (uint32_t)rnd[0] | ((uint32_t)rnd[1] << 8) | ((uint32_t)rnd[2] << 16) |
                      ((uint32_t)rnd[3] << 24);
-        jitter = (uint32_t)((uint64_t)r % ((uint64_t)half + 1u));
+        jitter = r % (half + 1u); /* half < 2^31: 32-bit, no 64-bit division helper */
     } else {
         jitter = half; /* no entropy: the full delay, the safe side */
     }

@@ -115,14 +115,10 @@ static bool elk_node_hs_is_hello_reply(const elk_resp_node_t *top)
 
 void elk_node_hs_reply(elk_node_t *node, uint64_t now, const elk_resp_reply_t *reply)
 {
-    const elk_resp_node_t *top = &reply->nodes[0];
+    const elk_resp_node_t *top = elk_resp_reply_top(reply, NULL);
     bool err;
-    size_t i = 0;
-    while (i < reply->count && reply->nodes[i].type == ELK_RESP_ATTRIBUTE) {
-        i += 1u + reply->nodes[i].subtree;
-    }
-    if (i < reply->count) {
-        top = &reply->nodes[i];
+    if (top == NULL) {
+        top = &reply->nodes[0]; /* only attributes: judged as they are */
     }
     err = elk_resp_is_error(top);
     node->handshake_pending = 0;

@@ -13,9 +13,13 @@
  * (so nothing is formatted otherwise); elk_node_log_begin starts a line with
  * "<host>:<port> " in buf, the caller appends with elk_fmt_*, elk_node_log_end writes it. */
 bool elk_node_log_on(const elk_node_t *node, int level);
+/* Callers pass a constant level: this lets the compiler drop every line above
+ * CONFIG_ELK_LOG_LEVEL, formatting included (all of them at level 0). */
+#define elk_node_log_on(node, level) \
+    ((level) <= CONFIG_ELK_LOG_LEVEL && (elk_node_log_on)((node), (level)))
 void elk_node_log_begin(const elk_node_t *node, elk_fmt_t *f, char *buf, size_t cap);
 void elk_node_log_end(const elk_node_t *node, int level, elk_fmt_t *f);
-/* Append ": <NAME> (<message>)" for an elk_err_t. */
+/* Append ": <NAME> (<message>)" for an elk_err_t (": <NAME>" without CONFIG_ELK_ERR_MESSAGES). */
 void elk_node_log_err(elk_fmt_t *f, int err);
 
 /* Tear the connection down, notify, fail every in-flight request, go to BACKOFF.

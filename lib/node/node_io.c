@@ -77,26 +77,12 @@ static bool elk_node_is_pubsub_kind(const elk_resp_node_t *n)
     return false;
 }
 
-/* The value a reply carries, past any leading RESP3 attribute. */
-static const elk_resp_node_t *elk_node_top(const elk_resp_reply_t *reply, size_t *index)
-{
-    size_t i = 0;
-    while (i < reply->count && reply->nodes[i].type == ELK_RESP_ATTRIBUTE) {
-        i += 1u + reply->nodes[i].subtree;
-    }
-    if (i >= reply->count) {
-        return NULL;
-    }
-    *index = i;
-    return &reply->nodes[i];
-}
-
 /* Route one complete reply. Returns ELK_OK, or a negative code when the node was
  * failed here. Callbacks may close the node; the caller checks epoch. */
 static int elk_node_dispatch(elk_node_t *node, uint64_t now, const elk_resp_reply_t *reply)
 {
     size_t ti = 0;
-    const elk_resp_node_t *top = elk_node_top(reply, &ti);
+    const elk_resp_node_t *top = elk_resp_reply_top(reply, &ti);
     elk_node_request_t req;
     if (top == NULL) {
         elk_node_conn_fail(node, now, ELK_E_UNEXPECTED_REPLY, ELK_E_UNEXPECTED_REPLY);

@@ -51,18 +51,20 @@ int elk_pool_get(elk_pool_t *pool, uint8_t **block)
     }
     /* Start after the last block handed out so reuse spreads over the pool, which
      * makes a use-after-put show up sooner under ASan and in tests. */
+    i = pool->next_hint < pool->count ? pool->next_hint : 0u;
     for (n = 0; n < pool->count; n++) {
-        i = ((size_t)pool->next_hint + n) % pool->count;
+        size_t next = i + 1u == pool->count ? 0u : i + 1u;
         if (!elk_pool_bit(pool, i)) {
             elk_pool_set_bit(pool, i, 1);
             pool->in_use++;
             if (pool->in_use > pool->high_water) {
                 pool->high_water = pool->in_use;
             }
-            pool->next_hint = (uint16_t)((i + 1u) % pool->count);
+            pool->next_hint = (uint16_t)next;
             *block = pool->mem + i * pool->block_size;
             return ELK_OK;
         }
+        i = next;
     }
     return ELK_E_INTERNAL; /* in_use said a block was free but the bitmap disagrees */
 }

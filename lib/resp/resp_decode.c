@@ -209,6 +209,7 @@ static const uint8_t elk_resp_line_limit[256] = {
     ['~'] = ELK_RESP_NUM_MAX + 1u, ['|'] = ELK_RESP_NUM_MAX + 1u, ['>'] = ELK_RESP_NUM_MAX + 1u,
 };
 
+#if ELK_RESP_WIDE
 /* Eight bytes as a little-endian word whatever the CPU's byte order (compilers turn
  * this into one load where the order matches). */
 static inline uint64_t elk_resp_load8(const uint8_t *p)
@@ -246,11 +247,13 @@ static inline uint64_t elk_resp_digits_value(uint64_t w, unsigned k)
     w = ((w & 0x00FF00FF00FF00FFu) * 6553601u) >> 16;      /* quads: 100 * ab + cd */
     return ((w & 0x0000FFFF0000FFFFu) * 42949672960001u) >> 32; /* 10000 * abcd + efgh */
 }
+#endif /* ELK_RESP_WIDE */
 
 /* Index of the first CR or LF in buf[i..stop), or stop. Eight bytes a step while it
  * can (error replies and status lines run to tens of bytes), then one at a time. */
 static inline size_t elk_resp_find_crlf(const uint8_t *buf, size_t i, size_t stop)
 {
+#if ELK_RESP_WIDE
     while (stop - i >= 8u) {
         uint64_t w = elk_resp_load8(buf + i);
         uint64_t cr = w ^ 0x0D0D0D0D0D0D0D0Du;
@@ -264,6 +267,7 @@ static inline size_t elk_resp_find_crlf(const uint8_t *buf, size_t i, size_t sto
         }
         i += 8u;
     }
+#endif
     for (; i < stop; i++) {
         uint8_t c = buf[i];
         if (c <= '\r' && (c == '\r' || c == '\n')) {
@@ -273,6 +277,7 @@ static inline size_t elk_resp_find_crlf(const uint8_t *buf, size_t i, size_t sto
     return i;
 }
 
+#if ELK_RESP_WIDE
 static const uint64_t elk_resp_pow10[9] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u,
                                            10000000u, 100000000u};
 
@@ -352,6 +357,19 @@ static inline bool elk_resp_fast_num(const uint8_t *buf, size_t pos, size_t len,
     *out = acc;
     return true;
 }
+#else
+/* Narrow targets: every number line takes the general path (find_line + parse_i64). */
+static inline bool elk_resp_fast_num(const uint8_t *buf, size_t pos, size_t len, size_t *cr,
+                                     uint64_t *out)
+{
+    (void)buf;
+    (void)pos;
+    (void)len;
+    (void)cr;
+    *out = 0;
+    return false;
+}
+#endif /* ELK_RESP_WIDE */
 
 static inline void elk_resp_node_set(elk_resp_node_t *n, uint8_t type, const uint8_t *str,
                                      size_t len, int64_t integer)
@@ -599,6 +617,7 @@ static int elk_resp_parse(elk_resp_reader_t *r)
     }
 }
 
+#if ELK_RESP_WIDE
 /* One scalar (+, -, :, $) wholly in buf[pos..len) into *n. Returns the offset just
  * past it, or 0 when the general loop must decide (see elk_resp_fast_reply). */
 static inline size_t elk_resp_fast_scalar(const uint8_t *buf, size_t pos, size_t len,
@@ -691,6 +710,7 @@ static size_t elk_resp_fast_reply(elk_resp_reader_t *r)
     r->n_nodes = (size_t)count + 1u;
     return end;
 }
+#endif /* ELK_RESP_WIDE */
 
 /* Everything but the fast path, out of line so the fast path stays small. */
 static ELK_RESP_NOINLINE int elk_resp_next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out)
@@ -728,6 +748,7 @@ int elk_resp_reader_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
     if (r->reply_out) {
         return ELK_E_STATE;
     }
+#if ELK_RESP_WIDE
     if (r->n_nodes == 0u && r->scan <= r->pos && !r->in_body) {
         size_t end = elk_resp_fast_reply(r);
         if (end != 0u) {
@@ -740,5 +761,6 @@ int elk_resp_reader_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
             return 1;
         }
     }
+#endif
     return elk_resp_next_slow(r, out);
 }

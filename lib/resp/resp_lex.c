@@ -14,6 +14,18 @@ static size_t elk_resp_lex_digits(const uint8_t *s, size_t i, size_t len)
     return i;
 }
 
+/* Index just past an optional sign and at least one digit from s[i], or 0 when there
+ * is no digit (a success is never 0). Shared by doubles, exponents and big numbers. */
+static size_t elk_resp_lex_int(const uint8_t *s, size_t i, size_t len)
+{
+    size_t j;
+    if (i < len && (s[i] == '+' || s[i] == '-')) {
+        i++;
+    }
+    j = elk_resp_lex_digits(s, i, len);
+    return j == i ? 0u : j;
+}
+
 bool elk_resp_lex_double(const uint8_t *s, size_t len)
 {
     size_t i = 0;
@@ -27,11 +39,10 @@ bool elk_resp_lex_double(const uint8_t *s, size_t len)
     if (len - i == 3u && memcmp(s + i, "inf", 3u) == 0) {
         return true;
     }
-    j = elk_resp_lex_digits(s, i, len);
-    if (j == i) {
-        return false; /* an integral part is required */
+    i = elk_resp_lex_int(s, 0, len); /* an integral part is required */
+    if (i == 0u) {
+        return false;
     }
-    i = j;
     if (i < len && s[i] == '.') {
         j = elk_resp_lex_digits(s, i + 1u, len);
         if (j == i + 1u) {
@@ -40,26 +51,18 @@ bool elk_resp_lex_double(const uint8_t *s, size_t len)
         i = j;
     }
     if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        if (i < len && (s[i] == '+' || s[i] == '-')) {
-            i++;
-        }
-        j = elk_resp_lex_digits(s, i, len);
-        if (j == i) {
+        i = elk_resp_lex_int(s, i + 1u, len);
+        if (i == 0u) {
             return false;
         }
-        i = j;
     }
     return i == len;
 }
 
 bool elk_resp_lex_bignum(const uint8_t *s, size_t len)
 {
-    size_t i = 0;
-    if (len > 0u && (s[0] == '+' || s[0] == '-')) {
-        i = 1;
-    }
-    return i < len && elk_resp_lex_digits(s, i, len) == len;
+    size_t e = elk_resp_lex_int(s, 0, len);
+    return e != 0u && e == len;
 }
 
 int elk_resp_lex_verbatim(elk_resp_node_t *n)

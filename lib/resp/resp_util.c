@@ -11,6 +11,24 @@ bool elk_resp_is_error(const elk_resp_node_t *n)
     return n != NULL && (n->type == ELK_RESP_ERROR || n->type == ELK_RESP_BLOB_ERROR);
 }
 
+const elk_resp_node_t *elk_resp_reply_top(const elk_resp_reply_t *reply, size_t *index)
+{
+    size_t i = 0;
+    if (reply == NULL || reply->nodes == NULL) {
+        return NULL;
+    }
+    while (i < reply->count && reply->nodes[i].type == ELK_RESP_ATTRIBUTE) {
+        i += 1u + reply->nodes[i].subtree;
+    }
+    if (i >= reply->count) {
+        return NULL;
+    }
+    if (index != NULL) {
+        *index = i;
+    }
+    return &reply->nodes[i];
+}
+
 bool elk_resp_str_eq(const elk_resp_node_t *n, const char *s)
 {
     size_t len;

@@ -66,6 +66,7 @@ check_contains "busy message" "ELK_E_LOCK_BUSY" "$(cat "$ELK_T_DIR/busy.err")"
 E run --wait 300ms valve-1 -- true 2>"$ELK_T_DIR/to.err"; rc=$?
 check "local wait that runs out: exit 73" 73 $rc
 check_contains "timeout reason" "ELK_E_LOCK_TIMEOUT" "$(cat "$ELK_T_DIR/to.err")"
+check_contains "timeout names what stood in the way (the local holder)" "held by pid" "$(cat "$ELK_T_DIR/to.err")"
 t2=$(E run --wait 10s valve-1 -- sh -c 'echo $ELK_FENCE_TOKEN'); rc=$?
 check "waiting client gets the lease after the holder" 0 $rc
 [ "$t2" -gt "$prev" ] 2>/dev/null; check "waiter's token ($t2) above the previous holder's" 0 $?

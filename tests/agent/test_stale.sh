@@ -12,6 +12,7 @@ SOCK="$ELK_T_DIR/fake.sock"
 # fake_elkd MODE: answers one ACQUIRE per connection as MODE says, then keeps the
 # connection open until the client closes it.
 fake_elkd() {
+  rm -f "$SOCK"
   python3 - "$SOCK" "$1" <<'PY' &
 import os, socket, sys, time
 path, mode = sys.argv[1], sys.argv[2]

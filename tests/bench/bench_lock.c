@@ -1,31 +1,39 @@
 /*
  * Lease engine figures on loopback, next to the raw round-trip limit measured with
- * redis-benchmark in the same run:
+ * redis-benchmark on the same servers in the same run (issue 7):
  *
- *   1. single node: acquire + release cycles per second (each cycle is two round trips:
- *      acquire script, release script), against redis-benchmark -c 1 PING / 2;
- *      and the heap calls our code made during the timed cycles (target 0);
- *   2. acquire latency (mean, p50, p99) on 1 node vs 5 nodes (Redlock with the fencing
- *      commit: two round trips; and without fencing: one);
- *   3. hand-off latency between two gateways on 3 nodes: from the holder's release to
- *      the waiter's ACQUIRED event, with the release channel (RESP3 push) and without
- *      it (retry delays 50..250 ms).
+ *   1. limits: redis-benchmark -c 1 PING and the lock's own two scripts (EVALSHA acquire
+ *      on fresh keys + EVALSHA release), so the limit has the same command types as a cycle;
+ *   2. single node: acquire + release cycles/s and cycle p50/p99, plain TCP and TLS, and the
+ *      heap calls our code made over the timed cycles (target 0);
+ *   3. Redlock acquire latency: 1 node vs 5 nodes, fencing on (acquire + commit round) and
+ *      off (one round), directly and through elk-faultproxy with a delay per node;
+ *   4. many locks held with renewal (1, 64, 1024 if CONFIG_ELK_MAX_LOCKS allows): CPU per
+ *      second (getrusage) and requests/s the server received (INFO commandstats);
+ *   5. hand-off: holder's release -> waiter's ACQUIRED, release channel vs polling, on 1
+ *      node and on 3 nodes (fencing on and off).
  *
- *   bench_lock [N]        (default N = 5000 cycles; latency and hand-off use N/10 and 30)
+ *   bench_lock [N]            N cycles (default 10000); latency N/10, hand-off 40 / 8 rounds
+ *   bench_lock --cycles N     connect, then only N cycles in bench_cycles() (for callgrind:
+ *                             valgrind --tool=callgrind --toggle-collect=bench_cycles ...)
  *
- * Starts its own redis-server processes (plain TCP, ephemeral ports) and stops them.
- * Reproduce:  cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release &&
- *             cmake --build build-bench -j2 --target bench_lock && build-bench/tests/bench/bench_lock
+ * Servers: ELK_BENCH_PORT (single) and ELK_BENCH_PORTS (5, comma-separated) when set (by
+ * tests/bench/run-all.sh, so peers use the same servers), else it starts its own; the TLS
+ * server is always its own. ELK_BENCH_PROXY_PORTS: 5 delayed proxies (optional).
+ * Prints "RESULT <id> <value> <unit> <name>" lines for run-all.sh's table.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,12 +42,18 @@
 #include "alloc_count.h"
 #include "elk/blocking.h"
 #include "elk/lock.h"
+#include "elk/lock_scripts.h"
+#include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
 
-#define NSERV 6 /* 0: single; 1..5: the five; 1..3 also the three for hand-off */
+#define NSERV 6 /* 0: single; 1..5: the fleet (1..3 also the hand-off trio) */
 
-static pid_t pids[NSERV];
+static pid_t pids[NSERV + 1];
 static uint16_t ports[NSERV];
+static uint16_t proxy_ports[NSERV]; /* 1..5 */
+static bool have_proxies;
+static uint16_t tls_port;
+static char tmpdir[64];
 
 static uint16_t free_port(void)
 {
@@ -60,12 +74,20 @@ static uint16_t free_port(void)
 
 static void stop_all(void)
 {
-    for (int i = 0; i < NSERV; i++) {
+    for (int i = 0; i <= NSERV; i++) {
         if (pids[i] > 0) {
             kill(pids[i], SIGTERM);
             waitpid(pids[i], NULL, 0);
             pids[i] = 0;
         }
+    }
+    if (tmpdir[0] != '\0') {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "bench_lock: could not remove %s\n", tmpdir);
+        }
+        tmpdir[0] = '\0';
     }
 }
 
@@ -76,25 +98,82 @@ static void on_signal(int sig)
     _exit(3);
 }
 
-static void start_all(void)
+static pid_t start_redis(uint16_t port, bool tls)
 {
-    for (int i = 0; i < NSERV; i++) {
-        char port[16];
-        ports[i] = free_port();
-        snprintf(port, sizeof port, "%u", ports[i]);
-        pid_t pid = fork();
-        if (pid == 0) {
-            int fd = open("/dev/null", O_WRONLY);
-            if (fd >= 0) {
-                dup2(fd, 1);
-                dup2(fd, 2);
-            }
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--dir", "/tmp", (char *)NULL);
-            _exit(127);
+    char p[16], crt[128], key[128], ca[128];
+    snprintf(p, sizeof p, "%u", port);
+    snprintf(crt, sizeof crt, "%s/server.crt", tmpdir);
+    snprintf(key, sizeof key, "%s/server.key", tmpdir);
+    snprintf(ca, sizeof ca, "%s/ca.crt", tmpdir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
         }
-        pids[i] = pid;
+        if (tls) {
+            execlp("redis-server", "redis-server", "--port", "0", "--tls-port", p, "--tls-cert-file", crt,
+                   "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "no", "--bind",
+                   "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmpdir, (char *)NULL);
+        } else {
+            execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--dir", tmpdir, (char *)NULL);
+        }
+        _exit(127);
     }
+    return pid;
+}
+
+/* "a,b,c" -> out[first..]; returns how many */
+static size_t parse_ports(const char *s, uint16_t *out, size_t max)
+{
+    size_t n = 0;
+    while (s != NULL && *s != '\0' && n < max) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v <= 0 || v > 65535) {
+            break;
+        }
+        out[n++] = (uint16_t)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+static bool start_servers(bool want_tls, bool own)
+{
+    const char *p1 = getenv("ELK_BENCH_PORT"), *pf = getenv("ELK_BENCH_PORTS");
+    const char *pp = getenv("ELK_BENCH_PROXY_PORTS");
+    if (!own && p1 != NULL && pf != NULL && parse_ports(p1, ports, 1) == 1 &&
+        parse_ports(pf, ports + 1, 5) == 5) {
+        printf("servers: run-all's (single :%u, fleet :%u..)\n", ports[0], ports[1]);
+    } else {
+        for (int i = 0; i < NSERV; i++) {
+            ports[i] = free_port();
+            pids[i] = start_redis(ports[i], false);
+        }
+        printf("servers: started by bench_lock (single :%u)\n", ports[0]);
+    }
+    have_proxies = pp != NULL && parse_ports(pp, proxy_ports + 1, 5) == 5;
+    bool tls = false;
+    if (want_tls) {
+        char gen[600];
+        const char *src = __FILE__;
+        const char *slash = strrchr(src, '/');
+        int dirlen = slash != NULL ? (int)(slash - src) : 1;
+        snprintf(gen, sizeof gen, "sh '%.*s/../integration/gen-certs.sh' '%s' >/dev/null 2>&1", dirlen,
+                 slash != NULL ? src : ".", tmpdir);
+        if (system(gen) == 0) {
+            tls_port = free_port();
+            pids[NSERV] = start_redis(tls_port, true);
+            tls = true;
+        } else {
+            fprintf(stderr, "bench_lock: certificate generation failed (%s): TLS rows skipped\n", gen);
+        }
+    }
+    usleep(300 * 1000);
+    return tls;
 }
 
 static double now_s(void)
@@ -104,6 +183,19 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void result(const char *id, double v, const char *unit, const char *name)
+{
+    printf("RESULT %s %.6g %s %s\n", id, v, unit, name);
+}
+
 /* ------------------------------------------------------------------ gateway */
 
 #define GW_POOL (2u * CONFIG_ELK_MAX_NODES + 2u)
@@ -111,6 +203,7 @@ static double now_s(void)
 typedef struct gw {
     elk_posix_tcp_t tcp[CONFIG_ELK_MAX_NODES];
     elk_transport_t tcp_t[CONFIG_ELK_MAX_NODES];
+    elk_transport_t tls_t;
     elk_node_t nodes[CONFIG_ELK_MAX_NODES];
     elk_fleet_t fleet;
     _Alignas(8) uint8_t pool_mem[GW_POOL * CONFIG_ELK_POOL_BLOCK_SIZE];
@@ -118,16 +211,22 @@ typedef struct gw {
     elk_client_t client;
     elk_lock_t lock;
     size_t n;
+    bool tls;
     double acquired_at; /* when the last ACQUIRED event fired */
 } gw_t;
 
 static elk_entropy_t entropy;
 static gw_t ga, gb;
+static elk_tls_shared_t tls_shared;
+static elk_tls_conn_t tls_conn;
+static bool tls_shared_up;
 
 static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
 {
     (void)ctx;
-    fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fprintf(stderr, "  %ld.%06ld [%s %d] %.*s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, module, level, (int)len, text);
 }
 
 static elk_log_t bench_log = {NULL, log_write, ELK_LOG_DEBUG};
@@ -153,10 +252,30 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
-static void gw_init(gw_t *g, size_t first, size_t n, const char *id, const elk_lock_config_t *lc)
+static void gw_wait_ready(gw_t *g)
+{
+    uint64_t end = elk_posix_now_ms() + 10000;
+    for (;;) {
+        size_t busy = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            busy += elk_node_inflight(&g->nodes[i]);
+        }
+        if (elk_fleet_ready_count(&g->fleet) == g->n && busy == 0) {
+            return;
+        }
+        if (elk_posix_now_ms() >= end) {
+            die("connect", ELK_E_FLEET_UNAVAILABLE);
+        }
+        elk_blocking_step(&g->client, end, NULL);
+    }
+}
+
+/* Connects to pl[0..n-1]; tls: one node over TLS to pl[0]. Locks: the caller's. */
+static void gw_init(gw_t *g, const uint16_t *pl, size_t n, const char *id, bool tls)
 {
     memset(g, 0, sizeof *g);
     g->n = n;
+    g->tls = tls;
     int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, GW_POOL);
     if (rc != ELK_OK) {
         die("pool", rc);
@@ -165,10 +284,18 @@ static void gw_init(gw_t *g, size_t first, size_t n, const char *id, const elk_l
         elk_node_config_t nc;
         elk_node_config_defaults(&nc);
         nc.endpoint.host = "127.0.0.1";
-        nc.endpoint.port = ports[first + i];
+        nc.endpoint.port = pl[i];
         nc.resp3 = true;
         elk_posix_tcp_init(&g->tcp[i], NULL, &g->tcp_t[i]);
-        rc = elk_node_init(&g->nodes[i], &nc, &g->tcp_t[i], &g->pool, &entropy, blog());
+        const elk_transport_t *t = &g->tcp_t[i];
+        if (tls && i == 0) {
+            nc.endpoint.server_name = "localhost";
+            if (elk_tls_conn_init(&tls_conn, &tls_shared, &g->tcp_t[0], &g->tls_t) != ELK_OK) {
+                die("tls conn", ELK_E_IO);
+            }
+            t = &g->tls_t;
+        }
+        rc = elk_node_init(&g->nodes[i], &nc, t, &g->pool, &entropy, blog());
         if (rc != ELK_OK) {
             die("node init", rc);
         }
@@ -183,24 +310,15 @@ static void gw_init(gw_t *g, size_t first, size_t n, const char *id, const elk_l
     if ((rc = elk_client_init(&g->client, &cc, &g->fleet, &entropy, blog())) != ELK_OK) {
         die("client init", rc);
     }
-    if ((rc = elk_lock_init(&g->lock, &g->client, "res", lc, on_ev, g)) != ELK_OK) {
+}
+
+static void gw_lock(gw_t *g, const elk_lock_config_t *lc)
+{
+    int rc = elk_lock_init(&g->lock, &g->client, "res", lc, on_ev, g);
+    if (rc != ELK_OK) {
         die("lock init", rc);
     }
-    /* all nodes up and start-up requests answered */
-    uint64_t end = elk_posix_now_ms() + 10000;
-    for (;;) {
-        size_t busy = 0;
-        for (size_t i = 0; i < n; i++) {
-            busy += elk_node_inflight(&g->nodes[i]);
-        }
-        if (elk_fleet_ready_count(&g->fleet) == n && busy == 0) {
-            break;
-        }
-        if (elk_posix_now_ms() >= end) {
-            die("connect", ELK_E_FLEET_UNAVAILABLE);
-        }
-        elk_blocking_step(&g->client, end, NULL);
-    }
+    gw_wait_ready(g);
 }
 
 static void gw_free(gw_t *g)
@@ -208,31 +326,41 @@ static void gw_free(gw_t *g)
     for (size_t i = 0; i < g->n; i++) {
         elk_node_close(&g->nodes[i], elk_posix_now_ms());
     }
+    if (g->tls) {
+        elk_tls_conn_free(&tls_conn);
+    }
 }
 
 /* ------------------------------------------------------------------ figures */
 
-static double redis_benchmark_rps(uint16_t port, unsigned n)
+/* redis-benchmark -c 1 on port; args: -t ping, or a command line. Returns req/s (0: failed). */
+static double redis_benchmark(uint16_t port, unsigned n, const char *args)
 {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %u -t ping --csv 2>/dev/null", port, n);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        return 0;
-    }
-    char line[512];
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %u --csv %s 2>/dev/null", port, n,
+             args);
+    /* best of 3: the machine is shared, and a limit should not be lowered by a neighbour */
     double best = 0;
-    while (fgets(line, sizeof line, p) != NULL) {
-        /* "PING_INLINE","12345.67",... and "PING_MBULK","...": keep the bulk one */
-        char *q = strstr(line, "PING_MBULK");
-        if (q != NULL) {
-            char *v = strchr(q + 11, '"');
-            if (v != NULL) {
-                best = atof(v + 1);
+    for (int r = 0; r < 3; r++) {
+        FILE *p = popen(cmd, "r");
+        if (p == NULL) {
+            return 0;
+        }
+        char line[512];
+        double v = 0;
+        while (fgets(line, sizeof line, p) != NULL) {
+            /* "NAME","rps",...: with -t ping keep PING_MBULK, else the one line */
+            if (strncmp(line, "\"test\"", 6) == 0 || strstr(line, "PING_INLINE") != NULL) {
+                continue;
+            }
+            char *q = strstr(line, "\",\"");
+            if (q != NULL) {
+                v = atof(q + 3);
             }
         }
+        pclose(p);
+        best = v > best ? v : best;
     }
-    pclose(p);
     return best;
 }
 
@@ -242,32 +370,456 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void latency(const char *label, size_t first, size_t n, bool fencing, unsigned reps, double *mean_out)
+static double pct(double *v, size_t n, double p)
+{
+    size_t i = (size_t)((double)n * p);
+    return v[i < n ? i : n - 1];
+}
+
+/* The physical limit for the same command bytes: one blocking socket, TCP_NODELAY, our
+ * acquire and release scripts written as fixed RESP text, each reply read up to its
+ * CRLF, nothing else. Returns cycles/s over n cycles (0: failed). */
+static int raw_fd = -1;
+
+static double raw_cycles(uint16_t port, unsigned n)
+{
+    static const char val[] = "gwR:00112233445566778899aabbccddeeff";
+    char acq[400], rel[400];
+    if (raw_fd < 0) {
+        struct sockaddr_in a;
+        int one = 1;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(port);
+        raw_fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (raw_fd < 0 || connect(raw_fd, (struct sockaddr *)&a, sizeof a) != 0) {
+            return 0;
+        }
+        setsockopt(raw_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    int al = snprintf(acq, sizeof acq,
+                      "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{rawlk}\r\n$19\r\nbench:{rawlk}:fence\r\n"
+                      "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n1\r\n",
+                      ELK_LOCK_SCRIPT_ACQUIRE_SHA1, sizeof val - 1, val);
+    int rl = snprintf(rel, sizeof rel,
+                      "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{rawlk}\r\n$%zu\r\n%s\r\n"
+                      "$22\r\nbench:{rawlk}:released\r\n",
+                      ELK_LOCK_SCRIPT_RELEASE_SHA1, sizeof val - 1, val);
+    double t0 = now_s();
+    for (unsigned k = 0; k < 2 * n; k++) {
+        const char *req = (k & 1u) ? rel : acq;
+        size_t len = (size_t)((k & 1u) ? rl : al);
+        char buf[256];
+        if (send(raw_fd, req, len, 0) != (ssize_t)len) {
+            return 0;
+        }
+        size_t got = 0;
+        for (;;) { /* one line: ":<n>\r\n" (or an error line: then the figure is wrong) */
+            ssize_t r = recv(raw_fd, buf + got, sizeof buf - got, 0);
+            if (r <= 0) {
+                return 0;
+            }
+            got += (size_t)r;
+            if (buf[got - 1] == '\n') {
+                break;
+            }
+        }
+        if (buf[0] != ':') {
+            fprintf(stderr, "bench_lock: raw loop: unexpected reply %.*s\n", (int)got, buf);
+            return 0;
+        }
+    }
+    return n / (now_s() - t0);
+}
+
+/* The same-bytes floor of one Redlock round on this machine: blocking sockets to n
+ * servers, our acquire script written to all, then one reply read from each (timed),
+ * then the release script to all (untimed). Returns the p50 of the timed part in us. */
+static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
+{
+    static const char val[] = "gwF:00112233445566778899aabbccddeeff";
+    int fd[CONFIG_ELK_MAX_NODES];
+    char acq[400], rel[400];
+    double *v = calloc(reps, sizeof *v);
+    int al = snprintf(acq, sizeof acq,
+                      "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{rawfo}\r\n$19\r\nbench:{rawfo}:fence\r\n"
+                      "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n0\r\n",
+                      ELK_LOCK_SCRIPT_ACQUIRE_SHA1, sizeof val - 1, val);
+    int rl = snprintf(rel, sizeof rel,
+                      "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{rawfo}\r\n$%zu\r\n%s\r\n"
+                      "$22\r\nbench:{rawfo}:released\r\n",
+                      ELK_LOCK_SCRIPT_RELEASE_SHA1, sizeof val - 1, val);
+    for (size_t i = 0; i < n; i++) {
+        struct sockaddr_in a;
+        int one = 1;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(pl[i]);
+        fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd[i] < 0 || connect(fd[i], (struct sockaddr *)&a, sizeof a) != 0) {
+            free(v);
+            return 0;
+        }
+        setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    for (unsigned k = 0; k < reps + 10; k++) {
+        double t0 = now_s(), t1 = 0;
+        for (int round = 0; round < 2; round++) {
+            const char *req = round ? rel : acq;
+            size_t len = (size_t)(round ? rl : al);
+            for (size_t i = 0; i < n; i++) {
+                if (send(fd[i], req, len, 0) != (ssize_t)len) {
+                    goto out;
+                }
+            }
+            for (size_t i = 0; i < n; i++) {
+                char buf[256];
+                size_t got = 0;
+                do {
+                    ssize_t r = recv(fd[i], buf + got, sizeof buf - got, 0);
+                    if (r <= 0) {
+                        goto out;
+                    }
+                    got += (size_t)r;
+                } while (buf[got - 1] != '\n');
+            }
+            if (round == 0) {
+                t1 = now_s();
+            }
+        }
+        if (k >= 10) {
+            v[k - 10] = (t1 - t0) * 1e6;
+        }
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        close(fd[i]);
+    }
+    qsort(v, reps, sizeof *v, cmp_d);
+    double p50 = pct(v, reps, 0.5);
+    free(v);
+    return p50;
+}
+
+/* noinline: callgrind's --toggle-collect=bench_cycles counts exactly these cycles. */
+__attribute__((noinline)) void bench_cycles(gw_t *g, unsigned n, double *lat_us)
+{
+    for (unsigned k = 0; k < n; k++) {
+        double t0 = lat_us != NULL ? now_s() : 0;
+        int rc = elk_blocking_acquire(&g->client, &g->lock, 0, NULL);
+        if (rc != ELK_OK) {
+            die("acquire", rc);
+        }
+        rc = elk_blocking_release(&g->client, &g->lock, 1000, NULL);
+        if (rc != ELK_OK) {
+            die("release", rc);
+        }
+        if (lat_us != NULL) {
+            lat_us[k] = (now_s() - t0) * 1e6;
+        }
+    }
+}
+
+static double cycles(const char *tag, bool tls, unsigned n, double limit, double *raw_limit)
+{
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    gw_init(&ga, tls ? &tls_port : &ports[0], 1, "gwA", tls);
+    gw_lock(&ga, &lc);
+    bench_cycles(&ga, 300, NULL); /* warm-up: scripts cached, pool blocks touched */
+    double *lat = calloc(n, sizeof *lat);
+    /* Three chunks, each next to a chunk of the raw same-bytes loop on the same server:
+     * the machine is shared, so compare best chunk with best chunk. */
+    uint64_t a0 = bench_alloc_count(), f0 = bench_free_count();
+    double dt = 0, best = 0;
+    unsigned chunk = n / 3, done = 0;
+    for (int c = 0; c < 3; c++) {
+        unsigned m = c == 2 ? n - done : chunk;
+        if (!tls && raw_limit != NULL) {
+            double r = raw_cycles(ports[0], m);
+            *raw_limit = r > *raw_limit ? r : *raw_limit;
+        }
+        double t0 = now_s();
+        bench_cycles(&ga, m, lat + done);
+        double d = now_s() - t0;
+        dt += d;
+        best = m / d > best ? m / d : best;
+        done += m;
+    }
+    uint64_t allocs = bench_alloc_count() - a0, frees = bench_free_count() - f0;
+    gw_free(&ga);
+    double cps = n / dt;
+    qsort(lat, n, sizeof *lat, cmp_d);
+    double p50 = pct(lat, n, 0.5), p99 = pct(lat, n, 0.99);
+    free(lat);
+    printf("  edgelock %-5s %9.0f cycles/s (best third %.0f)  p50 %6.1f us  p99 %6.1f us\n", tls ? "TLS" : "plain",
+           cps, best, p50, p99);
+    if (limit > 0) {
+        printf("  %.2f of the redis-benchmark EVALSHA 2-RTT limit\n", cps / limit);
+    }
+    if (!tls && raw_limit != NULL && *raw_limit > 0) {
+        printf("  raw blocking loop, same command bytes: %.0f cycles/s (best third) -> edgelock best third / raw = %.2f\n",
+               *raw_limit, best / *raw_limit);
+        result("raw.same_bytes_cycle_limit", *raw_limit, "cycles/s",
+               "2-RTT limit: blocking socket loop sending our exact acquire+release EVALSHA bytes (best third)");
+        result("elk.best_cycles_per_s", best, "cycles/s", "edgelock acquire+release, best third (interleaved with the raw loop)");
+        result("elk.ratio_same_bytes_limit", best / *raw_limit, "x", "edgelock / same-bytes raw limit (best thirds)");
+    }
+    char id[64];
+    snprintf(id, sizeof id, "%s.cycles_per_s", tag);
+    result(id, cps, "cycles/s", tls ? "edgelock TLS acquire+release, 1 node" : "edgelock acquire+release, 1 node");
+    snprintf(id, sizeof id, "%s.p50_us", tag);
+    result(id, p50, "us", tls ? "edgelock TLS cycle p50" : "edgelock cycle p50");
+    snprintf(id, sizeof id, "%s.p99_us", tag);
+    result(id, p99, "us", tls ? "edgelock TLS cycle p99" : "edgelock cycle p99");
+    if (!tls) {
+        printf("  heap calls over %u cycles after connect: %llu malloc/calloc/realloc, %llu free (target 0)\n", n,
+               (unsigned long long)allocs, (unsigned long long)frees);
+        result("elk.heap_per_cycle", (double)allocs / n, "calls", "edgelock heap calls per cycle (lib+port, --wrap)");
+        result("elk.heap_calls_total", (double)(allocs + frees), "calls", "edgelock heap calls over the timed cycles");
+    }
+    return cps;
+}
+
+static unsigned latency_idle_ms; /* sleep before each timed acquire (cold wake-ups) */
+
+static double latency(const char *label, const char *id, const uint16_t *pl, size_t n, bool fencing,
+                      unsigned reps)
 {
     elk_lock_config_t lc;
     elk_lock_config_defaults(&lc);
     lc.fencing = fencing;
-    gw_init(&ga, first, n, "gwA", &lc);
+    gw_init(&ga, pl, n, "gwA", false);
+    gw_lock(&ga, &lc);
     double *v = calloc(reps, sizeof *v);
-    double sum = 0;
-    for (unsigned k = 0; k < reps; k++) {
+    for (unsigned k = 0; k < reps + 10; k++) {
+        if (latency_idle_ms > 0) {
+            usleep(latency_idle_ms * 1000u);
+        }
         double t0 = now_s();
         int rc = elk_blocking_acquire(&ga.client, &ga.lock, 0, NULL);
         double t1 = now_s();
         if (rc != ELK_OK) {
             die("acquire", rc);
         }
-        v[k] = (t1 - t0) * 1e6;
-        sum += v[k];
+        if (k >= 10) {
+            v[k - 10] = (t1 - t0) * 1e6;
+        }
         elk_blocking_release(&ga.client, &ga.lock, 1000, NULL);
     }
     qsort(v, reps, sizeof *v, cmp_d);
-    printf("  %-34s mean %7.1f us   p50 %7.1f us   p99 %7.1f us\n", label, sum / reps, v[reps / 2],
-           v[(size_t)(reps * 0.99)]);
-    *mean_out = sum / reps;
+    double p50 = pct(v, reps, 0.5), p99 = pct(v, reps, 0.99);
+    printf("  %-46s p50 %8.1f us   p99 %8.1f us\n", label, p50, p99);
+    char rid[64], name[160];
+    snprintf(rid, sizeof rid, "%s.acq_p50_us", id);
+    snprintf(name, sizeof name, "edgelock acquire p50, %s", label);
+    result(rid, p50, "us", name);
+    snprintf(rid, sizeof rid, "%s.acq_p99_us", id);
+    snprintf(name, sizeof name, "edgelock acquire p99, %s", label);
+    result(rid, p99, "us", name);
     free(v);
     gw_free(&ga);
+    return p50;
 }
+
+/* -------------------------------------------------------- stack high-water */
+
+#define STACK_BYTES (256u * 1024u)
+
+static unsigned stack_cycles;
+
+static void *stack_thread(void *arg)
+{
+    if (stack_cycles > 0) {
+        bench_cycles(arg, stack_cycles, NULL);
+    }
+    return NULL;
+}
+
+/* Bytes of a painted thread stack that running `cycles` cycles touched. */
+static size_t stack_touched(gw_t *g, unsigned cycles)
+{
+    uint8_t *stk = aligned_alloc(4096, STACK_BYTES);
+    pthread_attr_t at;
+    pthread_t th;
+    size_t i = 0;
+    if (stk == NULL) {
+        return 0;
+    }
+    memset(stk, 0xA5, STACK_BYTES);
+    pthread_attr_init(&at);
+    pthread_attr_setstack(&at, stk, STACK_BYTES);
+    stack_cycles = cycles;
+    if (pthread_create(&th, &at, stack_thread, g) != 0) {
+        free(stk);
+        return 0;
+    }
+    pthread_join(th, NULL);
+    while (i < STACK_BYTES && stk[i] == 0xA5) { /* the stack grows down from the top */
+        i++;
+    }
+    free(stk);
+    return STACK_BYTES - i;
+}
+
+static void stack_hwm(void)
+{
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    gw_init(&ga, &ports[0], 1, "gwS", false);
+    gw_lock(&ga, &lc);
+    size_t base = stack_touched(&ga, 0); /* thread start-up and glibc's TLS block */
+    size_t used = stack_touched(&ga, 1000);
+    gw_free(&ga);
+    printf("  stack high-water of 1,000 lock cycles (elk_blocking_* + lib + posix port + libc): %zu bytes\n"
+           "  (painted pthread stack, minus an empty thread's %zu bytes)\n",
+           used - base, base);
+    result("elk.stack_hwm_bytes", (double)(used - base), "bytes",
+           "stack high-water of a lock cycle, host x86_64 -O2 (blocking API + lib + port + libc)");
+}
+
+/* ---------------------------------------------------------------- many locks */
+
+/* Requests our client sent, as the server counts them: EVALSHA/EVAL + PING calls from
+ * INFO commandstats (total_commands_processed would also count the GET/PEXPIRE/... run
+ * inside each script, three per renewal). */
+static long server_commands(uint16_t port)
+{
+    char cmd[128], line[512];
+    long v = 0;
+    snprintf(cmd, sizeof cmd, "redis-cli -h 127.0.0.1 -p %u info commandstats 2>/dev/null", port);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof line, p) != NULL) {
+        if (strncmp(line, "cmdstat_evalsha:calls=", 22) == 0 || strncmp(line, "cmdstat_eval:calls=", 19) == 0 ||
+            strncmp(line, "cmdstat_ping:calls=", 19) == 0) {
+            v += atol(strchr(line, '=') + 1);
+        }
+    }
+    pclose(p);
+    return v;
+}
+
+#define MANY_MAX (CONFIG_ELK_MAX_LOCKS < 1024 ? CONFIG_ELK_MAX_LOCKS : 1024)
+static elk_lock_t many[MANY_MAX];
+static char many_names[MANY_MAX][16];
+static unsigned many_renewed, many_renew_failed, many_lost;
+
+static void many_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    (void)user;
+    (void)lock;
+    many_renewed += ev->type == ELK_LOCK_EV_RENEWED;
+    many_renew_failed += ev->type == ELK_LOCK_EV_RENEW_FAILED;
+    many_lost += ev->type == ELK_LOCK_EV_LOST;
+}
+
+static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
+{
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    lc.ttl_ms = ttl_ms;
+    gw_init(&ga, &ports[0], 1, "gwM", false);
+    for (size_t i = 0; i < count; i++) {
+        snprintf(many_names[i], sizeof many_names[i], "m%zu", i);
+        int rc = elk_lock_init(&many[i], &ga.client, many_names[i], &lc, many_ev, NULL);
+        if (rc != ELK_OK) {
+            die("many: lock init", rc);
+        }
+    }
+    gw_wait_ready(&ga);
+    /* Acquire all; a full queue (ELK_E_QUEUE_FULL) only means: drive and try again. */
+    size_t next = 0, held = 0;
+    uint64_t end = elk_posix_now_ms() + 20000;
+    while (held < count) {
+        uint64_t now = elk_posix_now_ms();
+        if (now > end) {
+            die("many: acquire all", ELK_E_TIMEOUT);
+        }
+        /* At most 4 acquisitions in flight: a node queues requests in one pool block (tx)
+         * and a round it cannot send fails (FLEET_UNAVAILABLE) rather than waiting. */
+        size_t inflight = 0;
+        for (size_t i = 0; i < next; i++) {
+            elk_lock_state_t st = elk_lock_state(&many[i]);
+            inflight += st == ELK_LOCK_ACQUIRING || st == ELK_LOCK_COMMITTING;
+        }
+        while (next < count && inflight < 4) {
+            inflight++;
+            int rc = elk_lock_acquire(&many[next], now, 0);
+            if (rc == ELK_E_QUEUE_FULL) {
+                break;
+            }
+            if (rc != ELK_OK && rc != ELK_E_WOULD_BLOCK) {
+                die("many: acquire", rc);
+            }
+            next++;
+        }
+        elk_blocking_step(&ga.client, now + 5, NULL);
+        held = 0;
+        for (size_t i = 0; i < next; i++) {
+            held += elk_lock_is_held(&many[i], elk_posix_now_ms());
+        }
+        if (next == count && held < count) {
+            for (size_t i = 0; i < count; i++) {
+                elk_lock_state_t st = elk_lock_state(&many[i]);
+                if (st == ELK_LOCK_IDLE || st == ELK_LOCK_LOST) {
+                    die("many: a lock failed", elk_lock_last_error(&many[i]));
+                }
+            }
+        }
+    }
+    /* Renewals are spread by the acquisition order; measure whole renewal periods. */
+    long c0 = server_commands(ports[0]);
+    many_renewed = many_renew_failed = many_lost = 0;
+    double cpu0 = cpu_s(), t0 = now_s();
+    uint64_t stop = elk_posix_now_ms() + (uint64_t)(window_s * 1000);
+    while (elk_posix_now_ms() < stop) {
+        elk_blocking_step(&ga.client, stop, NULL);
+    }
+    double cpu = cpu_s() - cpu0, dt = now_s() - t0;
+    long c1 = server_commands(ports[0]);
+    size_t still = 0;
+    for (size_t i = 0; i < count; i++) {
+        still += elk_lock_is_held(&many[i], elk_posix_now_ms());
+    }
+    double cmds = c0 >= 0 && c1 >= 0 ? (double)(c1 - c0) / dt : -1;
+    double renew_expect = (double)count / (ttl_ms * lc.renew_fraction_pct / 100.0 / 1000.0);
+    printf("  %5zu locks: CPU %7.3f ms/s (%.4f%% of a core)  %8.1f requests/s (renewal schedule: %.1f/s)  "
+           "still held %zu/%zu, renewed %u, renew failed %u, lost %u\n",
+           count, cpu * 1e3 / dt, cpu * 100 / dt, cmds, renew_expect, still, count, many_renewed,
+           many_renew_failed, many_lost);
+    char id[64], name[128];
+    snprintf(id, sizeof id, "elk.many%zu.cpu_ms_per_s", count);
+    snprintf(name, sizeof name, "%zu locks held, renewing (ttl %u ms): CPU (getrusage)", count, ttl_ms);
+    result(id, cpu * 1e3 / dt, "ms/s", name);
+    snprintf(id, sizeof id, "elk.many%zu.cmds_per_s", count);
+    snprintf(name, sizeof name, "%zu locks held, renewing (ttl %u ms): requests/s (EVALSHA+PING at the server)", count, ttl_ms);
+    result(id, cmds, "req/s", name);
+    for (size_t i = 0; i < count; i++) {
+        elk_lock_release(&many[i], elk_posix_now_ms());
+    }
+    end = elk_posix_now_ms() + 5000;
+    while (elk_posix_now_ms() < end) {
+        size_t busy = 0;
+        for (size_t i = 0; i < count; i++) {
+            busy += elk_lock_state(&many[i]) == ELK_LOCK_RELEASING || elk_lock_busy(&many[i]);
+        }
+        if (busy == 0) {
+            break;
+        }
+        elk_blocking_step(&ga.client, elk_posix_now_ms() + 5, NULL);
+    }
+    for (size_t i = 0; i < count; i++) {
+        elk_lock_deinit(&many[i]);
+    }
+    gw_free(&ga);
+}
+
+/* ------------------------------------------------------------------ hand-off */
 
 static void drive_both(double until_s, bool (*stop)(void))
 {
@@ -280,9 +832,9 @@ static void drive_both(double until_s, bool (*stop)(void))
         uint64_t next = elk_client_poll(&ga.client, now);
         uint64_t nb = elk_client_poll(&gb.client, now);
         next = nb < next ? nb : next;
-        elk_wait_t w[2 * CONFIG_ELK_MAX_NODES];
-        size_t nw = elk_fleet_waits(&ga.fleet, w, CONFIG_ELK_MAX_NODES);
-        nw += elk_fleet_waits(&gb.fleet, w + nw, CONFIG_ELK_MAX_NODES);
+        elk_wait_t w[2 * CONFIG_ELK_MAX_NODES + 2];
+        size_t nw = elk_client_waits(&ga.client, w, CONFIG_ELK_MAX_NODES + 1);
+        nw += elk_client_waits(&gb.client, w + nw, CONFIG_ELK_MAX_NODES + 1);
         uint64_t cap = now + 5;
         elk_posix_wait(w, nw, next < cap ? next : cap, NULL);
     }
@@ -298,14 +850,21 @@ static bool b_waiting(void)
     return elk_lock_state(&gb.lock) == ELK_LOCK_WAITING;
 }
 
-static double handoff(bool channel, unsigned reps)
+static double ping_rtt_us;
+static double handoff_rel_us; /* sum: time inside elk_lock_release() */
+
+static double handoff(const uint16_t *pl, size_t n, bool channel, bool fencing, unsigned reps)
 {
     elk_lock_config_t lc;
     elk_lock_config_defaults(&lc);
     lc.use_release_channel = channel;
-    gw_init(&ga, 1, 3, "gwA", &lc);
-    gw_init(&gb, 1, 3, "gwB", &lc);
-    double sum = 0;
+    lc.fencing = fencing;
+    gw_init(&ga, pl, n, "gwA", false);
+    gw_lock(&ga, &lc);
+    gw_init(&gb, pl, n, "gwB", false);
+    gw_lock(&gb, &lc);
+    double *v = calloc(reps, sizeof *v);
+    handoff_rel_us = 0;
     for (unsigned k = 0; k < reps; k++) {
         int rc = elk_blocking_acquire(&ga.client, &ga.lock, 0, NULL);
         if (rc != ELK_OK) {
@@ -319,23 +878,33 @@ static double handoff(bool channel, unsigned reps)
         drive_both(now_s() + 2.0, b_waiting);
         drive_both(now_s() + 0.02, NULL); /* B subscribed and settled */
         double t0 = now_s();
+        if (blog() != NULL) {
+            fprintf(stderr, "  %.6f hand-off: A releases\n", t0);
+        }
         elk_lock_release(&ga.lock, elk_posix_now_ms());
+        handoff_rel_us += (now_s() - t0) * 1e6;
         drive_both(t0 + 5.0, b_held);
         if (!b_held()) {
             die("hand-off: B never acquired", elk_lock_last_error(&gb.lock));
         }
-        sum += (gb.acquired_at - t0) * 1e3;
+        v[k] = (gb.acquired_at - t0) * 1e6;
         elk_blocking_release(&gb.client, &gb.lock, 1000, NULL);
         drive_both(now_s() + 0.01, NULL);
     }
     gw_free(&ga);
     gw_free(&gb);
-    return sum / reps;
+    qsort(v, reps, sizeof *v, cmp_d);
+    double p50 = pct(v, reps, 0.5);
+    printf("    (hand-off on %zu node(s), %s: min %.1f p50 %.1f p90 %.1f us; inside elk_lock_release(): mean %.1f us)\n",
+           n, channel ? "channel" : "polling", v[0], p50, pct(v, reps, 0.9), handoff_rel_us / reps);
+    free(v);
+    return p50;
 }
 
 int main(int argc, char **argv)
 {
-    unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 5000u;
+    bool cycles_only = argc > 2 && strcmp(argv[1], "--cycles") == 0;
+    unsigned n = (unsigned)atoi(argc > 2 && cycles_only ? argv[2] : argc > 1 ? argv[1] : "10000");
     if (n < 100) {
         n = 100;
     }
@@ -343,68 +912,169 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-benchlock-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("bench_lock: mkdtemp");
+        return 2;
+    }
     elk_posix_entropy(&entropy);
-    start_all();
     atexit(stop_all);
-    usleep(300 * 1000);
-
-    printf("bench_lock: %u cycles, CONFIG build %s, loopback, redis-server 1 + 5 plain TCP, RESP3\n", n,
-           ELK_BENCH_BUILD_TYPE);
-
-    /* 1. cycles per second against the two-round-trip limit */
-    double ping_rps = redis_benchmark_rps(ports[0], n * 4);
-    elk_lock_config_t lc;
-    elk_lock_config_defaults(&lc);
-    gw_init(&ga, 0, 1, "gwA", &lc);
-    for (unsigned k = 0; k < 200; k++) { /* warm-up */
-        elk_blocking_acquire(&ga.client, &ga.lock, 0, NULL);
-        elk_blocking_release(&ga.client, &ga.lock, 1000, NULL);
+    if (cycles_only) {
+        start_servers(false, false);
+        elk_lock_config_t lc;
+        elk_lock_config_defaults(&lc);
+        gw_init(&ga, &ports[0], 1, "gwA", false);
+        gw_lock(&ga, &lc);
+        bench_cycles(&ga, 200, NULL);
+        bench_cycles(&ga, n, NULL);
+        gw_free(&ga);
+        printf("bench_lock --cycles: %u cycles done\n", n);
+        return 0;
     }
-    uint64_t a0 = bench_alloc_count(), f0 = bench_free_count();
-    double t0 = now_s();
-    for (unsigned k = 0; k < n; k++) {
-        int rc = elk_blocking_acquire(&ga.client, &ga.lock, 0, NULL);
-        if (rc != ELK_OK) {
-            die("acquire", rc);
-        }
-        rc = elk_blocking_release(&ga.client, &ga.lock, 1000, NULL);
-        if (rc != ELK_OK) {
-            die("release", rc);
+    bool tls = start_servers(true, false);
+    if (tls) {
+        elk_tls_config_t tc;
+        char ca[128];
+        memset(&tc, 0, sizeof tc);
+        snprintf(ca, sizeof ca, "%s/ca.crt", tmpdir);
+        tc.ca_file = ca;
+        if (elk_tls_shared_init(&tls_shared, &tc, &entropy) != ELK_OK) {
+            fprintf(stderr, "bench_lock: TLS setup failed: TLS rows skipped\n");
+            tls = false;
+        } else {
+            tls_shared_up = true;
         }
     }
-    double dt = now_s() - t0;
-    uint64_t allocs = bench_alloc_count() - a0, frees = bench_free_count() - f0;
+    printf("bench_lock: %u cycles, %s build, loopback, RESP3, CONFIG_ELK_MAX_LOCKS=%d\n", n, ELK_BENCH_BUILD_TYPE,
+           CONFIG_ELK_MAX_LOCKS);
+
+    /* BENCH_ONLY=handoff: section 5 only (for strace / perf of the hand-off path) */
+    const char *only = getenv("BENCH_ONLY");
+    if (only != NULL && strcmp(only, "handoff") == 0) {
+        goto handoff_only;
+    }
+    /* 1. limits with the same command types as a cycle */
+    char args[400];
+    double ping = redis_benchmark(ports[0], 20000, "-t ping");
+    ping_rtt_us = ping > 0 ? 1e6 / ping : 0;
+    result("raw.ping_rtt_us", ping_rtt_us, "us", "1 PING round trip (1e6 / redis-benchmark -c 1 PING req/s)");
+    /* The client loads the scripts at connect; make sure they are there for redis-benchmark. */
+    gw_init(&ga, &ports[0], 1, "gwL", false);
+    elk_lock_config_t lc0;
+    elk_lock_config_defaults(&lc0);
+    gw_lock(&ga, &lc0);
     gw_free(&ga);
-    double cps = n / dt;
-    printf("\n1. single node, acquire + release (2 round trips each)\n");
-    printf("  edgelock                           %9.0f cycles/s  (%.1f us per cycle)\n", cps, 1e6 / cps);
-    if (ping_rps > 0) {
-        printf("  redis-benchmark -c 1 PING          %9.0f req/s    -> 2-RTT limit %.0f cycles/s\n", ping_rps,
-               ping_rps / 2);
-        printf("  ratio to the limit                 %9.2f\n", cps / (ping_rps / 2));
-    } else {
-        printf("  redis-benchmark not available: no limit measured\n");
+    /* acquire on fresh keys (the SET NX succeeds, the fence counter is incremented), the
+     * release script's compare-and-delete (+ publish) on a key with our value absent. */
+    snprintf(args, sizeof args,
+             "-r 100000000 EVALSHA %s 2 bench:lim{__rand_int__} bench:lim{__rand_int__}:fence gwL:0123456789abcdef "
+             "10000 1",
+             ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
+    double acq = redis_benchmark(ports[0], 20000, args);
+    snprintf(args, sizeof args,
+             "-r 100000000 EVALSHA %s 1 bench:lim{__rand_int__} gwL:0123456789abcdef bench:lim{__rand_int__}:released",
+             ELK_LOCK_SCRIPT_RELEASE_SHA1);
+    double rel = redis_benchmark(ports[0], 20000, args);
+    double lim_ping = ping / 2, lim_eval = acq > 0 && rel > 0 ? 1.0 / (1.0 / acq + 1.0 / rel) : 0;
+    printf("\n1. limits: redis-benchmark -c 1 on the same server\n");
+    printf("  PING %.0f req/s -> 2-RTT limit %.0f cycles/s\n", ping, lim_ping);
+    printf("  EVALSHA acquire %.0f req/s + EVALSHA release %.0f req/s -> limit %.0f cycles/s\n", acq, rel, lim_eval);
+    result("raw.ping_rps", ping, "req/s", "redis-benchmark -c 1 PING_MBULK");
+    result("raw.ping_cycle_limit", lim_ping, "cycles/s", "2-RTT limit from PING (req/s / 2)");
+    result("raw.evalsha_acquire_rps", acq, "req/s", "redis-benchmark -c 1 EVALSHA <acquire sha> (fresh keys)");
+    result("raw.evalsha_release_rps", rel, "req/s", "redis-benchmark -c 1 EVALSHA <release sha>");
+    result("raw.evalsha_cycle_limit", lim_eval, "cycles/s", "2-RTT limit, same scripts: 1/(1/acq + 1/rel)");
+
+    /* 2. cycles */
+    printf("\n2. single node, acquire + release (2 round trips each), %u cycles\n", n);
+    double raw_lim = 0;
+    double cps = cycles("elk", false, n, lim_eval, &raw_lim);
+    if (lim_eval > 0) {
+        result("elk.ratio_evalsha_limit", cps / lim_eval, "x", "edgelock / EVALSHA 2-RTT limit");
     }
-    printf("  heap calls during the timed cycles: %llu malloc/calloc/realloc, %llu free (target 0)\n",
-           (unsigned long long)allocs, (unsigned long long)frees);
+    if (lim_ping > 0) {
+        result("elk.ratio_ping_limit", cps / lim_ping, "x", "edgelock / PING 2-RTT limit");
+    }
+    if (tls) {
+        cycles("elk_tls", true, n / 2, 0, NULL);
+    }
 
-    /* 2. acquire latency */
-    unsigned reps = n / 10 < 100 ? 100 : n / 10;
-    double l1, l5, l5nf;
-    printf("\n2. acquire latency (%u acquisitions each, released in between)\n", reps);
-    latency("1 node (1 round trip)", 0, 1, true, reps, &l1);
-    latency("5 nodes, fencing (acquire+commit)", 1, 5, true, reps, &l5);
-    latency("5 nodes, no fencing (1 round)", 1, 5, false, reps, &l5nf);
+    stack_hwm();
+
+    /* 3. acquire latency */
+    unsigned reps = n / 10 < 200 ? 200 : n / 10;
+    printf("\n3. acquire latency (%u acquisitions each, released in between)\n", reps);
+    double l1 = latency("1 node", "elk1", &ports[0], 1, true, reps);
+    double l5 = latency("5 nodes, fencing (acquire + commit round)", "elk5", &ports[1], 5, true, reps);
+    double l5nf = latency("5 nodes, no fencing (one round)", "elk5nf", &ports[1], 5, false, reps);
     printf("  ratio 5-node/1-node: fencing %.2f, no fencing %.2f\n", l5 / l1, l5nf / l1);
+    double r1 = raw_fanout_p50(&ports[0], 1, reps), r5 = raw_fanout_p50(&ports[1], 5, reps);
+    printf("  same-bytes floor (blocking sockets, acquire script to all, read all): 1 node %.1f us, 5 nodes %.1f us "
+           "(%.2fx: 5 servers share %ld cores here)\n",
+           r1, r5, r1 > 0 ? r5 / r1 : 0, sysconf(_SC_NPROCESSORS_ONLN));
+    result("raw1.acq_p50_us", r1, "us", "same-bytes floor of one acquire round, 1 node (blocking sockets)");
+    result("raw5.acq_p50_us", r5, "us", "same-bytes floor of one acquire round, 5 nodes in parallel (blocking sockets)");
+    result("elk5.ratio_1node", l5 / l1, "x", "5-node acquire (fencing) / 1-node acquire");
+    result("elk5nf.ratio_1node", l5nf / l1, "x", "5-node acquire (no fencing) / 1-node acquire");
+    if (have_proxies) {
+        unsigned dr = 60;
+        const char *d = getenv("ELK_BENCH_DELAY_MS");
+        char lab[96];
+        double p1, p5, p5nf;
+        snprintf(lab, sizeof lab, "1 node via proxy (+%s ms each way)", d ? d : "?");
+        p1 = latency(lab, "elk1d", &proxy_ports[1], 1, true, dr);
+        snprintf(lab, sizeof lab, "5 nodes via proxies, fencing (+%s ms)", d ? d : "?");
+        p5 = latency(lab, "elk5d", &proxy_ports[1], 5, true, dr);
+        snprintf(lab, sizeof lab, "5 nodes via proxies, no fencing (+%s ms)", d ? d : "?");
+        p5nf = latency(lab, "elk5dnf", &proxy_ports[1], 5, false, dr);
+        printf("  delayed: ratio 5-node/1-node: fencing %.2f, no fencing %.2f\n", p5 / p1, p5nf / p1);
+        result("elk5d.ratio_1node", p5 / p1, "x", "delayed: 5-node (fencing) / 1-node");
+        result("elk5dnf.ratio_1node", p5nf / p1, "x", "delayed: 5-node (no fencing) / 1-node");
+    }
 
-    /* 3. hand-off */
-    unsigned hr = 30;
-    printf("\n3. hand-off on 3 nodes, holder's release -> waiter ACQUIRED (%u hand-offs each)\n", hr);
-    double with = handoff(true, hr);
-    double without = handoff(false, hr);
-    printf("  with release channel (RESP3 push)  %8.2f ms mean\n", with);
-    printf("  retry delays 50..250 ms            %8.2f ms mean\n", without);
-    printf("  ratio                              %8.1fx faster with the channel\n", without / with);
+    /* 4. many locks */
+    printf("\n4. many locks held on 1 node, renewing (ttl 3000 ms, renew every ~1 s), 3.0 s window\n");
+    many_locks(1, 3000, 3.0);
+    many_locks(MANY_MAX < 64 ? MANY_MAX : 64, 3000, 3.0);
+    if (MANY_MAX >= 1024) {
+        many_locks(1024, 3000, 3.0);
+    } else {
+        printf("  1024 locks: needs CONFIG_ELK_MAX_LOCKS >= 1024 (build with -DELK_DEFCONFIG=tests/bench/"
+               "bench_defconfig)\n");
+    }
+
+    /* 5. hand-off */
+handoff_only:
+    printf("\n5. hand-off: holder's release -> waiter's ACQUIRED (p50)\n");
+    double h1c = handoff(&ports[0], 1, true, true, 40);
+    double h1p = handoff(&ports[0], 1, false, true, 8);
+    double h3c = handoff(&ports[1], 3, true, true, 40);
+    double h3cn = handoff(&ports[1], 3, true, false, 40);
+    double h3p = handoff(&ports[1], 3, false, true, 8);
+    double rtt = ping_rtt_us;
+    /* The hand-off starts after 20 ms of quiet (the waiter settled), so every process on
+     * its path wakes from sleep: the fair yardstick is a round trip after the same quiet. */
+    latency_idle_ms = 20;
+    double cold1 = latency("1 node, acquire after 20 ms idle (cold round trip)", "elk1cold", &ports[0], 1, true, 40);
+    latency_idle_ms = 0;
+    printf("  hand-off with channel = %.1f cold acquire round trips\n", cold1 > 0 ? h1c / cold1 : 0);
+    result("elk.handoff_cold_rtts", cold1 > 0 ? h1c / cold1 : 0, "x",
+           "edgelock hand-off (1 node, channel) / 1-node acquire after 20 ms idle");
+    printf("  1 node,  release channel          %9.1f us (%.1f PING round trips)\n", h1c, rtt > 0 ? h1c / rtt : 0);
+    printf("  1 node,  polling (50..250 ms)     %9.1f us\n", h1p);
+    printf("  3 nodes, channel, fencing         %9.1f us (includes the commit round)\n", h3c);
+    printf("  3 nodes, channel, no fencing      %9.1f us\n", h3cn);
+    printf("  3 nodes, polling, fencing         %9.1f us\n", h3p);
+    result("elk.handoff_p50_us", h1c, "us", "edgelock hand-off p50, 1 node, release channel");
+    result("elk.handoff_rtts", rtt > 0 ? h1c / rtt : 0, "RTT", "edgelock hand-off, 1 node, in PING round trips");
+    result("elk.handoff_poll_p50_us", h1p, "us", "edgelock hand-off p50, 1 node, polling 50..250 ms");
+    result("elk3.handoff_p50_us", h3c, "us", "edgelock hand-off p50, 3 nodes, channel, fencing (+commit)");
+    result("elk3nf.handoff_p50_us", h3cn, "us", "edgelock hand-off p50, 3 nodes, channel, no fencing");
+    result("elk3.handoff_poll_p50_us", h3p, "us", "edgelock hand-off p50, 3 nodes, polling");
+
+    if (tls_shared_up) {
+        elk_tls_shared_free(&tls_shared);
+    }
     printf("\nreproduce: cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release && "
            "cmake --build build-bench -j2 --target bench_lock && build-bench/tests/bench/bench_lock %u\n", n);
     stop_all();

@@ -6,8 +6,11 @@
 #    ELK_LIB_ONLY=ON when it exists, else compiles lib/*/*.c directly.
 #  - RAM per lock, per node, per client: sizeof the structs, on the Cortex-M4 and on
 #    this host (read from symbol sizes, so no target program has to run).
-#  - instructions per lock cycle with valgrind --tool=callgrind, if bench_lock exists
-#    (built by run-all.sh in build-bench/); "not built" otherwise.
+#  - per module (lib/<module>/) .text (code) and .rodata (constants) apart, and totals;
+#  - stack: largest -fstack-usage frame, an upper bound for a lock cycle's lib/ stack,
+#    and the high-water mark bench_lock measured (if run-all.sh ran it);
+#  - comparison points: coreMQTT's published ~19 KB at -Os, hiredis's read.o (host x86_64
+#    from Debian's libhiredis.a, labelled as such). Instructions per cycle: run-all.sh.
 # Usage: tests/bench/footprint.sh [--json]    (prints a table, or JSON lines with --json)
 # Nothing here is a test; it only prints figures and the commands that give them.
 set -euo pipefail
@@ -98,7 +101,30 @@ for entry in "${configs[@]}"; do
   gen_config "$dir" "$def"
   read -r text data bss total < <(arm-none-eabi-size -t "$lib" | awk '/\(TOTALS\)/{print $1, $2, $3, $4}')
   label="lib/ Cortex-M4 -Os, ${name} config"
-  row "$label .text" "$text" bytes "$how"
+  # Per module (lib/<module>/): code (.text*) and constants (.rodata*) apart; size -A
+  # per archive member, the member mapped back to its lib/<module>/ folder.
+  permod=$(arm-none-eabi-size -A "$lib" | awk '
+    / \(ex / { m = $1; next }
+    $1 ~ /^\.text/ { t[m] += $2 }
+    $1 ~ /^\.rodata/ { r[m] += $2 }
+    END { for (k in t) print k, t[k], r[k] + 0; for (k in r) if (!(k in t)) print k, 0, r[k] }')
+  declare -A mt=() mr=()
+  while read -r obj tx ro; do
+    src=${obj%.obj}; src=${src%.o}; src=${src%.c}
+    mod=$(for f in "$ROOT"/lib/*/"$src".c; do [ -e "$f" ] && basename "$(dirname "$f")"; done | head -1)
+    mod=${mod:-other}
+    mt[$mod]=$(( ${mt[$mod]:-0} + tx )); mr[$mod]=$(( ${mr[$mod]:-0} + ro ))
+  done <<<"$permod"
+  tt=0; tr=0
+  for mod in $(printf '%s\n' "${!mt[@]}" | sort); do
+    row "$label, lib/$mod .text (code)" "${mt[$mod]}" bytes "arm-none-eabi-size -A <libelk.a>: .text* of lib/$mod/*.c"
+    row "$label, lib/$mod .rodata (constants)" "${mr[$mod]}" bytes "arm-none-eabi-size -A <libelk.a>: .rodata* of lib/$mod/*.c"
+    tt=$((tt + mt[$mod])); tr=$((tr + mr[$mod]))
+  done
+  row "$label, total .text (code)" "$tt" bytes "sum of the rows above"
+  row "$label, total .rodata (constants)" "$tr" bytes "sum of the rows above"
+  unset mt mr
+  row "$label .text (size -t: code + constants)" "$text" bytes "$how"
   row "$label .data" "$data" bytes "$how"
   row "$label .bss" "$bss" bytes "$how"
   blocks=$(sed -n 's/^#define CONFIG_ELK_POOL_BLOCK_COUNT \([0-9]*\)/\1/p' "$dir/generated/elk_config.h")
@@ -125,27 +151,39 @@ for entry in "${configs[@]}"; do
   fi
 done
 
-# Instructions per lock cycle: callgrind on bench_lock at two cycle counts, difference
-# divided by the extra cycles (so start-up, connects and server start cancel out).
-BL="$ROOT/build-bench/tests/bench/bench_lock"
-if [ -x "$BL" ] && command -v valgrind >/dev/null; then
-  ir() { # cycles -> total Ir of the bench_lock process
-    local out="$WORK/callgrind.$1.out"
-    rm -f "$out"
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$BL" "$1" >/dev/null 2>&1 || return 1
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1; exit}'
-  }
-  n1=${ELK_FOOTPRINT_CYCLES1:-200}; n2=${ELK_FOOTPRINT_CYCLES2:-1200}
-  if i1=$(ir "$n1") && i2=$(ir "$n2") && [ -n "$i1" ] && [ -n "$i2" ]; then
-    row "instructions per lock cycle (bench_lock, all code in the process incl. kernel-call stubs)" \
-        "$(( (i2 - i1) / (n2 - n1) ))" instr \
-        "valgrind --tool=callgrind build-bench/tests/bench/bench_lock N for N=$n1,$n2; (Ir2-Ir1)/(N2-N1)"
-  else
-    row "instructions per lock cycle" "failed" "" "valgrind --tool=callgrind $BL N (see $WORK)"
-  fi
-else
-  row "instructions per lock cycle" "not built" "" "needs tests/bench/bench_lock.c (by lock) and valgrind; run tests/bench/run-all.sh first"
+# Stack: the largest frames from -fstack-usage (Cortex-M4 -Os, default config; static
+# frames, no call graph), and the high-water mark bench_lock measures on the host.
+su=$WORK/stack; rm -rf "$su"; mkdir -p "$su"; gen_config "$su" ""
+for src in "$ROOT"/lib/*/*.c; do
+  $CC $CFLAGS -fstack-usage -I"$ROOT/lib/include" -I"$su/generated" -c "$src" \
+    -o "$su/$(basename "$(dirname "$src")")_$(basename "$src" .c).o" 2>/dev/null || true
+done
+if ls "$su"/*.su >/dev/null 2>&1; then
+  read -r fsz fname < <(cat "$su"/*.su | awk -F'\t' '{print $2, $1}' | sort -rn | head -1)
+  row "largest stack frame in lib/ (-fstack-usage, Cortex-M4 -Os): ${fname##*:}" "$fsz" bytes \
+      "arm-none-eabi-gcc $CFLAGS -fstack-usage -c lib/*/*.c; sort -k2 -n *.su"
+  read -r cyc < <(cat "$su"/*.su | awk -F'\t' '$1 ~ /:(elk_client_poll|elk_lock__step|elk_fleet_poll|elk_node_poll|elk_node_io_pump|elk_node_dispatch|elk_lock__on_reply|elk_lock__send_script|elk_node_send|elk_resp_encode_command|elk_resp_reader_next|elk_lock_acquire|elk_lock_release)$/ {s += $2} END {print s + 0}')
+  row "stack of a lock cycle in lib/, upper bound: sum of the -fstack-usage frames of every function on its two call chains (send and reply), Cortex-M4 -Os" \
+      "$cyc" bytes "sum of those functions' -fstack-usage frames (static, Cortex-M4 -Os)"
 fi
+BRES=${ELK_BENCH_BUILD:-$ROOT/build-bench}/results/bench_lock.txt
+if [ -f "$BRES" ]; then
+  hw=$(sed -n 's/^RESULT elk.stack_hwm_bytes \([0-9.e+]*\) .*/\1/p' "$BRES" | tail -1)
+  [ -n "$hw" ] && row "stack high-water of a lock cycle, measured (host x86_64 -O2, lib + posix port + libc)" \
+    "$hw" bytes "build-bench/tests/bench/bench_lock (painted thread stack, 1,000 cycles)"
+fi
+
+# Comparison points (other projects; different scopes, read with care).
+row "coreMQTT, published footprint at -Os (its docs: ~19 KB, Cortex-M class; MQTT client, not comparable 1:1)" \
+    "19000" bytes "published figure (coreMQTT README / FreeRTOS memory table), not measured here"
+HR=/usr/lib/x86_64-linux-gnu/libhiredis.a
+if [ -f "$HR" ]; then
+  ( cd "$WORK" && ar x "$HR" read.o ) 2>/dev/null
+  read -r htext hdata hbss < <(size "$WORK/read.o" | awk 'NR==2{print $1, $2, $3}')
+  row "hiredis reply reader read.o, HOST x86_64 (Debian libhiredis.a, its build flags; not Cortex-M4)" \
+      "$htext" bytes "ar x $HR read.o && size read.o  (.text incl. rodata)"
+fi
+# Instructions per lock cycle: tests/bench/run-all.sh (callgrind on bench_lock --cycles).
 
 if [ $JSON = 1 ]; then
   for r in "${rows[@]}"; do

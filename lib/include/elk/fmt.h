@@ -31,6 +31,9 @@ void elk_fmt_bytes(elk_fmt_t *f, const uint8_t *p, size_t len);
 /* Append a signed / unsigned decimal integer. */
 void elk_fmt_int(elk_fmt_t *f, int64_t v);
 void elk_fmt_uint(elk_fmt_t *f, uint64_t v);
+/* Write v in decimal to out (caller-owned, room for 20 bytes, no NUL); returns the
+ * digit count. Used by the log lines, and by the RESP encoder on 32-bit targets. */
+size_t elk_fmt_u64(uint64_t v, char *out);
 /* NUL-terminate (within cap, cutting the last byte if full) and return buf; "" if cap is 0. */
 const char *elk_fmt_cstr(elk_fmt_t *f);
 

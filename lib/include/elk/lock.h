@@ -306,7 +306,9 @@ int elk_lock_deinit(elk_lock_t *lock);
  * message) until then. Returns ELK_OK if the lock is already held by this handle
  * (reentrant: hold count + 1, no event), ELK_E_WOULD_BLOCK when a round was started
  * (ACQUIRED or ACQUIRE_FAILED follows from elk_client_poll), ELK_E_STATE while an
- * acquire is already in progress, ELK_E_ENTROPY if no lock value could be made. */
+ * acquire is already in progress, ELK_E_ENTROPY if no lock value could be made,
+ * ELK_E_LOCK_LOST if held but the deadline passed (the next poll fires LOST). Allowed
+ * from IDLE, RELEASING (the old release keeps running) and LOST (which it clears). */
 int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline);
 
 /* Release one hold. With hold count > 1 only decrements and returns ELK_OK. Otherwise

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "elk/err.h"
 
@@ -38,12 +39,32 @@ typedef struct elk_resp_arg {
 /* Helpers to build an argument list without a heap. */
 #define ELK_RESP_ARG_STR(s) {(const uint8_t *)(s), sizeof(s) - 1u, 0, false}
 
+/* Argument from bytes (not copied). Inline: built in place in the caller's argv, where
+ * a call would return a copy (about 20 bytes of flash per argument on Cortex-M). */
+static inline elk_resp_arg_t elk_resp_arg_bytes(const uint8_t *p, size_t len)
+{
+    elk_resp_arg_t a;
+    a.ptr = p;
+    a.len = len;
+    a.ival = 0;
+    a.is_int = false;
+    return a;
+}
 /* Argument from a NUL-terminated string (the string is not copied). */
-elk_resp_arg_t elk_resp_arg_cstr(const char *s);
-/* Argument from bytes (not copied). */
-elk_resp_arg_t elk_resp_arg_bytes(const uint8_t *p, size_t len);
+static inline elk_resp_arg_t elk_resp_arg_cstr(const char *s)
+{
+    return elk_resp_arg_bytes((const uint8_t *)s, s != NULL ? strlen(s) : 0u);
+}
 /* Argument formatted from an integer. */
-elk_resp_arg_t elk_resp_arg_int(int64_t v);
+static inline elk_resp_arg_t elk_resp_arg_int(int64_t v)
+{
+    elk_resp_arg_t a;
+    a.ptr = NULL;
+    a.len = 0;
+    a.ival = v;
+    a.is_int = true;
+    return a;
+}
 
 typedef struct elk_resp_writer {
     uint8_t *buf;  /* caller-owned */
@@ -188,6 +209,11 @@ void elk_resp_reader_release(elk_resp_reader_t *r);
 
 /* True if the node is an error reply (ERROR or BLOB_ERROR). */
 bool elk_resp_is_error(const elk_resp_node_t *n);
+
+/* The value a reply carries, past any leading RESP3 attributes: a view into
+ * reply->nodes, or NULL (reply NULL or only attributes). Stores its index in *index
+ * unless index is NULL. */
+const elk_resp_node_t *elk_resp_reply_top(const elk_resp_reply_t *reply, size_t *index);
 
 /* True if the node's string value equals the NUL-terminated text s. */
 bool elk_resp_str_eq(const elk_resp_node_t *n, const char *s);

@@ -13,24 +13,45 @@ import sys
 
 # id -> (reference id, how the ratio reads). "x of" = value / reference.
 RATIOS = {
-    "elk.cycles_per_s": ("raw.cycle_limit", "of raw limit"),
-    "redispy.cycles_per_s": ("raw.cycle_limit", "of raw limit"),
-    "redlock.cycles_per_s": ("raw.cycle_limit", "of raw limit"),
-    "elk5.acq_p50_us": ("redlock5.acq_p50_us", "x node-redlock"),
-    "elk5d.acq_p50_us": ("redlock5d.acq_p50_us", "x node-redlock"),
+    "elk.cycles_per_s": ("raw.evalsha_cycle_limit", "of EVALSHA 2-RTT limit"),
+    "elk_tls.cycles_per_s": ("raw.evalsha_cycle_limit", "of EVALSHA 2-RTT limit (plain)"),
+    "redispy.cycles_per_s": ("raw.evalsha_cycle_limit", "of EVALSHA 2-RTT limit"),
+    "redlock.cycles_per_s": ("raw.evalsha_cycle_limit", "of EVALSHA 2-RTT limit"),
+    "elk5nf.acq_p50_us": ("redlock5.acq_p50_us", "x node-redlock (both no fencing)"),
+    "elk5dnf.acq_p50_us": ("redlock5d.acq_p50_us", "x node-redlock (both no fencing)"),
+    "elk5.acq_p50_us": ("elk1.acq_p50_us", "x edgelock 1 node"),
+    "elk5d.acq_p50_us": ("elk1d.acq_p50_us", "x edgelock 1 node via proxy"),
     "redlock5d.acq_p50_us": ("raw.proxy_rtt_us", "x raw RTT via proxy"),
+    "elk1d.acq_p50_us": ("raw.proxy_rtt_us", "x raw RTT via proxy"),
     "elk.handoff_p50_us": ("redlock.handoff_p50_us", "x node-redlock"),
-    "elk.p50_us": ("raw.rtt2_us", "x 2 raw RTTs"),
-    "redispy.p50_us": ("raw.rtt2_us", "x 2 raw RTTs"),
-    "redlock.p50_us": ("raw.rtt2_us", "x 2 raw RTTs"),
+    "elk.handoff_poll_p50_us": ("redlock.handoff_p50_us", "x node-redlock"),
+    "elk.p50_us": ("raw.ping_rtt_us", "x 1 PING RTT"),
+    "redispy.p50_us": ("raw.ping_rtt_us", "x 1 PING RTT"),
+    "redlock.p50_us": ("raw.ping_rtt_us", "x 1 PING RTT"),
 }
 
 # Extra comparison rows: (name, numerator id, denominator id, reading)
 VERSUS = [
-    ("edgelock / redis-py Lock, cycles/s", "elk.cycles_per_s", "redispy.cycles_per_s", "x"),
-    ("edgelock / node-redlock, cycles/s", "elk.cycles_per_s", "redlock.cycles_per_s", "x"),
-    ("edgelock / node-redlock, 5-node acquire p50", "elk5.acq_p50_us", "redlock5.acq_p50_us", "x"),
+    ("edgelock / EVALSHA 2-RTT limit, cycles/s (target >= 0.9)", "elk.cycles_per_s", "raw.evalsha_cycle_limit", "x"),
+    ("edgelock / PING 2-RTT limit, cycles/s", "elk.cycles_per_s", "raw.ping_cycle_limit", "x"),
+    ("edgelock / redis-py Lock, cycles/s (target >= 2)", "elk.cycles_per_s", "redispy.cycles_per_s", "x"),
+    ("edgelock / node-redlock, cycles/s (target >= 2)", "elk.cycles_per_s", "redlock.cycles_per_s", "x"),
+    ("edgelock / same-bytes 2-RTT limit, best thirds (target >= 0.9)", "elk.best_cycles_per_s", "raw.same_bytes_cycle_limit", "x"),
+    ("edgelock best third / redis-py Lock, cycles/s", "elk.best_cycles_per_s", "redispy.cycles_per_s", "x"),
+    ("edgelock best third / node-redlock, cycles/s", "elk.best_cycles_per_s", "redlock.cycles_per_s", "x"),
+    ("redis-py Lock cycle p50 / edgelock cycle p50 (median speed-up)", "redispy.p50_us", "elk.p50_us", "x"),
+    ("node-redlock cycle p50 / edgelock cycle p50 (median speed-up)", "redlock.p50_us", "elk.p50_us", "x"),
+    ("edgelock hand-off (channel) / cold 1-node acquire (target <= 2 round trips)", "elk.handoff_p50_us", "elk1cold.acq_p50_us", "x"),
+    ("edgelock 5-node / 1-node acquire, no fencing (target <= 1.3)", "elk5nf.acq_p50_us", "elk1.acq_p50_us", "x"),
+    ("edgelock 5-node / 1-node acquire, fencing (2 rounds by design)", "elk5.acq_p50_us", "elk1.acq_p50_us", "x"),
+    ("edgelock 5-node / 1-node acquire via proxies, no fencing (target <= 1.3)", "elk5dnf.acq_p50_us", "elk1d.acq_p50_us", "x"),
+    ("edgelock 5-node / 1-node acquire via proxies, fencing", "elk5d.acq_p50_us", "elk1d.acq_p50_us", "x"),
+    ("edgelock / node-redlock, 5-node acquire p50 (no fencing)", "elk5nf.acq_p50_us", "redlock5.acq_p50_us", "x"),
+    ("edgelock / node-redlock, 5-node acquire p50 via proxies (no fencing)", "elk5dnf.acq_p50_us", "redlock5d.acq_p50_us", "x"),
     ("edgelock / node-redlock, hand-off p50", "elk.handoff_p50_us", "redlock.handoff_p50_us", "x"),
+    ("edgelock hand-off (channel) in PING round trips (target <= 2)", "elk.handoff_p50_us", "raw.ping_rtt_us", "RTT"),
+    ("many locks: CPU 1024 / 64 locks", "elk.many1024.cpu_ms_per_s", "elk.many64.cpu_ms_per_s", "x"),
+    ("many locks: commands/s 1024 / 64 locks", "elk.many1024.cmds_per_s", "elk.many64.cmds_per_s", "x"),
 ]
 
 
