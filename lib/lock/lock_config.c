@@ -21,25 +21,21 @@ void elk_lock_config_defaults(elk_lock_config_t *cfg)
     cfg->use_release_channel = true;
 }
 
-/* ceil(p / 10^6) by binary long division: a 64-bit `/` would link libgcc's
- * __udivmoddi4 (about 700 bytes) into Cortex-M images. The remainder stays below
- * 2 * 10^6, so it fits 32 bits; p + 999999 cannot wrap, p being a product of two
- * 32-bit numbers. Called once per round, so 64 steps cost nothing that matters. */
+/* ceil(p / 10^6) by long division in base 256: a 64-bit `/` would link libgcc's
+ * __udivmoddi4 (about 700 bytes) into Cortex-M images, while 32-bit division is one
+ * instruction there. The remainder stays below 10^6 < 2^20, so (r << 8) | byte fits
+ * 32 bits. Eight steps instead of 64 one-bit steps: this runs on every round. */
 static uint64_t lock_div_1e6_up(uint64_t p)
 {
-    uint64_t n = p + 999999u;
     uint64_t q = 0;
     uint32_t r = 0;
-    int b;
-    for (b = 63; b >= 0; b--) {
-        r = (r << 1) | (uint32_t)((n >> b) & 1u);
-        q <<= 1;
-        if (r >= 1000000u) {
-            r -= 1000000u;
-            q |= 1u;
-        }
+    int shift;
+    for (shift = 56; shift >= 0; shift -= 8) {
+        uint32_t cur = (r << 8) | (uint32_t)((p >> shift) & 0xffu);
+        q = (q << 8) | (cur / 1000000u);
+        r = cur % 1000000u;
     }
-    return q;
+    return q + (r != 0u ? 1u : 0u);
 }
 
 uint64_t elk_lock__drift(const elk_lock_config_t *cfg)

@@ -609,6 +609,16 @@ static bool lk_queue_short(const elk_lock_t *lock)
     return ready >= elk_client_quorum(lock->client) && room < elk_client_quorum(lock->client);
 }
 
+/* When the next renewal round is due: the first try while HELD, a retry while RENEWING
+ * between rounds; LK_NEVER otherwise (renewal stopped by a cap, or not holding). */
+static uint64_t lk_renew_due_at(const elk_lock_t *lock)
+{
+    if (lock->state == ELK_LOCK_HELD && !lock->renew_stopped) {
+        return lock->next_renew;
+    }
+    return lock->state == ELK_LOCK_RENEWING ? lock->next_retry : LK_NEVER;
+}
+
 static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
 {
     uint64_t w = LK_NEVER;
@@ -619,13 +629,11 @@ static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
         w = lk_min(w, lock->deadline);
         /* A renewal deferred for queue room waits for the reply that frees a slot (the
          * descriptor wakes the caller; the deadline above still bounds the wait). */
-        if (lock->state == ELK_LOCK_HELD && !lock->renew_stopped &&
-            !(lock->next_renew <= now && lock->round_kind == LK_NONE && lk_queue_short(lock))) {
-            w = lk_min(w, lock->next_renew);
-        }
-        if (lock->state == ELK_LOCK_RENEWING && lock->round_kind == LK_NONE &&
-            !(lock->next_retry <= now && lk_queue_short(lock))) {
-            w = lk_min(w, lock->next_retry);
+        if (lock->round_kind == LK_NONE) {
+            uint64_t r = lk_renew_due_at(lock);
+            if (!(r <= now && lk_queue_short(lock))) {
+                w = lk_min(w, r);
+            }
         }
     }
     if (lock->state == ELK_LOCK_WAITING) {
@@ -663,21 +671,14 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
         lk_eval_extend(lock, now);
     }
 
-    if (lock->state == ELK_LOCK_HELD && lock->round_kind == LK_NONE && !lock->renew_stopped &&
-        now >= lock->next_renew && lk_queue_short(lock)) {
-        /* deferred: the next reply (it frees a slot) wakes us, see lk_next_wake */
-    } else if (lock->state == ELK_LOCK_HELD && lock->round_kind == LK_NONE && !lock->renew_stopped &&
-        now >= lock->next_renew) {
-        if (lk_renew_capped(lock, now)) {
+    /* A due renewal (first try or retry) starts only when a quorum of nodes has queue
+     * room; otherwise the next reply, which frees a slot, wakes us (see lk_next_wake). */
+    if (lock->round_kind == LK_NONE && lk_renew_due_at(lock) <= now) {
+        if (lock->state == ELK_LOCK_HELD && lk_renew_capped(lock, now)) {
             lock->renew_stopped = true;
             lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, ELK_E_MAX_HOLD, now, lock->results);
-        } else {
+        } else if (!lk_queue_short(lock)) {
             lock->state = ELK_LOCK_RENEWING;
-            lk_start_round(lock, LK_EXTEND, now);
-        }
-    } else if (lock->state == ELK_LOCK_RENEWING && lock->round_kind == LK_NONE &&
-               now >= lock->next_retry) {
-        if (!lk_queue_short(lock)) {
             lk_start_round(lock, LK_EXTEND, now);
         }
     }

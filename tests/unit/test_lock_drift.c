@@ -1,0 +1,71 @@
+/* The drift allowance is safety arithmetic: it must round up, never wrap, and agree with
+ * plain 64-bit division for every ttl and factor a config can hold. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "elk/lock.h"
+#include "lock/lock_internal.h"
+
+static uint64_t expected_drift(uint32_t ttl, uint32_t ppm, uint32_t fixed)
+{
+    uint64_t p = (uint64_t)ttl * ppm;
+    return p / 1000000u + (p % 1000000u != 0u) + fixed;
+}
+
+static uint64_t drift_of(uint32_t ttl, uint32_t ppm, uint32_t fixed)
+{
+    elk_lock_config_t c;
+    elk_lock_config_defaults(&c);
+    c.ttl_ms = ttl;
+    c.drift_factor_ppm = ppm;
+    c.drift_fixed_ms = fixed;
+    return elk_lock__drift(&c);
+}
+
+static void test_drift_examples(void **state)
+{
+    (void)state;
+    assert_int_equal(drift_of(10000, 10000, 2), 102); /* the design's defaults: 1% + 2 ms */
+    assert_int_equal(drift_of(1, 1, 0), 1);           /* any non-zero product rounds up */
+    assert_int_equal(drift_of(1000, 0, 0), 0);
+    assert_int_equal(drift_of(999999, 1, 0), 1);
+    assert_int_equal(drift_of(1000000, 1, 0), 1);
+    assert_int_equal(drift_of(1000001, 1, 0), 2);
+}
+
+static void test_drift_matches_64bit_division(void **state)
+{
+    (void)state;
+    const uint32_t edges[] = {0u, 1u, 2u, 999999u, 1000000u, 1000001u, 65535u, 65536u,
+                              0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        for (size_t j = 0; j < sizeof edges / sizeof edges[0]; j++) {
+            assert_int_equal(drift_of(edges[i], edges[j], 3), expected_drift(edges[i], edges[j], 3));
+        }
+    }
+    uint64_t x = 0x9E3779B97F4A7C15u; /* xorshift: deterministic, no libc rand */
+    for (int n = 0; n < 200000; n++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint32_t ttl = (uint32_t)x, ppm = (uint32_t)(x >> 32);
+        if (n & 1) {
+            ttl %= 86400001u;
+            ppm %= 500001u;
+        }
+        assert_int_equal(drift_of(ttl, ppm, 0), expected_drift(ttl, ppm, 0));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_drift_examples),
+        cmocka_unit_test(test_drift_matches_64bit_division),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
