@@ -191,10 +191,26 @@ if [ "$VG" = 1 ]; then
     check_true "valgrind: nothing lost" $?
   fi
 fi
+# A node still in reconnect backoff from the last fault (faults stop only ~1 s before the
+# end) cannot be sent the release before elkd exits; its copy then lives until its TTL.
+# What must hold: every key left carries an expiry within the TTL (nothing held for good),
+# and all are gone once the TTL (1500 ms) has passed.
+left=0; no_expiry=0
+for n in 1 2 3; do
+  for key in $(rcli r$n --scan --pattern 'scen:{valve-*}' | grep -v ':fence$'); do
+    left=$((left + 1))
+    pttl=$(rcli r$n pttl "$key")
+    # -2: expired since the scan (fine); -1: no expiry at all (a lock held for good)
+    if [ "$pttl" -eq -1 ] || [ "$pttl" -gt 1500 ]; then no_expiry=$((no_expiry + 1)); fi
+  done
+done
+echo "FIGURE s7_soak keys_left_at_stop=$left"
+check "every lock key left at stop expires within the TTL" 0 $no_expiry
+sleep 1.7
 left=0
 for n in 1 2 3; do
   k=$(rcli r$n --scan --pattern 'scen:{valve-*}' | grep -vc ':fence$')
   left=$((left + k))
 done
-check "no lock key left on any server after both agents stopped" 0 $left
+check "no lock key left on any server one TTL after both agents stopped" 0 $left
 finish
