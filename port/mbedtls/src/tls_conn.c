@@ -214,23 +214,33 @@ static int map_record_error(elk_tls_conn_t *c, int ret)
     return conn_fail(c, ELK_E_TLS, ret);
 }
 
-static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
+/* The gate send and recv share: nothing moves before the handshake is done (0), a failed
+ * connection reports why it failed, an empty request moves 0 bytes. Returns 1 when the
+ * call may go ahead. */
+static int32_t tls_io_gate(const elk_tls_conn_t *c, size_t len)
 {
-    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
-    size_t max;
-    int ret;
-
-    if (c == NULL || (buf == NULL && len > 0)) {
-        return ELK_E_INVALID_ARG;
-    }
     if (c->state == ELK_TLS_CONNECTING || c->state == ELK_TLS_HANDSHAKING) {
         return 0;
     }
     if (c->state != ELK_TLS_READY) {
         return c->last_err != ELK_OK ? c->last_err : ELK_E_STATE;
     }
-    if (len == 0) {
-        return 0;
+    return len == 0 ? 0 : 1;
+}
+
+static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
+{
+    elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    int32_t gate;
+    size_t max;
+    int ret;
+
+    if (c == NULL || (buf == NULL && len > 0)) {
+        return ELK_E_INVALID_ARG;
+    }
+    gate = tls_io_gate(c, len);
+    if (gate != 1) {
+        return gate;
     }
     if (c->pending_len > 0) {
         /* mbedTLS already encrypted the first pending_len bytes of the previous call into
@@ -265,19 +275,15 @@ static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
 static int32_t tls_recv(void *ctx, uint8_t *buf, size_t len)
 {
     elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
+    int32_t gate;
     int ret;
 
     if (c == NULL || buf == NULL) {
         return ELK_E_INVALID_ARG;
     }
-    if (c->state == ELK_TLS_CONNECTING || c->state == ELK_TLS_HANDSHAKING) {
-        return 0;
-    }
-    if (c->state != ELK_TLS_READY) {
-        return c->last_err != ELK_OK ? c->last_err : ELK_E_STATE;
-    }
-    if (len == 0) {
-        return 0;
+    gate = tls_io_gate(c, len);
+    if (gate != 1) {
+        return gate;
     }
     if (len > (size_t)INT32_MAX) {
         len = (size_t)INT32_MAX;

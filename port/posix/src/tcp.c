@@ -270,25 +270,38 @@ static int tcp_progress(void *ctx)
     return connect_next(t, map_connect_errno(so_error), so_error);
 }
 
-static int32_t tcp_send(void *ctx, const uint8_t *buf, size_t len)
+/* The gate send and recv share: nothing moves while connecting (0), a failed or closed
+ * stream is ELK_E_STATE, an empty request moves 0 bytes. Returns 1 when the call may go
+ * ahead, with *len clamped to what the int32_t result can report. */
+static int32_t tcp_io_gate(const elk_posix_tcp_t *t, size_t *len)
 {
-    elk_posix_tcp_t *t = (elk_posix_tcp_t *)ctx;
-    ssize_t n;
-
-    if (t == NULL || (buf == NULL && len > 0)) {
-        return ELK_E_INVALID_ARG;
-    }
     if (t->state == TCP_CONNECTING) {
         return 0;
     }
     if (t->state != TCP_CONNECTED) {
         return ELK_E_STATE;
     }
-    if (len == 0) {
+    if (*len == 0) {
         return 0;
     }
-    if (len > (size_t)INT32_MAX) {
-        len = (size_t)INT32_MAX;
+    if (*len > (size_t)INT32_MAX) {
+        *len = (size_t)INT32_MAX;
+    }
+    return 1;
+}
+
+static int32_t tcp_send(void *ctx, const uint8_t *buf, size_t len)
+{
+    elk_posix_tcp_t *t = (elk_posix_tcp_t *)ctx;
+    int32_t gate;
+    ssize_t n;
+
+    if (t == NULL || (buf == NULL && len > 0)) {
+        return ELK_E_INVALID_ARG;
+    }
+    gate = tcp_io_gate(t, &len);
+    if (gate != 1) {
+        return gate;
     }
     for (;;) {
         n = send(t->fd, buf, len, MSG_DONTWAIT);
@@ -310,22 +323,15 @@ static int32_t tcp_send(void *ctx, const uint8_t *buf, size_t len)
 static int32_t tcp_recv(void *ctx, uint8_t *buf, size_t len)
 {
     elk_posix_tcp_t *t = (elk_posix_tcp_t *)ctx;
+    int32_t gate;
     ssize_t n;
 
     if (t == NULL || buf == NULL) {
         return ELK_E_INVALID_ARG;
     }
-    if (t->state == TCP_CONNECTING) {
-        return 0;
-    }
-    if (t->state != TCP_CONNECTED) {
-        return ELK_E_STATE;
-    }
-    if (len == 0) {
-        return 0;
-    }
-    if (len > (size_t)INT32_MAX) {
-        len = (size_t)INT32_MAX;
+    gate = tcp_io_gate(t, &len);
+    if (gate != 1) {
+        return gate;
     }
     for (;;) {
         n = recv(t->fd, buf, len, MSG_DONTWAIT);
