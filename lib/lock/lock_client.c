@@ -48,8 +48,12 @@ static int lk_check_name(const char *s, size_t max, bool may_be_empty)
     return ELK_OK;
 }
 
-void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
-                   int err)
+/* One formatter for the module's two kinds of line, so the level check, buffer and
+ * write exist once: a lock line "<key>: <what>[ token N][: <error>]" (ep NULL) or a
+ * node line "node <host>:<port>: <what><val><after>" (lock NULL, cut at 200 bytes). */
+static void lk_log(const elk_client_t *client, int level, const elk_lock_t *lock,
+                   const elk_endpoint_t *ep, const char *what, const elk_resp_node_t *val,
+                   const char *after, int err)
 {
     char buf[CONFIG_ELK_MAX_KEY_LEN + 160u];
     elk_fmt_t f;
@@ -59,12 +63,23 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
         log->write == NULL || level > log->level) {
         return;
     }
-    elk_fmt_init(&f, buf, sizeof(buf));
+    elk_fmt_init(&f, buf, ep != NULL ? 200u : sizeof(buf));
+    if (ep != NULL) {
+        elk_fmt_str(&f, "node ");
+        elk_fmt_str(&f, ep->host != NULL ? ep->host : "?");
+        elk_fmt_str(&f, ":");
+        elk_fmt_uint(&f, ep->port);
+        elk_fmt_str(&f, ": ");
+    }
     if (lock != NULL) {
         elk_fmt_str(&f, lock->key);
         elk_fmt_str(&f, ": ");
     }
     elk_fmt_str(&f, what);
+    if (val != NULL) {
+        elk_fmt_bytes(&f, val->str, val->len);
+    }
+    elk_fmt_str(&f, after);
     if (lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING)) {
         elk_fmt_str(&f, " token ");
         elk_fmt_uint(&f, lock->token);
@@ -83,30 +98,16 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
     log->write(log->ctx, level, "lock", buf, f.len);
 }
 
+void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
+                   int err)
+{
+    lk_log(client, level, lock, NULL, what, NULL, "", err);
+}
+
 static void lk_node_log(const elk_client_t *client, int level, size_t node, const char *what,
                         const elk_resp_node_t *val, const char *after)
 {
-    char buf[200];
-    elk_fmt_t f;
-    const elk_log_t *log = client->log;
-    const elk_endpoint_t *ep = &client->fleet->nodes[node].cfg.endpoint;
-    /* At CONFIG_ELK_LOG_LEVEL 0 this always returns, so the formatting is compiled out. */
-    if (CONFIG_ELK_LOG_LEVEL == 0 || level > CONFIG_ELK_LOG_LEVEL || log == NULL ||
-        log->write == NULL || level > log->level) {
-        return;
-    }
-    elk_fmt_init(&f, buf, sizeof(buf));
-    elk_fmt_str(&f, "node ");
-    elk_fmt_str(&f, ep->host != NULL ? ep->host : "?");
-    elk_fmt_str(&f, ":");
-    elk_fmt_uint(&f, ep->port);
-    elk_fmt_str(&f, ": ");
-    elk_fmt_str(&f, what);
-    if (val != NULL) {
-        elk_fmt_bytes(&f, val->str, val->len);
-    }
-    elk_fmt_str(&f, after);
-    log->write(log->ctx, level, "lock", buf, f.len);
+    lk_log(client, level, NULL, &client->fleet->nodes[node].cfg.endpoint, what, val, after, ELK_OK);
 }
 
 /* ------------------------------------------------------------ node events */
@@ -186,6 +187,11 @@ static void lk_on_config(void *user, elk_node_t *node, int status, const elk_res
     const elk_resp_node_t *top;
     const elk_resp_node_t *name;
     const elk_resp_node_t *val;
+    /* Each outcome picks its line; one log call below (each call costs flash). */
+    const char *what;
+    const char *after = ")";
+    int level = ELK_LOG_WARN;
+    bool refuse = false;
     if (i == SIZE_MAX || status != ELK_OK) {
         return;
     }
@@ -194,37 +200,36 @@ static void lk_on_config(void *user, elk_node_t *node, int status, const elk_res
         return;
     }
     if (elk_resp_is_error(top)) {
-        lk_node_log(client, ELK_LOG_WARN, i,
-                    "CONFIG GET refused, cannot check persistence/eviction settings: ", top, "");
+        what = "CONFIG GET refused, cannot check persistence/eviction settings: ";
+        val = top;
+        after = "";
+    } else if ((top->type != ELK_RESP_ARRAY && top->type != ELK_RESP_MAP) || top->subtree < 2u ||
+               idx + 2u >= reply->count) {
         return;
-    }
-    if ((top->type != ELK_RESP_ARRAY && top->type != ELK_RESP_MAP) || top->subtree < 2u ||
-        idx + 2u >= reply->count) {
-        return;
-    }
-    name = &reply->nodes[idx + 1u];
-    val = &reply->nodes[idx + 2u];
-    if (elk_resp_str_eq(name, "maxmemory-policy") && !elk_resp_str_eq(val, "noeviction")) {
-        bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
-        lk_node_log(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
-                    refuse ? "refused: eviction can delete lock keys; set maxmemory-policy "
-                             "noeviction (now "
-                           : "unsafe: eviction can delete lock keys; set maxmemory-policy "
-                             "noeviction, now ",
-                    val, refuse ? ")" : "");
-        if (refuse) {
-            client->node_unsafe[i] = 1;
+    } else {
+        name = &reply->nodes[idx + 1u];
+        val = &reply->nodes[idx + 2u];
+        if (elk_resp_str_eq(name, "maxmemory-policy") && !elk_resp_str_eq(val, "noeviction")) {
+            refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
+            level = refuse ? ELK_LOG_ERROR : ELK_LOG_WARN;
+            what = refuse ? "refused: eviction can delete lock keys; set maxmemory-policy "
+                            "noeviction (now "
+                          : "unsafe: eviction can delete lock keys; set maxmemory-policy "
+                            "noeviction, now ";
+            after = refuse ? ")" : "";
+        } else if (elk_resp_str_eq(name, "appendonly") && !elk_resp_str_eq(val, "yes")) {
+            what = "no AOF persistence: a restart loses locks; delay restarts by one TTL "
+                   "(appendonly ";
+        } else if (elk_resp_str_eq(name, "appendfsync") && !elk_resp_str_eq(val, "always")) {
+            what = "appendfsync is not always: a crash can lose recent locks; delay restarts by "
+                   "one TTL (appendfsync ";
+        } else {
+            return;
         }
-    } else if (elk_resp_str_eq(name, "appendonly") && !elk_resp_str_eq(val, "yes")) {
-        lk_node_log(client, ELK_LOG_WARN, i,
-                    "no AOF persistence: a restart loses locks; delay restarts by one TTL "
-                    "(appendonly ",
-                    val, ")");
-    } else if (elk_resp_str_eq(name, "appendfsync") && !elk_resp_str_eq(val, "always")) {
-        lk_node_log(client, ELK_LOG_WARN, i,
-                    "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
-                    "(appendfsync ",
-                    val, ")");
+    }
+    lk_node_log(client, level, i, what, val, after);
+    if (refuse) {
+        client->node_unsafe[i] = 1;
     }
 }
 
@@ -367,13 +372,13 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
         w = elk_lock__step(client->locks[i], now);
         next = w < next ? w : next;
     }
-    /* Flush what the steps queued (and read what is already there); replies that
-     * arrive now are evaluated on the next call, which is then due at once. */
+    /* Send what the steps queued. Not read: answers to requests written microseconds
+     * ago are not there yet, and anything that did arrive wakes the caller's wait. */
     client->dirty = false;
-    w = elk_fleet_poll(client->fleet, now);
+    w = elk_fleet_flush(client->fleet, now);
     next = w < next ? w : next;
     if (client->cfg.subscribers != NULL) {
-        w = elk_fleet_poll(client->cfg.subscribers, now);
+        w = elk_fleet_flush(client->cfg.subscribers, now);
         next = w < next ? w : next;
     }
     for (i = 0; i < client->fleet->count; i++) {

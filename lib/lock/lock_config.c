@@ -21,21 +21,22 @@ void elk_lock_config_defaults(elk_lock_config_t *cfg)
     cfg->use_release_channel = true;
 }
 
-/* ceil(p / 10^6) by long division in base 256: a 64-bit `/` would link libgcc's
+/* ceil(p / 10^6) by long division on 32-bit words: a 64-bit `/` would link libgcc's
  * __udivmoddi4 (about 700 bytes) into Cortex-M images, while 32-bit division is one
- * instruction there. The remainder stays below 10^6 < 2^20, so (r << 8) | byte fits
- * 32 bits. Eight steps instead of 64 one-bit steps: this runs on every round. */
+ * instruction there. The high word divides directly; the remainder r stays below
+ * 10^6 < 2^20, so (r << 12) | 12 more bits of the low word fits 32 bits, and each
+ * quotient digit fits its 12 (or last 8) bits. Four divisions: this runs every round. */
 static uint64_t lock_div_1e6_up(uint64_t p)
 {
-    uint64_t q = 0;
-    uint32_t r = 0;
-    int shift;
-    for (shift = 56; shift >= 0; shift -= 8) {
-        uint32_t cur = (r << 8) | (uint32_t)((p >> shift) & 0xffu);
-        q = (q << 8) | (cur / 1000000u);
-        r = cur % 1000000u;
-    }
-    return q + (r != 0u ? 1u : 0u);
+    const uint32_t d = 1000000u;
+    uint32_t hi = (uint32_t)(p >> 32);
+    uint32_t lo = (uint32_t)p;
+    uint32_t r = hi % d;
+    uint32_t c1 = (r << 12) | (lo >> 20);
+    uint32_t c2 = ((c1 % d) << 12) | ((lo >> 8) & 0xfffu);
+    uint32_t c3 = ((c2 % d) << 8) | (lo & 0xffu);
+    uint32_t q = ((c1 / d) << 20) | ((c2 / d) << 8) | (c3 / d);
+    return (((uint64_t)(hi / d) << 32) | q) + (c3 % d != 0u ? 1u : 0u);
 }
 
 uint64_t elk_lock__drift(const elk_lock_config_t *cfg)

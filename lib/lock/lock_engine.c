@@ -17,7 +17,7 @@ static size_t lk_nodes(const elk_lock_t *lock)
     return lock->client->fleet->count;
 }
 
-static uint64_t lk_min(uint64_t a, uint64_t b)
+static LK_NOINLINE uint64_t lk_min(uint64_t a, uint64_t b)
 {
     return a < b ? a : b;
 }
@@ -48,9 +48,12 @@ static unsigned lk_popcount(uint32_t m)
     return c;
 }
 
-static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint64_t now,
-                    const elk_lock_node_result_t *results)
+/* Log and report an event; its per-node detail is the foreground round's, or the
+ * background release's for RELEASED. */
+static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint64_t now)
 {
+    const elk_lock_node_result_t *results =
+        type == ELK_LOCK_EV_RELEASED ? lock->rel_results : lock->results;
     elk_lock_event_t ev;
     bool held = (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
 
@@ -125,14 +128,16 @@ static void lk_sub_one(elk_lock_t *lock, size_t i, bool on)
     elk_resp_arg_t argv[2];
     elk_node_t *n = &c->fleet->nodes[i];
     elk_node_t *s = c->cfg.subscribers != NULL ? &c->cfg.subscribers->nodes[i] : NULL;
-    argv[0] = elk_resp_arg_cstr(on ? "SUBSCRIBE" : "UNSUBSCRIBE");
+    /* "SUBSCRIBE" is the tail of "UNSUBSCRIBE": one string, no strlen. */
+    argv[0] = elk_resp_arg_bytes((const uint8_t *)"UNSUBSCRIBE" + (on ? 2u : 0u), on ? 9u : 11u);
     argv[1] = elk_resp_arg_bytes((const uint8_t *)ch,
                                  elk_lock__key_with(lock, ELK_LOCK_CHANNEL_SUFFIX, ch));
+    /* elk_node_send_noreply refuses a node that is not READY (and a NULL s). */
     if (!on) {
-        if ((lock->sub_mask & LK_BIT(i)) != 0u && elk_node_is_ready(n)) {
+        if ((lock->sub_mask & LK_BIT(i)) != 0u) {
             (void)elk_node_send_noreply(n, argv, 2);
         }
-        if ((lock->sub2_mask & LK_BIT(i)) != 0u && s != NULL && elk_node_is_ready(s)) {
+        if ((lock->sub2_mask & LK_BIT(i)) != 0u) {
             (void)elk_node_send_noreply(s, argv, 2);
         }
         lock->sub_mask &= ~LK_BIT(i);
@@ -146,10 +151,8 @@ static void lk_sub_one(elk_lock_t *lock, size_t i, bool on)
         if (elk_node_send_noreply(n, argv, 2) == ELK_OK) {
             lock->sub_mask |= LK_BIT(i);
         }
-    } else if (s != NULL && elk_node_is_ready(s)) {
-        if (elk_node_send_noreply(s, argv, 2) == ELK_OK) {
-            lock->sub2_mask |= LK_BIT(i);
-        }
+    } else if (elk_node_send_noreply(s, argv, 2) == ELK_OK) {
+        lock->sub2_mask |= LK_BIT(i);
     }
 }
 
@@ -235,6 +238,28 @@ static uint64_t lk_cap_timeout(const elk_lock_t *lock, uint64_t now, uint64_t li
     return limit > now ? limit : now + 1u;
 }
 
+/* Send node i its request of the foreground round, or of the background release (rel),
+ * as EVALSHA or, after NOSCRIPT, as EVAL; record it as awaited, or the reason it was not
+ * sent. One copy for a round's start, the release's (re)sends and the EVAL resends. */
+static LK_NOINLINE int lk_send(elk_lock_t *lock, size_t i, bool rel, bool eval, uint64_t now)
+{
+    uint32_t *pending = rel ? &lock->rel_pending_mask : &lock->pending_mask;
+    elk_lock_node_result_t *r = rel ? &lock->rel_results[i] : &lock->results[i];
+    int rc = elk_lock__send_script(lock, i, rel ? (uint8_t)LK_RELEASE : lock->round_kind,
+                                   rel ? lock->rel_seq : lock->seq, eval, now,
+                                   rel ? lock->rel_until : lock->round_limit);
+    if (rc == ELK_OK) {
+        *pending |= LK_BIT(i);
+        r->status = ELK_LOCK_NODE_NONE;
+        r->err = ELK_OK;
+    } else {
+        *pending &= ~LK_BIT(i);
+        r->status = ELK_LOCK_NODE_ERROR;
+        r->err = rc;
+    }
+    return rc;
+}
+
 static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
 {
     size_t i;
@@ -259,13 +284,7 @@ static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
     }
     lock->round_limit = lk_cap_timeout(lock, now, limit);
     for (i = 0; i < lk_nodes(lock); i++) {
-        int rc = elk_lock__send_script(lock, i, kind, lock->seq, false, now, lock->round_limit);
-        if (rc == ELK_OK) {
-            lock->pending_mask |= LK_BIT(i);
-        } else {
-            lock->results[i].status = ELK_LOCK_NODE_ERROR;
-            lock->results[i].err = rc;
-        }
+        (void)lk_send(lock, i, false, false, now);
     }
 }
 
@@ -273,16 +292,8 @@ static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
  * this very round, typically) gets it when it is back, until rel_until. */
 static void lk_release_send(elk_lock_t *lock, size_t i, uint64_t now)
 {
-    int rc = elk_lock__send_script(lock, i, LK_RELEASE, lock->rel_seq, false, now, lock->rel_until);
+    int rc = lk_send(lock, i, true, false, now);
     lock->rel_unsent_mask &= ~LK_BIT(i);
-    if (rc == ELK_OK) {
-        lock->rel_pending_mask |= LK_BIT(i);
-        lock->rel_results[i].status = ELK_LOCK_NODE_NONE;
-        lock->rel_results[i].err = ELK_OK;
-        return;
-    }
-    lock->rel_results[i].status = ELK_LOCK_NODE_ERROR;
-    lock->rel_results[i].err = rc;
     if (rc == ELK_E_NOT_CONNECTED || rc == ELK_E_QUEUE_FULL) {
         lock->rel_unsent_mask |= LK_BIT(i);
     }
@@ -308,11 +319,17 @@ static void lk_release_round(elk_lock_t *lock, uint64_t now, bool notify)
     }
 }
 
-/* Compare-and-delete the current value on every node, in the background. */
-static void lk_start_release(elk_lock_t *lock, uint64_t now, bool notify)
+/* The value the (background) release will delete: the current one. */
+static LK_NOINLINE void lk_keep_value(elk_lock_t *lock)
 {
     memcpy(lock->rel_value, lock->value, lock->value_len + 1u);
     lock->rel_value_len = lock->value_len;
+}
+
+/* Compare-and-delete the current value on every node, in the background. */
+static void lk_start_release(elk_lock_t *lock, uint64_t now, bool notify)
+{
+    lk_keep_value(lock);
     lk_release_round(lock, now, notify);
 }
 
@@ -345,7 +362,7 @@ static void lk_give_up(elk_lock_t *lock, int err, uint64_t now)
     lock->state = ELK_LOCK_IDLE;
     lock->last_err = err;
     lk_unsubscribe(lock, now);
-    lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, err, now, lock->results);
+    lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, err, now);
 }
 
 static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
@@ -361,7 +378,7 @@ static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
         /* wake_now stays set if a release message arrived during this round */
         lock->next_retry = lk_min(now + lk_random_delay(lock), lock->wait_deadline);
         lk_subscribe(lock, now);
-        lk_fire(lock, ELK_LOCK_EV_RETRY, err, now, lock->results);
+        lk_fire(lock, ELK_LOCK_EV_RETRY, err, now);
         return;
     }
     lk_give_up(lock, lock->waiting ? ELK_E_LOCK_TIMEOUT : err, now);
@@ -369,11 +386,14 @@ static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
 
 /* When a lease confirmed for a round sent at `from` is next renewed: ttl * pct / 100
  * exactly, in 32-bit arithmetic (ttl = 100 q + r, pct <= 90 is checked), so Cortex-M
- * images need no 64-bit division helper. */
-static uint64_t lk_renew_at(const elk_lock_t *lock, uint64_t from)
+ * images need no 64-bit division helper; LK_NEVER when pct is 0 (no renewal). */
+static LK_NOINLINE uint64_t lk_renew_at(const elk_lock_t *lock, uint64_t from)
 {
     uint32_t ttl = lock->cfg.ttl_ms;
     uint32_t pct = lock->cfg.renew_fraction_pct;
+    if (pct == 0u) {
+        return LK_NEVER;
+    }
     return from + (ttl / 100u) * pct + (ttl % 100u) * pct / 100u;
 }
 
@@ -385,10 +405,9 @@ static void lk_become_held(elk_lock_t *lock, uint64_t now)
     lock->renewals = 0;
     lock->renew_stopped = false;
     lock->last_err = ELK_OK;
-    lock->next_renew =
-        lock->cfg.renew_fraction_pct == 0u ? LK_NEVER : lk_renew_at(lock, lock->acquired_at);
+    lock->next_renew = lk_renew_at(lock, lock->acquired_at);
     lk_unsubscribe(lock, now);
-    lk_fire(lock, ELK_LOCK_EV_ACQUIRED, ELK_OK, now, lock->results);
+    lk_fire(lock, ELK_LOCK_EV_ACQUIRED, ELK_OK, now);
 }
 
 static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
@@ -401,10 +420,9 @@ static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
     lock->last_err = err;
     /* Deleting the key now would let the next holder start while our actuator is still
      * within its stop_margin: release only once it must have stopped. */
-    memcpy(lock->rel_value, lock->value, lock->value_len + 1u);
-    lock->rel_value_len = lock->value_len;
+    lk_keep_value(lock);
     lock->lost_release_at = now + lock->cfg.stop_margin_ms;
-    lk_fire(lock, ELK_LOCK_EV_LOST, err, now, lock->results);
+    lk_fire(lock, ELK_LOCK_EV_LOST, err, now);
 }
 
 static bool lk_validity_ok(const elk_lock_t *lock, uint64_t now)
@@ -412,19 +430,34 @@ static bool lk_validity_ok(const elk_lock_t *lock, uint64_t now)
     return lock->deadline > now && lock->deadline - now >= lock->cfg.min_validity_ms;
 }
 
+/* The foreground round so far: a quorum of positive replies, a quorum of "busy", or
+ * over (a quorum is out of reach: too few replies left, or the round's time is up).
+ * Counted once for the evaluations below. */
+typedef struct lk_tally {
+    bool quorum;
+    bool busy_quorum;
+    bool over;
+} lk_tally_t;
+
+static void lk_tally(const elk_lock_t *lock, uint64_t now, lk_tally_t *t)
+{
+    size_t q = elk_client_quorum(lock->client);
+    uint8_t ok, busy, failed;
+    lk_count(lock->results, lk_nodes(lock), &ok, &busy, &failed);
+    t->quorum = ok >= q;
+    t->busy_quorum = busy >= q;
+    t->over = ok + lk_popcount(lock->pending_mask) < q || now >= lock->round_limit;
+}
+
 /* An ACQUIRE round, or the COMMIT round that follows it with fencing: one function,
  * as the two differ only in what a quorum of ACQUIRE replies sets up. */
-static void lk_eval_acquire(elk_lock_t *lock, uint64_t now)
+static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 {
     size_t n = lk_nodes(lock);
-    size_t q = elk_client_quorum(lock->client);
-    unsigned pend = lk_popcount(lock->pending_mask);
     bool acquire = lock->round_kind == LK_ACQUIRE;
-    uint8_t ok, busy, failed;
     size_t i;
 
-    lk_count(lock->results, n, &ok, &busy, &failed);
-    if (ok >= q && acquire) {
+    if (t->quorum && acquire) {
         uint64_t token = 0;
         for (i = 0; i < n; i++) {
             if (lock->results[i].status == ELK_LOCK_NODE_OK && lock->results[i].value > 0 &&
@@ -436,7 +469,7 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now)
         lock->deadline = elk_lock__deadline_from(&lock->cfg, lock->t_send);
         lock->token = lock->cfg.fencing ? token : 0u;
     }
-    if (ok >= q) {
+    if (t->quorum) {
         if (!lk_validity_ok(lock, now)) {
             lk_acquire_failed(lock, ELK_E_VALIDITY, now);
             return;
@@ -450,19 +483,14 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now)
         lk_become_held(lock, now);
         return;
     }
-    if (ok + pend < q || now >= lock->round_limit) {
-        lk_acquire_failed(lock, busy >= q ? ELK_E_LOCK_BUSY : ELK_E_FLEET_UNAVAILABLE, now);
+    if (t->over) {
+        lk_acquire_failed(lock, t->busy_quorum ? ELK_E_LOCK_BUSY : ELK_E_FLEET_UNAVAILABLE, now);
     }
 }
 
-static void lk_eval_extend(elk_lock_t *lock, uint64_t now)
+static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 {
-    size_t q = elk_client_quorum(lock->client);
-    unsigned pend = lk_popcount(lock->pending_mask);
-    uint8_t ok, busy, failed;
-
-    lk_count(lock->results, lk_nodes(lock), &ok, &busy, &failed);
-    if (ok >= q) {
+    if (t->quorum) {
         uint64_t d = elk_lock__deadline_from(&lock->cfg, lock->t_send);
         if (d > lock->deadline) {
             lock->deadline = d;
@@ -471,15 +499,15 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now)
         lock->next_renew = lk_renew_at(lock, lock->t_send);
         lock->state = ELK_LOCK_HELD;
         lk_end_round(lock, now);
-        lk_fire(lock, ELK_LOCK_EV_RENEWED, ELK_OK, now, lock->results);
+        lk_fire(lock, ELK_LOCK_EV_RENEWED, ELK_OK, now);
         return;
     }
-    if (busy >= q) {
+    if (t->busy_quorum) {
         /* A quorum no longer holds our value: someone else can take it right now. */
         lk_lost(lock, ELK_E_LOCK_LOST, now);
         return;
     }
-    if (ok + pend < q || now >= lock->round_limit) {
+    if (t->over) {
         uint32_t delay = lock->cfg.ttl_ms / 20u;
         size_t k;
         for (k = 0; k < lk_nodes(lock); k++) {
@@ -492,7 +520,7 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now)
         }
         lk_end_round(lock, now);
         lock->next_retry = now + (delay != 0u ? delay : 1u);
-        lk_fire(lock, ELK_LOCK_EV_RENEW_FAILED, ELK_E_FLEET_UNAVAILABLE, now, lock->results);
+        lk_fire(lock, ELK_LOCK_EV_RENEW_FAILED, ELK_E_FLEET_UNAVAILABLE, now);
     }
 }
 
@@ -514,7 +542,7 @@ static void lk_eval_release(elk_lock_t *lock, uint64_t now)
     }
     if (lock->rel_notify) {
         lock->rel_notify = false;
-        lk_fire(lock, ELK_LOCK_EV_RELEASED, ELK_OK, now, lock->rel_results);
+        lk_fire(lock, ELK_LOCK_EV_RELEASED, ELK_OK, now);
     }
 }
 
@@ -526,27 +554,14 @@ static void lk_resend_eval(elk_lock_t *lock, uint64_t now)
             elk_node_is_ready(&lock->client->fleet->nodes[i])) {
             lk_release_send(lock, i, now);
         }
+        /* NOSCRIPT answered: send the script text (EVAL) instead. */
         if ((lock->eval_mask & LK_BIT(i)) != 0u) {
-            int rc;
             lock->eval_mask &= ~LK_BIT(i);
-            rc = elk_lock__send_script(lock, i, lock->round_kind, lock->seq, true, now,
-                                       lock->round_limit);
-            if (rc != ELK_OK) {
-                lock->pending_mask &= ~LK_BIT(i);
-                lock->results[i].status = ELK_LOCK_NODE_ERROR;
-                lock->results[i].err = rc;
-            }
+            (void)lk_send(lock, i, false, true, now);
         }
         if ((lock->rel_eval_mask & LK_BIT(i)) != 0u) {
-            int rc;
             lock->rel_eval_mask &= ~LK_BIT(i);
-            rc = elk_lock__send_script(lock, i, LK_RELEASE, lock->rel_seq, true, now,
-                                       lock->rel_until);
-            if (rc != ELK_OK) {
-                lock->rel_pending_mask &= ~LK_BIT(i);
-                lock->rel_results[i].status = ELK_LOCK_NODE_ERROR;
-                lock->rel_results[i].err = rc;
-            }
+            (void)lk_send(lock, i, true, true, now);
         }
     }
 }
@@ -611,7 +626,7 @@ static bool lk_queue_short(const elk_lock_t *lock)
 
 /* When the next renewal round is due: the first try while HELD, a retry while RENEWING
  * between rounds; LK_NEVER otherwise (renewal stopped by a cap, or not holding). */
-static uint64_t lk_renew_due_at(const elk_lock_t *lock)
+static LK_NOINLINE uint64_t lk_renew_due_at(const elk_lock_t *lock)
 {
     if (lock->state == ELK_LOCK_HELD && !lock->renew_stopped) {
         return lock->next_renew;
@@ -619,38 +634,52 @@ static uint64_t lk_renew_due_at(const elk_lock_t *lock)
     return lock->state == ELK_LOCK_RENEWING ? lock->next_retry : LK_NEVER;
 }
 
+/* The result is never before now, so whatever is due by now returns now at once. */
 static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
 {
     uint64_t w = LK_NEVER;
     if (lock->round_kind != LK_NONE) {
-        w = (lock->pending_mask == 0u || lock->eval_mask != 0u) ? now : lock->round_limit;
+        if (lock->pending_mask == 0u || lock->eval_mask != 0u) {
+            return now;
+        }
+        w = lock->round_limit;
+    }
+    if (lock->rel_active) {
+        if (lock->rel_pending_mask == 0u || lock->rel_eval_mask != 0u) {
+            return now;
+        }
+        w = lk_min(w, lock->rel_until);
     }
     if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
         w = lk_min(w, lock->deadline);
         /* A renewal deferred for queue room waits for the reply that frees a slot (the
-         * descriptor wakes the caller; the deadline above still bounds the wait). */
+         * descriptor wakes the caller; the deadline above still bounds the wait). With
+         * no round in flight, a renewal due by now is one elk_lock__step just deferred:
+         * it starts any due renewal that has room, and nothing it runs after that
+         * check touches a HELD or RENEWING lock's queue room or renewal time. */
         if (lock->round_kind == LK_NONE) {
             uint64_t r = lk_renew_due_at(lock);
-            if (!(r <= now && lk_queue_short(lock))) {
+            if (r > now) {
                 w = lk_min(w, r);
             }
         }
     }
     if (lock->state == ELK_LOCK_WAITING) {
-        w = lock->wake_now ? now : lk_min(w, lk_min(lock->next_retry, lock->wait_deadline));
+        if (lock->wake_now) {
+            return now;
+        }
+        w = lk_min(w, lk_min(lock->next_retry, lock->wait_deadline));
     }
     if (lock->lost_release_at != 0u) {
         w = lk_min(w, lock->lost_release_at);
-    }
-    if (lock->rel_active) {
-        w = lk_min(w, (lock->rel_pending_mask == 0u || lock->rel_eval_mask != 0u) ? now
-                                                                                  : lock->rel_until);
     }
     return w < now ? now : w;
 }
 
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
 {
+    lk_tally_t t;
+    bool acq;
     lk_resend_eval(lock, now);
     lk_eval_release(lock, now);
     if (lock->lost_release_at != 0u && now >= lock->lost_release_at) {
@@ -664,11 +693,15 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
         lk_lost(lock, lock->renew_stopped ? ELK_E_MAX_HOLD : ELK_E_LOCK_LOST, now);
     }
 
-    if ((lock->round_kind == LK_ACQUIRE && lock->state == ELK_LOCK_ACQUIRING) ||
-        (lock->round_kind == LK_COMMIT && lock->state == ELK_LOCK_COMMITTING)) {
-        lk_eval_acquire(lock, now);
-    } else if (lock->round_kind == LK_EXTEND && lock->state == ELK_LOCK_RENEWING) {
-        lk_eval_extend(lock, now);
+    acq = (lock->round_kind == LK_ACQUIRE && lock->state == ELK_LOCK_ACQUIRING) ||
+          (lock->round_kind == LK_COMMIT && lock->state == ELK_LOCK_COMMITTING);
+    if (acq || (lock->round_kind == LK_EXTEND && lock->state == ELK_LOCK_RENEWING)) {
+        lk_tally(lock, now, &t);
+        if (acq) {
+            lk_eval_acquire(lock, now, &t);
+        } else {
+            lk_eval_extend(lock, now, &t);
+        }
     }
 
     /* A due renewal (first try or retry) starts only when a quorum of nodes has queue
@@ -676,7 +709,7 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
     if (lock->round_kind == LK_NONE && lk_renew_due_at(lock) <= now) {
         if (lock->state == ELK_LOCK_HELD && lk_renew_capped(lock, now)) {
             lock->renew_stopped = true;
-            lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, ELK_E_MAX_HOLD, now, lock->results);
+            lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, ELK_E_MAX_HOLD, now);
         } else if (!lk_queue_short(lock)) {
             lock->state = ELK_LOCK_RENEWING;
             lk_start_round(lock, LK_EXTEND, now);
@@ -697,20 +730,16 @@ int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
     if (lock == NULL || lock->client == NULL) {
         return ELK_E_INVALID_ARG;
     }
-    switch (lock->state) {
-    case ELK_LOCK_HELD:
-    case ELK_LOCK_RENEWING:
+    if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
         if (now >= lock->deadline) {
             return ELK_E_LOCK_LOST; /* the next poll reports the loss */
         }
         lock->hold_count++;
         return ELK_OK;
-    case ELK_LOCK_ACQUIRING:
-    case ELK_LOCK_COMMITTING:
-    case ELK_LOCK_WAITING:
+    }
+    if (lock->state == ELK_LOCK_ACQUIRING || lock->state == ELK_LOCK_COMMITTING ||
+        lock->state == ELK_LOCK_WAITING) {
         return ELK_E_STATE;
-    default:
-        break;
     }
     rc = lk_new_value(lock);
     if (rc != ELK_OK) {

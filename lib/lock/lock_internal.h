@@ -45,6 +45,13 @@ void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, siz
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
                    int err);
 
+/* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4). */
+#if defined(__GNUC__)
+#define LK_NOINLINE __attribute__((noinline))
+#else
+#define LK_NOINLINE
+#endif
+
 /* Bit helpers for per-node masks. */
 #define LK_BIT(i) (1u << (unsigned)(i))
 

@@ -29,6 +29,17 @@ size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out)
     return lock->key_len + n;
 }
 
+static void lk_arg(elk_resp_arg_t *a, const void *p, size_t len)
+{
+    a->ptr = (const uint8_t *)p;
+    a->len = len;
+}
+
+static void lk_arg_str(elk_resp_arg_t *a, const char *s)
+{
+    lk_arg(a, s, strlen(s));
+}
+
 static void script_of(uint8_t kind, const char **text, const char **sha)
 {
     switch (kind) {
@@ -74,28 +85,28 @@ int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t 
     script_of(kind, &text, &sha);
     /* The four argument lists share most of their items; built in one pass, not one
      * list per script, as that was a third of this module's flash. Anything else than
-     * ACQUIRE, COMMIT or EXTEND is RELEASE. */
+     * ACQUIRE, COMMIT or EXTEND is RELEASE. Zeroed once, then only the fields that
+     * differ are set: the elk_resp_arg_* initialisers write every field each time. */
     fence = (kind == LK_ACQUIRE || kind == LK_COMMIT);
     release = !fence && kind != LK_EXTEND;
-    argv[argc++] = elk_resp_arg_cstr(eval ? "EVAL" : "EVALSHA");
-    argv[argc++] = elk_resp_arg_cstr(eval ? text : sha);
-    argv[argc++] = elk_resp_arg_int(fence ? 2 : 1); /* numkeys */
-    argv[argc++] = elk_resp_arg_bytes((const uint8_t *)lock->key, lock->key_len);
+    memset(argv, 0, sizeof(argv));
+    lk_arg_str(&argv[argc++], eval ? "EVAL" : "EVALSHA");
+    lk_arg_str(&argv[argc++], eval ? text : sha);
+    argv[argc].is_int = true;
+    argv[argc++].ival = fence ? 2 : 1; /* numkeys */
+    lk_arg(&argv[argc++], lock->key, lock->key_len);
     if (fence) {
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
-                                          elk_lock__key_with(lock, ELK_LOCK_FENCE_SUFFIX, key2));
+        lk_arg(&argv[argc++], key2, elk_lock__key_with(lock, ELK_LOCK_FENCE_SUFFIX, key2));
     }
-    argv[argc++] = elk_resp_arg_bytes((const uint8_t *)(release ? lock->rel_value : lock->value),
-                                      release ? lock->rel_value_len : lock->value_len);
     if (release) {
-        argv[argc++] = elk_resp_arg_bytes((const uint8_t *)key2,
-                                          elk_lock__key_with(lock, ELK_LOCK_CHANNEL_SUFFIX, key2));
-    } else if (kind == LK_COMMIT) {
-        argv[argc++] = elk_resp_arg_int((int64_t)lock->token);
+        lk_arg(&argv[argc++], lock->rel_value, lock->rel_value_len);
+        lk_arg(&argv[argc++], key2, elk_lock__key_with(lock, ELK_LOCK_CHANNEL_SUFFIX, key2));
     } else {
-        argv[argc++] = elk_resp_arg_int((int64_t)lock->cfg.ttl_ms);
+        lk_arg(&argv[argc++], lock->value, lock->value_len);
+        argv[argc].is_int = true;
+        argv[argc++].ival = kind == LK_COMMIT ? (int64_t)lock->token : (int64_t)lock->cfg.ttl_ms;
         if (kind == LK_ACQUIRE) {
-            argv[argc++] = elk_resp_arg_cstr(lock->cfg.fencing ? "1" : "0");
+            lk_arg_str(&argv[argc++], lock->cfg.fencing ? "1" : "0");
         }
     }
     t = ticket_take(lock);
@@ -125,9 +136,7 @@ static void ignore_reply(void *user, elk_node_t *node, int status, const elk_res
 int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
                          uint64_t now)
 {
-    if (!elk_node_is_ready(&client->fleet->nodes[node])) {
-        return ELK_E_NOT_CONNECTED;
-    }
+    /* elk_node_send refuses a node that is not READY with ELK_E_NOT_CONNECTED itself. */
     return elk_node_send(&client->fleet->nodes[node], now, argv, argc, 0, ignore_reply, client);
 }
 
@@ -211,13 +220,14 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     } else if ((top = elk_resp_reply_top(reply, NULL)) == NULL) {
         /* no value at all: unexpected */
     } else if (elk_resp_is_error(top)) {
-        if (is_noscript(top) && !t->eval) {
+        bool noscript = is_noscript(top);
+        if (noscript && !t->eval) {
             /* Script cache flushed or server restarted: resend the text from the engine
              * step (not from inside the node's poll). The node stays pending. */
             *evalm |= LK_BIT(i);
             return;
         }
-        err = is_noscript(top) ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
+        err = noscript ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
         copy_text(r, top);
     } else if (top->type == ELK_RESP_INTEGER) {
         r->value = top->integer;

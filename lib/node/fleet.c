@@ -1,5 +1,5 @@
 /* A fleet: several nodes driven from one loop. */
-#include "elk/node.h"
+#include "node_internal.h"
 
 int elk_fleet_init(elk_fleet_t *fleet, elk_node_t *nodes, size_t count)
 {
@@ -15,7 +15,9 @@ int elk_fleet_init(elk_fleet_t *fleet, elk_node_t *nodes, size_t count)
     return ELK_OK;
 }
 
-uint64_t elk_fleet_poll(elk_fleet_t *fleet, uint64_t now)
+/* Run fn (elk_node_poll or elk_node_flush) on every node; the earliest next time. */
+static ELK_NODE_NOINLINE uint64_t elk_fleet_each(elk_fleet_t *fleet, uint64_t now,
+                                                 uint64_t (*fn)(elk_node_t *node, uint64_t now))
 {
     uint64_t next = UINT64_MAX;
     size_t i;
@@ -23,12 +25,22 @@ uint64_t elk_fleet_poll(elk_fleet_t *fleet, uint64_t now)
         return next;
     }
     for (i = 0; i < fleet->count; i++) {
-        uint64_t t = elk_node_poll(&fleet->nodes[i], now);
+        uint64_t t = fn(&fleet->nodes[i], now);
         if (t < next) {
             next = t;
         }
     }
     return next;
+}
+
+uint64_t elk_fleet_poll(elk_fleet_t *fleet, uint64_t now)
+{
+    return elk_fleet_each(fleet, now, elk_node_poll);
+}
+
+uint64_t elk_fleet_flush(elk_fleet_t *fleet, uint64_t now)
+{
+    return elk_fleet_each(fleet, now, elk_node_flush);
 }
 
 size_t elk_fleet_waits(const elk_fleet_t *fleet, elk_wait_t *out, size_t max)

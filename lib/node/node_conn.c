@@ -154,6 +154,7 @@ static void elk_node_teardown(elk_node_t *node)
     }
     node->tx_len = 0;
     node->tx_sent = 0;
+    node->unsent = 0;
     node->handshake_pending = 0;
     node->epoch++;
 }
@@ -317,13 +318,22 @@ static int elk_node_step(elk_node_t *node, uint64_t now)
                 return 0;
             }
         }
-        r = elk_node_io_flush(node);
-        if (r < 0) {
-            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
-            return 0;
-        }
         {
-            int more = elk_node_io_pump(node, now);
+            /* Requests written before this call may have answers waiting; if every one
+             * in flight goes out only now, none can, and a read would just return
+             * "nothing yet": skip it (the descriptor wakes the caller's wait). An idle
+             * connection is still read, so a close or a push is seen. */
+            bool answers_possible = node->count > node->unsent || node->count == 0u;
+            int more;
+            r = elk_node_io_flush(node);
+            if (r < 0) {
+                elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+                return 0;
+            }
+            if (!answers_possible && node->tx_len == 0u) {
+                return 0;
+            }
+            more = elk_node_io_pump(node, now);
             if (more < 0 || node->state != ELK_NODE_READY) {
                 return 0;
             }
@@ -391,6 +401,26 @@ uint64_t elk_node_poll(elk_node_t *node, uint64_t now)
     }
     node->in_poll = 0;
     return more ? now : elk_node_next_time(node, now);
+}
+
+uint64_t elk_node_flush(elk_node_t *node, uint64_t now)
+{
+    int r;
+    if (node == NULL) {
+        return UINT64_MAX;
+    }
+    if (node->in_poll) {
+        return now;
+    }
+    if (node->state == ELK_NODE_READY) {
+        node->in_poll = 1;
+        r = elk_node_io_flush(node);
+        if (r < 0) {
+            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+        }
+        node->in_poll = 0;
+    }
+    return elk_node_next_time(node, now);
 }
 
 int elk_node_wait(const elk_node_t *node, unsigned *events)

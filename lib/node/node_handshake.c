@@ -4,11 +4,27 @@
 
 #include <string.h>
 
-/* Queue one handshake command and enter state. */
+/* Queue one handshake command, its words a, b, c (NULL: absent), and enter state.
+ * One argv built here rather than one per command in the caller (smaller on Cortex-M). */
 static void elk_node_hs_send(elk_node_t *node, uint64_t now, elk_node_state_t state,
-                             const elk_resp_arg_t *argv, size_t argc)
+                             const char *a, const char *b, const char *c)
 {
-    int r = elk_node_io_encode(node, argv, argc);
+    const char *words[3];
+    elk_resp_arg_t argv[3];
+    size_t argc = 0;
+    size_t i;
+    int r;
+    words[0] = a;
+    words[1] = b;
+    words[2] = c;
+    memset(argv, 0, sizeof argv);
+    for (i = 0; i < 3u; i++) {
+        if (words[i] != NULL) {
+            argv[argc].ptr = (const uint8_t *)words[i];
+            argv[argc++].len = strlen(words[i]);
+        }
+    }
+    r = elk_node_io_encode(node, argv, argc);
     if (r != ELK_OK) {
         /* Only a password or user name longer than a pool block gets here. */
         elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
@@ -43,28 +59,19 @@ static void elk_node_hs_ready(elk_node_t *node, uint64_t now)
 static void elk_node_hs_after(elk_node_t *node, uint64_t now, elk_node_state_t done)
 {
     if (done == ELK_NODE_CONNECTING && node->cfg.password != NULL) {
-        elk_resp_arg_t argv[3];
-        size_t argc = 0;
-        argv[argc++] = elk_resp_arg_cstr("AUTH");
-        if (node->cfg.username != NULL) {
-            argv[argc++] = elk_resp_arg_cstr(node->cfg.username);
-        }
-        argv[argc++] = elk_resp_arg_cstr(node->cfg.password);
-        elk_node_hs_send(node, now, ELK_NODE_AUTH, argv, argc);
+        /* AUTH [user] password */
+        elk_node_hs_send(node, now, ELK_NODE_AUTH, "AUTH", node->cfg.username, node->cfg.password);
         return;
     }
     if ((done == ELK_NODE_CONNECTING || done == ELK_NODE_AUTH) && node->cfg.resp3) {
-        elk_resp_arg_t argv[2];
-        argv[0] = elk_resp_arg_cstr("HELLO");
-        argv[1] = elk_resp_arg_cstr("3");
-        elk_node_hs_send(node, now, ELK_NODE_HELLO, argv, 2);
+        elk_node_hs_send(node, now, ELK_NODE_HELLO, "HELLO", "3", NULL);
         return;
     }
     if (done != ELK_NODE_SELECT && node->cfg.db != 0u) {
-        elk_resp_arg_t argv[2];
-        argv[0] = elk_resp_arg_cstr("SELECT");
-        argv[1] = elk_resp_arg_int((int64_t)node->cfg.db);
-        elk_node_hs_send(node, now, ELK_NODE_SELECT, argv, 2);
+        /* The same bulk string as an integer argument would be. */
+        char db[21];
+        db[elk_fmt_u64(node->cfg.db, db)] = '\0';
+        elk_node_hs_send(node, now, ELK_NODE_SELECT, "SELECT", db, NULL);
         return;
     }
     elk_node_hs_ready(node, now);

@@ -6,6 +6,13 @@
 
 #include "elk/fmt.h"
 
+/* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4). */
+#if defined(__GNUC__)
+#define ELK_NODE_NOINLINE __attribute__((noinline))
+#else
+#define ELK_NODE_NOINLINE
+#endif
+
 /* Room for one log line; longer lines are cut. */
 #define ELK_NODE_LOG_LINE 160u
 

@@ -22,13 +22,16 @@ int elk_node_io_encode(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc
         node->tx_sent = 0;
         node->tx_len = 0;
     }
-    r = elk_resp_encode_command(node->tx + node->tx_len, cap - node->tx_len, argv, argc, &len);
-    if (r == ELK_E_BUF_TOO_SMALL && len <= cap && node->tx_sent > 0u) {
-        /* Room exists behind bytes already sent: slide the unsent tail to the front. */
+    for (;;) {
+        r = elk_resp_encode_command(node->tx + node->tx_len, cap - node->tx_len, argv, argc, &len);
+        if (r != ELK_E_BUF_TOO_SMALL || len > cap || node->tx_sent == 0u) {
+            break;
+        }
+        /* Room exists behind bytes already sent: slide the unsent tail to the front and
+         * encode again (at most once: tx_sent is 0 from here). */
         memmove(node->tx, node->tx + node->tx_sent, node->tx_len - node->tx_sent);
         node->tx_len -= node->tx_sent;
         node->tx_sent = 0;
-        r = elk_resp_encode_command(node->tx + node->tx_len, cap - node->tx_len, argv, argc, &len);
     }
     if (r == ELK_E_BUF_TOO_SMALL) {
         return len > cap ? ELK_E_BUF_TOO_SMALL : ELK_E_QUEUE_FULL;
@@ -56,6 +59,7 @@ int elk_node_io_flush(elk_node_t *node)
     if (node->tx_sent == node->tx_len) {
         node->tx_sent = 0;
         node->tx_len = 0;
+        node->unsent = 0;
     }
     return ELK_OK;
 }
@@ -126,6 +130,9 @@ static int elk_node_dispatch(elk_node_t *node, uint64_t now, const elk_resp_repl
     }
     node->head = (uint16_t)((node->head + 1u) % CONFIG_ELK_NODE_MAX_INFLIGHT);
     node->count--;
+    if (node->unsent > node->count) {
+        node->unsent = node->count; /* answered, so it was written after all */
+    }
     if (req.cb != NULL) {
         req.cb(req.user, node, ELK_OK, reply);
     }
@@ -147,6 +154,7 @@ static void elk_node_log_reply_error(elk_node_t *node, int err)
 int elk_node_io_pump(elk_node_t *node, uint64_t now)
 {
     const uint32_t epoch = node->epoch;
+    bool drained = false;
     int i;
     for (i = 0; i < ELK_NODE_PUMP_RECVS; i++) {
         size_t avail = 0;
@@ -169,6 +177,9 @@ int elk_node_io_pump(elk_node_t *node, uint64_t now)
             }
             elk_resp_reader_release(&node->reader);
         }
+        if (drained) {
+            return ELK_OK;
+        }
         space = elk_resp_reader_space(&node->reader, &avail);
         if (space == NULL || avail == 0u) {
             elk_node_log_reply_error(node, ELK_E_RESP_TOO_LARGE);
@@ -186,6 +197,11 @@ int elk_node_io_pump(elk_node_t *node, uint64_t now)
         if (elk_resp_reader_commit(&node->reader, (size_t)n > avail ? avail : (size_t)n) != ELK_OK) {
             elk_node_conn_fail(node, now, ELK_E_INTERNAL, ELK_E_DISCONNECTED);
             return ELK_E_INTERNAL;
+        }
+        if ((size_t)n < avail) {
+            /* A short read took everything the transport had (platform.h): asking again
+             * would only return "nothing yet" and cost a system call per poll. */
+            drained = true;
         }
     }
     return 1;
@@ -215,6 +231,7 @@ int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, si
     node->inflight[slot].deadline = deadline != 0u ? deadline : now + node->cfg.request_timeout_ms;
     node->sent_at[slot] = now;
     node->count++;
+    node->unsent++;
     return ELK_OK;
 }
 

@@ -6,9 +6,10 @@
  * and a bulk body is waited for by offset (r->body_end) without looking at its
  * bytes. So every byte is looked at a bounded number of times however the stream
  * is fragmented. The reply being parsed starts at r->start; release only moves
- * r->start past the reply, and the bytes still unparsed are moved to the front
- * once, when room is next asked for (space, feed) or the buffer is full. A burst of
- * pipelined replies then costs one memmove of its tail, not one per reply.
+ * r->start (and r->scan) past the reply, and the bytes still unparsed are moved to the
+ * front once, when room is next asked for (space, feed) or the buffer is full. A burst
+ * of pipelined replies then costs one memmove of its tail, not one per reply. On
+ * 64-bit builds a fast path takes the common replies whole (see below).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,7 +49,6 @@ void elk_resp_reader_reset(elk_resp_reader_t *r)
     r->len = 0;
     r->pos = 0;
     r->scan = 0;
-    r->reply_end = 0;
     r->n_nodes = 0;
     r->depth = 0;
     r->error = ELK_OK;
@@ -133,24 +133,23 @@ int elk_resp_reader_feed(elk_resp_reader_t *r, const uint8_t *data, size_t len)
 
 void elk_resp_reader_release(elk_resp_reader_t *r)
 {
+    /* Called once per reply, so it stores as little as it can: n_nodes and depth are
+     * already 0 while a reply is out, and pos stands at its end (scan may lag: the
+     * fast path leaves it). */
     if (r == NULL || !r->reply_out) {
         return;
     }
     r->reply_out = false;
-    r->n_nodes = 0;
-    r->depth = 0;
-    if (r->reply_end == r->len) {
+    if (r->pos == r->len) {
         /* Nothing after the reply: start over at 0 with nothing to move. */
         r->len = 0;
         r->start = 0;
         r->pos = 0;
         r->scan = 0;
     } else {
-        /* pos and scan already stand at reply_end (next() leaves them there); not
-         * storing them again keeps the next parse off a store-to-load chain. */
-        r->start = r->reply_end;
+        r->start = r->pos;
+        r->scan = r->pos;
     }
-    r->reply_end = 0;
 }
 
 /* Canonical decimal int64 in [p, e): optional '-', no '+', no leading zeros, no "-0",
@@ -618,109 +617,362 @@ static int elk_resp_parse(elk_resp_reader_t *r)
 }
 
 #if ELK_RESP_WIDE
-/* One scalar (+, -, :, $) wholly in buf[pos..len) into *n. Returns the offset just
- * past it, or 0 when the general loop must decide (see elk_resp_fast_reply). */
-static inline size_t elk_resp_fast_scalar(const uint8_t *buf, size_t pos, size_t len,
-                                          elk_resp_node_t *n)
+/*
+ * Fast path for whole replies already in the buffer (64-bit builds only). It accepts
+ * only what elk_resp_parse accepts, with the same nodes, and hands anything else to it.
+ *
+ * In lock traffic the type of each reply is as good as random, so whatever branch
+ * picks a reply's handler is mispredicted for most replies; what can be cut is how
+ * often and how late, and the work around it:
+ * - a chain of tests on the first eight bytes, rarest reply first, each mostly not
+ *   taken: a reply costs at most one mispredict, and each test resolves right after
+ *   the load (a jump table would resolve only after a second, dependent load);
+ * - "+OK" and "$-1" (nearly half of the replies) share the end of the chain and are
+ *   told apart without a branch, so neither costs a mispredict;
+ * - the fixed replies end at a constant offset, so the next reply's position does not
+ *   wait on a search;
+ * - the handlers that need many registers (numbers, bulk strings, arrays, text lines)
+ *   are functions reached by tail calls, so elk_resp_reader_next saves no registers;
+ *   about a dozen stores a reply (nodes, reader state, reply, call frames) are what a
+ *   simple reply costs.
+ */
+#if defined(__GNUC__)
+#define ELK_RESP_INLINE __inline__ __attribute__((always_inline))
+#define ELK_RESP_RARE(x) __builtin_expect(!!(x), 0) /* lay the taken side out of line */
+#else
+#define ELK_RESP_INLINE inline
+#define ELK_RESP_RARE(x) (x)
+#endif
+
+/* Bytes from a value's first byte that the fast path reads without checking len (its
+ * first word); handlers that read further check for themselves. */
+#define ELK_RESP_FAST_WINDOW 8u
+
+/* Little-endian words of the first bytes of the fixed replies. */
+#define ELK_RESP_M5 0xFFFFFFFFFFu    /* first five bytes */
+#define ELK_RESP_W_OK 0x0A0D4B4F2Bu  /* "+OK\r\n" */
+#define ELK_RESP_W_NIL 0x0A0D312D24u /* "$-1\r\n" */
+#define ELK_RESP_M_DIGIT 0xFFFF00FFu /* ":?\r\n" with ? masked, ... */
+#define ELK_RESP_W_DIGIT 0x0A0D003Au /* ... for ":<one digit>\r\n" */
+#define ELK_RESP_W_CRLF 0x0A0Du      /* "\r\n" */
+
+static ELK_RESP_INLINE unsigned elk_resp_load2(const uint8_t *p)
 {
-    size_t cr;
-    uint64_t u;
-    if (pos >= len) {
-        return 0;
-    }
-    switch (buf[pos]) {
-    case '+':
-    case '-': {
-        size_t i = elk_resp_find_crlf(buf, pos + 1u, len);
-        if (i + 1u >= len || buf[i] != '\r' || buf[i + 1u] != '\n') {
-            return 0;
-        }
-        elk_resp_node_set(n, buf[pos] == '+' ? ELK_RESP_SIMPLE : ELK_RESP_ERROR, buf + pos + 1u,
-                          i - pos - 1u, 0);
-        return i + 2u;
-    }
-    case ':':
-        if (!elk_resp_fast_num(buf, pos, len, &cr, &u)) {
-            return 0;
-        }
-        elk_resp_node_set(n, ELK_RESP_INTEGER, NULL, 0, (int64_t)u);
-        return cr + 2u;
-    case '$':
-        if (len - pos >= 5u && buf[pos + 1u] == '-') {
-            if (buf[pos + 2u] != '1' || buf[pos + 3u] != '\r' || buf[pos + 4u] != '\n') {
-                return 0;
-            }
-            elk_resp_node_set(n, ELK_RESP_NULL_BULK, NULL, 0, 0);
-            return pos + 5u;
-        }
-        if (!elk_resp_fast_num(buf, pos, len, &cr, &u)) {
-            return 0;
-        }
-        /* Only a body already there in full, with its CR LF: it then fits by definition. */
-        cr += 2u;
-        if (u > UINT32_MAX || u + 2u > (uint64_t)(len - cr) || buf[cr + (size_t)u] != '\r' ||
-            buf[cr + (size_t)u + 1u] != '\n') {
-            return 0;
-        }
-        elk_resp_node_set(n, ELK_RESP_BULK, buf + cr, (size_t)u, 0);
-        return cr + (size_t)u + 2u;
-    default:
-        return 0;
-    }
+    return (unsigned)p[0] | ((unsigned)p[1] << 8);
 }
 
-/* The common replies of lock traffic, complete in the buffer: a scalar (+, -, :, $) or a
- * flat array of them, in one pass without the general loop's bookkeeping. Returns the
- * offset just past the reply with its nodes and r->n_nodes filled in, or 0 to let
- * elk_resp_parse decide. It accepts only what the general loop accepts, with the same
- * nodes; it is tried once per reply (the caller checks that r->scan has not moved),
- * so no byte is looked at more than twice. */
-static size_t elk_resp_fast_reply(elk_resp_reader_t *r)
+/* Index (0..7) of the first flagged byte of m, which is not 0. */
+static ELK_RESP_INLINE unsigned elk_resp_flag_index(uint64_t m)
+{
+#if defined(__GNUC__)
+    return (unsigned)__builtin_ctzll(m) >> 3;
+#else
+    return elk_resp_first_flagged(m);
+#endif
+}
+
+/* Flags (bit 7) the bytes of w that are not ASCII digits. */
+static ELK_RESP_INLINE uint64_t elk_resp_nondigits(uint64_t w)
+{
+    uint64_t d = w ^ 0x3030303030303030u;
+    return (((d & 0x7F7F7F7F7F7F7F7Fu) + 0x7676767676767676u) | d) & 0x8080808080808080u;
+}
+
+/* Value of the first k (0..8) bytes of w, all digits; 0 when k is 0. */
+static ELK_RESP_INLINE uint64_t elk_resp_digits_value0(uint64_t w, unsigned k)
+{
+    /* Two shifts of at most 32 bits: one of 64 (k = 0) would be undefined. */
+    unsigned s = 32u - 4u * k;
+    w = ((w - 0x3030303030303030u) << s) << s;
+    w = ((w & 0x0F0F0F0F0F0F0F0Fu) * 2561u) >> 8;
+    w = ((w & 0x00FF00FF00FF00FFu) * 6553601u) >> 16;
+    return ((w & 0x0000FFFF0000FFFFu) * 42949672960001u) >> 32;
+}
+
+/* Digits from p (1 to 16, no sign, canonical) then CR LF, all before len. Returns the
+ * offset of the CR with the value in *out, or 0. */
+static ELK_RESP_INLINE size_t elk_resp_fast_uint(const uint8_t *buf, size_t p, size_t len,
+                                                 uint64_t *out)
+{
+    uint64_t w;
+    uint64_t m;
+    uint64_t acc;
+    size_t e;
+    if (len - p < 9u) { /* a word and the LF after it */
+        return 0;
+    }
+    w = elk_resp_load8(buf + p);
+    m = elk_resp_nondigits(w);
+    if (m != 0u) {
+        unsigned k = elk_resp_flag_index(m);
+        acc = elk_resp_digits_value0(w, k);
+        e = p + k;
+    } else {
+        uint64_t w2;
+        uint64_t m2;
+        unsigned k2;
+        if (len - p < 18u) {
+            return 0;
+        }
+        w2 = elk_resp_load8(buf + p + 8u);
+        m2 = elk_resp_nondigits(w2);
+        if (m2 == 0u) {
+            return 0;
+        }
+        k2 = elk_resp_flag_index(m2);
+        acc = elk_resp_digits_value(w, 8u) * elk_resp_pow10[k2] + elk_resp_digits_value0(w2, k2);
+        e = p + 8u + k2;
+    }
+    if (e == p || elk_resp_load2(buf + e) != ELK_RESP_W_CRLF || (buf[p] == '0' && e - p > 1u)) {
+        return 0;
+    }
+    *out = acc;
+    return e;
+}
+
+/* A length or count at p (len - p >= 4): one or two digits are the usual (small
+ * arrays, bulk tokens), so they get a short dependency chain; longer ones go the word
+ * way. */
+static ELK_RESP_INLINE size_t elk_resp_fast_count(const uint8_t *buf, size_t p, size_t len,
+                                                  uint64_t *out)
+{
+    unsigned a = (unsigned)buf[p] - (unsigned)'0';
+    unsigned b = (unsigned)buf[p + 1u] - (unsigned)'0';
+    if (a <= 9u && elk_resp_load2(buf + p + 1u) == ELK_RESP_W_CRLF) {
+        *out = a;
+        return p + 1u;
+    }
+    if (a - 1u <= 8u && b <= 9u && elk_resp_load2(buf + p + 2u) == ELK_RESP_W_CRLF) {
+        *out = a * 10u + b;
+        return p + 2u;
+    }
+    return elk_resp_fast_uint(buf, p, len, out);
+}
+
+/* The scalar handlers take one value at pos wholly in buf[..len) into *n (w: its first
+ * eight bytes; len - pos >= ELK_RESP_FAST_WINDOW) and return the offset just past it,
+ * or 0 when the general loop must decide. */
+
+static ELK_RESP_INLINE size_t elk_resp_fast_text(const uint8_t *buf, size_t pos, size_t len,
+                                                 uint64_t w, elk_resp_node_t *n, uint8_t type)
+{
+    uint64_t cr = w ^ 0x0D0D0D0D0D0D0D0Du;
+    uint64_t lf = w ^ 0x0A0A0A0A0A0A0A0Au;
+    uint64_t m = (((cr - 0x0101010101010101u) & ~cr) | ((lf - 0x0101010101010101u) & ~lf)) &
+                 0x8080808080808080u;
+    size_t i = m != 0u ? pos + elk_resp_flag_index(m) : elk_resp_find_crlf(buf, pos + 8u, len);
+    if (len - i < 2u || elk_resp_load2(buf + i) != ELK_RESP_W_CRLF) {
+        return 0;
+    }
+    elk_resp_node_set(n, type, buf + pos + 1u, i - pos - 1u, 0);
+    return i + 2u;
+}
+
+static ELK_RESP_INLINE size_t elk_resp_fast_int(const uint8_t *buf, size_t pos, size_t len,
+                                                elk_resp_node_t *n)
+{
+    uint64_t u;
+    size_t cr = elk_resp_fast_uint(buf, pos + 1u, len, &u);
+    if (cr == 0u) {
+        return 0;
+    }
+    elk_resp_node_set(n, ELK_RESP_INTEGER, NULL, 0, (int64_t)u);
+    return cr + 2u;
+}
+
+/* ":<one digit>\r\n", its CR LF already matched in w. */
+static ELK_RESP_INLINE bool elk_resp_fast_digit(uint64_t w, elk_resp_node_t *n)
+{
+    unsigned d = (unsigned)((w >> 8) & 0xFFu) - (unsigned)'0';
+    if (d > 9u) {
+        return false;
+    }
+    elk_resp_node_set(n, ELK_RESP_INTEGER, NULL, 0, (int64_t)d);
+    return true;
+}
+
+static ELK_RESP_INLINE size_t elk_resp_fast_bulk(const uint8_t *buf, size_t pos, size_t len,
+                                                 elk_resp_node_t *n)
+{
+    uint64_t u;
+    size_t cr = elk_resp_fast_count(buf, pos + 1u, len, &u);
+    if (cr == 0u) {
+        return 0;
+    }
+    /* Only a body already there in full, with its CR LF: it then fits by definition. */
+    cr += 2u;
+    if (u > UINT32_MAX || u + 2u > (uint64_t)(len - cr) ||
+        elk_resp_load2(buf + cr + (size_t)u) != ELK_RESP_W_CRLF) {
+        return 0;
+    }
+    elk_resp_node_set(n, ELK_RESP_BULK, buf + cr, (size_t)u, 0);
+    return cr + (size_t)u + 2u;
+}
+
+/* One element of a flat array: the same chain of tests as elk_resp_reader_next, for the
+ * scalars only. */
+static ELK_RESP_INLINE size_t elk_resp_fast_scalar(const uint8_t *buf, size_t pos, size_t len,
+                                                   elk_resp_node_t *n)
+{
+    uint64_t w;
+    if (len - pos < ELK_RESP_FAST_WINDOW) {
+        return 0;
+    }
+    w = elk_resp_load8(buf + pos);
+    if (ELK_RESP_RARE((w & 0xFFu) == '-')) {
+        return elk_resp_fast_text(buf, pos, len, w, n, ELK_RESP_ERROR);
+    }
+    if ((w & ELK_RESP_M_DIGIT) == ELK_RESP_W_DIGIT) {
+        return elk_resp_fast_digit(w, n) ? pos + 4u : 0u;
+    }
+    if ((w & 0xFFu) == ':') {
+        return elk_resp_fast_int(buf, pos, len, n);
+    }
+    if ((w & ELK_RESP_M5) == ELK_RESP_W_NIL) {
+        elk_resp_node_set(n, ELK_RESP_NULL_BULK, NULL, 0, 0);
+        return pos + 5u;
+    }
+    if ((w & 0xFFu) == '$') {
+        return elk_resp_fast_bulk(buf, pos, len, n);
+    }
+    if ((w & 0xFFu) == '+') {
+        return elk_resp_fast_text(buf, pos, len, w, n, ELK_RESP_SIMPLE);
+    }
+    return 0;
+}
+
+/* Hands out the reply the fast path decoded: count nodes, ending at end. scan is left
+ * behind pos (release brings it up): one store less, and no paired store that the
+ * compiler turns into a vector store the next call then has to read back in halves. */
+static ELK_RESP_INLINE int elk_resp_fast_out(elk_resp_reader_t *r, elk_resp_reply_t *out,
+                                             size_t end, size_t count)
+{
+    r->pos = end;
+    r->reply_out = true;
+    out->nodes = r->nodes;
+    out->count = count;
+    return 1;
+}
+
+static int elk_resp_next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out);
+
+/* The reply handlers below finish what elk_resp_reader_next started on the reply at
+ * r->pos (at least ELK_RESP_FAST_WINDOW bytes there; w: the first eight) and return as
+ * it does: the reply, or whatever the general path makes of it. */
+
+static ELK_RESP_NOINLINE int elk_resp_fast_array(elk_resp_reader_t *r, elk_resp_reply_t *out)
+{
+    const uint8_t *buf = r->buf;
+    size_t len = r->len;
+    elk_resp_node_t *n = r->nodes;
+    uint64_t u;
+    size_t end = elk_resp_fast_count(buf, r->pos + 1u, len, &u);
+    size_t i;
+    if (end == 0u || u == 0u || u > (uint64_t)(r->max_nodes - 1u)) {
+        return elk_resp_next_slow(r, out);
+    }
+    end += 2u;
+    for (i = 1; i <= (size_t)u; i++) {
+        end = elk_resp_fast_scalar(buf, end, len, &n[i]);
+        if (end == 0u) {
+            return elk_resp_next_slow(r, out);
+        }
+    }
+    elk_resp_node_set(n, ELK_RESP_ARRAY, NULL, 0, (int64_t)u);
+    n->subtree = (uint32_t)u;
+    return elk_resp_fast_out(r, out, end, (size_t)u + 1u);
+}
+
+static ELK_RESP_NOINLINE int elk_resp_fast_line(elk_resp_reader_t *r, elk_resp_reply_t *out,
+                                                uint64_t w, uint8_t type)
+{
+    size_t end = elk_resp_fast_text(r->buf, r->pos, r->len, w, r->nodes, type);
+    if (end == 0u) {
+        return elk_resp_next_slow(r, out);
+    }
+    return elk_resp_fast_out(r, out, end, 1);
+}
+
+static ELK_RESP_NOINLINE int elk_resp_fast_integer(elk_resp_reader_t *r, elk_resp_reply_t *out)
+{
+    size_t end = elk_resp_fast_int(r->buf, r->pos, r->len, r->nodes);
+    if (end == 0u) {
+        return elk_resp_next_slow(r, out);
+    }
+    return elk_resp_fast_out(r, out, end, 1);
+}
+
+static ELK_RESP_NOINLINE int elk_resp_fast_string(elk_resp_reader_t *r, elk_resp_reply_t *out)
+{
+    size_t end = elk_resp_fast_bulk(r->buf, r->pos, r->len, r->nodes);
+    if (end == 0u) {
+        return elk_resp_next_slow(r, out);
+    }
+    return elk_resp_fast_out(r, out, end, 1);
+}
+
+/* A reply shorter than the window, alone at the end of the buffer: what a lock client
+ * mostly reads, one reply per round trip (":1\r\n", ":428\r\n", "+OK\r\n", "$-1\r\n").
+ * Byte by byte over at most seven bytes; anything else goes the general way. */
+static ELK_RESP_NOINLINE int elk_resp_fast_short(elk_resp_reader_t *r, elk_resp_reply_t *out)
 {
     const uint8_t *buf = r->buf;
     size_t pos = r->pos;
     size_t len = r->len;
-    size_t end;
-    size_t cr;
-    uint64_t count;
-    uint64_t i;
+    size_t p = pos + 1u;
+    uint8_t t;
     if (pos >= len) {
-        return 0;
+        return elk_resp_next_slow(r, out);
     }
-    if (buf[pos] != '*') {
-        end = elk_resp_fast_scalar(buf, pos, len, r->nodes);
-        if (end != 0u) {
-            r->n_nodes = 1;
+    t = buf[pos];
+    if (t == ':') {
+        uint64_t v = 0; /* at most six digits here: no overflow */
+        for (; p < len && (unsigned)buf[p] - (unsigned)'0' <= 9u; p++) {
+            v = v * 10u + ((unsigned)buf[p] - (unsigned)'0');
         }
-        return end;
-    }
-    if (!elk_resp_fast_num(buf, pos, len, &cr, &count) || count == 0u ||
-        count > (uint64_t)(r->max_nodes - 1u)) {
-        return 0;
-    }
-    end = cr + 2u;
-    for (i = 1; i <= count; i++) {
-        end = elk_resp_fast_scalar(buf, end, len, &r->nodes[i]);
-        if (end == 0u) {
-            return 0;
+        if (p == pos + 1u || len - p < 2u || buf[p] != '\r' || buf[p + 1u] != '\n' ||
+            (buf[pos + 1u] == '0' && p - pos > 2u)) {
+            return elk_resp_next_slow(r, out);
         }
+        elk_resp_node_set(r->nodes, ELK_RESP_INTEGER, NULL, 0, (int64_t)v);
+        return elk_resp_fast_out(r, out, p + 2u, 1);
     }
-    elk_resp_node_set(r->nodes, ELK_RESP_ARRAY, NULL, 0, (int64_t)count);
-    r->nodes[0].subtree = (uint32_t)count;
-    r->n_nodes = (size_t)count + 1u;
-    return end;
+    if (t == '+' || t == '-') {
+        while (p < len && buf[p] != '\r' && buf[p] != '\n') {
+            p++;
+        }
+        if (len - p < 2u || buf[p] != '\r' || buf[p + 1u] != '\n') {
+            return elk_resp_next_slow(r, out);
+        }
+        elk_resp_node_set(r->nodes, t == '+' ? ELK_RESP_SIMPLE : ELK_RESP_ERROR, buf + pos + 1u,
+                          p - pos - 1u, 0);
+        return elk_resp_fast_out(r, out, p + 2u, 1);
+    }
+    if (t == '$' && len - pos >= 5u && memcmp(buf + pos, "$-1\r\n", 5u) == 0) {
+        elk_resp_node_set(r->nodes, ELK_RESP_NULL_BULK, NULL, 0, 0);
+        return elk_resp_fast_out(r, out, pos + 5u, 1);
+    }
+    return elk_resp_next_slow(r, out);
 }
 #endif /* ELK_RESP_WIDE */
 
 /* Everything but the fast path, out of line so the fast path stays small. */
 static ELK_RESP_NOINLINE int elk_resp_next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out)
 {
-    int rc = elk_resp_parse(r);
+    int rc;
+    if (r->error != ELK_OK) {
+        return r->error;
+    }
+    if (r->reply_out) {
+        return ELK_E_STATE;
+    }
+    rc = elk_resp_parse(r);
     if (rc == 1) {
         out->nodes = r->nodes;
         out->count = r->n_nodes;
+        /* The nodes are the caller's until release: none is being parsed. */
+        r->n_nodes = 0;
         r->reply_out = true;
-        r->reply_end = r->pos;
         return 1;
     }
     if (rc == 0 && r->len == r->cap) {
@@ -739,27 +991,62 @@ static ELK_RESP_NOINLINE int elk_resp_next_slow(elk_resp_reader_t *r, elk_resp_r
 
 int elk_resp_reader_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
 {
+#if ELK_RESP_WIDE
+    const uint8_t *buf;
+    size_t pos;
+    uint64_t w;
+    unsigned nil;
+    unsigned ok;
+#endif
     if (r == NULL || out == NULL) {
         return ELK_E_INVALID_ARG;
     }
-    if (r->error != ELK_OK) {
-        return r->error;
-    }
-    if (r->reply_out) {
-        return ELK_E_STATE;
-    }
 #if ELK_RESP_WIDE
-    if (r->n_nodes == 0u && r->scan <= r->pos && !r->in_body) {
-        size_t end = elk_resp_fast_reply(r);
-        if (end != 0u) {
-            r->pos = end;
-            r->scan = end;
-            r->reply_end = end;
-            r->reply_out = true;
-            out->nodes = r->nodes;
-            out->count = r->n_nodes;
-            return 1;
+    /* A new reply (no error, none out, nothing of it parsed yet) with a window of bytes:
+     * the fast path may try it, once. */
+    pos = r->pos;
+    if (r->error != ELK_OK || r->reply_out || r->n_nodes != 0u || r->scan > pos || r->in_body) {
+        return elk_resp_next_slow(r, out);
+    }
+    if (r->len - pos < ELK_RESP_FAST_WINDOW) {
+        return elk_resp_fast_short(r, out);
+    }
+    buf = r->buf;
+    w = elk_resp_load8(buf + pos);
+    if (ELK_RESP_RARE((w & 0xFFu) == '*')) {
+        return elk_resp_fast_array(r, out);
+    }
+    if (ELK_RESP_RARE((w & 0xFFu) == '-')) {
+        return elk_resp_fast_line(r, out, w, ELK_RESP_ERROR);
+    }
+    if (ELK_RESP_RARE((w & ELK_RESP_M_DIGIT) == ELK_RESP_W_DIGIT)) {
+        if (!elk_resp_fast_digit(w, r->nodes)) {
+            return elk_resp_next_slow(r, out);
         }
+        return elk_resp_fast_out(r, out, pos + 4u, 1);
+    }
+    if (ELK_RESP_RARE((w & 0xFFu) == ':')) {
+        return elk_resp_fast_integer(r, out);
+    }
+    /* 1 if the first bytes are "$-1\r\n" (resp. "+OK\r\n"), else 0, computed, not
+     * branched on: written as == the compiler would turn the tests into branches. */
+    nil = (unsigned)((((w & ELK_RESP_M5) ^ ELK_RESP_W_NIL) - 1u) >> 63);
+    ok = (unsigned)((((w & ELK_RESP_M5) ^ ELK_RESP_W_OK) - 1u) >> 63);
+    if (ELK_RESP_RARE(((unsigned)(w & 0xFFu) | (nil << 8)) == '$')) { /* '$', not nil */
+        return elk_resp_fast_string(r, out);
+    }
+    if ((ok | nil) != 0u) {
+        elk_resp_node_t *n = r->nodes;
+        n->str = nil != 0u ? NULL : buf + pos + 1u;
+        n->integer = 0;
+        n->len = 2u - 2u * nil;
+        n->subtree = 0;
+        n->type = (uint8_t)(ELK_RESP_SIMPLE + (ELK_RESP_NULL_BULK - ELK_RESP_SIMPLE) * nil);
+        n->format[0] = n->format[1] = n->format[2] = 0;
+        return elk_resp_fast_out(r, out, pos + 5u, 1);
+    }
+    if ((w & 0xFFu) == '+') {
+        return elk_resp_fast_line(r, out, w, ELK_RESP_SIMPLE);
     }
 #endif
     return elk_resp_next_slow(r, out);

@@ -444,6 +444,12 @@ static void test_hello_refused_server_side_falls_back(void **state)
     elk_tf_stop(&f);
 }
 
+static bool node1_select_refused(void *arg)
+{
+    (void)arg;
+    return elk_node_stats(&c.node[1])->last_error == ELK_E_SELECT;
+}
+
 static void test_select_db(void **state)
 {
     (void)state;
@@ -469,6 +475,8 @@ static void test_select_db(void **state)
     freeReplyObject(r);
     r = elk_tf_cmd(&f, 0, "SELECT 0");
     freeReplyObject(r);
+    /* Node 1 connects on its own schedule: wait for its refusal, not for node 0's. */
+    assert_true(run_until(node1_select_refused, NULL, 5000));
     assert_int_equal(elk_node_stats(&c.node[1])->last_error, ELK_E_SELECT);
     assert_int_not_equal(elk_node_state(&c.node[1]), ELK_NODE_READY);
     ctx_close();

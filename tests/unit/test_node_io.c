@@ -103,13 +103,14 @@ static void test_pipelined_replies_split_across_recvs_and_polls(void **state)
                                        "*2\r\n$6\r\nLRANGE\r\n$1\r\nl\r\n"));
     const char *replies = "$5\r\nhello\r\n:42\r\n$-1\r\n*2\r\n$1\r\nx\r\n$2\r\nyz\r\n";
     size_t total = strlen(replies);
-    /* First 9 bytes byte-by-byte in one poll: the first reply is still incomplete. */
+    /* First 9 bytes one per poll: the first reply is still incomplete. */
     for (size_t i = 0; i < 9; i++) {
+        unsigned recvs = h.ft[0].recv_calls;
         fake_transport_push_rx(&h.ft[0], replies + i, 1);
+        node_harness_poll(&h);
+        /* One byte is a short read: it took all there was, so no second recv. */
+        assert_int_equal(h.ft[0].recv_calls - recvs, 1);
     }
-    unsigned recvs = h.ft[0].recv_calls;
-    node_harness_poll(&h);
-    assert_true(h.ft[0].recv_calls - recvs >= 9);
     assert_int_equal(rec.n, 0);
     /* Bytes 10 and 11 complete "hello"; then 3-byte chunks over several polls. */
     fake_transport_push_rx(&h.ft[0], replies + 9, 2);
@@ -331,6 +332,11 @@ static void test_peer_close_fails_inflight(void **state)
     node_harness_poll(&h);
     fake_transport_push_rx_str(&h.ft[0], "$1\r\n1\r\n");
     fake_transport_push_rx_result(&h.ft[0], ELK_E_CLOSED);
+    /* The reply comes in a short read, which ends this poll's reading; the close is
+     * read on the next poll (a socket's descriptor stays readable at end of stream). */
+    node_harness_poll(&h);
+    assert_int_equal(rec.n, 1);
+    assert_int_equal(elk_node_state(n), ELK_NODE_READY);
     node_harness_poll(&h);
     assert_int_equal(rec.n, 2);
     assert_int_equal(rec.status[0], ELK_OK);
@@ -629,6 +635,88 @@ static void test_reply_with_too_many_elements(void **state)
     assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
 }
 
+/* The system calls of a request's round: the poll that writes it does not also read
+ * (no answer can be there yet), and a short read ends the reading. */
+static void test_no_read_in_the_poll_that_writes_the_only_requests(void **state)
+{
+    (void)state;
+    elk_node_t *n = ready_node(false);
+    unsigned recvs = h.ft[0].recv_calls;
+    assert_int_equal(send_cmd2(n, "GET", "a", 0), ELK_OK);
+    node_harness_poll(&h);
+    assert_true(fake_transport_sent_eq(&h.ft[0], "*2\r\n$3\r\nGET\r\n$1\r\na\r\n"));
+    assert_int_equal(h.ft[0].recv_calls - recvs, 0);
+    /* The next poll reads (the request went out before it), once: the reply is short. */
+    fake_transport_push_rx_str(&h.ft[0], "$1\r\nx\r\n");
+    node_harness_poll(&h);
+    assert_int_equal(h.ft[0].recv_calls - recvs, 1);
+    assert_int_equal(rec.n, 1);
+    assert_string_equal(rec.text[0], "x");
+    /* Idle now: a poll still reads, so a close or a push is seen. */
+    fake_transport_push_rx_result(&h.ft[0], ELK_E_CLOSED);
+    node_harness_poll(&h);
+    assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
+    assert_int_equal(elk_node_stats(n)->last_error, ELK_E_CLOSED);
+}
+
+static void test_new_request_does_not_hide_answers_to_older_ones(void **state)
+{
+    (void)state;
+    elk_node_t *n = ready_node(false);
+    assert_int_equal(send_cmd2(n, "GET", "a", 0), ELK_OK);
+    node_harness_poll(&h);
+    fake_transport_push_rx_str(&h.ft[0], "$1\r\n1\r\n");
+    /* A second request is written in the same poll that must read the first answer. */
+    assert_int_equal(send_cmd2(n, "GET", "b", 0), ELK_OK);
+    node_harness_poll(&h);
+    assert_int_equal(rec.n, 1);
+    assert_string_equal(rec.text[0], "1");
+    assert_int_equal(elk_node_inflight(n), 1);
+}
+
+static void test_partial_write_still_reads(void **state)
+{
+    (void)state;
+    elk_node_t *n = ready_node(false);
+    unsigned recvs = h.ft[0].recv_calls;
+    /* The transport takes 5 bytes, then would block: the peer may be blocked writing to
+     * us, so the node must keep reading while its own bytes wait. */
+    fake_transport_script_send(&h.ft[0], 5);
+    fake_transport_script_send(&h.ft[0], 0);
+    fake_transport_script_send(&h.ft[0], 0); /* the step flushes again after reading */
+    assert_int_equal(send_cmd2(n, "GET", "a", 0), ELK_OK);
+    node_harness_poll(&h);
+    assert_true(h.ft[0].recv_calls - recvs >= 1);
+    unsigned ev = 0;
+    elk_node_wait(n, &ev);
+    assert_true(ev & ELK_WAIT_WRITE);
+    node_harness_poll(&h);
+    assert_true(fake_transport_sent_eq(&h.ft[0], "*2\r\n$3\r\nGET\r\n$1\r\na\r\n"));
+}
+
+static void test_flush_writes_without_reading(void **state)
+{
+    (void)state;
+    elk_node_t *n = ready_node(false);
+    unsigned recvs = h.ft[0].recv_calls;
+    fake_transport_push_rx_str(&h.ft[0], "+unread\r\n");
+    assert_int_equal(send_cmd2(n, "GET", "a", h.clock.now + 500), ELK_OK);
+    /* Returns the request's deadline as the next time, like elk_node_poll. */
+    assert_int_equal(elk_node_flush(n, h.clock.now), h.clock.now + 500);
+    assert_true(fake_transport_sent_eq(&h.ft[0], "*2\r\n$3\r\nGET\r\n$1\r\na\r\n"));
+    assert_int_equal(h.ft[0].recv_calls - recvs, 0);
+    assert_int_equal(rec.n, 0);
+    /* A write error fails the node, as a poll would. */
+    assert_int_equal(send_cmd2(n, "GET", "b", 0), ELK_OK);
+    fake_transport_script_send(&h.ft[0], ELK_E_IO);
+    (void)elk_node_flush(n, h.clock.now);
+    assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.status[0], ELK_E_DISCONNECTED);
+    assert_int_equal(elk_node_stats(n)->last_error, ELK_E_IO);
+    assert_int_equal(elk_node_flush(NULL, 0), UINT64_MAX);
+}
+
 static void test_requests_survive_many_cycles_without_leaking_blocks(void **state)
 {
     (void)state;
@@ -685,6 +773,10 @@ int main(void)
         cmocka_unit_test(test_malformed_reply_drops_connection_then_reconnects),
         cmocka_unit_test(test_reply_larger_than_block),
         cmocka_unit_test(test_reply_with_too_many_elements),
+        cmocka_unit_test(test_no_read_in_the_poll_that_writes_the_only_requests),
+        cmocka_unit_test(test_new_request_does_not_hide_answers_to_older_ones),
+        cmocka_unit_test(test_partial_write_still_reads),
+        cmocka_unit_test(test_flush_writes_without_reading),
         cmocka_unit_test(test_requests_survive_many_cycles_without_leaking_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -129,6 +129,52 @@ static void test_encode_every_cap(void **state)
     }
 }
 
+/* encode_command writes common arguments straight into the buffer on 64-bit hosts;
+ * the writer calls are the reference: same bytes for every body length around the
+ * header-width changes, integers of every width, at every capacity near the end. */
+static void test_encode_command_matches_writer(void **state)
+{
+    (void)state;
+    static uint8_t body[1100];
+    static const int64_t ints[] = {0, 7, -7, 9, 10, 99, 100, 123456789, 1234567890,
+                                   -1234567890, INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < sizeof body; i++) {
+        body[i] = (uint8_t)('a' + i % 26u);
+    }
+    for (size_t len = 0; len < sizeof body; len += len < 120u ? 1u : 97u) {
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+            const elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("EVALSHA"), elk_resp_arg_bytes(body, len),
+                                           elk_resp_arg_int(ints[k]), elk_resp_arg_bytes(body, len % 13u),
+                                           elk_resp_arg_int(ints[(k + 5u) % 12u])};
+            static uint8_t want[1400];
+            static uint8_t got[1400 + 8];
+            elk_resp_writer_t w;
+            size_t want_len = 0, n = 0;
+            elk_resp_writer_init(&w, want, sizeof want);
+            elk_resp_write_array_header(&w, 5);
+            elk_resp_write_bulk(&w, (const uint8_t *)"EVALSHA", 7);
+            elk_resp_write_bulk(&w, body, len);
+            elk_resp_write_bulk_int(&w, ints[k]);
+            elk_resp_write_bulk(&w, body, len % 13u);
+            elk_resp_write_bulk_int(&w, ints[(k + 5u) % 12u]);
+            assert_int_equal(elk_resp_writer_finish(&w, &want_len), ELK_OK);
+            /* Roomy, exact, and short by 1..60 bytes (the fast path hands over mid-way). */
+            for (size_t cut = 0; cut <= 60u && cut <= want_len; cut += cut < 4u ? 1u : 7u) {
+                size_t cap = want_len - cut;
+                memset(got, SENTINEL, sizeof got);
+                assert_int_equal(elk_resp_encode_command(got, cap, argv, 5, &n),
+                                 cut == 0u ? ELK_OK : ELK_E_BUF_TOO_SMALL);
+                assert_int_equal(n, want_len);
+                assert_memory_equal(got, want, cap);
+                assert_int_equal(got[cap], SENTINEL);
+            }
+            assert_int_equal(elk_resp_encode_command(got, sizeof got, argv, 5, &n), ELK_OK);
+            assert_int_equal(n, want_len);
+            assert_memory_equal(got, want, n);
+        }
+    }
+}
+
 static void test_writer_incremental_and_measure(void **state)
 {
     (void)state;
@@ -227,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_encode_command_exact),
         cmocka_unit_test(test_encode_empty_and_int_args),
         cmocka_unit_test(test_encode_every_cap),
+        cmocka_unit_test(test_encode_command_matches_writer),
         cmocka_unit_test(test_writer_incremental_and_measure),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_round_trip_through_decoder),

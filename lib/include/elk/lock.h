@@ -172,19 +172,11 @@ typedef struct elk_lock_ticket {
     uint8_t eval;     /* already the EVAL fallback */
 } elk_lock_ticket_t;
 
-/* One lease on one resource. Caller-owned; fields are internal: use the functions. */
+/* One lease on one resource. Caller-owned; fields are internal: use the functions.
+ * Field order is for code size: what the engine touches most comes first, where
+ * 16-bit Thumb loads and stores reach (bytes up to offset 31, words up to 124). */
 typedef struct elk_lock {
     struct elk_client *client;
-    elk_lock_config_t cfg;
-    elk_lock_event_fn on_event;
-    void *user;
-    /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
-    char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
-    uint16_t key_len;
-    char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */
-    uint16_t value_len;
-    char rel_value[ELK_LOCK_VALUE_MAX + 1u]; /* value the background release deletes */
-    uint16_t rel_value_len;
     elk_lock_state_t state;
     uint8_t round_kind;                 /* foreground round in flight (internal), 0 if none */
     bool renew_stopped;
@@ -193,6 +185,7 @@ typedef struct elk_lock {
     bool waiting;                       /* acquire was asked to wait (wait_deadline > now) */
     bool rel_active;                    /* background release round running */
     bool rel_notify;                    /* fire RELEASED when it ends (explicit release) */
+    uint16_t key_len, value_len, rel_value_len; /* of key, value, rel_value below */
     int last_err;                       /* reason of the last failed acquire or the loss */
     uint32_t gen;                       /* round number generator */
     uint32_t seq;                       /* foreground round */
@@ -203,6 +196,9 @@ typedef struct elk_lock {
     uint32_t rel_pending_mask, rel_eval_mask, sub_mask;
     uint32_t rel_unsent_mask;           /* release still to send once the node reconnects */
     uint32_t sub2_mask;                 /* subscribed on the RESP2 subscriber connection */
+    elk_lock_config_t cfg;
+    elk_lock_event_fn on_event;
+    void *user;
     uint64_t t_send;                    /* of the foreground round */
     uint64_t round_limit;               /* request deadline of the foreground round */
     uint64_t acquired_at;               /* t_send of the acquiring round (max_hold) */
@@ -213,6 +209,10 @@ typedef struct elk_lock {
     uint64_t rel_t_send, rel_until;     /* background release started / gives up */
     uint64_t lost_release_at;           /* after a loss: release once the actuator has stopped */
     uint64_t token;
+    /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
+    char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
+    char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */
+    char rel_value[ELK_LOCK_VALUE_MAX + 1u]; /* value the background release deletes */
     elk_lock_node_result_t results[CONFIG_ELK_MAX_NODES];     /* foreground round */
     elk_lock_node_result_t rel_results[CONFIG_ELK_MAX_NODES]; /* background release */
     elk_lock_ticket_t tickets[ELK_LOCK_TICKETS];
@@ -249,7 +249,6 @@ typedef struct elk_client {
     elk_fleet_t *fleet;
     const elk_entropy_t *entropy;
     const elk_log_t *log;
-    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];
     size_t lock_count;
     uint8_t node_fresh[CONFIG_ELK_MAX_NODES];  /* just became READY: load scripts, check safety */
     uint8_t node_unsafe[CONFIG_ELK_MAX_NODES]; /* refused by the safety check */
@@ -258,6 +257,7 @@ typedef struct elk_client {
     uint64_t next_wake;                         /* what the last poll returned; 0: poll now */
     bool in_poll;
     bool dirty;                                 /* replies recorded, not yet evaluated */
+    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];    /* last: the fields above stay at short offsets */
 } elk_client_t;
 
 /* Set up a client over an initialised fleet (node.h). cfg is copied (strings are not);

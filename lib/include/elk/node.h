@@ -120,6 +120,7 @@ typedef struct elk_node {
     elk_node_request_t inflight[CONFIG_ELK_NODE_MAX_INFLIGHT];
     uint64_t sent_at[CONFIG_ELK_NODE_MAX_INFLIGHT];
     uint16_t head, count;          /* ring of in-flight requests */
+    uint16_t unsent;               /* newest in-flight requests not all written yet */
     uint8_t handshake_pending;     /* internal handshake replies still expected */
     elk_node_push_fn on_push;
     void *push_user;
@@ -181,6 +182,12 @@ size_t elk_node_inflight(const elk_node_t *node);
  * failure, capped at backoff_max_ms; reset to backoff_min_ms on reaching READY. */
 uint64_t elk_node_poll(elk_node_t *node, uint64_t now);
 
+/* Send what is queued, nothing else: no reading, no connecting. For a loop that has
+ * just queued requests (its replies cannot be there yet; the descriptor wakes it when
+ * they are). A write error fails the node as in elk_node_poll. Returns the same next
+ * time as elk_node_poll would. */
+uint64_t elk_node_flush(elk_node_t *node, uint64_t now);
+
 /* Descriptor and ELK_WAIT_* events to wait on (WRITE is added while unsent bytes
  * wait); returns -1 with *events = 0 when nothing to wait on (no connection). */
 int elk_node_wait(const elk_node_t *node, unsigned *events);
@@ -223,6 +230,9 @@ int elk_fleet_init(elk_fleet_t *fleet, elk_node_t *nodes, size_t count);
 
 /* Poll every node; returns the earliest next time any node needs. */
 uint64_t elk_fleet_poll(elk_fleet_t *fleet, uint64_t now);
+
+/* elk_node_flush every node; returns the earliest next time any node needs. */
+uint64_t elk_fleet_flush(elk_fleet_t *fleet, uint64_t now);
 
 /* Fill out[] with what to wait on (up to max entries); returns the number filled. */
 size_t elk_fleet_waits(const elk_fleet_t *fleet, elk_wait_t *out, size_t max);

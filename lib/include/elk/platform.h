@@ -47,7 +47,9 @@ typedef struct elk_transport {
     /* Send up to len bytes. Returns bytes taken (>0), 0 if it would block, or negative elk_err_t. */
     int32_t (*send)(void *ctx, const uint8_t *buf, size_t len);
     /* Receive up to len bytes into buf. Returns bytes read (>0), 0 if none are available
-     * yet, ELK_E_CLOSED on an orderly close by the peer, or another negative elk_err_t. */
+     * yet, ELK_E_CLOSED on an orderly close by the peer, or another negative elk_err_t.
+     * Fewer than len bytes means the transport holds nothing more right now (more data
+     * makes wait()'s descriptor ready): the node then does not ask again in this poll. */
     int32_t (*recv)(void *ctx, uint8_t *buf, size_t len);
     /* Close and forget the connection; safe to call on a closed transport. */
     void (*close)(void *ctx);

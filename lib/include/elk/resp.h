@@ -153,8 +153,8 @@ typedef struct elk_resp_reader {
     size_t cap;
     size_t len;            /* bytes held */
     size_t pos;            /* start of the element being parsed */
+    /* scan may lag behind pos while a reply is out; release brings it up. */
     size_t scan;           /* where the CRLF search resumes (never re-scans) */
-    size_t reply_end;      /* end of the reply handed out, consumed on release */
     elk_resp_node_t *nodes;
     size_t max_nodes;
     size_t n_nodes;
@@ -162,10 +162,13 @@ typedef struct elk_resp_reader {
     size_t depth;
     elk_resp_frame_t stack[ELK_RESP_READER_MAX_DEPTH];
     int error;             /* sticky: once malformed, the stream cannot be resynchronised */
-    bool reply_out;        /* a reply was returned and not yet released */
     bool in_body;          /* waiting for the body of the last node (bulk, blob error, verbatim) */
     size_t body_end;       /* offset where that body's CR LF must be */
     size_t start;          /* offset where the reply being parsed begins */
+    /* Apart from the other flags: release writes it as one byte, and next() must read
+     * it back as one byte, not as part of a wider load of its neighbours (that would
+     * miss the store-to-load forwarding and wait for the store to retire). */
+    bool reply_out;        /* a reply was returned and not yet released */
 } elk_resp_reader_t;
 
 /* Set up a reader. buf (cap bytes) and nodes (max_nodes entries) are caller-owned and

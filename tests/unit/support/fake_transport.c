@@ -113,15 +113,23 @@ static int32_t ft_recv(void *ctx, uint8_t *buf, size_t len)
         ft->rx_n--;
         return r;
     }
-    size_t n = s->len < len ? s->len : len;
-    memcpy(buf, ft->rx + s->off, n);
-    s->off += n;
-    s->len -= n;
-    if (s->len == 0) {
-        ft->rx_head = (ft->rx_head + 1) % FAKE_TRANSPORT_STEPS;
-        ft->rx_n--;
+    /* Like a socket, hand over every byte that has arrived, across pushed chunks, up to
+     * len: a short read then means "nothing more now" (the contract in platform.h). A
+     * scripted result (close, error) stays for the next call. */
+    size_t got = 0;
+    while (got < len && ft->rx_n > 0 && ft->rx_q[ft->rx_head].len > 0) {
+        s = &ft->rx_q[ft->rx_head];
+        size_t n = s->len < len - got ? s->len : len - got;
+        memcpy(buf + got, ft->rx + s->off, n);
+        s->off += n;
+        s->len -= n;
+        got += n;
+        if (s->len == 0) {
+            ft->rx_head = (ft->rx_head + 1) % FAKE_TRANSPORT_STEPS;
+            ft->rx_n--;
+        }
     }
-    return (int32_t)n;
+    return (int32_t)got;
 }
 
 static void ft_close(void *ctx)

@@ -104,12 +104,14 @@ void fake_transport_script_progress(fake_transport_t *ft, int result);
  * write), 0 makes it "would block", a negative elk_err_t fails it. */
 void fake_transport_script_send(fake_transport_t *ft, int32_t result);
 
-/* Queue bytes for recv(): one recv() returns at most this chunk (less if the caller's
- * buffer is smaller; the rest stays for the next call). Chunks are never merged, so
- * pushing a reply in pieces tests reassembly. Fails the test (abort) if rx is full. */
+/* Queue bytes for recv(). Like a socket, one recv() returns every byte pushed so far
+ * (up to the caller's length; the rest stays for the next call), so a short read means
+ * nothing more is there (platform.h). Pushing a reply in pieces between polls tests
+ * reassembly. Fails the test (abort) if rx is full. */
 void fake_transport_push_rx(fake_transport_t *ft, const void *data, size_t len);
 void fake_transport_push_rx_str(fake_transport_t *ft, const char *s);
-/* Same bytes split into chunks of at most chunk bytes each (chunk 1: byte by byte). */
+/* Same bytes split into chunks of at most chunk bytes each (chunk 1: byte by byte); a
+ * recv() still returns them together, as a socket would once they have all arrived. */
 void fake_transport_push_rx_split(fake_transport_t *ft, const char *s, size_t chunk);
 /* Queue a bare recv() result: 0 ("would block" once) or a negative elk_err_t such as
  * ELK_E_CLOSED (peer closed) or ELK_E_IO. */
