@@ -922,7 +922,9 @@ static ELK_RESP_NOINLINE int elk_resp_fast_short(elk_resp_reader_t *r, elk_resp_
     size_t p = pos + 1u;
     uint8_t t;
     if (pos >= len) {
-        return elk_resp_next_slow(r, out);
+        /* Nothing buffered: the usual last call of a read loop. A full buffer still goes
+         * the general way, which makes room. */
+        return len < r->cap ? 0 : elk_resp_next_slow(r, out);
     }
     t = buf[pos];
     if (t == ':') {
