@@ -101,6 +101,10 @@ static void lk_log(const elk_client_t *client, int level, const elk_lock_t *lock
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
                    int err)
 {
+    /* Every event passes here: without a logger, skip the formatter's argument set-up. */
+    if (client->log == NULL) {
+        return;
+    }
     lk_log(client, level, lock, NULL, what, NULL, "", err);
 }
 
@@ -440,6 +444,7 @@ int elk_lock_init(elk_lock_t *lock, elk_client_t *client, const char *resource,
     if (rc != ELK_OK) {
         return rc;
     }
+    lock->span_ms = elk_lock__span(&lock->cfg);
     rc = lk_check_name(resource, CONFIG_ELK_MAX_KEY_LEN, false);
     if (rc != ELK_OK) {
         return rc;

@@ -50,11 +50,10 @@ static uint64_t lock_margins(const elk_lock_config_t *cfg)
     return elk_lock__drift(cfg) + cfg->stop_margin_ms;
 }
 
-uint64_t elk_lock__deadline_from(const elk_lock_config_t *cfg, uint64_t t_send)
+uint32_t elk_lock__span(const elk_lock_config_t *cfg)
 {
-    uint64_t m = lock_margins(cfg);
     /* elk_lock_config_check guarantees ttl > margins, so this never underflows. */
-    return t_send + cfg->ttl_ms - m;
+    return cfg->ttl_ms - (uint32_t)lock_margins(cfg);
 }
 
 int elk_lock_config_check(const elk_lock_config_t *cfg)

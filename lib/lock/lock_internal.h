@@ -17,8 +17,9 @@ enum {
 
 /* lock_config.c */
 uint64_t elk_lock__drift(const elk_lock_config_t *cfg);
-/* deadline for a round whose first request left at t_send */
-uint64_t elk_lock__deadline_from(const elk_lock_config_t *cfg, uint64_t t_send);
+/* ttl - drift - stop_margin of a checked cfg: a round sent at t_send holds until
+ * t_send + span. Kept in the lock at init, as it depends on the config only. */
+uint32_t elk_lock__span(const elk_lock_config_t *cfg);
 
 /* lock_send.c: send one script to node i of the fleet for lock; returns ELK_OK or the
  * reason the request was not queued (its callback will then never run). */

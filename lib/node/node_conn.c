@@ -302,18 +302,17 @@ static int elk_node_step(elk_node_t *node, uint64_t now)
         return elk_node_io_pump(node, now);
     case ELK_NODE_READY:
         /* Deadlines first: a reply read at or after its deadline must not count as
-         * on time just because the caller polled late. */
-        for (i = 0; i < node->count; i++) {
-            const elk_node_request_t *q =
-                &node->inflight[(node->head + i) % CONFIG_ELK_NODE_MAX_INFLIGHT];
-            if (q->deadline <= now) {
-                size_t j;
-                for (j = 0; j < node->count; j++) {
-                    if (node->inflight[(node->head + j) % CONFIG_ELK_NODE_MAX_INFLIGHT].deadline <=
-                        now) {
-                        node->stats.timeouts++;
-                    }
+         * on time just because the caller polled late. One scan counts them all. */
+        {
+            uint32_t expired = 0;
+            for (i = 0; i < node->count; i++) {
+                if (node->inflight[(node->head + i) % CONFIG_ELK_NODE_MAX_INFLIGHT].deadline <=
+                    now) {
+                    expired++;
                 }
+            }
+            if (expired != 0u) {
+                node->stats.timeouts += expired;
                 elk_node_conn_fail(node, now, ELK_E_TIMEOUT, ELK_E_DISCONNECTED);
                 return 0;
             }

@@ -72,11 +72,14 @@ static void test_wait_deadline_and_readiness(void **state)
     assert_int_equal(rev[0], ELK_WAIT_READ);
     assert_int_equal(rev[1], ELK_WAIT_NONE);
     assert_int_equal(rev[2], ELK_WAIT_NONE);
+    /* Without revents the count is the same: the writable end asked for nothing. */
+    assert_int_equal(elk_posix_wait(w, 3, UINT64_MAX, NULL), 1);
 
     /* Writable end asked for WRITE: ready at once. */
     w[2].events = ELK_WAIT_WRITE;
     assert_int_equal(elk_posix_wait(w, 3, UINT64_MAX, rev), 2);
     assert_int_equal(rev[2], ELK_WAIT_WRITE);
+    assert_int_equal(elk_posix_wait(w, 3, UINT64_MAX, NULL), 2);
 
     /* Hang-up (writer closed) is reported as READ|WRITE so the owner's call sees it. */
     char c;

@@ -209,6 +209,7 @@ typedef struct elk_lock {
     uint64_t rel_t_send, rel_until;     /* background release started / gives up */
     uint64_t lost_release_at;           /* after a loss: release once the actuator has stopped */
     uint64_t token;
+    uint32_t span_ms;                   /* ttl - drift - stop_margin, from cfg at init */
     /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
     char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
     char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */

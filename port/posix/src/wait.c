@@ -52,6 +52,11 @@ int elk_posix_wait(const elk_wait_t *waits, size_t count, uint64_t deadline, uns
         /* A signal (SIGTERM to elkd) must return control so the loop sees its flag. */
         return (errno == EINTR) ? 0 : ELK_E_IO;
     }
+    if (revents == NULL) {
+        /* poll() counts exactly the entries the loop below would (skipped negative
+         * descriptors report no events): no need to walk them for the blocking API. */
+        return rc;
+    }
     for (i = 0; i < count && rc > 0; i++) {
         unsigned ev = ELK_WAIT_NONE;
         if (pfd[i].fd < 0 || pfd[i].revents == 0) {

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Turns the figures run-all.sh collected (JSON lines) into one table with ratios, or JSON.
 
-  report.py RESULTS.jsonl [--json]
+  report.py RESULTS.jsonl [--json | --markdown]
+
+--markdown prints the table as docs/benchmarks.md shows it (figure | value | unit | ratio |
+reproduce), so the page can be refreshed from a run's results.jsonl.
 
 Each input line: {"id": ..., "name": ..., "value": number or text, "unit": ...,
 "command": "how to reproduce"}. Rows with the same id: the last wins. The table
@@ -109,6 +112,24 @@ def main():
             print(json.dumps(rows[rid]))
         for r in extra:
             print(json.dumps(r))
+        return
+    if "--markdown" in sys.argv[2:]:
+        print("| figure | value | unit | ratio | reproduce |")
+        print("|---|---:|---|---|---|")
+        group = None
+        for rid in order:
+            r = rows[rid]
+            if r.get("group", "") != group:
+                group = r.get("group", "")
+                print("| **%s** | | | | |" % group)
+            ratio = ""
+            if r.get("ratio") is not None:
+                ratio = "%s %s" % (fmt(r["ratio"]), r["ratio_reads"])
+            print("| %s | %s | %s | %s | `%s` |" % (r["name"], fmt(r["value"]), r.get("unit", ""), ratio,
+                                                    r.get("command", "").replace("|", "\\|")))
+        print("| **edgelock vs peers (same run)** | | | | |")
+        for r in extra:
+            print("| %s | %s | %s | | |" % (r["name"], fmt(r["value"]), r["unit"]))
         return
     w = max([len(rows[r]["name"]) for r in order] + [len(e["name"]) for e in extra] + [10])
     print("%-*s %14s %-10s %s" % (w, "measure", "value", "unit", "ratio"))
