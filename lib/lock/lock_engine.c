@@ -763,6 +763,12 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
 
 /* ------------------------------------------------------------------ public */
 
+/* Requests queued from outside a poll: write them now (see elk_client__queued). */
+static LK_NOINLINE void lk_queued(elk_lock_t *lock, uint64_t now)
+{
+    elk_client__queued(lock->client, now, lk_next_wake(lock, now));
+}
+
 int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
 {
     int rc;
@@ -795,7 +801,7 @@ int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
     lock->renewals = 0;
     lock->state = ELK_LOCK_ACQUIRING;
     lk_start_round(lock, LK_ACQUIRE, now);
-    lock->client->next_wake = 0; /* requests queued: the next poll sends them */
+    lk_queued(lock, now);
     return ELK_E_WOULD_BLOCK;
 }
 
@@ -835,7 +841,7 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now)
     lock->deadline = 0;
     lock->state = ELK_LOCK_RELEASING;
     lk_start_release(lock, now, true);
-    lock->client->next_wake = 0;
+    lk_queued(lock, now);
     return rc;
 }
 

@@ -36,6 +36,11 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
 
 /* lock_engine.c */
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
+
+/* A lock queued requests outside a poll (acquire, release): write them now, so that the
+ * caller's next wait is for the replies, not for a poll that would only write them.
+ * lock_wake: when that lock needs its next step. Inside a poll, the poll writes them. */
+void elk_client__queued(elk_client_t *client, uint64_t now, uint64_t lock_wake);
 /* a node (re)connected: SUBSCRIBE again if lock is waiting on the release channel */
 void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 /* A release message (channel, payload = the released value) arrived on node's connection. */

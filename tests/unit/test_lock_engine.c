@@ -309,6 +309,44 @@ static void test_single_acquire_release(void **state)
     assert_int_equal(elk_lock_deinit(&W.lock), ELK_E_STATE);
 }
 
+/* acquire and release write their requests at once (no poll needed to send them), so
+ * the caller's next wait is for the replies: the client's next wake is the round's
+ * limit, not "now". A write that fails runs its callbacks and asks for a poll at once. */
+static void test_acquire_and_release_write_at_once(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    assert_true(elk_client_ready(&W.client));
+
+    unsigned sends = W.h.ft[0].send_calls;
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    assert_true(W.h.ft[0].send_calls > sends);
+    assert_true(elk_client_next_wake(&W.client) > NOW());
+    assert_true(elk_client_next_wake(&W.client) <= NOW() + 1000);
+    W.h.clock.now += 2;
+    pump();
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+
+    sends = W.h.ft[0].send_calls;
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    assert_true(W.h.ft[0].send_calls > sends);
+    assert_true(elk_client_next_wake(&W.client) > NOW());
+    pump();
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+
+    /* The node refuses the write: the request fails from inside acquire, and the client
+     * wants a poll now, which reports the failed round. */
+    fake_transport_script_send(&W.h.ft[0], ELK_E_IO);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    assert_int_equal(elk_client_next_wake(&W.client), 0);
+    assert_int_not_equal(elk_node_state(&W.h.nodes[0]), ELK_NODE_READY);
+    pump();
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+}
+
 static void test_single_busy_and_fencing_off(void **state)
 {
     (void)state;
@@ -1026,6 +1064,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_and_names),
         cmocka_unit_test(test_single_acquire_release),
+        cmocka_unit_test(test_acquire_and_release_write_at_once),
         cmocka_unit_test(test_single_busy_and_fencing_off),
         cmocka_unit_test(test_reentrancy),
         cmocka_unit_test(test_noscript_fallback),
