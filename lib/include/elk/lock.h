@@ -309,7 +309,10 @@ int elk_lock_deinit(elk_lock_t *lock);
  * (ACQUIRED or ACQUIRE_FAILED follows from elk_client_poll), ELK_E_STATE while an
  * acquire is already in progress, ELK_E_ENTROPY if no lock value could be made,
  * ELK_E_LOCK_LOST if held but the deadline passed (the next poll fires LOST). Allowed
- * from IDLE, RELEASING (the old release keeps running) and LOST (which it clears). */
+ * from IDLE, RELEASING (the old release keeps running) and LOST (which it clears).
+ * Outside elk_client_poll the requests are written from inside this call (and from
+ * elk_lock_release), so elk_client_next_wake is then when the round needs a step, and
+ * the caller's wait is for the replies; a write that fails makes the next wake "now". */
 int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline);
 
 /* Release one hold. With hold count > 1 only decrements and returns ELK_OK. Otherwise
