@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "alloc_count.h"
+#include "bench_redis.h"
 #include "elk/blocking.h"
 #include "elk/lock.h"
 #include "elk/lock_scripts.h"
@@ -55,40 +56,9 @@ static bool have_proxies;
 static uint16_t tls_port;
 static char tmpdir[64];
 
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        perror("bench_lock: free port");
-        exit(2);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void stop_all(void)
 {
-    for (int i = 0; i <= NSERV; i++) {
-        if (pids[i] > 0) {
-            kill(pids[i], SIGTERM);
-            waitpid(pids[i], NULL, 0);
-            pids[i] = 0;
-        }
-    }
-    if (tmpdir[0] != '\0') {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) {
-            fprintf(stderr, "bench_lock: could not remove %s\n", tmpdir);
-        }
-        tmpdir[0] = '\0';
-    }
+    bench_redis_stop_all(pids, NSERV + 1, tmpdir);
 }
 
 static void on_signal(int sig)
@@ -96,33 +66,6 @@ static void on_signal(int sig)
     (void)sig;
     stop_all();
     _exit(3);
-}
-
-static pid_t start_redis(uint16_t port, bool tls)
-{
-    char p[16], crt[128], key[128], ca[128];
-    snprintf(p, sizeof p, "%u", port);
-    snprintf(crt, sizeof crt, "%s/server.crt", tmpdir);
-    snprintf(key, sizeof key, "%s/server.key", tmpdir);
-    snprintf(ca, sizeof ca, "%s/ca.crt", tmpdir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        if (tls) {
-            execlp("redis-server", "redis-server", "--port", "0", "--tls-port", p, "--tls-cert-file", crt,
-                   "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "no", "--bind",
-                   "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmpdir, (char *)NULL);
-        } else {
-            execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--dir", tmpdir, (char *)NULL);
-        }
-        _exit(127);
-    }
-    return pid;
 }
 
 /* "a,b,c" -> out[first..]; returns how many */
@@ -150,8 +93,8 @@ static bool start_servers(bool want_tls, bool own)
         printf("servers: run-all's (single :%u, fleet :%u..)\n", ports[0], ports[1]);
     } else {
         for (int i = 0; i < NSERV; i++) {
-            ports[i] = free_port();
-            pids[i] = start_redis(ports[i], false);
+            ports[i] = bench_free_port();
+            pids[i] = bench_redis_start(tmpdir, ports[i], false, NULL);
         }
         printf("servers: started by bench_lock (single :%u)\n", ports[0]);
     }
@@ -165,8 +108,8 @@ static bool start_servers(bool want_tls, bool own)
         snprintf(gen, sizeof gen, "sh '%.*s/../integration/gen-certs.sh' '%s' >/dev/null 2>&1", dirlen,
                  slash != NULL ? src : ".", tmpdir);
         if (system(gen) == 0) {
-            tls_port = free_port();
-            pids[NSERV] = start_redis(tls_port, true);
+            tls_port = bench_free_port();
+            pids[NSERV] = bench_redis_start(tmpdir, tls_port, true, NULL);
             tls = true;
         } else {
             fprintf(stderr, "bench_lock: certificate generation failed (%s): TLS rows skipped\n", gen);

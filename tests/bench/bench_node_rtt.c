@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "alloc_count.h"
+#include "bench_redis.h"
 #include "elk/node.h"
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
@@ -63,70 +64,9 @@ void free(void *p)
 static char tmpdir[128];
 static pid_t servers[2];
 
-static uint16_t free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        perror("bench: free port");
-        exit(2);
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static pid_t start_redis(uint16_t port, bool tls)
-{
-    char portbuf[16], log[256], dir[256];
-    snprintf(portbuf, sizeof portbuf, "%u", port);
-    snprintf(log, sizeof log, "%s/redis-%u.log", tmpdir, port);
-    snprintf(dir, sizeof dir, "%s", tmpdir);
-    char crt[256], key[256], ca[256];
-    snprintf(crt, sizeof crt, "%s/server.crt", tmpdir);
-    snprintf(key, sizeof key, "%s/server.key", tmpdir);
-    snprintf(ca, sizeof ca, "%s/ca.crt", tmpdir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        if (tls) {
-            execlp("redis-server", "redis-server", "--port", "0", "--tls-port", portbuf, "--tls-cert-file", crt,
-                   "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients", "no", "--bind",
-                   "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, (char *)NULL);
-        } else {
-            execlp("redis-server", "redis-server", "--port", portbuf, "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--dir", dir, (char *)NULL);
-        }
-        _exit(127);
-    }
-    return pid;
-}
-
 static void stop_all(void)
 {
-    for (int i = 0; i < 2; i++) {
-        if (servers[i] > 0) {
-            kill(servers[i], SIGTERM);
-            waitpid(servers[i], NULL, 0);
-            servers[i] = 0;
-        }
-    }
-    if (tmpdir[0] != '\0') {
-        char cmd[200];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) {
-            fprintf(stderr, "bench: could not remove %s\n", tmpdir);
-        }
-        tmpdir[0] = '\0';
-    }
+    bench_redis_stop_all(servers, 2, tmpdir);
 }
 
 static void on_signal(int sig)
@@ -326,10 +266,13 @@ int main(int argc, char **argv)
     if (!have_certs) {
         fprintf(stderr, "bench: certificate generation failed (%s); TLS part skipped\n", gen);
     }
-    uint16_t plain_port = free_port(), tls_port = free_port();
-    servers[0] = start_redis(plain_port, false);
+    uint16_t plain_port = bench_free_port(), tls_port = bench_free_port();
+    char plain_log[256], tls_log[256];
+    snprintf(plain_log, sizeof plain_log, "%s/redis-%u.log", tmpdir, plain_port);
+    snprintf(tls_log, sizeof tls_log, "%s/redis-%u.log", tmpdir, tls_port);
+    servers[0] = bench_redis_start(tmpdir, plain_port, false, plain_log);
     if (have_certs) {
-        servers[1] = start_redis(tls_port, true);
+        servers[1] = bench_redis_start(tmpdir, tls_port, true, tls_log);
     }
     printf("bench_node_rtt: N=%d, build %s, loopback, redis-server %s\n", n, ELK_BENCH_BUILD_TYPE,
            "(started by this program)");

@@ -1,0 +1,25 @@
+/*
+ * redis-server processes for the benchmarks that start their own: a free loopback port,
+ * a server on it (plain or TLS, no persistence), and stopping them with their directory.
+ */
+#ifndef ELK_BENCH_REDIS_H
+#define ELK_BENCH_REDIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A port on 127.0.0.1 that was free a moment ago. Exits 2 if none can be had. */
+uint16_t bench_free_port(void);
+
+/* Fork a redis-server on 127.0.0.1:port with dir as its working directory. TLS uses
+ * dir/server.crt, server.key and ca.crt (no client certificates asked). Its output goes
+ * to log_path, or to /dev/null when log_path is NULL. Returns the child's pid. */
+pid_t bench_redis_start(const char *dir, uint16_t port, bool tls, const char *log_path);
+
+/* SIGTERM and reap every pids[i] > 0 (set to 0 after), then remove dir if it is set
+ * (dir[0] is cleared after). Safe to call twice, and from a signal handler's exit path. */
+void bench_redis_stop_all(pid_t *pids, size_t count, char *dir);
+
+#endif
