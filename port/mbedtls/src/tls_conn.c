@@ -293,10 +293,10 @@ static int32_t tls_recv(void *ctx, uint8_t *buf, size_t len)
     if (ret > 0) {
         /* A short read must leave nothing inside mbedTLS (the transport contract in
          * platform.h): the caller will not ask again until the socket is readable,
-         * and bytes mbedTLS already took off the socket would not make it so. */
+         * and bytes mbedTLS already took off the socket would not make it so.
+         * check_pending covers unread application data too (mbedtls/ssl.h). */
         size_t got = (size_t)ret;
-        while (got < len && (mbedtls_ssl_get_bytes_avail(&c->ssl) > 0u ||
-                             mbedtls_ssl_check_pending(&c->ssl) != 0)) {
+        while (got < len && mbedtls_ssl_check_pending(&c->ssl) != 0) {
             ret = mbedtls_ssl_read(&c->ssl, buf + got, len - got);
             if (ret <= 0) {
                 break; /* an error shows on the next call, with nothing lost */
