@@ -111,29 +111,39 @@ void elk_resp_write_bulk(elk_resp_writer_t *w, const uint8_t *p, size_t len)
     elk_resp_put(w, crlf, 2u);
 }
 
+#if ELK_RESP_WIDE
+/* "$<n>\r\n<digits>\r\n" for v, built in line (the header in front of the digits, so
+ * one copy moves it all). Returns its length; it starts at line + *start. */
+static size_t elk_resp_bulk_int_line(uint8_t line[28], int64_t v, size_t *start)
+{
+    size_t n = elk_resp_format_int(v, line + 5);
+    /* Header "$<n>\r\n" is at most 5 bytes (n <= 20). */
+    if (n >= 10u) {
+        uint8_t hdr[5] = {'$', (uint8_t)('0' + n / 10u), (uint8_t)('0' + n % 10u), '\r', '\n'};
+        memcpy(line + 0, hdr, 5u);
+        *start = 0;
+    } else {
+        uint8_t hdr[4] = {'$', (uint8_t)('0' + n), '\r', '\n'};
+        memcpy(line + 1, hdr, 4u);
+        *start = 1;
+    }
+    line[5u + n] = '\r';
+    line[6u + n] = '\n';
+    return 7u + n - *start;
+}
+#endif
+
 void elk_resp_write_bulk_int(elk_resp_writer_t *w, int64_t v)
 {
 #if ELK_RESP_WIDE
     uint8_t line[28];
-    size_t n;
     size_t i = 0;
+    size_t n;
     if (w == NULL) {
         return;
     }
-    n = elk_resp_format_int(v, line + 5);
-    /* Header "$<n>\r\n" is at most 5 bytes (n <= 20); build it in front of the digits. */
-    if (n >= 10u) {
-        uint8_t hdr[5] = {'$', (uint8_t)('0' + n / 10u), (uint8_t)('0' + n % 10u), '\r', '\n'};
-        memcpy(line + 0, hdr, 5u);
-        i = 0;
-    } else {
-        uint8_t hdr[4] = {'$', (uint8_t)('0' + n), '\r', '\n'};
-        memcpy(line + 1, hdr, 4u);
-        i = 1;
-    }
-    line[5u + n] = '\r';
-    line[6u + n] = '\n';
-    elk_resp_put(w, line + i, 7u + n - i);
+    n = elk_resp_bulk_int_line(line, v, &i);
+    elk_resp_put(w, line + i, n);
 #else
     /* 32-bit targets: flash before speed, the same bytes through the general path
      * (about 100 bytes less on Cortex-M). */
@@ -172,32 +182,15 @@ static size_t elk_resp_encode_fast(uint8_t *buf, size_t cap, size_t *len,
         const elk_resp_arg_t *a = &argv[i];
         uint8_t *o;
         if (a->is_int) {
+            uint8_t line[28];
+            size_t start = 0;
+            size_t n;
             if (cap - at < ELK_RESP_ARG_SLACK) {
                 break;
             }
-            o = buf + at;
-            {
-                /* Digits in place after a 4-byte "$n\r\n" header, then the header. */
-                size_t n = elk_resp_format_int(a->ival, o + 5);
-                if (n < 10u) {
-                    o[1] = '$';
-                    o[2] = (uint8_t)('0' + n);
-                    o[3] = '\r';
-                    o[4] = '\n';
-                    memmove(o, o + 1, n + 4u);
-                    at += n + 4u;
-                } else {
-                    o[0] = '$';
-                    o[1] = (uint8_t)('0' + n / 10u);
-                    o[2] = (uint8_t)('0' + n % 10u);
-                    o[3] = '\r';
-                    o[4] = '\n';
-                    at += n + 5u;
-                }
-                buf[at] = '\r';
-                buf[at + 1u] = '\n';
-                at += 2u;
-            }
+            n = elk_resp_bulk_int_line(line, a->ival, &start);
+            memcpy(buf + at, line + start, n);
+            at += n;
             continue;
         }
         if ((a->ptr == NULL && a->len != 0u) || a->len >= 100u ||
