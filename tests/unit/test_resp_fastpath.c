@@ -3,7 +3,8 @@
  * buffered bytes) must give exactly what the general state machine gives. The fast path
  * only runs when a whole reply is buffered, so parsing a stream from one buffer and
  * parsing it byte by byte (which always takes the general path) must agree on every
- * reply, every node and the final result, valid input or not.
+ * reply, every node and the final result, valid input or not. The comparison is the
+ * fuzz target's own (linked in); this test feeds it chosen streams.
  *
  *   1. edge cases next to the fast path's shortcuts, each alone and padded by pipelined
  *      replies so the fast path sees it;
@@ -20,92 +21,29 @@
 
 #include "elk/resp.h"
 
-/* Everything a caller can see of a stream's replies, flattened for comparison. */
-typedef struct transcript {
-    uint8_t bytes[1u << 16];
-    size_t len;
-    int rc;         /* 0: stream consumed; < 0: the decoder's error */
-    size_t replies;
-} transcript_t;
+/* The fuzz target's check (tests/fuzz/fuzz_resp_decode.c, linked in): the stream parsed
+ * as far as the buffer allows, in seeded pieces and byte by byte must give the same
+ * replies, node for node, and the same end; every reply a well-formed tree inside the
+ * buffer. It aborts, naming the disagreement, on any difference. */
+size_t fuzz_resp_decode_check(const uint8_t *in, size_t size, int *rc);
 
-static void tr_put(transcript_t *t, const void *p, size_t n)
+/* Its parameter bytes: buffer capacity index (7, 16, 64, 300, 1024, 4096, ...), node limit
+ * index (1, 2, 4, 16, 64, ...), depth 1..16. Returns the replies; *rc the final code. */
+static size_t agree(const uint8_t *s, size_t len, unsigned cap_i, unsigned nodes_i,
+                    unsigned depth, int *rc)
 {
-    assert_true(t->len + n <= sizeof t->bytes);
-    memcpy(t->bytes + t->len, p, n);
-    t->len += n;
+    static uint8_t in[4 + 4096];
+    assert_true(len <= sizeof in - 4u && cap_i < 8u && nodes_i < 8u && depth >= 1u && depth <= 16u);
+    in[0] = (uint8_t)(cap_i | ((depth - 1u) << 3));
+    in[1] = (uint8_t)nodes_i;
+    in[2] = (uint8_t)len;
+    in[3] = (uint8_t)(len >> 8);
+    memcpy(in + 4, s, len);
+    return fuzz_resp_decode_check(in, len + 4u, rc);
 }
 
-static void tr_reply(transcript_t *t, const elk_resp_reply_t *rep)
-{
-    tr_put(t, &rep->count, sizeof rep->count);
-    for (size_t i = 0; i < rep->count; i++) {
-        const elk_resp_node_t *n = &rep->nodes[i];
-        tr_put(t, &n->type, sizeof n->type);
-        tr_put(t, &n->integer, sizeof n->integer);
-        tr_put(t, &n->subtree, sizeof n->subtree);
-        tr_put(t, &n->len, sizeof n->len);
-        tr_put(t, n->format, sizeof n->format);
-        if (n->str != NULL) {
-            tr_put(t, n->str, n->len);
-        } else {
-            tr_put(t, "-", 1);
-        }
-    }
-    t->replies++;
-}
-
-/* Feed s in steps of `step` bytes (0: as much as fits at once) and record every reply. */
-static void decode(const uint8_t *s, size_t len, size_t cap, size_t max_nodes, size_t depth,
-                   size_t step, transcript_t *t)
-{
-    static uint8_t buf[8192];
-    static elk_resp_node_t nodes[64];
-    elk_resp_reader_t r;
-    elk_resp_reply_t rep;
-    size_t off = 0;
-    int rc;
-    assert_true(cap <= sizeof buf && max_nodes <= 64);
-    assert_int_equal(elk_resp_reader_init(&r, buf, cap, nodes, max_nodes, depth), ELK_OK);
-    t->len = 0;
-    t->replies = 0;
-    for (;;) {
-        while ((rc = elk_resp_reader_next(&r, &rep)) == 1) {
-            tr_reply(t, &rep);
-            elk_resp_reader_release(&r);
-        }
-        if (rc < 0 || off == len) {
-            break;
-        }
-        size_t avail = 0;
-        uint8_t *space = elk_resp_reader_space(&r, &avail);
-        size_t k = step != 0u ? step : len - off;
-        k = k < len - off ? k : len - off;
-        k = k < avail ? k : avail;
-        assert_non_null(space);
-        assert_true(k > 0u);
-        memcpy(space, s + off, k);
-        assert_int_equal(elk_resp_reader_commit(&r, k), ELK_OK);
-        off += k;
-    }
-    t->rc = rc;
-}
-
-static transcript_t whole, bytewise;
-
-/* Decode both ways and require identical transcripts; returns the whole-buffer one. */
-static const transcript_t *agree(const uint8_t *s, size_t len, size_t cap, size_t max_nodes,
-                                 size_t depth)
-{
-    decode(s, len, cap, max_nodes, depth, 0, &whole);
-    decode(s, len, cap, max_nodes, depth, 1, &bytewise);
-    if (whole.rc != bytewise.rc || whole.len != bytewise.len ||
-        memcmp(whole.bytes, bytewise.bytes, whole.len) != 0) {
-        print_error("whole/bytewise differ (rc %d/%d, %zu/%zu replies) on: %.*s\n", whole.rc,
-                    bytewise.rc, whole.replies, bytewise.replies, (int)len, (const char *)s);
-        fail();
-    }
-    return &whole;
-}
+#define CAP_4096 5u
+#define NODES_64 4u
 
 /* Pieces that sit right next to a fast-path decision: digit counts around 1, 2, 8 and 16,
  * leading zeros, signs, missing or bare CR/LF, null forms, bulk bodies one byte off. */
@@ -131,12 +69,13 @@ static void test_each_piece_alone_and_padded(void **state)
     uint8_t s[256];
     for (size_t i = 0; i < N_PIECES; i++) {
         size_t n = strlen(pieces[i]);
-        (void)agree((const uint8_t *)pieces[i], n, 4096, 64, 4);
+        int rc;
+        (void)agree((const uint8_t *)pieces[i], n, CAP_4096, NODES_64, 4, &rc);
         /* Replies before and after: the piece is then parsed from a full buffer. */
         memcpy(s, pad, sizeof pad - 1u);
         memcpy(s + sizeof pad - 1u, pieces[i], n);
         memcpy(s + sizeof pad - 1u + n, pad, sizeof pad - 1u);
-        (void)agree(s, n + 2u * (sizeof pad - 1u), 4096, 64, 4);
+        (void)agree(s, n + 2u * (sizeof pad - 1u), CAP_4096, NODES_64, 4, &rc);
     }
 }
 
@@ -146,10 +85,10 @@ static void test_fast_path_values(void **state)
     (void)state;
     static const char s[] = ":1234567890123456\r\n:0\r\n:-5\r\n$-1\r\n$3\r\nabc\r\n"
                             "*2\r\n:1\r\n:98765432\r\n+OK\r\n-ERR no\r\n:+1\r\n";
-    const transcript_t *t = agree((const uint8_t *)s, sizeof s - 1u, 4096, 64, 4);
+    int rc;
     /* ":+1" is not canonical: everything before it decodes, then the stream is refused. */
-    assert_int_equal(t->replies, 8);
-    assert_true(t->rc < 0);
+    assert_int_equal(agree((const uint8_t *)s, sizeof s - 1u, CAP_4096, NODES_64, 4, &rc), 8);
+    assert_true(rc < 0);
 
     static uint8_t buf[256];
     static elk_resp_node_t nodes[8];
@@ -201,16 +140,16 @@ static uint32_t rng(void)
 static void test_random_streams_agree(void **state)
 {
     (void)state;
-    static const size_t caps[] = {7, 16, 64, 300, 4096};
-    static const size_t max_nodes[] = {1, 2, 4, 16, 64};
+    static const unsigned caps[] = {0, 1, 2, 3, CAP_4096}; /* 7, 16, 64, 300, 4096 bytes */
     uint8_t s[1024];
     size_t valid[N_PIECES];
     size_t n_valid = 0;
     size_t errors = 0, replies = 0;
+    int rc;
     /* Mostly pieces that are whole replies on their own, so most streams run long. */
     for (size_t i = 0; i < N_PIECES; i++) {
-        decode((const uint8_t *)pieces[i], strlen(pieces[i]), 4096, 64, 4, 0, &whole);
-        if (whole.rc == 0 && whole.replies == 1u) {
+        if (agree((const uint8_t *)pieces[i], strlen(pieces[i]), CAP_4096, NODES_64, 4, &rc) == 1u &&
+            rc == 0) {
             valid[n_valid++] = i;
         }
     }
@@ -231,10 +170,8 @@ static void test_random_streams_agree(void **state)
         if (rng() % 8u == 0u && len != 0u) {
             s[rng() % len] ^= (uint8_t)(1u << (rng() % 8u));
         }
-        const transcript_t *t = agree(s, len, caps[rng() % 5u], max_nodes[rng() % 5u],
-                                      1u + rng() % 4u);
-        errors += t->rc < 0 ? 1u : 0u;
-        replies += t->replies;
+        replies += agree(s, len, caps[rng() % 5u], rng() % 5u, 1u + rng() % 4u, &rc);
+        errors += rc < 0 ? 1u : 0u;
     }
     print_message("%zu streams refused, %zu replies compared\n", errors, replies);
     /* The mix must exercise both outcomes, or the comparison proves little. */
