@@ -17,6 +17,15 @@ JOBS=${JOBS:-$(nproc)}
 scripts/install-deps.sh
 
 passed=0; failed=0
+# Every stage prints how long it took (CI has 30 minutes on a 2-core machine).
+stage_name=""; stage_t0=0; suite_t0=$(date +%s)
+stage() { # name: ends the previous stage (prints its time) and starts the next
+  local now; now=$(date +%s)
+  if [ -n "$stage_name" ]; then echo "-- stage '$stage_name' took $((now - stage_t0)) s"; fi
+  stage_name=$1; stage_t0=$now
+  if [ -n "$stage_name" ]; then echo "== $stage_name =="; fi
+  return 0
+}
 run_ctest() { # dir, extra ctest args...
   local dir=$1; shift
   local log; log=$(mktemp)
@@ -37,16 +46,16 @@ run_ctest() { # dir, extra ctest args...
   return 0
 }
 
-echo "== build (Debug) =="
+stage "build (Debug)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build -j"$JOBS"
-echo "== ctest =="
+stage "ctest"
 run_ctest build -LE extended
 
 if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   # -O3 enables warnings (stringop-overflow, ...) that -O0 never sees; -Werror makes
   # them build failures for anyone building Release, so CI builds it too.
-  echo "== build (Release) =="
+  stage "build (Release)"
   cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
   if cmake --build build-release -j"$JOBS" >build-release.log 2>&1; then
     passed=$((passed + 1))
@@ -54,17 +63,17 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
     tail -40 build-release.log; failed=$((failed + 1))
   fi
 
-  echo "== build (ASan+UBSan) =="
+  stage "build (ASan+UBSan)"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DELK_SANITIZE=ON >/dev/null
   cmake --build build-asan -j"$JOBS"
-  echo "== ctest under ASan+UBSan =="
+  stage "ctest under ASan+UBSan"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest build-asan -LE "extended|sweep|scenarios|valgrind"
 
-  echo "== valgrind memcheck (unit tests) =="
+  stage "valgrind memcheck (unit tests)"
   run_ctest build -L unit -T memcheck
 
-  echo "== libFuzzer =="
+  stage "libFuzzer"
   CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DELK_FUZZ=ON -DCMAKE_C_COMPILER=clang >/dev/null
   cmake --build build-fuzz -j"$JOBS"
   for f in build-fuzz/tests/fuzz/fuzz_*; do
@@ -88,7 +97,7 @@ fi
 
 if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   # armhf: cross build + unit tests under qemu-arm; installs the armhf packages on first use.
-  echo "== armhf cross build, unit tests under qemu-arm =="
+  stage "armhf cross build, unit tests under qemu-arm"
   armhf_rc=0
   scripts/armhf-test.sh || armhf_rc=$?
   case $armhf_rc in
@@ -98,6 +107,8 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   esac
 fi
 
+stage ""
 echo
+echo "total time $(( $(date +%s) - suite_t0 )) s"
 echo "all suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
