@@ -121,6 +121,25 @@ int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw
                 return ELK_E_CTL_SYNTAX;
             }
         }
+    } else if (word_is(w, wl, "SUPERVISE")) {
+        uint64_t pgid;
+        req->cmd = ELKFW_CTL_SUPERVISE;
+        if (!next_word(&p, end, &arg, &al) || !next_word(&p, end, &w, &wl)) {
+            *why = "usage: SUPERVISE <resource> <pgid>";
+            return ELK_E_CTL_SYNTAX;
+        }
+        rc = check_name(arg, al, name_max, why);
+        if (rc != ELK_OK) {
+            return rc;
+        }
+        memcpy(req->resource, arg, al);
+        req->resource[al] = '\0';
+        /* 0, 1 and -1 would make kill() reach far more than one command's group */
+        if (!parse_u64(w, wl, &pgid) || pgid < 2u || pgid > 0x7fffffffu) {
+            *why = "pgid must be a process group id from 2 to 2147483647";
+            return ELK_E_CTL_SYNTAX;
+        }
+        req->pgid = (uint32_t)pgid;
     } else if (word_is(w, wl, "STATUS")) {
         req->cmd = ELKFW_CTL_STATUS;
         if (next_word(&p, end, &w, &wl)) {
@@ -138,7 +157,7 @@ int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw
         req->cmd = ELKFW_CTL_QUIT;
     } else {
         req->cmd = 0;
-        *why = "commands: ACQUIRE RELEASE STATUS PING HELP QUIT";
+        *why = "commands: ACQUIRE RELEASE SUPERVISE STATUS PING HELP QUIT";
         return ELK_E_CTL_UNKNOWN;
     }
     if (next_word(&p, end, &w, &wl)) {
@@ -239,7 +258,8 @@ int elkfw_ctl_parse_reply(const char *line, size_t len, elkfw_ctl_msg_t *m)
                 m->deadline_boottime_ms = v;
             }
         }
-    } else if (strcmp(m->word, "RELEASED") == 0 || strcmp(m->word, "LOST") == 0) {
+    } else if (strcmp(m->word, "RELEASED") == 0 || strcmp(m->word, "LOST") == 0 ||
+               strcmp(m->word, "SUPERVISED") == 0) {
         if (!next_word(&p, end, &w, &wl) || !elkfw_name_valid(w, wl, ELKFW_NAME_MAX - 1)) {
             return ELK_E_CTL_SYNTAX;
         }

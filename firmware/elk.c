@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -37,6 +38,7 @@
 #include "elk/fence.h"
 #include "elk/fence_file.h"
 #include "elkfw/ctl.h"
+#include "elkfw/supervise.h"
 
 #ifndef ELK_VERSION
 #define ELK_VERSION "0.1.0"
@@ -199,13 +201,50 @@ typedef struct lease_watch {
     const char *resource;
     uint64_t deadline;
     bool lost;             /* LOST for this resource, or SHUTDOWN, or the connection closed */
-    const char *why;       /* "lease LOST", "elkd is shutting down", ... */
+    const char *why;       /* the cause of LOST, "elkd is shutting down", ... */
+    char why_buf[192];
     uint32_t margin;       /* LOST: ms before the lease can have expired anywhere */
     bool print;            /* elk acquire: one stdout line per event */
 } lease_watch_t;
 
-/* Handle every complete line in the buffer: RENEWED moves the deadline, LOST / SHUTDOWN
- * end the lease. Lines that do not concern us are skipped. */
+/* One event: RENEWED moves the deadline, LOST / SHUTDOWN end the lease. Events that do
+ * not concern us are skipped. */
+static void watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m)
+{
+    if (strcmp(m->word, "RENEWED") == 0 && strcmp(m->resource, w->resource) == 0) {
+        if (!w->lost) {
+            w->deadline = lease_deadline(m, now_ms());
+        }
+        if (w->print) {
+            printf("renewed %s token=%" PRIu64 " validity_ms=%" PRIu32 "\n", m->resource, m->token, m->deadline_ms);
+        }
+    } else if (strcmp(m->word, "LOST") == 0 && strcmp(m->resource, w->resource) == 0) {
+        if (!w->lost) {
+            /* Say what really ended it (deadline without quorum, another holder's value,
+             * a cap, the fleet out of reach): the person reading the log acts on it. */
+            int cause = elkfw_err_from_name(m->code);
+            w->lost = true;
+            snprintf(w->why_buf, sizeof w->why_buf, "%s [%s]",
+                     cause == ELK_E_INTERNAL ? "lease lost" : elk_err_message(cause), m->code);
+            w->why = w->why_buf;
+            w->margin = m->stop_margin_ms;
+            if (w->print) {
+                printf("lost %s %s\n", m->resource, m->code);
+            }
+        }
+    } else if (strcmp(m->word, "SHUTDOWN") == 0) {
+        if (!w->lost) {
+            w->lost = true;
+            w->why = "elkd is shutting down";
+            w->margin = 0;
+            if (w->print) {
+                printf("shutdown %s\n", w->resource);
+            }
+        }
+    }
+}
+
+/* Handle every complete line in the buffer. */
 static void watch_lines(lease_watch_t *w)
 {
     const char *line;
@@ -213,34 +252,8 @@ static void watch_lines(lease_watch_t *w)
     elkfw_ctl_msg_t m;
     int rc;
     while ((rc = elkfw_linebuf_next(&reply_lb, &line, &len)) != 0) {
-        if (rc < 0 || elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_EVENT) {
-            continue;
-        }
-        if (strcmp(m.word, "RENEWED") == 0 && strcmp(m.resource, w->resource) == 0) {
-            if (!w->lost) {
-                w->deadline = lease_deadline(&m, now_ms());
-            }
-            if (w->print) {
-                printf("renewed %s token=%" PRIu64 " validity_ms=%" PRIu32 "\n", m.resource, m.token, m.deadline_ms);
-            }
-        } else if (strcmp(m.word, "LOST") == 0 && strcmp(m.resource, w->resource) == 0) {
-            if (!w->lost) {
-                w->lost = true;
-                w->why = "lease LOST";
-                w->margin = m.stop_margin_ms;
-                if (w->print) {
-                    printf("lost %s %s\n", m.resource, m.code);
-                }
-            }
-        } else if (strcmp(m.word, "SHUTDOWN") == 0) {
-            if (!w->lost) {
-                w->lost = true;
-                w->why = "elkd is shutting down";
-                w->margin = 0;
-                if (w->print) {
-                    printf("shutdown %s\n", w->resource);
-                }
-            }
+        if (rc > 0 && elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_EVENT) {
+            watch_msg(w, &m);
         }
     }
     if (w->print) {
@@ -286,32 +299,52 @@ static int exit_for_err(const char *code)
     return EXIT_FAIL;
 }
 
-/* Wait for the answer to ACQUIRE; events that are not for us are skipped. */
-static int wait_acquired(const char *resource, elkfw_ctl_msg_t *m)
+/* Ask for the lease and wait for the answer; events that are not for us are skipped.
+ * SIGINT/SIGTERM/SIGHUP on sfd abandon the wait (closing the connection cancels the
+ * acquire in elkd). Returns EXIT_OK with the grant in *m, or the exit code. */
+static int acquire_lease(const char *resource, uint32_t wait_ms, int sfd, elkfw_ctl_msg_t *m)
 {
+    if (agent_send("ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
+        return EXIT_UNREACHABLE;
+    }
     for (;;) {
+        struct pollfd p[2] = {{conn_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
         const char *line;
         size_t len;
-        int rc = agent_line(&line, &len);
-        if (rc <= 0) {
-            say("elkd closed the connection before answering (is it shutting down?)");
-            return EXIT_NOT_ACQUIRED;
+        if (elkfw_linebuf_next(&reply_lb, &line, &len) == 1) {
+            if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
+                say("unexpected reply from elkd: %.*s", (int)len, line);
+                return EXIT_FAIL;
+            }
+            if (m->kind == ELKFW_MSG_ERR) {
+                char what[128];
+                snprintf(what, sizeof what, "cannot acquire %s", resource);
+                print_err_reply(m, what);
+                return exit_for_err(m->code);
+            }
+            if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 && strcmp(m->resource, resource) == 0) {
+                return EXIT_OK;
+            }
+            if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
+                say("cannot acquire %s: elkd is shutting down", resource);
+                return EXIT_NOT_ACQUIRED;
+            }
+            continue;
         }
-        if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
-            say("unexpected reply from elkd: %.*s", (int)len, line);
+        if (poll(p, 2, -1) < 0 && errno != EINTR) {
             return EXIT_FAIL;
         }
-        if (m->kind == ELKFW_MSG_ERR) {
-            char what[128];
-            snprintf(what, sizeof what, "cannot acquire %s", resource);
-            print_err_reply(m, what);
-            return exit_for_err(m->code);
+        if (p[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTTOU) {
+                    say("interrupted while waiting for %s", resource);
+                    return 128 + (int)si.ssi_signo;
+                }
+            }
         }
-        if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 && strcmp(m->resource, resource) == 0) {
-            return EXIT_OK;
-        }
-        if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
-            say("cannot acquire %s: elkd is shutting down", resource);
+        if (p[0].revents && agent_fill() <= 0) {
+            say("elkd closed the connection before answering (is it shutting down?)");
             return EXIT_NOT_ACQUIRED;
         }
     }
@@ -496,28 +529,357 @@ static int make_signalfd(sigset_t *old)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
+    /* tcsetpgrp from a background group (after handing the terminal to CMD) */
+    sigaddset(&mask, SIGTTOU);
     sigprocmask(SIG_BLOCK, &mask, old);
     return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* The lease as the command sees it: ELK_LEASE_FILE names a file that holds one line,
+ * "elklease 1 <token> <deadline_boottime_ms>\n", replaced atomically (write a temp file,
+ * rename) after the grant, every renewal and the loss (deadline 0). A command, or
+ * `elk guard`, reads it before each step; ELK_DEADLINE_MS is only the validity at start. */
+typedef struct lease_file {
+    char dir[256];
+    char path[300];
+    char tmp[300];
+    bool made;
+} lease_file_t;
+
+static bool lease_file_create(lease_file_t *lf)
+{
+    const char *base = getenv("TMPDIR");
+    if (base == NULL || base[0] == '\0') {
+        base = "/tmp";
+    }
+    if ((size_t)snprintf(lf->dir, sizeof lf->dir, "%s/elk-run.XXXXXX", base) >= sizeof lf->dir ||
+        mkdtemp(lf->dir) == NULL) {
+        say("cannot create a directory for the lease file under %s: %s (set TMPDIR)", base, strerror(errno));
+        return false;
+    }
+    snprintf(lf->path, sizeof lf->path, "%s/lease", lf->dir);
+    snprintf(lf->tmp, sizeof lf->tmp, "%s/lease.tmp", lf->dir);
+    lf->made = true;
+    return true;
+}
+
+static bool lease_file_write(lease_file_t *lf, uint64_t token, uint64_t deadline)
+{
+    char line[96];
+    int n = snprintf(line, sizeof line, "elklease 1 %" PRIu64 " %" PRIu64 "\n", token, deadline);
+    int fd;
+    bool ok;
+    if (!lf->made) {
+        return false;
+    }
+    fd = open(lf->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return false;
+    }
+    ok = write(fd, line, (size_t)n) == n;
+    ok = close(fd) == 0 && ok;
+    return ok && rename(lf->tmp, lf->path) == 0;
+}
+
+static void lease_file_remove(lease_file_t *lf)
+{
+    if (lf->made) {
+        unlink(lf->tmp);
+        unlink(lf->path);
+        rmdir(lf->dir);
+        lf->made = false;
+    }
+}
+
+typedef enum run_stage { RUN_DRIVING, RUN_TERM_SENT, RUN_KILLED } run_stage_t;
+
+/* elk run as a small supervisor: CMD drives while the lease holds; when the lease is
+ * lost (or elkd goes away, or the deadline passes without word) CMD's process group
+ * gets SIGTERM, and SIGKILL once the stop margin is over. */
+typedef struct run_sup {
+    const char *resource;
+    lease_watch_t w;
+    uint64_t token;
+    uint32_t stop_margin;
+    int sfd;
+    pid_t child;             /* CMD; also its process group id */
+    int go_pipe;             /* write end: CMD execs once elkd supervises its group */
+    int tty;                 /* terminal handed to CMD's group, -1 if none */
+    bool conn_open, child_done;
+    int status;
+    run_stage_t stage;
+    uint64_t kill_at;
+    lease_file_t lf;
+} run_sup_t;
+
+static void run_signal_group(run_sup_t *rs, int sig)
+{
+    (void)kill(-rs->child, sig);
+}
+
+/* Tell CMD (the whole group) to stop; SIGKILL follows at kill_at. */
+static void run_stop(run_sup_t *rs, uint64_t now, const char *why, uint32_t margin)
+{
+    if (rs->stage != RUN_DRIVING) {
+        return;
+    }
+    say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", rs->resource, why, margin);
+    (void)lease_file_write(&rs->lf, rs->token, 0);
+    run_signal_group(rs, SIGTERM);
+    rs->stage = RUN_TERM_SENT;
+    rs->kill_at = now + margin;
+}
+
+/* One step by the clock and by what elkd said. Returns the next time to step. */
+static uint64_t run_step(run_sup_t *rs, uint64_t now)
+{
+    uint64_t old_deadline = rs->w.deadline;
+    watch_lines(&rs->w);
+    if (rs->stage == RUN_DRIVING && !rs->w.lost && rs->conn_open && now >= rs->w.deadline) {
+        /* A RENEWED may be waiting in the socket: take it in before giving up. */
+        if (agent_fill_now() <= 0) {
+            rs->conn_open = false;
+            rs->w.lost = true;
+            rs->w.why = "lost the connection to elkd; the lease can no longer be trusted";
+        }
+        watch_lines(&rs->w);
+        now = now_ms();
+    }
+    if (rs->w.deadline != old_deadline && !rs->w.lost) {
+        (void)lease_file_write(&rs->lf, rs->token, rs->w.deadline);
+    }
+    if (rs->w.lost) {
+        run_stop(rs, now, rs->w.why, rs->w.margin ? rs->w.margin : rs->stop_margin);
+    } else if (now >= rs->w.deadline) {
+        /* Belt and braces: if elkd hangs, our own copy of the deadline still stops CMD. */
+        run_stop(rs, now, "lease deadline passed without word from elkd", rs->stop_margin);
+    }
+    if (rs->stage == RUN_TERM_SENT && now >= rs->kill_at) {
+        say("%s: stop margin over; killing the command", rs->resource);
+        run_signal_group(rs, SIGKILL);
+        rs->stage = RUN_KILLED;
+    }
+    if (rs->stage == RUN_DRIVING) {
+        return rs->w.deadline;
+    }
+    return rs->stage == RUN_TERM_SENT ? rs->kill_at : UINT64_MAX;
+}
+
+static void run_on_signals(run_sup_t *rs)
+{
+    struct signalfd_siginfo si;
+    while (read(rs->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGCHLD) {
+            if (!rs->child_done && waitpid(rs->child, &rs->status, WNOHANG) == rs->child) {
+                rs->child_done = true;
+            }
+        } else if (si.ssi_signo != SIGTTOU) {
+            /* Pass SIGINT/SIGTERM/SIGHUP on; we release when CMD has exited. */
+            run_signal_group(rs, (int)si.ssi_signo);
+        }
+    }
+}
+
+/* CMD in a process group of its own, so one signal reaches everything it starts, and
+ * with the kernel's parent-death signal, so it dies with elk run. It execs only once
+ * the parent writes to the go pipe, i.e. once elkd knows the group and can stop it. */
+static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
+{
+    int go[2];
+    pid_t parent = getpid(), child;
+    char tokbuf[32], dlbuf[32];
+    if (pipe2(go, O_CLOEXEC) != 0) {
+        say("pipe: %s", strerror(errno));
+        return -1;
+    }
+    snprintf(tokbuf, sizeof tokbuf, "%" PRIu64, rs->token);
+    snprintf(dlbuf, sizeof dlbuf, "%" PRIu64, rs->w.deadline > now_ms() ? rs->w.deadline - now_ms() : 0);
+    child = fork();
+    if (child < 0) {
+        say("fork: %s", strerror(errno));
+        close(go[0]);
+        close(go[1]);
+        return -1;
+    }
+    if (child == 0) {
+        char b;
+        close(go[1]);
+        setpgid(0, 0);
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+            _exit(EXIT_LOST); /* elk run is already gone */
+        }
+        if (read(go[0], &b, 1) != 1) {
+            _exit(EXIT_LOST); /* elk run gave up (or died) before the command could start */
+        }
+        sigprocmask(SIG_SETMASK, old, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        setenv("ELK_RESOURCE", rs->resource, 1);
+        setenv("ELK_FENCE_TOKEN", tokbuf, 1);
+        setenv("ELK_DEADLINE_MS", dlbuf, 1);
+        setenv("ELK_LEASE_FILE", rs->lf.path, 1);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "elk: cannot run '%s': %s\n", cmd[0], strerror(errno));
+        _exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+    }
+    close(go[0]);
+    setpgid(child, child);
+    rs->go_pipe = go[1];
+    rs->child = child;
+    /* Interactive: CMD's group takes the terminal, as a shell's job would. */
+    if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() && tcsetpgrp(STDIN_FILENO, child) == 0) {
+        rs->tty = STDIN_FILENO;
+    }
+    return child;
+}
+
+/* Next reply (OK/ERR) to a request; events on the way update the watch. Returns 1 with
+ * the reply in *m, 0 if the connection closed. */
+static int run_reply(run_sup_t *rs, elkfw_ctl_msg_t *m)
+{
+    for (;;) {
+        const char *line;
+        size_t len;
+        int rc = agent_line(&line, &len);
+        if (rc <= 0) {
+            return 0;
+        }
+        if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
+            continue;
+        }
+        if (m->kind != ELKFW_MSG_EVENT) {
+            return 1;
+        }
+        watch_msg(&rs->w, m);
+    }
+}
+
+/* Ask elkd to supervise CMD's group, then let CMD exec. False: CMD never ran. */
+static bool run_hand_over(run_sup_t *rs)
+{
+    elkfw_ctl_msg_t m;
+    if (agent_send("SUPERVISE %s %ld\n", rs->resource, (long)rs->child) != 0 || run_reply(rs, &m) == 0) {
+        say("%s: lost the connection to elkd before the command could start; not starting it", rs->resource);
+        return false;
+    }
+    if (m.kind == ELKFW_MSG_ERR) {
+        say("%s: elkd cannot supervise the command: %.*s [%s]; not starting it", rs->resource, (int)m.text_len,
+            m.text, m.code);
+        return false;
+    }
+    if (rs->w.lost || now_ms() >= rs->w.deadline) {
+        say("%s: %s before the command could start; not starting it", rs->resource,
+            rs->w.lost ? rs->w.why : "the lease deadline passed");
+        return false;
+    }
+    if (write(rs->go_pipe, "g", 1) != 1) {
+        say("%s: cannot start the command: %s", rs->resource, strerror(errno));
+        return false;
+    }
+    close(rs->go_pipe);
+    rs->go_pipe = -1;
+    return true;
+}
+
+/* CMD has exited: what it started in its group must not outlive the lease either.
+ * Stop what is left (SIGTERM, SIGKILL after the stop margin) and wait for it. Returns
+ * false if the group could not be confirmed gone: then the lease must not be released
+ * by us; elkd, which knows the group, stops it or lets the lease run out. */
+static bool run_reap_group(run_sup_t *rs)
+{
+    uint64_t kill_at, give_up;
+    if (!elkfw_sup_group_alive(rs->child)) {
+        return true;
+    }
+    say("%s: the command exited but left processes in its group %ld; stopping them before releasing", rs->resource,
+        (long)rs->child);
+    run_signal_group(rs, SIGTERM);
+    kill_at = now_ms() + rs->stop_margin;
+    give_up = kill_at + ELKFW_SUP_KILL_GRACE_MS;
+    while (elkfw_sup_group_alive(rs->child)) {
+        uint64_t now = now_ms();
+        if (now >= give_up) {
+            say("%s: process group %ld is still there after SIGKILL; leaving the lease to run out", rs->resource,
+                (long)rs->child);
+            return false;
+        }
+        if (kill_at != 0 && now >= kill_at) {
+            run_signal_group(rs, SIGKILL);
+            kill_at = 0;
+        }
+        poll(NULL, 0, 10);
+    }
+    return true;
+}
+
+static void run_supervise(run_sup_t *rs)
+{
+    while (!rs->child_done) {
+        struct pollfd p[2] = {{rs->sfd, POLLIN, 0}, {rs->conn_open ? conn_fd : -1, POLLIN, 0}};
+        uint64_t now = now_ms();
+        uint64_t wake = run_step(rs, now);
+        int timeout = wake == UINT64_MAX ? -1 : (wake <= now ? 0 : (int)(wake - now > 60000 ? 60000 : wake - now));
+        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+            break;
+        }
+        if (p[0].revents & POLLIN) {
+            run_on_signals(rs);
+        }
+        if (rs->conn_open && p[1].revents) {
+            if (agent_fill_now() <= 0) {
+                rs->conn_open = false;
+                if (!rs->w.lost) {
+                    rs->w.lost = true;
+                    rs->w.why = "lost the connection to elkd; the lease can no longer be trusted";
+                }
+            }
+        }
+    }
+    (void)run_step(rs, now_ms()); /* a LOST that came with CMD's exit still counts */
+}
+
+static int run_exit_code(const run_sup_t *rs)
+{
+    if (rs->w.lost || rs->stage != RUN_DRIVING) {
+        return EXIT_LOST;
+    }
+    if (WIFEXITED(rs->status)) {
+        return WEXITSTATUS(rs->status);
+    }
+    if (WIFSIGNALED(rs->status)) {
+        return 128 + WTERMSIG(rs->status);
+    }
+    return EXIT_FAIL;
+}
+
+/* What the grant and the lines behind it say: is the lease still usable now? */
+static bool lease_usable(lease_watch_t *w, const elkfw_ctl_msg_t *grant, bool *conn_open)
+{
+    w->deadline = lease_deadline(grant, now_ms());
+    /* Whatever elkd wrote after the grant may already say the lease is gone (this process
+     * may have been stopped or slow while it sat in the socket): read it all first. */
+    if (agent_fill_now() <= 0) {
+        w->lost = true;
+        w->why = "lost the connection to elkd";
+        *conn_open = false;
+    }
+    watch_lines(w);
+    return !w->lost && now_ms() < w->deadline;
 }
 
 static int cmd_run(int argc, char **argv)
 {
     uint32_t wait_ms;
-    const char *resource;
     elkfw_ctl_msg_t m;
-    int next = parse_lock_args(argc, argv, &wait_ms, &resource);
-    int sfd, rc, status = 0;
     sigset_t old;
-    pid_t child, target;
-    /* A separate process group lets one signal reach everything CMD started; on a
-     * terminal it would stop CMD from reading it, so interactive runs signal CMD only. */
-    bool own_group = !isatty(STDIN_FILENO);
-    uint64_t kill_at = 0, now;
-    uint32_t stop_margin;
-    bool lost = false, child_done = false, conn_open = true;
-    char tokbuf[32], dlbuf[32];
-    lease_watch_t w;
+    run_sup_t rs;
+    int next, rc;
+    bool released_ok;
 
+    memset(&rs, 0, sizeof rs);
+    rs.go_pipe = -1;
+    rs.tty = -1;
+    rs.conn_open = true;
+    next = parse_lock_args(argc, argv, &wait_ms, &rs.resource);
     if (next < 0) {
         usage_run(stderr);
         return EXIT_USAGE;
@@ -527,207 +889,54 @@ static int cmd_run(int argc, char **argv)
         usage_run(stderr);
         return EXIT_USAGE;
     }
-    if (!resource_ok(resource)) {
+    if (!resource_ok(rs.resource)) {
         return EXIT_USAGE;
     }
-    sfd = make_signalfd(&old);
+    rs.sfd = make_signalfd(&old);
     if (agent_connect() < 0) {
         return EXIT_UNREACHABLE;
     }
-    if (agent_send("ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
-        return EXIT_UNREACHABLE;
+    rc = acquire_lease(rs.resource, wait_ms, rs.sfd, &m);
+    if (rc != EXIT_OK) {
+        return rc;
     }
-    /* Wait for the answer, but let SIGINT/SIGTERM abandon the wait (closing the
-     * connection cancels the acquire in elkd). */
-    for (;;) {
-        struct pollfd p[2] = {{conn_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
-        const char *line;
-        size_t len;
-        if (elkfw_linebuf_next(&reply_lb, &line, &len) == 1) {
-            /* push the line back through the common parser */
-            if (elkfw_ctl_parse_reply(line, len, &m) == ELK_OK) {
-                if (m.kind == ELKFW_MSG_ERR) {
-                    char what[128];
-                    snprintf(what, sizeof what, "cannot acquire %s", resource);
-                    print_err_reply(&m, what);
-                    return exit_for_err(m.code);
-                }
-                if (m.kind == ELKFW_MSG_OK && strcmp(m.word, "ACQUIRED") == 0) {
-                    break;
-                }
-                if (m.kind == ELKFW_MSG_EVENT && strcmp(m.word, "SHUTDOWN") == 0) {
-                    say("cannot acquire %s: elkd is shutting down", resource);
-                    return EXIT_NOT_ACQUIRED;
-                }
-            }
-            continue;
-        }
-        if (poll(p, 2, -1) < 0 && errno != EINTR) {
-            return EXIT_FAIL;
-        }
-        if (p[1].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo != SIGCHLD) {
-                    say("interrupted while waiting for %s", resource);
-                    return 128 + (int)si.ssi_signo;
-                }
-            }
-        }
-        if (p[0].revents) {
-            rc = agent_fill();
-            if (rc <= 0) {
-                say("elkd closed the connection before answering");
-                return EXIT_NOT_ACQUIRED;
-            }
-        }
-    }
-    memset(&w, 0, sizeof w);
-    w.resource = resource;
-    w.deadline = lease_deadline(&m, now_ms());
-    stop_margin = m.stop_margin_ms;
-    snprintf(tokbuf, sizeof tokbuf, "%" PRIu64, m.token);
-    /* Whatever elkd wrote after the grant may already say the lease is gone (this process
-     * may have been stopped or slow while it sat in the socket): read it all first. */
-    if (agent_fill_now() <= 0) {
-        w.lost = true;
-        w.why = "lost the connection to elkd";
-        conn_open = false;
-    }
-    watch_lines(&w);
-    now = now_ms();
-    if (w.lost || now >= w.deadline) {
-        say("%s: %s before the command could start (token %" PRIu64 " is stale); not starting it", resource,
-            w.lost ? w.why : "the lease deadline passed", m.token);
-        if (conn_open && !w.lost) {
-            release_and_wait(resource);
+    rs.w.resource = rs.resource;
+    rs.token = m.token;
+    rs.stop_margin = m.stop_margin_ms;
+    if (!lease_usable(&rs.w, &m, &rs.conn_open)) {
+        say("%s: %s before the command could start (token %" PRIu64 " is stale); not starting it", rs.resource,
+            rs.w.lost ? rs.w.why : "the lease deadline passed", m.token);
+        if (rs.conn_open && !rs.w.lost) {
+            release_and_wait(rs.resource);
         }
         return EXIT_LOST;
     }
-    snprintf(dlbuf, sizeof dlbuf, "%" PRIu64, w.deadline - now);
-
-    child = fork();
-    if (child < 0) {
-        say("fork: %s", strerror(errno));
-        release_and_wait(resource);
+    if (!lease_file_create(&rs.lf) || !lease_file_write(&rs.lf, rs.token, rs.w.deadline) ||
+        run_fork(&rs, &argv[next + 1], &old) < 0) {
+        lease_file_remove(&rs.lf);
+        release_and_wait(rs.resource);
         return EXIT_FAIL;
     }
-    if (child == 0) {
-        if (own_group) {
-            setpgid(0, 0); /* its own group, so SIGTERM reaches everything CMD started */
+    if (!run_hand_over(&rs)) {
+        /* CMD never ran: closing the pipe ends the child, which is gone before we release. */
+        close(rs.go_pipe);
+        waitpid(rs.child, NULL, 0);
+        lease_file_remove(&rs.lf);
+        if (rs.conn_open && !rs.w.lost) {
+            release_and_wait(rs.resource);
         }
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        setenv("ELK_RESOURCE", resource, 1);
-        setenv("ELK_FENCE_TOKEN", tokbuf, 1);
-        setenv("ELK_DEADLINE_MS", dlbuf, 1);
-        execvp(argv[next + 1], &argv[next + 1]);
-        fprintf(stderr, "elk: cannot run '%s': %s\n", argv[next + 1], strerror(errno));
-        _exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+        return rs.w.lost ? EXIT_LOST : EXIT_FAIL;
     }
-    if (own_group) {
-        setpgid(child, child);
-        target = -child;
-    } else {
-        target = child;
+    run_supervise(&rs);
+    if (rs.tty >= 0) {
+        (void)tcsetpgrp(rs.tty, getpgrp());
     }
-
-    while (!child_done) {
-        struct pollfd p[2] = {{sfd, POLLIN, 0}, {conn_open ? conn_fd : -1, POLLIN, 0}};
-        uint64_t wake = UINT64_MAX;
-        int timeout;
-
-        /* Every pass handles every buffered line, not only those that came with new bytes. */
-        watch_lines(&w);
-        now = now_ms();
-        if (!lost && !w.lost && conn_open && now >= w.deadline) {
-            /* A RENEWED may be waiting in the socket: take it in before giving up. */
-            if (agent_fill_now() <= 0) {
-                conn_open = false;
-                w.lost = true;
-                w.why = "lost the connection to elkd; the lease can no longer be trusted";
-            }
-            watch_lines(&w);
-            now = now_ms();
-        }
-        if (!lost && w.lost) {
-            uint32_t margin = w.margin ? w.margin : stop_margin;
-            say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", resource, w.why, margin);
-            lost = true;
-            kill(target, SIGTERM);
-            kill_at = now + margin;
-        }
-        /* Belt and braces: if elkd hangs, our own copy of the deadline still stops CMD. */
-        if (!lost && now >= w.deadline) {
-            say("%s: lease deadline passed without word from elkd; stopping the command", resource);
-            lost = true;
-            kill(target, SIGTERM);
-            kill_at = now + stop_margin;
-        }
-        if (lost && kill_at != 0 && now >= kill_at) {
-            say("%s: stop margin over; killing the command", resource);
-            kill(target, SIGKILL);
-            kill_at = 0;
-        }
-        if (!lost) {
-            wake = w.deadline;
-        } else if (kill_at != 0) {
-            wake = kill_at;
-        }
-        timeout = wake == UINT64_MAX ? -1 : (wake <= now ? 0 : (int)(wake - now > 60000 ? 60000 : wake - now));
-        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
-            break;
-        }
-        if (p[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo == SIGCHLD) {
-                    pid_t wp = waitpid(child, &status, WNOHANG);
-                    if (wp == child) {
-                        child_done = true;
-                    }
-                } else {
-                    /* Pass SIGINT/SIGTERM/SIGHUP on; we release when CMD has exited. */
-                    kill(target, (int)si.ssi_signo);
-                }
-            }
-        }
-        if (conn_open && p[1].revents) {
-            rc = agent_fill_now();
-            watch_lines(&w);
-            if (rc <= 0) {
-                conn_open = false;
-                if (!w.lost) {
-                    w.lost = true;
-                    w.why = "lost the connection to elkd; the lease can no longer be trusted, stopping the command";
-                }
-            }
-            if (w.lost && !lost) {
-                uint32_t margin = w.margin ? w.margin : stop_margin;
-                say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", resource, w.why, margin);
-                lost = true;
-                kill(target, SIGTERM);
-                kill_at = now_ms() + margin;
-            }
-        }
+    released_ok = run_reap_group(&rs);
+    lease_file_remove(&rs.lf);
+    if (rs.conn_open && !rs.w.lost && rs.stage == RUN_DRIVING && released_ok) {
+        release_and_wait(rs.resource);
     }
-    watch_lines(&w); /* a LOST that came with CMD's exit still counts */
-    if (w.lost) {
-        lost = true;
-    }
-    if (conn_open && !lost) {
-        release_and_wait(resource);
-    }
-    if (lost) {
-        return EXIT_LOST;
-    }
-    if (WIFEXITED(status)) {
-        return WEXITSTATUS(status);
-    }
-    if (WIFSIGNALED(status)) {
-        return 128 + WTERMSIG(status);
-    }
-    return EXIT_FAIL;
+    return run_exit_code(&rs);
 }
 
 /* ------------------------------------------------------------------ acquire / release */
@@ -756,25 +965,15 @@ static int cmd_acquire(int argc, char **argv)
     if (agent_connect() < 0) {
         return EXIT_UNREACHABLE;
     }
-    if (agent_send("ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
-        return EXIT_UNREACHABLE;
-    }
-    rc = wait_acquired(resource, &m);
+    rc = acquire_lease(resource, wait_ms, sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
     }
     memset(&w, 0, sizeof w);
     w.resource = resource;
-    w.deadline = lease_deadline(&m, now_ms());
     /* As in run: a LOST or SHUTDOWN already waiting behind the grant means there is no
      * lease to report. */
-    if (agent_fill_now() <= 0) {
-        w.lost = true;
-        w.why = "lost the connection to elkd";
-        conn_open = false;
-    }
-    watch_lines(&w);
-    if (w.lost || now_ms() >= w.deadline) {
+    if (!lease_usable(&w, &m, &conn_open)) {
         printf("lost %s %s\n", resource, w.lost ? "before-start" : "deadline-passed");
         fflush(stdout);
         say("%s: %s right after the grant (token %" PRIu64 " is stale)", resource,

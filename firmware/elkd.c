@@ -37,6 +37,7 @@
 #include "elk/port_posix.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
+#include "elkfw/supervise.h"
 #ifdef ELKD_TLS
 #include "elk/port_mbedtls.h"
 #endif
@@ -73,6 +74,7 @@ typedef struct client {
     size_t out_len;
     bool close_after_flush;
     bool drop;                    /* output overflowed or I/O failed: close now */
+    bool unresponsive;            /* dropped because it stopped reading (it may still live) */
 } client_t;
 
 typedef struct resource {
@@ -83,6 +85,7 @@ typedef struct resource {
     bool acquiring;               /* ACQUIRE sent to the library, no answer yet */
     uint64_t local_wait_deadline; /* a waiting local client: when it gives up */
     uint64_t shutdown_release_at; /* shutdown: release when the holder had its stop margin */
+    elkfw_sup_t sup;              /* the holder's command (elk run's process group), if told */
     /* Why the last failed round of a waiting acquire failed, so a wait that times out can
      * say what stood in the way (the library reports ELK_E_LOCK_TIMEOUT for it). */
     int last_round_err;           /* ELK_OK: no failed round in this acquire */
@@ -217,6 +220,7 @@ __attribute__((format(printf, 2, 3))) static void client_send(int slot, const ch
         elkd_log(ELK_LOG_WARN, "client %" PRIu64 " (pid %d) does not read its replies; disconnecting it", c->id,
              (int)c->pid);
         c->drop = true;
+        c->unresponsive = true;
         return;
     }
     c->out_len += (size_t)n;
@@ -268,6 +272,16 @@ static bool owned_by(const resource_t *r, int slot)
     return r->owner == slot && slot >= 0 && g.clients[slot].fd >= 0 && g.clients[slot].id == r->owner_id;
 }
 
+/* A holder's command is being stopped (its client left), or a lease nobody supervises
+ * is left to run out: no one else on this gateway may take the resource yet. */
+static bool res_orphaned(const resource_t *r, uint64_t now)
+{
+    if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
+        return true;
+    }
+    return !owned_by(r, r->owner) && elk_lock_is_held(&r->lock, now);
+}
+
 static void start_acquire(resource_t *r, int slot, uint32_t wait_ms, uint64_t now)
 {
     int rc;
@@ -300,7 +314,7 @@ static void hand_to_next_waiter(resource_t *r, uint64_t now)
 {
     size_t i, best = SIZE_MAX;
     size_t ri = (size_t)(r - g.res);
-    if (r->owner >= 0 || g.shutting_down) {
+    if (r->owner >= 0 || g.shutting_down || res_orphaned(r, now)) {
         return;
     }
     for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
@@ -328,7 +342,68 @@ static void release_res(resource_t *r, uint64_t now, const char *why)
     r->owner = -1;
     r->acquiring = false;
     r->shutdown_release_at = 0;
+    elkfw_sup_clear(&r->sup);
     hand_to_next_waiter(r, now);
+}
+
+/* Release unless the holder's command is still being stopped: then the supervision
+ * step releases once the group is gone (or lets the lease run out). */
+static void release_when_stopped(resource_t *r, uint64_t now, const char *why)
+{
+    if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
+        r->shutdown_release_at = 0;
+        return;
+    }
+    release_res(r, now, why);
+}
+
+/* Stop the holder's command before its lease goes: SIGTERM now, SIGKILL after the stop
+ * margin (elkfw/supervise.h). Returns false if there is no supervised command. */
+static bool stop_command(resource_t *r, uint64_t now, const char *why)
+{
+    if (r->sup.stage != ELKFW_SUP_WATCHING) {
+        return false;
+    }
+    elkd_log(ELK_LOG_WARN, "%s: %s; stopping its command (process group %d: SIGTERM now, SIGKILL in %" PRIu32
+             " ms) before the lease is released", r->conf->name, why, (int)r->sup.pgid, r->conf->stop_margin_ms);
+    elkfw_sup_stop(&r->sup, now, r->conf->stop_margin_ms);
+    return true;
+}
+
+/* A supervised command being stopped: release once it is gone; if that cannot be
+ * confirmed in time, stop renewing and let the lease run out at its deadline. */
+static void supervise_step(resource_t *r, uint64_t now, uint64_t *next)
+{
+    switch (elkfw_sup_step(&r->sup, now, next)) {
+    case ELKFW_SUP_GONE:
+        if (r->shutdown_release_at != 0 && now < r->shutdown_release_at) {
+            break; /* shutdown keeps the lease for the stop margin; it releases then */
+        }
+        if (elk_lock_is_held(&r->lock, now) && (!owned_by(r, r->owner) || g.shutting_down)) {
+            release_res(r, now, "its command has stopped");
+        } else {
+            hand_to_next_waiter(r, now);
+        }
+        break;
+    case ELKFW_SUP_GIVE_UP:
+        if (elk_lock_is_held(&r->lock, now)) {
+            elkd_log(ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; not releasing the lease: "
+                     "it is no longer renewed and runs out in %" PRIu32 " ms", r->conf->name, (int)r->sup.pgid,
+                     ELKFW_SUP_KILL_GRACE_MS, elk_lock_validity(&r->lock, now));
+            (void)elk_lock_abandon(&r->lock, now);
+            r->owner = -1;
+            r->shutdown_release_at = 0;
+        } else {
+            elkd_log(ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; its lease has already "
+                     "ended", r->conf->name, (int)r->sup.pgid, ELKFW_SUP_KILL_GRACE_MS);
+            elkfw_sup_clear(&r->sup);
+            hand_to_next_waiter(r, now);
+        }
+        break;
+    case ELKFW_SUP_IDLE:
+    case ELKFW_SUP_STOPPING:
+        break;
+    }
 }
 
 static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
@@ -406,6 +481,12 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
             client_send(slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
                         r->conf->stop_margin_ms);
         }
+        /* The client stops its command on LOST; elkd does too, in case the client itself
+         * is stopped or slow (the command must be gone within the stop margin). */
+        (void)stop_command(r, ev->now, "lease lost");
+        if (r->sup.stage == ELKFW_SUP_GAVE_UP) {
+            elkfw_sup_clear(&r->sup);
+        }
         /* Clear the LOST state so the resource can be taken again. */
         (void)elk_lock_release(&r->lock, ev->now);
         r->owner = -1;
@@ -425,6 +506,8 @@ static const char *holder_text(const resource_t *r, char *buf, size_t cap)
 {
     if (r->owner >= 0 && owned_by(r, r->owner)) {
         snprintf(buf, cap, "pid:%d", (int)g.clients[r->owner].pid);
+    } else if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
+        snprintf(buf, cap, "stopping:pgid:%d", (int)r->sup.pgid); /* its client left */
     } else {
         snprintf(buf, cap, "-");
     }
@@ -549,7 +632,8 @@ static void handle_request(int slot, const char *line, size_t len, uint64_t now)
         client_send(slot, "OK PONG\n");
         return;
     case ELKFW_CTL_HELP:
-        client_send(slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | STATUS [JSON] | PING | QUIT\n");
+        client_send(slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE <resource> <pgid> | "
+                          "STATUS [JSON] | PING | QUIT\n");
         return;
     case ELKFW_CTL_QUIT:
         client_send(slot, "OK BYE\n");
@@ -561,6 +645,7 @@ static void handle_request(int slot, const char *line, size_t len, uint64_t now)
         return;
     case ELKFW_CTL_ACQUIRE:
     case ELKFW_CTL_RELEASE:
+    case ELKFW_CTL_SUPERVISE:
         break;
     }
     r = find_res(req.resource);
@@ -568,9 +653,31 @@ static void handle_request(int slot, const char *line, size_t len, uint64_t now)
         client_err(slot, ELK_E_RESOURCE_UNKNOWN, req.resource);
         return;
     }
+    if (req.cmd == ELKFW_CTL_SUPERVISE) {
+        char why_not[200];
+        if (!owned_by(r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
+            client_err(slot, ELK_E_NOT_HELD, r->conf->name);
+        } else if (!elkfw_sup_group_allowed((pid_t)req.pgid, g.clients[slot].pid, why_not, sizeof why_not)) {
+            elkd_log(ELK_LOG_WARN, "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
+                     ": refused: %s", r->conf->name, g.clients[slot].id, (int)g.clients[slot].pid, req.pgid, why_not);
+            client_err(slot, ELK_E_CTL_SYNTAX, why_not);
+        } else {
+            elkfw_sup_watch(&r->sup, (pid_t)req.pgid);
+            elkd_log(ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64, r->conf->name,
+                     req.pgid, g.clients[slot].id);
+            client_send(slot, "OK SUPERVISED %s\n", r->conf->name);
+        }
+        return;
+    }
     if (req.cmd == ELKFW_CTL_RELEASE) {
         if (owned_by(r, slot)) {
-            release_res(r, now, "its client asked");
+            /* Never let the lease go while the command may still drive. */
+            if (r->sup.stage == ELKFW_SUP_WATCHING && elkfw_sup_group_alive(r->sup.pgid) &&
+                stop_command(r, now, "its client released it while its command still runs")) {
+                r->owner = -1;
+            } else {
+                release_res(r, now, "its client asked");
+            }
             client_send(slot, "OK RELEASED %s\n", r->conf->name);
         } else if (client_waits_for(slot, (size_t)(r - g.res))) {
             drop_waiters_of(slot);
@@ -595,13 +702,19 @@ static void handle_request(int slot, const char *line, size_t len, uint64_t now)
         client_err(slot, ELK_E_ALREADY_HELD, r->conf->name);
         return;
     }
-    if (r->owner >= 0 && owned_by(r, r->owner)) {
-        /* Another client of this agent has it: queue locally, never two rounds from one gateway. */
+    if ((r->owner >= 0 && owned_by(r, r->owner)) || res_orphaned(r, now)) {
+        /* Another client of this agent has it, or its last holder's command is still being
+         * stopped: queue locally, never two rounds from one gateway. */
         size_t i;
         if (req.wait_ms == 0) {
             char detail[256];
-            snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
-                     (int)g.clients[r->owner].pid);
+            if (owned_by(r, r->owner)) {
+                snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
+                         (int)g.clients[r->owner].pid);
+            } else {
+                snprintf(detail, sizeof detail, "%s: its last holder on this agent left; its command is being "
+                         "stopped or its lease is running out", r->conf->name);
+            }
             client_err(slot, ELK_E_LOCK_BUSY, detail);
             return;
         }
@@ -625,6 +738,37 @@ static void handle_request(int slot, const char *line, size_t len, uint64_t now)
 
 /* ------------------------------------------------------------------ connections */
 
+/* The connection holding r ends. A plain client that exited took its actuator work
+ * with it: release. But the command elk run supervises may still drive (elk run was
+ * killed, or dropped for not reading): stop it first. And a client dropped for not
+ * reading, with no command known, may still be driving: never release under it; let
+ * the lease run out at the deadline it was given. */
+static void lease_after_client(resource_t *r, const client_t *c, uint64_t now, const char *why)
+{
+    char what[160];
+    if (r->acquiring) {
+        /* Cancel the round; its partial locks are released by the library. */
+        release_res(r, now, "its client disconnected while acquiring");
+        return;
+    }
+    snprintf(what, sizeof what, "client %" PRIu64 " (pid %d) %s while holding it", c->id, (int)c->pid,
+             c->unresponsive ? "stopped reading its replies" : why);
+    if (stop_command(r, now, what)) {
+        r->owner = -1;
+        return;
+    }
+    if (c->unresponsive && elk_lock_is_held(&r->lock, now)) {
+        elkd_log(ELK_LOG_WARN, "%s: %s; it may still be driving: the lease is no longer renewed and runs out in %" PRIu32
+                 " ms instead of being released", r->conf->name, what, elk_lock_validity(&r->lock, now));
+        (void)elk_lock_abandon(&r->lock, now);
+        r->owner = -1;
+        r->shutdown_release_at = 0;
+        return;
+    }
+    elkd_log(ELK_LOG_INFO, "%s: %s", r->conf->name, what);
+    release_res(r, now, "its client disconnected");
+}
+
 static void client_close(int slot, uint64_t now, const char *why)
 {
     client_t *c = &g.clients[slot];
@@ -635,14 +779,7 @@ static void client_close(int slot, uint64_t now, const char *why)
     for (i = 0; i < g.n_res; i++) {
         resource_t *r = &g.res[i];
         if (owned_by(r, slot)) {
-            if (r->acquiring) {
-                /* Cancel the round; its partial locks are released by the library. */
-                release_res(r, now, "its client disconnected while acquiring");
-            } else {
-                elkd_log(ELK_LOG_INFO, "%s: client %" PRIu64 " (pid %d) %s while holding it", r->conf->name, c->id,
-                     (int)c->pid, why);
-                release_res(r, now, "its client disconnected");
-            }
+            lease_after_client(r, c, now, why);
         }
     }
     drop_waiters_of(slot);
@@ -651,6 +788,7 @@ static void client_close(int slot, uint64_t now, const char *why)
     c->fd = -1;
     c->out_len = 0;
     c->drop = false;
+    c->unresponsive = false;
     c->close_after_flush = false;
 }
 
@@ -686,6 +824,7 @@ static void accept_clients(void)
         c->id = ++g.next_client_id;
         c->out_len = 0;
         c->drop = false;
+        c->unresponsive = false;
         c->close_after_flush = false;
         elkfw_linebuf_init(&c->in, c->in_store, sizeof c->in_store);
         elkd_log(ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) connected", c->id, (int)c->pid);
@@ -942,8 +1081,9 @@ static void begin_shutdown(uint64_t now, const char *why)
             /* The holder gets its stop margin to bring the actuator to its safe state
              * (the lease stays valid and renewed meanwhile); then we release. */
             r->shutdown_release_at = now + r->conf->stop_margin_ms;
+            (void)stop_command(r, now, "shutting down");
             if (r->shutdown_release_at == now) {
-                release_res(r, now, "shutting down");
+                release_when_stopped(r, now, "shutting down");
             }
         } else if (r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE) {
             release_res(r, now, "shutting down");
@@ -957,6 +1097,9 @@ static bool shutdown_done(uint64_t now)
     for (i = 0; i < g.n_res; i++) {
         if (g.res[i].shutdown_release_at != 0) {
             return false; /* a holder still has its stop margin */
+        }
+        if (g.res[i].sup.stage == ELKFW_SUP_TERM_SENT || g.res[i].sup.stage == ELKFW_SUP_KILL_SENT) {
+            return false; /* a holder's command is still being stopped */
         }
         if (elk_lock_busy(&g.res[i].lock) && now - g.shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
             return false; /* background release rounds still in flight */
@@ -1019,11 +1162,12 @@ static int run_loop(void)
             resource_t *r = &g.res[i];
             if (r->shutdown_release_at != 0) {
                 if (now >= r->shutdown_release_at || !owned_by(r, r->owner)) {
-                    release_res(r, now, "shutting down");
+                    release_when_stopped(r, now, "shutting down");
                 } else if (r->shutdown_release_at < next) {
                     next = r->shutdown_release_at;
                 }
             }
+            supervise_step(r, now, &next);
         }
         /* flush and close clients */
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {

@@ -540,7 +540,7 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
     }
     if (t->busy_quorum) {
         /* A quorum no longer holds our value: someone else can take it right now. */
-        lk_lost(lock, ELK_E_LOCK_LOST, now);
+        lk_lost(lock, ELK_E_LOCK_TAKEN, now);
         return;
     }
     if (t->over) {
@@ -622,12 +622,29 @@ static void lk_wait_step(elk_lock_t *lock, uint64_t now)
     lk_start_round(lock, LK_ACQUIRE, now);
 }
 
-static bool lk_renew_capped(const elk_lock_t *lock, uint64_t now)
+/* Which cap stops renewal now: ELK_E_MAX_RENEWALS, ELK_E_MAX_HOLD, or ELK_OK (none). */
+static int lk_renew_cap(const elk_lock_t *lock, uint64_t now)
 {
     if (lock->cfg.max_renewals != 0u && lock->renewals >= lock->cfg.max_renewals) {
-        return true;
+        return ELK_E_MAX_RENEWALS;
     }
-    return lock->cfg.max_hold_ms != 0u && now - lock->acquired_at >= lock->cfg.max_hold_ms;
+    if (lock->cfg.max_hold_ms != 0u && now - lock->acquired_at >= lock->cfg.max_hold_ms) {
+        return ELK_E_MAX_HOLD;
+    }
+    return ELK_OK;
+}
+
+/* Why a lease whose deadline came without a confirmed renewal is lost: what stopped
+ * renewal (a cap, or elk_lock_abandon), else whether the fleet was out of reach or
+ * reachable nodes just did not confirm in time. The holder's log and its person need
+ * the real cause, not one message for all. */
+static int lk_deadline_cause(const elk_lock_t *lock)
+{
+    if (lock->renew_stopped) {
+        return lock->last_err;
+    }
+    return elk_fleet_ready_count(lock->client->fleet) < elk_client_quorum(lock->client) ? ELK_E_FLEET_LOST
+                                                                                        : ELK_E_LOCK_LOST;
 }
 
 /* Requests a node's queue surely takes before its next flush: the in-flight limit, and
@@ -729,7 +746,7 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
     /* The clock alone decides loss, before any reply is looked at. */
     if ((lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
         now >= lock->deadline) {
-        lk_lost(lock, lock->renew_stopped ? ELK_E_MAX_HOLD : ELK_E_LOCK_LOST, now);
+        lk_lost(lock, lk_deadline_cause(lock), now);
     }
 
     acq = (lock->round_kind == LK_ACQUIRE && lock->state == ELK_LOCK_ACQUIRING) ||
@@ -746,9 +763,11 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
     /* A due renewal (first try or retry) starts only when a quorum of nodes has queue
      * room; otherwise the next reply, which frees a slot, wakes us (see lk_next_wake). */
     if (lock->round_kind == LK_NONE && lk_renew_due_at(lock) <= now) {
-        if (lock->state == ELK_LOCK_HELD && lk_renew_capped(lock, now)) {
+        int cap = lock->state == ELK_LOCK_HELD ? lk_renew_cap(lock, now) : ELK_OK;
+        if (cap != ELK_OK) {
             lock->renew_stopped = true;
-            lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, ELK_E_MAX_HOLD, now);
+            lock->last_err = cap; /* the cause LOST reports at the deadline */
+            lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, cap, now);
         } else if (!lk_queue_short(lock)) {
             lock->state = ELK_LOCK_RENEWING;
             lk_start_round(lock, LK_EXTEND, now);
@@ -843,6 +862,27 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now)
     lk_start_release(lock, now, true);
     lk_queued(lock, now);
     return rc;
+}
+
+int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
+{
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if ((lock->state != ELK_LOCK_HELD && lock->state != ELK_LOCK_RENEWING) || now >= lock->deadline) {
+        return ELK_E_NOT_HELD;
+    }
+    /* A renewal in flight could still move the deadline: forget it (its replies no
+     * longer match a round), so the lease ends at the deadline already reached. Keys it
+     * extends on the servers are deleted by the release that follows the loss. */
+    if (lock->round_kind != LK_NONE) {
+        lk_end_round(lock, now);
+    }
+    lock->state = ELK_LOCK_HELD;
+    lock->renew_stopped = true;
+    lock->last_err = ELK_E_LOCK_ABANDONED;
+    lk_queued(lock, now);
+    return ELK_OK;
 }
 
 elk_lock_state_t elk_lock_state(const elk_lock_t *lock)

@@ -443,7 +443,7 @@ static void test_kill_three_of_five_lost_before_ttl(void **state)
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(elk_tf_kill(&TF, i), 0);
     }
-    assert_int_equal(elk_blocking_hold(&GA.client, &GA.lock, 5000, NULL), ELK_E_LOCK_LOST);
+    assert_int_equal(elk_blocking_hold(&GA.client, &GA.lock, 5000, NULL), ELK_E_FLEET_LOST);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 1);
     assert_true(count_ev(&GA, ELK_LOCK_EV_RENEW_FAILED) >= 1);
     /* When LOST fired, the surviving servers still had the key: we stopped first. */

@@ -52,7 +52,7 @@ static void test_requests_bad(void **state)
     assert_string_equal(why, "empty request");
     assert_int_equal(req("   ", &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(req("FROB x", &r, &why), ELK_E_CTL_UNKNOWN);
-    assert_string_equal(why, "commands: ACQUIRE RELEASE STATUS PING HELP QUIT");
+    assert_string_equal(why, "commands: ACQUIRE RELEASE SUPERVISE STATUS PING HELP QUIT");
     assert_int_equal(req("ACQUIRE", &r, &why), ELK_E_CTL_SYNTAX);
     assert_string_equal(why, "usage: ACQUIRE <resource> [<wait>]");
     assert_int_equal(req("RELEASE", &r, &why), ELK_E_CTL_SYNTAX);

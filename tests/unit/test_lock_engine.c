@@ -781,6 +781,8 @@ static void test_renew_value_gone_is_lost_at_once(void **state)
     assert_non_null(ev);
     assert_int_equal(ev->now, t0 + 330); /* long before the deadline */
     assert_int_equal(ev->busy, 2);
+    assert_int_equal(ev->err, ELK_E_LOCK_TAKEN); /* not "deadline passed": it did not */
+    assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_LOCK_TAKEN);
     assert_string_equal(lfr_get(&W.srv[1], "t:{valve}"), "thief:1");
 }
 
@@ -799,7 +801,8 @@ static void test_caps_stop_renewal(void **state)
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_STOPPED), 1);
     const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
     assert_non_null(ev);
-    assert_int_equal(ev->err, ELK_E_MAX_HOLD);
+    assert_int_equal(ev->err, ELK_E_MAX_RENEWALS);
+    assert_int_equal(find_ev(&W.rec, ELK_LOCK_EV_RENEW_STOPPED)->err, ELK_E_MAX_RENEWALS);
     /* second renewal at t0 + 99 + 99, its deadline 245 later */
     assert_int_equal(ev->now, t0 + 198 + 245);
 
@@ -815,6 +818,109 @@ static void test_caps_stop_renewal(void **state)
     ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
     assert_non_null(ev);
     assert_int_equal(ev->now, t0 + 495 + 245);
+    assert_int_equal(ev->err, ELK_E_MAX_HOLD);
+    assert_int_equal(find_ev(&W.rec, ELK_LOCK_EV_RENEW_STOPPED)->err, ELK_E_MAX_HOLD);
+}
+
+/* The deadline passes with too few nodes even connected: the cause is the fleet, not a
+ * slow quorum. */
+static void test_lost_cause_fleet_unreachable(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(300);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    uint64_t deadline = elk_lock_deadline(&W.lock);
+    for (size_t i = 0; i < 2; i++) {
+        for (size_t k = 0; k < 20; k++) {
+            fake_transport_script_open(&W.h.ft[i], ELK_E_CONNECT_REFUSED);
+        }
+        fake_transport_push_rx_result(&W.h.ft[i], ELK_E_CLOSED);
+    }
+    run_until(t0 + 1000);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, deadline);
+    assert_int_equal(ev->err, ELK_E_FLEET_LOST);
+    assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_FLEET_LOST);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_LOST), 1);
+}
+
+/* Each way a lease ends has its own code, its own name and its own message, so the
+ * holder's log says what really happened. */
+static void test_lost_causes_are_distinct(void **state)
+{
+    (void)state;
+    const int causes[] = {ELK_E_LOCK_LOST, ELK_E_FLEET_LOST, ELK_E_LOCK_TAKEN,
+                          ELK_E_MAX_HOLD,  ELK_E_MAX_RENEWALS, ELK_E_LOCK_ABANDONED};
+    const size_t n = sizeof causes / sizeof causes[0];
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = i + 1; k < n; k++) {
+            assert_int_not_equal(causes[i], causes[k]);
+            assert_string_not_equal(elk_err_name(causes[i]), elk_err_name(causes[k]));
+            assert_string_not_equal(elk_err_message(causes[i]), elk_err_message(causes[k]));
+        }
+    }
+}
+
+/* A supervisor that cannot confirm its holder stopped gives the lease up: no renewal
+ * goes out any more (not even one in flight counts), LOST fires at the deadline already
+ * reached with its own cause, and the keys are deleted only stop_margin after that. */
+static void test_abandon_lets_the_lease_run_out(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(300); /* deadline t_send + 245, renew every 99 */
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    assert_int_equal(elk_lock_abandon(&W.lock, NOW()), ELK_E_NOT_HELD);
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    /* a renewal in flight whose replies would move the deadline */
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = true;
+    }
+    run_until(t0 + 100);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_RENEWING);
+    uint64_t deadline = elk_lock_deadline(&W.lock);
+    assert_int_equal(elk_lock_abandon(&W.lock, NOW()), ELK_OK);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_HELD);
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].hold = false;
+        lfr_flush(&W.srv[i]);
+    }
+    size_t extends_before = 0;
+    for (size_t i = 0; i < 3; i++) {
+        extends_before += W.srv[i].extend_calls;
+    }
+    run_until(deadline - 1);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    assert_int_equal(elk_lock_deadline(&W.lock), deadline); /* the late replies moved nothing */
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 0);
+    run_until(deadline);
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, deadline);
+    assert_int_equal(ev->err, ELK_E_LOCK_ABANDONED);
+    size_t extends_after = 0;
+    for (size_t i = 0; i < 3; i++) {
+        extends_after += W.srv[i].extend_calls;
+    }
+    assert_int_equal(extends_after, extends_before); /* no renewal was sent after abandon */
+    run_until(deadline + 49);
+    for (size_t i = 0; i < 3; i++) {
+        assert_non_null(lfr_get(&W.srv[i], "t:{valve}"));
+    }
+    run_until(deadline + 50);
+    for (size_t i = 0; i < 3; i++) {
+        assert_null(lfr_get(&W.srv[i], "t:{valve}"));
+    }
+    assert_int_equal(W.max_wake_violation, 0);
 }
 
 static void test_wait_retry_then_timeout(void **state)
@@ -1089,6 +1195,9 @@ int main(void)
         cmocka_unit_test(test_fleet_unavailable_and_cancel),
         cmocka_unit_test(test_entropy_failure),
         cmocka_unit_test(test_safety_check),
+        cmocka_unit_test(test_lost_cause_fleet_unreachable),
+        cmocka_unit_test(test_lost_causes_are_distinct),
+        cmocka_unit_test(test_abandon_lets_the_lease_run_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,13 +30,15 @@ typedef enum elkfw_ctl_cmd {
     ELKFW_CTL_STATUS_JSON, /* STATUS JSON */
     ELKFW_CTL_PING,        /* PING */
     ELKFW_CTL_HELP,        /* HELP */
-    ELKFW_CTL_QUIT         /* QUIT */
+    ELKFW_CTL_QUIT,        /* QUIT */
+    ELKFW_CTL_SUPERVISE    /* SUPERVISE <resource> <pgid> */
 } elkfw_ctl_cmd_t;
 
 typedef struct elkfw_ctl_req {
     elkfw_ctl_cmd_t cmd;
     char resource[ELKFW_NAME_MAX]; /* NUL-terminated, validated */
     uint32_t wait_ms;              /* ACQUIRE: how long to wait for the lock (0: try once) */
+    uint32_t pgid;                 /* SUPERVISE: the process group driving the actuator (> 1) */
 } elkfw_ctl_req_t;
 
 /* Parse one request line (len bytes, without the '\n'; a trailing '\r' is ignored).
@@ -51,8 +53,9 @@ typedef enum elkfw_ctl_kind { ELKFW_MSG_OK = 1, ELKFW_MSG_ERR, ELKFW_MSG_EVENT }
 /* One agent -> client line, parsed by the elk CLI. Views point into the line. */
 typedef struct elkfw_ctl_msg {
     elkfw_ctl_kind_t kind;
-    char word[16];                 /* OK: ACQUIRED RELEASED PONG STATUS JSON ...; EVENT: LOST RENEWED SHUTDOWN */
-    char resource[ELKFW_NAME_MAX]; /* ACQUIRED, RELEASED, LOST, RENEWED */
+    char word[16];                 /* OK: ACQUIRED RELEASED SUPERVISED PONG STATUS JSON ...;
+                                      EVENT: LOST RENEWED SHUTDOWN */
+    char resource[ELKFW_NAME_MAX]; /* ACQUIRED, RELEASED, SUPERVISED, LOST, RENEWED */
     uint64_t token;                /* ACQUIRED, RENEWED (0: fencing off) */
     uint32_t deadline_ms;          /* ACQUIRED, RENEWED: ms of validity left when sent */
     uint32_t stop_margin_ms;       /* ACQUIRED, RENEWED (optional 5th field); LOST: ms left

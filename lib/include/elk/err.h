@@ -66,13 +66,17 @@ extern "C" {
     X(ELK_E_LOCK_BUSY, -80, "lock held by another holder (a quorum said so)")                 \
     X(ELK_E_FLEET_UNAVAILABLE, -81, "too few nodes answered to reach a quorum")               \
     X(ELK_E_LOCK_TIMEOUT, -82, "wait deadline passed before the lock was acquired")           \
-    X(ELK_E_LOCK_LOST, -83, "lease lost: deadline passed without a confirmed renewal")        \
+    X(ELK_E_LOCK_LOST, -83, "lease lost: the deadline passed before a quorum confirmed a renewal") \
     X(ELK_E_NOT_HELD, -84, "lock is not held by this holder")                                 \
     X(ELK_E_TOO_MANY_LOCKS, -85, "no free lock slot (CONFIG_ELK_MAX_LOCKS)")                  \
     X(ELK_E_VALIDITY, -86, "validity left after the round is below min_validity")            \
-    X(ELK_E_MAX_HOLD, -87, "max_hold or max_renewals reached; lease not renewed")            \
+    X(ELK_E_MAX_HOLD, -87, "max_hold reached: the lease was not renewed and ran out")        \
     X(ELK_E_UNSAFE_SERVER, -88, "server settings make locks unsafe (see the log)")            \
     X(ELK_E_ENTROPY, -89, "entropy source failed")                                            \
+    X(ELK_E_LOCK_TAKEN, -90, "lease lost: a quorum of nodes no longer holds this holder's value (expired there, or another holder has it)") \
+    X(ELK_E_MAX_RENEWALS, -91, "max_renewals reached: the lease was not renewed and ran out")  \
+    X(ELK_E_FLEET_LOST, -92, "lease lost: too few nodes were reachable to renew it before the deadline") \
+    X(ELK_E_LOCK_ABANDONED, -93, "lease given up: renewal was stopped because its holder could not be confirmed stopped") \
     /* fencing */                                                                              \
     X(ELK_E_FENCE_STALE, -100, "fencing token lower than one already accepted: refused")      \
     X(ELK_E_FENCE_STORAGE, -101, "fencing state storage failed (read, write or sync)")        \

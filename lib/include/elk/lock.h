@@ -134,12 +134,16 @@ typedef enum elk_lock_event_type {
     ELK_LOCK_EV_RETRY,         /* a round failed while waiting; err says why; a retry is scheduled */
     ELK_LOCK_EV_RENEWED,       /* deadline moved: deadline, validity_ms, renewals set */
     ELK_LOCK_EV_RENEW_FAILED,  /* one renewal round failed (err); retried until the deadline */
-    ELK_LOCK_EV_RENEW_STOPPED, /* max_hold or max_renewals reached (err ELK_E_MAX_HOLD): no more
-                                  renewals; LOST follows at the deadline unless released first */
-    ELK_LOCK_EV_LOST,          /* stop the actuator now: err ELK_E_LOCK_LOST (deadline passed, or a
-                                  quorum said our value is gone) or ELK_E_MAX_HOLD. The engine
-                                  deletes its keys stop_margin_ms later (once the actuator must
-                                  have stopped), not before, so no successor starts early. */
+    ELK_LOCK_EV_RENEW_STOPPED, /* a cap was reached (err ELK_E_MAX_HOLD or ELK_E_MAX_RENEWALS): no
+                                  more renewals; LOST follows at the deadline unless released first */
+    ELK_LOCK_EV_LOST,          /* stop the actuator now. err names the cause: ELK_E_LOCK_LOST (the
+                                  deadline passed before a quorum confirmed a renewal),
+                                  ELK_E_FLEET_LOST (the same, with fewer than a quorum of nodes
+                                  reachable), ELK_E_LOCK_TAKEN (a quorum no longer holds our value;
+                                  fires at once, before the deadline), ELK_E_MAX_HOLD,
+                                  ELK_E_MAX_RENEWALS, ELK_E_LOCK_ABANDONED (elk_lock_abandon). The
+                                  engine deletes its keys stop_margin_ms later (once the actuator
+                                  must have stopped), not before, so no successor starts early. */
     ELK_LOCK_EV_RELEASED       /* the background release round ended (per-node detail in nodes) */
 } elk_lock_event_type_t;
 
@@ -322,6 +326,15 @@ int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline);
  * Returns ELK_OK, ELK_E_LOCK_LOST if the lease had been lost before this call (the
  * LOST state is cleared), ELK_E_NOT_HELD if idle. */
 int elk_lock_release(elk_lock_t *lock, uint64_t now);
+
+/* Stop renewing a held lease without releasing it: it runs out at its current
+ * deadline, where LOST fires with ELK_E_LOCK_ABANDONED, and its keys are deleted
+ * stop_margin later, as after any loss. For a supervisor that cannot confirm the
+ * holder's actuator has stopped: releasing would let a successor in while it may still
+ * drive; renewing would keep a lease nobody supervises. A renewal round in flight is
+ * dropped. No event fires from this call. Returns ELK_OK, ELK_E_NOT_HELD (not held, or
+ * the deadline already passed) or ELK_E_INVALID_ARG. */
+int elk_lock_abandon(elk_lock_t *lock, uint64_t now);
 
 /* State, and whether the actuator may be driven now (HELD/RENEWING and now < deadline). */
 elk_lock_state_t elk_lock_state(const elk_lock_t *lock);
