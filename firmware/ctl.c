@@ -259,7 +259,7 @@ int elkfw_ctl_parse_reply(const char *line, size_t len, elkfw_ctl_msg_t *m)
             }
         }
     } else if (strcmp(m->word, "RELEASED") == 0 || strcmp(m->word, "LOST") == 0 ||
-               strcmp(m->word, "SUPERVISED") == 0) {
+               strcmp(m->word, "SUPERVISED") == 0 || strcmp(m->word, "RENEW_STOPPED") == 0) {
         if (!next_word(&p, end, &w, &wl) || !elkfw_name_valid(w, wl, ELKFW_NAME_MAX - 1)) {
             return ELK_E_CTL_SYNTAX;
         }

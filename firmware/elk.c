@@ -205,6 +205,7 @@ typedef struct lease_watch {
     char why_buf[192];
     uint32_t margin;       /* LOST: ms before the lease can have expired anywhere */
     bool print;            /* elk acquire: one stdout line per event */
+    bool stopped_already;  /* run: the command was already told to stop (own deadline) */
 } lease_watch_t;
 
 /* One event: RENEWED moves the deadline, LOST / SHUTDOWN end the lease. Events that do
@@ -231,6 +232,17 @@ static void watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m)
             if (w->print) {
                 printf("lost %s %s\n", m->resource, m->code);
             }
+            if (w->stopped_already) {
+                /* we stopped on our own copy of the deadline; now say why it came */
+                say("%s: elkd reports: %s", m->resource, w->why);
+            }
+        }
+    } else if (strcmp(m->word, "RENEW_STOPPED") == 0 && strcmp(m->resource, w->resource) == 0) {
+        int cause = elkfw_err_from_name(m->code);
+        say("%s: %s [%s]; the lease ends at its deadline unless released first", m->resource,
+            cause == ELK_E_INTERNAL ? "renewal stopped" : elk_err_message(cause), m->code);
+        if (w->print) {
+            printf("renew_stopped %s %s\n", m->resource, m->code);
         }
     } else if (strcmp(m->word, "SHUTDOWN") == 0) {
         if (!w->lost) {
@@ -624,6 +636,7 @@ static void run_stop(run_sup_t *rs, uint64_t now, const char *why, uint32_t marg
         return;
     }
     say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", rs->resource, why, margin);
+    rs->w.stopped_already = true;
     (void)lease_file_write(&rs->lf, rs->token, 0);
     run_signal_group(rs, SIGTERM);
     rs->stage = RUN_TERM_SENT;
@@ -834,7 +847,29 @@ static void run_supervise(run_sup_t *rs)
             }
         }
     }
-    (void)run_step(rs, now_ms()); /* a LOST that came with CMD's exit still counts */
+    /* A LOST that came with CMD's exit still counts (elkd may have stopped CMD for it). */
+    if (rs->conn_open && agent_fill_now() <= 0) {
+        rs->conn_open = false;
+    }
+    (void)run_step(rs, now_ms());
+}
+
+/* We stopped CMD on our own copy of the deadline, a moment before elkd's LOST (same
+ * deadline, same clock) could say why. CMD is gone; wait briefly for that word so the
+ * person reading this gets the cause, not only "deadline passed". */
+static void run_wait_cause(run_sup_t *rs)
+{
+    uint64_t until = now_ms() + 1000u;
+    while (rs->conn_open && !rs->w.lost && now_ms() < until) {
+        struct pollfd p = {conn_fd, POLLIN, 0};
+        if (poll(&p, 1, (int)(until - now_ms())) <= 0) {
+            break;
+        }
+        if (agent_fill_now() <= 0) {
+            rs->conn_open = false;
+        }
+        watch_lines(&rs->w);
+    }
 }
 
 static int run_exit_code(const run_sup_t *rs)
@@ -928,6 +963,9 @@ static int cmd_run(int argc, char **argv)
         return rs.w.lost ? EXIT_LOST : EXIT_FAIL;
     }
     run_supervise(&rs);
+    if (rs.stage != RUN_DRIVING) {
+        run_wait_cause(&rs);
+    }
     if (rs.tty >= 0) {
         (void)tcsetpgrp(rs.tty, getpgrp());
     }

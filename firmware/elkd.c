@@ -357,16 +357,19 @@ static void release_when_stopped(resource_t *r, uint64_t now, const char *why)
     release_res(r, now, why);
 }
 
-/* Stop the holder's command before its lease goes: SIGTERM now, SIGKILL after the stop
- * margin (elkfw/supervise.h). Returns false if there is no supervised command. */
-static bool stop_command(resource_t *r, uint64_t now, const char *why)
+/* Stop the holder's command before its lease goes: SIGTERM now (unless its client,
+ * still connected, was just told and does that itself), SIGKILL after the stop margin
+ * (elkfw/supervise.h). Returns false if there is no supervised command. */
+static bool stop_command(resource_t *r, uint64_t now, const char *why, bool client_told)
 {
     if (r->sup.stage != ELKFW_SUP_WATCHING) {
         return false;
     }
-    elkd_log(ELK_LOG_WARN, "%s: %s; stopping its command (process group %d: SIGTERM now, SIGKILL in %" PRIu32
-             " ms) before the lease is released", r->conf->name, why, (int)r->sup.pgid, r->conf->stop_margin_ms);
-    elkfw_sup_stop(&r->sup, now, r->conf->stop_margin_ms);
+    elkd_log(client_told ? ELK_LOG_INFO : ELK_LOG_WARN,
+             "%s: %s; stopping its command (process group %d: %s, SIGKILL in %" PRIu32
+             " ms if still there) before the lease is released", r->conf->name, why, (int)r->sup.pgid,
+             client_told ? "its client sends SIGTERM" : "SIGTERM now", r->conf->stop_margin_ms);
+    elkfw_sup_stop(&r->sup, now, r->conf->stop_margin_ms, !client_told);
     return true;
 }
 
@@ -483,7 +486,7 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         }
         /* The client stops its command on LOST; elkd does too, in case the client itself
          * is stopped or slow (the command must be gone within the stop margin). */
-        (void)stop_command(r, ev->now, "lease lost");
+        (void)stop_command(r, ev->now, "lease lost", slot >= 0);
         if (r->sup.stage == ELKFW_SUP_GAVE_UP) {
             elkfw_sup_clear(&r->sup);
         }
@@ -673,7 +676,7 @@ static void handle_request(int slot, const char *line, size_t len, uint64_t now)
         if (owned_by(r, slot)) {
             /* Never let the lease go while the command may still drive. */
             if (r->sup.stage == ELKFW_SUP_WATCHING && elkfw_sup_group_alive(r->sup.pgid) &&
-                stop_command(r, now, "its client released it while its command still runs")) {
+                stop_command(r, now, "its client released it while its command still runs", false)) {
                 r->owner = -1;
             } else {
                 release_res(r, now, "its client asked");
@@ -753,7 +756,7 @@ static void lease_after_client(resource_t *r, const client_t *c, uint64_t now, c
     }
     snprintf(what, sizeof what, "client %" PRIu64 " (pid %d) %s while holding it", c->id, (int)c->pid,
              c->unresponsive ? "stopped reading its replies" : why);
-    if (stop_command(r, now, what)) {
+    if (stop_command(r, now, what, false)) {
         r->owner = -1;
         return;
     }
@@ -1081,7 +1084,7 @@ static void begin_shutdown(uint64_t now, const char *why)
             /* The holder gets its stop margin to bring the actuator to its safe state
              * (the lease stays valid and renewed meanwhile); then we release. */
             r->shutdown_release_at = now + r->conf->stop_margin_ms;
-            (void)stop_command(r, now, "shutting down");
+            (void)stop_command(r, now, "shutting down", true);
             if (r->shutdown_release_at == now) {
                 release_when_stopped(r, now, "shutting down");
             }

@@ -103,12 +103,14 @@ void elkfw_sup_watch(elkfw_sup_t *sup, pid_t pgid)
     sup->stage = pgid > 1 ? ELKFW_SUP_WATCHING : ELKFW_SUP_NONE;
 }
 
-void elkfw_sup_stop(elkfw_sup_t *sup, uint64_t now, uint32_t stop_margin_ms)
+void elkfw_sup_stop(elkfw_sup_t *sup, uint64_t now, uint32_t stop_margin_ms, bool term_now)
 {
     if (sup->stage != ELKFW_SUP_WATCHING) {
         return;
     }
-    (void)kill(-sup->pgid, SIGTERM);
+    if (term_now) {
+        (void)kill(-sup->pgid, SIGTERM);
+    }
     sup->stage = ELKFW_SUP_TERM_SENT;
     sup->kill_at = now + stop_margin_ms;
     sup->give_up_at = sup->kill_at + ELKFW_SUP_KILL_GRACE_MS;

@@ -59,10 +59,12 @@ bool elkfw_sup_group_alive(pid_t pgid);
 /* Begin watching pgid (stage WATCHING). */
 void elkfw_sup_watch(elkfw_sup_t *sup, pid_t pgid);
 
-/* Start stopping the group: SIGTERM now, SIGKILL at now + stop_margin_ms, give up at
- * that plus ELKFW_SUP_KILL_GRACE_MS. Does nothing without a group, or when stopping
- * already started (the first bound stands). */
-void elkfw_sup_stop(elkfw_sup_t *sup, uint64_t now, uint32_t stop_margin_ms);
+/* Start stopping the group: SIGTERM now (term_now; false when its connected client was
+ * told and sends SIGTERM itself, so the command's own exit is not taken for a signal
+ * from nowhere), SIGKILL at now + stop_margin_ms, give up at that plus
+ * ELKFW_SUP_KILL_GRACE_MS. Does nothing without a group, or when stopping already
+ * started (the first bound stands). */
+void elkfw_sup_stop(elkfw_sup_t *sup, uint64_t now, uint32_t stop_margin_ms, bool term_now);
 
 /* Advance a stop in progress: is the group gone, is SIGKILL due, is the bound over?
  * Lowers *next to the time it must run again (while stopping). */

@@ -1,0 +1,81 @@
+#!/bin/bash
+# Each way a lease ends reaches `elk run` with its own cause and message (issue 13, item 5):
+# deadline passed without a quorum (nodes up, renewals refused), another holder's value
+# found, the fleet out of reach, max_renewals, max_hold. Before, all of them said
+# "deadline passed without a confirmed renewal", even when a quorum had just been seen
+# holding another value.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+SOCK="$ELK_T_DIR/elkd.sock"
+C="$ELK_T_DIR/elkd.conf"
+start_redis a
+write_conf() {
+  cat > "$C" <<CONF
+[node a]
+host = 127.0.0.1
+port = $1
+request_timeout = 300ms
+[resource valve-1]
+ttl = 1s
+stop_margin = 200ms
+[resource capped-renewals]
+ttl = 1s
+stop_margin = 200ms
+max_renewals = 2
+[resource capped-hold]
+ttl = 1s
+stop_margin = 200ms
+max_hold = 1500ms
+[agent]
+socket = $SOCK
+log_level = debug
+CONF
+}
+write_conf $REDIS_PORT_a
+start_elkd "$C"
+wait_ready
+
+# lose RESOURCE NAME ACTION: hold RESOURCE with elk run, do ACTION once it drives, and
+# collect elk run's message in $ELK_T_DIR/NAME.err
+lose() {
+  local res=$1 name=$2 action=$3 r
+  rm -f "$ELK_T_DIR/started"
+  "$ELK" --socket "$SOCK" run "$res" -- sh -c "touch $ELK_T_DIR/started; while :; do sleep 0.05; done" \
+    2>"$ELK_T_DIR/$name.err" &
+  r=$!
+  track $r
+  for _ in $(seq 1 400); do [ -e "$ELK_T_DIR/started" ] && break; sleep 0.025; done
+  eval "$action"
+  wait $r; check "$name: elk run exits 75" 75 $?
+  # the next case starts on a free resource: the key is gone (released, or expired)
+  for _ in $(seq 1 200); do
+    [ "$(rcli $REDIS_PORT_a exists "elk:{$res}" 2>/dev/null)" = 0 ] && break
+    kill -0 $REDIS_PID_a 2>/dev/null || break
+    sleep 0.05
+  done
+}
+
+lose valve-1 taken "rcli $REDIS_PORT_a set 'elk:{valve-1}' other-holder:1 px 5000 >/dev/null"
+check_contains "taken: names another holder's value" "no longer holds this holder's value" \
+  "$(cat "$ELK_T_DIR/taken.err")"
+rcli $REDIS_PORT_a del 'elk:{valve-1}' >/dev/null
+
+lose capped-renewals max_renewals ":"
+check_contains "max_renewals: names the cap" "max_renewals reached" "$(cat "$ELK_T_DIR/max_renewals.err")"
+lose capped-hold max_hold ":"
+check_contains "max_hold: names the cap" "max_hold reached" "$(cat "$ELK_T_DIR/max_hold.err")"
+
+# Renewals refused while the node stays connected: the deadline passes without a quorum.
+lose valve-1 no_quorum "rcli $REDIS_PORT_a acl setuser default -evalsha -eval >/dev/null"
+check_contains "no quorum: names the deadline" "the deadline passed before a quorum confirmed a renewal [ELK_E_LOCK_LOST]" \
+  "$(cat "$ELK_T_DIR/no_quorum.err")"
+rcli $REDIS_PORT_a acl setuser default +@all >/dev/null
+
+lose valve-1 fleet_lost "kill -KILL $REDIS_PID_a"
+check_contains "fleet lost: names the unreachable fleet" "too few nodes were reachable to renew it before the deadline [ELK_E_FLEET_LOST]" \
+  "$(cat "$ELK_T_DIR/fleet_lost.err")"
+
+# Five causes, five different messages.
+n=$(for f in taken max_renewals max_hold no_quorum fleet_lost; do grep -o '\[ELK_E_[A-Z_]*\]' "$ELK_T_DIR/$f.err" | head -1; done | sort -u | wc -l)
+check "distinct causes reported" 5 "$n"
+finish

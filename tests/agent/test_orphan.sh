@@ -1,0 +1,153 @@
+#!/bin/bash
+# A command started by `elk run` never outlives its lease (issue 13, items 3 and 4).
+# Two gateways (two elkd) on a 3-node fleet of real redis-servers. Gateway A runs a command
+# that forks a child; both drive a pretend actuator: they append "<CLOCK_REALTIME ns> <pid>"
+# to a log every 20 ms. Then A's `elk run` is
+#   a) killed with SIGKILL, or
+#   b) stopped with SIGSTOP until elkd's output queue for it is full,
+# and gateway B waits for the lease. The property, in true time: no process of A's command
+# drives after B's command started (B was granted), and none is alive at that moment.
+# Before the fix: a) the orphans drove on for about 1.4 s after B's grant; b) elkd released
+# at once when it dropped the slow client, and the command drove on under B's lease.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+M="$ELK_T_DIR/m"
+mkdir -p "$M"
+for n in 1 2 3; do start_redis r$n; done
+
+# write_conf FILE SOCKET GATEWAY [extra resource lines...]
+write_conf() {
+  local f=$1 sock=$2 gw=$3; shift 3
+  {
+    printf '[fleet]\nmode = redlock\ngateway_id = %s\nrequest_timeout = 500ms\n' "$gw"
+    for n in 1 2 3; do
+      eval "port=\$REDIS_PORT_r$n"
+      printf '[node n%s]\nhost = 127.0.0.1\nport = %s\n' "$n" "$port"
+    done
+    printf '[resource valve-1]\nttl = 2s\nstop_margin = 300ms\n'
+    for l in "$@"; do printf '%s\n' "$l"; done
+    printf '[agent]\nsocket = %s\nlog_level = debug\n' "$sock"
+  } > "$f"
+}
+
+start_gw() { # NAME [resource lines...] -> SOCK_<NAME>, ELKD_PID_<NAME>
+  local name=$1; shift
+  SOCK="$ELK_T_DIR/$name.sock"
+  write_conf "$ELK_T_DIR/$name.conf" "$SOCK" "gw-$name" "$@"
+  start_elkd "$ELK_T_DIR/$name.conf"
+  wait_ready
+  eval "SOCK_$name=$SOCK ELKD_PID_$name=$ELKD_PID"
+}
+
+# alive PID...: prints the pids that still run (zombies do not drive anything)
+alive() {
+  local p st
+  for p in "$@"; do
+    st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$p/stat" 2>/dev/null)
+    [ -n "$st" ] && [ "$st" != Z ] && printf '%s ' "$p"
+  done
+}
+
+# The actuator driver: the command and a child it forks, both driving until killed.
+cat > "$M/drive.sh" <<'SH'
+#!/bin/sh
+log=$1; pids=$2
+( while :; do echo "$(date +%s%N) $$ child" >> "$log"; sleep 0.02; done ) &
+echo $! >> "$pids"
+echo $$ >> "$pids"
+trap '' TERM   # a stubborn actuator: only SIGKILL stops it
+while :; do echo "$(date +%s%N) $$ main" >> "$log"; sleep 0.02; done
+SH
+chmod +x "$M/drive.sh"
+
+# B's command: note when it was granted and which of A's processes were alive then.
+cat > "$M/succ.sh" <<'SH'
+#!/bin/sh
+date +%s%N > "$1/granted"
+for p in $(cat "$1/pids"); do
+  st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$p/stat" 2>/dev/null)
+  [ -n "$st" ] && [ "$st" != Z ] && echo "$p" >> "$1/alive_at_grant"
+done
+exit 0
+SH
+chmod +x "$M/succ.sh"
+
+# scenario NAME HOW: A drives, HOW disturbs A's elk run, B waits for the lease.
+scenario() {
+  local name=$1 how=$2 d="$M/$1" a_run b_rc t_kill granted late
+  mkdir -p "$d"
+  : > "$d/pids"
+  "$ELK" --socket "$SOCK_a" run valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
+  a_run=$!
+  track $a_run
+  for _ in $(seq 1 400); do [ "$(wc -l < "$d/pids")" -ge 2 ] && [ -s "$d/drive.log" ] && break; sleep 0.025; done
+  [ "$(wc -l < "$d/pids")" -ge 2 ]; check "$name: A's command and its child drive" 0 $?
+  t_kill=$(date +%s%N)
+  case $how in
+    kill) kill -KILL $a_run ;;
+    stop) kill -STOP $a_run ;;
+  esac
+  "$ELK" --socket "$SOCK_b" run --wait 60s valve-1 -- "$M/succ.sh" "$d" 2>"$d/b.err"; b_rc=$?
+  check "$name: B got the lease and ran its command" 0 $b_rc
+  granted=$(cat "$d/granted" 2>/dev/null || echo 0)
+  late=$(awk -v g="$granted" '$1 > g' "$d/drive.log" | wc -l)
+  check "$name: lines A's command drove after B's grant (overlap)" 0 "$late"
+  check "$name: A's processes alive at B's grant" "" "$(cat "$d/alive_at_grant" 2>/dev/null)"
+  check "$name: A's processes alive now" "" "$(alive $(cat "$d/pids"))"
+  echo "measure: $name: B granted $(( (granted - t_kill) / 1000000 )) ms after A's elk run was disturbed;" \
+       "last drive line $(( ($(tail -1 "$d/drive.log" | cut -d' ' -f1) - granted) / 1000000 )) ms from the grant"
+  if [ "$how" = stop ]; then
+    kill -CONT $a_run
+    wait $a_run; check "$name: A's elk run, resumed, exits 75 (lease gone)" 75 $?
+  else
+    wait $a_run 2>/dev/null
+  fi
+  kill -KILL $(cat "$d/pids") 2>/dev/null
+  return 0
+}
+
+start_gw a 'renew_fraction = 1%'
+start_gw b
+
+scenario killed kill
+grep -q "stopping its command (process group" "$ELK_T_DIR/elkd.log"
+check "killed: elkd stopped the command's group before releasing" 0 $?
+
+# b) 1% of 2 s: a RENEWED event every 20 ms fills the queue of a stopped client in seconds.
+scenario stopped stop
+grep -q "stopped reading its replies while holding it; stopping its command" "$ELK_T_DIR/elkd.log"
+check "stopped: elkd stopped the command's group of the client that stopped reading" 0 $?
+
+# c) The command exits but leaves a child in its group: elk run stops it before releasing.
+d="$M/leftover"; mkdir -p "$d"; : > "$d/pids"
+"$ELK" --socket "$SOCK_a" run valve-1 -- sh -c \
+  "( trap '' TERM; while :; do echo \"\$(date +%s%N) \$\$ left\" >> $d/drive.log; sleep 0.02; done ) >/dev/null 2>&1 & echo \$! >> $d/pids; sleep 0.3" \
+  2>"$d/a.err"
+check "leftover: elk run exits with the command's status" 0 $?
+"$ELK" --socket "$SOCK_b" run --wait 30s valve-1 -- "$M/succ.sh" "$d" 2>"$d/b.err"
+granted=$(cat "$d/granted" 2>/dev/null || echo 0)
+check "leftover: lines the left-over child drove after B's grant" 0 "$(awk -v g="$granted" '$1 > g' "$d/drive.log" | wc -l)"
+check "leftover: the left-over child alive at B's grant" "" "$(cat "$d/alive_at_grant" 2>/dev/null)"
+check "leftover: the left-over child is gone" "" "$(alive $(cat "$d/pids"))"
+kill -KILL $(cat "$d/pids") 2>/dev/null
+check_contains "leftover: elk run says it stopped the rest of the group" "left processes in its group" "$(cat "$d/a.err")"
+
+# d) SUPERVISE is refused for a group the client did not start (elkd runs as root here).
+python3 - "$SOCK_a" "$ELKD_PID_a" > "$M/sup.out" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rwb", buffering=0)
+def ask(line):
+    f.write(line.encode() + b"\n")
+    while True:
+        r = f.readline().decode()
+        if not r.startswith("EVENT"):
+            return r
+print(ask("ACQUIRE valve-1 10s").strip())
+print(ask("SUPERVISE valve-1 1").strip())
+print(ask("SUPERVISE valve-1 " + sys.argv[2]).strip())
+print(ask("RELEASE valve-1").strip())
+PY
+check_contains "SUPERVISE of pgid 1 is refused as a syntax error" "pgid must be a process group id from 2" "$(sed -n 2p "$M/sup.out")"
+check_contains "SUPERVISE of a group the client did not start is refused" "is neither the client's own" "$(sed -n 3p "$M/sup.out")"
+kill -0 "$ELKD_PID_a"; check "elkd is still alive (it did not signal its own group)" 0 $?
+finish
