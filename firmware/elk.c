@@ -424,11 +424,18 @@ static void usage_run(FILE *f)
 {
     fprintf(f,
             "Usage: elk run [--wait MS] RESOURCE -- CMD [ARGS...]\n"
-            "Acquire RESOURCE through elkd, run CMD while the lease holds, release when CMD exits.\n"
-            "CMD gets ELK_RESOURCE, ELK_FENCE_TOKEN and ELK_DEADLINE_MS (validity left at start) in its\n"
-            "environment; pass ELK_FENCE_TOKEN with every actuator command (see elk guard).\n"
-            "If the lease is lost, CMD (its whole process group) gets SIGTERM at once and SIGKILL when\n"
-            "the resource's stop margin runs out; elk then exits 75.\n"
+            "Acquire RESOURCE through elkd, run CMD while the lease holds, release when CMD and\n"
+            "everything it started in its process group have exited.\n"
+            "CMD gets ELK_RESOURCE, ELK_FENCE_TOKEN, ELK_DEADLINE_MS (validity left at start) and\n"
+            "ELK_LEASE_FILE (a file rewritten after every renewal: 'elklease 1 TOKEN DEADLINE_MS', the\n"
+            "deadline in CLOCK_BOOTTIME ms, 0 once lost) in its environment; pass ELK_FENCE_TOKEN with\n"
+            "every actuator step (elk guard checks both token and lease file).\n"
+            "CMD runs in a process group of its own, which elkd is told before CMD starts. If the lease\n"
+            "is lost, the group gets SIGTERM at once and SIGKILL when the resource's stop margin runs\n"
+            "out; elk then exits 75 and says why (the cause elkd reports). If elk itself dies (any\n"
+            "signal, even SIGKILL) or stops reading, CMD dies with it (parent-death signal) and elkd\n"
+            "stops the rest of the group before it releases the lease; if it cannot confirm the group\n"
+            "gone, it lets the lease run out instead. Processes that leave the group (setsid) escape.\n"
             "  --wait MS   wait up to MS (or 500ms, 10s, 2m) for the lease; default: try once\n"
             "Exit: CMD's status, or 73 not acquired, 75 lost, 69 elkd unreachable, 126/127 exec failed.\n");
 }
@@ -855,11 +862,13 @@ static void run_supervise(run_sup_t *rs)
 }
 
 /* We stopped CMD on our own copy of the deadline, a moment before elkd's LOST (same
- * deadline, same clock) could say why. CMD is gone; wait briefly for that word so the
- * person reading this gets the cause, not only "deadline passed". */
+ * deadline, same clock) could say why. CMD is gone; wait a little for that word so the
+ * person reading this gets the cause, not only "deadline passed" (elkd's log has it in
+ * any case). Briefly: whoever waits for this exit (a shell, a supervisor) must not be
+ * kept long by an elkd that is paused. */
 static void run_wait_cause(run_sup_t *rs)
 {
-    uint64_t until = now_ms() + 1000u;
+    uint64_t until = now_ms() + 50u;
     while (rs->conn_open && !rs->w.lost && now_ms() < until) {
         struct pollfd p = {conn_fd, POLLIN, 0};
         if (poll(&p, 1, (int)(until - now_ms())) <= 0) {

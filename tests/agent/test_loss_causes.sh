@@ -16,16 +16,16 @@ host = 127.0.0.1
 port = $1
 request_timeout = 300ms
 [resource valve-1]
-ttl = 1s
-stop_margin = 200ms
+ttl = 2s
+stop_margin = 1s
 [resource capped-renewals]
-ttl = 1s
-stop_margin = 200ms
+ttl = 2s
+stop_margin = 1s
 max_renewals = 2
 [resource capped-hold]
-ttl = 1s
-stop_margin = 200ms
-max_hold = 1500ms
+ttl = 2s
+stop_margin = 1s
+max_hold = 2500ms
 [agent]
 socket = $SOCK
 log_level = debug
@@ -36,11 +36,13 @@ start_elkd "$C"
 wait_ready
 
 # lose RESOURCE NAME ACTION: hold RESOURCE with elk run, do ACTION once it drives, and
-# collect elk run's message in $ELK_T_DIR/NAME.err
+# collect elk run's message in $ELK_T_DIR/NAME.err. The command ignores SIGTERM, so elk run
+# keeps reading elkd for the whole stop margin (1 s) after stopping on its own copy of the
+# deadline: elkd's LOST, sent at that same deadline, reaches it with the cause.
 lose() {
   local res=$1 name=$2 action=$3 r
   rm -f "$ELK_T_DIR/started"
-  "$ELK" --socket "$SOCK" run "$res" -- sh -c "touch $ELK_T_DIR/started; while :; do sleep 0.05; done" \
+  "$ELK" --socket "$SOCK" run "$res" -- sh -c "trap '' TERM; touch $ELK_T_DIR/started; while :; do sleep 0.05; done" \
     2>"$ELK_T_DIR/$name.err" &
   r=$!
   track $r

@@ -45,7 +45,7 @@ t_stop=$(awk '$4 == "stop" {print substr($1, 1, 13)}' "$ACT_LOG" | tail -1)
 [ -n "$t_stop" ]; check_true "the command was told to stop (its SIGTERM handler ran)" $?
 t_stop=${t_stop:-0}
 grep -q "LOST" "$S_DIR/elkd-gw-a.log"; check_true "elkd logged LOST" $?
-grep -Eq "lease LOST|deadline passed" "$S_DIR/run-a.log"; check_true "elk run stopped the command on the loss (EVENT LOST or its own copy of the deadline)" $?
+grep -Eiq "lease lost|deadline passed" "$S_DIR/run-a.log"; check_true "elk run stopped the command on the loss (EVENT LOST or its own copy of the deadline)" $?
 min_exp=$exp1
 for e in $exp2 $exp3; do [ "$e" -gt 0 ] && [ "$e" -lt "$min_exp" ] && min_exp=$e; done
 [ "$t_stop" -gt 0 ] && [ "$t_stop" -lt "$min_exp" ]
