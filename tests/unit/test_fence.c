@@ -44,7 +44,7 @@ static int mem_store(void *ctx, uint64_t token)
 
 static elk_fence_storage_t storage_of(mem_storage_t *m)
 {
-    elk_fence_storage_t s = {m, mem_load, mem_store};
+    elk_fence_storage_t s = {m, mem_load, mem_store, NULL, NULL};
     return s;
 }
 
@@ -150,7 +150,7 @@ static void test_invalid_args(void **state)
     (void)state;
     mem_storage_t m = {0};
     elk_fence_storage_t s = storage_of(&m);
-    elk_fence_storage_t bad = {&m, mem_load, NULL};
+    elk_fence_storage_t bad = {&m, mem_load, NULL, NULL, NULL};
     elk_fence_t f;
     assert_int_equal(elk_fence_init(NULL, &s), ELK_E_INVALID_ARG);
     assert_int_equal(elk_fence_init(&f, NULL), ELK_E_INVALID_ARG);
