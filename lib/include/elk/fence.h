@@ -105,7 +105,8 @@ int elk_fence_init(elk_fence_t *fence, const elk_fence_storage_t *storage);
 int elk_fence_begin(elk_fence_t *fence, uint64_t token);
 
 /* Release the guard a successful elk_fence_begin took (unlock the storage).
- * Returns ELK_OK, or ELK_E_STATE if it was not held (nothing done). */
+ * Returns ELK_OK, ELK_E_STATE if it was not held (nothing done), or
+ * ELK_E_INVALID_ARG (NULL). */
 int elk_fence_end(elk_fence_t *fence);
 
 /* Decide on one command carrying token without holding the guard afterwards:
