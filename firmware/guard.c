@@ -243,6 +243,7 @@ static void guard_signal_set(sigset_t *set)
 
 static void guard_child(char **cmd, int lock_fd, pid_t parent, const sigset_t *old)
 {
+    char fdbuf[16];
     /* A step must not outlive its supervisor: see the top of this file. The check
      * after prctl covers a parent that died before the death signal was armed. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
@@ -251,6 +252,8 @@ static void guard_child(char **cmd, int lock_fd, pid_t parent, const sigset_t *o
     if (fcntl(lock_fd, F_SETFD, 0) != 0) { /* keep the guard held through exec */
         _exit(EXIT_NOEXEC);
     }
+    (void)snprintf(fdbuf, sizeof fdbuf, "%d", lock_fd);
+    setenv("ELK_GUARD_LOCK_FD", fdbuf, 1); /* a guard inside the step must not wait for us */
     sigprocmask(SIG_SETMASK, old, NULL);
     execvp(cmd[0], cmd);
     gsay("cannot run '%s': %s", cmd[0], strerror(errno));
@@ -305,6 +308,19 @@ static int guard_run(char **cmd, int lock_fd)
 
 /* ------------------------------------------------------------------ main */
 
+/* ELK_GUARD_LOCK_FD from an enclosing `elk guard ... -- CMD`, or -1. */
+static int guard_inherited_fd(void)
+{
+    const char *s = getenv("ELK_GUARD_LOCK_FD");
+    char *end;
+    long v;
+    if (s == NULL || *s == '\0') {
+        return -1;
+    }
+    v = strtol(s, &end, 10);
+    return *end == '\0' && v >= 0 && v < 65536 ? (int)v : -1;
+}
+
 int elkfw_guard_main(int argc, char **argv)
 {
     guard_opts_t o;
@@ -325,6 +341,7 @@ int elkfw_guard_main(int argc, char **argv)
         return EXIT_USAGE;
     }
     elk_fence_file_set_wait(&ff, o.wait_ms);
+    elk_fence_file_set_inherited(&ff, guard_inherited_fd());
     (void)elk_fence_init(&fence, &st); /* a hint only: begin reloads under the lock */
     rc = elk_fence_begin(&fence, o.token);
     if (rc != ELK_OK) {

@@ -51,12 +51,20 @@ int elk_fence_file_init(elk_fence_file_t *ff, const char *path, elk_fence_storag
     ff->lock_fd = -1;
     ff->wait_ms = ELK_FENCE_FILE_WAIT_FOREVER;
     ff->tmp_seq = 0;
+    ff->inherited_fd = -1;
     storage->ctx = ff;
     storage->load = elk_fence_file_load;
     storage->store = elk_fence_file_store;
     storage->lock = elk_fence_file_lock;
     storage->unlock = elk_fence_file_unlock;
     return ELK_OK;
+}
+
+void elk_fence_file_set_inherited(elk_fence_file_t *ff, int fd)
+{
+    if (ff != NULL) {
+        ff->inherited_fd = fd;
+    }
 }
 
 void elk_fence_file_set_wait(elk_fence_file_t *ff, uint32_t wait_ms)
@@ -340,6 +348,45 @@ static int elk_fence_file_flock(int fd, uint32_t wait_ms)
     }
 }
 
+/* A copy of the inherited descriptor when it is "<path>.lock" and its open file holds the
+ * lock (flock on the same open file succeeds at once); else -1. */
+static int elk_fence_file_adopt(const elk_fence_file_t *ff, const char *name)
+{
+    int fd;
+    if (ff->inherited_fd < 0) {
+        return -1;
+    }
+    fd = fcntl(ff->inherited_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (!elk_fence_file_lock_current(fd, name) || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Open (create 0600) and flock name; loops when the file was replaced meanwhile. */
+static int elk_fence_file_lock_open(elk_fence_file_t *ff, const char *name)
+{
+    for (;;) {
+        int fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0 || elk_fence_file_flock(fd, ff->wait_ms) != 0) {
+            int e = errno;
+            if (fd >= 0) {
+                close(fd);
+            }
+            errno = e;
+            return -1;
+        }
+        if (elk_fence_file_lock_current(fd, name)) {
+            return fd;
+        }
+        close(fd); /* lost a race with a removal of the lock file: lock the new one */
+    }
+}
+
 int elk_fence_file_lock(void *ctx)
 {
     elk_fence_file_t *ff = (elk_fence_file_t *)ctx;
@@ -355,20 +402,13 @@ int elk_fence_file_lock(void *ctx)
     if (n <= 0 || (size_t)n >= sizeof name) {
         return ELK_E_INVALID_ARG;
     }
-    for (;;) {
-        fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0 || elk_fence_file_flock(fd, ff->wait_ms) != 0) {
-            int e = errno;
-            if (fd >= 0) {
-                close(fd);
-            }
-            ff->last_errno = e == EWOULDBLOCK ? 0 : e;
-            return e == EWOULDBLOCK ? ELK_E_FENCE_BUSY : ELK_E_FENCE_STORAGE;
-        }
-        if (elk_fence_file_lock_current(fd, name)) {
-            break;
-        }
-        close(fd); /* lost a race with a removal of the lock file: lock the new one */
+    fd = elk_fence_file_adopt(ff, name);
+    if (fd < 0) {
+        fd = elk_fence_file_lock_open(ff, name);
+    }
+    if (fd < 0) {
+        ff->last_errno = errno == EWOULDBLOCK ? 0 : errno;
+        return errno == EWOULDBLOCK ? ELK_E_FENCE_BUSY : ELK_E_FENCE_STORAGE;
     }
     ff->lock_fd = fd;
     ff->last_errno = 0;

@@ -82,6 +82,11 @@ touch "$ELK_T_DIR/kid.go"
 wait_gone "$(cat "$ELK_T_DIR/kid.pid")"
 "$ELK" guard --state "$H" --wait 10s 8; check "hold: released once the last step process is gone" 0 $?
 
+# A guard inside a held step decides under the step's hold instead of waiting for itself.
+out=$("$ELK" guard --state "$H" 8 -- sh -c "\"$ELK\" guard --state $H --wait 2s 8 && echo inner-ok; \"$ELK\" guard --state $H --wait 2s 7 2>/dev/null; echo inner-stale=\$?")
+check "hold: a guard inside the step does not wait for its own parent" "inner-ok
+inner-stale=65" "$out"
+
 # A stale temp file (a crash between create and rename) never refuses a later call.
 echo "elkfence 1 99 000" > "$H.tmp.12345.0"
 : > "$H.tmp.1.1"

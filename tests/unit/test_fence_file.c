@@ -360,6 +360,33 @@ static void test_lock_unmakeable(void **state)
     s.unlock(s.ctx); /* harmless when not held */
 }
 
+/* A guard inside a held step decides under its parent's hold (the inherited descriptor)
+ * instead of waiting for it; ending it never ends the parent's hold. A descriptor that
+ * is not that lock file is ignored. */
+static void test_inherited_lock(void **state)
+{
+    fx_t *fx = *state;
+    elk_fence_file_t a, b, c;
+    elk_fence_storage_t sa, sb, sc;
+    elk_fence_t fa, fb, fc;
+    assert_int_equal(elk_fence_file_init(&a, fx->path, &sa), ELK_OK);
+    assert_int_equal(elk_fence_file_init(&b, fx->path, &sb), ELK_OK);
+    assert_int_equal(elk_fence_file_init(&c, fx->path, &sc), ELK_OK);
+    assert_int_equal(elk_fence_init(&fa, &sa), ELK_OK);
+    assert_int_equal(elk_fence_init(&fb, &sb), ELK_OK);
+    assert_int_equal(elk_fence_init(&fc, &sc), ELK_OK);
+    assert_int_equal(elk_fence_begin(&fa, 5), ELK_OK);
+    elk_fence_file_set_wait(&b, 0);
+    elk_fence_file_set_inherited(&b, a.lock_fd);
+    assert_int_equal(elk_fence_check(&fb, 6), ELK_OK);        /* no wait for the parent */
+    assert_int_equal(elk_fence_check(&fb, 5), ELK_E_FENCE_STALE);
+    elk_fence_file_set_wait(&c, 0);
+    elk_fence_file_set_inherited(&c, 0); /* stdin: not the lock file */
+    assert_int_equal(elk_fence_check(&fc, 7), ELK_E_FENCE_BUSY); /* the parent still holds it */
+    assert_int_equal(elk_fence_end(&fa), ELK_OK);
+    assert_int_equal(elk_fence_check(&fc, 7), ELK_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tmp_names_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_unmakeable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inherited_lock, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

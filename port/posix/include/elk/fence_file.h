@@ -45,6 +45,7 @@ typedef struct elk_fence_file {
     int lock_fd;        /* descriptor of "<path>.lock" while locked, else -1 */
     uint32_t wait_ms;   /* how long lock waits (default: forever) */
     uint32_t tmp_seq;   /* the <n> of the next temp name (unique within this process) */
+    int inherited_fd;   /* a descriptor of "<path>.lock" a parent may hold locked, or -1 */
 } elk_fence_file_t;
 
 /* Bind ff to path and fill *storage with callbacks for elk_fence_init (load, store,
@@ -56,6 +57,13 @@ int elk_fence_file_init(elk_fence_file_t *ff, const char *path, elk_fence_storag
  * The bound is counted in sleeps between tries (no clock is read), so on a loaded
  * machine the wait can last somewhat longer, never shorter. */
 void elk_fence_file_set_wait(elk_fence_file_t *ff, uint32_t wait_ms);
+
+/* Use fd, a descriptor inherited from a parent that holds the guard on this same state
+ * (`elk guard ... -- CMD` passes it to CMD), so a guard inside that step decides under
+ * the parent's hold instead of waiting for its own parent. lock checks that fd is
+ * "<path>.lock" and that its open file holds (or can take at once) the lock; otherwise
+ * it locks as usual. Closing our copy never ends the parent's hold. */
+void elk_fence_file_set_inherited(elk_fence_file_t *ff, int fd);
 
 /* The storage callbacks (also usable directly; ctx is the elk_fence_file_t).
  * load: ELK_OK (0 if the file does not exist), ELK_E_FENCE_CORRUPT, or
