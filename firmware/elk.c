@@ -5,12 +5,14 @@
  *   elk acquire [--wait MS] RESOURCE                 hold until SIGINT/SIGTERM
  *   elk release RESOURCE
  *   elk status [--json]
- *   elk guard --state FILE [TOKEN]                    accept or refuse a fencing token
+ *   elk guard --state FILE [TOKEN] [-- CMD...]        accept or refuse a fencing token;
+ *                                                     with CMD, run it holding the guard
  *
  * Exit codes (README "Exit codes"): 0 ok; 1 other failure reported by elkd; 64 usage;
  * 65 guard refused a stale token; 66 guard storage error (unreadable, corrupt, sync
- * failed); 69 elkd unreachable; 73 lock not acquired (busy, timed out, fleet
- * unavailable); 75 lease lost while held, or elkd shut down (run: CMD was stopped);
+ * failed); 67 guard refused by the lease file; 68 guard busy for all of --wait;
+ * 69 elkd unreachable; 73 lock not acquired (busy, timed out, fleet unavailable);
+ * 75 lease lost while held, or elkd shut down (run: CMD was stopped);
  * 126/127 run: CMD could not be executed / not found; otherwise run passes on CMD's
  * exit status (128+N if it died of signal N).
  */
@@ -38,6 +40,8 @@
 #include "elk/fence.h"
 #include "elk/fence_file.h"
 #include "elkfw/ctl.h"
+#include "elkfw/guard.h"
+#include "elkfw/lease.h"
 #include "elkfw/supervise.h"
 
 #ifndef ELK_VERSION
@@ -410,13 +414,15 @@ static void usage_main(FILE *f)
             "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until SIGINT/SIGTERM\n"
             "  release RESOURCE                           release RESOURCE held by this connection's owner\n"
             "  status [--json]                            leases and nodes of this agent\n"
-            "  guard --state FILE [TOKEN]                 actuator side: accept or refuse a fencing token\n"
+            "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing token;\n"
+            "                                             with CMD: run CMD holding the guard\n"
             "\n"
             "  --socket PATH   elkd's control socket (default $ELK_SOCKET or " ELK_DEFAULT_SOCKET ")\n"
             "  --help          help (also after any command), --version\n"
             "\n"
             "Exit codes: 0 ok, 1 other error from elkd, 64 usage, 65 stale token (guard), 66 guard\n"
-            "storage error, 69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped,\n"
+            "storage error, 67 guard: lease ended/expired/other token, 68 guard busy (--wait ran out),\n"
+            "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped,\n"
             "126/127 CMD not executable / not found; run passes on CMD's own exit status.\n");
 }
 
@@ -468,12 +474,7 @@ static void usage_status(FILE *f)
 
 static void usage_guard(FILE *f)
 {
-    fprintf(f,
-            "Usage: elk guard --state FILE [TOKEN]\n"
-            "Actuator side of fencing: accept TOKEN (default $ELK_FENCE_TOKEN) if it is not lower than\n"
-            "the highest token ever accepted, which FILE keeps durably (written atomically, fsynced).\n"
-            "Exit: 0 accepted, 65 refused (stale: a newer holder drove the actuator), 66 state file\n"
-            "unreadable, corrupt or not syncable (refused: fail closed), 64 bad usage or token.\n");
+    elkfw_guard_usage(f);
 }
 
 static bool want_help(int argc, char **argv)
@@ -554,10 +555,10 @@ static int make_signalfd(sigset_t *old)
     return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-/* The lease as the command sees it: ELK_LEASE_FILE names a file that holds one line,
- * "elklease 1 <token> <deadline_boottime_ms>\n", replaced atomically (write a temp file,
- * rename) after the grant, every renewal and the loss (deadline 0). A command, or
- * `elk guard`, reads it before each step; ELK_DEADLINE_MS is only the validity at start. */
+/* The lease as the command sees it (format: elkfw/lease.h), replaced atomically (write
+ * a temp file, rename) after the grant, every renewal and the loss (deadline 0). A
+ * command, or `elk guard`, reads it before each step; ELK_DEADLINE_MS is only the
+ * validity at start. */
 typedef struct lease_file {
     char dir[256];
     char path[300];
@@ -584,18 +585,18 @@ static bool lease_file_create(lease_file_t *lf)
 
 static bool lease_file_write(lease_file_t *lf, uint64_t token, uint64_t deadline)
 {
-    char line[96];
-    int n = snprintf(line, sizeof line, "elklease 1 %" PRIu64 " %" PRIu64 "\n", token, deadline);
+    char line[ELKFW_LEASE_LINE_MAX];
+    size_t n = elkfw_lease_format(line, sizeof line, token, deadline);
     int fd;
     bool ok;
-    if (!lf->made) {
+    if (!lf->made || n == 0) {
         return false;
     }
     fd = open(lf->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         return false;
     }
-    ok = write(fd, line, (size_t)n) == n;
+    ok = write(fd, line, n) == (ssize_t)n;
     ok = close(fd) == 0 && ok;
     return ok && rename(lf->tmp, lf->path) == 0;
 }
@@ -1300,63 +1301,7 @@ static int cmd_status(int argc, char **argv)
 
 static int cmd_guard(int argc, char **argv)
 {
-    const char *state = NULL, *tok = NULL;
-    uint64_t token;
-    elk_fence_file_t ff;
-    elk_fence_storage_t st;
-    elk_fence_t fence;
-    int i, rc;
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--state") == 0 && i + 1 < argc) {
-            state = argv[++i];
-        } else if (strncmp(argv[i], "--state=", 8) == 0) {
-            state = argv[i] + 8;
-        } else if (argv[i][0] == '-' || tok != NULL) {
-            say("unexpected argument '%s'", argv[i]);
-            usage_guard(stderr);
-            return EXIT_USAGE;
-        } else {
-            tok = argv[i];
-        }
-    }
-    if (state == NULL) {
-        say("missing --state FILE");
-        usage_guard(stderr);
-        return EXIT_USAGE;
-    }
-    if (tok == NULL) {
-        tok = getenv("ELK_FENCE_TOKEN");
-        if (tok == NULL) {
-            say("no TOKEN given and ELK_FENCE_TOKEN is not set");
-            return EXIT_USAGE;
-        }
-    }
-    if (elk_fence_parse_token(tok, strlen(tok), &token) != ELK_OK) {
-        say("'%s' is not a fencing token (a decimal number from 1 up; 0 means fencing is off)", tok);
-        return EXIT_USAGE;
-    }
-    if (elk_fence_file_init(&ff, state, &st) != ELK_OK) {
-        say("--state '%s' is not a usable path", state);
-        return EXIT_USAGE;
-    }
-    (void)elk_fence_init(&fence, &st); /* a load failure is reported by the check below */
-    rc = elk_fence_check(&fence, token);
-    if (rc == ELK_OK) {
-        return EXIT_OK;
-    }
-    if (rc == ELK_E_FENCE_STALE) {
-        say("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", token, elk_fence_highest(&fence),
-            elk_err_message(rc));
-        return EXIT_STALE;
-    }
-    if (rc == ELK_E_FENCE_STORAGE) {
-        int se = elk_fence_storage_error(&fence);
-        say("token %" PRIu64 " refused: %s: %s%s%s", token, state, elk_err_message(se),
-            ff.last_errno ? ": " : "", ff.last_errno ? strerror(ff.last_errno) : "");
-        return EXIT_STORAGE;
-    }
-    say("token %" PRIu64 " refused: %s", token, elk_err_message(rc));
-    return EXIT_USAGE;
+    return elkfw_guard_main(argc, argv); /* firmware/guard.c */
 }
 
 /* ------------------------------------------------------------------ main */

@@ -16,30 +16,54 @@ static int elk_fence_load(elk_fence_t *fence)
     return ELK_OK;
 }
 
+static bool elk_fence_usable(const elk_fence_storage_t *st)
+{
+    /* lock and unlock come as a pair: a lock nobody releases would stall every caller. */
+    return st->load != NULL && st->store != NULL && (st->lock == NULL) == (st->unlock == NULL);
+}
+
 int elk_fence_init(elk_fence_t *fence, const elk_fence_storage_t *storage)
 {
-    if (fence == NULL || storage == NULL || storage->load == NULL || storage->store == NULL) {
+    if (fence == NULL || storage == NULL || !elk_fence_usable(storage)) {
         return ELK_E_INVALID_ARG;
     }
     fence->storage = *storage;
     fence->highest = 0;
     fence->loaded = false;
+    fence->held = false;
     fence->storage_err = ELK_OK;
     return elk_fence_load(fence);
 }
 
-int elk_fence_check(elk_fence_t *fence, uint64_t token)
+static int elk_fence_lock(elk_fence_t *fence)
 {
     int rc;
-    if (fence == NULL || fence->storage.load == NULL || fence->storage.store == NULL) {
-        return ELK_E_INVALID_ARG;
+    if (fence->storage.lock == NULL) {
+        return ELK_OK;
     }
-    if (token == 0) {
-        return ELK_E_FENCE_TOKEN;
+    rc = fence->storage.lock(fence->storage.ctx);
+    if (rc == ELK_OK) {
+        return ELK_OK;
     }
-    /* After any storage failure the cached value may disagree with what is on the
-     * medium (a store can fail after writing), so decide only on a fresh load. */
-    if (!fence->loaded) {
+    fence->storage_err = rc;
+    return rc == ELK_E_FENCE_BUSY ? ELK_E_FENCE_BUSY : ELK_E_FENCE_STORAGE;
+}
+
+static void elk_fence_unlock(elk_fence_t *fence)
+{
+    if (fence->storage.unlock != NULL) {
+        fence->storage.unlock(fence->storage.ctx);
+    }
+}
+
+/* The decision itself, with the lock (if any) held by the caller. */
+static int elk_fence_decide(elk_fence_t *fence, uint64_t token)
+{
+    int rc;
+    /* Under a lock another process may have moved the value since our last look, so
+     * decide on a fresh load. Without one, reload only after a failure: a store can
+     * fail after writing, so the cache may disagree with the medium. */
+    if (fence->storage.lock != NULL || !fence->loaded) {
         rc = elk_fence_load(fence);
         if (rc != ELK_OK) {
             return rc;
@@ -59,6 +83,50 @@ int elk_fence_check(elk_fence_t *fence, uint64_t token)
     }
     fence->highest = token;
     return ELK_OK;
+}
+
+int elk_fence_begin(elk_fence_t *fence, uint64_t token)
+{
+    int rc;
+    if (fence == NULL || !elk_fence_usable(&fence->storage)) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (fence->held) {
+        return ELK_E_STATE;
+    }
+    if (token == 0) {
+        return ELK_E_FENCE_TOKEN;
+    }
+    rc = elk_fence_lock(fence);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    rc = elk_fence_decide(fence, token);
+    if (rc != ELK_OK) {
+        elk_fence_unlock(fence);
+        return rc;
+    }
+    fence->held = true;
+    return ELK_OK;
+}
+
+int elk_fence_end(elk_fence_t *fence)
+{
+    if (fence == NULL || !fence->held) {
+        return fence == NULL ? ELK_E_INVALID_ARG : ELK_E_STATE;
+    }
+    fence->held = false;
+    elk_fence_unlock(fence);
+    return ELK_OK;
+}
+
+int elk_fence_check(elk_fence_t *fence, uint64_t token)
+{
+    int rc = elk_fence_begin(fence, token);
+    if (rc == ELK_OK) {
+        (void)elk_fence_end(fence);
+    }
+    return rc;
 }
 
 uint64_t elk_fence_highest(const elk_fence_t *fence)

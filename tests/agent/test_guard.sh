@@ -30,6 +30,100 @@ out=$("$ELK" guard --state "$ELK_T_DIR/missing-dir/state" 1 2>&1); rc=$?
 check "unwritable state refused with exit 66" 66 $rc
 check_contains "storage message names errno" "No such file or directory" "$out"
 
+# wait_file F [TRIES]: until F exists (0.02 s a try; generous bound, never a timing window)
+wait_file() { local i; for i in $(seq 1 "${2:-500}"); do [ -e "$1" ] && return 0; sleep 0.02; done; return 1; }
+# wait_gone PID [TRIES]: until PID has exited
+wait_gone() { local i; for i in $(seq 1 "${2:-500}"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.02; done; return 1; }
+
+# Check and hold: CMD runs only when the token is accepted, with the guard held; exit is CMD's.
+H="$ELK_T_DIR/hold.state"
+"$ELK" guard --state "$H" 5 -- sh -c 'exit 3'; check "hold: CMD's exit status passed on" 3 $?
+"$ELK" guard --state "$H" 4 -- sh -c "touch $ELK_T_DIR/ran-4" 2>/dev/null; rc=$?
+check "hold: stale token refused (65)" 65 $rc
+[ ! -e "$ELK_T_DIR/ran-4" ]; check "hold: a refused step never runs" 0 $?
+"$ELK" guard --state "$H" 5 -- "$ELK_T_DIR/no-such-cmd" 2>/dev/null; check "hold: CMD not found (127)" 127 $?
+"$ELK" guard --state "$H" 5 -- 2>/dev/null; check "hold: -- without CMD is a usage error" 64 $?
+"$ELK" guard --state "$H" 5 -- sh -c 'kill -KILL $$'; check "hold: CMD killed by a signal gives 128+N" 137 $?
+
+# While a step holds the guard, a newer holder waits (bounded by --wait: exit 68) and starts
+# only after the step has ended; the older holder is then refused.
+"$ELK" guard --state "$H" 6 -- sh -c "touch $ELK_T_DIR/s6.started; while [ ! -e $ELK_T_DIR/s6.go ]; do sleep 0.02; done; touch $ELK_T_DIR/s6.ended" &
+g6=$!; track $g6
+wait_file "$ELK_T_DIR/s6.started"; check "hold: step 6 started" 0 $?
+out=$("$ELK" guard --state "$H" --wait 200ms 7 -- true 2>&1); rc=$?
+check "hold: a newer token waits for the running step; --wait runs out with exit 68" 68 $rc
+check_contains "busy message says what to do" "another step held the guard" "$out"
+"$ELK" guard --state "$H" 7 -- sh -c "[ -e $ELK_T_DIR/s6.ended ] && touch $ELK_T_DIR/s7.after" &
+g7=$!; track $g7
+touch "$ELK_T_DIR/s6.go"
+wait $g6; check "hold: step 6 completes" 0 $?
+wait $g7; check "hold: step 7 ran (exit 0)" 0 $?
+[ -e "$ELK_T_DIR/s7.after" ]; check "hold: step 7 started only after step 6 ended" 0 $?
+"$ELK" guard --state "$H" 6 -- true 2>/dev/null; check "hold: the older holder is refused now" 65 $?
+
+# Signals sent to the guard reach CMD.
+"$ELK" guard --state "$H" 7 -- sh -c "trap 'touch $ELK_T_DIR/term; exit 9' TERM; touch $ELK_T_DIR/sig.ready; while :; do sleep 0.02; done" &
+gs=$!; track $gs
+wait_file "$ELK_T_DIR/sig.ready"
+kill -TERM $gs
+wait $gs; check "hold: SIGTERM forwarded, CMD's status returned" 9 $?
+[ -e "$ELK_T_DIR/term" ]; check "hold: CMD saw the SIGTERM" 0 $?
+
+# SIGKILL of the guard: CMD dies with it (parent-death signal), and the OS lock lives on in
+# every process that inherited it (here a background child of CMD), so no newer step can
+# start until the last of them is gone.
+"$ELK" guard --state "$H" 7 -- sh -c "sh -c 'echo \$\$ > $ELK_T_DIR/kid.pid; while [ ! -e $ELK_T_DIR/kid.go ]; do sleep 0.02; done' & echo \$\$ > $ELK_T_DIR/cmd.pid; wait" &
+gk=$!; track $gk
+wait_file "$ELK_T_DIR/kid.pid" && wait_file "$ELK_T_DIR/cmd.pid"
+kill -KILL $gk; wait $gk 2>/dev/null
+wait_gone "$(cat "$ELK_T_DIR/cmd.pid")"; check "hold: CMD dies with a SIGKILLed guard" 0 $?
+"$ELK" guard --state "$H" --wait 200ms 8 2>/dev/null; check "hold: the lock outlives the guard while a step process runs" 68 $?
+touch "$ELK_T_DIR/kid.go"
+wait_gone "$(cat "$ELK_T_DIR/kid.pid")"
+"$ELK" guard --state "$H" --wait 10s 8; check "hold: released once the last step process is gone" 0 $?
+
+# A guard inside a held step decides under the step's hold instead of waiting for itself.
+out=$("$ELK" guard --state "$H" 8 -- sh -c "\"$ELK\" guard --state $H --wait 2s 8 && echo inner-ok; \"$ELK\" guard --state $H --wait 2s 7 2>/dev/null; echo inner-stale=\$?")
+check "hold: a guard inside the step does not wait for its own parent" "inner-ok
+inner-stale=65" "$out"
+
+# A stale temp file (a crash between create and rename) never refuses a later call.
+echo "elkfence 1 99 000" > "$H.tmp.12345.0"
+: > "$H.tmp.1.1"
+"$ELK" guard --state "$H" 9; check "stale temp files do not refuse a call" 0 $?
+ls "$ELK_T_DIR" | grep -q "hold.state.tmp"; check "stale temp files are swept" 1 $?
+check_contains "state holds 9, not the temp's 99" "elkfence 1 9 " "$(cat "$H")"
+rm -f "$H.lock"
+"$ELK" guard --state "$H" 9; check "a missing lock file is created again" 0 $?
+check "lock file mode 0600" 600 "$(stat -c %a "$H.lock")"
+
+# Lease file (ELK_LEASE_FILE from elk run): refuse a step whose lease is over.
+L="$ELK_T_DIR/lease"
+now=$(awk '{printf "%d", $1 * 1000}' /proc/uptime) # CLOCK_BOOTTIME in ms
+echo "elklease 1 9 $((now + 600000))" > "$L"
+"$ELK" guard --state "$H" --lease-file "$L" 9 -- true; check "lease current: accepted" 0 $?
+ELK_LEASE_FILE=$L "$ELK" guard --state "$H" 9; check "lease file from ELK_LEASE_FILE" 0 $?
+echo "elklease 1 9 $((now - 1))" > "$L"
+out=$("$ELK" guard --state "$H" --lease-file "$L" 9 -- touch "$ELK_T_DIR/late" 2>&1); rc=$?
+check "lease deadline passed: refused with 67" 67 $rc
+check_contains "message says the deadline passed" "lease deadline passed" "$out"
+[ ! -e "$ELK_T_DIR/late" ]; check "the late step never ran" 0 $?
+echo "elklease 1 9 0" > "$L"
+out=$(ELK_LEASE_FILE=$L "$ELK" guard --state "$H" 9 2>&1); rc=$?
+check "lease ended (deadline 0): refused with 67" 67 $rc
+check_contains "message says the lease ended" "lease ended" "$out"
+echo "elklease 1 10 $((now + 600000))" > "$L"
+out=$("$ELK" guard --state "$H" --lease-file "$L" 9 2>&1); rc=$?
+check "lease of another token: refused with 67" 67 $rc
+check_contains "message names the other token" "names another token" "$out"
+printf 'elklease 1 9 %s' $((now + 600000)) > "$L"
+"$ELK" guard --state "$H" --lease-file "$L" 9 2>/dev/null; check "malformed lease file (no newline): refused" 67 $?
+"$ELK" guard --state "$H" --lease-file "$ELK_T_DIR/no-lease" 9 2>/dev/null; check "missing lease file: refused" 67 $?
+"$ELK" guard --state "$H" --lease-file "" 9 2>/dev/null; check "empty --lease-file is a usage error" 64 $?
+"$ELK" guard --state "$H" --wait 5x 9 2>/dev/null; check "bad --wait is a usage error" 64 $?
+"$ELK" guard --help | grep -q "67 refused by the lease file"; check "guard --help lists exit 67" 0 $?
+"$ELK" --help | grep -q "68 guard busy"; check "elk --help lists exit 68" 0 $?
+
 # Usage errors.
 "$ELK" guard --state "$ELK_T_DIR/u" 0 2>/dev/null; check "token 0 is a usage error" 64 $?
 "$ELK" guard --state "$ELK_T_DIR/u" abc 2>/dev/null; check "non-numeric token" 64 $?

@@ -2,19 +2,22 @@
 # The holder's command in the scenarios: drives the simulated actuator while `elk run`
 # holds the lease. work.sh GATEWAY TICKS TICK_SECONDS  (TICKS 0 = until told to stop)
 # Env: ELK_FENCE_TOKEN (from elk run), ELK, ACT_LOG, ACT_STATE (from lib.sh act_init).
-# Each tick is one actuator command: checked with `elk guard` (fencing) and logged with the
-# true time, serialized by flock like a real actuator driver handling one command at a time.
+# Each tick is one actuator command, run the way docs/guard.md says an actuator must: checked
+# and acted on under one hold of the guard (`elk guard --state S TOKEN -- act`), so the log
+# line of an accepted tick is written while no other tick can be decided. No flock(1): the
+# guard serialises itself across processes. A refused tick is logged after the guard returns.
 # The gateway's clock may be faked (libfaketime): the actuator's must not be.
 unset LD_PRELOAD FAKETIME
 gw=$1 ticks=$2 tick=$3
 tok=${ELK_FENCE_TOKEN:-0}
-act() { # act EVENT: guard (for tick) + log line, atomically
-  flock "$ACT_LOG.lock" bash -c '
-    res=-
-    if [ "$1" = tick ]; then
-      if "$ELK" guard --state "$ACT_STATE" "$3" 2>/dev/null; then res=accepted; else res=refused; fi
-    fi
-    echo "$(date +%s%N) $2 $3 $1 $res" >> "$ACT_LOG"' _ "$1" "$gw" "$tok"
+act() { # act EVENT: for a tick, guard + log line under one hold of the guard
+  if [ "$1" = tick ]; then
+    "$ELK" guard --state "$ACT_STATE" "$tok" -- \
+      sh -c 'echo "$(date +%s%N) $1 $2 tick accepted" >> "$ACT_LOG"' _ "$gw" "$tok" 2>/dev/null && return
+    echo "$(date +%s%N) $gw $tok tick refused" >>"$ACT_LOG"
+    return
+  fi
+  echo "$(date +%s%N) $gw $tok $1 -" >>"$ACT_LOG"
 }
 stopping=0
 trap 'stopping=1' TERM INT

@@ -47,6 +47,7 @@ void sim_check_reset(sim_world_t *w)
         sim_actuator_t *a = &w->act[r];
         elk_fence_storage_t st;
         memset(a, 0, sizeof *a);
+        memset(&st, 0, sizeof st); /* no lock/unlock: one simulated actuator task */
         st.ctx = &a->stored;
         st.load = guard_load;
         st.store = guard_store;

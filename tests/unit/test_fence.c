@@ -15,12 +15,17 @@ typedef struct mem_storage {
     int store_rc;     /* returned by store when non-zero */
     bool store_writes_on_failure; /* a store that fails after the write reached the medium */
     int loads, stores;
+    int lock_rc;      /* returned by lock when non-zero */
+    bool locked;      /* the lock is held (by anyone) */
+    int locks, unlocks;
+    bool load_unlocked, store_unlocked; /* a load or store ran without the lock */
 } mem_storage_t;
 
 static int mem_load(void *ctx, uint64_t *token)
 {
     mem_storage_t *m = ctx;
     m->loads++;
+    m->load_unlocked |= !m->locked;
     if (m->load_rc != 0) {
         return m->load_rc;
     }
@@ -32,6 +37,7 @@ static int mem_store(void *ctx, uint64_t token)
 {
     mem_storage_t *m = ctx;
     m->stores++;
+    m->store_unlocked |= !m->locked;
     if (m->store_rc != 0) {
         if (m->store_writes_on_failure) {
             m->value = token;
@@ -42,9 +48,35 @@ static int mem_store(void *ctx, uint64_t token)
     return ELK_OK;
 }
 
+static int mem_lock(void *ctx)
+{
+    mem_storage_t *m = ctx;
+    m->locks++;
+    if (m->lock_rc != 0) {
+        return m->lock_rc;
+    }
+    assert_false(m->locked); /* a real lock would wait here for ever: a deadlock */
+    m->locked = true;
+    return ELK_OK;
+}
+
+static void mem_unlock(void *ctx)
+{
+    mem_storage_t *m = ctx;
+    m->unlocks++;
+    assert_true(m->locked);
+    m->locked = false;
+}
+
+static elk_fence_storage_t locked_storage_of(mem_storage_t *m)
+{
+    elk_fence_storage_t s = {m, mem_load, mem_store, mem_lock, mem_unlock};
+    return s;
+}
+
 static elk_fence_storage_t storage_of(mem_storage_t *m)
 {
-    elk_fence_storage_t s = {m, mem_load, mem_store};
+    elk_fence_storage_t s = {m, mem_load, mem_store, NULL, NULL};
     return s;
 }
 
@@ -150,7 +182,7 @@ static void test_invalid_args(void **state)
     (void)state;
     mem_storage_t m = {0};
     elk_fence_storage_t s = storage_of(&m);
-    elk_fence_storage_t bad = {&m, mem_load, NULL};
+    elk_fence_storage_t bad = {&m, mem_load, NULL, NULL, NULL};
     elk_fence_t f;
     assert_int_equal(elk_fence_init(NULL, &s), ELK_E_INVALID_ARG);
     assert_int_equal(elk_fence_init(&f, NULL), ELK_E_INVALID_ARG);
@@ -177,9 +209,138 @@ static void test_parse_token(void **state)
     assert_int_equal(elk_fence_parse_token(NULL, 1, &t), ELK_E_FENCE_TOKEN);
 }
 
+/* begin holds the lock until end; every decision is made on a load under the lock. */
+static void test_begin_holds_until_end(void **state)
+{
+    (void)state;
+    mem_storage_t m = {.value = 4};
+    elk_fence_storage_t s = locked_storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    m.load_unlocked = false; /* init's load is a hint, outside the lock by design */
+    assert_int_equal(elk_fence_begin(&f, 5), ELK_OK);
+    assert_true(m.locked);
+    assert_int_equal(m.value, 5); /* durable before the step starts */
+    assert_int_equal(elk_fence_begin(&f, 5), ELK_E_STATE);
+    assert_true(m.locked);
+    assert_int_equal(elk_fence_end(&f), ELK_OK);
+    assert_false(m.locked);
+    assert_int_equal(elk_fence_end(&f), ELK_E_STATE);
+    assert_int_equal(m.unlocks, 1);
+    assert_false(m.load_unlocked);
+    assert_false(m.store_unlocked);
+}
+
+/* Another process moved the value since our last look: the lock forces a reload. */
+static void test_reloads_under_lock(void **state)
+{
+    (void)state;
+    mem_storage_t m = {.value = 10};
+    elk_fence_storage_t s = locked_storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    assert_int_equal(elk_fence_check(&f, 10), ELK_OK);
+    m.value = 20; /* a second guard process accepted 20 */
+    assert_int_equal(elk_fence_check(&f, 15), ELK_E_FENCE_STALE);
+    assert_int_equal(elk_fence_highest(&f), 20);
+    assert_int_equal(m.value, 20);
+    assert_false(m.locked);
+    assert_int_equal(m.locks, m.unlocks);
+}
+
+/* Every refusal releases the lock: nothing to end, nobody stalled. */
+static void test_refusals_release_lock(void **state)
+{
+    (void)state;
+    mem_storage_t m = {.value = 10};
+    elk_fence_storage_t s = locked_storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    assert_int_equal(elk_fence_begin(&f, 9), ELK_E_FENCE_STALE);
+    assert_false(m.locked);
+    m.load_rc = ELK_E_FENCE_CORRUPT;
+    assert_int_equal(elk_fence_begin(&f, 11), ELK_E_FENCE_STORAGE);
+    assert_false(m.locked);
+    m.load_rc = 0;
+    m.store_rc = ELK_E_FENCE_STORAGE;
+    assert_int_equal(elk_fence_begin(&f, 11), ELK_E_FENCE_STORAGE);
+    assert_false(m.locked);
+    assert_int_equal(elk_fence_end(&f), ELK_E_STATE);
+    assert_int_equal(m.locks, 3);
+    assert_int_equal(m.unlocks, 3);
+}
+
+/* The lock's own failures: busy is its own code; anything else is a storage failure. */
+static void test_lock_busy_and_failure(void **state)
+{
+    (void)state;
+    mem_storage_t m = {.value = 3};
+    elk_fence_storage_t s = locked_storage_of(&m);
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+    m.lock_rc = ELK_E_FENCE_BUSY;
+    assert_int_equal(elk_fence_begin(&f, 4), ELK_E_FENCE_BUSY);
+    assert_int_equal(elk_fence_storage_error(&f), ELK_E_FENCE_BUSY);
+    m.lock_rc = ELK_E_IO;
+    assert_int_equal(elk_fence_check(&f, 4), ELK_E_FENCE_STORAGE);
+    assert_int_equal(elk_fence_storage_error(&f), ELK_E_IO);
+    assert_int_equal(m.stores, 0);
+    assert_int_equal(m.unlocks, 0); /* never taken, never released */
+    assert_int_equal(elk_fence_end(&f), ELK_E_STATE);
+    m.lock_rc = 0;
+    assert_int_equal(elk_fence_check(&f, 4), ELK_OK);
+    assert_int_equal(m.value, 4);
+}
+
+/* lock and unlock come as a pair; begin/end check their arguments. */
+static void test_lock_pair_required(void **state)
+{
+    (void)state;
+    mem_storage_t m = {0};
+    elk_fence_storage_t half = {&m, mem_load, mem_store, mem_lock, NULL};
+    elk_fence_storage_t other = {&m, mem_load, mem_store, NULL, mem_unlock};
+    elk_fence_t f;
+    assert_int_equal(elk_fence_init(&f, &half), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_fence_init(&f, &other), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_fence_begin(NULL, 1), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_fence_end(NULL), ELK_E_INVALID_ARG);
+}
+
+/* A store that fails at any point, having reached the medium or not: refused, lock
+ * released, and the next decision is made on what the medium really holds, so the value
+ * never goes below an accepted token and the guard recovers once storage works again. */
+static void test_store_fails_midway(void **state)
+{
+    int reached;
+    (void)state;
+    for (reached = 0; reached <= 1; reached++) {
+        mem_storage_t m = {.value = 10};
+        elk_fence_storage_t s = locked_storage_of(&m);
+        elk_fence_t f;
+        assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+        m.store_rc = ELK_E_FENCE_STORAGE;
+        m.store_writes_on_failure = reached;
+        assert_int_equal(elk_fence_begin(&f, 12), ELK_E_FENCE_STORAGE);
+        assert_false(m.locked);
+        assert_int_equal(m.value, reached ? 12 : 10);
+        m.store_rc = 0;
+        /* 11 is between old and new: only accepted if the new one never reached the medium */
+        assert_int_equal(elk_fence_check(&f, 11), reached ? ELK_E_FENCE_STALE : ELK_OK);
+        assert_int_equal(elk_fence_check(&f, 12), ELK_OK);
+        assert_int_equal(m.value, 12);
+        assert_int_equal(m.locks, m.unlocks);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_begin_holds_until_end),
+        cmocka_unit_test(test_reloads_under_lock),
+        cmocka_unit_test(test_refusals_release_lock),
+        cmocka_unit_test(test_lock_busy_and_failure),
+        cmocka_unit_test(test_lock_pair_required),
+        cmocka_unit_test(test_store_fails_midway),
         cmocka_unit_test(test_accepts_increasing_and_equal),
         cmocka_unit_test(test_refuses_lower),
         cmocka_unit_test(test_zero_token_refused),

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,14 +34,38 @@ static int setup(void **state)
     return 0;
 }
 
+/* Files in dir whose name starts with prefix. */
+static int count_files(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
 static int teardown(void **state)
 {
     fx_t *fx = *state;
-    char tmp[320];
-    unlink(fx->path);
-    snprintf(tmp, sizeof tmp, "%s.tmp", fx->path);
-    unlink(tmp);
+    DIR *d;
+    struct dirent *e;
     chmod(fx->dir, 0700);
+    d = opendir(fx->dir);
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char p[600];
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(p, sizeof p, "%s/%s", fx->dir, e->d_name);
+        unlink(p);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
     rmdir(fx->dir);
     free(fx);
     return 0;
@@ -222,6 +247,146 @@ static void test_init_rejects_bad_path(void **state)
     assert_int_equal(elk_fence_file_init(NULL, "/tmp/x", &s), ELK_E_INVALID_ARG);
 }
 
+static void file_with_suffix(const fx_t *fx, const char *suffix, const char *text)
+{
+    char p[400];
+    snprintf(p, sizeof p, "%s%s", fx->path, suffix);
+    write_raw(p, text);
+}
+
+/* A crash at each point of a store leaves one of these on disk; in every case the next
+ * guard loads the old or the new value (never lower, never "corrupt"), accepts a higher
+ * token, and removes the leftovers. */
+static void test_crash_points(void **state)
+{
+    fx_t *fx = *state;
+    static const struct {
+        const char *what, *state_text, *tmp_text;
+        uint64_t expect;
+    } pts[] = {
+        {"before the temp file", "elkfence 1 7 ", NULL, 7},
+        {"temp created, nothing written", "elkfence 1 7 ", "", 7},
+        {"temp half written", "elkfence 1 7 ", "elkfence 1 8", 7},
+        {"temp written and synced, not renamed", "elkfence 1 7 ", "elkfence 1 8 XXXX\n", 7},
+        {"renamed, directory not synced", "elkfence 1 8 ", NULL, 8},
+    };
+    size_t i;
+    for (i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        elk_fence_file_t ff;
+        elk_fence_storage_t s;
+        elk_fence_t f;
+        uint64_t base = pts[i].expect;
+        assert_int_equal(elk_fence_file_init(&ff, fx->path, &s), ELK_OK);
+        assert_int_equal(s.store(s.ctx, base), ELK_OK);
+        if (pts[i].tmp_text != NULL) {
+            file_with_suffix(fx, ".tmp.4242.0", pts[i].tmp_text);
+            file_with_suffix(fx, ".tmp", pts[i].tmp_text); /* the old fixed name too */
+        }
+        assert_int_equal(elk_fence_init(&f, &s), ELK_OK);
+        assert_int_equal(elk_fence_highest(&f), pts[i].expect);
+        assert_int_equal(elk_fence_check(&f, base - 1), ELK_E_FENCE_STALE);
+        assert_int_equal(elk_fence_check(&f, base + 1), ELK_OK);
+        assert_int_equal(count_files(fx->dir, "state.tmp"), 0);
+        assert_int_equal(ff.lock_fd, -1);
+        assert_int_equal(unlink(fx->path), 0);
+    }
+}
+
+/* Temp names are unique: a leftover with our own next name is skipped (O_EXCL), even
+ * without the lock (no sweep then). */
+static void test_tmp_names_unique(void **state)
+{
+    fx_t *fx = *state;
+    elk_fence_file_t ff;
+    elk_fence_storage_t s;
+    uint64_t t;
+    char suffix[64];
+    assert_int_equal(elk_fence_file_init(&ff, fx->path, &s), ELK_OK);
+    snprintf(suffix, sizeof suffix, ".tmp.%ld.0", (long)getpid());
+    file_with_suffix(fx, suffix, "junk");
+    assert_int_equal(s.store(s.ctx, 5), ELK_OK);
+    assert_int_equal(s.load(s.ctx, &t), ELK_OK);
+    assert_int_equal(t, 5);
+    assert_int_equal(count_files(fx->dir, "state.tmp"), 1); /* not ours to remove unlocked */
+}
+
+/* The lock: created 0600 when missing, exclusive across open files, bounded wait. */
+static void test_lock_file(void **state)
+{
+    fx_t *fx = *state;
+    elk_fence_file_t a, b;
+    elk_fence_storage_t sa, sb;
+    elk_fence_t fa, fb;
+    char lock[400];
+    struct stat st;
+    snprintf(lock, sizeof lock, "%s.lock", fx->path);
+    assert_int_equal(elk_fence_file_init(&a, fx->path, &sa), ELK_OK);
+    assert_int_equal(elk_fence_file_init(&b, fx->path, &sb), ELK_OK);
+    assert_non_null(sa.lock);
+    assert_int_equal(elk_fence_init(&fa, &sa), ELK_OK);
+    assert_int_equal(elk_fence_init(&fb, &sb), ELK_OK);
+    assert_int_equal(elk_fence_begin(&fa, 3), ELK_OK);
+    assert_true(a.lock_fd >= 0);
+    assert_int_equal(stat(lock, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(sa.lock(sa.ctx), ELK_E_STATE);
+    elk_fence_file_set_wait(&b, 0);
+    assert_int_equal(elk_fence_begin(&fb, 4), ELK_E_FENCE_BUSY);
+    elk_fence_file_set_wait(&b, 30);
+    assert_int_equal(elk_fence_begin(&fb, 4), ELK_E_FENCE_BUSY);
+    assert_int_equal(elk_fence_end(&fa), ELK_OK);
+    assert_int_equal(a.lock_fd, -1);
+    assert_int_equal(elk_fence_begin(&fb, 4), ELK_OK);
+    assert_int_equal(elk_fence_end(&fb), ELK_OK);
+    /* missing lock file: made again; the lock file is never removed by the guard */
+    assert_int_equal(unlink(lock), 0);
+    assert_int_equal(elk_fence_check(&fa, 4), ELK_OK);
+    assert_int_equal(stat(lock, &st), 0);
+    assert_int_equal(elk_fence_check(&fa, 3), ELK_E_FENCE_STALE);
+}
+
+/* A lock that cannot be made (no directory) is a storage failure with its errno. */
+static void test_lock_unmakeable(void **state)
+{
+    fx_t *fx = *state;
+    elk_fence_file_t ff;
+    elk_fence_storage_t s;
+    char path[400];
+    snprintf(path, sizeof path, "%s/no/dir/state", fx->dir);
+    assert_int_equal(elk_fence_file_init(&ff, path, &s), ELK_OK);
+    assert_int_equal(s.lock(s.ctx), ELK_E_FENCE_STORAGE);
+    assert_int_not_equal(ff.last_errno, 0);
+    assert_int_equal(ff.lock_fd, -1);
+    s.unlock(s.ctx); /* harmless when not held */
+}
+
+/* A guard inside a held step decides under its parent's hold (the inherited descriptor)
+ * instead of waiting for it; ending it never ends the parent's hold. A descriptor that
+ * is not that lock file is ignored. */
+static void test_inherited_lock(void **state)
+{
+    fx_t *fx = *state;
+    elk_fence_file_t a, b, c;
+    elk_fence_storage_t sa, sb, sc;
+    elk_fence_t fa, fb, fc;
+    assert_int_equal(elk_fence_file_init(&a, fx->path, &sa), ELK_OK);
+    assert_int_equal(elk_fence_file_init(&b, fx->path, &sb), ELK_OK);
+    assert_int_equal(elk_fence_file_init(&c, fx->path, &sc), ELK_OK);
+    assert_int_equal(elk_fence_init(&fa, &sa), ELK_OK);
+    assert_int_equal(elk_fence_init(&fb, &sb), ELK_OK);
+    assert_int_equal(elk_fence_init(&fc, &sc), ELK_OK);
+    assert_int_equal(elk_fence_begin(&fa, 5), ELK_OK);
+    elk_fence_file_set_wait(&b, 0);
+    elk_fence_file_set_inherited(&b, a.lock_fd);
+    assert_int_equal(elk_fence_check(&fb, 6), ELK_OK);        /* no wait for the parent */
+    assert_int_equal(elk_fence_check(&fb, 5), ELK_E_FENCE_STALE);
+    elk_fence_file_set_wait(&c, 0);
+    elk_fence_file_set_inherited(&c, 0); /* stdin: not the lock file */
+    assert_int_equal(elk_fence_check(&fc, 7), ELK_E_FENCE_BUSY); /* the parent still holds it */
+    assert_int_equal(elk_fence_end(&fa), ELK_OK);
+    assert_int_equal(elk_fence_check(&fc, 7), ELK_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +399,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unwritable_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_path, setup, teardown),
         cmocka_unit_test(test_init_rejects_bad_path),
+        cmocka_unit_test_setup_teardown(test_crash_points, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmp_names_unique, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_unmakeable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inherited_lock, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,6 +82,7 @@ extern "C" {
     X(ELK_E_FENCE_STORAGE, -101, "fencing state storage failed (read, write or sync)")        \
     X(ELK_E_FENCE_CORRUPT, -102, "fencing state file is corrupt (bad format or checksum); check the actuator, then restore or remove the file") \
     X(ELK_E_FENCE_TOKEN, -103, "fencing token is missing, zero or not a decimal number")      \
+    X(ELK_E_FENCE_BUSY, -104, "fencing guard busy: another step holds it and the wait ran out; retry, or wait longer (a step that never ends keeps it: check the actuator's command)") \
     /* configuration (agent) */                                                                \
     X(ELK_E_CONFIG, -110, "invalid configuration")                                            \
     /* control socket (agent) */                                                               \

@@ -1,0 +1,357 @@
+/*
+ * `elk guard`: check a fencing token, or check it and hold the guard while the
+ * actuator's step runs (elkfw/guard.h, docs/guard.md).
+ *
+ * Hold mode and the death of this process: CMD inherits the locked descriptor of
+ * "<state>.lock" on purpose, so the OS lock lasts until CMD (and anything it started
+ * that kept the descriptor) is gone, even when `elk guard` itself is SIGKILLed: a
+ * higher token can never be accepted while the step still runs. CMD also gets
+ * PR_SET_PDEATHSIG(SIGKILL): a step nobody supervises any more is stopped at once
+ * rather than left holding the guard (and the actuator) for good.
+ */
+#define _GNU_SOURCE
+#include "elkfw/guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elk/err.h"
+#include "elk/fence.h"
+#include "elk/fence_file.h"
+#include "elkfw/conf.h"
+#include "elkfw/lease.h"
+
+#define EXIT_USAGE 64
+#define EXIT_NOEXEC 126
+#define EXIT_NOTFOUND 127
+
+typedef struct guard_opts {
+    const char *state;
+    const char *token_arg;
+    const char *lease_file; /* NULL: no lease check */
+    const char *wait_arg;
+    uint32_t wait_ms;
+    uint64_t token;
+    char **cmd; /* NULL: check only */
+} guard_opts_t;
+
+__attribute__((format(printf, 1, 2))) static void gsay(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("elk: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void elkfw_guard_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: elk guard --state FILE [--wait DURATION] [--lease-file FILE] [TOKEN] [-- CMD [ARGS...]]\n"
+            "Actuator side of fencing: accept TOKEN (default $ELK_FENCE_TOKEN) if it is not lower than\n"
+            "the highest token ever accepted, which FILE keeps durably (written atomically, fsynced).\n"
+            "Every decision is serialised across processes by an OS lock on FILE.lock.\n"
+            "With -- CMD: check and hold. CMD runs only if TOKEN is accepted, and the guard stays held\n"
+            "until CMD exits, so no other step (a newer holder waits, an older one is refused) can\n"
+            "start while it runs. Drive the actuator only from inside CMD (see docs/guard.md).\n"
+            "  --wait DURATION     wait at most this long (500ms, 10s, ...) for a step that holds the\n"
+            "                      guard; default: as long as it takes\n"
+            "  --lease-file FILE   default $ELK_LEASE_FILE (set by elk run): refuse unless FILE says\n"
+            "                      the lease of TOKEN is current (deadline not passed, not ended)\n"
+            "Exit: 0 accepted (with CMD: CMD's own status, 128+N if it died of signal N),\n"
+            "65 refused: stale token (a newer holder drove the actuator), 66 state file unreadable,\n"
+            "corrupt or not syncable (refused: fail closed), 67 refused by the lease file (deadline\n"
+            "passed, lease ended, other token, unreadable or malformed), 68 guard busy for all of\n"
+            "--wait, 64 bad usage or token, 126/127 CMD not executable / not found.\n");
+}
+
+/* ------------------------------------------------------------------ options */
+
+static int guard_usage_error(const char *fmt, const char *arg)
+{
+    fputs("elk: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    elkfw_guard_usage(stderr);
+    return EXIT_USAGE;
+}
+
+/* --name VALUE or --name=VALUE at argv[*i]; advances *i past VALUE. */
+static bool guard_opt(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    size_t n = strlen(name);
+    if (strcmp(argv[*i], name) == 0 && *i + 1 < argc) {
+        *val = argv[++*i];
+        return true;
+    }
+    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return true;
+    }
+    return false;
+}
+
+static int guard_parse_args(int argc, char **argv, guard_opts_t *o)
+{
+    int i;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            if (i + 1 >= argc) {
+                return guard_usage_error("%s needs a command after it", "--");
+            }
+            o->cmd = argv + i + 1;
+            break;
+        }
+        if (guard_opt(argc, argv, &i, "--state", &o->state) || guard_opt(argc, argv, &i, "--wait", &o->wait_arg) ||
+            guard_opt(argc, argv, &i, "--lease-file", &o->lease_file)) {
+            continue;
+        }
+        if (argv[i][0] == '-' || o->token_arg != NULL) {
+            return guard_usage_error("unexpected argument '%s'", argv[i]);
+        }
+        o->token_arg = argv[i];
+    }
+    if (o->state == NULL) {
+        return guard_usage_error("missing --state %s", "FILE");
+    }
+    return 0;
+}
+
+static int guard_check_args(guard_opts_t *o)
+{
+    o->wait_ms = ELK_FENCE_FILE_WAIT_FOREVER;
+    if (o->wait_arg != NULL && (!elkfw_parse_duration(o->wait_arg, strlen(o->wait_arg), &o->wait_ms) ||
+                                o->wait_ms == ELK_FENCE_FILE_WAIT_FOREVER)) {
+        gsay("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')", o->wait_arg);
+        return EXIT_USAGE;
+    }
+    if (o->lease_file == NULL) {
+        o->lease_file = getenv("ELK_LEASE_FILE");
+    }
+    if (o->lease_file != NULL && o->lease_file[0] == '\0') {
+        gsay("--lease-file (or ELK_LEASE_FILE) is empty: name the lease file elk run wrote");
+        return EXIT_USAGE;
+    }
+    if (o->token_arg == NULL) {
+        o->token_arg = getenv("ELK_FENCE_TOKEN");
+        if (o->token_arg == NULL) {
+            gsay("no TOKEN given and ELK_FENCE_TOKEN is not set");
+            return EXIT_USAGE;
+        }
+    }
+    if (elk_fence_parse_token(o->token_arg, strlen(o->token_arg), &o->token) != ELK_OK) {
+        gsay("'%s' is not a fencing token (a decimal number from 1 up; 0 means fencing is off)", o->token_arg);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ decisions */
+
+static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence, const elk_fence_file_t *ff)
+{
+    if (rc == ELK_E_FENCE_STALE) {
+        gsay("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", o->token, elk_fence_highest(fence),
+             elk_err_message(rc));
+        return ELKFW_GUARD_EXIT_STALE;
+    }
+    if (rc == ELK_E_FENCE_BUSY) {
+        gsay("token %" PRIu64 " not decided: %s: another step held the guard for all of --wait %s (%s)", o->token,
+             o->state, o->wait_arg != NULL ? o->wait_arg : "", elk_err_message(rc));
+        return ELKFW_GUARD_EXIT_BUSY;
+    }
+    if (rc == ELK_E_FENCE_STORAGE) {
+        int se = elk_fence_storage_error(fence);
+        gsay("token %" PRIu64 " refused: %s: %s%s%s", o->token, o->state, elk_err_message(se),
+             ff->last_errno ? ": " : "", ff->last_errno ? strerror(ff->last_errno) : "");
+        return ELKFW_GUARD_EXIT_STORAGE;
+    }
+    gsay("token %" PRIu64 " refused: %s", o->token, elk_err_message(rc));
+    return EXIT_USAGE;
+}
+
+static uint64_t guard_boottime_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* 0 when the lease file says TOKEN's lease is current, else prints why and returns
+ * ELKFW_GUARD_EXIT_LEASE. Read under the guard, right before the step starts. */
+static int guard_lease_check(const guard_opts_t *o)
+{
+    char buf[ELKFW_LEASE_LINE_MAX + 1];
+    uint64_t ft, dl, now;
+    ssize_t got;
+    elkfw_lease_verdict_t v;
+    int fd = open(o->lease_file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        gsay("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
+        return ELKFW_GUARD_EXIT_LEASE;
+    }
+    do {
+        got = read(fd, buf, sizeof buf); /* one read: the writer replaces the file whole */
+    } while (got < 0 && errno == EINTR);
+    close(fd);
+    if (got < 0) {
+        gsay("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
+        return ELKFW_GUARD_EXIT_LEASE;
+    }
+    now = guard_boottime_ms();
+    v = elkfw_lease_judge(buf, (size_t)got, o->token, now, &ft, &dl);
+    if (v == ELKFW_LEASE_OK) {
+        return 0;
+    }
+    if (v == ELKFW_LEASE_EXPIRED) {
+        gsay("token %" PRIu64 " refused: %s %" PRIu64 " ms ago (%s)", o->token, elkfw_lease_verdict_text(v), now - dl,
+             o->lease_file);
+    } else if (v == ELKFW_LEASE_TOKEN) {
+        gsay("token %" PRIu64 " refused: %s: %" PRIu64 " (%s)", o->token, elkfw_lease_verdict_text(v), ft,
+             o->lease_file);
+    } else {
+        gsay("token %" PRIu64 " refused: %s (%s)", o->token, elkfw_lease_verdict_text(v), o->lease_file);
+    }
+    return ELKFW_GUARD_EXIT_LEASE;
+}
+
+/* ------------------------------------------------------------------ hold: run CMD */
+
+static void guard_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGCHLD);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGUSR2);
+}
+
+static void guard_child(char **cmd, int lock_fd, pid_t parent, const sigset_t *old)
+{
+    char fdbuf[16];
+    /* A step must not outlive its supervisor: see the top of this file. The check
+     * after prctl covers a parent that died before the death signal was armed. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+        _exit(EXIT_NOEXEC);
+    }
+    if (fcntl(lock_fd, F_SETFD, 0) != 0) { /* keep the guard held through exec */
+        _exit(EXIT_NOEXEC);
+    }
+    (void)snprintf(fdbuf, sizeof fdbuf, "%d", lock_fd);
+    setenv("ELK_GUARD_LOCK_FD", fdbuf, 1); /* a guard inside the step must not wait for us */
+    sigprocmask(SIG_SETMASK, old, NULL);
+    execvp(cmd[0], cmd);
+    gsay("cannot run '%s': %s", cmd[0], strerror(errno));
+    _exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+}
+
+/* Forward signals to the child until it exits; returns its exit code. */
+static int guard_supervise(pid_t child, const sigset_t *set)
+{
+    int status;
+    for (;;) {
+        siginfo_t si;
+        pid_t w;
+        int sig = sigwaitinfo(set, &si);
+        if (sig < 0) {
+            continue; /* EINTR: e.g. SIGSTOP/SIGCONT of elk guard itself */
+        }
+        if (sig != SIGCHLD) {
+            (void)kill(child, sig);
+            continue;
+        }
+        w = waitpid(child, &status, WNOHANG);
+        if (w == child && (WIFEXITED(status) || WIFSIGNALED(status))) {
+            break;
+        }
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int guard_run(char **cmd, int lock_fd)
+{
+    sigset_t set, old;
+    pid_t parent = getpid(), child;
+    int rc;
+    signal(SIGCHLD, SIG_DFL); /* an inherited SIG_IGN would reap CMD behind our back */
+    guard_signal_set(&set);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    fflush(NULL);
+    child = fork();
+    if (child < 0) {
+        gsay("cannot start '%s': fork: %s", cmd[0], strerror(errno));
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return EXIT_NOEXEC;
+    }
+    if (child == 0) {
+        guard_child(cmd, lock_fd, parent, &old);
+    }
+    rc = guard_supervise(child, &set);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ main */
+
+/* ELK_GUARD_LOCK_FD from an enclosing `elk guard ... -- CMD`, or -1. */
+static int guard_inherited_fd(void)
+{
+    const char *s = getenv("ELK_GUARD_LOCK_FD");
+    char *end;
+    long v;
+    if (s == NULL || *s == '\0') {
+        return -1;
+    }
+    v = strtol(s, &end, 10);
+    return *end == '\0' && v >= 0 && v < 65536 ? (int)v : -1;
+}
+
+int elkfw_guard_main(int argc, char **argv)
+{
+    guard_opts_t o;
+    elk_fence_file_t ff;
+    elk_fence_storage_t st;
+    elk_fence_t fence;
+    int rc;
+    memset(&o, 0, sizeof o);
+    rc = guard_parse_args(argc, argv, &o);
+    if (rc == 0) {
+        rc = guard_check_args(&o);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (elk_fence_file_init(&ff, o.state, &st) != ELK_OK) {
+        gsay("--state '%s' is not a usable path", o.state);
+        return EXIT_USAGE;
+    }
+    elk_fence_file_set_wait(&ff, o.wait_ms);
+    elk_fence_file_set_inherited(&ff, guard_inherited_fd());
+    (void)elk_fence_init(&fence, &st); /* a hint only: begin reloads under the lock */
+    rc = elk_fence_begin(&fence, o.token);
+    if (rc != ELK_OK) {
+        return guard_refused(rc, &o, &fence, &ff);
+    }
+    /* The guard is held: the lease is judged now, after any wait for the lock. */
+    rc = o.lease_file != NULL ? guard_lease_check(&o) : 0;
+    if (rc == 0 && o.cmd != NULL) {
+        rc = guard_run(o.cmd, ff.lock_fd);
+    }
+    (void)elk_fence_end(&fence);
+    return rc;
+}
