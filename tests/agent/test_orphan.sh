@@ -150,4 +150,110 @@ PY
 check_contains "SUPERVISE of pgid 1 is refused as a syntax error" "pgid must be a process group id from 2" "$(sed -n 2p "$M/sup.out")"
 check_contains "SUPERVISE of a group the client did not start is refused" "is neither the client's own" "$(sed -n 3p "$M/sup.out")"
 kill -0 "$ELKD_PID_a"; check "elkd is still alive (it did not signal its own group)" 0 $?
+# e) A client that takes the lease without SUPERVISE and stops reading may still be driving:
+#    elkd drops it but never releases under it; the lease is no longer renewed and runs out.
+python3 - "$SOCK_a" > "$M/e.out" 2>&1 <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.sendall(b"ACQUIRE valve-1 10s\n")
+buf = b""
+while b"\n" not in buf:
+    buf += s.recv(4096)
+print(buf.split(b"\n")[0].decode(), flush=True)
+time.sleep(120)   # holds the connection, reads nothing more
+PY
+E_PID=$!
+track $E_PID
+for _ in $(seq 1 400); do grep -q '^OK ACQUIRED' "$M/e.out" && break; sleep 0.025; done
+check_contains "e) unsupervised client got the lease" "OK ACQUIRED valve-1" "$(cat "$M/e.out")"
+for _ in $(seq 1 2400); do grep -q "is no longer renewed and runs out" "$ELK_T_DIR/elkd.log" && break; sleep 0.05; done
+grep -q "stopped reading its replies while holding it; it may still be driving: the lease is no longer renewed" "$ELK_T_DIR/elkd.log"
+check "e) elkd let the unread client's lease run out instead of releasing it" 0 $?
+"$ELK" --socket "$SOCK_b" run --wait 30s valve-1 -- true
+check "e) the lease comes free once it has run out" 0 $?
+kill -KILL $E_PID 2>/dev/null
+
+# f) RELEASE while the supervised group still runs: answered, but the lease goes only once
+#    elkd has stopped the group.
+python3 - "$SOCK_a" "$M/f" > "$M/f.out" 2>&1 <<'PY'
+import os, signal, socket, sys, time
+sock, d = sys.argv[1], sys.argv[2]
+os.makedirs(d, exist_ok=True)
+s = socket.socket(socket.AF_UNIX); s.connect(sock); f = s.makefile("rwb", buffering=0)
+def ask(line):
+    f.write(line.encode() + b"\n")
+    while True:
+        r = f.readline().decode()
+        if not r.startswith("EVENT"):
+            return r.strip()
+print(ask("ACQUIRE valve-1 10s"))
+rd, wr = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGTERM, lambda *a: (open(d + "/termed", "w").close(), os._exit(0)))
+    os.write(wr, b"r")   # ready: the handler is in place
+    while True:
+        time.sleep(0.02)
+os.setpgid(pid, pid)
+os.read(rd, 1)
+open(d + "/pid", "w").write(str(pid))
+print(ask("SUPERVISE valve-1 %d" % pid))
+print(ask("RELEASE valve-1"))
+time.sleep(0.5)
+PY
+fpid=$(cat "$M/f/pid" 2>/dev/null)
+check_contains "f) the group was handed over" "OK SUPERVISED valve-1" "$(cat "$M/f.out")"
+"$ELK" --socket "$SOCK_b" run --wait 30s valve-1 -- sh -c "sed -n 's/^.*) \(.\).*/\1/p' /proc/$fpid/stat 2>/dev/null > $M/f/state_at_grant; exit 0"
+check "f) B gets the lease after the release" 0 $?
+[ -e "$M/f/termed" ]; check "f) elkd sent the still-running group SIGTERM before letting the lease go" 0 $?
+st=$(cat "$M/f/state_at_grant" 2>/dev/null)
+[ -z "$st" ] || [ "$st" = Z ]; check "f) the group was gone when B was granted (state '$st')" 0 $?
+kill -KILL "$fpid" 2>/dev/null
+
+# g) elk run stopped (SIGSTOP) and the lease lost (fleet gone): nobody but elkd can stop
+#    the command, and it must be gone by the end of the stop margin.
+d="$M/g"; mkdir -p "$d"; : > "$d/pids"
+"$ELK" --socket "$SOCK_a" run valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
+g_run=$!
+track $g_run
+for _ in $(seq 1 400); do [ "$(wc -l < "$d/pids")" -ge 2 ] && break; sleep 0.025; done
+kill -STOP $g_run
+for n in 1 2 3; do eval "kill -STOP \$REDIS_PID_r$n"; done
+for _ in $(seq 1 400); do grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log" && break; sleep 0.025; done
+grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log"; check "g) elkd saw the lease lost" 0 $?
+for _ in $(seq 1 200); do [ -z "$(alive $(cat "$d/pids"))" ] && break; sleep 0.05; done
+check "g) the command of the stopped elk run is gone after the stop margin" "" "$(alive $(cat "$d/pids"))"
+for n in 1 2 3; do eval "kill -CONT \$REDIS_PID_r$n"; done
+kill -CONT $g_run; wait $g_run
+check "g) the resumed elk run exits 75" 75 $?
+kill -KILL $(cat "$d/pids") 2>/dev/null
+
+# h) elk run killed while elkd is frozen: the kernel's parent-death signal alone stops the
+#    command (elkd cannot help until it resumes).
+for _ in $(seq 1 100); do "$ELK" --socket "$SOCK_a" status | grep -q "nodes_ready=3/3" && break; sleep 0.1; done
+d="$M/h"; mkdir -p "$d"; : > "$d/pids"
+"$ELK" --socket "$SOCK_a" run --wait 20s valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
+h_run=$!
+track $h_run
+for _ in $(seq 1 800); do [ "$(wc -l < "$d/pids")" -ge 2 ] && break; sleep 0.025; done
+main_pid=$(sed -n 2p "$d/pids")
+kill -STOP $ELKD_PID_a
+kill -KILL $h_run
+for _ in $(seq 1 200); do [ -z "$(alive $main_pid)" ] && break; sleep 0.025; done
+check "h) the command died with its elk run while elkd was frozen" "" "$(alive $main_pid)"
+kill -CONT $ELKD_PID_a
+kill -KILL $(cat "$d/pids") 2>/dev/null
+
+# i) The lease file follows the lease: its deadline moves with renewals, and elk guard
+#    run by the command finds it on its own (ELK_LEASE_FILE).
+d="$M/i"; mkdir -p "$d"
+"$ELK" --socket "$SOCK_a" run --wait 20s valve-1 -- sh -c "cat \"\$ELK_LEASE_FILE\" > $d/l1; sleep 0.5; cat \"\$ELK_LEASE_FILE\" > $d/l2; \
+  \"$ELK\" guard --state $d/state \"\$ELK_FENCE_TOKEN\" -- true" 2>"$d/err"
+check "i) elk guard under elk run accepts the current lease" 0 $?
+d1=$(cut -d' ' -f4 "$d/l1" 2>/dev/null); d2=$(cut -d' ' -f4 "$d/l2" 2>/dev/null)
+t1=$(cut -d' ' -f3 "$d/l1" 2>/dev/null)
+[ -n "$d1" ] && [ -n "$d2" ] && [ "$d2" -gt "$d1" ]; check "i) renewals move the lease file's deadline ($d1 -> $d2)" 0 $?
+[ "${t1:-0}" -gt 0 ]; check "i) the lease file carries the token ($t1)" 0 $?
 finish
