@@ -65,10 +65,13 @@ enum {
 /* One whole line from elkd, the longest being the STATUS JSON answer. */
 #define REPLY_BUF ELK_CTL_REPLY_MAX
 
-static const char *sock_path;
-static char reply_store[REPLY_BUF];
-static elkfw_linebuf_t reply_lb;
-static int conn_fd = -1;
+/* The connection to elkd: one per elk process, owned by main and passed down. */
+typedef struct agent_link {
+    const char *sock_path;
+    int fd;                 /* -1 until agent_connect */
+    elkfw_linebuf_t lb;     /* lines received, over store */
+    char store[REPLY_BUF];
+} agent_link_t;
 
 static uint64_t now_ms(void)
 {
@@ -89,32 +92,32 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 
 /* ------------------------------------------------------------------ connection */
 
-static int agent_connect(void)
+static int agent_connect(agent_link_t *ak)
 {
     struct sockaddr_un sa;
     int fd;
-    if (strlen(sock_path) >= sizeof sa.sun_path) {
-        say("socket path '%s' is too long", sock_path);
+    if (strlen(ak->sock_path) >= sizeof sa.sun_path) {
+        say("socket path '%s' is too long", ak->sock_path);
         return -1;
     }
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;
-    strcpy(sa.sun_path, sock_path);
+    strcpy(sa.sun_path, ak->sock_path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        say("cannot reach elkd at %s: %s (is elkd running? use --socket or ELK_SOCKET)", sock_path,
+        say("cannot reach elkd at %s: %s (is elkd running? use --socket or ELK_SOCKET)", ak->sock_path,
             strerror(errno));
         if (fd >= 0) {
             close(fd);
         }
         return -1;
     }
-    conn_fd = fd;
-    elkfw_linebuf_init(&reply_lb, reply_store, sizeof reply_store);
+    ak->fd = fd;
+    elkfw_linebuf_init(&ak->lb, ak->store, sizeof ak->store);
     return fd;
 }
 
-static int agent_send(const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int agent_send(agent_link_t *ak, const char *fmt, ...)
 {
     char line[ELK_CTL_LINE_MAX];
     va_list ap;
@@ -128,7 +131,7 @@ static int agent_send(const char *fmt, ...)
         return -1;
     }
     while (off < (size_t)n) {
-        ssize_t w = send(conn_fd, line + off, (size_t)n - off, MSG_NOSIGNAL);
+        ssize_t w = send(ak->fd, line + off, (size_t)n - off, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) {
                 continue;
@@ -143,13 +146,13 @@ static int agent_send(const char *fmt, ...)
 
 /* Read whatever is available (blocking once unless nonblock). Returns 1 if bytes
  * arrived, 0 on EOF, -1 on error. */
-static int agent_fill(void)
+static int agent_fill(agent_link_t *ak)
 {
     size_t avail;
-    char *sp = elkfw_linebuf_space(&reply_lb, &avail);
+    char *sp = elkfw_linebuf_space(&ak->lb, &avail);
     ssize_t n;
     do {
-        n = recv(conn_fd, sp, avail, 0);
+        n = recv(ak->fd, sp, avail, 0);
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
         return -1;
@@ -157,23 +160,23 @@ static int agent_fill(void)
     if (n == 0) {
         return 0;
     }
-    elkfw_linebuf_commit(&reply_lb, (size_t)n);
+    elkfw_linebuf_commit(&ak->lb, (size_t)n);
     return 1;
 }
 
 /* Take in whatever elkd has already written, without blocking. Returns 1 if the
  * connection is still open, 0 on EOF, -1 on error. Lines read here but not yet handled
  * stay in reply_lb: callers must go through every buffered line afterwards. */
-static int agent_fill_now(void)
+static int agent_fill_now(agent_link_t *ak)
 {
     for (;;) {
         size_t avail;
-        char *sp = elkfw_linebuf_space(&reply_lb, &avail);
+        char *sp = elkfw_linebuf_space(&ak->lb, &avail);
         ssize_t n;
         if (avail == 0) {
             return 1; /* buffer full: the caller drains it and comes back */
         }
-        n = recv(conn_fd, sp, avail, MSG_DONTWAIT);
+        n = recv(ak->fd, sp, avail, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -183,7 +186,7 @@ static int agent_fill_now(void)
         if (n == 0) {
             return 0;
         }
-        elkfw_linebuf_commit(&reply_lb, (size_t)n);
+        elkfw_linebuf_commit(&ak->lb, (size_t)n);
     }
 }
 
@@ -261,13 +264,13 @@ static void watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m)
 }
 
 /* Handle every complete line in the buffer. */
-static void watch_lines(lease_watch_t *w)
+static void watch_lines(agent_link_t *ak, lease_watch_t *w)
 {
     const char *line;
     size_t len;
     elkfw_ctl_msg_t m;
     int rc;
-    while ((rc = elkfw_linebuf_next(&reply_lb, &line, &len)) != 0) {
+    while ((rc = elkfw_linebuf_next(&ak->lb, &line, &len)) != 0) {
         if (rc > 0 && elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_EVENT) {
             watch_msg(w, &m);
         }
@@ -278,10 +281,10 @@ static void watch_lines(lease_watch_t *w)
 }
 
 /* Next line from elkd, blocking. Returns 1 with the line, 0 on EOF, -1 on error. */
-static int agent_line(const char **line, size_t *len)
+static int agent_line(agent_link_t *ak, const char **line, size_t *len)
 {
     for (;;) {
-        int rc = elkfw_linebuf_next(&reply_lb, line, len);
+        int rc = elkfw_linebuf_next(&ak->lb, line, len);
         if (rc == 1) {
             return 1;
         }
@@ -289,7 +292,7 @@ static int agent_line(const char **line, size_t *len)
             say("reply from elkd too long; ignored");
             continue;
         }
-        rc = agent_fill();
+        rc = agent_fill(ak);
         if (rc <= 0) {
             return rc;
         }
@@ -318,16 +321,16 @@ static int exit_for_err(const char *code)
 /* Ask for the lease and wait for the answer; events that are not for us are skipped.
  * SIGINT/SIGTERM/SIGHUP on sfd abandon the wait (closing the connection cancels the
  * acquire in elkd). Returns EXIT_OK with the grant in *m, or the exit code. */
-static int acquire_lease(const char *resource, uint32_t wait_ms, int sfd, elkfw_ctl_msg_t *m)
+static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd, elkfw_ctl_msg_t *m)
 {
-    if (agent_send("ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
+    if (agent_send(ak, "ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
         return EXIT_UNREACHABLE;
     }
     for (;;) {
-        struct pollfd p[2] = {{conn_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+        struct pollfd p[2] = {{ak->fd, POLLIN, 0}, {sfd, POLLIN, 0}};
         const char *line;
         size_t len;
-        if (elkfw_linebuf_next(&reply_lb, &line, &len) == 1) {
+        if (elkfw_linebuf_next(&ak->lb, &line, &len) == 1) {
             if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
                 say("unexpected reply from elkd: %.*s", (int)len, line);
                 return EXIT_FAIL;
@@ -359,7 +362,7 @@ static int acquire_lease(const char *resource, uint32_t wait_ms, int sfd, elkfw_
                 }
             }
         }
-        if (p[0].revents && agent_fill() <= 0) {
+        if (p[0].revents && agent_fill(ak) <= 0) {
             say("elkd closed the connection before answering (is it shutting down?)");
             return EXIT_NOT_ACQUIRED;
         }
@@ -367,18 +370,18 @@ static int acquire_lease(const char *resource, uint32_t wait_ms, int sfd, elkfw_
 }
 
 /* After RELEASE: wait (briefly) for the confirmation so the next holder is not kept waiting. */
-static void release_and_wait(const char *resource)
+static void release_and_wait(agent_link_t *ak, const char *resource)
 {
     uint64_t until = now_ms() + 2000;
-    if (agent_send("RELEASE %s\n", resource) != 0) {
+    if (agent_send(ak, "RELEASE %s\n", resource) != 0) {
         return;
     }
     while (now_ms() < until) {
         const char *line;
         size_t len;
         elkfw_ctl_msg_t m;
-        struct pollfd p = {conn_fd, POLLIN, 0};
-        int rc = elkfw_linebuf_next(&reply_lb, &line, &len);
+        struct pollfd p = {ak->fd, POLLIN, 0};
+        int rc = elkfw_linebuf_next(&ak->lb, &line, &len);
         if (rc == 1) {
             if (elkfw_ctl_parse_reply(line, len, &m) == ELK_OK &&
                 ((m.kind == ELKFW_MSG_OK && strcmp(m.word, "RELEASED") == 0) || m.kind == ELKFW_MSG_ERR)) {
@@ -386,7 +389,7 @@ static void release_and_wait(const char *resource)
             }
             continue;
         }
-        if (poll(&p, 1, (int)(until - now_ms())) <= 0 || agent_fill() <= 0) {
+        if (poll(&p, 1, (int)(until - now_ms())) <= 0 || agent_fill(ak) <= 0) {
             return;
         }
     }
@@ -493,7 +496,7 @@ static bool want_help(int argc, char **argv)
 
 /* Options shared by run and acquire: [--wait MS] [--socket PATH] RESOURCE. Returns the
  * index of the first argument after RESOURCE, or -1. */
-static int parse_lock_args(int argc, char **argv, uint32_t *wait_ms, const char **resource)
+static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms, const char **resource)
 {
     int i;
     *wait_ms = 0;
@@ -516,7 +519,7 @@ static int parse_lock_args(int argc, char **argv, uint32_t *wait_ms, const char 
                 say("--socket needs a path");
                 return -1;
             }
-            sock_path = argv[++i];
+            ak->sock_path = argv[++i];
         } else if (argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
             say("unknown option '%s'", argv[i]);
             return -1;
@@ -617,6 +620,7 @@ typedef enum run_stage { RUN_DRIVING, RUN_TERM_SENT, RUN_KILLED } run_stage_t;
  * lost (or elkd goes away, or the deadline passes without word) CMD's process group
  * gets SIGTERM, and SIGKILL once the stop margin is over. */
 typedef struct run_sup {
+    agent_link_t *ak;
     const char *resource;
     lease_watch_t w;
     uint64_t token;
@@ -654,16 +658,17 @@ static void run_stop(run_sup_t *rs, uint64_t now, const char *why, uint32_t marg
 /* One step by the clock and by what elkd said. Returns the next time to step. */
 static uint64_t run_step(run_sup_t *rs, uint64_t now)
 {
+    agent_link_t *ak = rs->ak;
     uint64_t old_deadline = rs->w.deadline;
-    watch_lines(&rs->w);
+    watch_lines(ak, &rs->w);
     if (rs->stage == RUN_DRIVING && !rs->w.lost && rs->conn_open && now >= rs->w.deadline) {
         /* A RENEWED may be waiting in the socket: take it in before giving up. */
-        if (agent_fill_now() <= 0) {
+        if (agent_fill_now(ak) <= 0) {
             rs->conn_open = false;
             rs->w.lost = true;
             rs->w.why = "lost the connection to elkd; the lease can no longer be trusted";
         }
-        watch_lines(&rs->w);
+        watch_lines(ak, &rs->w);
         now = now_ms();
     }
     if (rs->w.deadline != old_deadline && !rs->w.lost) {
@@ -757,10 +762,11 @@ static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
  * the reply in *m, 0 if the connection closed. */
 static int run_reply(run_sup_t *rs, elkfw_ctl_msg_t *m)
 {
+    agent_link_t *ak = rs->ak;
     for (;;) {
         const char *line;
         size_t len;
-        int rc = agent_line(&line, &len);
+        int rc = agent_line(ak, &line, &len);
         if (rc <= 0) {
             return 0;
         }
@@ -777,8 +783,9 @@ static int run_reply(run_sup_t *rs, elkfw_ctl_msg_t *m)
 /* Ask elkd to supervise CMD's group, then let CMD exec. False: CMD never ran. */
 static bool run_hand_over(run_sup_t *rs)
 {
+    agent_link_t *ak = rs->ak;
     elkfw_ctl_msg_t m;
-    if (agent_send("SUPERVISE %s %ld\n", rs->resource, (long)rs->child) != 0 || run_reply(rs, &m) == 0) {
+    if (agent_send(ak, "SUPERVISE %s %ld\n", rs->resource, (long)rs->child) != 0 || run_reply(rs, &m) == 0) {
         say("%s: lost the connection to elkd before the command could start; not starting it", rs->resource);
         return false;
     }
@@ -834,8 +841,9 @@ static bool run_reap_group(run_sup_t *rs)
 
 static void run_supervise(run_sup_t *rs)
 {
+    agent_link_t *ak = rs->ak;
     while (!rs->child_done) {
-        struct pollfd p[2] = {{rs->sfd, POLLIN, 0}, {rs->conn_open ? conn_fd : -1, POLLIN, 0}};
+        struct pollfd p[2] = {{rs->sfd, POLLIN, 0}, {rs->conn_open ? ak->fd : -1, POLLIN, 0}};
         uint64_t now = now_ms();
         uint64_t wake = run_step(rs, now);
         int timeout = wake == UINT64_MAX ? -1 : (wake <= now ? 0 : (int)(wake - now > 60000 ? 60000 : wake - now));
@@ -846,7 +854,7 @@ static void run_supervise(run_sup_t *rs)
             run_on_signals(rs);
         }
         if (rs->conn_open && p[1].revents) {
-            if (agent_fill_now() <= 0) {
+            if (agent_fill_now(ak) <= 0) {
                 rs->conn_open = false;
                 if (!rs->w.lost) {
                     rs->w.lost = true;
@@ -856,7 +864,7 @@ static void run_supervise(run_sup_t *rs)
         }
     }
     /* A LOST that came with CMD's exit still counts (elkd may have stopped CMD for it). */
-    if (rs->conn_open && agent_fill_now() <= 0) {
+    if (rs->conn_open && agent_fill_now(ak) <= 0) {
         rs->conn_open = false;
     }
     (void)run_step(rs, now_ms());
@@ -869,16 +877,17 @@ static void run_supervise(run_sup_t *rs)
  * kept long by an elkd that is paused. */
 static void run_wait_cause(run_sup_t *rs)
 {
+    agent_link_t *ak = rs->ak;
     uint64_t until = now_ms() + 50u;
     while (rs->conn_open && !rs->w.lost && now_ms() < until) {
-        struct pollfd p = {conn_fd, POLLIN, 0};
+        struct pollfd p = {ak->fd, POLLIN, 0};
         if (poll(&p, 1, (int)(until - now_ms())) <= 0) {
             break;
         }
-        if (agent_fill_now() <= 0) {
+        if (agent_fill_now(ak) <= 0) {
             rs->conn_open = false;
         }
-        watch_lines(&rs->w);
+        watch_lines(ak, &rs->w);
     }
 }
 
@@ -897,21 +906,21 @@ static int run_exit_code(const run_sup_t *rs)
 }
 
 /* What the grant and the lines behind it say: is the lease still usable now? */
-static bool lease_usable(lease_watch_t *w, const elkfw_ctl_msg_t *grant, bool *conn_open)
+static bool lease_usable(agent_link_t *ak, lease_watch_t *w, const elkfw_ctl_msg_t *grant, bool *conn_open)
 {
     w->deadline = lease_deadline(grant, now_ms());
     /* Whatever elkd wrote after the grant may already say the lease is gone (this process
      * may have been stopped or slow while it sat in the socket): read it all first. */
-    if (agent_fill_now() <= 0) {
+    if (agent_fill_now(ak) <= 0) {
         w->lost = true;
         w->why = "lost the connection to elkd";
         *conn_open = false;
     }
-    watch_lines(w);
+    watch_lines(ak, w);
     return !w->lost && now_ms() < w->deadline;
 }
 
-static int cmd_run(int argc, char **argv)
+static int cmd_run(agent_link_t *ak, int argc, char **argv)
 {
     uint32_t wait_ms;
     elkfw_ctl_msg_t m;
@@ -921,10 +930,11 @@ static int cmd_run(int argc, char **argv)
     bool released_ok;
 
     memset(&rs, 0, sizeof rs);
+    rs.ak = ak;
     rs.go_pipe = -1;
     rs.tty = -1;
     rs.conn_open = true;
-    next = parse_lock_args(argc, argv, &wait_ms, &rs.resource);
+    next = parse_lock_args(ak, argc, argv, &wait_ms, &rs.resource);
     if (next < 0) {
         usage_run(stderr);
         return EXIT_USAGE;
@@ -938,28 +948,28 @@ static int cmd_run(int argc, char **argv)
         return EXIT_USAGE;
     }
     rs.sfd = make_signalfd(&old);
-    if (agent_connect() < 0) {
+    if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    rc = acquire_lease(rs.resource, wait_ms, rs.sfd, &m);
+    rc = acquire_lease(ak, rs.resource, wait_ms, rs.sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
     }
     rs.w.resource = rs.resource;
     rs.token = m.token;
     rs.stop_margin = m.stop_margin_ms;
-    if (!lease_usable(&rs.w, &m, &rs.conn_open)) {
+    if (!lease_usable(ak, &rs.w, &m, &rs.conn_open)) {
         say("%s: %s before the command could start (token %" PRIu64 " is stale); not starting it", rs.resource,
             rs.w.lost ? rs.w.why : "the lease deadline passed", m.token);
         if (rs.conn_open && !rs.w.lost) {
-            release_and_wait(rs.resource);
+            release_and_wait(ak, rs.resource);
         }
         return EXIT_LOST;
     }
     if (!lease_file_create(&rs.lf) || !lease_file_write(&rs.lf, rs.token, rs.w.deadline) ||
         run_fork(&rs, &argv[next + 1], &old) < 0) {
         lease_file_remove(&rs.lf);
-        release_and_wait(rs.resource);
+        release_and_wait(ak, rs.resource);
         return EXIT_FAIL;
     }
     if (!run_hand_over(&rs)) {
@@ -968,7 +978,7 @@ static int cmd_run(int argc, char **argv)
         waitpid(rs.child, NULL, 0);
         lease_file_remove(&rs.lf);
         if (rs.conn_open && !rs.w.lost) {
-            release_and_wait(rs.resource);
+            release_and_wait(ak, rs.resource);
         }
         return rs.w.lost ? EXIT_LOST : EXIT_FAIL;
     }
@@ -982,19 +992,19 @@ static int cmd_run(int argc, char **argv)
     released_ok = run_reap_group(&rs);
     lease_file_remove(&rs.lf);
     if (rs.conn_open && !rs.w.lost && rs.stage == RUN_DRIVING && released_ok) {
-        release_and_wait(rs.resource);
+        release_and_wait(ak, rs.resource);
     }
     return run_exit_code(&rs);
 }
 
 /* ------------------------------------------------------------------ acquire / release */
 
-static int cmd_acquire(int argc, char **argv)
+static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
 {
     uint32_t wait_ms;
     const char *resource;
     elkfw_ctl_msg_t m;
-    int next = parse_lock_args(argc, argv, &wait_ms, &resource);
+    int next = parse_lock_args(ak, argc, argv, &wait_ms, &resource);
     int sfd, rc;
     lease_watch_t w;
     bool conn_open = true;
@@ -1010,10 +1020,10 @@ static int cmd_acquire(int argc, char **argv)
         return EXIT_USAGE;
     }
     sfd = make_signalfd(NULL);
-    if (agent_connect() < 0) {
+    if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    rc = acquire_lease(resource, wait_ms, sfd, &m);
+    rc = acquire_lease(ak, resource, wait_ms, sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
     }
@@ -1021,13 +1031,13 @@ static int cmd_acquire(int argc, char **argv)
     w.resource = resource;
     /* As in run: a LOST or SHUTDOWN already waiting behind the grant means there is no
      * lease to report. */
-    if (!lease_usable(&w, &m, &conn_open)) {
+    if (!lease_usable(ak, &w, &m, &conn_open)) {
         printf("lost %s %s\n", resource, w.lost ? "before-start" : "deadline-passed");
         fflush(stdout);
         say("%s: %s right after the grant (token %" PRIu64 " is stale)", resource,
             w.lost ? w.why : "the lease deadline passed", m.token);
         if (conn_open && !w.lost) {
-            release_and_wait(resource);
+            release_and_wait(ak, resource);
         }
         return EXIT_LOST;
     }
@@ -1035,22 +1045,22 @@ static int cmd_acquire(int argc, char **argv)
     fflush(stdout);
     w.print = true;
     for (;;) {
-        struct pollfd p[2] = {{sfd, POLLIN, 0}, {conn_fd, POLLIN, 0}};
+        struct pollfd p[2] = {{sfd, POLLIN, 0}, {ak->fd, POLLIN, 0}};
         uint64_t now = now_ms();
         int timeout;
-        watch_lines(&w);
+        watch_lines(ak, &w);
         if (w.lost) {
             return EXIT_LOST;
         }
         if (now >= w.deadline) {
             /* elkd says LOST at the deadline; take in what it wrote (a RENEWED, or that
              * LOST) before deciding on our own. */
-            if (agent_fill_now() <= 0) {
+            if (agent_fill_now(ak) <= 0) {
                 printf("lost %s connection-closed\n", resource);
                 say("%s: lost the connection to elkd; the lease is gone", resource);
                 return EXIT_LOST;
             }
-            watch_lines(&w);
+            watch_lines(ak, &w);
             if (w.lost) {
                 return EXIT_LOST;
             }
@@ -1070,19 +1080,19 @@ static int cmd_acquire(int argc, char **argv)
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo != SIGCHLD) {
-                    watch_lines(&w);
+                    watch_lines(ak, &w);
                     if (w.lost) {
                         return EXIT_LOST;
                     }
-                    release_and_wait(resource);
+                    release_and_wait(ak, resource);
                     printf("released %s\n", resource);
                     return EXIT_OK;
                 }
             }
         }
         if (p[1].revents) {
-            rc = agent_fill_now();
-            watch_lines(&w);
+            rc = agent_fill_now(ak);
+            watch_lines(ak, &w);
             if (w.lost) {
                 return EXIT_LOST;
             }
@@ -1095,7 +1105,7 @@ static int cmd_acquire(int argc, char **argv)
     }
 }
 
-static int cmd_release(int argc, char **argv)
+static int cmd_release(agent_link_t *ak, int argc, char **argv)
 {
     const char *resource = NULL, *line;
     size_t len;
@@ -1103,7 +1113,7 @@ static int cmd_release(int argc, char **argv)
     int i;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-            sock_path = argv[++i];
+            ak->sock_path = argv[++i];
         } else if (argv[i][0] == '-' || resource != NULL) {
             say("unexpected argument '%s'", argv[i]);
             usage_release(stderr);
@@ -1120,10 +1130,10 @@ static int cmd_release(int argc, char **argv)
     if (!resource_ok(resource)) {
         return EXIT_USAGE;
     }
-    if (agent_connect() < 0) {
+    if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    if (agent_send("RELEASE %s\n", resource) != 0 || agent_line(&line, &len) <= 0) {
+    if (agent_send(ak, "RELEASE %s\n", resource) != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
     }
     if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK) {
@@ -1154,21 +1164,24 @@ typedef struct table {
     const char *cell[ST_MAX_ROWS][ST_MAX_COLS];
 } table_t;
 
-static table_t tables[2];
-static char status_store[ELK_CTL_REPLY_MAX];
-static size_t status_used;
+/* What `elk status` shows: the two tables and copies of the lines their cells point into. */
+typedef struct status_view {
+    table_t tables[2];
+    char store[ELK_CTL_REPLY_MAX];
+    size_t used;
+} status_view_t;
 
 /* Keep a copy of one status line; NULL when the store is full (the row is left out). */
-static char *status_keep(const char *line, size_t len)
+static char *status_keep(status_view_t *v, const char *line, size_t len)
 {
     char *copy;
-    if (len + 1 > sizeof status_store - status_used) {
+    if (len + 1 > sizeof v->store - v->used) {
         return NULL;
     }
-    copy = status_store + status_used;
+    copy = v->store + v->used;
     memcpy(copy, line, len);
     copy[len] = '\0';
-    status_used += len + 1;
+    v->used += len + 1;
     return copy;
 }
 
@@ -1241,8 +1254,9 @@ static void table_print(const table_t *t)
     }
 }
 
-static int cmd_status(int argc, char **argv)
+static int cmd_status(agent_link_t *ak, int argc, char **argv)
 {
+    status_view_t sv, *view = &sv;
     bool json = false;
     const char *line;
     size_t len;
@@ -1253,17 +1267,17 @@ static int cmd_status(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-            sock_path = argv[++i];
+            ak->sock_path = argv[++i];
         } else {
             say("unexpected argument '%s'", argv[i]);
             usage_status(stderr);
             return EXIT_USAGE;
         }
     }
-    if (agent_connect() < 0) {
+    if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    if (agent_send(json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(&line, &len) <= 0) {
+    if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
     }
     if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
@@ -1274,26 +1288,27 @@ static int cmd_status(int argc, char **argv)
         printf("%.*s\n", (int)m.text_len, m.text);
         return EXIT_OK;
     }
-    tables[0].kind = "RESOURCES";
-    tables[1].kind = "NODES";
+    memset(view, 0, sizeof *view);
+    view->tables[0].kind = "RESOURCES";
+    view->tables[1].kind = "NODES";
     for (k = 0; k < m.count; k++) {
         char *copy;
-        if (agent_line(&line, &len) <= 0) {
+        if (agent_line(ak, &line, &len) <= 0) {
             say("elkd closed the connection in the middle of the status");
             return EXIT_FAIL;
         }
         if (len > 6 && strncmp(line, "agent ", 6) == 0) {
             printf("%.*s\n", (int)len - 6, line + 6);
-        } else if ((copy = status_keep(line, len)) == NULL) {
+        } else if ((copy = status_keep(view, line, len)) == NULL) {
             continue;
         } else if (strncmp(copy, "resource ", 9) == 0) {
-            table_add(&tables[0], copy);
+            table_add(&view->tables[0], copy);
         } else if (strncmp(copy, "node ", 5) == 0) {
-            table_add(&tables[1], copy);
+            table_add(&view->tables[1], copy);
         }
     }
-    table_print(&tables[0]);
-    table_print(&tables[1]);
+    table_print(&view->tables[0]);
+    table_print(&view->tables[1]);
     return EXIT_OK;
 }
 
@@ -1306,18 +1321,42 @@ static int cmd_guard(int argc, char **argv)
 
 /* ------------------------------------------------------------------ main */
 
+static int cmd_guard_any(agent_link_t *ak, int argc, char **argv)
+{
+    (void)ak; /* the guard works on the actuator's side, without elkd */
+    return cmd_guard(argc, argv);
+}
+
+typedef struct command {
+    const char *name;
+    void (*usage)(FILE *f);
+    int (*run)(agent_link_t *ak, int argc, char **argv);
+} command_t;
+
+static const command_t commands[] = {
+    {"run", usage_run, cmd_run},
+    {"acquire", usage_acquire, cmd_acquire},
+    {"release", usage_release, cmd_release},
+    {"status", usage_status, cmd_status},
+    {"guard", usage_guard, cmd_guard_any},
+};
+
 int main(int argc, char **argv)
 {
+    agent_link_t link; /* holds one STATUS answer: tens of KiB, well within a process stack */
+    agent_link_t *ak = &link;
     int i = 1;
+    size_t k;
     const char *cmd;
     signal(SIGPIPE, SIG_IGN);
-    sock_path = getenv("ELK_SOCKET") ? getenv("ELK_SOCKET") : ELK_DEFAULT_SOCKET;
+    ak->fd = -1;
+    ak->sock_path = getenv("ELK_SOCKET") ? getenv("ELK_SOCKET") : ELK_DEFAULT_SOCKET;
     while (i < argc && argv[i][0] == '-') {
         if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-            sock_path = argv[i + 1];
+            ak->sock_path = argv[i + 1];
             i += 2;
         } else if (strncmp(argv[i], "--socket=", 9) == 0) {
-            sock_path = argv[i] + 9;
+            ak->sock_path = argv[i] + 9;
             i++;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage_main(stdout);
@@ -1338,40 +1377,14 @@ int main(int argc, char **argv)
     cmd = argv[i];
     argc -= i;
     argv += i;
-    if (strcmp(cmd, "run") == 0) {
-        if (want_help(argc, argv)) {
-            usage_run(stdout);
-            return EXIT_OK;
+    for (k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        if (strcmp(cmd, commands[k].name) == 0) {
+            if (want_help(argc, argv)) {
+                commands[k].usage(stdout);
+                return EXIT_OK;
+            }
+            return commands[k].run(ak, argc, argv);
         }
-        return cmd_run(argc, argv);
-    }
-    if (strcmp(cmd, "acquire") == 0) {
-        if (want_help(argc, argv)) {
-            usage_acquire(stdout);
-            return EXIT_OK;
-        }
-        return cmd_acquire(argc, argv);
-    }
-    if (strcmp(cmd, "release") == 0) {
-        if (want_help(argc, argv)) {
-            usage_release(stdout);
-            return EXIT_OK;
-        }
-        return cmd_release(argc, argv);
-    }
-    if (strcmp(cmd, "status") == 0) {
-        if (want_help(argc, argv)) {
-            usage_status(stdout);
-            return EXIT_OK;
-        }
-        return cmd_status(argc, argv);
-    }
-    if (strcmp(cmd, "guard") == 0) {
-        if (want_help(argc, argv)) {
-            usage_guard(stdout);
-            return EXIT_OK;
-        }
-        return cmd_guard(argc, argv);
     }
     if (strcmp(cmd, "help") == 0) {
         usage_main(stdout);
