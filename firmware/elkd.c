@@ -77,7 +77,10 @@ typedef struct client {
     bool unresponsive;            /* dropped because it stopped reading (it may still live) */
 } client_t;
 
+typedef struct agent agent_t;
+
 typedef struct resource {
+    agent_t *agent;               /* back to the agent, for the lock engine's callback */
     const elkfw_resource_conf_t *conf;
     elk_lock_t lock;
     int owner;                    /* client slot holding or acquiring it, -1 if none */
@@ -102,7 +105,7 @@ typedef struct waiter {
     uint64_t seq;                 /* arrival order: the oldest waiter goes first */
 } waiter_t;
 
-typedef struct agent {
+struct agent {
     elkfw_conf_t conf;
     const char *conf_path;
     elkfw_log_target_t log_target;
@@ -138,9 +141,8 @@ typedef struct agent {
     bool shutting_down;
     uint64_t shutdown_started;
     int ready_pipe;               /* daemon mode: tells the parent we are up (-1 if none) */
-} agent_t;
+};
 
-static agent_t g;
 
 /* ------------------------------------------------------------------ logging */
 
@@ -154,12 +156,12 @@ static const char *level_name(int level)
     }
 }
 
-static void log_line(int level, const char *module, const char *text, size_t len)
+static void log_line(agent_t *a, int level, const char *module, const char *text, size_t len)
 {
-    if (level > g.log_level) {
+    if (level > a->log_level) {
         return;
     }
-    if (g.log_target == ELKFW_LOG_SYSLOG) {
+    if (a->log_target == ELKFW_LOG_SYSLOG) {
         static const int prio[] = {LOG_ERR, LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
         syslog(prio[level >= 1 && level <= 4 ? level : 4], "%s: %.*s", module, (int)len, text);
     } else {
@@ -176,16 +178,16 @@ static void log_line(int level, const char *module, const char *text, size_t len
 
 static void lib_log_write(void *ctx, int level, const char *module, const char *text, size_t len)
 {
-    (void)ctx;
-    log_line(level, module, text, len);
+    agent_t *a = ctx;
+    log_line(a, level, module, text, len);
 }
 
-__attribute__((format(printf, 2, 3))) static void elkd_log(int level, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void elkd_log(agent_t *a, int level, const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
     int n;
-    if (level > g.log_level) {
+    if (level > a->log_level) {
         return;
     }
     va_start(ap, fmt);
@@ -194,12 +196,12 @@ __attribute__((format(printf, 2, 3))) static void elkd_log(int level, const char
     if (n < 0) {
         return;
     }
-    log_line(level, "elkd", buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    log_line(a, level, "elkd", buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /* ------------------------------------------------------------------ client output */
 
-__attribute__((format(printf, 2, 3))) static void client_send(int slot, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void client_send(agent_t *a, int slot, const char *fmt, ...)
 {
     client_t *c;
     va_list ap;
@@ -207,7 +209,7 @@ __attribute__((format(printf, 2, 3))) static void client_send(int slot, const ch
     if (slot < 0 || slot >= ELKD_MAX_CLIENTS) {
         return;
     }
-    c = &g.clients[slot];
+    c = &a->clients[slot];
     if (c->fd < 0 || c->drop) {
         return;
     }
@@ -217,7 +219,7 @@ __attribute__((format(printf, 2, 3))) static void client_send(int slot, const ch
     if (n < 0 || (size_t)n >= sizeof c->out - c->out_len) {
         /* A client that does not read its events cannot be told it lost a lock:
          * drop it, which releases what it holds. */
-        elkd_log(ELK_LOG_WARN, "client %" PRIu64 " (pid %d) does not read its replies; disconnecting it", c->id,
+        elkd_log(a, ELK_LOG_WARN, "client %" PRIu64 " (pid %d) does not read its replies; disconnecting it", c->id,
              (int)c->pid);
         c->drop = true;
         c->unresponsive = true;
@@ -226,18 +228,18 @@ __attribute__((format(printf, 2, 3))) static void client_send(int slot, const ch
     c->out_len += (size_t)n;
 }
 
-static void client_err(int slot, int code, const char *detail)
+static void client_err(agent_t *a, int slot, int code, const char *detail)
 {
     if (detail != NULL && detail[0] != '\0') {
-        client_send(slot, "ERR %s %s: %s\n", elk_err_name(code), elk_err_message(code), detail);
+        client_send(a, slot, "ERR %s %s: %s\n", elk_err_name(code), elk_err_message(code), detail);
     } else {
-        client_send(slot, "ERR %s %s\n", elk_err_name(code), elk_err_message(code));
+        client_send(a, slot, "ERR %s %s\n", elk_err_name(code), elk_err_message(code));
     }
 }
 
-static void client_flush(int slot)
+static void client_flush(agent_t *a, int slot)
 {
-    client_t *c = &g.clients[slot];
+    client_t *c = &a->clients[slot];
     while (c->out_len > 0 && !c->drop) {
         ssize_t w = send(c->fd, c->out, c->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0) {
@@ -256,116 +258,116 @@ static void client_flush(int slot)
 
 /* ------------------------------------------------------------------ resources */
 
-static resource_t *find_res(const char *name)
+static resource_t *find_res(agent_t *a, const char *name)
 {
     size_t i;
-    for (i = 0; i < g.n_res; i++) {
-        if (strcmp(g.res[i].conf->name, name) == 0) {
-            return &g.res[i];
+    for (i = 0; i < a->n_res; i++) {
+        if (strcmp(a->res[i].conf->name, name) == 0) {
+            return &a->res[i];
         }
     }
     return NULL;
 }
 
-static bool owned_by(const resource_t *r, int slot)
+static bool owned_by(agent_t *a, const resource_t *r, int slot)
 {
-    return r->owner == slot && slot >= 0 && g.clients[slot].fd >= 0 && g.clients[slot].id == r->owner_id;
+    return r->owner == slot && slot >= 0 && a->clients[slot].fd >= 0 && a->clients[slot].id == r->owner_id;
 }
 
 /* A holder's command is being stopped (its client left), or a lease nobody supervises
  * is left to run out: no one else on this gateway may take the resource yet. */
-static bool res_orphaned(const resource_t *r, uint64_t now)
+static bool res_orphaned(agent_t *a, const resource_t *r, uint64_t now)
 {
     if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
         return true;
     }
-    return !owned_by(r, r->owner) && elk_lock_is_held(&r->lock, now);
+    return !owned_by(a, r, r->owner) && elk_lock_is_held(&r->lock, now);
 }
 
-static void start_acquire(resource_t *r, int slot, uint32_t wait_ms, uint64_t now)
+static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms, uint64_t now)
 {
     int rc;
     uint64_t wd = wait_ms > 0 ? now + wait_ms : 0;
     r->owner = slot;
-    r->owner_id = g.clients[slot].id;
+    r->owner_id = a->clients[slot].id;
     r->acquiring = true;
     r->last_round_err = ELK_OK;
     rc = elk_lock_acquire(&r->lock, now, wd);
     if (rc == ELK_E_WOULD_BLOCK) {
-        elkd_log(ELK_LOG_DEBUG, "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
-             r->conf->name, g.clients[slot].id, wait_ms);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
+             r->conf->name, a->clients[slot].id, wait_ms);
         return;
     }
     r->acquiring = false;
     if (rc == ELK_OK) {
         /* Already held by this handle: cannot happen as the agent holds once per resource;
          * answer truthfully anyway. */
-        client_send(slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
+        client_send(a, slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
                     r->conf->name, elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now),
                     r->conf->stop_margin_ms, elk_lock_deadline(&r->lock));
         return;
     }
     r->owner = -1;
-    client_err(slot, rc, r->conf->name);
+    client_err(a, slot, rc, r->conf->name);
 }
 
 /* Give the resource to the oldest local waiter, if any. */
-static void hand_to_next_waiter(resource_t *r, uint64_t now)
+static void hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 {
     size_t i, best = SIZE_MAX;
-    size_t ri = (size_t)(r - g.res);
-    if (r->owner >= 0 || g.shutting_down || res_orphaned(r, now)) {
+    size_t ri = (size_t)(r - a->res);
+    if (r->owner >= 0 || a->shutting_down || res_orphaned(a, r, now)) {
         return;
     }
-    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
-        waiter_t *w = &g.waiters[i];
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        waiter_t *w = &a->waiters[i];
         if (w->client >= 0 && w->res == ri &&
-            (best == SIZE_MAX || w->seq < g.waiters[best].seq)) {
+            (best == SIZE_MAX || w->seq < a->waiters[best].seq)) {
             best = i;
         }
     }
     if (best != SIZE_MAX) {
-        waiter_t w = g.waiters[best];
-        g.waiters[best].client = -1;
-        if (g.clients[w.client].fd >= 0 && g.clients[w.client].id == w.client_id) {
+        waiter_t w = a->waiters[best];
+        a->waiters[best].client = -1;
+        if (a->clients[w.client].fd >= 0 && a->clients[w.client].id == w.client_id) {
             uint32_t left = w.deadline > now ? (uint32_t)(w.deadline - now) : 0;
-            start_acquire(r, w.client, left, now);
+            start_acquire(a, r, w.client, left, now);
         }
     }
 }
 
-static void release_res(resource_t *r, uint64_t now, const char *why)
+static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
 {
     int rc = elk_lock_release(&r->lock, now);
-    elkd_log(ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
+    elkd_log(a, ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
          rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
     r->owner = -1;
     r->acquiring = false;
     r->shutdown_release_at = 0;
     elkfw_sup_clear(&r->sup);
-    hand_to_next_waiter(r, now);
+    hand_to_next_waiter(a, r, now);
 }
 
 /* Release unless the holder's command is still being stopped: then the supervision
  * step releases once the group is gone (or lets the lease run out). */
-static void release_when_stopped(resource_t *r, uint64_t now, const char *why)
+static void release_when_stopped(agent_t *a, resource_t *r, uint64_t now, const char *why)
 {
     if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
         r->shutdown_release_at = 0;
         return;
     }
-    release_res(r, now, why);
+    release_res(a, r, now, why);
 }
 
 /* Stop the holder's command before its lease goes: SIGTERM now (unless its client,
  * still connected, was just told and does that itself), SIGKILL after the stop margin
  * (elkfw/supervise.h). Returns false if there is no supervised command. */
-static bool stop_command(resource_t *r, uint64_t now, const char *why, bool client_told)
+static bool stop_command(agent_t *a, resource_t *r, uint64_t now, const char *why, bool client_told)
 {
     if (r->sup.stage != ELKFW_SUP_WATCHING) {
         return false;
     }
-    elkd_log(client_told ? ELK_LOG_INFO : ELK_LOG_WARN,
+    elkd_log(a, client_told ? ELK_LOG_INFO : ELK_LOG_WARN,
              "%s: %s; stopping its command (process group %d: %s, SIGKILL in %" PRIu32
              " ms if still there) before the lease is released", r->conf->name, why, (int)r->sup.pgid,
              client_told ? "its client sends SIGTERM" : "SIGTERM now", r->conf->stop_margin_ms);
@@ -375,32 +377,32 @@ static bool stop_command(resource_t *r, uint64_t now, const char *why, bool clie
 
 /* A supervised command being stopped: release once it is gone; if that cannot be
  * confirmed in time, stop renewing and let the lease run out at its deadline. */
-static void supervise_step(resource_t *r, uint64_t now, uint64_t *next)
+static void supervise_step(agent_t *a, resource_t *r, uint64_t now, uint64_t *next)
 {
     switch (elkfw_sup_step(&r->sup, now, next)) {
     case ELKFW_SUP_GONE:
         if (r->shutdown_release_at != 0 && now < r->shutdown_release_at) {
             break; /* shutdown keeps the lease for the stop margin; it releases then */
         }
-        if (elk_lock_is_held(&r->lock, now) && (!owned_by(r, r->owner) || g.shutting_down)) {
-            release_res(r, now, "its command has stopped");
+        if (elk_lock_is_held(&r->lock, now) && (!owned_by(a, r, r->owner) || a->shutting_down)) {
+            release_res(a, r, now, "its command has stopped");
         } else {
-            hand_to_next_waiter(r, now);
+            hand_to_next_waiter(a, r, now);
         }
         break;
     case ELKFW_SUP_GIVE_UP:
         if (elk_lock_is_held(&r->lock, now)) {
-            elkd_log(ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; not releasing the lease: "
+            elkd_log(a, ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; not releasing the lease: "
                      "it is no longer renewed and runs out in %" PRIu32 " ms", r->conf->name, (int)r->sup.pgid,
                      ELKFW_SUP_KILL_GRACE_MS, elk_lock_validity(&r->lock, now));
             (void)elk_lock_abandon(&r->lock, now);
             r->owner = -1;
             r->shutdown_release_at = 0;
         } else {
-            elkd_log(ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; its lease has already "
+            elkd_log(a, ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; its lease has already "
                      "ended", r->conf->name, (int)r->sup.pgid, ELKFW_SUP_KILL_GRACE_MS);
             elkfw_sup_clear(&r->sup);
-            hand_to_next_waiter(r, now);
+            hand_to_next_waiter(a, r, now);
         }
         break;
     case ELKFW_SUP_IDLE:
@@ -412,27 +414,28 @@ static void supervise_step(resource_t *r, uint64_t now, uint64_t *next)
 static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 {
     resource_t *r = user;
-    int slot = owned_by(r, r->owner) ? r->owner : -1;
+    agent_t *a = r->agent;
+    int slot = owned_by(a, r, r->owner) ? r->owner : -1;
     (void)lock;
     switch (ev->type) {
     case ELK_LOCK_EV_ACQUIRED:
         r->acquiring = false;
-        if (slot < 0 || g.shutting_down) {
+        if (slot < 0 || a->shutting_down) {
             /* The client went away (or we are stopping) while the round ran. */
-            release_res(r, ev->now, slot < 0 ? "its client disconnected while acquiring" : "shutting down");
+            release_res(a, r, ev->now, slot < 0 ? "its client disconnected while acquiring" : "shutting down");
             return;
         }
-        elkd_log(ELK_LOG_INFO, "%s: acquired for client %" PRIu64 " (pid %d), token %" PRIu64 ", valid %" PRIu32
-             " ms, %u/%u nodes", r->conf->name, g.clients[slot].id, (int)g.clients[slot].pid, ev->token,
+        elkd_log(a, ELK_LOG_INFO, "%s: acquired for client %" PRIu64 " (pid %d), token %" PRIu64 ", valid %" PRIu32
+             " ms, %u/%u nodes", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, ev->token,
              ev->validity_ms, ev->ok, ev->node_count);
         /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
          * host shares) lets the client stop in time however late it reads this line. */
-        client_send(slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
+        client_send(a, slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
                     r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
         break;
     case ELK_LOCK_EV_ACQUIRE_FAILED:
         r->acquiring = false;
-        elkd_log(ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)", r->conf->name,
+        elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)", r->conf->name,
              elk_err_message(ev->err), ev->ok, ev->busy, ev->failed, ev->node_count);
         if (slot >= 0) {
             if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
@@ -440,14 +443,14 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
                 snprintf(detail, sizeof detail,
                          "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes ready)",
                          r->conf->name, elk_err_name(r->last_round_err), elk_err_message(r->last_round_err),
-                         r->last_ok, r->last_busy, r->last_failed, r->last_nodes, r->last_ready, g.fleet.count);
-                client_err(slot, ev->err, detail);
+                         r->last_ok, r->last_busy, r->last_failed, r->last_nodes, r->last_ready, a->fleet.count);
+                client_err(a, slot, ev->err, detail);
             } else {
-                client_err(slot, ev->err, r->conf->name);
+                client_err(a, slot, ev->err, r->conf->name);
             }
         }
         r->owner = -1;
-        hand_to_next_waiter(r, ev->now);
+        hand_to_next_waiter(a, r, ev->now);
         break;
     case ELK_LOCK_EV_RETRY:
         r->last_round_err = ev->err;
@@ -455,38 +458,38 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         r->last_busy = ev->busy;
         r->last_failed = ev->failed;
         r->last_nodes = ev->node_count;
-        r->last_ready = elk_fleet_ready_count(&g.fleet);
-        elkd_log(ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name, elk_err_name(ev->err));
+        r->last_ready = elk_fleet_ready_count(&a->fleet);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name, elk_err_name(ev->err));
         break;
     case ELK_LOCK_EV_RENEWED:
-        elkd_log(ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms", r->conf->name,
+        elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms", r->conf->name,
              ev->renewals, ev->validity_ms);
         if (slot >= 0) {
-            client_send(slot, "EVENT RENEWED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64
+            client_send(a, slot, "EVENT RENEWED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64
                               "\n", r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
         }
         break;
     case ELK_LOCK_EV_RENEW_FAILED:
         /* the library already logs this at warn */
-        elkd_log(ELK_LOG_DEBUG, "%s: renewal round failed (%s: %u ok of %u, quorum %u); retrying until the deadline",
+        elkd_log(a, ELK_LOG_DEBUG, "%s: renewal round failed (%s: %u ok of %u, quorum %u); retrying until the deadline",
              r->conf->name, elk_err_name(ev->err), ev->ok, ev->node_count, ev->quorum);
         break;
     case ELK_LOCK_EV_RENEW_STOPPED:
-        elkd_log(ELK_LOG_WARN, "%s: %s", r->conf->name, elk_err_message(ev->err));
+        elkd_log(a, ELK_LOG_WARN, "%s: %s", r->conf->name, elk_err_message(ev->err));
         if (slot >= 0) {
-            client_send(slot, "EVENT RENEW_STOPPED %s %s\n", r->conf->name, elk_err_name(ev->err));
+            client_send(a, slot, "EVENT RENEW_STOPPED %s %s\n", r->conf->name, elk_err_name(ev->err));
         }
         break;
     case ELK_LOCK_EV_LOST:
-        elkd_log(ELK_LOG_WARN, "%s: LOST (%s); telling client %" PRIu64 " to stop", r->conf->name,
-             elk_err_message(ev->err), slot >= 0 ? g.clients[slot].id : 0);
+        elkd_log(a, ELK_LOG_WARN, "%s: LOST (%s); telling client %" PRIu64 " to stop", r->conf->name,
+             elk_err_message(ev->err), slot >= 0 ? a->clients[slot].id : 0);
         if (slot >= 0) {
-            client_send(slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
+            client_send(a, slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
                         r->conf->stop_margin_ms);
         }
         /* The client stops its command on LOST; elkd does too, in case the client itself
          * is stopped or slow (the command must be gone within the stop margin). */
-        (void)stop_command(r, ev->now, "lease lost", slot >= 0);
+        (void)stop_command(a, r, ev->now, "lease lost", slot >= 0);
         if (r->sup.stage == ELKFW_SUP_GAVE_UP) {
             elkfw_sup_clear(&r->sup);
         }
@@ -494,10 +497,10 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         (void)elk_lock_release(&r->lock, ev->now);
         r->owner = -1;
         r->acquiring = false;
-        hand_to_next_waiter(r, ev->now);
+        hand_to_next_waiter(a, r, ev->now);
         break;
     case ELK_LOCK_EV_RELEASED:
-        elkd_log(ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)", r->conf->name, ev->ok,
+        elkd_log(a, ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)", r->conf->name, ev->ok,
              ev->node_count);
         break;
     }
@@ -505,10 +508,10 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
 
 /* ------------------------------------------------------------------ status */
 
-static const char *holder_text(const resource_t *r, char *buf, size_t cap)
+static const char *holder_text(agent_t *a, const resource_t *r, char *buf, size_t cap)
 {
-    if (r->owner >= 0 && owned_by(r, r->owner)) {
-        snprintf(buf, cap, "pid:%d", (int)g.clients[r->owner].pid);
+    if (r->owner >= 0 && owned_by(a, r, r->owner)) {
+        snprintf(buf, cap, "pid:%d", (int)a->clients[r->owner].pid);
     } else if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
         snprintf(buf, cap, "stopping:pgid:%d", (int)r->sup.pgid); /* its client left */
     } else {
@@ -517,226 +520,226 @@ static const char *holder_text(const resource_t *r, char *buf, size_t cap)
     return buf;
 }
 
-static void node_addr(size_t i, char *buf, size_t cap)
+static void node_addr(agent_t *a, size_t i, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s:%u", g.conf.nodes[i].host, (unsigned)g.conf.nodes[i].port);
+    snprintf(buf, cap, "%s:%u", a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port);
 }
 
-static size_t clients_connected(void)
+static size_t clients_connected(agent_t *a)
 {
     size_t i, n = 0;
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-        n += g.clients[i].fd >= 0;
+        n += a->clients[i].fd >= 0;
     }
     return n;
 }
 
-static void send_status(int slot, bool json, uint64_t now)
+static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
     char holder[32], addr[300];
     if (!json) {
-        client_send(slot, "OK STATUS %zu\n", 1 + g.n_res + g.fleet.count);
-        client_send(slot,
+        client_send(a, slot, "OK STATUS %zu\n", 1 + a->n_res + a->fleet.count);
+        client_send(a, slot,
                     "agent gateway=%s pid=%d mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s clients=%zu/%d\n",
-                    g.gateway_id, (int)getpid(), elkfw_mode_name(g.conf.mode), elk_fleet_ready_count(&g.fleet),
-                    g.fleet.count, elk_client_quorum(&g.client), g.shutting_down ? "yes" : "no",
-                    clients_connected(), ELKD_MAX_CLIENTS);
-        for (i = 0; i < g.n_res; i++) {
-            const resource_t *r = &g.res[i];
-            client_send(slot,
+                    a->gateway_id, (int)getpid(), elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet),
+                    a->fleet.count, elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
+                    clients_connected(a), ELKD_MAX_CLIENTS);
+        for (i = 0; i < a->n_res; i++) {
+            const resource_t *r = &a->res[i];
+            client_send(a, slot,
                         "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
                         " renewals=%" PRIu32 " last_error=%s\n",
                         r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-                        holder_text(r, holder, sizeof holder), elk_lock_token(&r->lock),
+                        holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
                         elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock),
                         elk_lock_last_error(&r->lock) == ELK_OK ? "-" : elk_err_name(elk_lock_last_error(&r->lock)));
         }
-        for (i = 0; i < g.fleet.count; i++) {
-            const elk_node_stats_t *st = elk_node_stats(&g.nodes[i]);
-            node_addr(i, addr, sizeof addr);
-            client_send(slot,
+        for (i = 0; i < a->fleet.count; i++) {
+            const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
+            node_addr(a, i, addr, sizeof addr);
+            client_send(a, slot,
                         "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
                         " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s\n",
-                        g.conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&g.nodes[i])),
+                        a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
                         st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
                         st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error));
         }
         return;
     }
-    client_send(slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
                       "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"resources\":[",
-                g.gateway_id, (int)getpid(), elkfw_mode_name(g.conf.mode), elk_client_quorum(&g.client),
-                elk_fleet_ready_count(&g.fleet), g.shutting_down ? "true" : "false", clients_connected(),
+                a->gateway_id, (int)getpid(), elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
+                elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false", clients_connected(a),
                 ELKD_MAX_CLIENTS);
-    for (i = 0; i < g.n_res; i++) {
-        const resource_t *r = &g.res[i];
-        client_send(slot,
+    for (i = 0; i < a->n_res; i++) {
+        const resource_t *r = &a->res[i];
+        client_send(a, slot,
                     "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
                     ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
                     ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\"}",
                     i ? "," : "", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-                    holder_text(r, holder, sizeof holder), elk_lock_token(&r->lock),
+                    holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
                     elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
                     r->conf->stop_margin_ms,
                     elk_lock_last_error(&r->lock) == ELK_OK ? "" : elk_err_name(elk_lock_last_error(&r->lock)));
     }
-    client_send(slot, "],\"nodes\":[");
-    for (i = 0; i < g.fleet.count; i++) {
-        const elk_node_stats_t *st = elk_node_stats(&g.nodes[i]);
-        node_addr(i, addr, sizeof addr);
-        client_send(slot,
+    client_send(a, slot, "],\"nodes\":[");
+    for (i = 0; i < a->fleet.count; i++) {
+        const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
+        node_addr(a, i, addr, sizeof addr);
+        client_send(a, slot,
                     "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
                     "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
                     ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\"}",
-                    i ? "," : "", g.conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&g.nodes[i])),
-                    elk_node_is_ready(&g.nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
+                    i ? "," : "", a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
+                    elk_node_is_ready(&a->nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
                     st->last_rtt_ms, st->connects, st->failures, st->timeouts,
                     st->last_error == ELK_OK ? "" : elk_err_name(st->last_error));
     }
-    client_send(slot, "]}\n");
+    client_send(a, slot, "]}\n");
 }
 
 /* ------------------------------------------------------------------ requests */
 
-static void drop_waiters_of(int slot)
+static void drop_waiters_of(agent_t *a, int slot)
 {
     size_t i;
-    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
-        if (g.waiters[i].client == slot) {
-            g.waiters[i].client = -1;
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        if (a->waiters[i].client == slot) {
+            a->waiters[i].client = -1;
         }
     }
 }
 
-static bool client_waits_for(int slot, size_t ri)
+static bool client_waits_for(agent_t *a, int slot, size_t ri)
 {
     size_t i;
-    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
-        if (g.waiters[i].client == slot && g.waiters[i].client_id == g.clients[slot].id && g.waiters[i].res == ri) {
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        if (a->waiters[i].client == slot && a->waiters[i].client_id == a->clients[slot].id && a->waiters[i].res == ri) {
             return true;
         }
     }
     return false;
 }
 
-static void handle_request(int slot, const char *line, size_t len, uint64_t now)
+static void handle_request(agent_t *a, int slot, const char *line, size_t len, uint64_t now)
 {
     elkfw_ctl_req_t req;
     const char *why = "";
     resource_t *r;
-    int rc = elkfw_ctl_parse_request(line, len, elkfw_resource_name_max(&g.conf), &req, &why);
+    int rc = elkfw_ctl_parse_request(line, len, elkfw_resource_name_max(&a->conf), &req, &why);
     if (rc != ELK_OK) {
-        client_err(slot, rc, why);
+        client_err(a, slot, rc, why);
         return;
     }
     switch (req.cmd) {
     case ELKFW_CTL_PING:
-        client_send(slot, "OK PONG\n");
+        client_send(a, slot, "OK PONG\n");
         return;
     case ELKFW_CTL_HELP:
-        client_send(slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE <resource> <pgid> | "
+        client_send(a, slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE <resource> <pgid> | "
                           "STATUS [JSON] | PING | QUIT\n");
         return;
     case ELKFW_CTL_QUIT:
-        client_send(slot, "OK BYE\n");
-        g.clients[slot].close_after_flush = true;
+        client_send(a, slot, "OK BYE\n");
+        a->clients[slot].close_after_flush = true;
         return;
     case ELKFW_CTL_STATUS:
     case ELKFW_CTL_STATUS_JSON:
-        send_status(slot, req.cmd == ELKFW_CTL_STATUS_JSON, now);
+        send_status(a, slot, req.cmd == ELKFW_CTL_STATUS_JSON, now);
         return;
     case ELKFW_CTL_ACQUIRE:
     case ELKFW_CTL_RELEASE:
     case ELKFW_CTL_SUPERVISE:
         break;
     }
-    r = find_res(req.resource);
+    r = find_res(a, req.resource);
     if (r == NULL) {
-        client_err(slot, ELK_E_RESOURCE_UNKNOWN, req.resource);
+        client_err(a, slot, ELK_E_RESOURCE_UNKNOWN, req.resource);
         return;
     }
     if (req.cmd == ELKFW_CTL_SUPERVISE) {
         char why_not[200];
-        if (!owned_by(r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
-            client_err(slot, ELK_E_NOT_HELD, r->conf->name);
-        } else if (!elkfw_sup_group_allowed((pid_t)req.pgid, g.clients[slot].pid, why_not, sizeof why_not)) {
-            elkd_log(ELK_LOG_WARN, "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
-                     ": refused: %s", r->conf->name, g.clients[slot].id, (int)g.clients[slot].pid, req.pgid, why_not);
-            client_err(slot, ELK_E_CTL_SYNTAX, why_not);
+        if (!owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
+            client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
+        } else if (!elkfw_sup_group_allowed((pid_t)req.pgid, a->clients[slot].pid, why_not, sizeof why_not)) {
+            elkd_log(a, ELK_LOG_WARN, "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
+                     ": refused: %s", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, req.pgid, why_not);
+            client_err(a, slot, ELK_E_CTL_SYNTAX, why_not);
         } else {
             elkfw_sup_watch(&r->sup, (pid_t)req.pgid);
-            elkd_log(ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64, r->conf->name,
-                     req.pgid, g.clients[slot].id);
-            client_send(slot, "OK SUPERVISED %s\n", r->conf->name);
+            elkd_log(a, ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64, r->conf->name,
+                     req.pgid, a->clients[slot].id);
+            client_send(a, slot, "OK SUPERVISED %s\n", r->conf->name);
         }
         return;
     }
     if (req.cmd == ELKFW_CTL_RELEASE) {
-        if (owned_by(r, slot)) {
+        if (owned_by(a, r, slot)) {
             /* Never let the lease go while the command may still drive. */
             if (r->sup.stage == ELKFW_SUP_WATCHING && elkfw_sup_group_alive(r->sup.pgid) &&
-                stop_command(r, now, "its client released it while its command still runs", false)) {
+                stop_command(a, r, now, "its client released it while its command still runs", false)) {
                 r->owner = -1;
             } else {
-                release_res(r, now, "its client asked");
+                release_res(a, r, now, "its client asked");
             }
-            client_send(slot, "OK RELEASED %s\n", r->conf->name);
-        } else if (client_waits_for(slot, (size_t)(r - g.res))) {
-            drop_waiters_of(slot);
-            client_send(slot, "OK RELEASED %s\n", r->conf->name);
-        } else if (r->owner >= 0 && owned_by(r, r->owner)) {
+            client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
+        } else if (client_waits_for(a, slot, (size_t)(r - a->res))) {
+            drop_waiters_of(a, slot);
+            client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
+        } else if (r->owner >= 0 && owned_by(a, r, r->owner)) {
             char detail[256];
             snprintf(detail, sizeof detail,
                      "%s is held by pid %d on this agent; a lease is released by the connection that took it "
-                     "(stop that process)", r->conf->name, (int)g.clients[r->owner].pid);
-            client_err(slot, ELK_E_NOT_HELD, detail);
+                     "(stop that process)", r->conf->name, (int)a->clients[r->owner].pid);
+            client_err(a, slot, ELK_E_NOT_HELD, detail);
         } else {
-            client_err(slot, ELK_E_NOT_HELD, r->conf->name);
+            client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
         }
         return;
     }
     /* ACQUIRE */
-    if (g.shutting_down) {
-        client_err(slot, ELK_E_SHUTTING_DOWN, r->conf->name);
+    if (a->shutting_down) {
+        client_err(a, slot, ELK_E_SHUTTING_DOWN, r->conf->name);
         return;
     }
-    if (owned_by(r, slot) || client_waits_for(slot, (size_t)(r - g.res))) {
-        client_err(slot, ELK_E_ALREADY_HELD, r->conf->name);
+    if (owned_by(a, r, slot) || client_waits_for(a, slot, (size_t)(r - a->res))) {
+        client_err(a, slot, ELK_E_ALREADY_HELD, r->conf->name);
         return;
     }
-    if ((r->owner >= 0 && owned_by(r, r->owner)) || res_orphaned(r, now)) {
+    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now)) {
         /* Another client of this agent has it, or its last holder's command is still being
          * stopped: queue locally, never two rounds from one gateway. */
         size_t i;
         if (req.wait_ms == 0) {
             char detail[256];
-            if (owned_by(r, r->owner)) {
+            if (owned_by(a, r, r->owner)) {
                 snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
-                         (int)g.clients[r->owner].pid);
+                         (int)a->clients[r->owner].pid);
             } else {
                 snprintf(detail, sizeof detail, "%s: its last holder on this agent left; its command is being "
                          "stopped or its lease is running out", r->conf->name);
             }
-            client_err(slot, ELK_E_LOCK_BUSY, detail);
+            client_err(a, slot, ELK_E_LOCK_BUSY, detail);
             return;
         }
-        for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
-            if (g.waiters[i].client < 0) {
-                g.waiters[i].client = slot;
-                g.waiters[i].client_id = g.clients[slot].id;
-                g.waiters[i].res = (size_t)(r - g.res);
-                g.waiters[i].deadline = now + req.wait_ms;
-                g.waiters[i].wait_ms = req.wait_ms;
-                g.waiters[i].seq = ++g.next_waiter_seq;
+        for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+            if (a->waiters[i].client < 0) {
+                a->waiters[i].client = slot;
+                a->waiters[i].client_id = a->clients[slot].id;
+                a->waiters[i].res = (size_t)(r - a->res);
+                a->waiters[i].deadline = now + req.wait_ms;
+                a->waiters[i].wait_ms = req.wait_ms;
+                a->waiters[i].seq = ++a->next_waiter_seq;
                 return;
             }
         }
-        client_err(slot, ELK_E_AGENT_FULL, "too many local waiters");
+        client_err(a, slot, ELK_E_AGENT_FULL, "too many local waiters");
         return;
     }
     r->owner = -1;
-    start_acquire(r, slot, req.wait_ms, now);
+    start_acquire(a, r, slot, req.wait_ms, now);
 }
 
 /* ------------------------------------------------------------------ connections */
@@ -746,47 +749,47 @@ static void handle_request(int slot, const char *line, size_t len, uint64_t now)
  * killed, or dropped for not reading): stop it first. And a client dropped for not
  * reading, with no command known, may still be driving: never release under it; let
  * the lease run out at the deadline it was given. */
-static void lease_after_client(resource_t *r, const client_t *c, uint64_t now, const char *why)
+static void lease_after_client(agent_t *a, resource_t *r, const client_t *c, uint64_t now, const char *why)
 {
     char what[160];
     if (r->acquiring) {
         /* Cancel the round; its partial locks are released by the library. */
-        release_res(r, now, "its client disconnected while acquiring");
+        release_res(a, r, now, "its client disconnected while acquiring");
         return;
     }
     snprintf(what, sizeof what, "client %" PRIu64 " (pid %d) %s while holding it", c->id, (int)c->pid,
              c->unresponsive ? "stopped reading its replies" : why);
-    if (stop_command(r, now, what, false)) {
+    if (stop_command(a, r, now, what, false)) {
         r->owner = -1;
         return;
     }
     if (c->unresponsive && elk_lock_is_held(&r->lock, now)) {
-        elkd_log(ELK_LOG_WARN, "%s: %s; it may still be driving: the lease is no longer renewed and runs out in %" PRIu32
+        elkd_log(a, ELK_LOG_WARN, "%s: %s; it may still be driving: the lease is no longer renewed and runs out in %" PRIu32
                  " ms instead of being released", r->conf->name, what, elk_lock_validity(&r->lock, now));
         (void)elk_lock_abandon(&r->lock, now);
         r->owner = -1;
         r->shutdown_release_at = 0;
         return;
     }
-    elkd_log(ELK_LOG_INFO, "%s: %s", r->conf->name, what);
-    release_res(r, now, "its client disconnected");
+    elkd_log(a, ELK_LOG_INFO, "%s: %s", r->conf->name, what);
+    release_res(a, r, now, "its client disconnected");
 }
 
-static void client_close(int slot, uint64_t now, const char *why)
+static void client_close(agent_t *a, int slot, uint64_t now, const char *why)
 {
-    client_t *c = &g.clients[slot];
+    client_t *c = &a->clients[slot];
     size_t i;
     if (c->fd < 0) {
         return;
     }
-    for (i = 0; i < g.n_res; i++) {
-        resource_t *r = &g.res[i];
-        if (owned_by(r, slot)) {
-            lease_after_client(r, c, now, why);
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = &a->res[i];
+        if (owned_by(a, r, slot)) {
+            lease_after_client(a, r, c, now, why);
         }
     }
-    drop_waiters_of(slot);
-    elkd_log(ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) closed: %s", c->id, (int)c->pid, why);
+    drop_waiters_of(a, slot);
+    elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) closed: %s", c->id, (int)c->pid, why);
     close(c->fd);
     c->fd = -1;
     c->out_len = 0;
@@ -795,48 +798,48 @@ static void client_close(int slot, uint64_t now, const char *why)
     c->close_after_flush = false;
 }
 
-static void accept_clients(void)
+static void accept_clients(agent_t *a)
 {
     for (;;) {
-        int fd = accept4(g.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         int slot;
         struct ucred cred;
         socklen_t cl = sizeof cred;
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                elkd_log(ELK_LOG_WARN, "accept on the control socket failed: %s", strerror(errno));
+                elkd_log(a, ELK_LOG_WARN, "accept on the control socket failed: %s", strerror(errno));
             }
             return;
         }
         for (slot = 0; slot < ELKD_MAX_CLIENTS; slot++) {
-            if (g.clients[slot].fd < 0) {
+            if (a->clients[slot].fd < 0) {
                 break;
             }
         }
-        if (slot == ELKD_MAX_CLIENTS || g.shutting_down) {
-            int code = g.shutting_down ? ELK_E_SHUTTING_DOWN : ELK_E_AGENT_FULL;
+        if (slot == ELKD_MAX_CLIENTS || a->shutting_down) {
+            int code = a->shutting_down ? ELK_E_SHUTTING_DOWN : ELK_E_AGENT_FULL;
             char msg[200];
             int n = snprintf(msg, sizeof msg, "ERR %s %s\n", elk_err_name(code), elk_err_message(code));
             (void)!send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
             close(fd);
             continue;
         }
-        client_t *c = &g.clients[slot];
+        client_t *c = &a->clients[slot];
         c->fd = fd;
         c->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 ? cred.pid : 0;
-        c->id = ++g.next_client_id;
+        c->id = ++a->next_client_id;
         c->out_len = 0;
         c->drop = false;
         c->unresponsive = false;
         c->close_after_flush = false;
         elkfw_linebuf_init(&c->in, c->in_store, sizeof c->in_store);
-        elkd_log(ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) connected", c->id, (int)c->pid);
+        elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) connected", c->id, (int)c->pid);
     }
 }
 
-static void client_readable(int slot, uint64_t now)
+static void client_readable(agent_t *a, int slot, uint64_t now)
 {
-    client_t *c = &g.clients[slot];
+    client_t *c = &a->clients[slot];
     for (;;) {
         size_t avail;
         char *sp = elkfw_linebuf_space(&c->in, &avail);
@@ -848,13 +851,13 @@ static void client_readable(int slot, uint64_t now)
             /* linebuf_next below reports the overlong line and makes room */
             rc = elkfw_linebuf_next(&c->in, &line, &len);
             if (rc == ELK_E_CTL_TOO_LONG) {
-                client_err(slot, ELK_E_CTL_TOO_LONG, "");
+                client_err(a, slot, ELK_E_CTL_TOO_LONG, "");
             }
             continue;
         }
         n = recv(c->fd, sp, avail, MSG_DONTWAIT);
         if (n == 0) {
-            client_close(slot, now, "disconnected");
+            client_close(a, slot, now, "disconnected");
             return;
         }
         if (n < 0) {
@@ -862,18 +865,18 @@ static void client_readable(int slot, uint64_t now)
                 continue;
             }
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                client_close(slot, now, strerror(errno));
+                client_close(a, slot, now, strerror(errno));
             }
             return;
         }
         elkfw_linebuf_commit(&c->in, (size_t)n);
         while ((rc = elkfw_linebuf_next(&c->in, &line, &len)) != 0) {
             if (rc == ELK_E_CTL_TOO_LONG) {
-                client_err(slot, ELK_E_CTL_TOO_LONG, "");
+                client_err(a, slot, ELK_E_CTL_TOO_LONG, "");
                 continue;
             }
             if (!c->close_after_flush) {
-                handle_request(slot, line, len, now);
+                handle_request(a, slot, line, len, now);
             }
         }
     }
@@ -927,20 +930,20 @@ static int bind_socket(const char *path)
 
 /* ------------------------------------------------------------------ setup */
 
-static int setup_fleet(char *err, size_t errlen)
+static int setup_fleet(agent_t *a, char *err, size_t errlen)
 {
     size_t i;
     int rc;
-    rc = elk_pool_init(&g.pool, g.pool_mem, sizeof g.pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, 2u * g.conf.n_nodes + 2u);
+    rc = elk_pool_init(&a->pool, a->pool_mem, sizeof a->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, 2u * a->conf.n_nodes + 2u);
     if (rc != ELK_OK) {
         snprintf(err, errlen, "buffer pool: %s", elk_err_message(rc));
         return rc;
     }
-    for (i = 0; i < g.conf.n_nodes; i++) {
-        const elkfw_node_conf_t *nc = &g.conf.nodes[i];
+    for (i = 0; i < a->conf.n_nodes; i++) {
+        const elkfw_node_conf_t *nc = &a->conf.nodes[i];
         elk_node_config_t cfg;
         elk_transport_t tcp, tr;
-        elk_posix_tcp_init(&g.tcp[i], NULL, &tcp);
+        elk_posix_tcp_init(&a->tcp[i], NULL, &tcp);
         tr = tcp;
         if (nc->tls.on == 1) {
 #ifdef ELKD_TLS
@@ -949,20 +952,20 @@ static int setup_fleet(char *err, size_t errlen)
             tc.ca_file = nc->tls.ca;
             tc.cert_file = nc->tls.cert[0] ? nc->tls.cert : NULL;
             tc.key_file = nc->tls.key[0] ? nc->tls.key : NULL;
-            rc = elk_tls_shared_init(&g.tls_shared[i], &tc, &g.entropy);
+            rc = elk_tls_shared_init(&a->tls_shared[i], &tc, &a->entropy);
             if (rc != ELK_OK) {
-                snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", g.conf.path, nc->line, nc->name,
+                snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line, nc->name,
                          elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "", nc->tls.cert);
                 return rc;
             }
-            rc = elk_tls_conn_init(&g.tls_conn[i], &g.tls_shared[i], &tcp, &tr);
+            rc = elk_tls_conn_init(&a->tls_conn[i], &a->tls_shared[i], &tcp, &tr);
             if (rc != ELK_OK) {
                 snprintf(err, errlen, "[node %s]: TLS connection setup: %s", nc->name, elk_err_message(rc));
                 return rc;
             }
-            g.tls_used[i] = true;
+            a->tls_used[i] = true;
 #else
-            snprintf(err, errlen, "%s:%d: [node %s]: tls = on but this elkd was built without TLS", g.conf.path,
+            snprintf(err, errlen, "%s:%d: [node %s]: tls = on but this elkd was built without TLS", a->conf.path,
                      nc->line, nc->name);
             return ELK_E_NOT_SUPPORTED;
 #endif
@@ -977,14 +980,14 @@ static int setup_fleet(char *err, size_t errlen)
         cfg.resp3 = CONFIG_ELK_RESP3 ? true : false;
         cfg.connect_timeout_ms = nc->connect_timeout_ms;
         cfg.request_timeout_ms = nc->request_timeout_ms;
-        rc = elk_node_init(&g.nodes[i], &cfg, &tr, &g.pool, &g.entropy, &g.lib_log);
+        rc = elk_node_init(&a->nodes[i], &cfg, &tr, &a->pool, &a->entropy, &a->lib_log);
         if (rc != ELK_OK) {
             snprintf(err, errlen, "[node %s]: %s", nc->name, elk_err_message(rc));
             return rc;
         }
-        g.nodes[i].stats.tls = nc->tls.on == 1; /* node.h: the caller sets it, for status */
+        a->nodes[i].stats.tls = nc->tls.on == 1; /* node.h: the caller sets it, for status */
     }
-    rc = elk_fleet_init(&g.fleet, g.nodes, g.conf.n_nodes);
+    rc = elk_fleet_init(&a->fleet, a->nodes, a->conf.n_nodes);
     if (rc != ELK_OK) {
         snprintf(err, errlen, "fleet: %s", elk_err_message(rc));
         return rc;
@@ -992,28 +995,28 @@ static int setup_fleet(char *err, size_t errlen)
     {
         elk_client_config_t cc;
         elk_client_config_defaults(&cc);
-        cc.gateway_id = g.gateway_id;
-        cc.key_prefix = g.conf.key_prefix;
-        cc.mode = g.conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
-        cc.safety = g.conf.agent.safety_check == ELKFW_SAFETY_OFF      ? ELK_SAFETY_OFF
-                    : g.conf.agent.safety_check == ELKFW_SAFETY_REFUSE ? ELK_SAFETY_REFUSE
+        cc.gateway_id = a->gateway_id;
+        cc.key_prefix = a->conf.key_prefix;
+        cc.mode = a->conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
+        cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF      ? ELK_SAFETY_OFF
+                    : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE ? ELK_SAFETY_REFUSE
                                                                        : ELK_SAFETY_WARN;
-        rc = elk_client_init(&g.client, &cc, &g.fleet, &g.entropy, &g.lib_log);
+        rc = elk_client_init(&a->client, &cc, &a->fleet, &a->entropy, &a->lib_log);
         if (rc != ELK_OK) {
-            snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", g.gateway_id,
-                     g.conf.key_prefix, elk_err_message(rc));
+            snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", a->gateway_id,
+                     a->conf.key_prefix, elk_err_message(rc));
             return rc;
         }
     }
-    for (i = 0; i < g.conf.n_resources; i++) {
-        const elkfw_resource_conf_t *rc_ = &g.conf.resources[i];
+    for (i = 0; i < a->conf.n_resources; i++) {
+        const elkfw_resource_conf_t *rc_ = &a->conf.resources[i];
         elk_lock_config_t lc;
-        resource_t *r = &g.res[g.n_res];
+        resource_t *r = &a->res[a->n_res];
         elk_lock_config_defaults(&lc);
         lc.ttl_ms = rc_->ttl_ms;
         lc.renew_fraction_pct = (rc_->renew_fraction_ppm + 5000u) / 10000u;
-        lc.drift_factor_ppm = g.conf.drift_factor_ppm;
-        lc.drift_fixed_ms = g.conf.drift_fixed_ms;
+        lc.drift_factor_ppm = a->conf.drift_factor_ppm;
+        lc.drift_fixed_ms = a->conf.drift_fixed_ms;
         lc.stop_margin_ms = rc_->stop_margin_ms;
         lc.min_validity_ms = rc_->min_validity_ms;
         lc.max_hold_ms = rc_->max_hold_ms;
@@ -1022,30 +1025,31 @@ static int setup_fleet(char *err, size_t errlen)
         lc.wait_max_ms = rc_->wait_max_ms;
         lc.fencing = rc_->fencing;
         lc.use_release_channel = rc_->release_channel;
+        r->agent = a;
         r->conf = rc_;
         r->owner = -1;
-        rc = elk_lock_init(&r->lock, &g.client, rc_->name, &lc, on_lock_event, r);
+        rc = elk_lock_init(&r->lock, &a->client, rc_->name, &lc, on_lock_event, r);
         if (rc != ELK_OK) {
-            snprintf(err, errlen, "%s:%d: [resource %s]: %s", g.conf.path, rc_->line, rc_->name, elk_err_message(rc));
+            snprintf(err, errlen, "%s:%d: [resource %s]: %s", a->conf.path, rc_->line, rc_->name, elk_err_message(rc));
             return rc;
         }
-        g.n_res++;
+        a->n_res++;
     }
     return ELK_OK;
 }
 
-static void teardown_fleet(void)
+static void teardown_fleet(agent_t *a)
 {
     size_t i;
-    uint64_t now = g.clock.now_ms(g.clock.ctx);
-    for (i = 0; i < g.fleet.count; i++) {
-        elk_node_close(&g.nodes[i], now);
+    uint64_t now = a->clock.now_ms(a->clock.ctx);
+    for (i = 0; i < a->fleet.count; i++) {
+        elk_node_close(&a->nodes[i], now);
     }
 #ifdef ELKD_TLS
-    for (i = 0; i < g.conf.n_nodes; i++) {
-        if (g.tls_used[i]) {
-            elk_tls_conn_free(&g.tls_conn[i]);
-            elk_tls_shared_free(&g.tls_shared[i]);
+    for (i = 0; i < a->conf.n_nodes; i++) {
+        if (a->tls_used[i]) {
+            elk_tls_conn_free(&a->tls_conn[i]);
+            elk_tls_shared_free(&a->tls_shared[i]);
         }
     }
 #endif
@@ -1053,209 +1057,262 @@ static void teardown_fleet(void)
 
 /* ------------------------------------------------------------------ main loop */
 
-static void begin_shutdown(uint64_t now, const char *why)
+static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
 {
     size_t i;
-    if (g.shutting_down) {
+    if (a->shutting_down) {
         return;
     }
-    g.shutting_down = true;
-    g.shutdown_started = now;
-    elkd_log(ELK_LOG_INFO, "%s: stopping: no new leases, telling holders, releasing every lease", why);
-    if (g.listen_fd >= 0) {
-        close(g.listen_fd);
-        g.listen_fd = -1;
-        unlink(g.conf.agent.socket_path);
+    a->shutting_down = true;
+    a->shutdown_started = now;
+    elkd_log(a, ELK_LOG_INFO, "%s: stopping: no new leases, telling holders, releasing every lease", why);
+    if (a->listen_fd >= 0) {
+        close(a->listen_fd);
+        a->listen_fd = -1;
+        unlink(a->conf.agent.socket_path);
     }
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-        if (g.clients[i].fd >= 0) {
-            client_send((int)i, "EVENT SHUTDOWN\n");
+        if (a->clients[i].fd >= 0) {
+            client_send(a, (int)i, "EVENT SHUTDOWN\n");
         }
     }
-    for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
-        if (g.waiters[i].client >= 0) {
-            client_err(g.waiters[i].client, ELK_E_SHUTTING_DOWN, g.res[g.waiters[i].res].conf->name);
-            g.waiters[i].client = -1;
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        if (a->waiters[i].client >= 0) {
+            client_err(a, a->waiters[i].client, ELK_E_SHUTTING_DOWN, a->res[a->waiters[i].res].conf->name);
+            a->waiters[i].client = -1;
         }
     }
-    for (i = 0; i < g.n_res; i++) {
-        resource_t *r = &g.res[i];
-        if (r->owner >= 0 && owned_by(r, r->owner) && !r->acquiring) {
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = &a->res[i];
+        if (r->owner >= 0 && owned_by(a, r, r->owner) && !r->acquiring) {
             /* The holder gets its stop margin to bring the actuator to its safe state
              * (the lease stays valid and renewed meanwhile); then we release. */
             r->shutdown_release_at = now + r->conf->stop_margin_ms;
-            (void)stop_command(r, now, "shutting down", true);
+            (void)stop_command(a, r, now, "shutting down", true);
             if (r->shutdown_release_at == now) {
-                release_when_stopped(r, now, "shutting down");
+                release_when_stopped(a, r, now, "shutting down");
             }
         } else if (r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE) {
-            release_res(r, now, "shutting down");
+            release_res(a, r, now, "shutting down");
         }
     }
 }
 
-static bool shutdown_done(uint64_t now)
+static bool shutdown_done(agent_t *a, uint64_t now)
 {
     size_t i;
-    for (i = 0; i < g.n_res; i++) {
-        if (g.res[i].shutdown_release_at != 0) {
+    for (i = 0; i < a->n_res; i++) {
+        if (a->res[i].shutdown_release_at != 0) {
             return false; /* a holder still has its stop margin */
         }
-        if (g.res[i].sup.stage == ELKFW_SUP_TERM_SENT || g.res[i].sup.stage == ELKFW_SUP_KILL_SENT) {
+        if (a->res[i].sup.stage == ELKFW_SUP_TERM_SENT || a->res[i].sup.stage == ELKFW_SUP_KILL_SENT) {
             return false; /* a holder's command is still being stopped */
         }
-        if (elk_lock_busy(&g.res[i].lock) && now - g.shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
+        if (elk_lock_busy(&a->res[i].lock) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
             return false; /* background release rounds still in flight */
         }
     }
     return true;
 }
 
-static void handle_signals(uint64_t now)
+static void handle_signals(agent_t *a, uint64_t now)
 {
     struct signalfd_siginfo si;
-    while (read(g.signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+    while (read(a->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-            begin_shutdown(now, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+            begin_shutdown(a, now, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         } else if (si.ssi_signo == SIGHUP) {
-            elkd_log(ELK_LOG_WARN, "SIGHUP: reloading the configuration is not supported; restart elkd to apply changes");
+            elkd_log(a, ELK_LOG_WARN, "SIGHUP: reloading the configuration is not supported; restart elkd to apply changes");
         }
     }
 }
 
-static int run_loop(void)
+/* Local waiters that ran out of time get their answer; lowers *next to the next one. */
+static void expire_waiters(agent_t *a, uint64_t now, uint64_t *next)
 {
-    struct pollfd pfd[2 + ELKD_MAX_CLIENTS + CONFIG_ELK_MAX_NODES];
-    int who[2 + ELKD_MAX_CLIENTS + CONFIG_ELK_MAX_NODES];
     size_t i;
-    for (;;) {
-        uint64_t now = g.clock.now_ms(g.clock.ctx);
-        uint64_t next = elk_client_poll(&g.client, now);
-        elk_wait_t waits[CONFIG_ELK_MAX_NODES];
-        size_t nw, n = 0;
-        int timeout, rc;
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        waiter_t *w = &a->waiters[i];
+        if (w->client < 0) {
+            continue;
+        }
+        if (a->clients[w->client].fd < 0 || a->clients[w->client].id != w->client_id) {
+            w->client = -1;
+        } else if (now >= w->deadline) {
+            /* say what stood in the way: another client of this agent */
+            const resource_t *r = &a->res[w->res];
+            char detail[160];
+            if (r->owner >= 0 && owned_by(a, r, r->owner)) {
+                snprintf(detail, sizeof detail, "%s; held by pid %d on this agent", r->conf->name,
+                         (int)a->clients[r->owner].pid);
+            } else {
+                snprintf(detail, sizeof detail, "%s", r->conf->name);
+            }
+            client_err(a, w->client, ELK_E_LOCK_TIMEOUT, detail);
+            w->client = -1;
+        } else if (w->deadline < *next) {
+            *next = w->deadline;
+        }
+    }
+}
 
-        now = g.clock.now_ms(g.clock.ctx);
-        /* local waiters that ran out of time */
-        for (i = 0; i < sizeof g.waiters / sizeof g.waiters[0]; i++) {
-            waiter_t *w = &g.waiters[i];
-            if (w->client < 0) {
-                continue;
-            }
-            if (g.clients[w->client].fd < 0 || g.clients[w->client].id != w->client_id) {
-                w->client = -1;
-            } else if (now >= w->deadline) {
-                /* say what stood in the way: another client of this agent */
-                const resource_t *r = &g.res[w->res];
-                char detail[160];
-                if (r->owner >= 0 && owned_by(r, r->owner)) {
-                    snprintf(detail, sizeof detail, "%s; held by pid %d on this agent", r->conf->name,
-                             (int)g.clients[r->owner].pid);
-                } else {
-                    snprintf(detail, sizeof detail, "%s", r->conf->name);
-                }
-                client_err(w->client, ELK_E_LOCK_TIMEOUT, detail);
-                w->client = -1;
-            } else if (w->deadline < next) {
-                next = w->deadline;
+/* Shutdown releases once holders had their stop margin; supervised commands being
+ * stopped are stepped. */
+static void step_resources(agent_t *a, uint64_t now, uint64_t *next)
+{
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = &a->res[i];
+        if (r->shutdown_release_at != 0) {
+            if (now >= r->shutdown_release_at || !owned_by(a, r, r->owner)) {
+                release_when_stopped(a, r, now, "shutting down");
+            } else if (r->shutdown_release_at < *next) {
+                *next = r->shutdown_release_at;
             }
         }
-        /* shutdown: holders had their stop margin */
-        for (i = 0; i < g.n_res; i++) {
-            resource_t *r = &g.res[i];
-            if (r->shutdown_release_at != 0) {
-                if (now >= r->shutdown_release_at || !owned_by(r, r->owner)) {
-                    release_when_stopped(r, now, "shutting down");
-                } else if (r->shutdown_release_at < next) {
-                    next = r->shutdown_release_at;
-                }
-            }
-            supervise_step(r, now, &next);
+        supervise_step(a, r, now, next);
+    }
+}
+
+/* Write what is queued for each client; close those dropped or done. */
+static void flush_clients(agent_t *a, uint64_t now)
+{
+    size_t i;
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        client_t *c = &a->clients[i];
+        if (c->fd < 0) {
+            continue;
         }
-        /* flush and close clients */
+        client_flush(a, (int)i);
+        if (c->drop) {
+            client_close(a, (int)i, now, "dropped");
+        } else if (c->close_after_flush && c->out_len == 0) {
+            client_close(a, (int)i, now, "QUIT");
+        }
+    }
+}
+
+/* One step of the agent by the clock: the lock engine, local waiters, resources,
+ * client output. Returns the time of the next step, or 0 once a shutdown is complete. */
+static uint64_t agent_tick(agent_t *a, uint64_t now)
+{
+    uint64_t next = elk_client_poll(&a->client, now);
+    size_t i;
+    now = a->clock.now_ms(a->clock.ctx);
+    expire_waiters(a, now, &next);
+    step_resources(a, now, &next);
+    flush_clients(a, now);
+    if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-            client_t *c = &g.clients[i];
-            if (c->fd < 0) {
-                continue;
-            }
-            client_flush((int)i);
-            if (c->drop) {
-                client_close((int)i, now, "dropped");
-            } else if (c->close_after_flush && c->out_len == 0) {
-                client_close((int)i, now, "QUIT");
+            if (a->clients[i].fd >= 0) {
+                client_flush(a, (int)i);
+                client_close(a, (int)i, now, "agent stopped");
             }
         }
-        if (g.shutting_down && shutdown_done(now)) {
-            for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-                if (g.clients[i].fd >= 0) {
-                    client_flush((int)i);
-                    client_close((int)i, now, "agent stopped");
-                }
+        elkd_log(a, ELK_LOG_INFO, "stopped");
+        return 0;
+    }
+    if (a->shutting_down && next > now + 50) {
+        next = now + 50; /* watch the release rounds finish */
+    }
+    return next;
+}
+
+/* What each descriptor in the poll set is. */
+typedef enum poll_kind { POLL_SIGNALS, POLL_LISTEN, POLL_CLIENT, POLL_NODE } poll_kind_t;
+
+#define ELKD_POLL_MAX (2 + ELKD_MAX_CLIENTS + CONFIG_ELK_MAX_NODES)
+
+typedef struct poll_set {
+    struct pollfd pfd[ELKD_POLL_MAX];
+    poll_kind_t kind[ELKD_POLL_MAX];
+    int slot[ELKD_POLL_MAX]; /* POLL_CLIENT: the client slot */
+    size_t n;
+} poll_set_t;
+
+static void poll_add(poll_set_t *ps, int fd, short events, poll_kind_t kind, int slot)
+{
+    ps->pfd[ps->n].fd = fd;
+    ps->pfd[ps->n].events = events;
+    ps->pfd[ps->n].revents = 0;
+    ps->kind[ps->n] = kind;
+    ps->slot[ps->n] = slot;
+    ps->n++;
+}
+
+static void poll_build(const agent_t *a, poll_set_t *ps)
+{
+    elk_wait_t waits[CONFIG_ELK_MAX_NODES];
+    size_t i, nw;
+    ps->n = 0;
+    poll_add(ps, a->signal_fd, POLLIN, POLL_SIGNALS, -1);
+    if (a->listen_fd >= 0) {
+        poll_add(ps, a->listen_fd, POLLIN, POLL_LISTEN, -1);
+    }
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        if (a->clients[i].fd >= 0) {
+            poll_add(ps, a->clients[i].fd, (short)(POLLIN | (a->clients[i].out_len > 0 ? POLLOUT : 0)), POLL_CLIENT,
+                     (int)i);
+        }
+    }
+    nw = elk_fleet_waits(&a->fleet, waits, CONFIG_ELK_MAX_NODES);
+    for (i = 0; i < nw; i++) {
+        if (waits[i].fd >= 0) {
+            poll_add(ps, waits[i].fd,
+                     (short)(((waits[i].events & ELK_WAIT_READ) ? POLLIN : 0) |
+                             ((waits[i].events & ELK_WAIT_WRITE) ? POLLOUT : 0)),
+                     POLL_NODE, -1);
+        }
+    }
+}
+
+static void poll_dispatch(agent_t *a, const poll_set_t *ps, uint64_t now)
+{
+    size_t i;
+    for (i = 0; i < ps->n; i++) {
+        const struct pollfd *p = &ps->pfd[i];
+        if (p->revents == 0) {
+            continue;
+        }
+        switch (ps->kind[i]) {
+        case POLL_SIGNALS:
+            handle_signals(a, now);
+            break;
+        case POLL_LISTEN:
+            if (a->listen_fd >= 0) {
+                accept_clients(a);
             }
-            elkd_log(ELK_LOG_INFO, "stopped");
+            break;
+        case POLL_CLIENT:
+            /* the slot may have been closed (and reused) by an earlier entry */
+            if (a->clients[ps->slot[i]].fd == p->fd && (p->revents & (POLLIN | POLLHUP | POLLERR))) {
+                client_readable(a, ps->slot[i], now);
+            }
+            break;
+        case POLL_NODE:
+            break; /* the next elk_client_poll does the I/O */
+        }
+    }
+}
+
+static int run_loop(agent_t *a)
+{
+    poll_set_t ps;
+    for (;;) {
+        uint64_t now = a->clock.now_ms(a->clock.ctx);
+        uint64_t next = agent_tick(a, now);
+        int timeout;
+        if (next == 0) {
             return ELKD_EXIT_OK;
         }
-        if (g.shutting_down && next > now + 50) {
-            next = now + 50; /* watch the release rounds finish */
-        }
-
-        pfd[n].fd = g.signal_fd;
-        pfd[n].events = POLLIN;
-        who[n++] = -1;
-        if (g.listen_fd >= 0) {
-            pfd[n].fd = g.listen_fd;
-            pfd[n].events = POLLIN;
-            who[n++] = -2;
-        }
-        for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-            if (g.clients[i].fd >= 0) {
-                pfd[n].fd = g.clients[i].fd;
-                pfd[n].events = (short)(POLLIN | (g.clients[i].out_len > 0 ? POLLOUT : 0));
-                who[n++] = (int)i;
-            }
-        }
-        nw = elk_fleet_waits(&g.fleet, waits, CONFIG_ELK_MAX_NODES);
-        for (i = 0; i < nw; i++) {
-            if (waits[i].fd < 0) {
-                continue;
-            }
-            pfd[n].fd = waits[i].fd;
-            pfd[n].events = (short)(((waits[i].events & ELK_WAIT_READ) ? POLLIN : 0) |
-                                    ((waits[i].events & ELK_WAIT_WRITE) ? POLLOUT : 0));
-            who[n++] = -3;
-        }
-        if (next <= now) {
-            timeout = 0;
-        } else if (next - now > 60000u) {
-            timeout = 60000;
-        } else {
-            timeout = (int)(next - now);
-        }
-        rc = poll(pfd, n, timeout);
-        if (rc < 0 && errno != EINTR) {
-            elkd_log(ELK_LOG_ERROR, "poll: %s", strerror(errno));
+        now = a->clock.now_ms(a->clock.ctx);
+        poll_build(a, &ps);
+        timeout = next <= now ? 0 : (next - now > 60000u ? 60000 : (int)(next - now));
+        if (poll(ps.pfd, ps.n, timeout) < 0 && errno != EINTR) {
+            elkd_log(a, ELK_LOG_ERROR, "poll: %s", strerror(errno));
             return ELKD_EXIT_RUNTIME;
         }
-        now = g.clock.now_ms(g.clock.ctx);
-        for (i = 0; rc > 0 && i < n; i++) {
-            if (pfd[i].revents == 0) {
-                continue;
-            }
-            if (who[i] == -1) {
-                handle_signals(now);
-            } else if (who[i] == -2) {
-                if (g.listen_fd >= 0) {
-                    accept_clients();
-                }
-            } else if (who[i] >= 0) {
-                if (g.clients[who[i]].fd == pfd[i].fd) {
-                    if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        client_readable(who[i], now);
-                    }
-                }
-            }
-            /* fleet descriptors: the next elk_client_poll does the I/O */
-        }
+        poll_dispatch(a, &ps, a->clock.now_ms(a->clock.ctx));
     }
 }
 
@@ -1290,7 +1347,7 @@ static int parse_level(const char *s)
 }
 
 /* Fork into the background; the parent exits with the child's startup result. */
-static int daemonize(void)
+static int daemonize(agent_t *a)
 {
     int p[2];
     pid_t pid;
@@ -1311,17 +1368,17 @@ static int daemonize(void)
     }
     close(p[0]);
     setsid();
-    g.ready_pipe = p[1];
+    a->ready_pipe = p[1];
     return 0;
 }
 
-static void detach_stdio(void)
+static void detach_stdio(agent_t *a)
 {
     int fd = open("/dev/null", O_RDWR);
     if (fd >= 0) {
         dup2(fd, 0);
         dup2(fd, 1);
-        if (g.log_target == ELKFW_LOG_SYSLOG) {
+        if (a->log_target == ELKFW_LOG_SYSLOG) {
             dup2(fd, 2);
         }
         if (fd > 2) {
@@ -1330,16 +1387,16 @@ static void detach_stdio(void)
     }
 }
 
-static int fail_startup(int code)
+static int fail_startup(agent_t *a, int code)
 {
-    if (g.ready_pipe >= 0) {
+    if (a->ready_pipe >= 0) {
         unsigned char c = (unsigned char)code;
-        (void)!write(g.ready_pipe, &c, 1);
+        (void)!write(a->ready_pipe, &c, 1);
     }
     return code;
 }
 
-int main(int argc, char **argv)
+static int elkd_main(agent_t *a, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"foreground", no_argument, NULL, 'f'},
@@ -1353,26 +1410,25 @@ int main(int argc, char **argv)
     sigset_t mask;
     int opt, rc, i;
 
-    memset(&g, 0, sizeof g);
-    g.conf_path = "/etc/elkd.conf";
-    g.listen_fd = -1;
-    g.signal_fd = -1;
-    g.ready_pipe = -1;
-    g.log_level = ELK_LOG_INFO;
+    a->conf_path = "/etc/elkd.conf";
+    a->listen_fd = -1;
+    a->signal_fd = -1;
+    a->ready_pipe = -1;
+    a->log_level = ELK_LOG_INFO;
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-        g.clients[i].fd = -1;
+        a->clients[i].fd = -1;
     }
-    for (i = 0; i < (int)(sizeof g.waiters / sizeof g.waiters[0]); i++) {
-        g.waiters[i].client = -1;
+    for (i = 0; i < (int)(sizeof a->waiters / sizeof a->waiters[0]); i++) {
+        a->waiters[i].client = -1;
     }
 
     while ((opt = getopt_long(argc, argv, "c:fs:hV", opts, NULL)) != -1) {
         switch (opt) {
-        case 'c': g.conf_path = optarg; break;
-        case 'f': g.foreground = true; break;
+        case 'c': a->conf_path = optarg; break;
+        case 'f': a->foreground = true; break;
         case 'L': log_arg = optarg; break;
         case 'l': level_arg = optarg; break;
-        case 's': g.socket_override = optarg; break;
+        case 's': a->socket_override = optarg; break;
         case 'C': check_only = true; break;
         case 'h': usage(stdout); return ELKD_EXIT_OK;
         case 'V': printf("elkd %s\n", ELK_VERSION); return ELKD_EXIT_OK;
@@ -1392,23 +1448,23 @@ int main(int argc, char **argv)
         return ELKD_EXIT_CONFIG;
     }
 
-    rc = elkfw_conf_load(&g.conf, g.conf_path, err, sizeof err);
+    rc = elkfw_conf_load(&a->conf, a->conf_path, err, sizeof err);
     if (rc != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
         return ELKD_EXIT_CONFIG;
     }
-    if (g.socket_override != NULL) {
-        if (strlen(g.socket_override) >= sizeof g.conf.agent.socket_path) {
-            fprintf(stderr, "elkd: --socket path is longer than %zu bytes\n", sizeof g.conf.agent.socket_path - 1);
+    if (a->socket_override != NULL) {
+        if (strlen(a->socket_override) >= sizeof a->conf.agent.socket_path) {
+            fprintf(stderr, "elkd: --socket path is longer than %zu bytes\n", sizeof a->conf.agent.socket_path - 1);
             return ELKD_EXIT_CONFIG;
         }
-        strcpy(g.conf.agent.socket_path, g.socket_override);
+        strcpy(a->conf.agent.socket_path, a->socket_override);
     }
-    g.log_target = log_arg != NULL ? (strcmp(log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
-                                   : g.conf.agent.log_target;
-    g.log_level = level_arg != NULL ? parse_level(level_arg) : g.conf.agent.log_level;
-    if (g.conf.gateway_id[0] != '\0') {
-        strcpy(g.gateway_id, g.conf.gateway_id);
+    a->log_target = log_arg != NULL ? (strcmp(log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
+                                   : a->conf.agent.log_target;
+    a->log_level = level_arg != NULL ? parse_level(level_arg) : a->conf.agent.log_level;
+    if (a->conf.gateway_id[0] != '\0') {
+        strcpy(a->gateway_id, a->conf.gateway_id);
     } else {
         char host[256];
         size_t k, o = 0;
@@ -1418,42 +1474,42 @@ int main(int argc, char **argv)
         host[sizeof host - 1] = '\0';
         for (k = 0; host[k] != '\0' && o < CONFIG_ELK_GATEWAY_ID_MAX_LEN; k++) {
             if (elkfw_name_valid(&host[k], 1, 1)) {
-                g.gateway_id[o++] = host[k];
+                a->gateway_id[o++] = host[k];
             }
         }
         if (o == 0) {
-            strcpy(g.gateway_id, "gw");
+            strcpy(a->gateway_id, "gw");
         }
     }
     if (check_only) {
-        printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", g.conf_path,
-               elkfw_mode_name(g.conf.mode), g.conf.n_nodes, g.conf.n_nodes == 1 ? "" : "s", g.conf.n_resources,
-               g.conf.n_resources == 1 ? "" : "s", g.gateway_id);
+        printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", a->conf_path,
+               elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s", a->conf.n_resources,
+               a->conf.n_resources == 1 ? "" : "s", a->gateway_id);
         return ELKD_EXIT_OK;
     }
-    if (g.log_target == ELKFW_LOG_SYSLOG) {
+    if (a->log_target == ELKFW_LOG_SYSLOG) {
         openlog("elkd", LOG_PID, LOG_DAEMON);
     }
     signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
 
-    if (!g.foreground && daemonize() != 0) {
+    if (!a->foreground && daemonize(a) != 0) {
         fprintf(stderr, "elkd: cannot fork into the background: %s\n", strerror(errno));
         return ELKD_EXIT_RUNTIME;
     }
 
-    elk_posix_clock(&g.clock);
-    elk_posix_entropy(&g.entropy);
-    g.lib_log.ctx = NULL;
-    g.lib_log.write = lib_log_write;
-    g.lib_log.level = g.log_level;
+    elk_posix_clock(&a->clock);
+    elk_posix_entropy(&a->entropy);
+    a->lib_log.ctx = a;
+    a->lib_log.write = lib_log_write;
+    a->lib_log.level = a->log_level;
 
-    rc = setup_fleet(err, sizeof err);
+    rc = setup_fleet(a, err, sizeof err);
     if (rc != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
-        if (g.log_target == ELKFW_LOG_SYSLOG) {
+        if (a->log_target == ELKFW_LOG_SYSLOG) {
             syslog(LOG_ERR, "%s", err);
         }
-        return fail_startup(rc == ELK_E_INVALID_ARG || rc == ELK_E_NAME_INVALID || rc == ELK_E_NAME_TOO_LONG
+        return fail_startup(a, rc == ELK_E_INVALID_ARG || rc == ELK_E_NAME_INVALID || rc == ELK_E_NAME_TOO_LONG
                                 ? ELKD_EXIT_CONFIG
                                 : ELKD_EXIT_FLEET);
     }
@@ -1462,34 +1518,49 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
-    g.signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (g.signal_fd < 0) {
+    a->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (a->signal_fd < 0) {
         fprintf(stderr, "elkd: signalfd: %s\n", strerror(errno));
-        return fail_startup(ELKD_EXIT_RUNTIME);
+        return fail_startup(a, ELKD_EXIT_RUNTIME);
     }
-    g.listen_fd = bind_socket(g.conf.agent.socket_path);
-    if (g.listen_fd < 0) {
-        teardown_fleet();
-        return fail_startup(ELKD_EXIT_SOCKET);
+    a->listen_fd = bind_socket(a->conf.agent.socket_path);
+    if (a->listen_fd < 0) {
+        teardown_fleet(a);
+        return fail_startup(a, ELKD_EXIT_SOCKET);
     }
-    if (g.ready_pipe >= 0) {
+    if (a->ready_pipe >= 0) {
         /* The socket accepts connections now: let the parent exit 0. */
         char ok = 0;
-        (void)!write(g.ready_pipe, &ok, 1);
-        close(g.ready_pipe);
-        g.ready_pipe = -1;
+        (void)!write(a->ready_pipe, &ok, 1);
+        close(a->ready_pipe);
+        a->ready_pipe = -1;
     }
-    if (!g.foreground) {
-        detach_stdio();
+    if (!a->foreground) {
+        detach_stdio(a);
     }
-    elkd_log(ELK_LOG_INFO, "elkd %s started: gateway %s, %s fleet of %zu node%s, %zu resource%s, socket %s",
-         ELK_VERSION, g.gateway_id, elkfw_mode_name(g.conf.mode), g.conf.n_nodes, g.conf.n_nodes == 1 ? "" : "s",
-         g.n_res, g.n_res == 1 ? "" : "s", g.conf.agent.socket_path);
-    rc = run_loop();
-    teardown_fleet();
-    if (g.listen_fd >= 0) {
-        close(g.listen_fd);
-        unlink(g.conf.agent.socket_path);
+    elkd_log(a, ELK_LOG_INFO, "elkd %s started: gateway %s, %s fleet of %zu node%s, %zu resource%s, socket %s",
+         ELK_VERSION, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
+         a->n_res, a->n_res == 1 ? "" : "s", a->conf.agent.socket_path);
+    rc = run_loop(a);
+    teardown_fleet(a);
+    if (a->listen_fd >= 0) {
+        close(a->listen_fd);
+        unlink(a->conf.agent.socket_path);
     }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    /* The whole agent in one object (client slots with their output queues, the buffer
+     * pool, the TLS contexts): hundreds of KiB, taken once at start, never per lock. */
+    agent_t *a = calloc(1, sizeof *a);
+    int rc;
+    if (a == NULL) {
+        fprintf(stderr, "elkd: out of memory for the agent (%zu bytes)\n", sizeof *a);
+        return ELKD_EXIT_RUNTIME;
+    }
+    rc = elkd_main(a, argc, argv);
+    free(a);
     return rc;
 }
