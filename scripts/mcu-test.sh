@@ -89,6 +89,15 @@ build_sim_image() {
   link "$out/sim_mcu.elf" "${objs[@]}"
 }
 
+# Lock-cycle figures (stack high-water, instructions per cycle, RAM): docs/footprint.md.
+build_cycle_image() {
+  local o=$out/obj f objs=()
+  for f in cycle startup semihost mcu_stdio; do
+    obj "$root/tests/mcu/$f.c" "$o/$f.o"; objs+=("$o/$f.o")
+  done
+  link "$out/cycle.elf" "${objs[@]}"
+}
+
 # qemu ELF ARGS...: runs the image; its semihosting console (stdout and stderr of the
 # program, in order) is QEMU's stderr. Bounded, so a hung image cannot hang ctest.
 qemu() {
@@ -96,7 +105,7 @@ qemu() {
   local sh="enable=on,target=native,arg=$(basename "$elf" .elf)" a
   for a in "$@"; do sh="$sh,arg=$a"; done
   timeout 1200 qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none \
-    -semihosting-config "$sh" -kernel "$elf" 2>&1 >/dev/null
+    ${QEMU_EXTRA:-} -semihosting-config "$sh" -kernel "$elf" 2>&1 >/dev/null
 }
 
 # The wall-clock part of elk-sim's "simulated ... h in ... s wall" line is the only
@@ -149,7 +158,12 @@ status=0
 echo "== build lib/ + port/sim + tests/sim for Cortex-M4 (Kconfig: ${dot_config:-${defconfig:-defaults}})"
 build_libs
 build_sim_image
-arm-none-eabi-size "$out/sim_mcu.elf"
+build_cycle_image
+arm-none-eabi-size "$out/sim_mcu.elf" "$out/cycle.elf"
+# Instructions are counted by QEMU's virtual clock: -icount shift=10 is 1024 ns per
+# instruction (tests/mcu/cycle.c). Figures only; nothing here is a timed assertion.
+QEMU_EXTRA="-icount shift=10" qemu "$out/cycle.elf" --cycles 200 --icount-shift 10 | tee "$out/cycle.txt"
+grep -q 'instructions per cycle' "$out/cycle.txt" || { echo "FAIL: the lock-cycle image did not run"; status=1; }
 common=(--duration-ms 6000 --quiet)
 compare mild "${MCU_MILD_SEEDS:-1-50}" --faults mild "${common[@]}" || status=1
 compare harsh "${MCU_HARSH_SEEDS:-100001-100020}" --faults harsh "${common[@]}" || status=1
