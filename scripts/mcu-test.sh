@@ -98,6 +98,38 @@ build_cycle_image() {
   link "$out/cycle.elf" "${objs[@]}"
 }
 
+# The unit tests that need no OS, each its own image, on a heap-free subset of cmocka's
+# API (tests/mcu/cmocka/cmocka.h: cmocka allocates its test states with malloc).
+unit_tests=(test_resp_decode test_resp_encode test_pool test_fence test_lock_engine test_lock_drift
+            test_lock_scripts test_node_io test_node_conn test_node_fmt)
+build_unit_images() {
+  local o=$out/uobj f t support=()
+  local uinc=(-I"$root/lib" -I"$root/tests/unit/support" -I"$root/tests/mcu/cmocka")
+  mkdir -p "$o"
+  for f in "$root"/tests/unit/support/*.c "$root/tests/mcu/cmocka_mcu.c"; do
+    obj "$f" "$o/$(basename "$f" .c).o" -Wno-format "${uinc[@]}"; support+=("$o/$(basename "$f" .c).o")
+  done
+  for t in "${unit_tests[@]}"; do
+    obj "$root/tests/unit/$t.c" "$o/$t.o" -Wno-format "${uinc[@]}"
+    link "$out/$t.elf" "$o/$t.o" "${support[@]}" "$out/obj/startup.o" "$out/obj/semihost.o" "$out/obj/mcu_stdio.o"
+  done
+}
+
+run_unit_tests() {
+  local t rc log
+  for t in "${unit_tests[@]}"; do
+    log=$out/$t.txt
+    rc=0
+    qemu "$out/$t.elf" >"$log" || rc=$?
+    if [ "$rc" -eq 0 ] && grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log"; then
+      echo "OK: $t on the MCU: $(grep '^\[  PASSED  \]' "$log")"
+    else
+      echo "FAIL: $t on the MCU (exit $rc):"; grep -E 'LINE|FAILED|mcu:' "$log" | head -20
+      status=1
+    fi
+  done
+}
+
 # qemu ELF ARGS...: runs the image; its semihosting console (stdout and stderr of the
 # program, in order) is QEMU's stderr. Bounded, so a hung image cannot hang ctest.
 qemu() {
@@ -159,11 +191,13 @@ echo "== build lib/ + port/sim + tests/sim for Cortex-M4 (Kconfig: ${dot_config:
 build_libs
 build_sim_image
 build_cycle_image
+build_unit_images
 arm-none-eabi-size "$out/sim_mcu.elf" "$out/cycle.elf"
 # Instructions are counted by QEMU's virtual clock: -icount shift=10 is 1024 ns per
 # instruction (tests/mcu/cycle.c). Figures only; nothing here is a timed assertion.
 QEMU_EXTRA="-icount shift=10" qemu "$out/cycle.elf" --cycles 200 --icount-shift 10 | tee "$out/cycle.txt"
 grep -q 'instructions per cycle' "$out/cycle.txt" || { echo "FAIL: the lock-cycle image did not run"; status=1; }
+run_unit_tests
 common=(--duration-ms 6000 --quiet)
 compare mild "${MCU_MILD_SEEDS:-1-50}" --faults mild "${common[@]}" || status=1
 compare harsh "${MCU_HARSH_SEEDS:-100001-100020}" --faults harsh "${common[@]}" || status=1

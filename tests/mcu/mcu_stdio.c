@@ -343,6 +343,22 @@ int snprintf(char *buf, size_t size, const char *f, ...)
     return n;
 }
 
+int vsprintf(char *buf, const char *f, va_list ap)
+{
+    sink_t s = {buf, (size_t)INT32_MAX, 0, 0};   /* the caller vouches for the room */
+    return format(&s, f, ap);
+}
+
+int sprintf(char *buf, const char *f, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, f);
+    n = vsprintf(buf, f, ap);
+    va_end(ap);
+    return n;
+}
+
 int vfprintf(FILE *stream, const char *f, va_list ap)
 {
     sink_t s = {NULL, 0, 0, stream_fd(stream)};
