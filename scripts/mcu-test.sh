@@ -8,8 +8,9 @@
 # Usage: scripts/mcu-test.sh --elk-sim HOST_ELK_SIM [--config DOT_CONFIG | --defconfig FILE] [--out DIR]
 #   --config: the host build's .config (what ctest passes), so both run one Kconfig;
 #   --defconfig: a defconfig, for a host elk-sim built from the same one.
-#   MCU_MILD_SEEDS (default 1-50), MCU_HARSH_SEEDS (default 100001-100020) override
-#   the seed ranges (FIRST-LAST).
+#   MCU_MILD_SEEDS (default 1-50), MCU_HARSH_SEEDS (default 100001-100020) and
+#   MCU_CONTROL_SEEDS (default 1-5, the setnx-getset control) override the seed ranges
+#   (FIRST-LAST).
 # Exit: 0 all equal, 1 a difference or a build failure, 77 (ctest SKIP) only when
 # qemu-system-arm is missing.
 set -euo pipefail
@@ -201,4 +202,8 @@ run_unit_tests
 common=(--duration-ms 6000 --quiet)
 compare mild "${MCU_MILD_SEEDS:-1-50}" --faults mild "${common[@]}" || status=1
 compare harsh "${MCU_HARSH_SEEDS:-100001-100020}" --faults harsh "${common[@]}" || status=1
+# The seeds' SETNX+GETSET control: its violations (stderr lines) and the 64-bit timestamps
+# it formats with %llu and sends to Redis must come out the same too.
+compare setnx "${MCU_CONTROL_SEEDS:-1-5}" --faults mild --duration-ms 6000 --control setnx-getset \
+  --expect-violations || status=1
 exit $status
