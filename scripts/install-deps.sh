@@ -4,7 +4,7 @@
 set -eu
 PKGS="cmake gcc clang libclang-rt-14-dev valgrind python3 python3-kconfiglib libmbedtls-dev
 libcmocka-dev libhiredis-dev redis-server redis-tools openssl python3-redis faketime
-liblwip-dev gcc-arm-none-eabi libnewlib-arm-none-eabi iproute2 procps binutils nodejs"
+liblwip-dev gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm iproute2 procps binutils nodejs"
 # Ask for the native (or arch-independent) instance: once a foreign architecture such as
 # armhf is added (scripts/armhf-test.sh), a bare `dpkg -s libmbedtls-dev` is ambiguous.
 arch=$(dpkg --print-architecture)

@@ -2,10 +2,10 @@
 # Runs every test edgelock has: the README's test command.
 #   1. normal build + ctest: unit, integration against real redis-server fleets (plain and
 #      TLS), simulator sweeps and negative controls, fault scenarios against elkd/elk, fuzz
-#      corpus replay, symbol checks. Label "extended" (a second, overlapping implementation
+#      corpus replay, symbol checks, the core on an emulated Cortex-M4 (label mcu: QEMU). Label "extended" (a second, overlapping implementation
 #      of the fault scenarios) is left out; run it with `ctest -L extended`.
-#   2. Release build (compile only: -O3 warnings), then ASan+UBSan build + ctest, without the long simulator sweeps and the shell-driven
-#      scenarios (both covered by step 1; ASan makes them several times slower)
+#   2. Release build (compile only: -O3 warnings), then ASan+UBSan build + ctest, without the long simulator sweeps, the shell-driven
+#      scenarios and the MCU comparison (all covered by step 1; ASan makes them several times slower)
 #   3. valgrind memcheck of the unit tests
 #   4. libFuzzer targets, each for ELK_FUZZ_SECONDS (default 60 for the decoder, 15 others)
 #   5. armhf cross build, unit tests under qemu-arm
@@ -68,7 +68,7 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   cmake --build build-asan -j"$JOBS"
   stage "ctest under ASan+UBSan"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build-asan -LE "extended|sweep|scenarios|valgrind"
+    run_ctest build-asan -LE "extended|sweep|scenarios|valgrind|mcu"
 
   stage "valgrind memcheck (unit tests)"
   run_ctest build -L unit -T memcheck
