@@ -12,7 +12,9 @@
 
 #include <cmocka.h>
 
+#include "elk/lock.h"
 #include "elk/lock_scripts.h"
+#include "elk/resp.h"
 
 static uint32_t rol(uint32_t x, unsigned n)
 {
@@ -134,12 +136,46 @@ static void test_scripts_shape(void **state)
     assert_string_equal(ELK_LOCK_CHANNEL_SUFFIX, ":released");
 }
 
+/* The longest request the engine can send fits ELK_LOCK_REQUEST_MAX, which the build
+ * demands of CONFIG_ELK_POOL_BLOCK_SIZE: EVAL of every script with keys, value and
+ * numbers at their longest. (With 256-byte blocks the commit's EVAL could never be sent
+ * and Redlock leases were never granted.) */
+static void test_longest_request_fits_the_bound(void **state)
+{
+    (void)state;
+    static const char *scripts[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND, ELK_LOCK_SCRIPT_RELEASE,
+                                    ELK_LOCK_SCRIPT_COMMIT};
+    char key[CONFIG_ELK_MAX_KEY_LEN + 1], value[ELK_LOCK_VALUE_MAX + 1];
+    uint8_t buf[ELK_LOCK_REQUEST_MAX + 256];
+    size_t longest = 0;
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    memset(value, 'v', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+        /* the widest argument list of any script: 2 keys, value, a 20-digit number, a flag */
+        elk_resp_arg_t argv[8] = {elk_resp_arg_cstr("EVAL"), elk_resp_arg_cstr(scripts[i]), elk_resp_arg_int(2),
+                                  elk_resp_arg_cstr(key),    elk_resp_arg_cstr(key),       elk_resp_arg_cstr(value),
+                                  elk_resp_arg_int(INT64_MAX), elk_resp_arg_cstr("1")};
+        size_t len = 0;
+        assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 8, &len), ELK_OK);
+        if (len > longest) {
+            longest = len;
+        }
+    }
+    assert_true(longest <= ELK_LOCK_REQUEST_MAX);
+    assert_true(CONFIG_ELK_POOL_BLOCK_SIZE >= ELK_LOCK_REQUEST_MAX);
+    /* the bound is not slack enough to hide a much longer script */
+    assert_true(ELK_LOCK_REQUEST_MAX - longest < 64u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha1_vectors),
         cmocka_unit_test(test_script_sha1_constants),
         cmocka_unit_test(test_scripts_shape),
+        cmocka_unit_test(test_longest_request_fits_the_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

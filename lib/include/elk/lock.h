@@ -48,6 +48,20 @@ extern "C" {
 #define ELK_LOCK_RANDOM_BYTES 16u
 /* Longest lock value: "<gateway id>:<32 hex>". */
 #define ELK_LOCK_VALUE_MAX (CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1u + 2u * ELK_LOCK_RANDOM_BYTES)
+/* Longest request the engine sends: EVAL of its longest script (after NOSCRIPT) with
+ * two keys of CONFIG_ELK_MAX_KEY_LEN, a lock value and a 20-digit number, each of at
+ * most 8 RESP arguments framed in at most 9 bytes ("$" + 5 digits + 2 CRLF), plus the
+ * array header. A node's transmit buffer is one pool block, so
+ * CONFIG_ELK_POOL_BLOCK_SIZE must be at least this; the library does not build
+ * otherwise (a smaller block could never send the request: no lease, ever). */
+#define ELK_LOCK_MAX_(a, b) ((a) > (b) ? (a) : (b))
+#define ELK_LOCK_SCRIPT_LEN_MAX                                                                  \
+    (ELK_LOCK_MAX_(ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),   \
+                   ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) - \
+     1u)
+#define ELK_LOCK_REQUEST_MAX                                                               \
+    (4u + 8u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 2u * CONFIG_ELK_MAX_KEY_LEN + ELK_LOCK_VALUE_MAX + 20u)
+
 /* Error text kept per node for events (truncated, NUL-terminated). */
 #define ELK_LOCK_NODE_TEXT_MAX 48u
 /* Requests one lock may have in flight across the fleet (several rounds can overlap:
