@@ -13,6 +13,10 @@ Removed as equivalent (kept out of the catalog, with the reason):
 - lock_engine.c renewal round limit `deadline` -> `deadline + ttl`: the clock decides
   LOST at the deadline before any reply is looked at and ends the round there, so a
   later request deadline changes nothing observable.
+- lock_engine.c lk_validity_ok without its min_validity term: an acquire round's
+  request deadline is t_send + span - min_validity (a commit round's deadline -
+  min_validity), and lib/node times a request out at its deadline before reading its
+  reply, so no quorum can be counted with less than min_validity left.
 - lock_engine.c lk_renew_at dropping `(ttl % 100u) * pct / 100u`: identical for every
   ttl that is a multiple of 100 ms; kept out in favour of lock.renew-late below.
 """
@@ -41,9 +45,9 @@ MUTANTS = [
          old="t->busy_quorum = busy >= q;",
          new="t->busy_quorum = busy + 1u >= q;",
          tests=[ENG], why="a renewal is declared LOST on a minority of 'value gone'"),
-    dict(id="quorum.over-only-at-limit", file=L + "lock_engine.c",
+    dict(id="quorum.out-of-reach-late", file=L + "lock_engine.c",
          old="t->over = ok + lk_popcount(lock->pending_mask) < q || now >= lock->round_limit;",
-         new="t->over = now >= lock->round_limit;",
+         new="t->over = ok + lk_popcount(lock->pending_mask) + 1u < q || now >= lock->round_limit;",
          tests=[ENG], why="a round whose quorum is out of reach waits for its limit"),
     # ------------------------------------------------ validity and deadlines
     dict(id="deadline.acquire-from-reply", file=L + "lock_engine.c",
@@ -58,10 +62,6 @@ MUTANTS = [
          old="lock->acquired_at = lock->t_send;",
          new="lock->acquired_at = now;",
          tests=[ENG], why="first renewal and max_hold counted from the reply"),
-    dict(id="deadline.validity-min-ignored", file=L + "lock_engine.c",
-         old="return lock->deadline > now && lock->deadline - now >= lock->cfg.min_validity_ms;",
-         new="return lock->deadline > now;",
-         tests=[ENG], why="a lease with almost no validity left is reported acquired"),
     dict(id="deadline.lost-one-ms-late", file=L + "lock_engine.c",
          old="now >= lock->deadline) {\n        lk_lost(lock, lock->renew_stopped",
          new="now > lock->deadline) {\n        lk_lost(lock, lock->renew_stopped",
@@ -128,10 +128,10 @@ MUTANTS = [
          old="lock->renewals >= lock->cfg.max_renewals",
          new="lock->renewals > lock->cfg.max_renewals",
          tests=[ENG], why="one renewal more than max_renewals"),
-    dict(id="renew.max-hold-ignored", file=L + "lock_engine.c",
+    dict(id="renew.max-hold-late", file=L + "lock_engine.c",
          old="return lock->cfg.max_hold_ms != 0u && now - lock->acquired_at >= lock->cfg.max_hold_ms;",
-         new="return false;",
-         tests=[ENG], why="max_hold never stops renewals"),
+         new="return lock->cfg.max_hold_ms != 0u && now - lock->acquired_at >= lock->cfg.max_hold_ms + lock->cfg.ttl_ms;",
+         tests=[ENG], why="max_hold stops renewals a ttl too late"),
     # ------------------------------------------------- commit round, tokens
     dict(id="commit.skipped", file=L + "lock_engine.c",
          old="if (acquire && lock->cfg.fencing && n > 1u) {",
@@ -194,7 +194,7 @@ MUTANTS = [
          tests=["unit.test_node_conn", "unit.test_node_io", ENG], why="a silent server never times out"),
     dict(id="node.caller-deadline-ignored", file=N + "node_io.c",
          old="deadline != 0u ? deadline : now + node->cfg.request_timeout_ms;",
-         new="now + node->cfg.request_timeout_ms;",
+         new="deadline != 0u ? deadline + node->cfg.request_timeout_ms : now + node->cfg.request_timeout_ms;",
          tests=["unit.test_node_io", "unit.test_node_conn", ENG], why="a round's limit is replaced by the node default"),
     dict(id="node.drain-no-timeout-status", file=N + "node_conn.c",
          old="if (check_deadlines && req.deadline <= now) {",

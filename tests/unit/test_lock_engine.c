@@ -1311,6 +1311,86 @@ static void test_renewal_deadline_with_reply_time(void **state)
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 1);
 }
 
+/* A commit that finds our key gone (-1: another holder or expiry) is not a commit: with
+ * a majority of those, the acquisition fails and the token is never handed out. */
+static void test_commit_key_gone_on_majority(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    elk_client_poll(&W.client, NOW()); /* acquire requests out */
+    for (size_t i = 0; i < 3; i++) {
+        lfr_serve(&W.srv[i]); /* acquire succeeds everywhere */
+    }
+    lfr_del(&W.srv[1], "t:{valve}");
+    lfr_del(&W.srv[2], "t:{valve}");
+    pump();
+    assert_true(W.srv[1].commit_calls >= 1);
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_BUSY);
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+}
+
+/* A reply of an earlier round, read late (queued behind a node's other replies), never
+ * counts for the current round, even when both rounds are ACQUIREs: here it would make a
+ * quorum out of one real "ok" and a stale one. */
+static void test_stale_round_reply_not_counted(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.fencing = false;
+    c.round_timeout_ms = 500;
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
+    W.srv[2].hold = true; /* node 3 runs everything, answers only when flushed */
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 5000), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_RETRY)); /* round 1: busy quorum */
+    /* before the retry: node 1 is free, node 2 still taken, node 3 taken by a third */
+    lfr_del(&W.srv[0], "t:{valve}");
+    lfr_set(&W.srv[2], "t:{valve}", "third:1", 5000);
+    uint64_t limit = NOW() + 2000;
+    while (W.srv[0].acquire_calls < 2 && NOW() < limit) {
+        run_until(NOW() + 1);
+    }
+    assert_int_equal(W.srv[2].acquire_calls, 2); /* round 2 ran on node 3: busy */
+    W.srv[2].hold = false;
+    lfr_flush(&W.srv[2]); /* round 1's "ok", its release, round 2's "busy" */
+    pump();
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    assert_string_equal(lfr_get(&W.srv[1], "t:{valve}"), "other:1");
+}
+
+/* At the deadline itself the lease is over, whether or not a poll has run since: not
+ * held, no validity, and a re-entrant acquire is refused. */
+static void test_deadline_is_exclusive_without_poll(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    uint64_t d = elk_lock_deadline(&W.lock);
+    assert_int_equal(d, t0 + 938);
+    assert_true(elk_lock_is_held(&W.lock, d - 1));
+    assert_int_equal(elk_lock_validity(&W.lock, d - 1), 1);
+    assert_false(elk_lock_is_held(&W.lock, d));
+    assert_int_equal(elk_lock_validity(&W.lock, d), 0);
+    assert_int_equal(elk_lock_acquire(&W.lock, d, 0), ELK_E_LOCK_LOST);
+    assert_int_equal(elk_lock_hold_count(&W.lock), 1);
+    assert_int_equal(elk_lock_acquire(&W.lock, d - 1, 0), ELK_OK); /* still valid: re-entered */
+    assert_int_equal(elk_lock_hold_count(&W.lock), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1347,6 +1427,9 @@ int main(void)
         cmocka_unit_test(test_lost_busy_regrant_release_carries_old_value),
         cmocka_unit_test(test_release_resend_after_new_value),
         cmocka_unit_test(test_renewal_deadline_with_reply_time),
+        cmocka_unit_test(test_commit_key_gone_on_majority),
+        cmocka_unit_test(test_stale_round_reply_not_counted),
+        cmocka_unit_test(test_deadline_is_exclusive_without_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
