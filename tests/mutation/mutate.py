@@ -164,6 +164,8 @@ def main():
     ap.add_argument("--only", nargs="*", default=[], help="run these mutant ids")
     ap.add_argument("--check", action="store_true",
                     help="only check that every snippet occurs exactly once (no build)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the chosen mutants and stop (no build)")
     ap.add_argument("--work", default=os.path.join(ROOT, "build-mutation"),
                     help="scratch tree and build directory (kept between runs)")
     ap.add_argument("--jobs", type=int, default=2)
@@ -199,6 +201,10 @@ def main():
         ap.print_help()
         return 2
 
+    if a.dry_run:
+        for m in chosen:
+            print("mutation: would run %s (%s)" % (m["id"], m["file"]))
+        return 0
     scratch = os.path.join(a.work, "src")
     bdir = os.path.join(a.work, "build")
     log = os.path.join(a.work, "mutation.log")
