@@ -2,8 +2,7 @@
 # Runs every test edgelock has: the README's test command.
 #   1. normal build + ctest: unit, integration against real redis-server fleets (plain and
 #      TLS), simulator sweeps and negative controls, fault scenarios against elkd/elk, fuzz
-#      corpus replay, symbol checks. Label "extended" (a second, overlapping implementation
-#      of the fault scenarios) is left out; run it with `ctest -L extended`.
+#      corpus replay, symbol checks, the mutation runner's plumbing.
 #   2. Release build (compile only: -O3 warnings), then ASan+UBSan build + ctest, without the long simulator sweeps and the shell-driven
 #      scenarios (both covered by step 1; ASan makes them several times slower)
 #   3. valgrind memcheck of the unit tests
@@ -51,7 +50,7 @@ stage "build (Debug)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build -j"$JOBS"
 stage "ctest"
-run_ctest build -LE extended
+run_ctest build
 
 if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   # A rotating sample of the mutation catalog (tests/mutation/README.md), chosen from
@@ -79,7 +78,7 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   cmake --build build-asan -j"$JOBS"
   stage "ctest under ASan+UBSan"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build-asan -LE "extended|sweep|scenarios|valgrind"
+    run_ctest build-asan -LE "sweep|scenarios|valgrind|mutation"
 
   stage "valgrind memcheck (unit tests)"
   run_ctest build -L unit -T memcheck

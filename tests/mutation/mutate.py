@@ -132,6 +132,8 @@ def try_mutant(m, scratch, bdir, jobs, log):
     path = os.path.join(scratch, m["file"])
     with open(path) as f:
         orig = f.read()
+    with open(log, "a") as f:
+        f.write("### mutant %s (%s)\n" % (m["id"], m["file"]))
     try:
         with open(path, "w") as f:
             f.write(orig.replace(m["old"], m["new"], 1))
