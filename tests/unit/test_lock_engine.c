@@ -1129,24 +1129,32 @@ static void assert_releases_carry(const lfr_server_t *s, const char *want)
     assert_true(seen > 0);
 }
 
+/* One node, ttl 1000, stop_margin 50: a lease acquired at the returned time and lost at
+ * its deadline (+938) as renewals are refused; v1 gets its value. */
+static uint64_t lose_one_lease(char *v1, size_t cap)
+{
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    snprintf(v1, cap, "%s", elk_lock_value(&W.lock));
+    W.srv[0].error_reply = "ERR renewals refused";
+    run_until(t0 + 938);
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
+    W.srv[0].error_reply = NULL;
+    return t0;
+}
+
 /* LOST, then (inside stop_margin) the same lock is taken again with a new value: the
  * deferred release must delete the lost lease's value, never the new lease's. Here the
  * servers forgot the old key (a restart), so the new acquisition succeeds at once. */
 static void test_lost_regrant_release_carries_old_value(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000); /* stop_margin 50 */
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
     char v1[128];
-    snprintf(v1, sizeof v1, "%s", elk_lock_value(&W.lock));
-    W.srv[0].error_reply = "ERR renewals refused";
-    run_until(t0 + 938);
-    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
-    W.srv[0].error_reply = NULL;
+    uint64_t t0 = lose_one_lease(v1, sizeof v1);
     lfr_del(&W.srv[0], "t:{valve}");
     assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
@@ -1167,18 +1175,8 @@ static void test_lost_regrant_release_carries_old_value(void **state)
 static void test_lost_busy_regrant_release_carries_old_value(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000); /* stop_margin 50 */
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
     char v1[128];
-    snprintf(v1, sizeof v1, "%s", elk_lock_value(&W.lock));
-    W.srv[0].error_reply = "ERR renewals refused";
-    run_until(t0 + 938);
-    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
-    W.srv[0].error_reply = NULL;
+    uint64_t t0 = lose_one_lease(v1, sizeof v1);
     assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 5000), ELK_E_WOULD_BLOCK);
     pump();
