@@ -1234,18 +1234,24 @@ static void test_release_resend_after_new_value(void **state)
 
 /* ------------------------------------------ renewal timing with a nonzero reply time */
 
+/* Servers 0..n-1 keep their replies (on), or send what they kept and answer again (off). */
+static void hold_replies(size_t n, bool on)
+{
+    for (size_t i = 0; i < n; i++) {
+        W.srv[i].hold = on;
+        if (!on) {
+            lfr_flush(&W.srv[i]);
+        }
+    }
+}
+
 /* Hold every reply for `d` ms: a round sent now is answered at now + d. */
 static void answer_after(size_t n, uint64_t d)
 {
-    for (size_t i = 0; i < n; i++) {
-        W.srv[i].hold = true;
-    }
+    hold_replies(n, true);
     pump();
     W.h.clock.now += d;
-    for (size_t i = 0; i < n; i++) {
-        W.srv[i].hold = false;
-        lfr_flush(&W.srv[i]);
-    }
+    hold_replies(n, false);
     pump();
 }
 
@@ -1269,17 +1275,12 @@ static void test_renewal_deadline_with_reply_time(void **state)
     uint64_t t_renew = t0 + 330;
     run_until(t_renew - 1);
     assert_int_equal(W.srv[0].extend_calls, 0);
-    for (size_t i = 0; i < 3; i++) {
-        W.srv[i].hold = true;
-    }
+    hold_replies(3, true);
     run_until(t_renew);
     assert_int_equal(W.srv[0].extend_calls, 1);
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_RENEWING);
     W.h.clock.now += 40;
-    for (size_t i = 0; i < 3; i++) {
-        W.srv[i].hold = false;
-        lfr_flush(&W.srv[i]);
-    }
+    hold_replies(3, false);
     pump();
     ev = last_ev(&W.rec);
     assert_int_equal(ev->type, ELK_LOCK_EV_RENEWED);
@@ -1291,19 +1292,14 @@ static void test_renewal_deadline_with_reply_time(void **state)
     run_until(t_renew + 329);
     assert_int_equal(W.srv[0].extend_calls, 1);
     /* a renewal answered after the deadline resurrects nothing */
-    for (size_t i = 0; i < 3; i++) {
-        W.srv[i].hold = true;
-    }
+    hold_replies(3, true);
     run_until(t_renew + 330);
     assert_int_equal(W.srv[0].extend_calls, 2);
     run_until(t_renew + 937);
     assert_true(elk_lock_is_held(&W.lock, NOW()));
     run_until(t_renew + 938);
     assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
-    for (size_t i = 0; i < 3; i++) {
-        W.srv[i].hold = false;
-        lfr_flush(&W.srv[i]);
-    }
+    hold_replies(3, false);
     pump();
     assert_false(elk_lock_is_held(&W.lock, NOW()));
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 1);
