@@ -1232,6 +1232,41 @@ static void test_release_resend_after_new_value(void **state)
     assert_releases_carry(&W.srv[2], v1);
 }
 
+/* A partial release held back for a node that was down, sent when it reconnects after
+ * the retry drew a new value: it carries the released value, not the new one. */
+static void test_release_after_reconnect_carries_old_value(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(10000);
+    c.round_timeout_ms = 5000; /* rounds and releases wait that long for node 3 */
+    c.wait_min_ms = 1;         /* the retry comes before node 3's reconnect backoff ends */
+    c.wait_max_ms = 5;
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 60000);
+    W.srv[2].silent = true;
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 60000), ELK_E_WOULD_BLOCK);
+    uint64_t limit = NOW() + 60000;
+    while (find_ev(&W.rec, ELK_LOCK_EV_RETRY) == NULL && NOW() < limit) {
+        run_until(NOW() + 1); /* node 3 times out: round 1 over, its release held back */
+    }
+    char v1[128];
+    snprintf(v1, sizeof v1, "%s", elk_lock_value(&W.lock));
+    W.srv[1].hold = true; /* keeps round 2 open while node 3 comes back */
+    W.srv[2].silent = false;
+    unsigned calls = W.srv[0].acquire_calls;
+    while (W.srv[0].acquire_calls == calls && NOW() < limit) {
+        run_until(NOW() + 1);
+    }
+    assert_string_not_equal(elk_lock_value(&W.lock), v1); /* the retry drew a new value */
+    assert_int_equal(W.srv[2].release_calls, 0);          /* before node 3 was back */
+    while (W.srv[2].release_calls == 0 && NOW() < limit) {
+        run_until(NOW() + 1);
+    }
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING); /* round 2 still open */
+    assert_releases_carry(&W.srv[2], v1);
+}
+
 /* ------------------------------------------ renewal timing with a nonzero reply time */
 
 /* Servers 0..n-1 keep their replies (on), or send what they kept and answer again (off). */
@@ -1420,6 +1455,7 @@ int main(void)
         cmocka_unit_test(test_lost_regrant_release_carries_old_value),
         cmocka_unit_test(test_lost_busy_regrant_release_carries_old_value),
         cmocka_unit_test(test_release_resend_after_new_value),
+        cmocka_unit_test(test_release_after_reconnect_carries_old_value),
         cmocka_unit_test(test_renewal_deadline_with_reply_time),
         cmocka_unit_test(test_commit_key_gone_on_majority),
         cmocka_unit_test(test_stale_round_reply_not_counted),
