@@ -56,9 +56,14 @@ def sync_tree(src, dst):
     files whose content differs, so the build there stays incremental."""
     out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=src,
                          check=True, stdout=subprocess.PIPE).stdout
-    for rel in out.decode().split("\0"):
-        if not rel or rel.startswith("build"):
-            continue
+    wanted = set(r for r in out.decode().split("\0") if r and not r.startswith("build"))
+    # A file deleted from the tree must go from the copy too (globbed sources would build).
+    for dirpath, _, files in os.walk(dst):
+        for name in files:
+            rel = os.path.relpath(os.path.join(dirpath, name), dst)
+            if rel not in wanted:
+                os.remove(os.path.join(dirpath, name))
+    for rel in sorted(wanted):
         s = os.path.join(src, rel)
         d = os.path.join(dst, rel)
         if not os.path.isfile(s):
