@@ -331,7 +331,8 @@ size_t elk_client_quorum(const elk_client_t *client)
     if (client == NULL || client->fleet == NULL) {
         return 1;
     }
-    return client->fleet->count / 2u + 1u;
+    /* One quorum rule for the whole library: the fleet's. */
+    return elk_fleet_quorum(client->fleet);
 }
 
 bool elk_client_ready(const elk_client_t *client)

@@ -456,7 +456,8 @@ static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
     lock->last_err = err;
     /* Deleting the key now would let the next holder start while our actuator is still
      * within its stop_margin: release only once it must have stopped. */
-    lk_keep_value(lock);
+    memcpy(lock->lost_value, lock->value, lock->value_len + 1u);
+    lock->lost_value_len = lock->value_len;
     lock->lost_release_at = now + lock->cfg.stop_margin_ms;
     lk_fire(lock, ELK_LOCK_EV_LOST, err, now);
 }
@@ -740,6 +741,8 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
     lk_eval_release(lock, now);
     if (lock->lost_release_at != 0u && now >= lock->lost_release_at) {
         lock->lost_release_at = 0;
+        memcpy(lock->rel_value, lock->lost_value, lock->lost_value_len + 1u);
+        lock->rel_value_len = lock->lost_value_len;
         lk_release_round(lock, now, false);
     }
 

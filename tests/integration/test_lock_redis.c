@@ -493,6 +493,52 @@ static void test_script_flush_noscript_fallback(void **state)
     elk_tf_stop(&TF);
 }
 
+/* Even fleets on real servers: a quorum of 2 of 2 and 3 of 4 (n/2 + 1). Half the fleet
+ * held by someone else refuses us; half the fleet stopped loses a held lease. */
+static void check_even_fleet(size_t n)
+{
+    assert_int_equal(fleet_up(n), 0);
+    elk_lock_config_t c = lcfg(1500);
+    gw_init(&GA, n, "gwA", &c, true);
+    assert_int_equal(elk_client_quorum(&GA.client), n / 2 + 1);
+    for (size_t i = 0; i < n / 2; i++) {
+        redisReply *r = elk_tf_cmd(&TF, i, "SET it:{door} other:1 PX 60000");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    assert_int_not_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_false(elk_lock_is_held(&GA.lock, elk_posix_now_ms()));
+    assert_true(get_eq(0, "it:{door}", "other:1"));
+    redisReply *r = elk_tf_cmd(&TF, 0, "DEL it:{door}");
+    assert_non_null(r);
+    freeReplyObject(r);
+    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_true(holders(n, &GA.lock) >= n / 2);
+    for (size_t i = n / 2; i < n; i++) {
+        assert_int_equal(elk_tf_pause(&TF, i), 0);
+    }
+    assert_int_equal(elk_blocking_hold(&GA.client, &GA.lock, 5000, NULL), ELK_E_LOCK_LOST);
+    assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 1);
+    assert_int_equal(count_ev(&GA, ELK_LOCK_EV_RENEWED), 0);
+    for (size_t i = n / 2; i < n; i++) {
+        assert_int_equal(elk_tf_resume(&TF, i), 0);
+    }
+    gw_free(&GA);
+    elk_tf_stop(&TF);
+}
+
+static void test_even_fleet_two(void **state)
+{
+    (void)state;
+    check_even_fleet(2);
+}
+
+static void test_even_fleet_four(void **state)
+{
+    (void)state;
+    check_even_fleet(4);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -547,6 +593,8 @@ int main(void)
         cmocka_unit_test_teardown(test_kill_three_of_five_lost_before_ttl, test_teardown),
         cmocka_unit_test_teardown(test_sigstop_during_acquire, test_teardown),
         cmocka_unit_test_teardown(test_script_flush_noscript_fallback, test_teardown),
+        cmocka_unit_test_teardown(test_even_fleet_two, test_teardown),
+        cmocka_unit_test_teardown(test_even_fleet_four, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -221,6 +221,23 @@ wait_tick() {
   done
   return 1
 }
+# wait_tick_for GW SECONDS [PID]: like wait_tick, bounded by time instead of tries (a
+# loaded machine makes every try slower), and over as soon as PID (the waiting `elk run`)
+# has exited without the tick; prints the token. Use generous bounds: an event, not speed.
+wait_tick_for() {
+  local gw=$1 end=$(( $(date +%s) + $2 )) pid=${3:-} t
+  while :; do
+    t=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v g="$gw" '$2 == g && $4 == "tick" && $5 == "accepted" {t = $3} END {print t}')
+    if [ -n "$t" ]; then echo "$t"; return 0; fi
+    [ "$(date +%s)" -ge "$end" ] && return 1
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      t=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v g="$gw" '$2 == g && $4 == "tick" && $5 == "accepted" {t = $3} END {print t}')
+      [ -n "$t" ] && { echo "$t"; return 0; }
+      return 1
+    fi
+    sleep 0.05
+  done
+}
 # run_bg GW VAR [elk run options] -- command...: starts `elk run` in the background with its
 # pid in VAR (the elk process itself, so it can be paused and waited for)
 run_bg() {

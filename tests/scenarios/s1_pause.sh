@@ -31,7 +31,7 @@ say "== a) elkd of the holder paused past the TTL"
 act_mark
 run_bg gw-a RA valve -- "$WORK" gw-a 0 0.05
 tokA=$(wait_tick gw-a) || { bad "gw-a never drove the actuator"; finish; }
-run_bg gw-b RB --wait 20s valve -- "$WORK" gw-b 10 0.05
+run_bg gw-b RB --wait 120s valve -- "$WORK" gw-b 10 0.05
 exp=$(rcli r1 pexpiretime "$key")
 kill -STOP "${ELKD_PID[gw-a]}"
 t_stop=$(now_ms)
@@ -41,7 +41,7 @@ t_a=$(now_ms)
 check "elk run (gw-a) stops its command on its own deadline and exits 75" 75 $rc
 [ "$t_a" -lt "$exp" ]; check_true "gw-a's command was stopped before the server-side expiry ($((exp - t_a)) ms left)" $?
 figure a_stopped_before_expiry_ms $((exp - t_a))
-tokB=$(wait_tick gw-b) || bad "gw-b never got the lock while gw-a's elkd was paused"
+tokB=$(wait_tick_for gw-b 120 "$RB") || bad "gw-b never got the lock while gw-a's elkd was paused (waited up to 120 s)"
 [ "${tokB:-0}" -gt "$tokA" ]; check_true "gw-b's token ($tokB) is higher than the paused holder's ($tokA)" $?
 wait $RB; check "gw-b's run completes (exit 0)" 0 $?
 # hold the pause past twice the TTL, then resume
@@ -100,10 +100,12 @@ act_mark
 run_bg gw-a RA valve -- "$WORK" gw-a 0 0.05
 tokA=$(wait_tick gw-a) || { bad "gw-a never drove the actuator"; finish; }
 cmdpid=$(ps -o pid= --ppid "$RA" | tr -d ' ')
-run_bg gw-b RB --wait 20s valve -- "$WORK" gw-b 20 0.05
+run_bg gw-b RB --wait 120s valve -- "$WORK" gw-b 20 0.05
 kill -STOP "${ELKD_PID[gw-a]}" "$RA"
 [ -n "$cmdpid" ] && kill -STOP -"$cmdpid"
-tokB=$(wait_tick gw-b) || bad "gw-b never got the lock while gw-a was frozen"
+# gw-b gets the lock once gw-a's lease has expired on the servers: wait for that event
+# with a bound far above any load (the TTL is 2 s), never for a fixed window.
+tokB=$(wait_tick_for gw-b 120 "$RB") || bad "gw-b never got the lock while gw-a was frozen (waited up to 120 s)"
 [ "${tokB:-0}" -gt "$tokA" ]; check_true "gw-b's token ($tokB) is higher than the frozen holder's ($tokA)" $?
 # resume the command first: it is the part that would drive the actuator with its old token
 [ -n "$cmdpid" ] && kill -CONT -"$cmdpid"

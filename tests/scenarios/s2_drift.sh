@@ -79,6 +79,10 @@ run_variant() {
   else
     act_check --tag "s2_$v" --allow-overlap --min-sessions $((ROUNDS * 2))
     check "$v: whatever overlapped, no stale token was accepted" 0 $?
+    # Negative control: 20% slow is far outside the 1% allowance (the holder's deadline
+    # comes about 220 ms after the servers' expiry), so the margin check above must see
+    # the overrun in some round, or it could not see one at all.
+    [ $margin_min -lt 0 ]; check_true "$v: the expiry check sees the slow holder overrun ($margin_min ms)" $?
   fi
   cp "$ACT_LOG" "$S_DIR/act-$v.txt"
   stop_elkd gw-a

@@ -466,6 +466,20 @@ static void test_small_error_buffer_is_terminated(void **state)
     assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", "[bogus]\n", 8, NULL, 0), ELK_E_CONFIG);
 }
 
+/* The safety rule at its boundary: drift + stop_margin + min_validity equal to the ttl
+ * leaves no usable validity and is refused; one millisecond less is accepted. */
+static void test_safety_rule_boundary(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX];
+    /* drift = 1% of 1000 + 2 = 12 ms */
+    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nmin_validity = 688ms\n", err),
+                     ELK_E_CONFIG);
+    assert_non_null(strstr(err, "leaves no validity"));
+    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nmin_validity = 687ms\n", err),
+                     ELK_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_error_messages_lines),
         cmocka_unit_test(test_error_messages_whole_file),
+        cmocka_unit_test(test_safety_rule_boundary),
         cmocka_unit_test(test_too_many),
         cmocka_unit_test(test_resource_name_limit_follows_prefix),
         cmocka_unit_test(test_load_file_and_password_file),

@@ -61,11 +61,36 @@ static void test_drift_matches_64bit_division(void **state)
     }
 }
 
+/* The safety rule at its boundary: drift + stop_margin + min_validity must stay below
+ * the ttl (equal leaves no usable validity), and renewal cannot be set past 90%. */
+static void test_config_check_boundary(void **state)
+{
+    (void)state;
+    elk_lock_config_t c;
+    elk_lock_config_defaults(&c);
+    c.ttl_ms = 1000;
+    c.drift_factor_ppm = 10000; /* 10 ms */
+    c.drift_fixed_ms = 2;
+    c.stop_margin_ms = 300;
+    c.min_validity_ms = 688; /* 12 + 300 + 688 = 1000: nothing left */
+    assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
+    c.min_validity_ms = 687;
+    assert_int_equal(elk_lock_config_check(&c), ELK_OK);
+    c.min_validity_ms = 900; /* margins alone fit; with min_validity they do not */
+    assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
+    c.min_validity_ms = 100;
+    c.renew_fraction_pct = 90;
+    assert_int_equal(elk_lock_config_check(&c), ELK_OK);
+    c.renew_fraction_pct = 91;
+    assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drift_examples),
         cmocka_unit_test(test_drift_matches_64bit_division),
+        cmocka_unit_test(test_config_check_boundary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

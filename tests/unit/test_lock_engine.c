@@ -1165,6 +1165,367 @@ static void test_safety_check(void **state)
     assert_true(elk_client_ready(&W.client));
 }
 
+/* ------------------------------------------- even fleets, one quorum rule (issue 14) */
+
+/* Two and four nodes: a quorum is n/2 + 1 (2 and 3), the fleet's rule, not (n+1)/2 (1
+ * and 2), which agrees with it on every odd size the other tests use. Half the fleet
+ * held by someone else must stop us, and half the fleet silent must lose a held lease. */
+static void check_even_fleet(size_t n)
+{
+    elk_lock_config_t c = cfg_ttl(300);
+    c.round_timeout_ms = 30;
+    world_setup(n, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    assert_int_equal(elk_client_quorum(&W.client), n / 2 + 1);
+    assert_int_equal(elk_client_quorum(&W.client), elk_fleet_quorum(&W.h.fleet));
+    for (size_t i = 0; i < n / 2; i++) {
+        lfr_set(&W.srv[i], "t:{valve}", "other:1", 5000);
+    }
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    run_until(NOW() + 100);
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->quorum, n / 2 + 1);
+    assert_int_equal(ev->ok, n / 2);
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    for (size_t i = n / 2; i < n; i++) {
+        assert_null(lfr_get(&W.srv[i], "t:{valve}")); /* our partial locks went */
+    }
+    /* one node more is a quorum */
+    lfr_del(&W.srv[0], "t:{valve}");
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    run_until(NOW() + 50);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    /* renewals answered by half the fleet only: lost at the deadline */
+    uint64_t deadline = elk_lock_deadline(&W.lock);
+    for (size_t i = 0; i < n / 2; i++) {
+        W.srv[i].silent = true;
+    }
+    run_until(deadline + 10);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 0);
+    ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
+    assert_non_null(ev);
+    assert_int_equal(ev->now, deadline);
+}
+
+static void test_even_fleet_two(void **state)
+{
+    (void)state;
+    check_even_fleet(2);
+}
+
+static void test_even_fleet_four(void **state)
+{
+    (void)state;
+    check_even_fleet(4);
+}
+
+/* ------------------------------------------------ the value every release carries */
+
+/* Every release call any server saw carries `want`, and at least one was seen. */
+static void assert_releases_carry(const lfr_server_t *s, const char *want)
+{
+    size_t seen = 0;
+    for (size_t k = 0; k < s->nlog; k++) {
+        if (strcmp(s->log[k].which, "release") == 0) {
+            assert_string_equal(s->log[k].value, want);
+            seen++;
+        }
+    }
+    assert_true(seen > 0);
+}
+
+/* One node, ttl 1000, stop_margin 50: a lease acquired at the returned time and lost at
+ * its deadline (+938) as renewals are refused; v1 gets its value. */
+static uint64_t lose_one_lease(char *v1, size_t cap)
+{
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    snprintf(v1, cap, "%s", elk_lock_value(&W.lock));
+    W.srv[0].error_reply = "ERR renewals refused";
+    run_until(t0 + 938);
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
+    W.srv[0].error_reply = NULL;
+    return t0;
+}
+
+/* LOST, then (inside stop_margin) the same lock is taken again with a new value: the
+ * deferred release must delete the lost lease's value, never the new lease's. Here the
+ * servers forgot the old key (a restart), so the new acquisition succeeds at once. */
+static void test_lost_regrant_release_carries_old_value(void **state)
+{
+    (void)state;
+    char v1[128];
+    uint64_t t0 = lose_one_lease(v1, sizeof v1);
+    lfr_del(&W.srv[0], "t:{valve}");
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    char v2[128];
+    snprintf(v2, sizeof v2, "%s", elk_lock_value(&W.lock));
+    assert_string_not_equal(v1, v2);
+    run_until(t0 + 938 + 50 + 20); /* the deferred release has run */
+    assert_releases_carry(&W.srv[0], v1);
+    assert_string_equal(lfr_get(&W.srv[0], "t:{valve}"), v2);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+}
+
+/* LOST, then a new acquisition inside stop_margin that finds the old key still there
+ * (busy) and waits: its own partial release must not replace the value the deferred
+ * release deletes, or the lost lease stays until its TTL and the waiter with it. */
+static void test_lost_busy_regrant_release_carries_old_value(void **state)
+{
+    (void)state;
+    char v1[128];
+    uint64_t t0 = lose_one_lease(v1, sizeof v1);
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 5000), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_false(elk_lock_is_held(&W.lock, NOW())); /* the old key is still there */
+    assert_string_equal(lfr_get(&W.srv[0], "t:{valve}"), v1);
+    run_until(t0 + 938 + 49);
+    assert_string_equal(lfr_get(&W.srv[0], "t:{valve}"), v1); /* kept for stop_margin */
+    run_until(t0 + 938 + 50);
+    const char *now_v = lfr_get(&W.srv[0], "t:{valve}");
+    assert_true(now_v == NULL || strcmp(now_v, v1) != 0); /* the lost lease is gone */
+    run_until(t0 + 938 + 400); /* woken by the release, the waiter gets the lock */
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    assert_string_not_equal(elk_lock_value(&W.lock), v1);
+}
+
+/* A partial release resent as EVAL (NOSCRIPT) after the retry drew a new value: the
+ * resend carries the released value, not the new one it would delete. Node 2 forgets
+ * scripts and holds its replies until the retry round is under way. */
+static void test_release_resend_after_new_value(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.round_timeout_ms = 200;
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
+    W.srv[2].forget_scripts = true;
+    W.srv[2].scripts_loaded = false;
+    W.srv[2].hold = true;
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 5000), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_RETRY)); /* busy quorum: round 1 over */
+    char v1[128];
+    snprintf(v1, sizeof v1, "%s", elk_lock_value(&W.lock));
+    W.srv[0].hold = true;
+    W.srv[1].hold = true;
+    uint64_t limit = NOW() + 2000;
+    while (W.srv[0].acquire_calls < 2 && NOW() < limit) {
+        run_until(NOW() + 1);
+    }
+    assert_int_equal(W.srv[0].acquire_calls, 2); /* the retry is under way */
+    assert_string_not_equal(elk_lock_value(&W.lock), v1);
+    W.srv[2].hold = false;
+    lfr_flush(&W.srv[2]); /* NOSCRIPT for round 1's release and round 2's acquire */
+    pump();
+    pump();
+    size_t evals = 0;
+    for (size_t k = 0; k < W.srv[2].nlog; k++) {
+        evals += strcmp(W.srv[2].log[k].which, "release") == 0 && W.srv[2].log[k].eval;
+    }
+    assert_true(evals >= 1);
+    assert_releases_carry(&W.srv[2], v1);
+}
+
+/* A partial release held back for a node that was down, sent when it reconnects after
+ * the retry drew a new value: it carries the released value, not the new one. */
+static void test_release_after_reconnect_carries_old_value(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(10000);
+    c.round_timeout_ms = 5000; /* rounds and releases wait that long for node 3 */
+    c.wait_min_ms = 1;         /* the retry comes before node 3's reconnect backoff ends */
+    c.wait_max_ms = 5;
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 60000);
+    W.srv[2].silent = true;
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 60000), ELK_E_WOULD_BLOCK);
+    uint64_t limit = NOW() + 60000;
+    while (find_ev(&W.rec, ELK_LOCK_EV_RETRY) == NULL && NOW() < limit) {
+        run_until(NOW() + 1); /* node 3 times out: round 1 over, its release held back */
+    }
+    char v1[128];
+    snprintf(v1, sizeof v1, "%s", elk_lock_value(&W.lock));
+    W.srv[1].hold = true; /* keeps round 2 open while node 3 comes back */
+    W.srv[2].silent = false;
+    unsigned calls = W.srv[0].acquire_calls;
+    while (W.srv[0].acquire_calls == calls && NOW() < limit) {
+        run_until(NOW() + 1);
+    }
+    assert_string_not_equal(elk_lock_value(&W.lock), v1); /* the retry drew a new value */
+    assert_int_equal(W.srv[2].release_calls, 0);          /* before node 3 was back */
+    while (W.srv[2].release_calls == 0 && NOW() < limit) {
+        run_until(NOW() + 1);
+    }
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING); /* round 2 still open */
+    assert_releases_carry(&W.srv[2], v1);
+}
+
+/* ------------------------------------------ renewal timing with a nonzero reply time */
+
+/* Servers 0..n-1 keep their replies (on), or send what they kept and answer again (off). */
+static void hold_replies(size_t n, bool on)
+{
+    for (size_t i = 0; i < n; i++) {
+        W.srv[i].hold = on;
+        if (!on) {
+            lfr_flush(&W.srv[i]);
+        }
+    }
+}
+
+/* Hold every reply for `d` ms: a round sent now is answered at now + d. */
+static void answer_after(size_t n, uint64_t d)
+{
+    hold_replies(n, true);
+    pump();
+    W.h.clock.now += d;
+    hold_replies(n, false);
+    pump();
+}
+
+/* Deadlines and the next renewal count from the round's send time, never from the reply:
+ * a reply that takes 40 ms must not move the deadline 40 ms later. */
+static void test_renewal_deadline_with_reply_time(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000); /* deadline = send + 938, renew at send + 330 */
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    answer_after(3, 7); /* acquire */
+    if (elk_lock_state(&W.lock) == ELK_LOCK_COMMITTING) {
+        answer_after(3, 5); /* commit */
+    }
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->deadline, t0 + 938);
+    uint64_t t_renew = t0 + 330;
+    run_until(t_renew - 1);
+    assert_int_equal(W.srv[0].extend_calls, 0);
+    hold_replies(3, true);
+    run_until(t_renew);
+    assert_int_equal(W.srv[0].extend_calls, 1);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_RENEWING);
+    W.h.clock.now += 40;
+    hold_replies(3, false);
+    pump();
+    ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_RENEWED);
+    assert_int_equal(ev->now, t_renew + 40);
+    assert_int_equal(ev->deadline, t_renew + 938);
+    assert_int_equal(elk_lock_deadline(&W.lock), t_renew + 938);
+    assert_int_equal(elk_lock_validity(&W.lock, NOW()), 938 - 40);
+    /* the next renewal from the second round's send time too */
+    run_until(t_renew + 329);
+    assert_int_equal(W.srv[0].extend_calls, 1);
+    /* a renewal answered after the deadline resurrects nothing */
+    hold_replies(3, true);
+    run_until(t_renew + 330);
+    assert_int_equal(W.srv[0].extend_calls, 2);
+    run_until(t_renew + 937);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    run_until(t_renew + 938);
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
+    hold_replies(3, false);
+    pump();
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 1);
+}
+
+/* A commit that finds our key gone (-1: another holder or expiry) is not a commit: with
+ * a majority of those, the acquisition fails and the token is never handed out. */
+static void test_commit_key_gone_on_majority(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    elk_client_poll(&W.client, NOW()); /* acquire requests out */
+    for (size_t i = 0; i < 3; i++) {
+        lfr_serve(&W.srv[i]); /* acquire succeeds everywhere */
+    }
+    lfr_del(&W.srv[1], "t:{valve}");
+    lfr_del(&W.srv[2], "t:{valve}");
+    pump();
+    assert_true(W.srv[1].commit_calls >= 1);
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_BUSY);
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+}
+
+/* A reply of an earlier round, read late (queued behind a node's other replies), never
+ * counts for the current round, even when both rounds are ACQUIREs: here it would make a
+ * quorum out of one real "ok" and a stale one. */
+static void test_stale_round_reply_not_counted(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.fencing = false;
+    c.round_timeout_ms = 500;
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
+    W.srv[2].hold = true; /* node 3 runs everything, answers only when flushed */
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 5000), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_RETRY)); /* round 1: busy quorum */
+    /* before the retry: node 1 is free, node 2 still taken, node 3 taken by a third */
+    lfr_del(&W.srv[0], "t:{valve}");
+    lfr_set(&W.srv[2], "t:{valve}", "third:1", 5000);
+    uint64_t limit = NOW() + 2000;
+    while (W.srv[0].acquire_calls < 2 && NOW() < limit) {
+        run_until(NOW() + 1);
+    }
+    assert_int_equal(W.srv[2].acquire_calls, 2); /* round 2 ran on node 3: busy */
+    W.srv[2].hold = false;
+    lfr_flush(&W.srv[2]); /* round 1's "ok", its release, round 2's "busy" */
+    pump();
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    assert_string_equal(lfr_get(&W.srv[1], "t:{valve}"), "other:1");
+}
+
+/* At the deadline itself the lease is over, whether or not a poll has run since: not
+ * held, no validity, and a re-entrant acquire is refused. */
+static void test_deadline_is_exclusive_without_poll(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    pump();
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    uint64_t d = elk_lock_deadline(&W.lock);
+    assert_int_equal(d, t0 + 938);
+    assert_true(elk_lock_is_held(&W.lock, d - 1));
+    assert_int_equal(elk_lock_validity(&W.lock, d - 1), 1);
+    assert_false(elk_lock_is_held(&W.lock, d));
+    assert_int_equal(elk_lock_validity(&W.lock, d), 0);
+    assert_int_equal(elk_lock_acquire(&W.lock, d, 0), ELK_E_LOCK_LOST);
+    assert_int_equal(elk_lock_hold_count(&W.lock), 1);
+    assert_int_equal(elk_lock_acquire(&W.lock, d - 1, 0), ELK_OK); /* still valid: re-entered */
+    assert_int_equal(elk_lock_hold_count(&W.lock), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1198,6 +1559,16 @@ int main(void)
         cmocka_unit_test(test_lost_cause_fleet_unreachable),
         cmocka_unit_test(test_lost_causes_are_distinct),
         cmocka_unit_test(test_abandon_lets_the_lease_run_out),
+        cmocka_unit_test(test_even_fleet_two),
+        cmocka_unit_test(test_even_fleet_four),
+        cmocka_unit_test(test_lost_regrant_release_carries_old_value),
+        cmocka_unit_test(test_lost_busy_regrant_release_carries_old_value),
+        cmocka_unit_test(test_release_resend_after_new_value),
+        cmocka_unit_test(test_release_after_reconnect_carries_old_value),
+        cmocka_unit_test(test_renewal_deadline_with_reply_time),
+        cmocka_unit_test(test_commit_key_gone_on_majority),
+        cmocka_unit_test(test_stale_round_reply_not_counted),
+        cmocka_unit_test(test_deadline_is_exclusive_without_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

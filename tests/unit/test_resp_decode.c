@@ -487,6 +487,13 @@ static void test_too_large(void **state)
     setup_reader(8, MAXN, 8);
     assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)"+abcdefgh", 9), ELK_E_RESP_TOO_LARGE);
     assert_int_equal(fx.r.len, 0);
+    /* ... counting what it already holds: 5 unread bytes leave room for 3, not 8. */
+    setup_reader(8, MAXN, 8);
+    assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)"+abcd", 5), ELK_OK);
+    assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)"efgh", 4), ELK_E_RESP_TOO_LARGE);
+    assert_int_equal(fx.r.len, 5);
+    assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)"e\r\n", 3), ELK_OK);
+    assert_int_equal(elk_resp_reader_next(&fx.r, &fx.reply), 1);
 }
 
 /* ------------------------------------------------------------ stream handling */

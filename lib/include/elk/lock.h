@@ -204,6 +204,7 @@ typedef struct elk_lock {
     bool rel_active;                    /* background release round running */
     bool rel_notify;                    /* fire RELEASED when it ends (explicit release) */
     uint16_t key_len, value_len, rel_value_len; /* of key, value, rel_value below */
+    uint16_t lost_value_len;
     int last_err;                       /* reason of the last failed acquire or the loss */
     uint32_t gen;                       /* round number generator */
     uint32_t seq;                       /* foreground round */
@@ -232,6 +233,9 @@ typedef struct elk_lock {
     char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
     char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */
     char rel_value[ELK_LOCK_VALUE_MAX + 1u]; /* value the background release deletes */
+    /* value of the lost lease, deleted at lost_release_at: a new acquisition (and its
+     * partial release) inside stop_margin must not change what that release deletes */
+    char lost_value[ELK_LOCK_VALUE_MAX + 1u];
     elk_lock_node_result_t results[CONFIG_ELK_MAX_NODES];     /* foreground round */
     elk_lock_node_result_t rel_results[CONFIG_ELK_MAX_NODES]; /* background release */
     elk_lock_ticket_t tickets[ELK_LOCK_TICKETS];

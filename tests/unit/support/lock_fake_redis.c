@@ -163,6 +163,17 @@ static void lfr_publish(lfr_server_t *s, const char *channel, const char *payloa
     }
 }
 
+static void lfr_record(lfr_server_t *s, const char *which, const char *value, bool eval)
+{
+    if (s->nlog < LFR_LOG) {
+        lfr_call_t *l = &s->log[s->nlog++];
+        snprintf(l->which, sizeof l->which, "%s", which);
+        snprintf(l->value, sizeof l->value, "%s", value);
+        l->eval = eval;
+        l->at = *s->now;
+    }
+}
+
 /* Run script `which` with KEYS/ARGV starting at argument `first` of cmd. */
 static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd, size_t first)
 {
@@ -179,6 +190,7 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
     lfr_arg(cmd, first + 1 + numkeys, a1);
     lfr_arg(cmd, first + 2 + numkeys, a2);
     lfr_arg(cmd, first + 3 + numkeys, a3);
+    lfr_record(s, which, a1, fake_cmd_is(cmd, "EVAL"));
     if (strcmp(which, "acquire") == 0) {
         s->acquire_calls++;
     } else if (strcmp(which, "extend") == 0) {

@@ -27,6 +27,15 @@
 #define LFR_CONNS 4u
 #define LFR_STR 160u
 #define LFR_HELD 8192u
+#define LFR_LOG 64u
+
+/* One script call as the server received it (the first LFR_LOG are kept). */
+typedef struct lfr_call {
+    char which[8];      /* "acquire", "extend", "release", "commit" */
+    char value[LFR_STR]; /* ARGV[1]: the lease value the call carries */
+    bool eval;          /* sent as EVAL (the script text), not EVALSHA */
+    uint64_t at;        /* server time when it ran */
+} lfr_call_t;
 
 typedef struct lfr_entry {
     bool used;
@@ -55,6 +64,9 @@ typedef struct lfr_server {
     /* counters */
     unsigned evalsha, eval, noscript, script_load, config_get, subscribe, publish;
     unsigned acquire_calls, extend_calls, release_calls, commit_calls;
+    /* every script call, in order (a test can check the value each one carried) */
+    lfr_call_t log[LFR_LOG];
+    size_t nlog;
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
