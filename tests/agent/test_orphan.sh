@@ -106,7 +106,7 @@ scenario() {
   return 0
 }
 
-start_gw a 'renew_fraction = 1%'
+start_gw a 'renew_fraction = 1%' '[resource valve-2]' 'ttl = 6s' 'stop_margin = 2s'
 start_gw b
 
 scenario killed kill
@@ -152,6 +152,7 @@ check_contains "SUPERVISE of a group the client did not start is refused" "is ne
 kill -0 "$ELKD_PID_a"; check "elkd is still alive (it did not signal its own group)" 0 $?
 # e) A client that takes the lease without SUPERVISE and stops reading may still be driving:
 #    elkd drops it but never releases under it; the lease is no longer renewed and runs out.
+drops_before=$(grep -c "does not read its replies" "$ELK_T_DIR/elkd.log")
 python3 - "$SOCK_a" > "$M/e.out" 2>&1 <<'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -167,7 +168,13 @@ E_PID=$!
 track $E_PID
 for _ in $(seq 1 400); do grep -q '^OK ACQUIRED' "$M/e.out" && break; sleep 0.025; done
 check_contains "e) unsupervised client got the lease" "OK ACQUIRED valve-1" "$(cat "$M/e.out")"
-for _ in $(seq 1 2400); do grep -q "is no longer renewed and runs out" "$ELK_T_DIR/elkd.log" && break; sleep 0.05; done
+# wait for elkd to drop the client (one more such line than before), whichever way it
+# then treats the lease
+for _ in $(seq 1 2400); do
+  [ "$(grep -c "does not read its replies" "$ELK_T_DIR/elkd.log")" -gt "$drops_before" ] && break
+  sleep 0.05
+done
+sleep 0.2
 grep -q "stopped reading its replies while holding it; it may still be driving: the lease is no longer renewed" "$ELK_T_DIR/elkd.log"
 check "e) elkd let the unread client's lease run out instead of releasing it" 0 $?
 "$ELK" --socket "$SOCK_b" run --wait 30s valve-1 -- true
@@ -256,4 +263,19 @@ d1=$(cut -d' ' -f4 "$d/l1" 2>/dev/null); d2=$(cut -d' ' -f4 "$d/l2" 2>/dev/null)
 t1=$(cut -d' ' -f3 "$d/l1" 2>/dev/null)
 [ -n "$d1" ] && [ -n "$d2" ] && [ "$d2" -gt "$d1" ]; check "i) renewals move the lease file's deadline ($d1 -> $d2)" 0 $?
 [ "${t1:-0}" -gt 0 ]; check "i) the lease file carries the token ($t1)" 0 $?
+# j) A local client of the same agent asks while the killed holder's command is still being
+#    stopped (2 s stop margin, a command that ignores SIGTERM): it must wait for the group to
+#    be gone, not be handed the lease that is still held for the old command.
+d="$M/j"; mkdir -p "$d"; : > "$d/pids"
+sed 's/^( while/trap "" TERM; ( while/' "$M/drive.sh" > "$M/drive_stubborn.sh"   # the child ignores SIGTERM too
+chmod +x "$M/drive_stubborn.sh"
+"$ELK" --socket "$SOCK_a" run valve-2 -- "$M/drive_stubborn.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
+j_run=$!
+track $j_run
+for _ in $(seq 1 400); do [ "$(wc -l < "$d/pids")" -ge 2 ] && break; sleep 0.025; done
+kill -KILL $j_run
+"$ELK" --socket "$SOCK_a" run --wait 30s valve-2 -- "$M/succ.sh" "$d" 2>"$d/w.err"
+check "j) the local waiter gets the lease" 0 $?
+check "j) A's processes alive when the local waiter was granted" "" "$(cat "$d/alive_at_grant" 2>/dev/null)"
+kill -KILL $(cat "$d/pids") 2>/dev/null
 finish

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,11 @@ static pid_t spawn_group(int stubborn)
     assert_int_equal(pipe(ready), 0);
     pid_t p = fork();
     if (p == 0) {
+        /* A failed assertion ends the test before it can kill us: die with it, and do
+         * not hold ctest's output pipe open meanwhile. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
         setpgid(0, 0);
         if (stubborn) {
             signal(SIGTERM, SIG_IGN);
