@@ -218,13 +218,16 @@ static int tls_progress(void *ctx)
 }
 
 /* TLS 1.3 ends the client's handshake before the server has checked the client's
- * certificate: a fatal alert (or a bare close) before any application data is the
- * server's verdict on it, reported as the handshake would have under TLS 1.2. */
+ * certificate: a fatal alert or a close before any application data is the server's
+ * verdict on it, reported as the handshake would have under TLS 1.2. The close counts
+ * too because the alert is lost when our first send meets the closed socket first. */
 static bool tls13_cert_verdict(const elk_tls_conn_t *c, int ret)
 {
 #if ELK_MBEDTLS_3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
-    return !c->rx_app && mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3 &&
-           (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == 0);
+    bool closed = ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == 0 ||
+                  ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
+                   c->inner_err == ELK_E_CLOSED);
+    return closed && !c->rx_app && mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
 #else
     (void)c;
     (void)ret;
