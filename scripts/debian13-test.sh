@@ -41,8 +41,8 @@ fi
 # The project's package source: the first Debian (not security) archive apt is set up with.
 mirror() {
   local m
-  m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-      grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v security | head -1 | tr -d ' ')
+  m=$({ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } |
+      grep -oE 'https?://[^ ]+/debian/?( |$)' | { grep -v security || true; } | head -1 | tr -d ' ')
   echo "${m:-http://deb.debian.org/debian}"
 }
 mirror_url=$(mirror)
