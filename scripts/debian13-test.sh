@@ -98,9 +98,25 @@ say "root: $root_state"
 
 # The stage proper, in new mount and PID namespaces: when it ends, the kernel unmounts
 # everything and kills anything left (redis-server, valkey-server, elkd).
+# If this script alone is stopped (SIGTERM/SIGINT), it kills the namespace's first
+# process (unshare itself ignores those signals): the kernel then kills every other
+# process in the namespace, and its mounts go with it. --kill-child does the same if
+# unshare is killed.
 rc=0
-unshare --mount --pid --fork --propagation private -- \
-  bash "$src/scripts/debian13-inner.sh" "$root" "$src" "$build_rel" "$jobs" || rc=$?
+unshare --mount --pid --fork --kill-child --propagation private -- \
+  bash "$src/scripts/debian13-inner.sh" "$root" "$src" "$build_rel" "$jobs" &
+upid=$!
+stop_ns() {
+  local init
+  init=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null || true)
+  [ -z "$init" ] || kill -KILL $init 2>/dev/null || true
+  wait "$upid" 2>/dev/null || true
+  say "stopped"
+  exit 130
+}
+trap stop_ns INT TERM
+wait "$upid" || rc=$?
+trap - INT TERM
 
 # Belt and braces: nothing of ours may be left mounted under the root.
 if grep -q " $root/" /proc/self/mounts; then
