@@ -11,6 +11,8 @@
 #   4. libFuzzer targets, each for ELK_FUZZ_SECONDS (default 60 for the decoder, 15 others)
 #   5. armhf cross build, unit tests under qemu-arm
 #   (after step 1: a sample of 8 mutants of the safety code, tests/mutation/, all caught)
+#   6. OpenWrt UCI translator; static musl elkd/elk + agent tests; mips, mipsel, aarch64,
+#      s390x under qemu-user; Debian 13 root (gcc 14, mbedTLS 3.6, Redis 8, Valkey 8)
 # ELK_TEST_QUICK=1 runs only step 1 (for a fast edit-test loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -117,6 +119,33 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
     77) echo "armhf: SKIPPED (reason above)" ;;
     *) failed=$((failed + 1)) ;;
   esac
+fi
+
+if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
+  # Each script exits 0 (pass), 77 (cannot run here: reason printed, counted as skipped)
+  # or anything else (fail). Their caches live outside the clone (/var/cache/edgelock).
+  run_script() { # name command...
+    local name=$1 rc=0; shift
+    "$@" || rc=$?
+    case $rc in
+      0) passed=$((passed + 1)) ;;
+      77) echo "$name: SKIPPED (reason above)" ;;
+      *) failed=$((failed + 1)); echo "$name: FAILED (exit $rc)" ;;
+    esac
+  }
+  # OpenWrt package: the UCI translator on valid and broken `uci show elkd`, checked by
+  # the Debug build's elkd --check.
+  stage "OpenWrt UCI translator (elkd --check)"
+  run_script openwrt scripts/openwrt-test.sh build/firmware/elkd
+  # Static musl elkd and elk with TLS; the agent end-to-end tests against them.
+  stage "musl static build, agent tests"
+  run_script musl scripts/musl-build.sh
+  # mips, mipsel, aarch64, s390x: unit tests and elk/elkd start-up under qemu-user.
+  stage "cross: mips mipsel aarch64 s390x under qemu-user"
+  run_script cross scripts/cross-test.sh
+  # Debian 13 root: gcc 14, mbedTLS 3.6, Redis 8 then Valkey 8.
+  stage "Debian 13: gcc 14, mbedTLS 3.6, Redis 8, Valkey 8"
+  run_script debian13 scripts/debian13-test.sh
 fi
 
 stage ""

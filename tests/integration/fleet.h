@@ -191,6 +191,10 @@ int elk_tf_xport_send_all(const elk_transport_t *t, const void *buf, size_t len,
 int elk_tf_xport_recv_until(const elk_transport_t *t, uint8_t *buf, size_t cap, const char *terminator,
                             unsigned timeout_ms, size_t *len);
 
+/* PING over t and read the answer: ELK_OK when it is +PONG, ELK_E_UNEXPECTED_REPLY for
+ * another answer, else the transport's error (or ELK_E_TIMEOUT). */
+int elk_tf_xport_ping(const elk_transport_t *t, unsigned timeout_ms);
+
 /* A 127.0.0.1 port that was free a moment ago (bound to 0 and released), e.g. for
  * "connection refused" tests. 0 on failure. */
 uint16_t elk_tf_free_port(void);

@@ -104,3 +104,17 @@ int elk_tf_xport_recv_until(const elk_transport_t *t, uint8_t *buf, size_t cap, 
     *len = got;
     return ELK_OK;
 }
+
+int elk_tf_xport_ping(const elk_transport_t *t, unsigned timeout_ms)
+{
+    uint8_t buf[64];
+    size_t len;
+    int rc = elk_tf_xport_send_all(t, "*1\r\n$4\r\nPING\r\n", 14, timeout_ms);
+    if (rc == ELK_OK) {
+        rc = elk_tf_xport_recv_until(t, buf, sizeof buf, "\r\n", timeout_ms, &len);
+    }
+    if (rc == ELK_OK && strcmp((char *)buf, "+PONG\r\n") != 0) {
+        rc = ELK_E_UNEXPECTED_REPLY;
+    }
+    return rc;
+}

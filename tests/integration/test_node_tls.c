@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <mbedtls/version.h>
 
 #include "elk/node.h"
 #include "elk/port_mbedtls.h"
@@ -234,7 +235,15 @@ static void test_mutual_tls(void **state)
     int err = elk_node_stats(&c.node)->last_error;
     assert_true(err == ELK_E_TLS_CLIENT_CERT || err == ELK_E_TLS_HANDSHAKE_CUT || err == ELK_E_TLS ||
                 err == ELK_E_CLOSED || err == ELK_E_IO);
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
+    /* TLS 1.3: the client's handshake ends before the server judges it, so a node with
+     * nothing to send first (no AUTH, RESP2) may count as ready for that moment; the
+     * server's refusal then arrives on the first read, named. */
+    assert_int_equal(err, ELK_E_TLS_CLIENT_CERT);
+    assert_true(elk_node_stats(&c.node)->connects <= 1u);
+#else
     assert_int_equal(elk_node_stats(&c.node)->connects, 0);
+#endif
     ctx_free();
     elk_tf_stop(&f);
 }

@@ -52,6 +52,7 @@ extern "C" {
     X(ELK_E_TLS_CONFIG, -55, "TLS: bad CA, certificate or key (unreadable or not PEM)")       \
     X(ELK_E_TLS_CLIENT_CERT, -56, "TLS: server requires a client certificate (mutual TLS)")   \
     X(ELK_E_TLS, -57, "TLS: handshake or record error")                                       \
+    X(ELK_E_TLS_VERSION, -58, "TLS: no protocol version in common with the server (TLS 1.2 is the minimum)") \
     /* node connection */                                                                      \
     X(ELK_E_AUTH, -60, "AUTH refused: wrong user or password")                                \
     X(ELK_E_TIMEOUT, -61, "request timed out; the connection was reset")                      \

@@ -16,11 +16,29 @@ static bool is_tls_record_type(uint8_t b)
     return b >= 20u && b <= 24u;
 }
 
+/* The first flight (the ClientHello) has fully left: the silence check starts now. */
+static void note_hello_out(elk_tls_conn_t *c)
+{
+    const elk_tls_shared_t *s = c->shared;
+    c->hello_out = true;
+    c->hello_at = s->clock.now_ms != NULL ? s->clock.now_ms(s->clock.ctx) : 0;
+}
+
 static int bio_send(void *ctx, const unsigned char *buf, size_t len)
 {
     elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
-    int32_t n = c->inner.send(c->inner.ctx, buf, len);
+    int32_t n;
+    if (c->state == ELK_TLS_HANDSHAKING && c->sniff.encrypted) {
+        c->final_flight = true;
+    }
+    n = c->inner.send(c->inner.ctx, buf, len);
+    /* mbedTLS hands over everything it has not flushed yet; all of it taken means the
+     * record is out (with 2.28 this was ssl.out_left == 0, private in 3.x). */
+    c->tx_unflushed = n != (int32_t)len;
     if (n > 0) {
+        if (!c->tx_unflushed && c->state == ELK_TLS_HANDSHAKING && !c->hello_out) {
+            note_hello_out(c);
+        }
         return (int)n;
     }
     if (n == 0) {
@@ -41,6 +59,9 @@ static int bio_recv(void *ctx, unsigned char *buf, size_t len)
              * answers a ClientHello with "-ERR ...", which no TLS record starts with. */
             c->rx_any = true;
             c->rx_not_tls = !is_tls_record_type(buf[0]);
+        }
+        if (c->state == ELK_TLS_HANDSHAKING) {
+            elk_tls_sniff_feed(&c->sniff, buf, (size_t)n);
         }
         return (int)n;
     }
@@ -88,6 +109,7 @@ static void tls_close(void *ctx)
     c->state = ELK_TLS_CLOSED;
     c->want = ELK_WAIT_NONE;
     c->pending_len = 0;
+    c->tx_unflushed = false;
 }
 
 static int tls_open(void *ctx, const elk_endpoint_t *ep)
@@ -106,6 +128,9 @@ static int tls_open(void *ctx, const elk_endpoint_t *ep)
     c->silent_close = false;
     c->done = false;
     c->cert_requested = false;
+    c->rx_app = false;
+    c->final_flight = false;
+    memset(&c->sniff, 0, sizeof c->sniff);
     c->hello_at = 0;
     c->inner_err = 0;
     c->last_err = ELK_OK;
@@ -131,20 +156,12 @@ static int tls_open(void *ctx, const elk_endpoint_t *ep)
     return ELK_OK;
 }
 
-/* Called while the handshake waits: notes when the ClientHello has left, and fails a
- * server that stays silent past the configured limit (see elk_tls_config_t.silent_ms). */
+/* Called while the handshake waits: fails a server that stays silent past the
+ * configured limit after the ClientHello left (see elk_tls_config_t.silent_ms). */
 static int check_silence(elk_tls_conn_t *c)
 {
     const elk_tls_shared_t *s = c->shared;
-    if (c->rx_any) {
-        return 0;
-    }
-    if (!c->hello_out) {
-        if (c->ssl.state <= MBEDTLS_SSL_CLIENT_HELLO || c->ssl.out_left > 0) {
-            return 0;
-        }
-        c->hello_out = true;
-        c->hello_at = s->clock.now_ms != NULL ? s->clock.now_ms(s->clock.ctx) : 0;
+    if (c->rx_any || !c->hello_out) {
         return 0;
     }
     if (s->clock.now_ms != NULL && s->clock.now_ms(s->clock.ctx) - c->hello_at >= s->silent_ms) {
@@ -186,7 +203,7 @@ static int tls_progress(void *ctx)
             c->verify_flags = 0; /* no certificate was ever seen */
         }
         if (ret != 0) {
-            c->cert_requested = c->ssl.client_auth != 0;
+            c->cert_requested = c->sniff.cert_request || elk_tls_server_judged_us(c);
             return conn_fail(c, elk_tls_map_handshake_error(c, ret), ret);
         }
         c->want = ELK_WAIT_NONE;
@@ -200,8 +217,30 @@ static int tls_progress(void *ctx)
     return c->last_err != ELK_OK ? c->last_err : ELK_E_STATE;
 }
 
+/* TLS 1.3 ends the client's handshake before the server has checked the client's
+ * certificate: a fatal alert or a close before any application data is the server's
+ * verdict on it, reported as the handshake would have under TLS 1.2. The close counts
+ * too because the alert is lost when our first send meets the closed socket first. */
+static bool tls13_cert_verdict(const elk_tls_conn_t *c, int ret)
+{
+#if ELK_MBEDTLS_3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
+    bool closed = ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == 0 ||
+                  ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
+                   c->inner_err == ELK_E_CLOSED);
+    return closed && !c->rx_app && mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
+#else
+    (void)c;
+    (void)ret;
+    return false;
+#endif
+}
+
 static int map_record_error(elk_tls_conn_t *c, int ret)
 {
+    if (tls13_cert_verdict(c, ret)) {
+        c->cert_requested = true;
+        return conn_fail(c, c->shared->has_cert ? ELK_E_TLS : ELK_E_TLS_CLIENT_CERT, ret);
+    }
     if (ret == 0 || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY) {
         return conn_fail(c, ELK_E_CLOSED, ret);
     }
@@ -263,13 +302,26 @@ static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
         return (int32_t)ret;
     }
     if (ret == MBEDTLS_ERR_SSL_WANT_WRITE || ret == MBEDTLS_ERR_SSL_WANT_READ) {
-        if (c->ssl.out_left > 0) {
+        if (c->tx_unflushed) {
             c->pending_len = len;
         }
         c->want |= ret == MBEDTLS_ERR_SSL_WANT_WRITE ? ELK_WAIT_WRITE : ELK_WAIT_READ;
         return 0;
     }
     return (int32_t)map_record_error(c, ret);
+}
+
+/* mbedtls_ssl_read, minus what is no application data: a TLS 1.3 NewSessionTicket
+ * (reported only when signalling is enabled; this port keeps no tickets) is read past. */
+static int tls_read(elk_tls_conn_t *c, uint8_t *buf, size_t len)
+{
+    int ret = mbedtls_ssl_read(&c->ssl, buf, len);
+#ifdef MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET
+    while (ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+        ret = mbedtls_ssl_read(&c->ssl, buf, len);
+    }
+#endif
+    return ret;
 }
 
 static int32_t tls_recv(void *ctx, uint8_t *buf, size_t len)
@@ -289,15 +341,16 @@ static int32_t tls_recv(void *ctx, uint8_t *buf, size_t len)
         len = (size_t)INT32_MAX;
     }
     c->want &= ~(unsigned)ELK_WAIT_READ;
-    ret = mbedtls_ssl_read(&c->ssl, buf, len);
+    ret = tls_read(c, buf, len);
     if (ret > 0) {
+        c->rx_app = true;
         /* A short read must leave nothing inside mbedTLS (the transport contract in
          * platform.h): the caller will not ask again until the socket is readable,
          * and bytes mbedTLS already took off the socket would not make it so.
          * check_pending covers unread application data too (mbedtls/ssl.h). */
         size_t got = (size_t)ret;
         while (got < len && mbedtls_ssl_check_pending(&c->ssl) != 0) {
-            ret = mbedtls_ssl_read(&c->ssl, buf + got, len - got);
+            ret = tls_read(c, buf + got, len - got);
             if (ret <= 0) {
                 break; /* an error shows on the next call, with nothing lost */
             }
@@ -331,7 +384,7 @@ static int tls_wait(void *ctx, unsigned *events)
         ev = c->want != ELK_WAIT_NONE ? c->want : ELK_WAIT_READ;
     } else {
         ev = ELK_WAIT_READ;
-        if (c->pending_len > 0 || c->ssl.out_left > 0 || (c->want & ELK_WAIT_WRITE)) {
+        if (c->pending_len > 0 || c->tx_unflushed || (c->want & ELK_WAIT_WRITE)) {
             ev |= ELK_WAIT_WRITE;
         }
     }
@@ -408,4 +461,9 @@ int elk_tls_conn_stall_reason(const elk_tls_conn_t *c)
 uint32_t elk_tls_conn_verify_flags(const elk_tls_conn_t *c)
 {
     return c == NULL ? 0u : c->verify_flags;
+}
+
+const char *elk_tls_conn_version(const elk_tls_conn_t *c)
+{
+    return c != NULL && c->state == ELK_TLS_READY ? mbedtls_ssl_get_version(&c->ssl) : "";
 }

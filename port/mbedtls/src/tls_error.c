@@ -10,6 +10,35 @@
 
 #include "tls_internal.h"
 
+#if ELK_MBEDTLS_3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
+#define ELK_TLS_OFFER_13 " and 1.3"
+#else
+#define ELK_TLS_OFFER_13 " (this mbedTLS has no TLS 1.3)"
+#endif
+
+/* The server asked for a certificate (CertificateRequest) and then ended the handshake:
+ * without one, mutual TLS is required; with one, it refused ours (error_text says so),
+ * which is not a transport problem. ELK_OK when the failure was something else. */
+static int map_cert_refusal(const elk_tls_conn_t *c, int ret)
+{
+    bool refused = ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF ||
+                   c->inner_err == ELK_E_CLOSED;
+    if (!c->shared->has_cert && (refused || ret == 0)) {
+        return ELK_E_TLS_CLIENT_CERT;
+    }
+    return refused && c->shared->has_cert ? ELK_E_TLS : ELK_OK;
+}
+
+bool elk_tls_server_judged_us(const elk_tls_conn_t *c)
+{
+#if ELK_MBEDTLS_3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
+    return c->final_flight && mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
+#else
+    (void)c;
+    return false;
+#endif
+}
+
 int elk_tls_map_handshake_error(const elk_tls_conn_t *c, int ret)
 {
     uint32_t flags = c->verify_flags;
@@ -18,6 +47,11 @@ int elk_tls_map_handshake_error(const elk_tls_conn_t *c, int ret)
      * not a TLS server (a plain port), and that is what the operator must fix. */
     if (c->rx_not_tls) {
         return ELK_E_TLS_NOT_TLS;
+    }
+    /* No version in common: the ServerHello named TLS 1.1 or older (mbedTLS then refuses
+     * it), or the server answered our hello with a protocol_version alert. */
+    if (c->sniff.old_version || c->sniff.version_alert) {
+        return ELK_E_TLS_VERSION;
     }
     if (ret == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED || flags != 0) {
         /* Most fundamental first: an untrusted chain makes the other checks moot. */
@@ -32,18 +66,14 @@ int elk_tls_map_handshake_error(const elk_tls_conn_t *c, int ret)
         }
         return ELK_E_TLS;
     }
-    /* The server asked for a certificate (CertificateRequest) and we had none to give:
-     * its refusal, as an alert or a bare close, means mutual TLS is required. */
-    if (c->ssl.client_auth && !c->shared->has_cert &&
-        (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == 0 ||
-         c->inner_err == ELK_E_CLOSED)) {
-        return ELK_E_TLS_CLIENT_CERT;
+    if (elk_tls_server_judged_us(c) && ret != MBEDTLS_ERR_SSL_ALLOC_FAILED) {
+        return c->shared->has_cert ? ELK_E_TLS : ELK_E_TLS_CLIENT_CERT;
     }
-    /* We did send a certificate and the server still ended the handshake: it refused
-     * that certificate (error_text says so), which is not a transport problem. */
-    if (c->ssl.client_auth && c->shared->has_cert &&
-        (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF || c->inner_err == ELK_E_CLOSED)) {
-        return ELK_E_TLS;
+    if (c->sniff.cert_request) {
+        int err = map_cert_refusal(c, ret);
+        if (err != ELK_OK) {
+            return err;
+        }
     }
     if (ret == MBEDTLS_ERR_SSL_CONN_EOF || c->inner_err == ELK_E_CLOSED) {
         return ELK_E_TLS_HANDSHAKE_CUT;
@@ -105,6 +135,10 @@ char *elk_tls_conn_error_text(const elk_tls_conn_t *c, char *buf, size_t len)
         if (err == ELK_E_TLS && c->cert_requested && c->shared->has_cert) {
             hint = " [the server asked for our client certificate, then ended the handshake: is the "
                    "certificate signed by a CA the server trusts, and not expired?]";
+        } else if (err == ELK_E_TLS_VERSION && c->sniff.old_version) {
+            hint = " [the server chose TLS 1.1 or older: allow TLS 1.2 there (Redis: tls-protocols \"TLSv1.2 TLSv1.3\")]";
+        } else if (err == ELK_E_TLS_VERSION) {
+            hint = " [the server refused every version we offer: TLS 1.2" ELK_TLS_OFFER_13 "]";
         } else if (err == ELK_E_TLS_NOT_TLS && !c->rx_any) {
             hint = " [no byte came back after the ClientHello: a plain (non-TLS) port, or a stalled server]";
         }

@@ -2,9 +2,21 @@
 #include <string.h>
 
 #include <mbedtls/ctr_drbg.h>
+#include <mbedtls/error.h>
 #include <mbedtls/ssl.h>
 
-#include "elk/port_mbedtls.h"
+#include "tls_internal.h"
+
+#if ELK_MBEDTLS_3 && defined(MBEDTLS_PSA_CRYPTO_C)
+#include <psa/crypto.h>
+#endif
+
+/* 3.x key parsing and pair checks take an RNG (blinding); 2.28's do not. */
+#if ELK_MBEDTLS_3
+#define ELK_PK_RNG(s) , mbedtls_ctr_drbg_random, &(s)->drbg
+#else
+#define ELK_PK_RNG(s)
+#endif
 
 /* Personalisation string: separates this DRBG's output from any other seeded from the
  * same source, as NIST SP 800-90A recommends. */
@@ -38,14 +50,43 @@ static int load_crt(mbedtls_x509_crt *crt, const char *file, const uint8_t *pem,
     return mbedtls_x509_crt_parse_file(crt, file);
 }
 
-static int load_key(mbedtls_pk_context *key, const elk_tls_config_t *cfg)
+static int load_key(elk_tls_shared_t *s, const elk_tls_config_t *cfg)
 {
     if (cfg->key_pem != NULL) {
         const unsigned char *pwd = (const unsigned char *)cfg->key_password;
         size_t pwd_len = pwd != NULL ? strlen(cfg->key_password) : 0;
-        return mbedtls_pk_parse_key(key, cfg->key_pem, parse_len(cfg->key_pem, cfg->key_pem_len), pwd, pwd_len);
+        return mbedtls_pk_parse_key(&s->key, cfg->key_pem, parse_len(cfg->key_pem, cfg->key_pem_len), pwd,
+                                    pwd_len ELK_PK_RNG(s));
     }
-    return mbedtls_pk_parse_keyfile(key, cfg->key_file, cfg->key_password);
+    return mbedtls_pk_parse_keyfile(&s->key, cfg->key_file, cfg->key_password ELK_PK_RNG(s));
+}
+
+/* TLS 1.3 in mbedTLS 3.x runs on PSA crypto, which must be initialised first (it is
+ * idempotent; mbedTLS keeps that state, not this port). */
+static int crypto_init(void)
+{
+#if ELK_MBEDTLS_3 && defined(MBEDTLS_PSA_CRYPTO_C)
+    return psa_crypto_init() == PSA_SUCCESS ? 0 : MBEDTLS_ERR_ERROR_GENERIC_ERROR;
+#else
+    return 0;
+#endif
+}
+
+/* TLS 1.2 is the floor; the ceiling is the newest the library has (1.3 on 3.x built
+ * with it; 2.28's TLS 1.3 is an unfinished prototype and stays off). */
+static void conf_versions(mbedtls_ssl_config *conf)
+{
+#if ELK_MBEDTLS_3
+    mbedtls_ssl_conf_min_tls_version(conf, MBEDTLS_SSL_VERSION_TLS1_2);
+#if defined(MBEDTLS_SSL_PROTO_TLS1_3)
+    mbedtls_ssl_conf_max_tls_version(conf, MBEDTLS_SSL_VERSION_TLS1_3);
+#else
+    mbedtls_ssl_conf_max_tls_version(conf, MBEDTLS_SSL_VERSION_TLS1_2);
+#endif
+#else
+    mbedtls_ssl_conf_min_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+    mbedtls_ssl_conf_max_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+#endif
 }
 
 static int shared_fail(elk_tls_shared_t *s, int err, int mbedtls_err)
@@ -60,10 +101,58 @@ static int shared_fail(elk_tls_shared_t *s, int err, int mbedtls_err)
     return err;
 }
 
+/* The client certificate and key, when configured (mutual TLS); needs the seeded DRBG. */
+static int load_own_cert(elk_tls_shared_t *s, const elk_tls_config_t *cfg)
+{
+    bool want_cert = cfg->cert_pem != NULL || cfg->cert_file != NULL;
+    bool want_key = cfg->key_pem != NULL || cfg->key_file != NULL;
+    int ret;
+
+    if (want_cert != want_key) {
+        return shared_fail(s, ELK_E_TLS_CONFIG, 0);
+    }
+    if (!want_cert) {
+        return ELK_OK;
+    }
+    ret = load_crt(&s->cert, cfg->cert_file, cfg->cert_pem, cfg->cert_pem_len);
+    if (ret != 0) {
+        return shared_fail(s, ELK_E_TLS_CONFIG, ret < 0 ? ret : MBEDTLS_ERR_X509_INVALID_FORMAT);
+    }
+    ret = load_key(s, cfg);
+    if (ret == 0) {
+        ret = mbedtls_pk_check_pair(&s->cert.pk, &s->key ELK_PK_RNG(s));
+    }
+    if (ret != 0) {
+        return shared_fail(s, ELK_E_TLS_CONFIG, ret);
+    }
+    s->has_cert = true;
+    return ELK_OK;
+}
+
+static int build_conf(elk_tls_shared_t *s)
+{
+    int ret = mbedtls_ssl_config_defaults(&s->conf, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
+                                          MBEDTLS_SSL_PRESET_DEFAULT);
+    if (ret != 0) {
+        return shared_fail(s, ELK_E_TLS_CONFIG, ret);
+    }
+    /* REQUIRED, not OPTIONAL: verification must stop the handshake, never leave a
+     * "please check the flags" duty to a caller who might forget. */
+    mbedtls_ssl_conf_authmode(&s->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+    mbedtls_ssl_conf_ca_chain(&s->conf, &s->ca, NULL);
+    conf_versions(&s->conf);
+    mbedtls_ssl_conf_rng(&s->conf, mbedtls_ctr_drbg_random, &s->drbg);
+    if (s->has_cert) {
+        ret = mbedtls_ssl_conf_own_cert(&s->conf, &s->cert, &s->key);
+        if (ret != 0) {
+            return shared_fail(s, ELK_E_TLS_CONFIG, ret);
+        }
+    }
+    return ELK_OK;
+}
+
 int elk_tls_shared_init(elk_tls_shared_t *s, const elk_tls_config_t *cfg, const elk_entropy_t *entropy)
 {
-    bool want_cert;
-    bool want_key;
     int ret;
 
     if (s == NULL || cfg == NULL || entropy == NULL || entropy->fill == NULL) {
@@ -90,47 +179,20 @@ int elk_tls_shared_init(elk_tls_shared_t *s, const elk_tls_config_t *cfg, const 
         /* A positive result counts certificates that failed in a bundle: still bad input. */
         return shared_fail(s, ELK_E_TLS_CONFIG, ret < 0 ? ret : MBEDTLS_ERR_X509_INVALID_FORMAT);
     }
-    want_cert = cfg->cert_pem != NULL || cfg->cert_file != NULL;
-    want_key = cfg->key_pem != NULL || cfg->key_file != NULL;
-    if (want_cert != want_key) {
-        return shared_fail(s, ELK_E_TLS_CONFIG, 0);
+    ret = crypto_init();
+    if (ret != 0) {
+        return shared_fail(s, ELK_E_ENTROPY, ret);
     }
-    if (want_cert) {
-        ret = load_crt(&s->cert, cfg->cert_file, cfg->cert_pem, cfg->cert_pem_len);
-        if (ret != 0) {
-            return shared_fail(s, ELK_E_TLS_CONFIG, ret < 0 ? ret : MBEDTLS_ERR_X509_INVALID_FORMAT);
-        }
-        ret = load_key(&s->key, cfg);
-        if (ret != 0) {
-            return shared_fail(s, ELK_E_TLS_CONFIG, ret);
-        }
-        ret = mbedtls_pk_check_pair(&s->cert.pk, &s->key);
-        if (ret != 0) {
-            return shared_fail(s, ELK_E_TLS_CONFIG, ret);
-        }
-        s->has_cert = true;
-    }
-
     ret = mbedtls_ctr_drbg_seed(&s->drbg, entropy_cb, &s->entropy, elk_tls_pers, sizeof elk_tls_pers - 1u);
     if (ret != 0) {
         return shared_fail(s, ELK_E_ENTROPY, ret);
     }
-    ret = mbedtls_ssl_config_defaults(&s->conf, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
-                                      MBEDTLS_SSL_PRESET_DEFAULT);
-    if (ret != 0) {
-        return shared_fail(s, ELK_E_TLS_CONFIG, ret);
+    ret = load_own_cert(s, cfg);
+    if (ret == ELK_OK) {
+        ret = build_conf(s);
     }
-    /* REQUIRED, not OPTIONAL: verification must stop the handshake, never leave a
-     * "please check the flags" duty to a caller who might forget. */
-    mbedtls_ssl_conf_authmode(&s->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
-    mbedtls_ssl_conf_ca_chain(&s->conf, &s->ca, NULL);
-    mbedtls_ssl_conf_min_version(&s->conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
-    mbedtls_ssl_conf_rng(&s->conf, mbedtls_ctr_drbg_random, &s->drbg);
-    if (s->has_cert) {
-        ret = mbedtls_ssl_conf_own_cert(&s->conf, &s->cert, &s->key);
-        if (ret != 0) {
-            return shared_fail(s, ELK_E_TLS_CONFIG, ret);
-        }
+    if (ret != ELK_OK) {
+        return ret;
     }
     s->ready = true;
     return ELK_OK;

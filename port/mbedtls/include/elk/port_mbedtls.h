@@ -13,8 +13,18 @@
  *
  * Policy (not switchable): the server certificate MUST chain to the configured CA,
  * its name MUST match endpoint.server_name (or host when that is NULL; the same name is
- * sent as SNI), TLS 1.2 is the minimum, and a failed handshake is an error, never a
- * fall-back to plaintext. Mutual TLS: configure a client certificate and key.
+ * sent as SNI), TLS 1.2 is the minimum (a server offering less, or only
+ * what this build lacks, fails with ELK_E_TLS_VERSION), TLS 1.3 is offered when the library has it (mbedTLS 3.x built with
+ * MBEDTLS_SSL_PROTO_TLS1_3), and a failed handshake is an error, never a fall-back to
+ * plaintext. Mutual TLS: configure a client certificate and key.
+ *
+ * mbedTLS versions: 2.28 and 3.6 (chosen by MBEDTLS_VERSION_NUMBER), public API only.
+ * With 3.x, elk_tls_shared_init calls psa_crypto_init() (TLS 1.3 needs PSA); PSA's own
+ * random generator is then seeded by mbedTLS's platform entropy, not by the injected
+ * elk_entropy_t, unless mbedTLS is built with MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG.
+ * TLS 1.3 finishes the client's handshake before the server has judged its certificate:
+ * a mutual-TLS refusal then shows on the first recv() (ELK_E_TLS_CLIENT_CERT without a
+ * certificate, ELK_E_TLS with one), not in progress().
  *
  * Memory: this port itself never calls malloc, but mbedTLS allocates through its own
  * allocator (mbedtls_calloc/mbedtls_free): the record buffers in elk_tls_conn_init
@@ -93,6 +103,26 @@ typedef struct elk_tls_shared {
     int last_mbedtls_err;          /* of the last failed call in elk_tls_shared_init */
 } elk_tls_shared_t;
 
+/* What the port reads from the server's plaintext handshake records as they pass
+ * through (mbedTLS 3.x has no public accessor for it): a CertificateRequest, a
+ * ServerHello below TLS 1.2, a protocol_version alert. Internal to the port. */
+typedef struct elk_tls_sniff {
+    uint8_t hdr[5];                /* record header being collected */
+    uint8_t hdr_n;
+    uint8_t hs_hdr_n;              /* handshake message header bytes seen (0..4) */
+    uint8_t hs_type;
+    uint8_t hs_ver_hi;             /* first body byte of a ServerHello */
+    uint16_t rec_left;             /* body bytes left in the current record */
+    uint16_t rec_pos;              /* body bytes seen of the current record */
+    uint32_t hs_left;              /* body bytes left in the current handshake message */
+    uint32_t hs_pos;
+    bool off;                      /* encrypted records started: nothing more to read */
+    bool encrypted;                /* an application_data record came (TLS 1.3 flight) */
+    bool cert_request;             /* the server sent a CertificateRequest (TLS 1.2) */
+    bool old_version;              /* the server chose a protocol below TLS 1.2 */
+    bool version_alert;            /* the server sent a protocol_version alert */
+} elk_tls_sniff_t;
+
 /* One TLS connection. Caller-allocated; fields internal to the port. */
 typedef struct elk_tls_conn {
     mbedtls_ssl_context ssl;
@@ -106,6 +136,10 @@ typedef struct elk_tls_conn {
     bool silent_close;             /* closed while the server had said nothing */
     bool done;                     /* the last handshake completed */
     bool cert_requested;           /* the server sent a CertificateRequest (mutual TLS) */
+    bool tx_unflushed;             /* a record is only partly handed to the inner transport */
+    bool rx_app;                   /* application data received since the handshake */
+    bool final_flight;             /* we sent after the server's encrypted flight (TLS 1.3) */
+    elk_tls_sniff_t sniff;
     uint64_t hello_at;             /* when hello_out became true (shared clock) */
     unsigned want;                 /* ELK_WAIT_* the last mbedTLS call is waiting for */
     int inner_err;                 /* negative elk_err_t from the inner transport, else 0 */
@@ -136,7 +170,7 @@ void elk_tls_shared_free(elk_tls_shared_t *shared);
  *             the certificate name check.
  *  progress() drives inner progress() then the handshake, without blocking: 1 when
  *             ready, 0 in progress (see wait()), or ELK_E_TLS_UNKNOWN_CA, _HOSTNAME,
- *             _EXPIRED, _NOT_TLS, _HANDSHAKE_CUT, _CLIENT_CERT, ELK_E_TLS, or the inner
+ *             _EXPIRED, _NOT_TLS, _HANDSHAKE_CUT, _CLIENT_CERT, _VERSION, ELK_E_TLS, or the inner
  *             transport's error. As with TCP, the caller enforces the timeout.
  *  send/recv  application data: >0, 0 would block, ELK_E_CLOSED (close_notify or EOF),
  *             ELK_E_TLS, or the inner error. Two rules from mbedTLS's record layer:
@@ -164,6 +198,10 @@ void elk_tls_conn_free(elk_tls_conn_t *conn);
  * when TCP or the handshake were merely slow, ELK_OK when the last handshake finished.
  * Valid after close() until the next open(). */
 int elk_tls_conn_stall_reason(const elk_tls_conn_t *conn);
+
+/* The negotiated protocol after a completed handshake ("TLSv1.2", "TLSv1.3"; from
+ * mbedtls_ssl_get_version), or "" before. The string is static. */
+const char *elk_tls_conn_version(const elk_tls_conn_t *conn);
 
 /* The mbedTLS code behind the last TLS error (0 if none), and verification flags of
  * the last handshake (MBEDTLS_X509_BADCERT_*), for logs and tests. */
