@@ -35,6 +35,8 @@ else()
   endif()
 endif()
 include(${ELK_CONFIG_CMAKE})
+# <build>/generated/elk/version.h from project(VERSION): the one source of the version.
+configure_file(${CMAKE_SOURCE_DIR}/cmake/elk_version.h.in ${ELK_GENERATED_DIR}/elk/version.h @ONLY)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ELK_KCONFIG} ${ELK_DOT_CONFIG})
 if(ELK_DEFCONFIG)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ELK_DEFCONFIG})

@@ -71,13 +71,13 @@ static int check_name(const char *w, size_t wl, size_t name_max, const char **wh
 int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw_ctl_req_t *req,
                             const char **why)
 {
-    static const char *dummy;
+    const char *unused_why; /* where *why goes when the caller does not want it */
     const char *p, *end, *w, *arg;
     size_t wl, al;
     int rc;
 
     if (why == NULL) {
-        why = &dummy;
+        why = &unused_why;
     }
     *why = "";
     if (line == NULL || req == NULL) {

@@ -44,9 +44,7 @@
 #include "elkfw/lease.h"
 #include "elkfw/supervise.h"
 
-#ifndef ELK_VERSION
-#define ELK_VERSION "0.1.0"
-#endif
+#include "elk/version.h"
 
 enum {
     EXIT_OK = 0,
@@ -1362,7 +1360,7 @@ int main(int argc, char **argv)
             usage_main(stdout);
             return EXIT_OK;
         } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-            printf("elk %s\n", ELK_VERSION);
+            printf("elk %s\n", ELK_VERSION_STRING);
             return EXIT_OK;
         } else {
             say("unknown option '%s'", argv[i]);

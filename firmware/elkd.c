@@ -42,9 +42,7 @@
 #include "elk/port_mbedtls.h"
 #endif
 
-#ifndef ELK_VERSION
-#define ELK_VERSION "0.1.0"
-#endif
+#include "elk/version.h"
 
 #define ELKD_EXIT_OK 0
 #define ELKD_EXIT_RUNTIME 1
@@ -541,8 +539,9 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
     if (!json) {
         client_send(a, slot, "OK STATUS %zu\n", 1 + a->n_res + a->fleet.count);
         client_send(a, slot,
-                    "agent gateway=%s pid=%d mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s clients=%zu/%d\n",
-                    a->gateway_id, (int)getpid(), elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet),
+                    "agent gateway=%s pid=%d version=%s mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s "
+                    "clients=%zu/%d\n",
+                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet),
                     a->fleet.count, elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
                     clients_connected(a), ELKD_MAX_CLIENTS);
         for (i = 0; i < a->n_res; i++) {
@@ -567,9 +566,10 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         }
         return;
     }
-    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
                       "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"resources\":[",
-                a->gateway_id, (int)getpid(), elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
+                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, elkfw_mode_name(a->conf.mode),
+                elk_client_quorum(&a->client),
                 elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false", clients_connected(a),
                 ELKD_MAX_CLIENTS);
     for (i = 0; i < a->n_res; i++) {
@@ -1431,7 +1431,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
         case 's': a->socket_override = optarg; break;
         case 'C': check_only = true; break;
         case 'h': usage(stdout); return ELKD_EXIT_OK;
-        case 'V': printf("elkd %s\n", ELK_VERSION); return ELKD_EXIT_OK;
+        case 'V': printf("elkd %s\n", ELK_VERSION_STRING); return ELKD_EXIT_OK;
         default: usage(stderr); return ELKD_EXIT_CONFIG;
         }
     }
@@ -1539,7 +1539,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
         detach_stdio(a);
     }
     elkd_log(a, ELK_LOG_INFO, "elkd %s started: gateway %s, %s fleet of %zu node%s, %zu resource%s, socket %s",
-         ELK_VERSION, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
+         ELK_VERSION_STRING, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
          a->n_res, a->n_res == 1 ? "" : "s", a->conf.agent.socket_path);
     rc = run_loop(a);
     teardown_fleet(a);

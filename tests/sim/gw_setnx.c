@@ -1,4 +1,5 @@
-/* Negative control: the seeds' old lock (shared/seeds/001, 002), written natively.
+/* Negative control: the old SETNX + GETSET-timestamp lock found in many tutorials (docs/design.md),
+ * written natively.
  *   lock:   SETNX key <wall now + timeout + 1>; on 0, GET key; if that timestamp is
  *           in the past, GETSET key <new timestamp> and win only if the old value
  *           equals what GET returned; otherwise retry after a short sleep.

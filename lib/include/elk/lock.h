@@ -8,7 +8,7 @@
  * the fleet, evaluates rounds, fires events and returns the next time it must run.
  * Time is the caller's monotonic ms clock (platform.h); never a wall clock.
  *
- * Safety rule (shared/design.md "Time and the safety rule"): for a round whose first
+ * Safety rule (docs/design.md "Time, and the safety rule"): for a round whose first
  * request was handed over at t_send,
  *     deadline = t_send + ttl - drift - stop_margin,  drift = ttl*drift_ppm/1e6 + drift_fixed.
  * The holder may drive its actuator only while now < deadline (elk_lock_is_held()).
