@@ -645,6 +645,64 @@ static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_
 }
 
 /* Whole-file checks that no single line can make. */
+
+/* The lease engine's own rule (elk_lock_config_explain), with a message that points at
+ * the key to change: the same arithmetic elkd will run, rounding included, so a file that
+ * passes --check never fails when elkd sets up its locks. */
+static int check_lease_rule(parser_t *p, const elkfw_conf_t *c, const elkfw_resource_conf_t *r)
+{
+    elk_lock_config_t lc;
+    elk_lock_config_fault_t fault;
+    uint64_t drift;
+    elkfw_resource_lock_config(c, r, &lc);
+    if (elk_lock_config_explain(&lc, &fault) == ELK_OK) {
+        return ELK_OK;
+    }
+    drift = elk_lock_config_drift(&lc);
+    if (fault == ELK_LOCK_CFG_NO_VALIDITY) {
+        /* point at the key to change: the ttl if set, else the margin that eats it */
+        const char *key = r->ttl_line ? "ttl"
+                          : r->stop_margin_line ? "stop_margin"
+                          : r->min_validity_line ? "min_validity" : NULL;
+        int line = r->ttl_line ? r->ttl_line
+                   : r->stop_margin_line ? r->stop_margin_line
+                   : r->min_validity_line ? r->min_validity_line : r->line;
+        return fail(p, line,
+                    "%s%s%s[resource %s]: ttl %lums leaves no validity: drift %llums + stop_margin %lums + "
+                    "min_validity %lums must be below it",
+                    key ? "key '" : "", key ? key : "", key ? "' in " : "", r->name, (unsigned long)r->ttl_ms,
+                    (unsigned long long)drift, (unsigned long)r->stop_margin_ms,
+                    (unsigned long)r->min_validity_ms);
+    }
+    if (fault == ELK_LOCK_CFG_RENEW_AFTER_DEADLINE) {
+        return fail(p, r->line,
+                    "[resource %s]: renew_fraction makes renewal start after the local deadline "
+                    "(%llums); lower it", r->name, (unsigned long long)(r->ttl_ms - drift - r->stop_margin_ms));
+    }
+    if (fault == ELK_LOCK_CFG_WAIT_RANGE) {
+        return fail(p, r->line, "[resource %s]: wait_min %lums is above wait_max %lums", r->name,
+                    (unsigned long)r->wait_min_ms, (unsigned long)r->wait_max_ms);
+    }
+    return fail(p, r->line, "[resource %s]: ttl or renew_fraction out of range", r->name);
+}
+
+void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, elk_lock_config_t *out)
+{
+    elk_lock_config_defaults(out);
+    out->ttl_ms = r->ttl_ms;
+    out->renew_fraction_pct = (r->renew_fraction_ppm + 5000u) / 10000u;
+    out->drift_factor_ppm = c->drift_factor_ppm;
+    out->drift_fixed_ms = c->drift_fixed_ms;
+    out->stop_margin_ms = r->stop_margin_ms;
+    out->min_validity_ms = r->min_validity_ms;
+    out->max_hold_ms = r->max_hold_ms;
+    out->max_renewals = r->max_renewals;
+    out->wait_min_ms = r->wait_min_ms;
+    out->wait_max_ms = r->wait_max_ms;
+    out->fencing = r->fencing;
+    out->use_release_channel = r->release_channel;
+}
+
 static int check_conf(parser_t *p)
 {
     elkfw_conf_t *c = p->c;
@@ -706,39 +764,15 @@ static int check_conf(parser_t *p)
     }
     for (i = 0; i < c->n_resources; i++) {
         elkfw_resource_conf_t *r = &c->resources[i];
-        uint64_t drift = (uint64_t)r->ttl_ms * c->drift_factor_ppm / 1000000u + c->drift_fixed_ms;
-        uint64_t validity;
         if (r->min_validity_ms == 0) {
             r->min_validity_ms = r->ttl_ms / 5u;
-        }
-        if (drift + r->stop_margin_ms + r->min_validity_ms >= r->ttl_ms) {
-            /* point at the key to change: the ttl if set, else the margin that eats it */
-            const char *key = r->ttl_line ? "ttl"
-                              : r->stop_margin_line ? "stop_margin"
-                              : r->min_validity_line ? "min_validity" : NULL;
-            int line = r->ttl_line ? r->ttl_line
-                       : r->stop_margin_line ? r->stop_margin_line
-                       : r->min_validity_line ? r->min_validity_line : r->line;
-            return fail(p, line,
-                        "%s%s%s[resource %s]: ttl %lums leaves no validity: drift %llums + stop_margin %lums + "
-                        "min_validity %lums must be below it",
-                        key ? "key '" : "", key ? key : "", key ? "' in " : "", r->name, (unsigned long)r->ttl_ms,
-                        (unsigned long long)drift, (unsigned long)r->stop_margin_ms,
-                        (unsigned long)r->min_validity_ms);
         }
         if ((r->renew_fraction_ppm + 5000u) / 10000u < 1u || (r->renew_fraction_ppm + 5000u) / 10000u > 90u) {
             return fail(p, r->line, "[resource %s]: renew_fraction must be between 1%% and 90%% of the ttl",
                         r->name);
         }
-        validity = r->ttl_ms - drift - r->stop_margin_ms;
-        if ((uint64_t)r->ttl_ms * r->renew_fraction_ppm / 1000000u >= validity) {
-            return fail(p, r->line,
-                        "[resource %s]: renew_fraction makes renewal start after the local deadline "
-                        "(%llums); lower it", r->name, (unsigned long long)validity);
-        }
-        if (r->wait_min_ms > r->wait_max_ms) {
-            return fail(p, r->line, "[resource %s]: wait_min %lums is above wait_max %lums", r->name,
-                        (unsigned long)r->wait_min_ms, (unsigned long)r->wait_max_ms);
+        if (check_lease_rule(p, c, r) != ELK_OK) {
+            return ELK_E_CONFIG;
         }
         if (r->max_hold_ms != 0 && r->max_hold_ms < r->ttl_ms) {
             return fail(p, r->line, "[resource %s]: max_hold %lums is shorter than ttl %lums", r->name,

@@ -56,16 +56,45 @@ uint32_t elk_lock__span(const elk_lock_config_t *cfg)
     return cfg->ttl_ms - (uint32_t)lock_margins(cfg);
 }
 
-int elk_lock_config_check(const elk_lock_config_t *cfg)
+uint64_t elk_lock_config_drift(const elk_lock_config_t *cfg)
 {
-    if (cfg == NULL || cfg->ttl_ms == 0 || cfg->renew_fraction_pct > 90u ||
-        cfg->wait_min_ms > cfg->wait_max_ms) {
-        return ELK_E_INVALID_ARG;
+    return cfg != NULL ? elk_lock__drift(cfg) : 0u;
+}
+
+static elk_lock_config_fault_t lock_config_fault(const elk_lock_config_t *cfg)
+{
+    if (cfg->ttl_ms == 0) {
+        return ELK_LOCK_CFG_TTL_ZERO;
+    }
+    if (cfg->renew_fraction_pct > 90u) {
+        return ELK_LOCK_CFG_RENEW_FRACTION;
+    }
+    if (cfg->wait_min_ms > cfg->wait_max_ms) {
+        return ELK_LOCK_CFG_WAIT_RANGE;
     }
     if (lock_margins(cfg) + cfg->min_validity_ms >= cfg->ttl_ms) {
-        return ELK_E_INVALID_ARG;
+        return ELK_LOCK_CFG_NO_VALIDITY;
     }
-    return ELK_OK;
+    /* A lease whose renewal starts after its deadline is lost every time it is held. */
+    if (cfg->renew_fraction_pct != 0u &&
+        (uint64_t)cfg->ttl_ms * cfg->renew_fraction_pct / 100u >= elk_lock__span(cfg)) {
+        return ELK_LOCK_CFG_RENEW_AFTER_DEADLINE;
+    }
+    return ELK_LOCK_CFG_OK;
+}
+
+int elk_lock_config_explain(const elk_lock_config_t *cfg, elk_lock_config_fault_t *fault)
+{
+    elk_lock_config_fault_t f = cfg != NULL ? lock_config_fault(cfg) : ELK_LOCK_CFG_TTL_ZERO;
+    if (fault != NULL) {
+        *fault = f;
+    }
+    return f == ELK_LOCK_CFG_OK ? ELK_OK : ELK_E_INVALID_ARG;
+}
+
+int elk_lock_config_check(const elk_lock_config_t *cfg)
+{
+    return elk_lock_config_explain(cfg, NULL);
 }
 
 const char *elk_lock_state_name(elk_lock_state_t state)

@@ -478,6 +478,19 @@ static void test_safety_rule_boundary(void **state)
     assert_non_null(strstr(err, "leaves no validity"));
     assert_int_equal(parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nmin_validity = 687ms\n", err),
                      ELK_OK);
+    /* Where rounding decides: 1% of 1001 ms is 10.01 ms, so the drift allowance is 11 + 2 =
+     * 13 ms (rounded up, as the lease engine computes it), and 13 + 788 + 200 = 1001 leaves
+     * nothing. A check that rounds down (12 ms) passed this file, and elkd then failed to
+     * set up the lock it had just called valid. */
+    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1001ms\nstop_margin = 788ms\nmin_validity = 200ms\nrenew_fraction = 10%\n", err),
+                     ELK_E_CONFIG);
+    assert_non_null(strstr(err, "drift 13ms"));
+    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1001ms\nstop_margin = 787ms\nmin_validity = 200ms\nrenew_fraction = 10%\n", err),
+                     ELK_OK);
+    /* The first renewal would come after the deadline (1000 - 12 - 300 = 688 ms). */
+    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nrenew_fraction = 69%\n", err),
+                     ELK_E_CONFIG);
+    assert_non_null(strstr(err, "renewal start after the local deadline"));
 }
 
 int main(void)

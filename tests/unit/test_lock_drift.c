@@ -79,16 +79,55 @@ static void test_config_check_boundary(void **state)
     c.min_validity_ms = 900; /* margins alone fit; with min_validity they do not */
     assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
     c.min_validity_ms = 100;
+    c.stop_margin_ms = 50; /* deadline at 938: a renewal at 90% still comes before it */
     c.renew_fraction_pct = 90;
     assert_int_equal(elk_lock_config_check(&c), ELK_OK);
     c.renew_fraction_pct = 91;
     assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
 }
 
+/* Each rule is named, so an agent can point at the key to change; and a renewal that
+ * would start at or after the deadline is refused (such a lease is lost every time). */
+static void test_config_explain(void **state)
+{
+    (void)state;
+    elk_lock_config_t c;
+    elk_lock_config_fault_t f;
+    elk_lock_config_defaults(&c);
+    c.ttl_ms = 1000;
+    c.drift_factor_ppm = 10000;
+    c.drift_fixed_ms = 2;
+    c.stop_margin_ms = 300;
+    c.min_validity_ms = 100; /* deadline at 1000 - 12 - 300 = 688 */
+    c.renew_fraction_pct = 68;
+    assert_int_equal(elk_lock_config_explain(&c, &f), ELK_OK);
+    assert_int_equal(f, ELK_LOCK_CFG_OK);
+    assert_int_equal(elk_lock_config_drift(&c), 12);
+    c.renew_fraction_pct = 69; /* 690 >= 688 */
+    assert_int_equal(elk_lock_config_explain(&c, &f), ELK_E_INVALID_ARG);
+    assert_int_equal(f, ELK_LOCK_CFG_RENEW_AFTER_DEADLINE);
+    c.renew_fraction_pct = 0; /* never renew: allowed */
+    assert_int_equal(elk_lock_config_explain(&c, &f), ELK_OK);
+    c.min_validity_ms = 688;
+    assert_int_equal(elk_lock_config_explain(&c, &f), ELK_E_INVALID_ARG);
+    assert_int_equal(f, ELK_LOCK_CFG_NO_VALIDITY);
+    c.min_validity_ms = 100;
+    c.wait_min_ms = 300;
+    c.wait_max_ms = 200;
+    assert_int_equal(elk_lock_config_explain(&c, &f), ELK_E_INVALID_ARG);
+    assert_int_equal(f, ELK_LOCK_CFG_WAIT_RANGE);
+    c.wait_min_ms = 50;
+    c.ttl_ms = 0;
+    assert_int_equal(elk_lock_config_explain(&c, &f), ELK_E_INVALID_ARG);
+    assert_int_equal(f, ELK_LOCK_CFG_TTL_ZERO);
+    assert_int_equal(elk_lock_config_explain(NULL, &f), ELK_E_INVALID_ARG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drift_examples),
+        cmocka_unit_test(test_config_explain),
         cmocka_unit_test(test_drift_matches_64bit_division),
         cmocka_unit_test(test_config_check_boundary),
     };

@@ -16,6 +16,7 @@
 
 #include "elk/config.h"
 #include "elk/err.h"
+#include "elk/lock.h"
 
 #define ELKFW_NAME_MAX 64         /* node and resource names, including the NUL */
 #define ELKFW_STR_MAX 256         /* host, paths, user, password, server name */
@@ -119,6 +120,10 @@ bool elkfw_name_valid(const char *name, size_t len, size_t max);
 /* Longest resource name the key layout allows with this prefix:
  * "<prefix>{<name>}:released" must fit CONFIG_ELK_MAX_KEY_LEN. */
 size_t elkfw_resource_name_max(const elkfw_conf_t *c);
+
+/* The lease engine's settings for resource r of c (the conversion elkd uses, and that the
+ * file's check runs elk_lock_config_explain on, so both apply one safety rule). */
+void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, elk_lock_config_t *out);
 
 /* Find a resource by name (len bytes); NULL if not configured. */
 const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name, size_t len);

@@ -119,9 +119,28 @@ typedef struct elk_lock_config {
 /* Fill cfg with the defaults documented above. */
 void elk_lock_config_defaults(elk_lock_config_t *cfg);
 
-/* Check a config; returns ELK_OK or ELK_E_INVALID_ARG (ttl 0, pct > 90, wait_min > wait_max,
- * or margins that leave no validity: drift + stop_margin + min_validity >= ttl). */
+/* The rule a lease configuration breaks (elk_lock_config_explain). */
+typedef enum elk_lock_config_fault {
+    ELK_LOCK_CFG_OK = 0,
+    ELK_LOCK_CFG_TTL_ZERO,            /* ttl_ms is 0 */
+    ELK_LOCK_CFG_RENEW_FRACTION,      /* renew_fraction_pct above 90 */
+    ELK_LOCK_CFG_WAIT_RANGE,          /* wait_min_ms above wait_max_ms */
+    ELK_LOCK_CFG_NO_VALIDITY,         /* drift + stop_margin + min_validity >= ttl */
+    ELK_LOCK_CFG_RENEW_AFTER_DEADLINE /* the first renewal would start at or after the deadline */
+} elk_lock_config_fault_t;
+
+/* Check a config; returns ELK_OK or ELK_E_INVALID_ARG (see elk_lock_config_explain). */
 int elk_lock_config_check(const elk_lock_config_t *cfg);
+
+/* The same check, saying which rule failed. *fault (may be NULL) gets the first rule broken
+ * (ELK_LOCK_CFG_OK if none). This is the one copy of the safety rule: an agent that reads
+ * its own configuration file calls it rather than computing margins itself. Returns ELK_OK,
+ * or ELK_E_INVALID_ARG (also for a NULL cfg). */
+int elk_lock_config_explain(const elk_lock_config_t *cfg, elk_lock_config_fault_t *fault);
+
+/* The drift allowance of a config in ms: ttl x drift_factor_ppm / 10^6, rounded up (an
+ * allowance short by a millisecond is unsafe), plus drift_fixed_ms. For messages. */
+uint64_t elk_lock_config_drift(const elk_lock_config_t *cfg);
 
 /* Outcome on one node in the round an event reports. */
 typedef enum elk_lock_node_status {
