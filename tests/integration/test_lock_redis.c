@@ -517,7 +517,11 @@ static void check_even_fleet(size_t n)
     for (size_t i = n / 2; i < n; i++) {
         assert_int_equal(elk_tf_pause(&TF, i), 0);
     }
-    assert_int_equal(elk_blocking_hold(&GA.client, &GA.lock, 5000, NULL), ELK_E_LOCK_LOST);
+    /* Lost at the deadline without a quorum: ELK_E_FLEET_LOST once the paused nodes' requests
+     * have timed out and their connections were reset, ELK_E_LOCK_LOST if they still count
+     * as connected at that moment; which one depends on timing, the loss does not. */
+    int lost = elk_blocking_hold(&GA.client, &GA.lock, 5000, NULL);
+    assert_true(lost == ELK_E_FLEET_LOST || lost == ELK_E_LOCK_LOST);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 1);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_RENEWED), 0);
     for (size_t i = n / 2; i < n; i++) {
