@@ -623,6 +623,95 @@ static bool client_waits_for(agent_t *a, int slot, size_t ri)
     return false;
 }
 
+/* SUPERVISE: the held lease drives through process group req->pgid (elkfw/supervise.h). */
+static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_ctl_req_t *req, uint64_t now)
+{
+    char why_not[200];
+    if (!owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
+        client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
+    } else if (!elkfw_sup_group_allowed((pid_t)req->pgid, a->clients[slot].pid, why_not, sizeof why_not)) {
+        elkd_log(a, ELK_LOG_WARN, "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
+                 ": refused: %s", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, req->pgid, why_not);
+        client_err(a, slot, ELK_E_CTL_SYNTAX, why_not);
+    } else {
+        elkfw_sup_watch(&r->sup, (pid_t)req->pgid);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64, r->conf->name,
+                 req->pgid, a->clients[slot].id);
+        client_send(a, slot, "OK SUPERVISED %s\n", r->conf->name);
+    }
+}
+
+/* RELEASE: a lease, or a wait for one, of this connection. */
+static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
+{
+    if (owned_by(a, r, slot)) {
+        /* Never let the lease go while the command may still drive. */
+        if (r->sup.stage == ELKFW_SUP_WATCHING && elkfw_sup_group_alive(r->sup.pgid) &&
+            stop_command(a, r, now, "its client released it while its command still runs", false)) {
+            r->owner = -1;
+        } else {
+            release_res(a, r, now, "its client asked");
+        }
+        client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
+    } else if (client_waits_for(a, slot, (size_t)(r - a->res))) {
+        drop_waiters_of(a, slot);
+        client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
+    } else if (r->owner >= 0 && owned_by(a, r, r->owner)) {
+        char detail[256];
+        snprintf(detail, sizeof detail,
+                 "%s is held by pid %d on this agent; a lease is released by the connection that took it "
+                 "(stop that process)", r->conf->name, (int)a->clients[r->owner].pid);
+        client_err(a, slot, ELK_E_NOT_HELD, detail);
+    } else {
+        client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
+    }
+}
+
+/* ACQUIRE: start a round, or queue behind a local holder, or refuse. */
+static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl_req_t *req, uint64_t now)
+{
+    if (a->shutting_down) {
+        client_err(a, slot, ELK_E_SHUTTING_DOWN, r->conf->name);
+        return;
+    }
+    if (owned_by(a, r, slot) || client_waits_for(a, slot, (size_t)(r - a->res))) {
+        client_err(a, slot, ELK_E_ALREADY_HELD, r->conf->name);
+        return;
+    }
+    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now)) {
+        /* Another client of this agent has it, or its last holder's command is still being
+         * stopped: queue locally, never two rounds from one gateway. */
+        size_t i;
+        if (req->wait_ms == 0) {
+            char detail[256];
+            if (owned_by(a, r, r->owner)) {
+                snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
+                         (int)a->clients[r->owner].pid);
+            } else {
+                snprintf(detail, sizeof detail, "%s: its last holder on this agent left; its command is being "
+                         "stopped or its lease is running out", r->conf->name);
+            }
+            client_err(a, slot, ELK_E_LOCK_BUSY, detail);
+            return;
+        }
+        for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+            if (a->waiters[i].client < 0) {
+                a->waiters[i].client = slot;
+                a->waiters[i].client_id = a->clients[slot].id;
+                a->waiters[i].res = (size_t)(r - a->res);
+                a->waiters[i].deadline = now + req->wait_ms;
+                a->waiters[i].wait_ms = req->wait_ms;
+                a->waiters[i].seq = ++a->next_waiter_seq;
+                return;
+            }
+        }
+        client_err(a, slot, ELK_E_AGENT_FULL, "too many local waiters");
+        return;
+    }
+    r->owner = -1;
+    start_acquire(a, r, slot, req->wait_ms, now);
+}
+
 static void handle_request(agent_t *a, int slot, const char *line, size_t len, uint64_t now)
 {
     elkfw_ctl_req_t req;
@@ -660,86 +749,12 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
         return;
     }
     if (req.cmd == ELKFW_CTL_SUPERVISE) {
-        char why_not[200];
-        if (!owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
-            client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
-        } else if (!elkfw_sup_group_allowed((pid_t)req.pgid, a->clients[slot].pid, why_not, sizeof why_not)) {
-            elkd_log(a, ELK_LOG_WARN, "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
-                     ": refused: %s", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, req.pgid, why_not);
-            client_err(a, slot, ELK_E_CTL_SYNTAX, why_not);
-        } else {
-            elkfw_sup_watch(&r->sup, (pid_t)req.pgid);
-            elkd_log(a, ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64, r->conf->name,
-                     req.pgid, a->clients[slot].id);
-            client_send(a, slot, "OK SUPERVISED %s\n", r->conf->name);
-        }
-        return;
+        request_supervise(a, slot, r, &req, now);
+    } else if (req.cmd == ELKFW_CTL_RELEASE) {
+        request_release(a, slot, r, now);
+    } else {
+        request_acquire(a, slot, r, &req, now);
     }
-    if (req.cmd == ELKFW_CTL_RELEASE) {
-        if (owned_by(a, r, slot)) {
-            /* Never let the lease go while the command may still drive. */
-            if (r->sup.stage == ELKFW_SUP_WATCHING && elkfw_sup_group_alive(r->sup.pgid) &&
-                stop_command(a, r, now, "its client released it while its command still runs", false)) {
-                r->owner = -1;
-            } else {
-                release_res(a, r, now, "its client asked");
-            }
-            client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
-        } else if (client_waits_for(a, slot, (size_t)(r - a->res))) {
-            drop_waiters_of(a, slot);
-            client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
-        } else if (r->owner >= 0 && owned_by(a, r, r->owner)) {
-            char detail[256];
-            snprintf(detail, sizeof detail,
-                     "%s is held by pid %d on this agent; a lease is released by the connection that took it "
-                     "(stop that process)", r->conf->name, (int)a->clients[r->owner].pid);
-            client_err(a, slot, ELK_E_NOT_HELD, detail);
-        } else {
-            client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
-        }
-        return;
-    }
-    /* ACQUIRE */
-    if (a->shutting_down) {
-        client_err(a, slot, ELK_E_SHUTTING_DOWN, r->conf->name);
-        return;
-    }
-    if (owned_by(a, r, slot) || client_waits_for(a, slot, (size_t)(r - a->res))) {
-        client_err(a, slot, ELK_E_ALREADY_HELD, r->conf->name);
-        return;
-    }
-    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now)) {
-        /* Another client of this agent has it, or its last holder's command is still being
-         * stopped: queue locally, never two rounds from one gateway. */
-        size_t i;
-        if (req.wait_ms == 0) {
-            char detail[256];
-            if (owned_by(a, r, r->owner)) {
-                snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
-                         (int)a->clients[r->owner].pid);
-            } else {
-                snprintf(detail, sizeof detail, "%s: its last holder on this agent left; its command is being "
-                         "stopped or its lease is running out", r->conf->name);
-            }
-            client_err(a, slot, ELK_E_LOCK_BUSY, detail);
-            return;
-        }
-        for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
-            if (a->waiters[i].client < 0) {
-                a->waiters[i].client = slot;
-                a->waiters[i].client_id = a->clients[slot].id;
-                a->waiters[i].res = (size_t)(r - a->res);
-                a->waiters[i].deadline = now + req.wait_ms;
-                a->waiters[i].wait_ms = req.wait_ms;
-                a->waiters[i].seq = ++a->next_waiter_seq;
-                return;
-            }
-        }
-        client_err(a, slot, ELK_E_AGENT_FULL, "too many local waiters");
-        return;
-    }
-    r->owner = -1;
-    start_acquire(a, r, slot, req.wait_ms, now);
 }
 
 /* ------------------------------------------------------------------ connections */
@@ -1384,7 +1399,13 @@ static int fail_startup(agent_t *a, int code)
     return code;
 }
 
-static int elkd_main(agent_t *a, int argc, char **argv)
+/* Command line: options into the agent. Returns -1 to go on, else an exit code. */
+typedef struct elkd_args {
+    const char *log_arg, *level_arg;
+    bool check_only;
+} elkd_args_t;
+
+static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"foreground", no_argument, NULL, 'f'},
@@ -1392,32 +1413,16 @@ static int elkd_main(agent_t *a, int argc, char **argv)
         {"socket", required_argument, NULL, 's'}, {"check", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
-    const char *log_arg = NULL, *level_arg = NULL;
-    bool check_only = false;
-    char err[ELKFW_ERR_MAX];
-    sigset_t mask;
-    int opt, rc, i;
-
-    a->conf_path = "/etc/elkd.conf";
-    a->listen_fd = -1;
-    a->signal_fd = -1;
-    a->ready_pipe = -1;
-    a->log_level = ELK_LOG_INFO;
-    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-        a->clients[i].fd = -1;
-    }
-    for (i = 0; i < (int)(sizeof a->waiters / sizeof a->waiters[0]); i++) {
-        a->waiters[i].client = -1;
-    }
-
+    int opt;
+    memset(args, 0, sizeof *args);
     while ((opt = getopt_long(argc, argv, "c:fs:hV", opts, NULL)) != -1) {
         switch (opt) {
         case 'c': a->conf_path = optarg; break;
         case 'f': a->foreground = true; break;
-        case 'L': log_arg = optarg; break;
-        case 'l': level_arg = optarg; break;
+        case 'L': args->log_arg = optarg; break;
+        case 'l': args->level_arg = optarg; break;
         case 's': a->socket_override = optarg; break;
-        case 'C': check_only = true; break;
+        case 'C': args->check_only = true; break;
         case 'h': usage(stdout); return ELKD_EXIT_OK;
         case 'V': printf("elkd %s\n", ELK_VERSION_STRING); return ELKD_EXIT_OK;
         default: usage(stderr); return ELKD_EXIT_CONFIG;
@@ -1427,17 +1432,45 @@ static int elkd_main(agent_t *a, int argc, char **argv)
         fprintf(stderr, "elkd: unexpected argument '%s' (see elkd --help)\n", argv[optind]);
         return ELKD_EXIT_CONFIG;
     }
-    if (log_arg != NULL && strcmp(log_arg, "stderr") != 0 && strcmp(log_arg, "syslog") != 0) {
-        fprintf(stderr, "elkd: --log must be stderr or syslog, not '%s'\n", log_arg);
+    if (args->log_arg != NULL && strcmp(args->log_arg, "stderr") != 0 && strcmp(args->log_arg, "syslog") != 0) {
+        fprintf(stderr, "elkd: --log must be stderr or syslog, not '%s'\n", args->log_arg);
         return ELKD_EXIT_CONFIG;
     }
-    if (level_arg != NULL && parse_level(level_arg) < 0) {
-        fprintf(stderr, "elkd: --log-level must be error, warn, info or debug, not '%s'\n", level_arg);
+    if (args->level_arg != NULL && parse_level(args->level_arg) < 0) {
+        fprintf(stderr, "elkd: --log-level must be error, warn, info or debug, not '%s'\n", args->level_arg);
         return ELKD_EXIT_CONFIG;
     }
+    return -1;
+}
 
-    rc = elkfw_conf_load(&a->conf, a->conf_path, err, sizeof err);
-    if (rc != ELK_OK) {
+/* The gateway id: from the file, else the host name's allowed characters, else "gw". */
+static void pick_gateway_id(agent_t *a)
+{
+    char host[256];
+    size_t k, o = 0;
+    if (a->conf.gateway_id[0] != '\0') {
+        strcpy(a->gateway_id, a->conf.gateway_id);
+        return;
+    }
+    if (gethostname(host, sizeof host) != 0) {
+        strcpy(host, "gw");
+    }
+    host[sizeof host - 1] = '\0';
+    for (k = 0; host[k] != '\0' && o < CONFIG_ELK_GATEWAY_ID_MAX_LEN; k++) {
+        if (elkfw_name_valid(&host[k], 1, 1)) {
+            a->gateway_id[o++] = host[k];
+        }
+    }
+    if (o == 0) {
+        strcpy(a->gateway_id, "gw");
+    }
+}
+
+/* The file, with the command line's overrides. Returns -1 to go on, else an exit code. */
+static int load_config(agent_t *a, const elkd_args_t *args)
+{
+    char err[ELKFW_ERR_MAX];
+    if (elkfw_conf_load(&a->conf, a->conf_path, err, sizeof err) != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
         return ELKD_EXIT_CONFIG;
     }
@@ -1448,49 +1481,32 @@ static int elkd_main(agent_t *a, int argc, char **argv)
         }
         strcpy(a->conf.agent.socket_path, a->socket_override);
     }
-    a->log_target = log_arg != NULL ? (strcmp(log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
-                                   : a->conf.agent.log_target;
-    a->log_level = level_arg != NULL ? parse_level(level_arg) : a->conf.agent.log_level;
-    if (a->conf.gateway_id[0] != '\0') {
-        strcpy(a->gateway_id, a->conf.gateway_id);
-    } else {
-        char host[256];
-        size_t k, o = 0;
-        if (gethostname(host, sizeof host) != 0) {
-            strcpy(host, "gw");
-        }
-        host[sizeof host - 1] = '\0';
-        for (k = 0; host[k] != '\0' && o < CONFIG_ELK_GATEWAY_ID_MAX_LEN; k++) {
-            if (elkfw_name_valid(&host[k], 1, 1)) {
-                a->gateway_id[o++] = host[k];
-            }
-        }
-        if (o == 0) {
-            strcpy(a->gateway_id, "gw");
-        }
-    }
-    if (check_only) {
+    a->log_target = args->log_arg != NULL
+                        ? (strcmp(args->log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
+                        : a->conf.agent.log_target;
+    a->log_level = args->level_arg != NULL ? parse_level(args->level_arg) : a->conf.agent.log_level;
+    pick_gateway_id(a);
+    if (args->check_only) {
         printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", a->conf_path,
                elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s", a->conf.n_resources,
                a->conf.n_resources == 1 ? "" : "s", a->gateway_id);
         return ELKD_EXIT_OK;
     }
-    if (a->log_target == ELKFW_LOG_SYSLOG) {
-        openlog("elkd", LOG_PID, LOG_DAEMON);
-    }
-    signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
+    return -1;
+}
 
-    if (!a->foreground && daemonize(a) != 0) {
-        fprintf(stderr, "elkd: cannot fork into the background: %s\n", strerror(errno));
-        return ELKD_EXIT_RUNTIME;
-    }
-
+/* Fleet, signals, control socket; then tells a waiting parent (daemon mode) we are up.
+ * Returns -1 when ready, else an exit code. */
+static int start_agent(agent_t *a)
+{
+    char err[ELKFW_ERR_MAX];
+    sigset_t mask;
+    int rc;
     elk_posix_clock(&a->clock);
     elk_posix_entropy(&a->entropy);
     a->lib_log.ctx = a;
     a->lib_log.write = lib_log_write;
     a->lib_log.level = a->log_level;
-
     rc = setup_fleet(a, err, sizeof err);
     if (rc != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
@@ -1498,8 +1514,8 @@ static int elkd_main(agent_t *a, int argc, char **argv)
             syslog(LOG_ERR, "%s", err);
         }
         return fail_startup(a, rc == ELK_E_INVALID_ARG || rc == ELK_E_NAME_INVALID || rc == ELK_E_NAME_TOO_LONG
-                                ? ELKD_EXIT_CONFIG
-                                : ELKD_EXIT_FLEET);
+                                   ? ELKD_EXIT_CONFIG
+                                   : ELKD_EXIT_FLEET);
     }
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -1523,12 +1539,45 @@ static int elkd_main(agent_t *a, int argc, char **argv)
         close(a->ready_pipe);
         a->ready_pipe = -1;
     }
+    return -1;
+}
+
+static int elkd_main(agent_t *a, int argc, char **argv)
+{
+    elkd_args_t args;
+    int rc, i;
+
+    a->conf_path = "/etc/elkd.conf";
+    a->listen_fd = -1;
+    a->signal_fd = -1;
+    a->ready_pipe = -1;
+    a->log_level = ELK_LOG_INFO;
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        a->clients[i].fd = -1;
+    }
+    for (i = 0; i < (int)(sizeof a->waiters / sizeof a->waiters[0]); i++) {
+        a->waiters[i].client = -1;
+    }
+    if ((rc = parse_args(a, argc, argv, &args)) >= 0 || (rc = load_config(a, &args)) >= 0) {
+        return rc;
+    }
+    if (a->log_target == ELKFW_LOG_SYSLOG) {
+        openlog("elkd", LOG_PID, LOG_DAEMON);
+    }
+    signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
+    if (!a->foreground && daemonize(a) != 0) {
+        fprintf(stderr, "elkd: cannot fork into the background: %s\n", strerror(errno));
+        return ELKD_EXIT_RUNTIME;
+    }
+    if ((rc = start_agent(a)) >= 0) {
+        return rc;
+    }
     if (!a->foreground) {
         detach_stdio(a);
     }
     elkd_log(a, ELK_LOG_INFO, "elkd %s started: gateway %s, %s fleet of %zu node%s, %zu resource%s, socket %s",
-         ELK_VERSION_STRING, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
-         a->n_res, a->n_res == 1 ? "" : "s", a->conf.agent.socket_path);
+             ELK_VERSION_STRING, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes,
+             a->conf.n_nodes == 1 ? "" : "s", a->n_res, a->n_res == 1 ? "" : "s", a->conf.agent.socket_path);
     rc = run_loop(a);
     teardown_fleet(a);
     if (a->listen_fd >= 0) {
