@@ -68,6 +68,17 @@ static int check_name(const char *w, size_t wl, size_t name_max, const char **wh
     return ELK_OK;
 }
 
+/* The resource word of a request, checked and copied into req->resource. */
+static int take_resource(const char *arg, size_t al, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+{
+    int rc = check_name(arg, al, name_max, why);
+    if (rc == ELK_OK) {
+        memcpy(req->resource, arg, al);
+        req->resource[al] = '\0';
+    }
+    return rc;
+}
+
 int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw_ctl_req_t *req,
                             const char **why)
 {
@@ -109,12 +120,10 @@ int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw
             *why = acquire ? "usage: ACQUIRE <resource> [<wait>]" : "usage: RELEASE <resource>";
             return ELK_E_CTL_SYNTAX;
         }
-        rc = check_name(arg, al, name_max, why);
+        rc = take_resource(arg, al, name_max, req, why);
         if (rc != ELK_OK) {
             return rc;
         }
-        memcpy(req->resource, arg, al);
-        req->resource[al] = '\0';
         if (acquire && next_word(&p, end, &w, &wl)) {
             if (!elkfw_parse_duration(w, wl, &req->wait_ms)) {
                 *why = "wait must be a duration: milliseconds, or e.g. 500ms or 10s";
@@ -128,12 +137,10 @@ int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw
             *why = "usage: SUPERVISE <resource> <pgid>";
             return ELK_E_CTL_SYNTAX;
         }
-        rc = check_name(arg, al, name_max, why);
+        rc = take_resource(arg, al, name_max, req, why);
         if (rc != ELK_OK) {
             return rc;
         }
-        memcpy(req->resource, arg, al);
-        req->resource[al] = '\0';
         /* 0, 1 and -1 would make kill() reach far more than one command's group */
         if (!parse_u64(w, wl, &pgid) || pgid < 2u || pgid > 0x7fffffffu) {
             *why = "pgid must be a process group id from 2 to 2147483647";

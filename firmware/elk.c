@@ -42,6 +42,7 @@
 #include "elkfw/ctl.h"
 #include "elkfw/guard.h"
 #include "elkfw/lease.h"
+#include "elkfw/say.h"
 #include "elkfw/supervise.h"
 
 #include "elk/version.h"
@@ -78,15 +79,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("elk: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 /* ------------------------------------------------------------------ connection */
 
@@ -95,7 +87,7 @@ static int agent_connect(agent_link_t *ak)
     struct sockaddr_un sa;
     int fd;
     if (strlen(ak->sock_path) >= sizeof sa.sun_path) {
-        say("socket path '%s' is too long", ak->sock_path);
+        elkfw_say("socket path '%s' is too long", ak->sock_path);
         return -1;
     }
     memset(&sa, 0, sizeof sa);
@@ -103,7 +95,7 @@ static int agent_connect(agent_link_t *ak)
     strcpy(sa.sun_path, ak->sock_path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        say("cannot reach elkd at %s: %s (is elkd running? use --socket or ELK_SOCKET)", ak->sock_path,
+        elkfw_say("cannot reach elkd at %s: %s (is elkd running? use --socket or ELK_SOCKET)", ak->sock_path,
             strerror(errno));
         if (fd >= 0) {
             close(fd);
@@ -125,7 +117,7 @@ __attribute__((format(printf, 2, 3))) static int agent_send(agent_link_t *ak, co
     n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= sizeof line) {
-        say("request too long");
+        elkfw_say("request too long");
         return -1;
     }
     while (off < (size_t)n) {
@@ -134,7 +126,7 @@ __attribute__((format(printf, 2, 3))) static int agent_send(agent_link_t *ak, co
             if (errno == EINTR) {
                 continue;
             }
-            say("lost the connection to elkd: %s", strerror(errno));
+            elkfw_say("lost the connection to elkd: %s", strerror(errno));
             return -1;
         }
         off += (size_t)w;
@@ -239,12 +231,12 @@ static void watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m)
             }
             if (w->stopped_already) {
                 /* we stopped on our own copy of the deadline; now say why it came */
-                say("%s: elkd reports: %s", m->resource, w->why);
+                elkfw_say("%s: elkd reports: %s", m->resource, w->why);
             }
         }
     } else if (strcmp(m->word, "RENEW_STOPPED") == 0 && strcmp(m->resource, w->resource) == 0) {
         int cause = elkfw_err_from_name(m->code);
-        say("%s: %s [%s]; the lease ends at its deadline unless released first", m->resource,
+        elkfw_say("%s: %s [%s]; the lease ends at its deadline unless released first", m->resource,
             cause == ELK_E_INTERNAL ? "renewal stopped" : elk_err_message(cause), m->code);
         if (w->print) {
             printf("renew_stopped %s %s\n", m->resource, m->code);
@@ -287,7 +279,7 @@ static int agent_line(agent_link_t *ak, const char **line, size_t *len)
             return 1;
         }
         if (rc < 0) {
-            say("reply from elkd too long; ignored");
+            elkfw_say("reply from elkd too long; ignored");
             continue;
         }
         rc = agent_fill(ak);
@@ -299,7 +291,7 @@ static int agent_line(agent_link_t *ak, const char **line, size_t *len)
 
 static void print_err_reply(const elkfw_ctl_msg_t *m, const char *what)
 {
-    say("%s: %.*s [%s]", what, (int)m->text_len, m->text, m->code);
+    elkfw_say("%s: %.*s [%s]", what, (int)m->text_len, m->text, m->code);
 }
 
 static int exit_for_err(const char *code)
@@ -330,7 +322,7 @@ static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_m
         size_t len;
         if (elkfw_linebuf_next(&ak->lb, &line, &len) == 1) {
             if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
-                say("unexpected reply from elkd: %.*s", (int)len, line);
+                elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
                 return EXIT_FAIL;
             }
             if (m->kind == ELKFW_MSG_ERR) {
@@ -343,7 +335,7 @@ static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_m
                 return EXIT_OK;
             }
             if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
-                say("cannot acquire %s: elkd is shutting down", resource);
+                elkfw_say("cannot acquire %s: elkd is shutting down", resource);
                 return EXIT_NOT_ACQUIRED;
             }
             continue;
@@ -355,13 +347,13 @@ static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_m
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTTOU) {
-                    say("interrupted while waiting for %s", resource);
+                    elkfw_say("interrupted while waiting for %s", resource);
                     return 128 + (int)si.ssi_signo;
                 }
             }
         }
         if (p[0].revents && agent_fill(ak) <= 0) {
-            say("elkd closed the connection before answering (is it shutting down?)");
+            elkfw_say("elkd closed the connection before answering (is it shutting down?)");
             return EXIT_NOT_ACQUIRED;
         }
     }
@@ -398,7 +390,7 @@ static void release_and_wait(agent_link_t *ak, const char *resource)
 static int parse_wait(const char *s, uint32_t *ms)
 {
     if (!elkfw_parse_duration(s, strlen(s), ms)) {
-        say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')", s);
+        elkfw_say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')", s);
         return -1;
     }
     return 0;
@@ -503,7 +495,7 @@ static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wa
         if (strcmp(argv[i], "--wait") == 0 || strcmp(argv[i], "-w") == 0) {
             if (i + 1 >= argc || parse_wait(argv[i + 1], wait_ms) != 0) {
                 if (i + 1 >= argc) {
-                    say("--wait needs a value");
+                    elkfw_say("--wait needs a value");
                 }
                 return -1;
             }
@@ -514,26 +506,26 @@ static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wa
             }
         } else if (strcmp(argv[i], "--socket") == 0) {
             if (i + 1 >= argc) {
-                say("--socket needs a path");
+                elkfw_say("--socket needs a path");
                 return -1;
             }
             ak->sock_path = argv[++i];
         } else if (argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
-            say("unknown option '%s'", argv[i]);
+            elkfw_say("unknown option '%s'", argv[i]);
             return -1;
         } else {
             *resource = argv[i];
             return i + 1;
         }
     }
-    say("missing RESOURCE");
+    elkfw_say("missing RESOURCE");
     return -1;
 }
 
 static bool resource_ok(const char *r)
 {
     if (!elkfw_name_valid(r, strlen(r), ELKFW_NAME_MAX - 1)) {
-        say("'%s' is not a valid resource name (letters, digits and . _ - : / @, at most %d bytes)", r,
+        elkfw_say("'%s' is not a valid resource name (letters, digits and . _ - : / @, at most %d bytes)", r,
             ELKFW_NAME_MAX - 1);
         return false;
     }
@@ -575,7 +567,7 @@ static bool lease_file_create(lease_file_t *lf)
     }
     if ((size_t)snprintf(lf->dir, sizeof lf->dir, "%s/elk-run.XXXXXX", base) >= sizeof lf->dir ||
         mkdtemp(lf->dir) == NULL) {
-        say("cannot create a directory for the lease file under %s: %s (set TMPDIR)", base, strerror(errno));
+        elkfw_say("cannot create a directory for the lease file under %s: %s (set TMPDIR)", base, strerror(errno));
         return false;
     }
     snprintf(lf->path, sizeof lf->path, "%s/lease", lf->dir);
@@ -645,7 +637,7 @@ static void run_stop(run_sup_t *rs, uint64_t now, const char *why, uint32_t marg
     if (rs->stage != RUN_DRIVING) {
         return;
     }
-    say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", rs->resource, why, margin);
+    elkfw_say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", rs->resource, why, margin);
     rs->w.stopped_already = true;
     (void)lease_file_write(&rs->lf, rs->token, 0);
     run_signal_group(rs, SIGTERM);
@@ -679,7 +671,7 @@ static uint64_t run_step(run_sup_t *rs, uint64_t now)
         run_stop(rs, now, "lease deadline passed without word from elkd", rs->stop_margin);
     }
     if (rs->stage == RUN_TERM_SENT && now >= rs->kill_at) {
-        say("%s: stop margin over; killing the command", rs->resource);
+        elkfw_say("%s: stop margin over; killing the command", rs->resource);
         run_signal_group(rs, SIGKILL);
         rs->stage = RUN_KILLED;
     }
@@ -713,14 +705,14 @@ static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
     pid_t parent = getpid(), child;
     char tokbuf[32], dlbuf[32];
     if (pipe2(go, O_CLOEXEC) != 0) {
-        say("pipe: %s", strerror(errno));
+        elkfw_say("pipe: %s", strerror(errno));
         return -1;
     }
     snprintf(tokbuf, sizeof tokbuf, "%" PRIu64, rs->token);
     snprintf(dlbuf, sizeof dlbuf, "%" PRIu64, rs->w.deadline > now_ms() ? rs->w.deadline - now_ms() : 0);
     child = fork();
     if (child < 0) {
-        say("fork: %s", strerror(errno));
+        elkfw_say("fork: %s", strerror(errno));
         close(go[0]);
         close(go[1]);
         return -1;
@@ -784,21 +776,21 @@ static bool run_hand_over(run_sup_t *rs)
     agent_link_t *ak = rs->ak;
     elkfw_ctl_msg_t m;
     if (agent_send(ak, "SUPERVISE %s %ld\n", rs->resource, (long)rs->child) != 0 || run_reply(rs, &m) == 0) {
-        say("%s: lost the connection to elkd before the command could start; not starting it", rs->resource);
+        elkfw_say("%s: lost the connection to elkd before the command could start; not starting it", rs->resource);
         return false;
     }
     if (m.kind == ELKFW_MSG_ERR) {
-        say("%s: elkd cannot supervise the command: %.*s [%s]; not starting it", rs->resource, (int)m.text_len,
+        elkfw_say("%s: elkd cannot supervise the command: %.*s [%s]; not starting it", rs->resource, (int)m.text_len,
             m.text, m.code);
         return false;
     }
     if (rs->w.lost || now_ms() >= rs->w.deadline) {
-        say("%s: %s before the command could start; not starting it", rs->resource,
+        elkfw_say("%s: %s before the command could start; not starting it", rs->resource,
             rs->w.lost ? rs->w.why : "the lease deadline passed");
         return false;
     }
     if (write(rs->go_pipe, "g", 1) != 1) {
-        say("%s: cannot start the command: %s", rs->resource, strerror(errno));
+        elkfw_say("%s: cannot start the command: %s", rs->resource, strerror(errno));
         return false;
     }
     close(rs->go_pipe);
@@ -816,7 +808,7 @@ static bool run_reap_group(run_sup_t *rs)
     if (!elkfw_sup_group_alive(rs->child)) {
         return true;
     }
-    say("%s: the command exited but left processes in its group %ld; stopping them before releasing", rs->resource,
+    elkfw_say("%s: the command exited but left processes in its group %ld; stopping them before releasing", rs->resource,
         (long)rs->child);
     run_signal_group(rs, SIGTERM);
     kill_at = now_ms() + rs->stop_margin;
@@ -824,7 +816,7 @@ static bool run_reap_group(run_sup_t *rs)
     while (elkfw_sup_group_alive(rs->child)) {
         uint64_t now = now_ms();
         if (now >= give_up) {
-            say("%s: process group %ld is still there after SIGKILL; leaving the lease to run out", rs->resource,
+            elkfw_say("%s: process group %ld is still there after SIGKILL; leaving the lease to run out", rs->resource,
                 (long)rs->child);
             return false;
         }
@@ -938,7 +930,7 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
         return EXIT_USAGE;
     }
     if (next >= argc || strcmp(argv[next], "--") != 0 || next + 1 >= argc) {
-        say("missing '-- CMD [ARGS...]' after the resource");
+        elkfw_say("missing '-- CMD [ARGS...]' after the resource");
         usage_run(stderr);
         return EXIT_USAGE;
     }
@@ -957,7 +949,7 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
     rs.token = m.token;
     rs.stop_margin = m.stop_margin_ms;
     if (!lease_usable(ak, &rs.w, &m, &rs.conn_open)) {
-        say("%s: %s before the command could start (token %" PRIu64 " is stale); not starting it", rs.resource,
+        elkfw_say("%s: %s before the command could start (token %" PRIu64 " is stale); not starting it", rs.resource,
             rs.w.lost ? rs.w.why : "the lease deadline passed", m.token);
         if (rs.conn_open && !rs.w.lost) {
             release_and_wait(ak, rs.resource);
@@ -1011,7 +1003,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
         return EXIT_USAGE;
     }
     if (next != argc) {
-        say("unexpected argument '%s'", argv[next]);
+        elkfw_say("unexpected argument '%s'", argv[next]);
         return EXIT_USAGE;
     }
     if (!resource_ok(resource)) {
@@ -1032,7 +1024,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
     if (!lease_usable(ak, &w, &m, &conn_open)) {
         printf("lost %s %s\n", resource, w.lost ? "before-start" : "deadline-passed");
         fflush(stdout);
-        say("%s: %s right after the grant (token %" PRIu64 " is stale)", resource,
+        elkfw_say("%s: %s right after the grant (token %" PRIu64 " is stale)", resource,
             w.lost ? w.why : "the lease deadline passed", m.token);
         if (conn_open && !w.lost) {
             release_and_wait(ak, resource);
@@ -1055,7 +1047,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
              * LOST) before deciding on our own. */
             if (agent_fill_now(ak) <= 0) {
                 printf("lost %s connection-closed\n", resource);
-                say("%s: lost the connection to elkd; the lease is gone", resource);
+                elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
                 return EXIT_LOST;
             }
             watch_lines(ak, &w);
@@ -1066,7 +1058,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
             if (now >= w.deadline) {
                 printf("lost %s deadline-passed\n", resource);
                 fflush(stdout);
-                say("%s: lease deadline passed without word from elkd; the lease is gone", resource);
+                elkfw_say("%s: lease deadline passed without word from elkd; the lease is gone", resource);
                 return EXIT_LOST;
             }
         }
@@ -1096,7 +1088,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
             }
             if (rc <= 0) {
                 printf("lost %s connection-closed\n", resource);
-                say("%s: lost the connection to elkd; the lease is gone", resource);
+                elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
                 return EXIT_LOST;
             }
         }
@@ -1113,7 +1105,7 @@ static int cmd_release(agent_link_t *ak, int argc, char **argv)
         if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else if (argv[i][0] == '-' || resource != NULL) {
-            say("unexpected argument '%s'", argv[i]);
+            elkfw_say("unexpected argument '%s'", argv[i]);
             usage_release(stderr);
             return EXIT_USAGE;
         } else {
@@ -1121,7 +1113,7 @@ static int cmd_release(agent_link_t *ak, int argc, char **argv)
         }
     }
     if (resource == NULL) {
-        say("missing RESOURCE");
+        elkfw_say("missing RESOURCE");
         usage_release(stderr);
         return EXIT_USAGE;
     }
@@ -1135,7 +1127,7 @@ static int cmd_release(agent_link_t *ak, int argc, char **argv)
         return EXIT_UNREACHABLE;
     }
     if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK) {
-        say("unexpected reply from elkd: %.*s", (int)len, line);
+        elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
         return EXIT_FAIL;
     }
     if (m.kind == ELKFW_MSG_ERR) {
@@ -1267,7 +1259,7 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else {
-            say("unexpected argument '%s'", argv[i]);
+            elkfw_say("unexpected argument '%s'", argv[i]);
             usage_status(stderr);
             return EXIT_USAGE;
         }
@@ -1279,7 +1271,7 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
         return EXIT_UNREACHABLE;
     }
     if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
-        say("unexpected reply from elkd: %.*s", (int)len, line);
+        elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
         return EXIT_FAIL;
     }
     if (json) {
@@ -1292,7 +1284,7 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     for (k = 0; k < m.count; k++) {
         char *copy;
         if (agent_line(ak, &line, &len) <= 0) {
-            say("elkd closed the connection in the middle of the status");
+            elkfw_say("elkd closed the connection in the middle of the status");
             return EXIT_FAIL;
         }
         if (len > 6 && strncmp(line, "agent ", 6) == 0) {
@@ -1363,7 +1355,7 @@ int main(int argc, char **argv)
             printf("elk %s\n", ELK_VERSION_STRING);
             return EXIT_OK;
         } else {
-            say("unknown option '%s'", argv[i]);
+            elkfw_say("unknown option '%s'", argv[i]);
             usage_main(stderr);
             return EXIT_USAGE;
         }
@@ -1388,7 +1380,7 @@ int main(int argc, char **argv)
         usage_main(stdout);
         return EXIT_OK;
     }
-    say("unknown command '%s'", cmd);
+    elkfw_say("unknown command '%s'", cmd);
     usage_main(stderr);
     return EXIT_USAGE;
 }

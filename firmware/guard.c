@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "elkfw/guard.h"
+#include "elkfw/say.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,15 +47,6 @@ typedef struct guard_opts {
     char **cmd; /* NULL: check only */
 } guard_opts_t;
 
-__attribute__((format(printf, 1, 2))) static void gsay(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("elk: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
 
 void elkfw_guard_usage(FILE *f)
 {
@@ -134,25 +126,25 @@ static int guard_check_args(guard_opts_t *o)
     o->wait_ms = ELK_FENCE_FILE_WAIT_FOREVER;
     if (o->wait_arg != NULL && (!elkfw_parse_duration(o->wait_arg, strlen(o->wait_arg), &o->wait_ms) ||
                                 o->wait_ms == ELK_FENCE_FILE_WAIT_FOREVER)) {
-        gsay("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')", o->wait_arg);
+        elkfw_say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')", o->wait_arg);
         return EXIT_USAGE;
     }
     if (o->lease_file == NULL) {
         o->lease_file = getenv("ELK_LEASE_FILE");
     }
     if (o->lease_file != NULL && o->lease_file[0] == '\0') {
-        gsay("--lease-file (or ELK_LEASE_FILE) is empty: name the lease file elk run wrote");
+        elkfw_say("--lease-file (or ELK_LEASE_FILE) is empty: name the lease file elk run wrote");
         return EXIT_USAGE;
     }
     if (o->token_arg == NULL) {
         o->token_arg = getenv("ELK_FENCE_TOKEN");
         if (o->token_arg == NULL) {
-            gsay("no TOKEN given and ELK_FENCE_TOKEN is not set");
+            elkfw_say("no TOKEN given and ELK_FENCE_TOKEN is not set");
             return EXIT_USAGE;
         }
     }
     if (elk_fence_parse_token(o->token_arg, strlen(o->token_arg), &o->token) != ELK_OK) {
-        gsay("'%s' is not a fencing token (a decimal number from 1 up; 0 means fencing is off)", o->token_arg);
+        elkfw_say("'%s' is not a fencing token (a decimal number from 1 up; 0 means fencing is off)", o->token_arg);
         return EXIT_USAGE;
     }
     return 0;
@@ -163,22 +155,22 @@ static int guard_check_args(guard_opts_t *o)
 static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence, const elk_fence_file_t *ff)
 {
     if (rc == ELK_E_FENCE_STALE) {
-        gsay("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", o->token, elk_fence_highest(fence),
+        elkfw_say("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", o->token, elk_fence_highest(fence),
              elk_err_message(rc));
         return ELKFW_GUARD_EXIT_STALE;
     }
     if (rc == ELK_E_FENCE_BUSY) {
-        gsay("token %" PRIu64 " not decided: %s: another step held the guard for all of --wait %s (%s)", o->token,
+        elkfw_say("token %" PRIu64 " not decided: %s: another step held the guard for all of --wait %s (%s)", o->token,
              o->state, o->wait_arg != NULL ? o->wait_arg : "", elk_err_message(rc));
         return ELKFW_GUARD_EXIT_BUSY;
     }
     if (rc == ELK_E_FENCE_STORAGE) {
         int se = elk_fence_storage_error(fence);
-        gsay("token %" PRIu64 " refused: %s: %s%s%s", o->token, o->state, elk_err_message(se),
+        elkfw_say("token %" PRIu64 " refused: %s: %s%s%s", o->token, o->state, elk_err_message(se),
              ff->last_errno ? ": " : "", ff->last_errno ? strerror(ff->last_errno) : "");
         return ELKFW_GUARD_EXIT_STORAGE;
     }
-    gsay("token %" PRIu64 " refused: %s", o->token, elk_err_message(rc));
+    elkfw_say("token %" PRIu64 " refused: %s", o->token, elk_err_message(rc));
     return EXIT_USAGE;
 }
 
@@ -199,7 +191,7 @@ static int guard_lease_check(const guard_opts_t *o)
     elkfw_lease_verdict_t v;
     int fd = open(o->lease_file, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        gsay("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
+        elkfw_say("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
         return ELKFW_GUARD_EXIT_LEASE;
     }
     do {
@@ -207,7 +199,7 @@ static int guard_lease_check(const guard_opts_t *o)
     } while (got < 0 && errno == EINTR);
     close(fd);
     if (got < 0) {
-        gsay("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
+        elkfw_say("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
         return ELKFW_GUARD_EXIT_LEASE;
     }
     now = guard_boottime_ms();
@@ -216,13 +208,13 @@ static int guard_lease_check(const guard_opts_t *o)
         return 0;
     }
     if (v == ELKFW_LEASE_EXPIRED) {
-        gsay("token %" PRIu64 " refused: %s %" PRIu64 " ms ago (%s)", o->token, elkfw_lease_verdict_text(v), now - dl,
+        elkfw_say("token %" PRIu64 " refused: %s %" PRIu64 " ms ago (%s)", o->token, elkfw_lease_verdict_text(v), now - dl,
              o->lease_file);
     } else if (v == ELKFW_LEASE_TOKEN) {
-        gsay("token %" PRIu64 " refused: %s: %" PRIu64 " (%s)", o->token, elkfw_lease_verdict_text(v), ft,
+        elkfw_say("token %" PRIu64 " refused: %s: %" PRIu64 " (%s)", o->token, elkfw_lease_verdict_text(v), ft,
              o->lease_file);
     } else {
-        gsay("token %" PRIu64 " refused: %s (%s)", o->token, elkfw_lease_verdict_text(v), o->lease_file);
+        elkfw_say("token %" PRIu64 " refused: %s (%s)", o->token, elkfw_lease_verdict_text(v), o->lease_file);
     }
     return ELKFW_GUARD_EXIT_LEASE;
 }
@@ -256,7 +248,7 @@ static void guard_child(char **cmd, int lock_fd, pid_t parent, const sigset_t *o
     setenv("ELK_GUARD_LOCK_FD", fdbuf, 1); /* a guard inside the step must not wait for us */
     sigprocmask(SIG_SETMASK, old, NULL);
     execvp(cmd[0], cmd);
-    gsay("cannot run '%s': %s", cmd[0], strerror(errno));
+    elkfw_say("cannot run '%s': %s", cmd[0], strerror(errno));
     _exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
 }
 
@@ -294,7 +286,7 @@ static int guard_run(char **cmd, int lock_fd)
     fflush(NULL);
     child = fork();
     if (child < 0) {
-        gsay("cannot start '%s': fork: %s", cmd[0], strerror(errno));
+        elkfw_say("cannot start '%s': fork: %s", cmd[0], strerror(errno));
         sigprocmask(SIG_SETMASK, &old, NULL);
         return EXIT_NOEXEC;
     }
@@ -337,7 +329,7 @@ int elkfw_guard_main(int argc, char **argv)
         return rc;
     }
     if (elk_fence_file_init(&ff, o.state, &st) != ELK_OK) {
-        gsay("--state '%s' is not a usable path", o.state);
+        elkfw_say("--state '%s' is not a usable path", o.state);
         return EXIT_USAGE;
     }
     elk_fence_file_set_wait(&ff, o.wait_ms);
