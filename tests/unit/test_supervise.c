@@ -62,7 +62,17 @@ static void test_which_groups_a_client_may_hand_over(void **state)
     char why[200];
     pid_t child = spawn_group(0);
     assert_true(elkfw_sup_group_allowed(child, getpid(), why, sizeof why)); /* led by our child */
-    assert_true(elkfw_sup_group_allowed(getpgrp(), getpid(), why, sizeof why)); /* our own group */
+    /* A client's own group. The client is a child here, not this process: qemu-user fakes
+     * the reader's own /proc/PID/stat (pgrp 0), and elkd only ever reads other processes'. */
+    pid_t peer = fork();
+    if (peer == 0) {
+        pause();
+        _exit(0);
+    }
+    assert_true(peer > 0);
+    assert_true(elkfw_sup_group_allowed(getpgrp(), peer, why, sizeof why));
+    kill(peer, SIGKILL);
+    waitpid(peer, NULL, 0);
     assert_false(elkfw_sup_group_allowed(1, getpid(), why, sizeof why));
     assert_false(elkfw_sup_group_allowed(0, getpid(), why, sizeof why));
     assert_false(elkfw_sup_group_allowed(child, 0, why, sizeof why)); /* peer unknown */
