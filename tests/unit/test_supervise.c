@@ -62,15 +62,18 @@ static void test_which_groups_a_client_may_hand_over(void **state)
     char why[200];
     pid_t child = spawn_group(0);
     assert_true(elkfw_sup_group_allowed(child, getpid(), why, sizeof why)); /* led by our child */
-    /* A client's own group. The client is a child here, not this process: qemu-user fakes
-     * the reader's own /proc/PID/stat (pgrp 0), and elkd only ever reads other processes'. */
+    /* A client's own group. The client is a child that leads a group of its own: qemu-user
+     * fakes the reader's own /proc/PID/stat (pgrp 0), and in a PID namespace a group led from
+     * outside reads as 0 too; elkd only ever reads other processes'. */
     pid_t peer = fork();
     if (peer == 0) {
+        setpgid(0, 0);
         pause();
         _exit(0);
     }
     assert_true(peer > 0);
-    assert_true(elkfw_sup_group_allowed(getpgrp(), peer, why, sizeof why));
+    setpgid(peer, peer);
+    assert_true(elkfw_sup_group_allowed(peer, peer, why, sizeof why));
     kill(peer, SIGKILL);
     waitpid(peer, NULL, 0);
     assert_false(elkfw_sup_group_allowed(1, getpid(), why, sizeof why));
