@@ -276,7 +276,7 @@ static bool owned_by(agent_t *a, const resource_t *r, int slot)
  * is left to run out: no one else on this gateway may take the resource yet. */
 static bool res_orphaned(agent_t *a, const resource_t *r, uint64_t now)
 {
-    if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
+    if (elkfw_sup_stopping(&r->sup)) {
         return true;
     }
     return !owned_by(a, r, r->owner) && elk_lock_is_held(&r->lock, now);
@@ -350,7 +350,7 @@ static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why
  * step releases once the group is gone (or lets the lease run out). */
 static void release_when_stopped(agent_t *a, resource_t *r, uint64_t now, const char *why)
 {
-    if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
+    if (elkfw_sup_stopping(&r->sup)) {
         r->shutdown_release_at = 0;
         return;
     }
@@ -510,7 +510,7 @@ static const char *holder_text(agent_t *a, const resource_t *r, char *buf, size_
 {
     if (r->owner >= 0 && owned_by(a, r, r->owner)) {
         snprintf(buf, cap, "pid:%d", (int)a->clients[r->owner].pid);
-    } else if (r->sup.stage == ELKFW_SUP_TERM_SENT || r->sup.stage == ELKFW_SUP_KILL_SENT) {
+    } else if (elkfw_sup_stopping(&r->sup)) {
         snprintf(buf, cap, "stopping:pgid:%d", (int)r->sup.pgid); /* its client left */
     } else {
         snprintf(buf, cap, "-");
@@ -1108,7 +1108,7 @@ static bool shutdown_done(agent_t *a, uint64_t now)
         if (a->res[i].shutdown_release_at != 0) {
             return false; /* a holder still has its stop margin */
         }
-        if (a->res[i].sup.stage == ELKFW_SUP_TERM_SENT || a->res[i].sup.stage == ELKFW_SUP_KILL_SENT) {
+        if (elkfw_sup_stopping(&a->res[i].sup)) {
             return false; /* a holder's command is still being stopped */
         }
         if (elk_lock_busy(&a->res[i].lock) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {

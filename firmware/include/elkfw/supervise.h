@@ -70,6 +70,12 @@ void elkfw_sup_stop(elkfw_sup_t *sup, uint64_t now, uint32_t stop_margin_ms, boo
  * Lowers *next to the time it must run again (while stopping). */
 elkfw_sup_verdict_t elkfw_sup_step(elkfw_sup_t *sup, uint64_t now, uint64_t *next);
 
+/* True while a stop is in progress (SIGTERM or SIGKILL sent, group not yet gone). */
+static inline bool elkfw_sup_stopping(const elkfw_sup_t *sup)
+{
+    return sup->stage == ELKFW_SUP_TERM_SENT || sup->stage == ELKFW_SUP_KILL_SENT;
+}
+
 /* Forget the group (the lease ended cleanly, or a give-up was handled). */
 void elkfw_sup_clear(elkfw_sup_t *sup);
 
