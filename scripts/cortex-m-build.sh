@@ -56,7 +56,7 @@ for cfg in default cortex_m4; do
   # and no _sbrk is provided, so newlib's malloc could not link either.
   elf=$dir/cm4_link.elf
   "$cc" "${arch[@]}" -std=c11 -Wall -Wextra -Werror \
-    -I"$root/lib/include" -I"$dir/generated" -I"$root/port/lwip/include" \
+    -I"$root/lib/include" -I"$dir/generated" -I"$root/port/lwip/include" -I"$root/port/socket/include" \
     "$root/tests/lwip/cm4_link.c" "${link_libs[@]}" \
     --specs=nano.specs -nostartfiles -Wl,-e,Reset_Handler -Wl,--gc-sections \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=_malloc_r,--wrap=_free_r \
@@ -83,7 +83,7 @@ char sz_lwip_transport[sizeof(elk_lwip_transport_t)];
 char sz_lwip_clock_entropy[sizeof(elk_lwip_clock_t) + sizeof(elk_lwip_entropy_t)];
 C
   if [ -f "$root/lib/include/elk/lock.h" ] && \
-     "$cc" "${arch[@]}" -std=c99 -I"$root/lib/include" -I"$dir/generated" -I"$root/port/lwip/include" \
+     "$cc" "${arch[@]}" -std=c99 -I"$root/lib/include" -I"$dir/generated" -I"$root/port/lwip/include" -I"$root/port/socket/include" \
        -c "$dir/ram_sizes.c" -o "$dir/ram_sizes.o" 2>"$dir/ram_sizes.log"; then
     declare -A sz=()
     while read -r _ size _ name; do sz[${name#sz_}]=$((16#$size)); done \
@@ -102,7 +102,7 @@ done
 # The select() path of port/lwip (lwIP builds without LWIP_SOCKET_POLL) and the
 # lwipopts #error check, compiled once against the Cortex-M lwipopts.
 if [ -f "$out/cortex_m4/port/lwip/libelk_port_lwip.a" ]; then
-  inc=(-I"$root/lib/include" -I"$out/cortex_m4/generated" -I"$root/port/lwip/include"
+  inc=(-I"$root/lib/include" -I"$out/cortex_m4/generated" -I"$root/port/lwip/include" -I"$root/port/socket/include"
        -I"$root/port/lwip" -I"$root/port/lwip/cortex-m" -isystem /usr/include/lwip)
   "$cc" "${arch[@]}" "${strict[@]}" "${inc[@]}" -DLWIP_SOCKET_POLL=0 -DLWIP_SOCKET_SELECT=1 \
     -c "$root/port/lwip/wait.c" -o "$out/wait_select.o"

@@ -388,11 +388,11 @@ static void test_recv(void **state)
     assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), ELK_E_CLOSED);
     f.io_errno = EBADF;
     assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), ELK_E_IO);
-    assert_int_equal(t.recv(t.ctx, buf, 0), ELK_E_INVALID_ARG);
+    assert_int_equal(t.recv(t.ctx, buf, 0), 0); /* nothing asked, nothing moved, like send */
 
     t.close(t.ctx);
-    assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), ELK_E_NOT_CONNECTED);
-    assert_int_equal(t.send(t.ctx, buf, sizeof(buf)), ELK_E_NOT_CONNECTED);
+    assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), ELK_E_STATE);
+    assert_int_equal(t.send(t.ctx, buf, sizeof(buf)), ELK_E_STATE);
     assert_int_equal(t.progress(t.ctx), ELK_E_STATE);
 }
 

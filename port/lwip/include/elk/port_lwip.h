@@ -1,8 +1,9 @@
 /*
  * port/lwip: the transport, clock and entropy that lib/ needs, on lwIP's socket
  * API (lwip_socket, lwip_connect, lwip_send, lwip_recv, lwip_poll/lwip_select,
- * lwip_fcntl, lwip_close, lwip_setsockopt). Mirror image of port/posix, so TLS
- * works the same way: wrap the transport below in port/mbedtls.
+ * lwip_fcntl, lwip_close, lwip_setsockopt). The transport is port/socket's, the one
+ * port/posix uses too, so it behaves the same and TLS works the same way: wrap the
+ * transport below in port/mbedtls.
  *
  * This header does not include lwIP's headers, so application code can use it
  * without lwIP's include paths. The lwipopts.h this port needs (checked with
@@ -21,6 +22,7 @@
 
 #include "elk/err.h"
 #include "elk/platform.h"
+#include "elk/port_socket.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,13 +30,10 @@ extern "C" {
 
 /* ------------------------------------------------------------- transport */
 
-/* Connection state of one lwIP transport. Fields are internal. */
+/* Connection state of one lwIP transport: port/socket's, shared with port/posix.
+ * Fields are internal. */
 typedef struct elk_lwip_transport {
-    int sock;            /* lwIP socket number (not an OS descriptor), -1 when closed */
-    uint8_t state;       /* internal: idle, connecting, connected, failed */
-    bool want_write;     /* the last send would have blocked: wait for writability */
-    int failure;         /* elk_err_t kept after a failed connect, returned by progress() */
-    int last_errno;      /* errno of the last failed lwIP call, for diagnosis */
+    elk_socket_t sock;   /* sock.fd is the lwIP socket number (not an OS descriptor) */
 } elk_lwip_transport_t;
 
 /* Prepare ctx (caller-owned, alive as long as the transport is used) and fill *out

@@ -7,10 +7,11 @@
  *  - elk_posix_wait(): one poll() over the descriptors a fleet (or anything else)
  *    reports, bounded by the next deadline, so programs need only one event loop.
  *
- * Mirror of port/lwip: the TCP transport uses only socket calls lwIP also offers
- * (socket, connect, send, recv with MSG_DONTWAIT, close, shutdown, set/getsockopt,
- * fcntl F_GETFL/F_SETFL O_NONBLOCK, poll). getaddrinfo is the exception: lwIP has it
- * only with LWIP_DNS (off by default), so devices should configure numeric addresses.
+ * The TCP transport is port/socket's, shared with port/lwip: it uses only socket calls
+ * lwIP also offers (socket, connect, send, recv with MSG_DONTWAIT, close,
+ * set/getsockopt, fcntl F_GETFL/F_SETFL O_NONBLOCK, poll). getaddrinfo is this port's
+ * own: lwIP has it only with LWIP_DNS (off by default), so devices should configure
+ * numeric addresses.
  *
  * SIGPIPE: lwIP has no MSG_NOSIGNAL, so neither does this port. A process that uses
  * it must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN); elkd does) or a peer reset during
@@ -28,6 +29,7 @@
 #include "elk/err.h"
 #include "elk/node.h"
 #include "elk/platform.h"
+#include "elk/port_socket.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,15 +41,10 @@ extern "C" {
 /* Most descriptors one elk_posix_wait call accepts. */
 #define ELK_POSIX_WAIT_MAX 64
 
-/* Socket options applied to every connection. */
-typedef struct elk_posix_tcp_options {
-    bool nodelay;                 /* TCP_NODELAY: requests are small and latency matters (default on) */
-    bool keepalive;               /* SO_KEEPALIVE, to notice a dead peer on an idle link (default on;
-                                     lwIP needs LWIP_TCP_KEEPALIVE for the three timers below) */
-    uint16_t keepalive_idle_s;    /* TCP_KEEPIDLE, default 30 */
-    uint16_t keepalive_interval_s;/* TCP_KEEPINTVL, default 10 */
-    uint16_t keepalive_count;     /* TCP_KEEPCNT, default 3 */
-} elk_posix_tcp_options_t;
+/* Socket options applied to every connection (nodelay, keepalive and its three timers;
+ * see port/socket's elk_socket_options_t). elk_posix_tcp_options_defaults: TCP_NODELAY
+ * on, SO_KEEPALIVE on, TCP_KEEPIDLE 30 s, TCP_KEEPINTVL 10 s, TCP_KEEPCNT 3. */
+typedef elk_socket_options_t elk_posix_tcp_options_t;
 
 /* Stored address (a struct sockaddr_storage's worth of bytes, kept opaque so this
  * header does not drag in <sys/socket.h>). */
@@ -61,14 +58,10 @@ typedef struct elk_posix_addr {
 
 /* One TCP connection. Caller-allocated; fields are internal to the port. */
 typedef struct elk_posix_tcp {
-    int fd;                       /* -1 when closed */
-    uint8_t state;                /* closed, connecting, connected, failed */
-    bool want_write;              /* last send() would have blocked */
+    elk_socket_t sock;            /* port/socket's transport state; first, as ctx is it */
     uint8_t addr_count, addr_next;
     elk_posix_addr_t addrs[ELK_POSIX_TCP_MAX_ADDRS];
     elk_posix_tcp_options_t opts;
-    int last_errno;               /* errno (or EAI_* for resolution) behind the last error */
-    int last_err;                 /* last negative elk_err_t, ELK_OK if none */
 } elk_posix_tcp_t;
 
 /* Fill opts with the defaults documented in elk_posix_tcp_options_t. */
@@ -81,17 +74,20 @@ void elk_posix_tcp_options_defaults(elk_posix_tcp_options_t *opts);
  * Transport behaviour:
  *  open()     resolves ep->host (numeric addresses never block; names go through
  *             getaddrinfo, which may block, so configure numeric addresses where that
- *             matters) and starts a non-blocking connect. ELK_OK, ELK_E_RESOLVE,
- *             ELK_E_NO_RESOURCES, ELK_E_CONNECT_REFUSED, ELK_E_CONNECT.
+ *             matters) and starts a non-blocking connect. ELK_OK, ELK_E_INVALID_ARG,
+ *             ELK_E_RESOLVE, ELK_E_NO_RESOURCES, ELK_E_CONNECT_REFUSED, ELK_E_CONNECT,
+ *             ELK_E_IO (the socket refused O_NONBLOCK or TCP_NODELAY).
  *  progress() 1 once connected, 0 while connecting (wait for WRITE), or an error:
  *             ELK_E_CONNECT_REFUSED, ELK_E_CONNECT_TIMEOUT (the kernel gave up),
  *             ELK_E_CONNECT. Failing addresses fall through to the next one resolved.
  *             There is no timer here: the caller (lib/node) enforces its own connect
  *             timeout with its clock and calls close() when it passes.
- *  send/recv  never block (MSG_DONTWAIT + O_NONBLOCK): >0 bytes, 0 would block,
- *             ELK_E_CLOSED (EOF, reset, broken pipe), ELK_E_IO otherwise.
+ *  send/recv  never block (MSG_DONTWAIT + O_NONBLOCK): >0 bytes, 0 would block (or
+ *             still connecting, or len 0), ELK_E_CLOSED (EOF, reset, broken pipe),
+ *             ELK_E_NO_RESOURCES, ELK_E_STATE (not open, or the connect failed),
+ *             ELK_E_IO otherwise.
  *  wait()     the descriptor, with WRITE while connecting or after a blocked send,
- *             READ once connected; -1 when closed.
+ *             READ once connected; -1 when closed or failed.
  * Returns ELK_OK or ELK_E_INVALID_ARG.
  */
 int elk_posix_tcp_init(elk_posix_tcp_t *tcp, const elk_posix_tcp_options_t *opts, elk_transport_t *out);

@@ -1,0 +1,9 @@
+# port/socket: the TCP transport port/posix and port/lwip share. It is compiled into
+# each port's own library, against that port's socket_shim.h (BSD or lwip_* calls, and
+# that stack's errno values) found in shim_dir.
+#   elk_port_use_socket_transport(<target> <shim_dir>)
+function(elk_port_use_socket_transport target shim_dir)
+  set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  target_sources(${target} PRIVATE ${dir}/socket_transport.c)
+  target_include_directories(${target} PUBLIC ${dir}/include PRIVATE ${dir} ${shim_dir})
+endfunction()
