@@ -18,6 +18,10 @@
 
 #include "lwip_poll1.h"
 
+/* The timers exist only with LWIP_TCP_KEEPALIVE; this port does not ask for them (lib/'s
+ * request deadlines notice a dead server), so the code stays out of small builds. */
+#define SOCKET_API_KEEPALIVE LWIP_TCP_KEEPALIVE
+
 static int socket_api_socket(int family)
 {
     return lwip_socket(family, SOCK_STREAM, 0);

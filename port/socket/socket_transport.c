@@ -16,6 +16,8 @@
  *   socket_api_writable(fd)                      1 writable (or failed), 0 not yet, -1
  *   socket_api_send / socket_api_recv(fd, buf, len, flags)  bytes or -1
  *   socket_api_close(fd)
+ * and SOCKET_API_KEEPALIVE, 1 where the stack has the keepalive timers (0 leaves the
+ * option code out of the build; keepalive is then never set).
  */
 #include <string.h>
 
@@ -115,6 +117,7 @@ int elk_socket__begin(elk_socket_t *s, const elk_endpoint_t *ep)
     return ELK_OK;
 }
 
+#if SOCKET_API_KEEPALIVE
 /* Keepalive is best effort: a stack without the timers still works, only slower to
  * notice a dead peer on an idle connection (lib/'s request deadlines catch it). */
 static void socket_keepalive(int fd, const elk_socket_options_t *opts)
@@ -136,6 +139,7 @@ static void socket_keepalive(int fd, const elk_socket_options_t *opts)
     }
 #endif
 }
+#endif
 
 /* Non-blocking, then the options. 0, or -1 with errno from the call that failed. */
 static int socket_setup(int fd, const elk_socket_options_t *opts)
@@ -147,9 +151,11 @@ static int socket_setup(int fd, const elk_socket_options_t *opts)
     if (opts->nodelay && socket_api_setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1) < 0) {
         return -1;
     }
+#if SOCKET_API_KEEPALIVE
     if (opts->keepalive) {
         socket_keepalive(fd, opts);
     }
+#endif
 #ifdef SO_NOSIGPIPE
     (void)socket_api_setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, 1);
 #endif

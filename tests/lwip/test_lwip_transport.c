@@ -396,6 +396,48 @@ static void test_recv(void **state)
     assert_int_equal(t.progress(t.ctx), ELK_E_STATE);
 }
 
+/* The behaviour port/socket gives both ports, where port/lwip used to differ: I/O while
+ * connecting waits (0), after a failed connect it is a state error, a local shortage on
+ * recv is ELK_E_NO_RESOURCES, a shut-down stream is closed, and the errno kept for logs
+ * is the failure's, not a later would-block's. */
+static void test_shared_socket_behaviour(void **state)
+{
+    (void)state;
+    elk_lwip_transport_t ctx;
+    elk_transport_t t;
+    uint8_t buf[16] = {0};
+
+    open_connecting(&ctx, &t);
+    f.io_ret = 5;
+    assert_int_equal(t.send(t.ctx, buf, sizeof(buf)), 0);
+    assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), 0);
+    assert_int_equal(f.io_len, 0); /* nothing reached lwIP */
+
+    f.poll_ret = 1;
+    f.poll_revents = POLLOUT;
+    f.so_error = ECONNREFUSED;
+    assert_int_equal(t.progress(t.ctx), ELK_E_CONNECT_REFUSED);
+    assert_int_equal(t.send(t.ctx, buf, sizeof(buf)), ELK_E_STATE);
+    assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), ELK_E_STATE);
+
+    open_connected(&ctx, &t);
+    f.io_ret = -1;
+    f.io_errno = ENOBUFS;
+    assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), ELK_E_NO_RESOURCES);
+    f.io_errno = ESHUTDOWN;
+    assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), ELK_E_CLOSED);
+    assert_int_equal(t.send(t.ctx, buf, sizeof(buf)), ELK_E_CLOSED);
+    f.io_errno = EAGAIN;
+    assert_int_equal(t.recv(t.ctx, buf, sizeof(buf)), 0);
+    assert_int_equal(elk_lwip_transport_errno(&ctx), ESHUTDOWN);
+
+    /* An empty host name is refused before any socket is made. */
+    fake_reset();
+    elk_endpoint_t empty = {"", 6379, NULL};
+    assert_int_equal(t.open(t.ctx, &empty), ELK_E_INVALID_ARG);
+    assert_int_equal(f.socket_family, 0);
+}
+
 static void test_null_context(void **state)
 {
     (void)state;
@@ -462,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_setup_failures_close_the_socket),
         cmocka_unit_test(test_send),
         cmocka_unit_test(test_recv),
+        cmocka_unit_test(test_shared_socket_behaviour),
         cmocka_unit_test(test_null_context),
         cmocka_unit_test(test_wait),
     };

@@ -17,6 +17,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#define SOCKET_API_KEEPALIVE 1
+
 static int socket_api_socket(int family)
 {
     int type = SOCK_STREAM;

@@ -21,8 +21,9 @@ typedef struct elk_socket_options {
     bool nodelay;                 /* TCP_NODELAY: requests are small and latency matters; a
                                      socket that refuses it fails the connect (ELK_E_IO) */
     bool keepalive;               /* SO_KEEPALIVE, to notice a dead peer on an idle link;
-                                     best effort, like the three timers below (lwIP needs
-                                     LWIP_TCP_KEEPALIVE for them) */
+                                     best effort, like the three timers below (port/lwip
+                                     leaves it off: lib/'s request deadlines notice a
+                                     dead server) */
     uint16_t keepalive_idle_s;    /* TCP_KEEPIDLE, 0: the stack's own */
     uint16_t keepalive_interval_s;/* TCP_KEEPINTVL, 0: the stack's own */
     uint16_t keepalive_count;     /* TCP_KEEPCNT, 0: the stack's own */
