@@ -18,9 +18,9 @@
 
 #include "lwip_poll1.h"
 
-/* The timers exist only with LWIP_TCP_KEEPALIVE; this port does not ask for them (lib/'s
- * request deadlines notice a dead server), so the code stays out of small builds. */
-#define SOCKET_API_KEEPALIVE LWIP_TCP_KEEPALIVE
+/* port/lwip never asks for keepalive (lib/'s request deadlines notice a dead server, and
+ * the timers need LWIP_TCP_KEEPALIVE), so the option code stays out of its build. */
+#define SOCKET_API_KEEPALIVE 0
 
 static int socket_api_socket(int family)
 {
