@@ -5,25 +5,26 @@
  * There is no timer here: lib/node enforces its connect timeout with its own clock
  * and calls close() when it passes.
  *
- * The socket calls come from the port's socket_shim.h (found on the port's include
- * path, not here), which defines these static functions, each with the BSD meaning
- * and errno on failure:
- *   socket_api_socket(family)                    a TCP socket, or -1
- *   socket_api_fcntl(fd, cmd, val)               F_GETFL / F_SETFL
- *   socket_api_setsockopt(fd, level, name, int)  0 or -1
- *   socket_api_so_error(fd, &so_error)           SO_ERROR: 0 or -1
- *   socket_api_connect(fd, sockaddr, len)        0 or -1
- *   socket_api_writable(fd)                      1 writable (or failed), 0 not yet, -1
- *   socket_api_send / socket_api_recv(fd, buf, len, flags)  bytes or -1
- *   socket_api_close(fd)
- * and SOCKET_API_KEEPALIVE, 1 where the stack has the keepalive timers (0 leaves the
- * option code out of the build; keepalive is then never set).
+ * The socket API comes from the port's socket_shim.h (found on the port's include
+ * path, not here), which brings that stack's socket and errno headers and defines:
+ *   SOCKET_CALL(name)       the API's name for a BSD call: SOCKET_CALL(send) is send
+ *                           or lwip_send (socket, fcntl, setsockopt, getsockopt,
+ *                           connect, send, recv, close; BSD arguments and errno)
+ *   SOCKET_API_STREAM       the type argument of socket() for a TCP stream
+ *   SOCKET_API_KEEPALIVE    1 to build the keepalive options, 0 to leave them out
+ *   socket_api_writable(fd) 1 writable (or failed), 0 not yet, -1 with errno
  */
 #include <string.h>
 
 #include "socket_shim.h"
 
 #include "socket_transport.h"
+
+/* One int option; 0 or -1 with errno. */
+static int socket_set_int(int fd, int level, int name, int value)
+{
+    return SOCKET_CALL(setsockopt)(fd, level, name, &value, (socklen_t)sizeof value);
+}
 
 #ifndef EWOULDBLOCK
 #define EWOULDBLOCK EAGAIN
@@ -83,7 +84,7 @@ static int socket_note(elk_socket_t *s, int err, int sys_errno)
 static void socket_drop(elk_socket_t *s)
 {
     if (s->fd >= 0) {
-        socket_api_close(s->fd);
+        (void)SOCKET_CALL(close)(s->fd);
     }
     s->fd = -1;
     s->want_write = false;
@@ -122,20 +123,20 @@ int elk_socket__begin(elk_socket_t *s, const elk_endpoint_t *ep)
  * notice a dead peer on an idle connection (lib/'s request deadlines catch it). */
 static void socket_keepalive(int fd, const elk_socket_options_t *opts)
 {
-    (void)socket_api_setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    (void)socket_set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
 #ifdef TCP_KEEPIDLE
     if (opts->keepalive_idle_s > 0) {
-        (void)socket_api_setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, opts->keepalive_idle_s);
+        (void)socket_set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, opts->keepalive_idle_s);
     }
 #endif
 #ifdef TCP_KEEPINTVL
     if (opts->keepalive_interval_s > 0) {
-        (void)socket_api_setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, opts->keepalive_interval_s);
+        (void)socket_set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, opts->keepalive_interval_s);
     }
 #endif
 #ifdef TCP_KEEPCNT
     if (opts->keepalive_count > 0) {
-        (void)socket_api_setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, opts->keepalive_count);
+        (void)socket_set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, opts->keepalive_count);
     }
 #endif
 }
@@ -144,11 +145,11 @@ static void socket_keepalive(int fd, const elk_socket_options_t *opts)
 /* Non-blocking, then the options. 0, or -1 with errno from the call that failed. */
 static int socket_setup(int fd, const elk_socket_options_t *opts)
 {
-    int flags = socket_api_fcntl(fd, F_GETFL, 0);
-    if (flags < 0 || socket_api_fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    int flags = SOCKET_CALL(fcntl)(fd, F_GETFL, 0);
+    if (flags < 0 || SOCKET_CALL(fcntl)(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
         return -1;
     }
-    if (opts->nodelay && socket_api_setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1) < 0) {
+    if (opts->nodelay && socket_set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1) < 0) {
         return -1;
     }
 #if SOCKET_API_KEEPALIVE
@@ -157,7 +158,7 @@ static int socket_setup(int fd, const elk_socket_options_t *opts)
     }
 #endif
 #ifdef SO_NOSIGPIPE
-    (void)socket_api_setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, 1);
+    (void)socket_set_int(fd, SOL_SOCKET, SO_NOSIGPIPE, 1);
 #endif
     return 0;
 }
@@ -165,7 +166,7 @@ static int socket_setup(int fd, const elk_socket_options_t *opts)
 int elk_socket__connect(elk_socket_t *s, const elk_socket_options_t *opts, const void *addr, uint32_t addr_len)
 {
     const struct sockaddr *sa = (const struct sockaddr *)addr;
-    int fd = socket_api_socket(sa->sa_family);
+    int fd = SOCKET_CALL(socket)(sa->sa_family, SOCKET_API_STREAM, 0);
 
     if (fd < 0) {
         return elk_socket__fail(s, socket_map_connect_errno(errno), errno);
@@ -174,7 +175,7 @@ int elk_socket__connect(elk_socket_t *s, const elk_socket_options_t *opts, const
     if (socket_setup(fd, opts) != 0) {
         return elk_socket__fail(s, ELK_E_IO, errno);
     }
-    if (socket_api_connect(fd, sa, addr_len) == 0) {
+    if (SOCKET_CALL(connect)(fd, sa, (socklen_t)addr_len) == 0) {
         s->state = ELK_SOCKET_CONNECTED;
         return 1;
     }
@@ -189,6 +190,7 @@ int elk_socket__progress(void *ctx)
 {
     elk_socket_t *s = (elk_socket_t *)ctx;
     int so_error = 0;
+    socklen_t so_error_len = (socklen_t)sizeof so_error;
     int ready;
 
     if (s == NULL) {
@@ -210,7 +212,7 @@ int elk_socket__progress(void *ctx)
     if (ready == 0) {
         return 0;
     }
-    if (ready < 0 || socket_api_so_error(s->fd, &so_error) != 0) {
+    if (ready < 0 || SOCKET_CALL(getsockopt)(s->fd, SOL_SOCKET, SO_ERROR, &so_error, &so_error_len) != 0) {
         so_error = errno;
     }
     if (so_error == 0) {
@@ -253,7 +255,7 @@ static int32_t socket_send(void *ctx, const uint8_t *buf, size_t len)
         return gate;
     }
     for (;;) {
-        ssize_t n = socket_api_send(s->fd, buf, len, MSG_DONTWAIT);
+        ssize_t n = SOCKET_CALL(send)(s->fd, buf, len, MSG_DONTWAIT);
         if (n >= 0) {
             s->want_write = false;
             return (int32_t)n;
@@ -282,7 +284,7 @@ static int32_t socket_recv(void *ctx, uint8_t *buf, size_t len)
         return gate;
     }
     for (;;) {
-        ssize_t n = socket_api_recv(s->fd, buf, len, MSG_DONTWAIT);
+        ssize_t n = SOCKET_CALL(recv)(s->fd, buf, len, MSG_DONTWAIT);
         if (n > 0) {
             return (int32_t)n;
         }
