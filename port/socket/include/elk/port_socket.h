@@ -3,6 +3,8 @@
  * port/lwip (lwIP's lwip_* calls) share. Each port embeds an elk_socket_t as the first
  * member of its own transport context (elk_posix_tcp_t, elk_lwip_transport_t) and keeps
  * its own public init function; programs use those, never this header directly.
+ * The transport code is compiled into each port's library for that port's socket API,
+ * so a program links one socket port (elk_port_posix or elk_port_lwip), not both.
  *
  * Nothing here allocates; every state lives in the caller's context.
  */
