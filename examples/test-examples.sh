@@ -48,6 +48,7 @@ if [ "$ELK_T_FAILS" -ne 0 ]; then finish; fi
 # 3. Run them: three TLS masters, a lease each way, then the actuator with the tokens.
 gen_certs
 start_redis_tls a; start_redis_tls b; start_redis_tls c
+# shellcheck disable=SC2154 # REDIS_PORT_x, REDIS_SOCK_x: set by start_redis_tls (eval)
 nodes="127.0.0.1:$REDIS_PORT_a 127.0.0.1:$REDIS_PORT_b 127.0.0.1:$REDIS_PORT_c"
 tokens=""
 for variant in pc cm; do
@@ -62,6 +63,7 @@ for variant in pc cm; do
   tokens="$tokens $token"
   for s in a b c; do
     eval "sock=\$REDIS_SOCK_$s"
+    # shellcheck disable=SC2154
     check "key gone from node $s after release" 0 "$(redis-cli -s "$sock" exists 'example:{valve}')"
   done
 done

@@ -9,7 +9,7 @@
 # purge both and check nothing is left.
 # Exit: 0 pass, 77 cannot run here (reason printed), anything else fail.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 src=$PWD
 
 skip() { echo "deb-test: SKIP: $*"; exit 77; }
@@ -39,8 +39,8 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 t0=$(date +%s)
 
 changelog_version=$(dpkg-parsechangelog -l debian/changelog -S Version)
-[ "$changelog_version" = "$version" ] && ok "debian/changelog is at $version" ||
-  bad "debian/changelog says $changelog_version, CMakeLists.txt project(VERSION) $version"
+if [ "$changelog_version" = "$version" ]; then ok "debian/changelog is at $version"
+else bad "debian/changelog says $changelog_version, CMakeLists.txt project(VERSION) $version"; fi
 
 # 1. Build from a copy: tracked and new files, without build trees or anything ignored.
 tree=$work/edgelock-$version
@@ -108,7 +108,8 @@ check_run "pkg-config build of lease_tls" cc -std=c11 -Wall -Wextra -Werror \
   $(pkg-config --libs edgelock-posix edgelock-mbedtls)
 check_run "fence_actuator accepts token 7" "$work/ex/fence_actuator" "$work/valve.state" 7
 "$work/ex/fence_actuator" "$work/valve.state" 6 >/dev/null 2>&1
-rc=$?; [ "$rc" = 65 ] && ok "fence_actuator refuses token 6 after 7 (exit 65)" || bad "token 6 after 7: exit $rc"
+rc=$?
+if [ "$rc" = 65 ]; then ok "fence_actuator refuses token 6 after 7 (exit 65)"; else bad "token 6 after 7: exit $rc"; fi
 check_run "find_package(edgelock CONFIG) build of the examples" sh -c \
   "cmake -S '$src/examples' -B '$work/cm' && cmake --build '$work/cm'"
 

@@ -34,18 +34,20 @@ grep -q "^ExecStart=$prefix/bin/elkd -c $etc/elkd/elkd.conf " "$unit" ||
 # A person's edits survive a second install.
 echo "# edited" >>"$dest$etc/elkd/elkd.conf"
 DESTDIR=$dest cmake --install "$build" >/dev/null
-grep -q '^# edited$' "$dest$etc/elkd/elkd.conf" && echo "ok: reinstall keeps an edited elkd.conf" ||
-  { echo "FAIL: reinstall replaced the edited elkd.conf"; fail=1; }
+if grep -q '^# edited$' "$dest$etc/elkd/elkd.conf"; then echo "ok: reinstall keeps an edited elkd.conf"
+else echo "FAIL: reinstall replaced the edited elkd.conf"; fail=1; fi
 
 # Prefix rules, from a configure of the same sources (no build).
 for case in "/usr /usr/bin /etc/elkd" "/usr/local /usr/local/bin /usr/local/etc/elkd" \
             "/opt/edgelock /opt/edgelock/bin /etc/opt/edgelock/elkd"; do
+  # shellcheck disable=SC2086 # three words: prefix, bindir, config dir
   set -- $case
   rm -rf "$dest/cfg"
   cmake -S "$src" -B "$dest/cfg" -DCMAKE_INSTALL_PREFIX="$1" -DELK_BUILD_TESTS=OFF >/dev/null 2>&1 ||
     { echo "FAIL: configure with prefix $1"; fail=1; continue; }
   # under the prefix the config destination stays relative (follows --prefix)
   conf_dest=$3
+  # shellcheck disable=SC2016 # the literal CMake variable
   [ "$3" = "$1/etc/elkd" ] && conf_dest='${CMAKE_INSTALL_PREFIX}/etc/elkd'
   if grep -q "^ExecStart=$2/elkd -c $3/elkd.conf " "$dest/cfg/firmware/elkd.service" &&
      grep -qF "set(conf_dir \"$conf_dest\")" "$dest/cfg/firmware/cmake_install.cmake"; then
