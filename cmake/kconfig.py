@@ -14,6 +14,17 @@ except ImportError:
              "(apt-get install python3-kconfiglib)")
 
 
+# Installed as <includedir>/elk/elk_config.h, so a person reading it there learns why it
+# must match the library.
+AUTOCONF_HEADER = """/*
+ * elk_config.h: edgelock's compile-time configuration, generated from Kconfig by
+ * cmake/kconfig.py; do not edit. These values size the public structs (elk_client_t,
+ * elk_lock_t, pools, replies): they are part of libelk's ABI. A program must be
+ * compiled with the elk_config.h installed with the libelk it links, never another.
+ */
+"""
+
+
 def main():
     kconfig, defconfig, dot_config, header, cmake = sys.argv[1:6]
     kconf = kconfiglib.Kconfig(kconfig, warn_to_stderr=True)
@@ -25,7 +36,7 @@ def main():
         kconf.load_config(defconfig)
     os.makedirs(os.path.dirname(header), exist_ok=True)
     kconf.write_config(dot_config)
-    kconf.write_autoconf(header)
+    kconf.write_autoconf(header, header=AUTOCONF_HEADER)
     lines = []
     for sym in kconf.unique_defined_syms:
         val = sym.str_value

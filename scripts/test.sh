@@ -12,7 +12,8 @@
 #   5. armhf cross build, unit tests under qemu-arm
 #   (after step 1: a sample of 8 mutants of the safety code, tests/mutation/, all caught)
 #   6. OpenWrt UCI translator; static musl elkd/elk + agent tests; mips, mipsel, aarch64,
-#      s390x under qemu-user; Debian 13 root (gcc 14, mbedTLS 3.6, Redis 8, Valkey 8)
+#      s390x under qemu-user; Debian 13 root (gcc 14, mbedTLS 3.6, Redis 8, Valkey 8);
+#      the Debian packages built, linted, installed, used and purged (scripts/deb-test.sh)
 # ELK_TEST_QUICK=1 runs only step 1 (for a fast edit-test loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -146,6 +147,10 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   # Debian 13 root: gcc 14, mbedTLS 3.6, Redis 8 then Valkey 8.
   stage "Debian 13: gcc 14, mbedTLS 3.6, Redis 8, Valkey 8"
   run_script debian13 scripts/debian13-test.sh
+  # Debian packages: dpkg-buildpackage from a copy, lintian, apt-get install, installed
+  # elkd --check / elk --help, an example built against libelk-dev, purge.
+  stage "Debian packages (build, lintian, install, purge)"
+  run_script deb scripts/deb-test.sh
 fi
 
 stage ""

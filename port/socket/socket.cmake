@@ -5,5 +5,6 @@
 function(elk_port_use_socket_transport target shim_dir)
   set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
   target_sources(${target} PRIVATE ${dir}/socket_transport.c)
-  target_include_directories(${target} PUBLIC ${dir}/include PRIVATE ${dir} ${shim_dir})
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${dir}/include>
+                             PRIVATE ${dir} ${shim_dir})
 endfunction()

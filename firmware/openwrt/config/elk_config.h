@@ -1,3 +1,9 @@
+/*
+ * elk_config.h: edgelock's compile-time configuration, generated from Kconfig by
+ * cmake/kconfig.py; do not edit. These values size the public structs (elk_client_t,
+ * elk_lock_t, pools, replies): they are part of libelk's ABI. A program must be
+ * compiled with the elk_config.h installed with the libelk it links, never another.
+ */
 #define CONFIG_ELK_MAX_NODES 5
 #define CONFIG_ELK_MAX_LOCKS 64
 #define CONFIG_ELK_MAX_KEY_LEN 128
