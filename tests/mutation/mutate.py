@@ -11,6 +11,7 @@ import argparse
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,29 @@ def load_catalog(path):
     return mod.MUTANTS
 
 
+def find_snippet(text, old):
+    """Where a snippet occurs: its exact bytes, or else the same characters with any white
+    space between them (so reformatting the tree, e.g. with clang-format, does not orphan
+    the catalog). Returns the list of (start, end) spans."""
+    spans, at = [], text.find(old)
+    while at >= 0:
+        spans.append((at, at + len(old)))
+        at = text.find(old, at + 1)
+    if spans:
+        return spans
+    chars = [c for c in old if not c.isspace()]
+    if not chars:
+        return []
+    pattern = re.compile(r"\s*".join(re.escape(c) for c in chars))
+    return [(mo.start(), mo.end()) for mo in pattern.finditer(text)]
+
+
+def apply_mutant(text, m):
+    """text with the mutant's one snippet replaced."""
+    (start, end), = find_snippet(text, m["old"])
+    return text[:start] + m["new"] + text[end:]
+
+
 def check_mutant(root, m):
     """The snippet must occur exactly once in its file, or the mutant means nothing."""
     path = os.path.join(root, m["file"])
@@ -42,7 +66,7 @@ def check_mutant(root, m):
         raise CatalogError("%s: file %s does not exist" % (m["id"], m["file"]))
     with open(path) as f:
         text = f.read()
-    n = text.count(m["old"])
+    n = len(find_snippet(text, m["old"]))
     if n != 1:
         raise CatalogError("%s: snippet found %d times in %s (must be exactly once):\n%s"
                            % (m["id"], n, m["file"], m["old"]))
@@ -141,7 +165,7 @@ def try_mutant(m, scratch, bdir, jobs, log):
         f.write("### mutant %s (%s)\n" % (m["id"], m["file"]))
     try:
         with open(path, "w") as f:
-            f.write(orig.replace(m["old"], m["new"], 1))
+            f.write(apply_mutant(orig, m))
         if build(bdir, targets_for(m["tests"]), jobs, log) != 0:
             return "nobuild", "the mutant does not compile (see %s)" % log
         sim = os.path.join(bdir, "tests", "sim", "elk-sim")

@@ -15,6 +15,20 @@ for k in missing twice nofile; do
   check "a $k snippet stops the runner (exit 2)" 2 $?
   case "$out" in *"CATALOG DOES NOT APPLY"*) echo "ok: it says why" ;; *) echo "FAIL: no reason: $out"; fails=$((fails + 1)) ;; esac
 done
+# A snippet survives reformatting (white space changed, e.g. by clang-format), applies at
+# the one place it stands, and stays refused where it is ambiguous or absent.
+fmt=$(python3 - "$D" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import mutate
+text = "if (a &&\n        b) {\n    x = y + 1;\n}\nz = y+1;\n"
+m = {"old": "if (a && b) {", "new": "if (a || b) {"}
+print(len(mutate.find_snippet(text, m["old"])), mutate.apply_mutant(text, m).splitlines()[0],
+      len(mutate.find_snippet(text, "y + 1")), len(mutate.find_snippet(text, "q = 2")),
+      len(mutate.find_snippet(text, "y+1;")))
+PY
+)
+check "a reformatted snippet is found once and applied" "1 if (a || b) { 1 0 1" "$fmt"
 a=$($RUN --sample 8 --seed 0123abc --dry-run | grep 'would run')
 b=$($RUN --sample 8 --seed 0123abc --dry-run | grep 'would run')
 c=$($RUN --sample 8 --seed 4567def --dry-run | grep 'would run')
