@@ -53,7 +53,7 @@ static unsigned lk_popcount(uint32_t m)
 static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint64_t now)
 {
     const elk_lock_node_result_t *results =
-        type == ELK_LOCK_EV_RELEASED ? lock->rel_results : lock->results;
+        type == ELK_LOCK_EV_RELEASED ? lock->rel.results : lock->fg.results;
     elk_lock_event_t ev;
     bool held = (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
 
@@ -248,7 +248,7 @@ void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, siz
         size_t sl = sizeof(ELK_LOCK_CHANNEL_SUFFIX) - 1u;
         /* A message during a retry round counts too: that round may have been answered
          * "busy" just before the release, and must be followed by another at once. */
-        if ((l->state != ELK_LOCK_WAITING && !(l->state == ELK_LOCK_ACQUIRING && l->subscribed)) ||
+        if ((l->state != ELK_LOCK_WAITING && !(l->fg.kind == LK_ACQUIRE && l->subscribed)) ||
             len != (size_t)l->key_len + sl) {
             continue;
         }
@@ -274,39 +274,9 @@ static uint64_t lk_cap_timeout(const elk_lock_t *lock, uint64_t now, uint64_t li
     return limit > now ? limit : now + 1u;
 }
 
-/* Send node i its request of the foreground round, or of the background release (rel),
- * as EVALSHA or, after NOSCRIPT, as EVAL; record it as awaited, or the reason it was not
- * sent. One copy for a round's start, the release's (re)sends and the EVAL resends. */
-static LK_NOINLINE int lk_send(elk_lock_t *lock, size_t i, bool rel, bool eval, uint64_t now)
-{
-    uint32_t *pending = rel ? &lock->rel_pending_mask : &lock->pending_mask;
-    elk_lock_node_result_t *r = rel ? &lock->rel_results[i] : &lock->results[i];
-    int rc = elk_lock__send_script(lock, i, rel ? (uint8_t)LK_RELEASE : lock->round_kind,
-                                   rel ? lock->rel_seq : lock->seq, eval, now,
-                                   rel ? lock->rel_until : lock->round_limit);
-    if (rc == ELK_OK) {
-        *pending |= LK_BIT(i);
-        r->status = ELK_LOCK_NODE_NONE;
-        r->err = ELK_OK;
-    } else {
-        *pending &= ~LK_BIT(i);
-        r->status = ELK_LOCK_NODE_ERROR;
-        r->err = rc;
-    }
-    return rc;
-}
-
 static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
 {
-    size_t i;
     uint64_t limit;
-
-    lock->seq = ++lock->gen;
-    lock->round_kind = kind;
-    lock->t_send = now;
-    lock->pending_mask = 0;
-    lock->eval_mask = 0;
-    memset(lock->results, 0, sizeof(lock->results));
     switch (kind) {
     case LK_ACQUIRE:
         limit = now + lock->span_ms - lock->cfg.min_validity_ms;
@@ -318,41 +288,18 @@ static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
         limit = lock->deadline;
         break;
     }
-    lock->round_limit = lk_cap_timeout(lock, now, limit);
-    for (i = 0; i < lk_nodes(lock); i++) {
-        (void)lk_send(lock, i, false, false, now);
-    }
+    elk_lock__round_start(lock, &lock->fg, kind, now, lk_cap_timeout(lock, now, limit));
 }
 
-/* Send the background release to node i; a node that is down (reset by a timeout of
- * this very round, typically) gets it when it is back, until rel_until. */
-static void lk_release_send(elk_lock_t *lock, size_t i, uint64_t now)
+/* Compare-and-delete rel_value on every node, in the background; RELEASED fires at its
+ * end only when the caller sets rel_notify (an explicit release). */
+static void lk_release_round(elk_lock_t *lock, uint64_t now)
 {
-    int rc = lk_send(lock, i, true, false, now);
-    lock->rel_unsent_mask &= ~LK_BIT(i);
-    if (rc == ELK_E_NOT_CONNECTED || rc == ELK_E_QUEUE_FULL) {
-        lock->rel_unsent_mask |= LK_BIT(i);
-    }
-}
-
-/* Compare-and-delete rel_value on every node, in the background. */
-static void lk_release_round(elk_lock_t *lock, uint64_t now, bool notify)
-{
-    size_t i;
-    lock->rel_seq = ++lock->gen;
-    lock->rel_active = true;
-    lock->rel_notify = notify;
-    lock->rel_t_send = now;
+    lock->rel_notify = false;
     /* Past one TTL the key has expired anyway. */
-    lock->rel_until = now + (lock->cfg.round_timeout_ms != 0u ? lock->cfg.round_timeout_ms
-                                                              : lock->cfg.ttl_ms);
-    lock->rel_pending_mask = 0;
-    lock->rel_eval_mask = 0;
-    lock->rel_unsent_mask = 0;
-    memset(lock->rel_results, 0, sizeof(lock->rel_results));
-    for (i = 0; i < lk_nodes(lock); i++) {
-        lk_release_send(lock, i, now);
-    }
+    elk_lock__round_start(lock, &lock->rel, LK_RELEASE, now,
+                          now + (lock->cfg.round_timeout_ms != 0u ? lock->cfg.round_timeout_ms
+                                                                  : lock->cfg.ttl_ms));
 }
 
 /* The value the (background) release will delete: the current one. */
@@ -363,32 +310,16 @@ static LK_NOINLINE void lk_keep_value(elk_lock_t *lock)
 }
 
 /* Compare-and-delete the current value on every node, in the background. */
-static void lk_start_release(elk_lock_t *lock, uint64_t now, bool notify)
+static void lk_start_release(elk_lock_t *lock, uint64_t now)
 {
     lk_keep_value(lock);
-    lk_release_round(lock, now, notify);
+    lk_release_round(lock, now);
 }
 
-static void lk_mark_timeouts(elk_lock_node_result_t *r, uint32_t pending, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        if ((pending & LK_BIT(i)) != 0u && r[i].status == ELK_LOCK_NODE_NONE) {
-            r[i].status = ELK_LOCK_NODE_TIMEOUT;
-            r[i].err = ELK_E_TIMEOUT;
-        }
-    }
-}
-
-/* The round is decided: late replies are ignored from here on. */
+/* The foreground round is decided: late replies are ignored from here on. */
 static void lk_end_round(elk_lock_t *lock, uint64_t now)
 {
-    if (now >= lock->round_limit) {
-        lk_mark_timeouts(lock->results, lock->pending_mask, lk_nodes(lock));
-    }
-    lock->round_kind = LK_NONE;
-    lock->pending_mask = 0;
-    lock->eval_mask = 0;
+    elk_lock__round_end(&lock->fg, lk_nodes(lock), now);
 }
 
 /* The wait is over without the lock: idle, off the release channel, and say why. One
@@ -408,7 +339,7 @@ static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
     lock->deadline = 0;
     lock->last_err = err;
     /* Partial locks go at once, on every node, answered or not. */
-    lk_start_release(lock, now, false);
+    lk_start_release(lock, now);
     if (lock->waiting && now < lock->wait_deadline) {
         lock->state = ELK_LOCK_WAITING;
         /* wake_now stays set if a release message arrived during this round */
@@ -448,7 +379,7 @@ static void lk_become_held(elk_lock_t *lock, uint64_t now)
 
 static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
 {
-    if (lock->round_kind != LK_NONE) {
+    if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
     lock->state = ELK_LOCK_LOST;
@@ -480,10 +411,10 @@ static void lk_tally(const elk_lock_t *lock, uint64_t now, lk_tally_t *t)
 {
     size_t q = elk_client_quorum(lock->client);
     uint8_t ok, busy, failed;
-    lk_count(lock->results, lk_nodes(lock), &ok, &busy, &failed);
+    lk_count(lock->fg.results, lk_nodes(lock), &ok, &busy, &failed);
     t->quorum = ok >= q;
     t->busy_quorum = busy >= q;
-    t->over = ok + lk_popcount(lock->pending_mask) < q || now >= lock->round_limit;
+    t->over = ok + lk_popcount(lock->fg.pending_mask) < q || now >= lock->fg.limit;
 }
 
 /* An ACQUIRE round, or the COMMIT round that follows it with fencing: one function,
@@ -491,19 +422,19 @@ static void lk_tally(const elk_lock_t *lock, uint64_t now, lk_tally_t *t)
 static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 {
     size_t n = lk_nodes(lock);
-    bool acquire = lock->round_kind == LK_ACQUIRE;
+    bool acquire = lock->fg.kind == LK_ACQUIRE;
     size_t i;
 
     if (t->quorum && acquire) {
         uint64_t token = 0;
         for (i = 0; i < n; i++) {
-            if (lock->results[i].status == ELK_LOCK_NODE_OK && lock->results[i].value > 0 &&
-                (uint64_t)lock->results[i].value > token) {
-                token = (uint64_t)lock->results[i].value;
+            if (lock->fg.results[i].status == ELK_LOCK_NODE_OK && lock->fg.results[i].value > 0 &&
+                (uint64_t)lock->fg.results[i].value > token) {
+                token = (uint64_t)lock->fg.results[i].value;
             }
         }
-        lock->acquired_at = lock->t_send;
-        lock->deadline = lock->t_send + lock->span_ms;
+        lock->acquired_at = lock->fg.t_send;
+        lock->deadline = lock->fg.t_send + lock->span_ms;
         lock->token = lock->cfg.fencing ? token : 0u;
     }
     if (t->quorum) {
@@ -513,7 +444,6 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         }
         if (acquire && lock->cfg.fencing && n > 1u) {
             /* Raise every node's counter to the token before anyone may use it. */
-            lock->state = ELK_LOCK_COMMITTING;
             lk_start_round(lock, LK_COMMIT, now);
             return;
         }
@@ -528,12 +458,12 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 {
     if (t->quorum) {
-        uint64_t d = lock->t_send + lock->span_ms;
+        uint64_t d = lock->fg.t_send + lock->span_ms;
         if (d > lock->deadline) {
             lock->deadline = d;
         }
         lock->renewals++;
-        lock->next_renew = lk_renew_at(lock, lock->t_send);
+        lock->next_renew = lk_renew_at(lock, lock->fg.t_send);
         lock->state = ELK_LOCK_HELD;
         lk_end_round(lock, now);
         lk_fire(lock, ELK_LOCK_EV_RENEWED, ELK_OK, now);
@@ -551,7 +481,7 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
             /* Our own queue was full (many renewals due in one millisecond), not the
              * fleet: retry next millisecond. Measured: ttl/20 kept 1,024 renewing locks
              * in lockstep, re-filling the queue each time, until 64 were lost. */
-            if (lock->results[k].err == ELK_E_QUEUE_FULL) {
+            if (lock->fg.results[k].err == ELK_E_QUEUE_FULL) {
                 delay = 1u;
             }
         }
@@ -563,43 +493,19 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 
 static void lk_eval_release(elk_lock_t *lock, uint64_t now)
 {
-    if (!lock->rel_active) {
+    if (lock->rel.kind == LK_NONE) {
         return;
     }
-    if ((lock->rel_pending_mask != 0u || lock->rel_unsent_mask != 0u) && now < lock->rel_until) {
+    if ((lock->rel.pending_mask != 0u || lock->rel.unsent_mask != 0u) && now < lock->rel.limit) {
         return;
     }
-    lk_mark_timeouts(lock->rel_results, lock->rel_pending_mask, lk_nodes(lock));
-    lock->rel_active = false;
-    lock->rel_pending_mask = 0;
-    lock->rel_eval_mask = 0;
-    lock->rel_unsent_mask = 0;
+    elk_lock__round_end(&lock->rel, lk_nodes(lock), now);
     if (lock->state == ELK_LOCK_RELEASING && lock->lost_release_at == 0u) {
         lock->state = ELK_LOCK_IDLE;
     }
     if (lock->rel_notify) {
         lock->rel_notify = false;
         lk_fire(lock, ELK_LOCK_EV_RELEASED, ELK_OK, now);
-    }
-}
-
-static void lk_resend_eval(elk_lock_t *lock, uint64_t now)
-{
-    size_t i;
-    for (i = 0; i < lk_nodes(lock); i++) {
-        if ((lock->rel_unsent_mask & LK_BIT(i)) != 0u && lock->rel_active && now < lock->rel_until &&
-            elk_node_is_ready(&lock->client->fleet->nodes[i])) {
-            lk_release_send(lock, i, now);
-        }
-        /* NOSCRIPT answered: send the script text (EVAL) instead. */
-        if ((lock->eval_mask & LK_BIT(i)) != 0u) {
-            lock->eval_mask &= ~LK_BIT(i);
-            (void)lk_send(lock, i, false, true, now);
-        }
-        if ((lock->rel_eval_mask & LK_BIT(i)) != 0u) {
-            lock->rel_eval_mask &= ~LK_BIT(i);
-            (void)lk_send(lock, i, true, true, now);
-        }
     }
 }
 
@@ -619,7 +525,7 @@ static void lk_wait_step(elk_lock_t *lock, uint64_t now)
         lk_give_up(lock, rc, now);
         return;
     }
-    lock->state = ELK_LOCK_ACQUIRING;
+    lock->state = ELK_LOCK_IDLE; /* ACQUIRING: the round's kind says so */
     lk_start_round(lock, LK_ACQUIRE, now);
 }
 
@@ -689,21 +595,9 @@ static LK_NOINLINE uint64_t lk_renew_due_at(const elk_lock_t *lock)
 }
 
 /* The result is never before now, so whatever is due by now returns now at once. */
-static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
+uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now)
 {
-    uint64_t w = LK_NEVER;
-    if (lock->round_kind != LK_NONE) {
-        if (lock->pending_mask == 0u || lock->eval_mask != 0u) {
-            return now;
-        }
-        w = lock->round_limit;
-    }
-    if (lock->rel_active) {
-        if (lock->rel_pending_mask == 0u || lock->rel_eval_mask != 0u) {
-            return now;
-        }
-        w = lk_min(w, lock->rel_until);
-    }
+    uint64_t w = elk_lock__round_wake(&lock->rel, now, elk_lock__round_wake(&lock->fg, now, LK_NEVER));
     if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
         w = lk_min(w, lock->deadline);
         /* A renewal deferred for queue room waits for the reply that frees a slot (the
@@ -711,7 +605,7 @@ static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
          * no round in flight, a renewal due by now is one elk_lock__step just deferred:
          * it starts any due renewal that has room, and nothing it runs after that
          * check touches a HELD or RENEWING lock's queue room or renewal time. */
-        if (lock->round_kind == LK_NONE) {
+        if (lock->fg.kind == LK_NONE) {
             uint64_t r = lk_renew_due_at(lock);
             if (r > now) {
                 w = lk_min(w, r);
@@ -733,17 +627,16 @@ static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
 {
     lk_tally_t t;
-    bool acq;
     /* Nearly always nothing to resend: skip the per-node scan. */
-    if ((lock->rel_unsent_mask | lock->eval_mask | lock->rel_eval_mask) != 0u) {
-        lk_resend_eval(lock, now);
+    if ((lock->rel.unsent_mask | lock->fg.eval_mask | lock->rel.eval_mask) != 0u) {
+        elk_lock__round_resend(lock, now);
     }
     lk_eval_release(lock, now);
     if (lock->lost_release_at != 0u && now >= lock->lost_release_at) {
         lock->lost_release_at = 0;
         memcpy(lock->rel_value, lock->lost_value, lock->lost_value_len + 1u);
         lock->rel_value_len = lock->lost_value_len;
-        lk_release_round(lock, now, false);
+        lk_release_round(lock, now);
     }
 
     /* The clock alone decides loss, before any reply is looked at. */
@@ -752,20 +645,18 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
         lk_lost(lock, lk_deadline_cause(lock), now);
     }
 
-    acq = (lock->round_kind == LK_ACQUIRE && lock->state == ELK_LOCK_ACQUIRING) ||
-          (lock->round_kind == LK_COMMIT && lock->state == ELK_LOCK_COMMITTING);
-    if (acq || (lock->round_kind == LK_EXTEND && lock->state == ELK_LOCK_RENEWING)) {
+    if (lock->fg.kind != LK_NONE) {
         lk_tally(lock, now, &t);
-        if (acq) {
-            lk_eval_acquire(lock, now, &t);
-        } else {
+        if (lock->fg.kind == LK_EXTEND) {
             lk_eval_extend(lock, now, &t);
+        } else {
+            lk_eval_acquire(lock, now, &t);
         }
     }
 
     /* A due renewal (first try or retry) starts only when a quorum of nodes has queue
      * room; otherwise the next reply, which frees a slot, wakes us (see lk_next_wake). */
-    if (lock->round_kind == LK_NONE && lk_renew_due_at(lock) <= now) {
+    if (lock->fg.kind == LK_NONE && lk_renew_due_at(lock) <= now) {
         int cap = lock->state == ELK_LOCK_HELD ? lk_renew_cap(lock, now) : ELK_OK;
         if (cap != ELK_OK) {
             lock->renew_stopped = true;
@@ -780,32 +671,41 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
     if (lock->state == ELK_LOCK_WAITING) {
         lk_wait_step(lock, now);
     }
-    return lk_next_wake(lock, now);
+    return elk_lock__wake(lock, now);
 }
 
-/* ------------------------------------------------------------------ public */
+/* ------------------------------------------------------ API transitions */
 
-/* Requests queued from outside a poll: write them now (see elk_client__queued). */
-static LK_NOINLINE void lk_queued(elk_lock_t *lock, uint64_t now)
+/* Requests were queued from an API call: the client is to write them (lock_api.c). */
+static void lk_mark_due(elk_lock_t *lock)
 {
-    elk_client__queued(lock->client, now, lk_next_wake(lock, now));
+    lock->client->due = true;
 }
 
-int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
+elk_lock_state_t elk_lock__state(const elk_lock_t *lock)
+{
+    switch (lock->fg.kind) {
+    case LK_ACQUIRE:
+        return ELK_LOCK_ACQUIRING;
+    case LK_COMMIT:
+        return ELK_LOCK_COMMITTING;
+    default:
+        return lock->state;
+    }
+}
+
+int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
 {
     int rc;
-    if (lock == NULL || lock->client == NULL) {
-        return ELK_E_INVALID_ARG;
-    }
-    if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
+    elk_lock_state_t st = elk_lock__state(lock);
+    if (st == ELK_LOCK_HELD || st == ELK_LOCK_RENEWING) {
         if (now >= lock->deadline) {
             return ELK_E_LOCK_LOST; /* the next poll reports the loss */
         }
         lock->hold_count++;
         return ELK_OK;
     }
-    if (lock->state == ELK_LOCK_ACQUIRING || lock->state == ELK_LOCK_COMMITTING ||
-        lock->state == ELK_LOCK_WAITING) {
+    if (st == ELK_LOCK_ACQUIRING || st == ELK_LOCK_COMMITTING || st == ELK_LOCK_WAITING) {
         return ELK_E_STATE;
     }
     rc = lk_new_value(lock);
@@ -821,25 +721,22 @@ int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
     lock->deadline = 0;
     lock->hold_count = 0;
     lock->renewals = 0;
-    lock->state = ELK_LOCK_ACQUIRING;
+    lock->state = ELK_LOCK_IDLE; /* ACQUIRING: the round's kind says so */
     lk_start_round(lock, LK_ACQUIRE, now);
-    lk_queued(lock, now);
+    lk_mark_due(lock);
     return ELK_E_WOULD_BLOCK;
 }
 
-int elk_lock_release(elk_lock_t *lock, uint64_t now)
+int elk_lock__release(elk_lock_t *lock, uint64_t now)
 {
     int rc = ELK_OK;
-    if (lock == NULL || lock->client == NULL) {
-        return ELK_E_INVALID_ARG;
-    }
-    switch (lock->state) {
+    switch (elk_lock__state(lock)) {
     case ELK_LOCK_IDLE:
     case ELK_LOCK_RELEASING:
         return ELK_E_NOT_HELD;
     case ELK_LOCK_LOST:
-        lock->state = (lock->rel_active || lock->lost_release_at != 0u) ? ELK_LOCK_RELEASING
-                                                                         : ELK_LOCK_IDLE;
+        lock->state = (lock->rel.kind != LK_NONE || lock->lost_release_at != 0u) ? ELK_LOCK_RELEASING
+                                                                                   : ELK_LOCK_IDLE;
         return ELK_E_LOCK_LOST;
     case ELK_LOCK_HELD:
     case ELK_LOCK_RENEWING:
@@ -854,7 +751,7 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now)
     default: /* acquiring, committing, waiting: cancel */
         break;
     }
-    if (lock->round_kind != LK_NONE) {
+    if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
     lk_unsubscribe(lock, now);
@@ -862,107 +759,26 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now)
     lock->token = 0;
     lock->deadline = 0;
     lock->state = ELK_LOCK_RELEASING;
-    lk_start_release(lock, now, true);
-    lk_queued(lock, now);
+    lk_start_release(lock, now);
+    lock->rel_notify = true;
+    lk_mark_due(lock);
     return rc;
 }
 
-int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
+int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
 {
-    if (lock == NULL || lock->client == NULL) {
-        return ELK_E_INVALID_ARG;
-    }
     if ((lock->state != ELK_LOCK_HELD && lock->state != ELK_LOCK_RENEWING) || now >= lock->deadline) {
         return ELK_E_NOT_HELD;
     }
     /* A renewal in flight could still move the deadline: forget it (its replies no
      * longer match a round), so the lease ends at the deadline already reached. Keys it
      * extends on the servers are deleted by the release that follows the loss. */
-    if (lock->round_kind != LK_NONE) {
+    if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
     lock->state = ELK_LOCK_HELD;
     lock->renew_stopped = true;
     lock->last_err = ELK_E_LOCK_ABANDONED;
-    lk_queued(lock, now);
+    lk_mark_due(lock);
     return ELK_OK;
-}
-
-elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->state : ELK_LOCK_IDLE;
-}
-
-bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
-{
-    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
-           now < lock->deadline;
-}
-
-bool elk_lock_busy(const elk_lock_t *lock)
-{
-    size_t i;
-    if (lock == NULL) {
-        return false;
-    }
-    if (lock->state != ELK_LOCK_IDLE && lock->state != ELK_LOCK_LOST) {
-        return true;
-    }
-    if (lock->rel_active || lock->lost_release_at != 0u) {
-        return true;
-    }
-    for (i = 0; i < ELK_LOCK_TICKETS; i++) {
-        if (lock->tickets[i].in_use) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool lk_held_state(const elk_lock_t *lock)
-{
-    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
-}
-
-uint64_t elk_lock_token(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->token : 0u;
-}
-
-uint64_t elk_lock_deadline(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->deadline : 0u;
-}
-
-uint32_t elk_lock_validity(const elk_lock_t *lock, uint64_t now)
-{
-    if (!elk_lock_is_held(lock, now)) {
-        return 0;
-    }
-    return lock->deadline - now > UINT32_MAX ? UINT32_MAX : (uint32_t)(lock->deadline - now);
-}
-
-uint32_t elk_lock_renewals(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->renewals : 0u;
-}
-
-uint32_t elk_lock_hold_count(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->hold_count : 0u;
-}
-
-int elk_lock_last_error(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->last_err : ELK_E_INVALID_ARG;
-}
-
-const char *elk_lock_key(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->key : "";
-}
-
-const char *elk_lock_value(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->value : "";
 }
