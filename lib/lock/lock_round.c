@@ -9,6 +9,9 @@
 
 #include "lock_internal.h"
 
+/* A round's per-node masks are 16 bits wide (elk/lock.h). (C99 has no static_assert.) */
+typedef char elk_lock_round_masks_hold_every_node[(CONFIG_ELK_MAX_NODES <= 16) ? 1 : -1];
+
 void elk_lock__round_start(elk_lock_t *lock, elk_lock_round_t *r, uint8_t kind, uint64_t now,
                            uint64_t limit)
 {

@@ -216,10 +216,11 @@ typedef struct elk_lock_round {
     uint64_t t_send;                   /* first request handed over (deadlines, rtt) */
     uint64_t limit;                    /* request deadline; a release gives up then */
     uint32_t seq;                      /* replies of other rounds are ignored */
-    uint32_t pending_mask;             /* per node: reply awaited */
-    uint32_t eval_mask;                /* per node: NOSCRIPT answered, resend as EVAL */
-    uint32_t unsent_mask;              /* per node: not connected or queue full when sent
-                                          (a release resends it once the node is back) */
+    /* Per node bits (CONFIG_ELK_MAX_NODES is at most 15): */
+    uint16_t pending_mask;             /* reply awaited */
+    uint16_t eval_mask;                /* NOSCRIPT answered, resend as EVAL */
+    uint16_t unsent_mask;              /* not connected or queue full when sent (a release
+                                          resends it once the node is back) */
     uint8_t kind;                      /* script of the round (internal); 0: none runs */
     elk_lock_node_result_t results[CONFIG_ELK_MAX_NODES];
 } elk_lock_round_t;
@@ -244,6 +245,7 @@ typedef struct elk_lock {
     uint32_t hold_count;
     uint32_t sub_mask;                  /* subscribed on the command connection */
     uint32_t sub2_mask;                 /* subscribed on the RESP2 subscriber connection */
+    uint32_t span_ms;                   /* ttl - drift - stop_margin, from cfg at init */
     elk_lock_config_t cfg;
     elk_lock_event_fn on_event;
     void *user;
@@ -254,7 +256,6 @@ typedef struct elk_lock {
     uint64_t wait_deadline;
     uint64_t lost_release_at;           /* after a loss: release once the actuator has stopped */
     uint64_t token;
-    uint32_t span_ms;                   /* ttl - drift - stop_margin, from cfg at init */
     elk_lock_round_t fg;                /* acquire, commit or extend round */
     elk_lock_round_t rel;               /* background release of rel_value */
     /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
