@@ -79,190 +79,6 @@ static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint6
     lock->on_event(lock->user, lock, &ev);
 }
 
-/* Hex digits of the random bytes. On a 64-bit little-endian host 4 bytes at a time,
- * spread one nibble per byte lane: a third of the instructions of the byte loop,
- * which every acquisition runs. Elsewhere the byte loop in lk_new_value, the smaller
- * code on a Cortex-M. Both write the same digits. */
-#if UINTPTR_MAX > 0xFFFFFFFFu && defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define LK_HEX_WIDE 1
-static void lk_hex(char *out, const uint8_t *rnd)
-{
-    const uint64_t lo4 = 0x000f000f000f000fu;
-    const uint64_t ones = 0x0101010101010101u;
-    size_t i;
-    for (i = 0; i < ELK_LOCK_RANDOM_BYTES; i += 4u) {
-        uint32_t w;
-        uint64_t t;
-        uint64_t v;
-        memcpy(&w, rnd + i, 4);
-        /* byte k of w to 16-bit lane k, then high nibble first in each lane */
-        t = ((uint64_t)w | ((uint64_t)w << 16)) & 0x0000ffff0000ffffu;
-        t = (t | (t << 8)) & 0x00ff00ff00ff00ffu;
-        v = ((t >> 4) & lo4) | ((t & lo4) << 8);
-        /* '0' + n, plus 'a' - '0' - 10 = 39 where n >= 10 (n + 6 carries into bit 4) */
-        v += 0x30u * ones + (((v + 6u * ones) >> 4) & ones) * 39u;
-        memcpy(out + 2u * i, &v, 8);
-    }
-}
-#else
-#define LK_HEX_WIDE 0
-#endif
-
-/* A fresh lock value: "<gateway id>:<32 hex digits>" from the injected entropy. */
-static int lk_new_value(elk_lock_t *lock)
-{
-#if !LK_HEX_WIDE
-    static const char hex[] = "0123456789abcdef";
-    size_t i;
-#endif
-    const elk_client_t *c = lock->client;
-    uint8_t rnd[ELK_LOCK_RANDOM_BYTES];
-    size_t idlen = strlen(c->cfg.gateway_id);
-    if (c->entropy == NULL || c->entropy->fill == NULL ||
-        c->entropy->fill(c->entropy->ctx, rnd, sizeof(rnd)) != ELK_OK) {
-        return ELK_E_ENTROPY;
-    }
-    memcpy(lock->value, c->cfg.gateway_id, idlen);
-    lock->value[idlen] = ':';
-#if LK_HEX_WIDE
-    lk_hex(lock->value + idlen + 1u, rnd);
-#else
-    for (i = 0; i < sizeof(rnd); i++) {
-        lock->value[idlen + 1u + 2u * i] = hex[rnd[i] >> 4];
-        lock->value[idlen + 2u + 2u * i] = hex[rnd[i] & 15u];
-    }
-#endif
-    lock->value_len = (uint16_t)(idlen + 1u + 2u * sizeof(rnd));
-    lock->value[lock->value_len] = '\0';
-    return ELK_OK;
-}
-
-static uint32_t lk_random_delay(const elk_lock_t *lock)
-{
-    const elk_client_t *c = lock->client;
-    uint32_t span = lock->cfg.wait_max_ms - lock->cfg.wait_min_ms;
-    uint8_t b[4];
-    uint32_t r;
-    if (span == 0u || c->entropy == NULL || c->entropy->fill == NULL ||
-        c->entropy->fill(c->entropy->ctx, b, sizeof(b)) != ELK_OK) {
-        return lock->cfg.wait_min_ms;
-    }
-    r = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
-    return lock->cfg.wait_min_ms + (uint32_t)(r % (span + 1u));
-}
-
-/* ------------------------------------------------------------ subscriptions */
-
-/* SUBSCRIBE (or UNSUBSCRIBE) lock's channel for fleet node i, on the command
- * connection when it speaks RESP3, else on the RESP2 subscriber connection if there is
- * one. Records where, so UNSUBSCRIBE goes to the same connection. */
-static void lk_sub_one(elk_lock_t *lock, size_t i, bool on)
-{
-    elk_client_t *c = lock->client;
-    char ch[CONFIG_ELK_MAX_KEY_LEN + 16u];
-    elk_resp_arg_t argv[2];
-    elk_node_t *n = &c->fleet->nodes[i];
-    elk_node_t *s = c->cfg.subscribers != NULL ? &c->cfg.subscribers->nodes[i] : NULL;
-    /* "SUBSCRIBE" is the tail of "UNSUBSCRIBE": one string, no strlen. */
-    argv[0] = elk_resp_arg_bytes((const uint8_t *)"UNSUBSCRIBE" + (on ? 2u : 0u), on ? 9u : 11u);
-    argv[1] = elk_resp_arg_bytes((const uint8_t *)ch,
-                                 elk_lock__key_with(lock, ELK_LOCK_CHANNEL_SUFFIX, ch));
-    /* elk_node_send_noreply refuses a node that is not READY (and a NULL s). */
-    if (!on) {
-        if ((lock->sub_mask & LK_BIT(i)) != 0u) {
-            (void)elk_node_send_noreply(n, argv, 2);
-        }
-        if ((lock->sub2_mask & LK_BIT(i)) != 0u) {
-            (void)elk_node_send_noreply(s, argv, 2);
-        }
-        lock->sub_mask &= ~LK_BIT(i);
-        lock->sub2_mask &= ~LK_BIT(i);
-        return;
-    }
-    if ((lock->sub_mask | lock->sub2_mask) & LK_BIT(i)) {
-        return;
-    }
-    if (elk_node_is_ready(n) && elk_node_stats(n)->resp3) {
-        if (elk_node_send_noreply(n, argv, 2) == ELK_OK) {
-            lock->sub_mask |= LK_BIT(i);
-        }
-    } else if (elk_node_send_noreply(s, argv, 2) == ELK_OK) {
-        lock->sub2_mask |= LK_BIT(i);
-    }
-}
-
-static void lk_subscribe(elk_lock_t *lock, uint64_t now)
-{
-    size_t i;
-    (void)now;
-    if (!lock->cfg.use_release_channel || lock->subscribed) {
-        return;
-    }
-    lock->subscribed = true;
-    for (i = 0; i < lk_nodes(lock); i++) {
-        lk_sub_one(lock, i, true);
-    }
-}
-
-/* A connection (command or subscriber) of node i (re)connected: its subscriptions are
- * gone, SUBSCRIBE again if lock is still waiting on the release channel. */
-void elk_lock__resubscribe(elk_lock_t *lock, size_t node)
-{
-    if (!lock->subscribed || lock->state != ELK_LOCK_WAITING) {
-        return;
-    }
-    lock->sub_mask &= ~LK_BIT(node);
-    lock->sub2_mask &= ~LK_BIT(node);
-    lk_sub_one(lock, node, true);
-}
-
-static void lk_unsubscribe(elk_lock_t *lock, uint64_t now)
-{
-    size_t i;
-    (void)now;
-    if (!lock->subscribed) {
-        return;
-    }
-    lock->subscribed = false;
-    for (i = 0; i < lk_nodes(lock); i++) {
-        lk_sub_one(lock, i, false);
-    }
-}
-
-static bool lk_is_own_value(const elk_lock_t *l, const uint8_t *p, size_t n)
-{
-    if (p == NULL || n == 0u) {
-        return false;
-    }
-    return (n == l->value_len && memcmp(p, l->value, n) == 0) ||
-           (n == l->rel_value_len && memcmp(p, l->rel_value, n) == 0);
-}
-
-void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
-                               const uint8_t *payload, size_t plen)
-{
-    size_t i;
-    for (i = 0; i < client->lock_count; i++) {
-        elk_lock_t *l = client->locks[i];
-        size_t sl = sizeof(ELK_LOCK_CHANNEL_SUFFIX) - 1u;
-        /* A message during a retry round counts too: that round may have been answered
-         * "busy" just before the release, and must be followed by another at once. */
-        if ((l->state != ELK_LOCK_WAITING && !(l->fg.kind == LK_ACQUIRE && l->subscribed)) ||
-            len != (size_t)l->key_len + sl) {
-            continue;
-        }
-        /* Our own partial locks, deleted after a failed round, are no news: waking on
-         * them would spin a waiter on its own releases. */
-        if (memcmp(channel, l->key, l->key_len) == 0 &&
-            memcmp(channel + l->key_len, ELK_LOCK_CHANNEL_SUFFIX, sl) == 0 &&
-            !lk_is_own_value(l, payload, plen)) {
-            l->wake_now = true;
-            client->dirty = true;
-        }
-    }
-}
-
 /* ------------------------------------------------------------------ rounds */
 
 static uint64_t lk_cap_timeout(const elk_lock_t *lock, uint64_t now, uint64_t limit)
@@ -328,7 +144,7 @@ static void lk_give_up(elk_lock_t *lock, int err, uint64_t now)
 {
     lock->state = ELK_LOCK_IDLE;
     lock->last_err = err;
-    lk_unsubscribe(lock, now);
+    elk_lock__unsubscribe(lock);
     lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, err, now);
 }
 
@@ -343,8 +159,8 @@ static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
     if (lock->waiting && now < lock->wait_deadline) {
         lock->state = ELK_LOCK_WAITING;
         /* wake_now stays set if a release message arrived during this round */
-        lock->next_retry = lk_min(now + lk_random_delay(lock), lock->wait_deadline);
-        lk_subscribe(lock, now);
+        lock->next_retry = lk_min(now + elk_lock__random_delay(lock), lock->wait_deadline);
+        elk_lock__subscribe(lock);
         lk_fire(lock, ELK_LOCK_EV_RETRY, err, now);
         return;
     }
@@ -373,7 +189,7 @@ static void lk_become_held(elk_lock_t *lock, uint64_t now)
     lock->renew_stopped = false;
     lock->last_err = ELK_OK;
     lock->next_renew = lk_renew_at(lock, lock->acquired_at);
-    lk_unsubscribe(lock, now);
+    elk_lock__unsubscribe(lock);
     lk_fire(lock, ELK_LOCK_EV_ACQUIRED, ELK_OK, now);
 }
 
@@ -520,7 +336,7 @@ static void lk_wait_step(elk_lock_t *lock, uint64_t now)
         return;
     }
     lock->wake_now = false;
-    rc = lk_new_value(lock);
+    rc = elk_lock__new_value(lock);
     if (rc != ELK_OK) {
         lk_give_up(lock, rc, now);
         return;
@@ -624,10 +440,11 @@ uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now)
     return w < now ? now : w;
 }
 
-uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
+/* What runs besides the foreground round: resends owed (nearly always none: the
+ * per-node scan is skipped), the end of the release round, and the release deferred
+ * after a loss. */
+static void lk_step_background(elk_lock_t *lock, uint64_t now)
 {
-    lk_tally_t t;
-    /* Nearly always nothing to resend: skip the per-node scan. */
     if ((lock->rel.unsent_mask | lock->fg.eval_mask | lock->rel.eval_mask) != 0u) {
         elk_lock__round_resend(lock, now);
     }
@@ -638,36 +455,49 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
         lock->rel_value_len = lock->lost_value_len;
         lk_release_round(lock, now);
     }
+}
 
+/* The foreground round so far, decided if it can be. */
+static void lk_step_round(elk_lock_t *lock, uint64_t now)
+{
+    lk_tally_t t;
+    lk_tally(lock, now, &t);
+    if (lock->fg.kind == LK_EXTEND) {
+        lk_eval_extend(lock, now, &t);
+    } else {
+        lk_eval_acquire(lock, now, &t);
+    }
+}
+
+/* A due renewal (first try or retry) starts only when a quorum of nodes has queue room;
+ * otherwise the next reply, which frees a slot, wakes us (see elk_lock__wake). */
+static void lk_step_renew(elk_lock_t *lock, uint64_t now)
+{
+    int cap = lock->state == ELK_LOCK_HELD ? lk_renew_cap(lock, now) : ELK_OK;
+    if (cap != ELK_OK) {
+        lock->renew_stopped = true;
+        lock->last_err = cap; /* the cause LOST reports at the deadline */
+        lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, cap, now);
+    } else if (!lk_queue_short(lock)) {
+        lock->state = ELK_LOCK_RENEWING;
+        lk_start_round(lock, LK_EXTEND, now);
+    }
+}
+
+uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
+{
+    lk_step_background(lock, now);
     /* The clock alone decides loss, before any reply is looked at. */
     if ((lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
         now >= lock->deadline) {
         lk_lost(lock, lk_deadline_cause(lock), now);
     }
-
     if (lock->fg.kind != LK_NONE) {
-        lk_tally(lock, now, &t);
-        if (lock->fg.kind == LK_EXTEND) {
-            lk_eval_extend(lock, now, &t);
-        } else {
-            lk_eval_acquire(lock, now, &t);
-        }
+        lk_step_round(lock, now);
     }
-
-    /* A due renewal (first try or retry) starts only when a quorum of nodes has queue
-     * room; otherwise the next reply, which frees a slot, wakes us (see lk_next_wake). */
     if (lock->fg.kind == LK_NONE && lk_renew_due_at(lock) <= now) {
-        int cap = lock->state == ELK_LOCK_HELD ? lk_renew_cap(lock, now) : ELK_OK;
-        if (cap != ELK_OK) {
-            lock->renew_stopped = true;
-            lock->last_err = cap; /* the cause LOST reports at the deadline */
-            lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, cap, now);
-        } else if (!lk_queue_short(lock)) {
-            lock->state = ELK_LOCK_RENEWING;
-            lk_start_round(lock, LK_EXTEND, now);
-        }
+        lk_step_renew(lock, now);
     }
-
     if (lock->state == ELK_LOCK_WAITING) {
         lk_wait_step(lock, now);
     }
@@ -708,7 +538,7 @@ int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
     if (st == ELK_LOCK_ACQUIRING || st == ELK_LOCK_COMMITTING || st == ELK_LOCK_WAITING) {
         return ELK_E_STATE;
     }
-    rc = lk_new_value(lock);
+    rc = elk_lock__new_value(lock);
     if (rc != ELK_OK) {
         lock->last_err = rc;
         return rc;
@@ -754,7 +584,7 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now)
     if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
-    lk_unsubscribe(lock, now);
+    elk_lock__unsubscribe(lock);
     lock->hold_count = 0;
     lock->token = 0;
     lock->deadline = 0;

@@ -60,6 +60,16 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now);
 int elk_lock__abandon(elk_lock_t *lock, uint64_t now);
 /* The public state: ACQUIRING / COMMITTING come from the foreground round's kind. */
 elk_lock_state_t elk_lock__state(const elk_lock_t *lock);
+
+/* lock_value.c: a fresh lock value "<gateway id>:<32 hex digits>" into lock->value
+ * (ELK_OK or ELK_E_ENTROPY), and a retry delay in [wait_min_ms, wait_max_ms]. */
+int elk_lock__new_value(elk_lock_t *lock);
+uint32_t elk_lock__random_delay(const elk_lock_t *lock);
+
+/* lock_sub.c: SUBSCRIBE to lock's release channel on every node (once a wait), and
+ * UNSUBSCRIBE where it is subscribed. */
+void elk_lock__subscribe(elk_lock_t *lock);
+void elk_lock__unsubscribe(elk_lock_t *lock);
 /* a node (re)connected: SUBSCRIBE again if lock is waiting on the release channel */
 void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 /* A release message (channel, payload = the released value) arrived on node's connection. */

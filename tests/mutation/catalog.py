@@ -174,7 +174,7 @@ MUTANTS = [
          old="lock->lost_release_at = now + lock->cfg.stop_margin_ms;",
          new="lock->lost_release_at = now + 1u;",
          tests=[ENG], why="after LOST the key goes before the actuator has stopped"),
-    dict(id="release.own-message-wakes", file=L + "lock_engine.c",
+    dict(id="release.own-message-wakes", file=L + "lock_sub.c",
          old="!lk_is_own_value(l, payload, plen)) {",
          new="(!lk_is_own_value(l, payload, plen) || plen > 0u)) {",
          tests=[ENG], why="a waiter wakes on its own partial releases and spins"),
