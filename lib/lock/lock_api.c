@@ -1,58 +1,52 @@
 /*
- * The public calls on one lock: check the arguments, let the engine make the transition,
- * then have the client write what it queued, so the caller's next wait is for the
- * replies. Calls go one way: here -> engine -> rounds -> node, and here -> client.
+ * The public calls on one lock: the engine makes the transition (and checks the
+ * arguments), then the client writes what it queued, so the caller's next wait is for
+ * the replies. Calls go one way: here -> engine -> rounds -> node, and here -> client.
  * Also the state queries.
  */
 #include "lock_internal.h"
 
-/* Requests queued from outside a poll: the client writes them now (see
- * elk_client__flush_queued); inside a poll, the poll does. */
-static LK_NOINLINE void lk_flush_due(elk_lock_t *lock, uint64_t now)
+/* After a transition: requests it queued from outside a poll are written now (see
+ * elk_client__flush_queued); inside a poll, the poll does. rc is the transition's, passed
+ * through; ELK_E_INVALID_ARG means lock or its client is NULL (nothing was queued). */
+static LK_NOINLINE int lk_flushed(int rc, elk_lock_t *lock, uint64_t now)
 {
-    elk_client_t *client = lock->client;
-    if (client->due) {
-        client->due = false;
-        elk_client__flush_queued(client, now, elk_lock__wake(lock, now));
+    if (rc != ELK_E_INVALID_ARG) {
+        elk_client__flush_queued(lock, now);
     }
+    return rc;
 }
 
 int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
 {
-    int rc;
-    if (lock == NULL || lock->client == NULL) {
-        return ELK_E_INVALID_ARG;
-    }
-    rc = elk_lock__acquire(lock, now, wait_deadline);
-    lk_flush_due(lock, now);
-    return rc;
+    return lk_flushed(elk_lock__acquire(lock, now, wait_deadline), lock, now);
 }
 
 int elk_lock_release(elk_lock_t *lock, uint64_t now)
 {
-    int rc;
-    if (lock == NULL || lock->client == NULL) {
-        return ELK_E_INVALID_ARG;
-    }
-    rc = elk_lock__release(lock, now);
-    lk_flush_due(lock, now);
-    return rc;
+    return lk_flushed(elk_lock__release(lock, now), lock, now);
 }
 
 int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
 {
-    int rc;
-    if (lock == NULL || lock->client == NULL) {
-        return ELK_E_INVALID_ARG;
-    }
-    rc = elk_lock__abandon(lock, now);
-    lk_flush_due(lock, now);
-    return rc;
+    return lk_flushed(elk_lock__abandon(lock, now), lock, now);
 }
 
+/* ACQUIRING and COMMITTING are not stored: the foreground round's kind says so (the
+ * stored state is then IDLE). */
 elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
 {
-    return lock != NULL ? elk_lock__state(lock) : ELK_LOCK_IDLE;
+    if (lock == NULL) {
+        return ELK_LOCK_IDLE;
+    }
+    switch (lock->fg.kind) {
+    case LK_ACQUIRE:
+        return ELK_LOCK_ACQUIRING;
+    case LK_COMMIT:
+        return ELK_LOCK_COMMITTING;
+    default:
+        return lock->state;
+    }
 }
 
 bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
@@ -68,7 +62,7 @@ bool elk_lock_busy(const elk_lock_t *lock)
     if (lock == NULL) {
         return false;
     }
-    st = elk_lock__state(lock);
+    st = elk_lock_state(lock);
     if (st != ELK_LOCK_IDLE && st != ELK_LOCK_LOST) {
         return true;
     }

@@ -357,9 +357,15 @@ size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max)
     return n;
 }
 
-void elk_client__flush_queued(elk_client_t *client, uint64_t now, uint64_t lock_wake)
+void elk_client__flush_queued(elk_lock_t *lock, uint64_t now)
 {
+    elk_client_t *client = lock->client;
     uint64_t w;
+    uint64_t lock_wake;
+    if (!client->due) {
+        return;
+    }
+    client->due = false;
     if (client->in_poll) {
         client->next_wake = 0;
         return;
@@ -376,7 +382,9 @@ void elk_client__flush_queued(elk_client_t *client, uint64_t now, uint64_t lock_
         client->next_wake = 0; /* a callback ran: the next poll is due at once */
         return;
     }
-    /* Nothing else changed since the last poll computed next_wake. */
+    /* Nothing else changed since the last poll computed next_wake, nor (no callback
+     * ran) since the transition that queued. */
+    lock_wake = elk_lock__wake(lock, now);
     w = lock_wake < w ? lock_wake : w;
     client->next_wake = w < client->next_wake ? w : client->next_wake;
 }

@@ -512,30 +512,21 @@ static void lk_mark_due(elk_lock_t *lock)
     lock->client->due = true;
 }
 
-elk_lock_state_t elk_lock__state(const elk_lock_t *lock)
-{
-    switch (lock->fg.kind) {
-    case LK_ACQUIRE:
-        return ELK_LOCK_ACQUIRING;
-    case LK_COMMIT:
-        return ELK_LOCK_COMMITTING;
-    default:
-        return lock->state;
-    }
-}
-
 int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
 {
     int rc;
-    elk_lock_state_t st = elk_lock__state(lock);
-    if (st == ELK_LOCK_HELD || st == ELK_LOCK_RENEWING) {
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
         if (now >= lock->deadline) {
             return ELK_E_LOCK_LOST; /* the next poll reports the loss */
         }
         lock->hold_count++;
         return ELK_OK;
     }
-    if (st == ELK_LOCK_ACQUIRING || st == ELK_LOCK_COMMITTING || st == ELK_LOCK_WAITING) {
+    /* Not held: a foreground round is an acquire or commit round (ACQUIRING, COMMITTING). */
+    if (lock->fg.kind != LK_NONE || lock->state == ELK_LOCK_WAITING) {
         return ELK_E_STATE;
     }
     rc = elk_lock__new_value(lock);
@@ -560,8 +551,15 @@ int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
 int elk_lock__release(elk_lock_t *lock, uint64_t now)
 {
     int rc = ELK_OK;
-    switch (elk_lock__state(lock)) {
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    switch (lock->state) {
     case ELK_LOCK_IDLE:
+        if (lock->fg.kind != LK_NONE) {
+            break; /* acquiring or committing: cancel */
+        }
+        return ELK_E_NOT_HELD;
     case ELK_LOCK_RELEASING:
         return ELK_E_NOT_HELD;
     case ELK_LOCK_LOST:
@@ -578,7 +576,7 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now)
             rc = ELK_E_LOCK_LOST;
         }
         break;
-    default: /* acquiring, committing, waiting: cancel */
+    default: /* waiting: cancel */
         break;
     }
     if (lock->fg.kind != LK_NONE) {
@@ -597,6 +595,9 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now)
 
 int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
 {
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
     if ((lock->state != ELK_LOCK_HELD && lock->state != ELK_LOCK_RENEWING) || now >= lock->deadline) {
         return ELK_E_NOT_HELD;
     }

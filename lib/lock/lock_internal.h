@@ -55,11 +55,10 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
 /* When lock needs its next step (never before now). */
 uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now);
+/* elk_lock_acquire, _release, _abandon without the write (same arguments and returns). */
 int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline);
 int elk_lock__release(elk_lock_t *lock, uint64_t now);
 int elk_lock__abandon(elk_lock_t *lock, uint64_t now);
-/* The public state: ACQUIRING / COMMITTING come from the foreground round's kind. */
-elk_lock_state_t elk_lock__state(const elk_lock_t *lock);
 
 /* lock_value.c: a fresh lock value "<gateway id>:<32 hex digits>" into lock->value
  * (ELK_OK or ELK_E_ENTROPY), and a retry delay in [wait_min_ms, wait_max_ms]. */
@@ -76,10 +75,10 @@ void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
                                const uint8_t *payload, size_t plen);
 
-/* lock_client.c: write what a lock queued outside a poll (acquire, release, abandon), so
- * that the caller's next wait is for the replies, not for a poll that would only write
- * them. lock_wake: when that lock needs its next step. Inside a poll, the poll writes them. */
-void elk_client__flush_queued(elk_client_t *client, uint64_t now, uint64_t lock_wake);
+/* lock_client.c: if a transition of lock marked the client due, write what it queued
+ * outside a poll (acquire, release, abandon), so that the caller's next wait is for the
+ * replies, not for a poll that would only write them. Inside a poll, the poll writes them. */
+void elk_client__flush_queued(elk_lock_t *lock, uint64_t now);
 
 /* lock_log.c: a lock line "<key>: <what>[ token N][: <error>]" */
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,

@@ -23,8 +23,7 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
 {
     char buf[CONFIG_ELK_MAX_KEY_LEN + 160u];
     elk_fmt_t f;
-    /* Every event passes here: without a logger, skip the rest at once. */
-    if (client->log == NULL || !lk_log_on(client, level)) {
+    if (!lk_log_on(client, level)) {
         return;
     }
     elk_fmt_init(&f, buf, sizeof(buf));

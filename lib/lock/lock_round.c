@@ -57,10 +57,11 @@ LK_NOINLINE int elk_lock__round_send(elk_lock_t *lock, elk_lock_round_t *r, size
 }
 
 /* A release not yet sent to node i goes once the node is back, until the release's limit.
- * A foreground round does not wait for a node: it counts as failed. */
+ * Only for the release: a foreground round does not wait for a node, it counts it as
+ * failed (its unsent mask is not looked at). */
 static void lk_resend_unsent(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
 {
-    if ((r->unsent_mask & LK_BIT(i)) != 0u && r->kind == LK_RELEASE && now < r->limit &&
+    if ((r->unsent_mask & LK_BIT(i)) != 0u && now < r->limit &&
         elk_node_is_ready(&lock->client->fleet->nodes[i])) {
         (void)elk_lock__round_send(lock, r, i, now);
     }

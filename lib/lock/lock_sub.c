@@ -7,9 +7,11 @@
 
 #include "lock_internal.h"
 
-/* argv[1] of (UN)SUBSCRIBE: lock's channel, written into ch. */
-static void lk_channel_arg(const elk_lock_t *lock, elk_resp_arg_t *argv, char *ch)
+/* argv of "<cmd> <channel>" ((UN)SUBSCRIBE, cmd_len bytes), the channel written into ch. */
+static LK_NOINLINE void lk_channel_argv(const elk_lock_t *lock, elk_resp_arg_t *argv, char *ch,
+                                        const char *cmd, size_t cmd_len)
 {
+    argv[0] = elk_resp_arg_bytes((const uint8_t *)cmd, cmd_len);
     argv[1] = elk_resp_arg_bytes((const uint8_t *)ch,
                                  elk_lock__key_with(lock, ELK_LOCK_CHANNEL_SUFFIX, ch));
 }
@@ -26,8 +28,7 @@ static void lk_sub_one(elk_lock_t *lock, size_t i)
     if ((lock->sub_mask | lock->sub2_mask) & LK_BIT(i)) {
         return;
     }
-    argv[0] = elk_resp_arg_bytes((const uint8_t *)"SUBSCRIBE", 9u);
-    lk_channel_arg(lock, argv, ch);
+    lk_channel_argv(lock, argv, ch, "SUBSCRIBE", 9u);
     /* elk_node_send_noreply refuses a node that is not READY (and a NULL s). */
     if (elk_node_is_ready(n) && elk_node_stats(n)->resp3) {
         if (elk_node_send_noreply(n, argv, 2) == ELK_OK) {
@@ -36,25 +37,6 @@ static void lk_sub_one(elk_lock_t *lock, size_t i)
     } else if (elk_node_send_noreply(s, argv, 2) == ELK_OK) {
         lock->sub2_mask |= LK_BIT(i);
     }
-}
-
-/* UNSUBSCRIBE on whichever connection of node i has the subscription. */
-static void lk_unsub_one(elk_lock_t *lock, size_t i)
-{
-    elk_client_t *c = lock->client;
-    char ch[CONFIG_ELK_MAX_KEY_LEN + 16u];
-    elk_resp_arg_t argv[2];
-    argv[0] = elk_resp_arg_bytes((const uint8_t *)"UNSUBSCRIBE", 11u);
-    lk_channel_arg(lock, argv, ch);
-    /* elk_node_send_noreply refuses a node that is not READY. */
-    if ((lock->sub_mask & LK_BIT(i)) != 0u) {
-        (void)elk_node_send_noreply(&c->fleet->nodes[i], argv, 2);
-    }
-    if ((lock->sub2_mask & LK_BIT(i)) != 0u) {
-        (void)elk_node_send_noreply(&c->cfg.subscribers->nodes[i], argv, 2);
-    }
-    lock->sub_mask &= ~LK_BIT(i);
-    lock->sub2_mask &= ~LK_BIT(i);
 }
 
 void elk_lock__subscribe(elk_lock_t *lock)
@@ -81,16 +63,29 @@ void elk_lock__resubscribe(elk_lock_t *lock, size_t node)
     lk_sub_one(lock, node);
 }
 
+/* UNSUBSCRIBE on whichever connection of each node has the subscription. */
 void elk_lock__unsubscribe(elk_lock_t *lock)
 {
+    elk_client_t *c = lock->client;
+    char ch[CONFIG_ELK_MAX_KEY_LEN + 16u];
+    elk_resp_arg_t argv[2];
     size_t i;
     if (!lock->subscribed) {
         return;
     }
     lock->subscribed = false;
-    for (i = 0; i < lock->client->fleet->count; i++) {
-        lk_unsub_one(lock, i);
+    lk_channel_argv(lock, argv, ch, "UNSUBSCRIBE", 11u);
+    /* elk_node_send_noreply refuses a node that is not READY. */
+    for (i = 0; i < c->fleet->count; i++) {
+        if ((lock->sub_mask & LK_BIT(i)) != 0u) {
+            (void)elk_node_send_noreply(&c->fleet->nodes[i], argv, 2);
+        }
+        if ((lock->sub2_mask & LK_BIT(i)) != 0u) {
+            (void)elk_node_send_noreply(&c->cfg.subscribers->nodes[i], argv, 2);
+        }
     }
+    lock->sub_mask = 0;
+    lock->sub2_mask = 0;
 }
 
 static bool lk_is_own_value(const elk_lock_t *l, const uint8_t *p, size_t n)
