@@ -1,19 +1,46 @@
 /*
- * The public calls on one lock: the engine makes the transition (and checks the
- * arguments), then the client writes what it queued, so the caller's next wait is for
- * the replies. Calls go one way: here -> engine -> rounds -> node, and here -> client.
- * Also the state queries.
+ * The public calls on one lock, the caller's side of the client: the engine makes the
+ * transition (and checks the arguments), then this file writes what it queued, so the
+ * caller's next wait is for the replies. Calls go one way: here -> engine -> rounds ->
+ * node, and here -> fleet (the write); never back up. Also the state queries.
  */
 #include "lock_internal.h"
 
-/* After a transition: requests it queued from outside a poll are written now (see
- * elk_client__flush_queued); inside a poll, the poll does. rc is the transition's, passed
- * through; ELK_E_INVALID_ARG means lock or its client is NULL (nothing was queued). */
+/* After a transition that marked the client due: write what it queued from outside a
+ * poll, so that the caller's next wait is for the replies, not for a poll that would only
+ * write them (the blocking API relies on it); inside a poll, the poll writes them. rc is
+ * the transition's, passed through; ELK_E_INVALID_ARG means lock or its client is NULL. */
 static LK_NOINLINE int lk_flushed(int rc, elk_lock_t *lock, uint64_t now)
 {
-    if (rc != ELK_E_INVALID_ARG) {
-        elk_client__flush_queued(lock, now);
+    elk_client_t *client;
+    uint64_t w;
+    uint64_t lock_wake;
+    if (rc == ELK_E_INVALID_ARG || !lock->client->due) {
+        return rc;
     }
+    client = lock->client;
+    client->due = false;
+    if (client->in_poll) {
+        client->next_wake = 0;
+        return rc;
+    }
+    /* A failed write fails its node and runs callbacks: as inside a poll (a nested poll
+     * is refused, reply times use this now). */
+    client->in_poll = true;
+    client->now = now;
+    /* The fleet only: an UNSUBSCRIBE queued on a subscriber connection makes its
+     * descriptor wait for WRITE, so the next poll comes at once and sends it. */
+    w = elk_fleet_flush(client->fleet, now);
+    client->in_poll = false;
+    if (client->dirty) {
+        client->next_wake = 0; /* a callback ran: the next poll is due at once */
+        return rc;
+    }
+    /* Nothing else changed since the last poll computed next_wake, nor (no callback
+     * ran) since the transition that queued. */
+    lock_wake = elk_lock__wake(lock, now);
+    w = lock_wake < w ? lock_wake : w;
+    client->next_wake = w < client->next_wake ? w : client->next_wake;
     return rc;
 }
 
@@ -32,6 +59,9 @@ int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
     return lk_flushed(elk_lock__abandon(lock, now), lock, now);
 }
 
+typedef char elk_lock_round_kinds_are_states[(LK_ACQUIRE == (int)ELK_LOCK_ACQUIRING &&
+                                              LK_COMMIT == (int)ELK_LOCK_COMMITTING) ? 1 : -1];
+
 /* ACQUIRING and COMMITTING are not stored: the foreground round's kind says so (the
  * stored state is then IDLE). */
 elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
@@ -39,14 +69,9 @@ elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
     if (lock == NULL) {
         return ELK_LOCK_IDLE;
     }
-    switch (lock->fg.kind) {
-    case LK_ACQUIRE:
-        return ELK_LOCK_ACQUIRING;
-    case LK_COMMIT:
-        return ELK_LOCK_COMMITTING;
-    default:
-        return lock->state;
-    }
+    /* LK_ACQUIRE and LK_COMMIT have the values of ACQUIRING and COMMITTING (checked above). */
+    return (unsigned)lock->fg.kind - LK_ACQUIRE <= LK_COMMIT - LK_ACQUIRE ? (elk_lock_state_t)lock->fg.kind
+                                                                            : lock->state;
 }
 
 bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)

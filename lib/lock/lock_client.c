@@ -357,38 +357,6 @@ size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max)
     return n;
 }
 
-void elk_client__flush_queued(elk_lock_t *lock, uint64_t now)
-{
-    elk_client_t *client = lock->client;
-    uint64_t w;
-    uint64_t lock_wake;
-    if (!client->due) {
-        return;
-    }
-    client->due = false;
-    if (client->in_poll) {
-        client->next_wake = 0;
-        return;
-    }
-    /* A failed write fails its node and runs callbacks: as inside a poll (a nested poll
-     * is refused, reply times use this now). */
-    client->in_poll = true;
-    client->now = now;
-    /* The fleet only: an UNSUBSCRIBE queued on a subscriber connection makes its
-     * descriptor wait for WRITE, so the next poll comes at once and sends it. */
-    w = elk_fleet_flush(client->fleet, now);
-    client->in_poll = false;
-    if (client->dirty) {
-        client->next_wake = 0; /* a callback ran: the next poll is due at once */
-        return;
-    }
-    /* Nothing else changed since the last poll computed next_wake, nor (no callback
-     * ran) since the transition that queued. */
-    lock_wake = elk_lock__wake(lock, now);
-    w = lock_wake < w ? lock_wake : w;
-    client->next_wake = w < client->next_wake ? w : client->next_wake;
-}
-
 uint64_t elk_client_next_wake(const elk_client_t *client)
 {
     return client != NULL ? client->next_wake : 0u;

@@ -135,7 +135,7 @@ static void lk_start_release(elk_lock_t *lock, uint64_t now)
 /* The foreground round is decided: late replies are ignored from here on. */
 static void lk_end_round(elk_lock_t *lock, uint64_t now)
 {
-    elk_lock__round_end(&lock->fg, lk_nodes(lock), now);
+    elk_lock__round_end(&lock->fg, now);
 }
 
 /* The wait is over without the lock: idle, off the release channel, and say why. One
@@ -315,7 +315,7 @@ static void lk_eval_release(elk_lock_t *lock, uint64_t now)
     if ((lock->rel.pending_mask != 0u || lock->rel.unsent_mask != 0u) && now < lock->rel.limit) {
         return;
     }
-    elk_lock__round_end(&lock->rel, lk_nodes(lock), now);
+    elk_lock__round_end(&lock->rel, now);
     if (lock->state == ELK_LOCK_RELEASING && lock->lost_release_at == 0u) {
         lock->state = ELK_LOCK_IDLE;
     }

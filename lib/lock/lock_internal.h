@@ -32,7 +32,7 @@ int elk_lock__round_send(elk_lock_t *lock, elk_lock_round_t *r, size_t node, uin
 void elk_lock__round_resend(elk_lock_t *lock, uint64_t now);
 /* The round is decided (or given up): requests still awaited at its limit are timeouts,
  * later replies are ignored. Its results stay for the event that reports it. */
-void elk_lock__round_end(elk_lock_round_t *r, size_t nodes, uint64_t now);
+void elk_lock__round_end(elk_lock_round_t *r, uint64_t now);
 /* The earliest of w and when round r needs a step (now when a resend is owed). */
 uint64_t elk_lock__round_wake(const elk_lock_round_t *r, uint64_t now, uint64_t w);
 
@@ -51,7 +51,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
 
 /* lock_engine.c: the state machine. The transitions below change state and queue
  * requests; they never write to the network. One that queued marks the client due
- * (client->due): the caller, lock_api.c, then has the client write them. */
+ * (client->due): the caller, lock_api.c, then writes them. */
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
 /* When lock needs its next step (never before now). */
 uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now);
@@ -74,11 +74,6 @@ void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 /* A release message (channel, payload = the released value) arrived on node's connection. */
 void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
                                const uint8_t *payload, size_t plen);
-
-/* lock_client.c: if a transition of lock marked the client due, write what it queued
- * outside a poll (acquire, release, abandon), so that the caller's next wait is for the
- * replies, not for a poll that would only write them. Inside a poll, the poll writes them. */
-void elk_client__flush_queued(elk_lock_t *lock, uint64_t now);
 
 /* lock_log.c: a lock line "<key>: <what>[ token N][: <error>]" */
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,

@@ -86,11 +86,12 @@ void elk_lock__round_resend(elk_lock_t *lock, uint64_t now)
     }
 }
 
-void elk_lock__round_end(elk_lock_round_t *r, size_t nodes, uint64_t now)
+void elk_lock__round_end(elk_lock_round_t *r, uint64_t now)
 {
     size_t i;
     if (now >= r->limit) {
-        for (i = 0; i < nodes; i++) {
+        /* every slot: a node past the fleet's end is never awaited */
+        for (i = 0; i < CONFIG_ELK_MAX_NODES; i++) {
             if ((r->pending_mask & LK_BIT(i)) != 0u && r->results[i].status == ELK_LOCK_NODE_NONE) {
                 r->results[i].status = ELK_LOCK_NODE_TIMEOUT;
                 r->results[i].err = ELK_E_TIMEOUT;
