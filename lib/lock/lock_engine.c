@@ -410,10 +410,23 @@ static LK_NOINLINE uint64_t lk_renew_due_at(const elk_lock_t *lock)
     return lock->state == ELK_LOCK_RENEWING ? lock->next_retry : LK_NEVER;
 }
 
+/* The earliest of w and when round r needs a step (now when a resend is owed). */
+static LK_NOINLINE uint64_t lk_round_wake(const elk_lock_round_t *r, uint64_t now, uint64_t w)
+{
+    if (r->kind == LK_NONE) {
+        return w;
+    }
+    /* Nothing awaited (a step decides it) or an EVAL to resend: at once. */
+    if (r->pending_mask == 0u || r->eval_mask != 0u) {
+        return now;
+    }
+    return r->limit < w ? r->limit : w;
+}
+
 /* The result is never before now, so whatever is due by now returns now at once. */
 uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now)
 {
-    uint64_t w = elk_lock__round_wake(&lock->rel, now, elk_lock__round_wake(&lock->fg, now, LK_NEVER));
+    uint64_t w = lk_round_wake(&lock->rel, now, lk_round_wake(&lock->fg, now, LK_NEVER));
     if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
         w = lk_min(w, lock->deadline);
         /* A renewal deferred for queue room waits for the reply that frees a slot (the

@@ -33,8 +33,6 @@ void elk_lock__round_resend(elk_lock_t *lock, uint64_t now);
 /* The round is decided (or given up): requests still awaited at its limit are timeouts,
  * later replies are ignored. Its results stay for the event that reports it. */
 void elk_lock__round_end(elk_lock_round_t *r, uint64_t now);
-/* The earliest of w and when round r needs a step (now when a resend is owed). */
-uint64_t elk_lock__round_wake(const elk_lock_round_t *r, uint64_t now, uint64_t w);
 
 /* lock_send.c: send the script of round r to node i of the fleet for lock (as EVAL when
  * r's NOSCRIPT mark for i is set); returns ELK_OK or the reason the request was not
@@ -82,8 +80,9 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
 void elk_lock__log_node(const elk_client_t *client, int level, size_t node, const char *what,
                         const elk_resp_node_t *val, const char *after);
 
-/* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4). */
-#if defined(__GNUC__)
+/* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4).
+ * Only when optimising for size: at -O2 the compiler's inlining saves instructions. */
+#if defined(__GNUC__) && defined(__OPTIMIZE_SIZE__)
 #define LK_NOINLINE __attribute__((noinline))
 #else
 #define LK_NOINLINE

@@ -103,15 +103,3 @@ void elk_lock__round_end(elk_lock_round_t *r, uint64_t now)
     r->eval_mask = 0;
     r->unsent_mask = 0;
 }
-
-LK_NOINLINE uint64_t elk_lock__round_wake(const elk_lock_round_t *r, uint64_t now, uint64_t w)
-{
-    if (r->kind == LK_NONE) {
-        return w;
-    }
-    /* Nothing awaited (a step decides it) or an EVAL to resend: at once. */
-    if (r->pending_mask == 0u || r->eval_mask != 0u) {
-        return now;
-    }
-    return r->limit < w ? r->limit : w;
-}
