@@ -18,11 +18,15 @@ static void lk_log_write(const elk_client_t *client, int level, const elk_fmt_t 
     client->log->write(client->log->ctx, level, "lock", f->buf, f->len);
 }
 
-static LK_NOINLINE void lk_lock_line(const elk_client_t *client, int level, const elk_lock_t *lock,
-                                     const char *what, int err)
+void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
+                   int err)
 {
     char buf[CONFIG_ELK_MAX_KEY_LEN + 160u];
     elk_fmt_t f;
+    /* Every event passes here: without a logger, return at once. */
+    if (client->log == NULL) {
+        return;
+    }
     if (!lk_log_on(client, level)) {
         return;
     }
@@ -46,15 +50,6 @@ static LK_NOINLINE void lk_lock_line(const elk_client_t *client, int level, cons
 #endif
     }
     lk_log_write(client, level, &f);
-}
-
-void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
-                   int err)
-{
-    /* Every event passes here: without a logger, return before the line's stack frame. */
-    if (client->log != NULL) {
-        lk_lock_line(client, level, lock, what, err);
-    }
 }
 
 void elk_lock__log_node(const elk_client_t *client, int level, size_t node, const char *what,
