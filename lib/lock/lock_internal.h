@@ -25,9 +25,6 @@ uint32_t elk_lock__span(const elk_lock_config_t *cfg);
  * release. Start: a new seq, every node sent its request (limit: the request deadline). */
 void elk_lock__round_start(elk_lock_t *lock, elk_lock_round_t *r, uint8_t kind, uint64_t now,
                            uint64_t limit);
-/* Send node i its request of round r (EVAL when r's NOSCRIPT mark for i is set, else
- * EVALSHA) and record it as awaited, or why it was not sent. Returns that reason or ELK_OK. */
-int elk_lock__round_send(elk_lock_t *lock, elk_lock_round_t *r, size_t node, uint64_t now);
 /* Resend what the rounds of lock owe: a release to nodes back up, EVAL after NOSCRIPT. */
 void elk_lock__round_resend(elk_lock_t *lock, uint64_t now);
 /* The round is decided (or given up): requests still awaited at its limit are timeouts,

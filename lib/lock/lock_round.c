@@ -12,6 +12,34 @@
 /* A round's per-node masks are 16 bits wide (elk/lock.h). (C99 has no static_assert.) */
 typedef char elk_lock_round_masks_hold_every_node[(CONFIG_ELK_MAX_NODES <= 16) ? 1 : -1];
 
+/* Send node i its request of round r (EVAL when r's NOSCRIPT mark for i is set, else
+ * EVALSHA) and record it as awaited, or why it was not sent. One copy for a round's
+ * start, a release's resends and the EVAL resends. */
+static LK_NOINLINE void lk_round_send(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
+{
+    uint32_t bit = LK_BIT(i);
+    bool eval = (r->eval_mask & bit) != 0u;
+    elk_lock_node_result_t *res = &r->results[i];
+    int rc = elk_lock__send_script(lock, r, i, now);
+    r->eval_mask &= ~bit;
+    r->unsent_mask &= ~bit;
+    if (rc == ELK_OK) {
+        r->pending_mask |= bit;
+        res->status = ELK_LOCK_NODE_NONE;
+        res->err = ELK_OK;
+        return;
+    }
+    r->pending_mask &= ~bit;
+    res->status = ELK_LOCK_NODE_ERROR;
+    res->err = rc;
+    /* A node that is down (reset by a timeout of this very round, typically) may get it
+     * when it is back; only a release waits for that (lk_resend_unsent). An EVAL resend
+     * that fails is an answer: the node failed. */
+    if (!eval && (rc == ELK_E_NOT_CONNECTED || rc == ELK_E_QUEUE_FULL)) {
+        r->unsent_mask |= bit;
+    }
+}
+
 void elk_lock__round_start(elk_lock_t *lock, elk_lock_round_t *r, uint8_t kind, uint64_t now,
                            uint64_t limit)
 {
@@ -25,35 +53,8 @@ void elk_lock__round_start(elk_lock_t *lock, elk_lock_round_t *r, uint8_t kind, 
     r->unsent_mask = 0;
     memset(r->results, 0, sizeof(r->results));
     for (i = 0; i < lock->client->fleet->count; i++) {
-        (void)elk_lock__round_send(lock, r, i, now);
+        lk_round_send(lock, r, i, now);
     }
-}
-
-/* One copy for a round's start, a release's resends and the EVAL resends. */
-LK_NOINLINE int elk_lock__round_send(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
-{
-    uint32_t bit = LK_BIT(i);
-    bool eval = (r->eval_mask & bit) != 0u;
-    elk_lock_node_result_t *res = &r->results[i];
-    int rc = elk_lock__send_script(lock, r, i, now);
-    r->eval_mask &= ~bit;
-    r->unsent_mask &= ~bit;
-    if (rc == ELK_OK) {
-        r->pending_mask |= bit;
-        res->status = ELK_LOCK_NODE_NONE;
-        res->err = ELK_OK;
-        return rc;
-    }
-    r->pending_mask &= ~bit;
-    res->status = ELK_LOCK_NODE_ERROR;
-    res->err = rc;
-    /* A node that is down (reset by a timeout of this very round, typically) may get it
-     * when it is back; only a release waits for that (lk_resend_unsent). An EVAL resend
-     * that fails is an answer: the node failed. */
-    if (!eval && (rc == ELK_E_NOT_CONNECTED || rc == ELK_E_QUEUE_FULL)) {
-        r->unsent_mask |= bit;
-    }
-    return rc;
 }
 
 /* A release not yet sent to node i goes once the node is back, until the release's limit.
@@ -63,7 +64,7 @@ static void lk_resend_unsent(elk_lock_t *lock, elk_lock_round_t *r, size_t i, ui
 {
     if ((r->unsent_mask & LK_BIT(i)) != 0u && now < r->limit &&
         elk_node_is_ready(&lock->client->fleet->nodes[i])) {
-        (void)elk_lock__round_send(lock, r, i, now);
+        lk_round_send(lock, r, i, now);
     }
 }
 
@@ -71,7 +72,7 @@ static void lk_resend_unsent(elk_lock_t *lock, elk_lock_round_t *r, size_t i, ui
 static void lk_resend_eval(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
 {
     if ((r->eval_mask & LK_BIT(i)) != 0u) {
-        (void)elk_lock__round_send(lock, r, i, now);
+        lk_round_send(lock, r, i, now);
     }
 }
 
