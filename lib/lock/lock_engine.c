@@ -1,6 +1,8 @@
 /*
- * The lease state machine of one lock: rounds (acquire, commit, extend, release),
- * quorum and validity decisions, renewal and wait timers, events.
+ * The lease state machine of one lock: which round runs when (acquire, commit, extend,
+ * release), quorum and validity decisions, renewal and wait timers, events, and the
+ * transitions of the public calls (lock_api.c calls them, then writes what they queued).
+ * The mechanics of a round are lock_round.c's.
  *
  * Node callbacks (lock_send.c) only record replies; every decision is taken here,
  * from elk_client_poll, so events never fire from inside a node's poll and a
