@@ -5,7 +5,6 @@
  */
 #include <string.h>
 
-#include "elk/fmt.h"
 #include "lock_internal.h"
 
 /* CONFIG_ELK_POOL_BLOCK_SIZE too small for ELK_LOCK_REQUEST_MAX (elk/lock.h): raise it in
@@ -53,70 +52,10 @@ static int lk_check_name(const char *s, size_t max, bool may_be_empty)
     return ELK_OK;
 }
 
-/* One formatter for the module's two kinds of line, so the level check, buffer and
- * write exist once: a lock line "<key>: <what>[ token N][: <error>]" (ep NULL) or a
- * node line "node <host>:<port>: <what><val><after>" (lock NULL, cut at 200 bytes). */
-static void lk_log(const elk_client_t *client, int level, const elk_lock_t *lock,
-                   const elk_endpoint_t *ep, const char *what, const elk_resp_node_t *val,
-                   const char *after, int err)
-{
-    char buf[CONFIG_ELK_MAX_KEY_LEN + 160u];
-    elk_fmt_t f;
-    const elk_log_t *log = client->log;
-    /* At CONFIG_ELK_LOG_LEVEL 0 this always returns, so the formatting is compiled out. */
-    if (CONFIG_ELK_LOG_LEVEL == 0 || level > CONFIG_ELK_LOG_LEVEL || log == NULL ||
-        log->write == NULL || level > log->level) {
-        return;
-    }
-    elk_fmt_init(&f, buf, ep != NULL ? 200u : sizeof(buf));
-    if (ep != NULL) {
-        elk_fmt_str(&f, "node ");
-        elk_fmt_str(&f, ep->host != NULL ? ep->host : "?");
-        elk_fmt_str(&f, ":");
-        elk_fmt_uint(&f, ep->port);
-        elk_fmt_str(&f, ": ");
-    }
-    if (lock != NULL) {
-        elk_fmt_str(&f, lock->key);
-        elk_fmt_str(&f, ": ");
-    }
-    elk_fmt_str(&f, what);
-    if (val != NULL) {
-        elk_fmt_bytes(&f, val->str, val->len);
-    }
-    elk_fmt_str(&f, after);
-    if (lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING)) {
-        elk_fmt_str(&f, " token ");
-        elk_fmt_uint(&f, lock->token);
-    }
-    if (err != ELK_OK) {
-        elk_fmt_str(&f, ": ");
-#if CONFIG_ELK_ERR_MESSAGES
-        elk_fmt_str(&f, elk_err_message(err));
-        elk_fmt_str(&f, " (");
-        elk_fmt_str(&f, elk_err_name(err));
-        elk_fmt_str(&f, ")");
-#else
-        elk_fmt_str(&f, elk_err_name(err)); /* the message would only repeat it */
-#endif
-    }
-    log->write(log->ctx, level, "lock", buf, f.len);
-}
-
-void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
-                   int err)
-{
-    /* Every event passes here: without a logger, skip the formatter's argument set-up. */
-    if (client->log == NULL) {
-        return;
-    }
-    lk_log(client, level, lock, NULL, what, NULL, "", err);
-}
-
 static void lk_node_log(const elk_client_t *client, int level, size_t node, const char *what,
                         const elk_resp_node_t *val, const char *after)
 {
-    lk_log(client, level, NULL, &client->fleet->nodes[node].cfg.endpoint, what, val, after, ELK_OK);
+    elk_lock__log_node(client, level, node, what, val, after);
 }
 
 /* ------------------------------------------------------------ node events */
@@ -416,30 +355,6 @@ size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max)
         n += elk_fleet_waits(client->cfg.subscribers, out + n, max - n);
     }
     return n;
-}
-
-void elk_client__queued(elk_client_t *client, uint64_t now, uint64_t lock_wake)
-{
-    uint64_t w;
-    if (client->in_poll) {
-        client->next_wake = 0;
-        return;
-    }
-    /* A failed write fails its node and runs callbacks: as inside a poll (a nested poll
-     * is refused, reply times use this now). */
-    client->in_poll = true;
-    client->now = now;
-    /* The fleet only: an UNSUBSCRIBE queued on a subscriber connection makes its
-     * descriptor wait for WRITE, so the next poll comes at once and sends it. */
-    w = elk_fleet_flush(client->fleet, now);
-    client->in_poll = false;
-    if (client->dirty) {
-        client->next_wake = 0; /* a callback ran: the next poll is due at once */
-        return;
-    }
-    /* Nothing else changed since the last poll computed next_wake. */
-    w = lock_wake < w ? lock_wake : w;
-    client->next_wake = w < client->next_wake ? w : client->next_wake;
 }
 
 uint64_t elk_client_next_wake(const elk_client_t *client)

@@ -1,6 +1,8 @@
 /*
- * The lease state machine of one lock: rounds (acquire, commit, extend, release),
- * quorum and validity decisions, renewal and wait timers, events.
+ * The lease state machine of one lock: which round runs when (acquire, commit, extend,
+ * release), quorum and validity decisions, renewal and wait timers, events, and the
+ * transitions of the public calls (lock_api.c calls them, then writes what they queued).
+ * The mechanics of a round are lock_round.c's.
  *
  * Node callbacks (lock_send.c) only record replies; every decision is taken here,
  * from elk_client_poll, so events never fire from inside a node's poll and a
@@ -53,7 +55,7 @@ static unsigned lk_popcount(uint32_t m)
 static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint64_t now)
 {
     const elk_lock_node_result_t *results =
-        type == ELK_LOCK_EV_RELEASED ? lock->rel_results : lock->results;
+        type == ELK_LOCK_EV_RELEASED ? lock->rel.results : lock->fg.results;
     elk_lock_event_t ev;
     bool held = (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
 
@@ -79,190 +81,6 @@ static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint6
     lock->on_event(lock->user, lock, &ev);
 }
 
-/* Hex digits of the random bytes. On a 64-bit little-endian host 4 bytes at a time,
- * spread one nibble per byte lane: a third of the instructions of the byte loop,
- * which every acquisition runs. Elsewhere the byte loop in lk_new_value, the smaller
- * code on a Cortex-M. Both write the same digits. */
-#if UINTPTR_MAX > 0xFFFFFFFFu && defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define LK_HEX_WIDE 1
-static void lk_hex(char *out, const uint8_t *rnd)
-{
-    const uint64_t lo4 = 0x000f000f000f000fu;
-    const uint64_t ones = 0x0101010101010101u;
-    size_t i;
-    for (i = 0; i < ELK_LOCK_RANDOM_BYTES; i += 4u) {
-        uint32_t w;
-        uint64_t t;
-        uint64_t v;
-        memcpy(&w, rnd + i, 4);
-        /* byte k of w to 16-bit lane k, then high nibble first in each lane */
-        t = ((uint64_t)w | ((uint64_t)w << 16)) & 0x0000ffff0000ffffu;
-        t = (t | (t << 8)) & 0x00ff00ff00ff00ffu;
-        v = ((t >> 4) & lo4) | ((t & lo4) << 8);
-        /* '0' + n, plus 'a' - '0' - 10 = 39 where n >= 10 (n + 6 carries into bit 4) */
-        v += 0x30u * ones + (((v + 6u * ones) >> 4) & ones) * 39u;
-        memcpy(out + 2u * i, &v, 8);
-    }
-}
-#else
-#define LK_HEX_WIDE 0
-#endif
-
-/* A fresh lock value: "<gateway id>:<32 hex digits>" from the injected entropy. */
-static int lk_new_value(elk_lock_t *lock)
-{
-#if !LK_HEX_WIDE
-    static const char hex[] = "0123456789abcdef";
-    size_t i;
-#endif
-    const elk_client_t *c = lock->client;
-    uint8_t rnd[ELK_LOCK_RANDOM_BYTES];
-    size_t idlen = strlen(c->cfg.gateway_id);
-    if (c->entropy == NULL || c->entropy->fill == NULL ||
-        c->entropy->fill(c->entropy->ctx, rnd, sizeof(rnd)) != ELK_OK) {
-        return ELK_E_ENTROPY;
-    }
-    memcpy(lock->value, c->cfg.gateway_id, idlen);
-    lock->value[idlen] = ':';
-#if LK_HEX_WIDE
-    lk_hex(lock->value + idlen + 1u, rnd);
-#else
-    for (i = 0; i < sizeof(rnd); i++) {
-        lock->value[idlen + 1u + 2u * i] = hex[rnd[i] >> 4];
-        lock->value[idlen + 2u + 2u * i] = hex[rnd[i] & 15u];
-    }
-#endif
-    lock->value_len = (uint16_t)(idlen + 1u + 2u * sizeof(rnd));
-    lock->value[lock->value_len] = '\0';
-    return ELK_OK;
-}
-
-static uint32_t lk_random_delay(const elk_lock_t *lock)
-{
-    const elk_client_t *c = lock->client;
-    uint32_t span = lock->cfg.wait_max_ms - lock->cfg.wait_min_ms;
-    uint8_t b[4];
-    uint32_t r;
-    if (span == 0u || c->entropy == NULL || c->entropy->fill == NULL ||
-        c->entropy->fill(c->entropy->ctx, b, sizeof(b)) != ELK_OK) {
-        return lock->cfg.wait_min_ms;
-    }
-    r = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
-    return lock->cfg.wait_min_ms + (uint32_t)(r % (span + 1u));
-}
-
-/* ------------------------------------------------------------ subscriptions */
-
-/* SUBSCRIBE (or UNSUBSCRIBE) lock's channel for fleet node i, on the command
- * connection when it speaks RESP3, else on the RESP2 subscriber connection if there is
- * one. Records where, so UNSUBSCRIBE goes to the same connection. */
-static void lk_sub_one(elk_lock_t *lock, size_t i, bool on)
-{
-    elk_client_t *c = lock->client;
-    char ch[CONFIG_ELK_MAX_KEY_LEN + 16u];
-    elk_resp_arg_t argv[2];
-    elk_node_t *n = &c->fleet->nodes[i];
-    elk_node_t *s = c->cfg.subscribers != NULL ? &c->cfg.subscribers->nodes[i] : NULL;
-    /* "SUBSCRIBE" is the tail of "UNSUBSCRIBE": one string, no strlen. */
-    argv[0] = elk_resp_arg_bytes((const uint8_t *)"UNSUBSCRIBE" + (on ? 2u : 0u), on ? 9u : 11u);
-    argv[1] = elk_resp_arg_bytes((const uint8_t *)ch,
-                                 elk_lock__key_with(lock, ELK_LOCK_CHANNEL_SUFFIX, ch));
-    /* elk_node_send_noreply refuses a node that is not READY (and a NULL s). */
-    if (!on) {
-        if ((lock->sub_mask & LK_BIT(i)) != 0u) {
-            (void)elk_node_send_noreply(n, argv, 2);
-        }
-        if ((lock->sub2_mask & LK_BIT(i)) != 0u) {
-            (void)elk_node_send_noreply(s, argv, 2);
-        }
-        lock->sub_mask &= ~LK_BIT(i);
-        lock->sub2_mask &= ~LK_BIT(i);
-        return;
-    }
-    if ((lock->sub_mask | lock->sub2_mask) & LK_BIT(i)) {
-        return;
-    }
-    if (elk_node_is_ready(n) && elk_node_stats(n)->resp3) {
-        if (elk_node_send_noreply(n, argv, 2) == ELK_OK) {
-            lock->sub_mask |= LK_BIT(i);
-        }
-    } else if (elk_node_send_noreply(s, argv, 2) == ELK_OK) {
-        lock->sub2_mask |= LK_BIT(i);
-    }
-}
-
-static void lk_subscribe(elk_lock_t *lock, uint64_t now)
-{
-    size_t i;
-    (void)now;
-    if (!lock->cfg.use_release_channel || lock->subscribed) {
-        return;
-    }
-    lock->subscribed = true;
-    for (i = 0; i < lk_nodes(lock); i++) {
-        lk_sub_one(lock, i, true);
-    }
-}
-
-/* A connection (command or subscriber) of node i (re)connected: its subscriptions are
- * gone, SUBSCRIBE again if lock is still waiting on the release channel. */
-void elk_lock__resubscribe(elk_lock_t *lock, size_t node)
-{
-    if (!lock->subscribed || lock->state != ELK_LOCK_WAITING) {
-        return;
-    }
-    lock->sub_mask &= ~LK_BIT(node);
-    lock->sub2_mask &= ~LK_BIT(node);
-    lk_sub_one(lock, node, true);
-}
-
-static void lk_unsubscribe(elk_lock_t *lock, uint64_t now)
-{
-    size_t i;
-    (void)now;
-    if (!lock->subscribed) {
-        return;
-    }
-    lock->subscribed = false;
-    for (i = 0; i < lk_nodes(lock); i++) {
-        lk_sub_one(lock, i, false);
-    }
-}
-
-static bool lk_is_own_value(const elk_lock_t *l, const uint8_t *p, size_t n)
-{
-    if (p == NULL || n == 0u) {
-        return false;
-    }
-    return (n == l->value_len && memcmp(p, l->value, n) == 0) ||
-           (n == l->rel_value_len && memcmp(p, l->rel_value, n) == 0);
-}
-
-void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
-                               const uint8_t *payload, size_t plen)
-{
-    size_t i;
-    for (i = 0; i < client->lock_count; i++) {
-        elk_lock_t *l = client->locks[i];
-        size_t sl = sizeof(ELK_LOCK_CHANNEL_SUFFIX) - 1u;
-        /* A message during a retry round counts too: that round may have been answered
-         * "busy" just before the release, and must be followed by another at once. */
-        if ((l->state != ELK_LOCK_WAITING && !(l->state == ELK_LOCK_ACQUIRING && l->subscribed)) ||
-            len != (size_t)l->key_len + sl) {
-            continue;
-        }
-        /* Our own partial locks, deleted after a failed round, are no news: waking on
-         * them would spin a waiter on its own releases. */
-        if (memcmp(channel, l->key, l->key_len) == 0 &&
-            memcmp(channel + l->key_len, ELK_LOCK_CHANNEL_SUFFIX, sl) == 0 &&
-            !lk_is_own_value(l, payload, plen)) {
-            l->wake_now = true;
-            client->dirty = true;
-        }
-    }
-}
-
 /* ------------------------------------------------------------------ rounds */
 
 static uint64_t lk_cap_timeout(const elk_lock_t *lock, uint64_t now, uint64_t limit)
@@ -274,39 +92,9 @@ static uint64_t lk_cap_timeout(const elk_lock_t *lock, uint64_t now, uint64_t li
     return limit > now ? limit : now + 1u;
 }
 
-/* Send node i its request of the foreground round, or of the background release (rel),
- * as EVALSHA or, after NOSCRIPT, as EVAL; record it as awaited, or the reason it was not
- * sent. One copy for a round's start, the release's (re)sends and the EVAL resends. */
-static LK_NOINLINE int lk_send(elk_lock_t *lock, size_t i, bool rel, bool eval, uint64_t now)
-{
-    uint32_t *pending = rel ? &lock->rel_pending_mask : &lock->pending_mask;
-    elk_lock_node_result_t *r = rel ? &lock->rel_results[i] : &lock->results[i];
-    int rc = elk_lock__send_script(lock, i, rel ? (uint8_t)LK_RELEASE : lock->round_kind,
-                                   rel ? lock->rel_seq : lock->seq, eval, now,
-                                   rel ? lock->rel_until : lock->round_limit);
-    if (rc == ELK_OK) {
-        *pending |= LK_BIT(i);
-        r->status = ELK_LOCK_NODE_NONE;
-        r->err = ELK_OK;
-    } else {
-        *pending &= ~LK_BIT(i);
-        r->status = ELK_LOCK_NODE_ERROR;
-        r->err = rc;
-    }
-    return rc;
-}
-
 static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
 {
-    size_t i;
     uint64_t limit;
-
-    lock->seq = ++lock->gen;
-    lock->round_kind = kind;
-    lock->t_send = now;
-    lock->pending_mask = 0;
-    lock->eval_mask = 0;
-    memset(lock->results, 0, sizeof(lock->results));
     switch (kind) {
     case LK_ACQUIRE:
         limit = now + lock->span_ms - lock->cfg.min_validity_ms;
@@ -318,41 +106,18 @@ static void lk_start_round(elk_lock_t *lock, uint8_t kind, uint64_t now)
         limit = lock->deadline;
         break;
     }
-    lock->round_limit = lk_cap_timeout(lock, now, limit);
-    for (i = 0; i < lk_nodes(lock); i++) {
-        (void)lk_send(lock, i, false, false, now);
-    }
+    elk_lock__round_start(lock, &lock->fg, kind, now, lk_cap_timeout(lock, now, limit));
 }
 
-/* Send the background release to node i; a node that is down (reset by a timeout of
- * this very round, typically) gets it when it is back, until rel_until. */
-static void lk_release_send(elk_lock_t *lock, size_t i, uint64_t now)
+/* Compare-and-delete rel_value on every node, in the background; RELEASED fires at its
+ * end only when the caller sets rel_notify (an explicit release). */
+static void lk_release_round(elk_lock_t *lock, uint64_t now)
 {
-    int rc = lk_send(lock, i, true, false, now);
-    lock->rel_unsent_mask &= ~LK_BIT(i);
-    if (rc == ELK_E_NOT_CONNECTED || rc == ELK_E_QUEUE_FULL) {
-        lock->rel_unsent_mask |= LK_BIT(i);
-    }
-}
-
-/* Compare-and-delete rel_value on every node, in the background. */
-static void lk_release_round(elk_lock_t *lock, uint64_t now, bool notify)
-{
-    size_t i;
-    lock->rel_seq = ++lock->gen;
-    lock->rel_active = true;
-    lock->rel_notify = notify;
-    lock->rel_t_send = now;
+    lock->rel_notify = false;
     /* Past one TTL the key has expired anyway. */
-    lock->rel_until = now + (lock->cfg.round_timeout_ms != 0u ? lock->cfg.round_timeout_ms
-                                                              : lock->cfg.ttl_ms);
-    lock->rel_pending_mask = 0;
-    lock->rel_eval_mask = 0;
-    lock->rel_unsent_mask = 0;
-    memset(lock->rel_results, 0, sizeof(lock->rel_results));
-    for (i = 0; i < lk_nodes(lock); i++) {
-        lk_release_send(lock, i, now);
-    }
+    elk_lock__round_start(lock, &lock->rel, LK_RELEASE, now,
+                          now + (lock->cfg.round_timeout_ms != 0u ? lock->cfg.round_timeout_ms
+                                                                  : lock->cfg.ttl_ms));
 }
 
 /* The value the (background) release will delete: the current one. */
@@ -363,32 +128,16 @@ static LK_NOINLINE void lk_keep_value(elk_lock_t *lock)
 }
 
 /* Compare-and-delete the current value on every node, in the background. */
-static void lk_start_release(elk_lock_t *lock, uint64_t now, bool notify)
+static void lk_start_release(elk_lock_t *lock, uint64_t now)
 {
     lk_keep_value(lock);
-    lk_release_round(lock, now, notify);
+    lk_release_round(lock, now);
 }
 
-static void lk_mark_timeouts(elk_lock_node_result_t *r, uint32_t pending, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        if ((pending & LK_BIT(i)) != 0u && r[i].status == ELK_LOCK_NODE_NONE) {
-            r[i].status = ELK_LOCK_NODE_TIMEOUT;
-            r[i].err = ELK_E_TIMEOUT;
-        }
-    }
-}
-
-/* The round is decided: late replies are ignored from here on. */
+/* The foreground round is decided: late replies are ignored from here on. */
 static void lk_end_round(elk_lock_t *lock, uint64_t now)
 {
-    if (now >= lock->round_limit) {
-        lk_mark_timeouts(lock->results, lock->pending_mask, lk_nodes(lock));
-    }
-    lock->round_kind = LK_NONE;
-    lock->pending_mask = 0;
-    lock->eval_mask = 0;
+    elk_lock__round_end(&lock->fg, now);
 }
 
 /* The wait is over without the lock: idle, off the release channel, and say why. One
@@ -397,7 +146,7 @@ static void lk_give_up(elk_lock_t *lock, int err, uint64_t now)
 {
     lock->state = ELK_LOCK_IDLE;
     lock->last_err = err;
-    lk_unsubscribe(lock, now);
+    elk_lock__unsubscribe(lock);
     lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, err, now);
 }
 
@@ -408,12 +157,12 @@ static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
     lock->deadline = 0;
     lock->last_err = err;
     /* Partial locks go at once, on every node, answered or not. */
-    lk_start_release(lock, now, false);
+    lk_start_release(lock, now);
     if (lock->waiting && now < lock->wait_deadline) {
         lock->state = ELK_LOCK_WAITING;
         /* wake_now stays set if a release message arrived during this round */
-        lock->next_retry = lk_min(now + lk_random_delay(lock), lock->wait_deadline);
-        lk_subscribe(lock, now);
+        lock->next_retry = lk_min(now + elk_lock__random_delay(lock), lock->wait_deadline);
+        elk_lock__subscribe(lock);
         lk_fire(lock, ELK_LOCK_EV_RETRY, err, now);
         return;
     }
@@ -442,13 +191,13 @@ static void lk_become_held(elk_lock_t *lock, uint64_t now)
     lock->renew_stopped = false;
     lock->last_err = ELK_OK;
     lock->next_renew = lk_renew_at(lock, lock->acquired_at);
-    lk_unsubscribe(lock, now);
+    elk_lock__unsubscribe(lock);
     lk_fire(lock, ELK_LOCK_EV_ACQUIRED, ELK_OK, now);
 }
 
 static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
 {
-    if (lock->round_kind != LK_NONE) {
+    if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
     lock->state = ELK_LOCK_LOST;
@@ -480,10 +229,10 @@ static void lk_tally(const elk_lock_t *lock, uint64_t now, lk_tally_t *t)
 {
     size_t q = elk_client_quorum(lock->client);
     uint8_t ok, busy, failed;
-    lk_count(lock->results, lk_nodes(lock), &ok, &busy, &failed);
+    lk_count(lock->fg.results, lk_nodes(lock), &ok, &busy, &failed);
     t->quorum = ok >= q;
     t->busy_quorum = busy >= q;
-    t->over = ok + lk_popcount(lock->pending_mask) < q || now >= lock->round_limit;
+    t->over = ok + lk_popcount(lock->fg.pending_mask) < q || now >= lock->fg.limit;
 }
 
 /* An ACQUIRE round, or the COMMIT round that follows it with fencing: one function,
@@ -491,19 +240,19 @@ static void lk_tally(const elk_lock_t *lock, uint64_t now, lk_tally_t *t)
 static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 {
     size_t n = lk_nodes(lock);
-    bool acquire = lock->round_kind == LK_ACQUIRE;
+    bool acquire = lock->fg.kind == LK_ACQUIRE;
     size_t i;
 
     if (t->quorum && acquire) {
         uint64_t token = 0;
         for (i = 0; i < n; i++) {
-            if (lock->results[i].status == ELK_LOCK_NODE_OK && lock->results[i].value > 0 &&
-                (uint64_t)lock->results[i].value > token) {
-                token = (uint64_t)lock->results[i].value;
+            if (lock->fg.results[i].status == ELK_LOCK_NODE_OK && lock->fg.results[i].value > 0 &&
+                (uint64_t)lock->fg.results[i].value > token) {
+                token = (uint64_t)lock->fg.results[i].value;
             }
         }
-        lock->acquired_at = lock->t_send;
-        lock->deadline = lock->t_send + lock->span_ms;
+        lock->acquired_at = lock->fg.t_send;
+        lock->deadline = lock->fg.t_send + lock->span_ms;
         lock->token = lock->cfg.fencing ? token : 0u;
     }
     if (t->quorum) {
@@ -513,7 +262,6 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         }
         if (acquire && lock->cfg.fencing && n > 1u) {
             /* Raise every node's counter to the token before anyone may use it. */
-            lock->state = ELK_LOCK_COMMITTING;
             lk_start_round(lock, LK_COMMIT, now);
             return;
         }
@@ -528,12 +276,12 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 {
     if (t->quorum) {
-        uint64_t d = lock->t_send + lock->span_ms;
+        uint64_t d = lock->fg.t_send + lock->span_ms;
         if (d > lock->deadline) {
             lock->deadline = d;
         }
         lock->renewals++;
-        lock->next_renew = lk_renew_at(lock, lock->t_send);
+        lock->next_renew = lk_renew_at(lock, lock->fg.t_send);
         lock->state = ELK_LOCK_HELD;
         lk_end_round(lock, now);
         lk_fire(lock, ELK_LOCK_EV_RENEWED, ELK_OK, now);
@@ -551,7 +299,7 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
             /* Our own queue was full (many renewals due in one millisecond), not the
              * fleet: retry next millisecond. Measured: ttl/20 kept 1,024 renewing locks
              * in lockstep, re-filling the queue each time, until 64 were lost. */
-            if (lock->results[k].err == ELK_E_QUEUE_FULL) {
+            if (lock->fg.results[k].err == ELK_E_QUEUE_FULL) {
                 delay = 1u;
             }
         }
@@ -563,43 +311,19 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 
 static void lk_eval_release(elk_lock_t *lock, uint64_t now)
 {
-    if (!lock->rel_active) {
+    if (lock->rel.kind == LK_NONE) {
         return;
     }
-    if ((lock->rel_pending_mask != 0u || lock->rel_unsent_mask != 0u) && now < lock->rel_until) {
+    if ((lock->rel.pending_mask != 0u || lock->rel.unsent_mask != 0u) && now < lock->rel.limit) {
         return;
     }
-    lk_mark_timeouts(lock->rel_results, lock->rel_pending_mask, lk_nodes(lock));
-    lock->rel_active = false;
-    lock->rel_pending_mask = 0;
-    lock->rel_eval_mask = 0;
-    lock->rel_unsent_mask = 0;
+    elk_lock__round_end(&lock->rel, now);
     if (lock->state == ELK_LOCK_RELEASING && lock->lost_release_at == 0u) {
         lock->state = ELK_LOCK_IDLE;
     }
     if (lock->rel_notify) {
         lock->rel_notify = false;
         lk_fire(lock, ELK_LOCK_EV_RELEASED, ELK_OK, now);
-    }
-}
-
-static void lk_resend_eval(elk_lock_t *lock, uint64_t now)
-{
-    size_t i;
-    for (i = 0; i < lk_nodes(lock); i++) {
-        if ((lock->rel_unsent_mask & LK_BIT(i)) != 0u && lock->rel_active && now < lock->rel_until &&
-            elk_node_is_ready(&lock->client->fleet->nodes[i])) {
-            lk_release_send(lock, i, now);
-        }
-        /* NOSCRIPT answered: send the script text (EVAL) instead. */
-        if ((lock->eval_mask & LK_BIT(i)) != 0u) {
-            lock->eval_mask &= ~LK_BIT(i);
-            (void)lk_send(lock, i, false, true, now);
-        }
-        if ((lock->rel_eval_mask & LK_BIT(i)) != 0u) {
-            lock->rel_eval_mask &= ~LK_BIT(i);
-            (void)lk_send(lock, i, true, true, now);
-        }
     }
 }
 
@@ -614,12 +338,12 @@ static void lk_wait_step(elk_lock_t *lock, uint64_t now)
         return;
     }
     lock->wake_now = false;
-    rc = lk_new_value(lock);
+    rc = elk_lock__new_value(lock);
     if (rc != ELK_OK) {
         lk_give_up(lock, rc, now);
         return;
     }
-    lock->state = ELK_LOCK_ACQUIRING;
+    lock->state = ELK_LOCK_IDLE; /* ACQUIRING: the round's kind says so */
     lk_start_round(lock, LK_ACQUIRE, now);
 }
 
@@ -688,22 +412,23 @@ static LK_NOINLINE uint64_t lk_renew_due_at(const elk_lock_t *lock)
     return lock->state == ELK_LOCK_RENEWING ? lock->next_retry : LK_NEVER;
 }
 
-/* The result is never before now, so whatever is due by now returns now at once. */
-static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
+/* The earliest of w and when round r needs a step (now when a resend is owed). */
+static LK_NOINLINE uint64_t lk_round_wake(const elk_lock_round_t *r, uint64_t now, uint64_t w)
 {
-    uint64_t w = LK_NEVER;
-    if (lock->round_kind != LK_NONE) {
-        if (lock->pending_mask == 0u || lock->eval_mask != 0u) {
-            return now;
-        }
-        w = lock->round_limit;
+    if (r->kind == LK_NONE) {
+        return w;
     }
-    if (lock->rel_active) {
-        if (lock->rel_pending_mask == 0u || lock->rel_eval_mask != 0u) {
-            return now;
-        }
-        w = lk_min(w, lock->rel_until);
+    /* Nothing awaited (a step decides it) or an EVAL to resend: at once. */
+    if (r->pending_mask == 0u || r->eval_mask != 0u) {
+        return now;
     }
+    return r->limit < w ? r->limit : w;
+}
+
+/* The result is never before now, so whatever is due by now returns now at once. */
+uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now)
+{
+    uint64_t w = lk_round_wake(&lock->rel, now, lk_round_wake(&lock->fg, now, LK_NEVER));
     if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
         w = lk_min(w, lock->deadline);
         /* A renewal deferred for queue room waits for the reply that frees a slot (the
@@ -711,7 +436,7 @@ static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
          * no round in flight, a renewal due by now is one elk_lock__step just deferred:
          * it starts any due renewal that has room, and nothing it runs after that
          * check touches a HELD or RENEWING lock's queue room or renewal time. */
-        if (lock->round_kind == LK_NONE) {
+        if (lock->fg.kind == LK_NONE) {
             uint64_t r = lk_renew_due_at(lock);
             if (r > now) {
                 w = lk_min(w, r);
@@ -730,68 +455,79 @@ static uint64_t lk_next_wake(const elk_lock_t *lock, uint64_t now)
     return w < now ? now : w;
 }
 
-uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
+/* What runs besides the foreground round: resends owed (nearly always none: the
+ * per-node scan is skipped), the end of the release round, and the release deferred
+ * after a loss. */
+static void lk_step_background(elk_lock_t *lock, uint64_t now)
 {
-    lk_tally_t t;
-    bool acq;
-    /* Nearly always nothing to resend: skip the per-node scan. */
-    if ((lock->rel_unsent_mask | lock->eval_mask | lock->rel_eval_mask) != 0u) {
-        lk_resend_eval(lock, now);
+    if ((lock->rel.unsent_mask | lock->fg.eval_mask | lock->rel.eval_mask) != 0u) {
+        elk_lock__round_resend(lock, now);
     }
     lk_eval_release(lock, now);
     if (lock->lost_release_at != 0u && now >= lock->lost_release_at) {
         lock->lost_release_at = 0;
         memcpy(lock->rel_value, lock->lost_value, lock->lost_value_len + 1u);
         lock->rel_value_len = lock->lost_value_len;
-        lk_release_round(lock, now, false);
+        lk_release_round(lock, now);
     }
+}
 
+/* The foreground round so far, decided if it can be. */
+static void lk_step_round(elk_lock_t *lock, uint64_t now)
+{
+    lk_tally_t t;
+    lk_tally(lock, now, &t);
+    if (lock->fg.kind == LK_EXTEND) {
+        lk_eval_extend(lock, now, &t);
+    } else {
+        lk_eval_acquire(lock, now, &t);
+    }
+}
+
+/* A due renewal (first try or retry) starts only when a quorum of nodes has queue room;
+ * otherwise the next reply, which frees a slot, wakes us (see elk_lock__wake). */
+static void lk_step_renew(elk_lock_t *lock, uint64_t now)
+{
+    int cap = lock->state == ELK_LOCK_HELD ? lk_renew_cap(lock, now) : ELK_OK;
+    if (cap != ELK_OK) {
+        lock->renew_stopped = true;
+        lock->last_err = cap; /* the cause LOST reports at the deadline */
+        lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, cap, now);
+    } else if (!lk_queue_short(lock)) {
+        lock->state = ELK_LOCK_RENEWING;
+        lk_start_round(lock, LK_EXTEND, now);
+    }
+}
+
+uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
+{
+    lk_step_background(lock, now);
     /* The clock alone decides loss, before any reply is looked at. */
     if ((lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
         now >= lock->deadline) {
         lk_lost(lock, lk_deadline_cause(lock), now);
     }
-
-    acq = (lock->round_kind == LK_ACQUIRE && lock->state == ELK_LOCK_ACQUIRING) ||
-          (lock->round_kind == LK_COMMIT && lock->state == ELK_LOCK_COMMITTING);
-    if (acq || (lock->round_kind == LK_EXTEND && lock->state == ELK_LOCK_RENEWING)) {
-        lk_tally(lock, now, &t);
-        if (acq) {
-            lk_eval_acquire(lock, now, &t);
-        } else {
-            lk_eval_extend(lock, now, &t);
-        }
+    if (lock->fg.kind != LK_NONE) {
+        lk_step_round(lock, now);
     }
-
-    /* A due renewal (first try or retry) starts only when a quorum of nodes has queue
-     * room; otherwise the next reply, which frees a slot, wakes us (see lk_next_wake). */
-    if (lock->round_kind == LK_NONE && lk_renew_due_at(lock) <= now) {
-        int cap = lock->state == ELK_LOCK_HELD ? lk_renew_cap(lock, now) : ELK_OK;
-        if (cap != ELK_OK) {
-            lock->renew_stopped = true;
-            lock->last_err = cap; /* the cause LOST reports at the deadline */
-            lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, cap, now);
-        } else if (!lk_queue_short(lock)) {
-            lock->state = ELK_LOCK_RENEWING;
-            lk_start_round(lock, LK_EXTEND, now);
-        }
+    if (lock->fg.kind == LK_NONE && lk_renew_due_at(lock) <= now) {
+        lk_step_renew(lock, now);
     }
-
     if (lock->state == ELK_LOCK_WAITING) {
         lk_wait_step(lock, now);
     }
-    return lk_next_wake(lock, now);
+    return elk_lock__wake(lock, now);
 }
 
-/* ------------------------------------------------------------------ public */
+/* ------------------------------------------------------ API transitions */
 
-/* Requests queued from outside a poll: write them now (see elk_client__queued). */
-static LK_NOINLINE void lk_queued(elk_lock_t *lock, uint64_t now)
+/* Requests were queued from an API call: the client is to write them (lock_api.c). */
+static void lk_mark_due(elk_lock_t *lock)
 {
-    elk_client__queued(lock->client, now, lk_next_wake(lock, now));
+    lock->client->due = true;
 }
 
-int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
+int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
 {
     int rc;
     if (lock == NULL || lock->client == NULL) {
@@ -804,11 +540,11 @@ int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
         lock->hold_count++;
         return ELK_OK;
     }
-    if (lock->state == ELK_LOCK_ACQUIRING || lock->state == ELK_LOCK_COMMITTING ||
-        lock->state == ELK_LOCK_WAITING) {
+    /* Not held: a foreground round is an acquire or commit round (ACQUIRING, COMMITTING). */
+    if (lock->fg.kind != LK_NONE || lock->state == ELK_LOCK_WAITING) {
         return ELK_E_STATE;
     }
-    rc = lk_new_value(lock);
+    rc = elk_lock__new_value(lock);
     if (rc != ELK_OK) {
         lock->last_err = rc;
         return rc;
@@ -821,13 +557,13 @@ int elk_lock_acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
     lock->deadline = 0;
     lock->hold_count = 0;
     lock->renewals = 0;
-    lock->state = ELK_LOCK_ACQUIRING;
+    lock->state = ELK_LOCK_IDLE; /* ACQUIRING: the round's kind says so */
     lk_start_round(lock, LK_ACQUIRE, now);
-    lk_queued(lock, now);
+    lk_mark_due(lock);
     return ELK_E_WOULD_BLOCK;
 }
 
-int elk_lock_release(elk_lock_t *lock, uint64_t now)
+int elk_lock__release(elk_lock_t *lock, uint64_t now)
 {
     int rc = ELK_OK;
     if (lock == NULL || lock->client == NULL) {
@@ -835,11 +571,15 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now)
     }
     switch (lock->state) {
     case ELK_LOCK_IDLE:
+        if (lock->fg.kind != LK_NONE) {
+            break; /* acquiring or committing: cancel */
+        }
+        return ELK_E_NOT_HELD;
     case ELK_LOCK_RELEASING:
         return ELK_E_NOT_HELD;
     case ELK_LOCK_LOST:
-        lock->state = (lock->rel_active || lock->lost_release_at != 0u) ? ELK_LOCK_RELEASING
-                                                                         : ELK_LOCK_IDLE;
+        lock->state = (lock->rel.kind != LK_NONE || lock->lost_release_at != 0u) ? ELK_LOCK_RELEASING
+                                                                                   : ELK_LOCK_IDLE;
         return ELK_E_LOCK_LOST;
     case ELK_LOCK_HELD:
     case ELK_LOCK_RENEWING:
@@ -851,23 +591,24 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now)
             rc = ELK_E_LOCK_LOST;
         }
         break;
-    default: /* acquiring, committing, waiting: cancel */
+    default: /* waiting: cancel */
         break;
     }
-    if (lock->round_kind != LK_NONE) {
+    if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
-    lk_unsubscribe(lock, now);
+    elk_lock__unsubscribe(lock);
     lock->hold_count = 0;
     lock->token = 0;
     lock->deadline = 0;
     lock->state = ELK_LOCK_RELEASING;
-    lk_start_release(lock, now, true);
-    lk_queued(lock, now);
+    lk_start_release(lock, now);
+    lock->rel_notify = true;
+    lk_mark_due(lock);
     return rc;
 }
 
-int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
+int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
 {
     if (lock == NULL || lock->client == NULL) {
         return ELK_E_INVALID_ARG;
@@ -878,91 +619,12 @@ int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
     /* A renewal in flight could still move the deadline: forget it (its replies no
      * longer match a round), so the lease ends at the deadline already reached. Keys it
      * extends on the servers are deleted by the release that follows the loss. */
-    if (lock->round_kind != LK_NONE) {
+    if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
     lock->state = ELK_LOCK_HELD;
     lock->renew_stopped = true;
     lock->last_err = ELK_E_LOCK_ABANDONED;
-    lk_queued(lock, now);
+    lk_mark_due(lock);
     return ELK_OK;
-}
-
-elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->state : ELK_LOCK_IDLE;
-}
-
-bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
-{
-    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
-           now < lock->deadline;
-}
-
-bool elk_lock_busy(const elk_lock_t *lock)
-{
-    size_t i;
-    if (lock == NULL) {
-        return false;
-    }
-    if (lock->state != ELK_LOCK_IDLE && lock->state != ELK_LOCK_LOST) {
-        return true;
-    }
-    if (lock->rel_active || lock->lost_release_at != 0u) {
-        return true;
-    }
-    for (i = 0; i < ELK_LOCK_TICKETS; i++) {
-        if (lock->tickets[i].in_use) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool lk_held_state(const elk_lock_t *lock)
-{
-    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
-}
-
-uint64_t elk_lock_token(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->token : 0u;
-}
-
-uint64_t elk_lock_deadline(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->deadline : 0u;
-}
-
-uint32_t elk_lock_validity(const elk_lock_t *lock, uint64_t now)
-{
-    if (!elk_lock_is_held(lock, now)) {
-        return 0;
-    }
-    return lock->deadline - now > UINT32_MAX ? UINT32_MAX : (uint32_t)(lock->deadline - now);
-}
-
-uint32_t elk_lock_renewals(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->renewals : 0u;
-}
-
-uint32_t elk_lock_hold_count(const elk_lock_t *lock)
-{
-    return lk_held_state(lock) ? lock->hold_count : 0u;
-}
-
-int elk_lock_last_error(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->last_err : ELK_E_INVALID_ARG;
-}
-
-const char *elk_lock_key(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->key : "";
-}
-
-const char *elk_lock_value(const elk_lock_t *lock)
-{
-    return lock != NULL ? lock->value : "";
 }

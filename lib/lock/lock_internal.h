@@ -21,10 +21,20 @@ uint64_t elk_lock__drift(const elk_lock_config_t *cfg);
  * t_send + span. Kept in the lock at init, as it depends on the config only. */
 uint32_t elk_lock__span(const elk_lock_config_t *cfg);
 
-/* lock_send.c: send one script to node i of the fleet for lock; returns ELK_OK or the
- * reason the request was not queued (its callback will then never run). */
-int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t seq, bool eval,
-                          uint64_t now, uint64_t deadline);
+/* lock_round.c: the mechanics of one round, the same for a foreground round and a
+ * release. Start: a new seq, every node sent its request (limit: the request deadline). */
+void elk_lock__round_start(elk_lock_t *lock, elk_lock_round_t *r, uint8_t kind, uint64_t now,
+                           uint64_t limit);
+/* Resend what the rounds of lock owe: a release to nodes back up, EVAL after NOSCRIPT. */
+void elk_lock__round_resend(elk_lock_t *lock, uint64_t now);
+/* The round is decided (or given up): requests still awaited at its limit are timeouts,
+ * later replies are ignored. Its results stay for the event that reports it. */
+void elk_lock__round_end(elk_lock_round_t *r, uint64_t now);
+
+/* lock_send.c: send the script of round r to node i of the fleet for lock (as EVAL when
+ * r's NOSCRIPT mark for i is set); returns ELK_OK or the reason the request was not
+ * queued (its callback will then never run). */
+int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now);
 /* Write lock->key then suffix into out (room for CONFIG_ELK_MAX_KEY_LEN + 16);
  * returns the length (no NUL). */
 size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out);
@@ -34,25 +44,42 @@ int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t
 /* Reply callback of every ticket. */
 void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply);
 
-/* lock_engine.c */
+/* lock_engine.c: the state machine. The transitions below change state and queue
+ * requests; they never write to the network. One that queued marks the client due
+ * (client->due): the caller, lock_api.c, then writes them. */
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
+/* When lock needs its next step (never before now). */
+uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now);
+/* elk_lock_acquire, _release, _abandon without the write (same arguments and returns). */
+int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline);
+int elk_lock__release(elk_lock_t *lock, uint64_t now);
+int elk_lock__abandon(elk_lock_t *lock, uint64_t now);
 
-/* A lock queued requests outside a poll (acquire, release): write them now, so that the
- * caller's next wait is for the replies, not for a poll that would only write them.
- * lock_wake: when that lock needs its next step. Inside a poll, the poll writes them. */
-void elk_client__queued(elk_client_t *client, uint64_t now, uint64_t lock_wake);
+/* lock_value.c: a fresh lock value "<gateway id>:<32 hex digits>" into lock->value
+ * (ELK_OK or ELK_E_ENTROPY), and a retry delay in [wait_min_ms, wait_max_ms]. */
+int elk_lock__new_value(elk_lock_t *lock);
+uint32_t elk_lock__random_delay(const elk_lock_t *lock);
+
+/* lock_sub.c: SUBSCRIBE to lock's release channel on every node (once a wait), and
+ * UNSUBSCRIBE where it is subscribed. */
+void elk_lock__subscribe(elk_lock_t *lock);
+void elk_lock__unsubscribe(elk_lock_t *lock);
 /* a node (re)connected: SUBSCRIBE again if lock is waiting on the release channel */
 void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 /* A release message (channel, payload = the released value) arrived on node's connection. */
 void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
                                const uint8_t *payload, size_t plen);
 
-/* lock_log.c */
+/* lock_log.c: a lock line "<key>: <what>[ token N][: <error>]" */
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
                    int err);
+/* a node line "node <host>:<port>: <what><val><after>" (cut at 200 bytes) */
+void elk_lock__log_node(const elk_client_t *client, int level, size_t node, const char *what,
+                        const elk_resp_node_t *val, const char *after);
 
-/* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4). */
-#if defined(__GNUC__)
+/* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4).
+ * Only when optimising for size: at -O2 the compiler's inlining saves instructions. */
+#if defined(__GNUC__) && defined(__OPTIMIZE_SIZE__)
 #define LK_NOINLINE __attribute__((noinline))
 #else
 #define LK_NOINLINE

@@ -62,10 +62,11 @@ static void script_of(uint8_t kind, const char **text, const char **sha)
     }
 }
 
-int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t seq, bool eval,
-                          uint64_t now, uint64_t deadline)
+int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
 {
     elk_client_t *client = lock->client;
+    uint8_t kind = r->kind;
+    bool eval = (r->eval_mask & LK_BIT(node)) != 0u;
     elk_resp_arg_t argv[8];
     char key2[LK_KEY_BUF];
     size_t argc = 0;
@@ -114,11 +115,11 @@ int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t 
         return ELK_E_QUEUE_FULL;
     }
     t->lock = lock;
-    t->seq = seq;
+    t->seq = r->seq;
     t->node = (uint8_t)node;
     t->kind = kind;
     t->eval = eval ? 1u : 0u;
-    rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, deadline, elk_lock__on_reply, t);
+    rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, elk_lock__on_reply, t);
     if (rc != ELK_OK) {
         t->in_use = 0;
     }
@@ -180,39 +181,23 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     elk_client_t *client = lock->client;
     size_t i = t->node;
     uint8_t kind = t->kind;
-    bool release = (kind == LK_RELEASE);
-    elk_lock_node_result_t *r;
+    /* A release ticket belongs to the release round, any other to the foreground one. */
+    elk_lock_round_t *round = kind == LK_RELEASE ? &lock->rel : &lock->fg;
+    elk_lock_node_result_t *r = &round->results[i];
     const elk_resp_node_t *top;
-    uint32_t *pending;
-    uint32_t *evalm;
-    uint64_t t0;
     uint8_t st = ELK_LOCK_NODE_ERROR;
     int err = ELK_E_UNEXPECTED_REPLY;
 
     (void)node;
     t->in_use = 0;
-    if (release) {
-        if (t->seq != lock->rel_seq || !lock->rel_active) {
-            return;
-        }
-        r = &lock->rel_results[i];
-        pending = &lock->rel_pending_mask;
-        evalm = &lock->rel_eval_mask;
-        t0 = lock->rel_t_send;
-    } else {
-        if (t->seq != lock->seq || kind != lock->round_kind) {
-            return; /* a reply of a round already decided or abandoned */
-        }
-        r = &lock->results[i];
-        pending = &lock->pending_mask;
-        evalm = &lock->eval_mask;
-        t0 = lock->t_send;
+    if (t->seq != round->seq || kind != round->kind) {
+        return; /* a reply of a round already decided or abandoned */
     }
-    if ((*pending & LK_BIT(i)) == 0u) {
+    if ((round->pending_mask & LK_BIT(i)) == 0u) {
         return;
     }
     client->dirty = true;
-    r->rtt_ms = client->now > t0 ? (uint32_t)(client->now - t0) : 0u;
+    r->rtt_ms = client->now > round->t_send ? (uint32_t)(client->now - round->t_send) : 0u;
     /* Every outcome but a NOSCRIPT to resend ends the same way: one copy of the stores. */
     if (status != ELK_OK) {
         st = status == ELK_E_TIMEOUT ? ELK_LOCK_NODE_TIMEOUT : ELK_LOCK_NODE_ERROR;
@@ -224,7 +209,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
         if (noscript && !t->eval) {
             /* Script cache flushed or server restarted: resend the text from the engine
              * step (not from inside the node's poll). The node stays pending. */
-            *evalm |= LK_BIT(i);
+            round->eval_mask |= LK_BIT(i);
             return;
         }
         err = noscript ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
@@ -238,5 +223,5 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     }
     r->status = st;
     r->err = err;
-    *pending &= ~LK_BIT(i);
+    round->pending_mask &= ~LK_BIT(i);
 }

@@ -1396,6 +1396,42 @@ static void answer_after(size_t n, uint64_t d)
     pump();
 }
 
+/* ACQUIRING and COMMITTING are not stored: they come from the kind of the round in flight
+ * (lib/lock/lock_api.c). While the commit round runs the lock reports COMMITTING, is busy,
+ * refuses a second acquire, and a release cancels it (RELEASED follows). */
+static void test_commit_round_states(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    pump();
+    hold_replies(3, true);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING);
+    assert_true(elk_lock_busy(&W.lock));
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_STATE);
+    pump(); /* the servers read the acquires and hold the replies */
+    /* the acquire replies arrive; the commit's are held */
+    lfr_flush(&W.srv[0]);
+    lfr_flush(&W.srv[1]);
+    lfr_flush(&W.srv[2]);
+    pump();
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_COMMITTING);
+    assert_true(elk_lock_busy(&W.lock));
+    assert_false(elk_lock_is_held(&W.lock, NOW()));
+    assert_int_equal(elk_lock_token(&W.lock), 0);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_STATE);
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_RELEASING);
+    hold_replies(3, false);
+    pump();
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_RELEASED));
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_false(elk_lock_busy(&W.lock));
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_NOT_HELD);
+}
+
 /* Deadlines and the next renewal count from the round's send time, never from the reply:
  * a reply that takes 40 ms must not move the deadline 40 ms later. */
 static void test_renewal_deadline_with_reply_time(void **state)
@@ -1566,6 +1602,7 @@ int main(void)
         cmocka_unit_test(test_release_resend_after_new_value),
         cmocka_unit_test(test_release_after_reconnect_carries_old_value),
         cmocka_unit_test(test_renewal_deadline_with_reply_time),
+        cmocka_unit_test(test_commit_round_states),
         cmocka_unit_test(test_commit_key_gone_on_majority),
         cmocka_unit_test(test_stale_round_reply_not_counted),
         cmocka_unit_test(test_deadline_is_exclusive_without_poll),

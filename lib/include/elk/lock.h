@@ -209,45 +209,55 @@ typedef struct elk_lock_ticket {
     uint8_t eval;     /* already the EVAL fallback */
 } elk_lock_ticket_t;
 
+/* One round of requests across the fleet (internal): a foreground round (acquire,
+ * commit, extend) or a background release. The same type, sends, replies and resends
+ * serve both; a lock has one of each. */
+typedef struct elk_lock_round {
+    uint64_t t_send;                   /* first request handed over (deadlines, rtt) */
+    uint64_t limit;                    /* request deadline; a release gives up then */
+    uint32_t seq;                      /* replies of other rounds are ignored */
+    /* Per node bits (CONFIG_ELK_MAX_NODES is at most 15): */
+    uint16_t pending_mask;             /* reply awaited */
+    uint16_t eval_mask;                /* NOSCRIPT answered, resend as EVAL */
+    uint16_t unsent_mask;              /* not connected or queue full when sent (a release
+                                          resends it once the node is back) */
+    uint8_t kind;                      /* script of the round (internal); 0: none runs */
+    elk_lock_node_result_t results[CONFIG_ELK_MAX_NODES];
+} elk_lock_round_t;
+
 /* One lease on one resource. Caller-owned; fields are internal: use the functions.
  * Field order is for code size: what the engine touches most comes first, where
  * 16-bit Thumb loads and stores reach (bytes up to offset 31, words up to 124). */
 typedef struct elk_lock {
     struct elk_client *client;
-    elk_lock_state_t state;
-    uint8_t round_kind;                 /* foreground round in flight (internal), 0 if none */
+    elk_lock_state_t state;             /* while an acquire or commit round runs: IDLE (the
+                                           round's kind says ACQUIRING / COMMITTING) */
     bool renew_stopped;
     bool subscribed;                    /* SUBSCRIBE sent for this wait */
     bool wake_now;                      /* a release message arrived: retry at once */
     bool waiting;                       /* acquire was asked to wait (wait_deadline > now) */
-    bool rel_active;                    /* background release round running */
-    bool rel_notify;                    /* fire RELEASED when it ends (explicit release) */
+    bool rel_notify;                    /* fire RELEASED when the release round ends */
     uint16_t key_len, value_len, rel_value_len; /* of key, value, rel_value below */
     uint16_t lost_value_len;
     int last_err;                       /* reason of the last failed acquire or the loss */
     uint32_t gen;                       /* round number generator */
-    uint32_t seq;                       /* foreground round */
-    uint32_t rel_seq;                   /* background release round */
     uint32_t renewals;
     uint32_t hold_count;
-    uint32_t pending_mask, eval_mask;   /* per node: reply awaited / EVAL resend needed */
-    uint32_t rel_pending_mask, rel_eval_mask, sub_mask;
-    uint32_t rel_unsent_mask;           /* release still to send once the node reconnects */
+    uint32_t sub_mask;                  /* subscribed on the command connection */
     uint32_t sub2_mask;                 /* subscribed on the RESP2 subscriber connection */
+    uint32_t span_ms;                   /* ttl - drift - stop_margin, from cfg at init */
     elk_lock_config_t cfg;
     elk_lock_event_fn on_event;
     void *user;
-    uint64_t t_send;                    /* of the foreground round */
-    uint64_t round_limit;               /* request deadline of the foreground round */
     uint64_t acquired_at;               /* t_send of the acquiring round (max_hold) */
     uint64_t deadline;                  /* held until (exclusive) */
     uint64_t next_renew;
     uint64_t next_retry;                /* waiting: next attempt; renewing: next round */
     uint64_t wait_deadline;
-    uint64_t rel_t_send, rel_until;     /* background release started / gives up */
     uint64_t lost_release_at;           /* after a loss: release once the actuator has stopped */
     uint64_t token;
-    uint32_t span_ms;                   /* ttl - drift - stop_margin, from cfg at init */
+    elk_lock_round_t fg;                /* acquire, commit or extend round */
+    elk_lock_round_t rel;               /* background release of rel_value */
     /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
     char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
     char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */
@@ -255,8 +265,6 @@ typedef struct elk_lock {
     /* value of the lost lease, deleted at lost_release_at: a new acquisition (and its
      * partial release) inside stop_margin must not change what that release deletes */
     char lost_value[ELK_LOCK_VALUE_MAX + 1u];
-    elk_lock_node_result_t results[CONFIG_ELK_MAX_NODES];     /* foreground round */
-    elk_lock_node_result_t rel_results[CONFIG_ELK_MAX_NODES]; /* background release */
     elk_lock_ticket_t tickets[ELK_LOCK_TICKETS];
 } elk_lock_t;
 
@@ -299,6 +307,7 @@ typedef struct elk_client {
     uint64_t next_wake;                         /* what the last poll returned; 0: poll now */
     bool in_poll;
     bool dirty;                                 /* replies recorded, not yet evaluated */
+    bool due;                                   /* an API call queued requests to write */
     elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];    /* last: the fields above stay at short offsets */
 } elk_client_t;
 

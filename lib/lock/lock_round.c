@@ -1,0 +1,106 @@
+/*
+ * One round of requests across the fleet, written once for both kinds a lock runs: the
+ * foreground round (acquire, commit, extend) and the background release. Sending,
+ * recording what was not sent, resends (a release to a node back up, EVAL after
+ * NOSCRIPT), timeouts at the limit and the wake time. What a round's replies mean is
+ * decided in lock_engine.c; recording them is lock_send.c's reply callback.
+ */
+#include <string.h>
+
+#include "lock_internal.h"
+
+/* A round's per-node masks are 16 bits wide (elk/lock.h). (C99 has no static_assert.) */
+typedef char elk_lock_round_masks_hold_every_node[(CONFIG_ELK_MAX_NODES <= 16) ? 1 : -1];
+
+/* Send node i its request of round r (EVAL when r's NOSCRIPT mark for i is set, else
+ * EVALSHA) and record it as awaited, or why it was not sent. One copy for a round's
+ * start, a release's resends and the EVAL resends. */
+static LK_NOINLINE void lk_round_send(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
+{
+    uint32_t bit = LK_BIT(i);
+    bool eval = (r->eval_mask & bit) != 0u;
+    elk_lock_node_result_t *res = &r->results[i];
+    int rc = elk_lock__send_script(lock, r, i, now);
+    r->eval_mask &= ~bit;
+    r->unsent_mask &= ~bit;
+    if (rc == ELK_OK) {
+        r->pending_mask |= bit;
+        res->status = ELK_LOCK_NODE_NONE;
+        res->err = ELK_OK;
+        return;
+    }
+    r->pending_mask &= ~bit;
+    res->status = ELK_LOCK_NODE_ERROR;
+    res->err = rc;
+    /* A node that is down (reset by a timeout of this very round, typically) may get it
+     * when it is back; only a release waits for that (lk_resend_unsent). An EVAL resend
+     * that fails is an answer: the node failed. */
+    if (!eval && (rc == ELK_E_NOT_CONNECTED || rc == ELK_E_QUEUE_FULL)) {
+        r->unsent_mask |= bit;
+    }
+}
+
+void elk_lock__round_start(elk_lock_t *lock, elk_lock_round_t *r, uint8_t kind, uint64_t now,
+                           uint64_t limit)
+{
+    size_t i;
+    r->seq = ++lock->gen;
+    r->kind = kind;
+    r->t_send = now;
+    r->limit = limit;
+    r->pending_mask = 0;
+    r->eval_mask = 0;
+    r->unsent_mask = 0;
+    memset(r->results, 0, sizeof(r->results));
+    for (i = 0; i < lock->client->fleet->count; i++) {
+        lk_round_send(lock, r, i, now);
+    }
+}
+
+/* A release not yet sent to node i goes once the node is back, until the release's limit.
+ * Only for the release: a foreground round does not wait for a node, it counts it as
+ * failed (its unsent mask is not looked at). */
+static void lk_resend_unsent(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
+{
+    if ((r->unsent_mask & LK_BIT(i)) != 0u && now < r->limit &&
+        elk_node_is_ready(&lock->client->fleet->nodes[i])) {
+        lk_round_send(lock, r, i, now);
+    }
+}
+
+/* NOSCRIPT answered: send the script text (EVAL) instead. */
+static void lk_resend_eval(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
+{
+    if ((r->eval_mask & LK_BIT(i)) != 0u) {
+        lk_round_send(lock, r, i, now);
+    }
+}
+
+void elk_lock__round_resend(elk_lock_t *lock, uint64_t now)
+{
+    size_t i;
+    /* Node by node, so each node's queue gets its requests in one fixed order. */
+    for (i = 0; i < lock->client->fleet->count; i++) {
+        lk_resend_unsent(lock, &lock->rel, i, now);
+        lk_resend_eval(lock, &lock->fg, i, now);
+        lk_resend_eval(lock, &lock->rel, i, now);
+    }
+}
+
+void elk_lock__round_end(elk_lock_round_t *r, uint64_t now)
+{
+    size_t i;
+    if (now >= r->limit) {
+        /* every slot: a node past the fleet's end is never awaited */
+        for (i = 0; i < CONFIG_ELK_MAX_NODES; i++) {
+            if ((r->pending_mask & LK_BIT(i)) != 0u && r->results[i].status == ELK_LOCK_NODE_NONE) {
+                r->results[i].status = ELK_LOCK_NODE_TIMEOUT;
+                r->results[i].err = ELK_E_TIMEOUT;
+            }
+        }
+    }
+    r->kind = LK_NONE;
+    r->pending_mask = 0;
+    r->eval_mask = 0;
+    r->unsent_mask = 0;
+}
