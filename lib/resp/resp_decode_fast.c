@@ -59,13 +59,11 @@ static ELK_RESP_INLINE size_t elk_resp_fast_text(const uint8_t *buf, size_t pos,
 static ELK_RESP_INLINE size_t elk_resp_fast_int(const uint8_t *buf, size_t pos, size_t len,
                                                 elk_resp_node_t *n)
 {
-    uint64_t u;
+    uint64_t u = 0;
     size_t cr = elk_resp_word_uint(buf, pos + 1u, len, &u);
-    if (cr == 0u) {
-        return 0;
-    }
+    /* Written either way: the nodes are scratch until a reply is handed out. */
     elk_resp_node_set(n, ELK_RESP_INTEGER, NULL, 0, (int64_t)u);
-    return cr + 2u;
+    return cr == 0u ? 0u : cr + 2u;
 }
 
 /* ":<one digit>\r\n", its CR LF already matched in w. */
