@@ -5,8 +5,9 @@
  * r->scan) past the reply, and the bytes still unparsed are moved to the front once,
  * when room is next asked for (space, feed) or the buffer is full. A burst of
  * pipelined replies then costs one memmove of its tail, not one per reply.
- * elk_resp_reader_next offers each new reply to the fast path (resp_decode_fast.c,
- * where built) and gives whatever it declines to the general parser (resp_parse.c).
+ * elk_resp_reader_next offers each call to the fast path (resp_decode_fast.c, where
+ * built), which hands whatever it declines to elk_resp__next_slow and so to the
+ * general parser (resp_parse.c).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,7 +16,6 @@
 
 #include "elk/resp.h"
 #include "resp_internal.h"
-#include "resp_word.h" /* ELK_RESP_NOINLINE */
 
 int elk_resp_reader_init(elk_resp_reader_t *r, uint8_t *buf, size_t cap, elk_resp_node_t *nodes,
                          size_t max_nodes, size_t max_depth)
@@ -145,8 +145,7 @@ void elk_resp_reader_release(elk_resp_reader_t *r)
     }
 }
 
-/* Everything but the fast path, out of line so the fast path stays small. */
-static ELK_RESP_NOINLINE int elk_resp_next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out)
+int elk_resp__next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out)
 {
     int rc;
     if (r->error != ELK_OK) {
@@ -184,9 +183,8 @@ int elk_resp_reader_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
         return ELK_E_INVALID_ARG;
     }
 #if ELK_RESP_FAST
-    if (elk_resp__fast_next(r, out) != 0) {
-        return 1;
-    }
+    return elk_resp__fast_next(r, out);
+#else
+    return elk_resp__next_slow(r, out);
 #endif
-    return elk_resp_next_slow(r, out);
 }

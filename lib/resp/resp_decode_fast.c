@@ -1,7 +1,9 @@
 /*
  * Fast path for whole replies already in the buffer (CONFIG_ELK_RESP_FAST_PATH, on
  * 64-bit builds). It accepts only what the general parser (resp_parse.c) accepts,
- * with the same nodes, and declines anything else: the general parser then decides.
+ * with the same nodes, and declines anything else by handing the reader to the
+ * general path (elk_resp__next_slow), which then decides. The hand-over is a tail
+ * call, so declining costs a jump and taking a reply costs no call frame.
  *
  * In lock traffic the type of each reply is as good as random, so whatever branch
  * picks a reply's handler is mispredicted for most replies; what can be cut is how
@@ -128,14 +130,14 @@ static ELK_RESP_INLINE size_t elk_resp_fast_scalar(const uint8_t *buf, size_t po
 }
 
 /* Hands out the reply the fast path decoded: count nodes, ending at end (or declines
- * when end is 0). scan is left behind pos (release brings it up): one store less, and
+ * when end is 0: the general path then takes the reply). scan is left behind pos (release brings it up): one store less, and
  * no paired store that the compiler turns into a vector store the next call then has
  * to read back in halves. */
 static ELK_RESP_INLINE int elk_resp_fast_out(elk_resp_reader_t *r, elk_resp_reply_t *out,
                                              size_t end, size_t count)
 {
     if (end == 0u) {
-        return 0;
+        return elk_resp__next_slow(r, out);
     }
     r->pos = end;
     r->reply_out = true;
@@ -157,13 +159,13 @@ static ELK_RESP_NOINLINE int elk_resp_fast_array(elk_resp_reader_t *r, elk_resp_
     size_t end = elk_resp_scan_uint(buf, r->pos + 1u, len, &u);
     size_t i;
     if (end == 0u || u == 0u || u > (uint64_t)(r->max_nodes - 1u)) {
-        return 0;
+        return elk_resp__next_slow(r, out);
     }
     end += 2u;
     for (i = 1; i <= (size_t)u; i++) {
         end = elk_resp_fast_scalar(buf, end, len, &n[i]);
         if (end == 0u) {
-            return 0;
+            return elk_resp__next_slow(r, out);
         }
     }
     elk_resp_node_set(n, ELK_RESP_ARRAY, NULL, 0, (int64_t)u);
@@ -222,8 +224,7 @@ static size_t elk_resp_short_text(const uint8_t *buf, size_t pos, size_t len, el
 
 /* A reply shorter than the window, alone at the end of the buffer: what a lock client
  * mostly reads, one reply per round trip (":1\r\n", ":428\r\n", "+OK\r\n", "$-1\r\n").
- * Byte by byte over at most seven bytes; anything else (nothing buffered included)
- * declines. */
+ * Byte by byte over at most seven bytes; anything else declines. */
 static ELK_RESP_NOINLINE int elk_resp_fast_short(elk_resp_reader_t *r, elk_resp_reply_t *out)
 {
     const uint8_t *buf = r->buf;
@@ -231,7 +232,9 @@ static ELK_RESP_NOINLINE int elk_resp_fast_short(elk_resp_reader_t *r, elk_resp_
     size_t len = r->len;
     size_t end = 0;
     if (pos >= len) {
-        return 0;
+        /* Nothing buffered: the usual last call of a read loop. A full buffer still goes
+         * the general way, which makes room. */
+        return len < r->cap ? 0 : elk_resp__next_slow(r, out);
     }
     if (buf[pos] == ':') {
         end = elk_resp_short_int(buf, pos, len, r->nodes);
@@ -267,7 +270,7 @@ int elk_resp__fast_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
     unsigned ok;
     /* Only a new reply: no error, none out, nothing of it parsed yet. */
     if (r->error != ELK_OK || r->reply_out || r->n_nodes != 0u || r->scan > pos || r->in_body) {
-        return 0;
+        return elk_resp__next_slow(r, out);
     }
     if (r->len - pos < ELK_RESP_FAST_WINDOW) {
         return elk_resp_fast_short(r, out);
@@ -296,7 +299,7 @@ int elk_resp__fast_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
     if ((w & 0xFFu) == '+') {
         return elk_resp_fast_line(r, out, w, ELK_RESP_SIMPLE);
     }
-    return 0;
+    return elk_resp__next_slow(r, out);
 }
 
 #else

@@ -40,11 +40,15 @@ static inline void elk_resp_node_set(elk_resp_node_t *n, uint8_t type, const uin
  * bytes are needed (r->pos, r->scan say where to go on), or a negative elk_err_t. */
 int elk_resp__parse(elk_resp_reader_t *r);
 
-/* Fast path: takes a new reply that is wholly in the buffer and of a common shape
- * (+OK, integers, nil, bulk strings, errors, flat arrays of those). Returns 1 with the
- * reply in *out (and the reader as elk_resp_reader_next leaves it), or 0 when it
- * declines: the reader's state is then untouched (r->nodes may have been written over)
- * and the general parser must decide. */
+/* The general path of elk_resp_reader_next (r and out not NULL): sticky errors, the
+ * reply-out check, elk_resp__parse, room made when the buffer is full. Returns as
+ * elk_resp_reader_next does. */
+int elk_resp__next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out);
+
+/* Fast path (r and out not NULL): takes a new reply that is wholly in the buffer and of
+ * a common shape (+OK, integers, nil, bulk strings, errors, flat arrays of those), and
+ * declines anything else by returning elk_resp__next_slow(r, out) (a tail call; r->nodes
+ * may have been written over, nothing else). Returns as elk_resp_reader_next does. */
 int elk_resp__fast_next(elk_resp_reader_t *r, elk_resp_reply_t *out);
 
 #endif /* ELK_RESP_INTERNAL_H */
