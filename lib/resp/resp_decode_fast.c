@@ -97,7 +97,7 @@ static ELK_RESP_INLINE size_t elk_resp_fast_bulk(const uint8_t *buf, size_t pos,
     return cr + (size_t)u + 2u;
 }
 
-/* One element of a flat array: the same chain of tests as elk_resp__fast_next, for
+/* One element of a flat array: the same chain of tests as elk_resp_reader_next, for
  * the scalars only. */
 static ELK_RESP_INLINE size_t elk_resp_fast_scalar(const uint8_t *buf, size_t pos, size_t len,
                                                    elk_resp_node_t *n)
@@ -146,7 +146,7 @@ static ELK_RESP_INLINE int elk_resp_fast_out(elk_resp_reader_t *r, elk_resp_repl
     return 1;
 }
 
-/* The reply handlers below finish what elk_resp__fast_next started on the reply at
+/* The reply handlers below finish what elk_resp_reader_next started on the reply at
  * r->pos (at least ELK_RESP_FAST_WINDOW bytes there; w: the first eight) and return
  * as it does. */
 
@@ -262,12 +262,17 @@ static ELK_RESP_INLINE int elk_resp_fast_fixed(elk_resp_reader_t *r, elk_resp_re
     return elk_resp_fast_out(r, out, r->pos + 5u, 1);
 }
 
-int elk_resp__fast_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
+/* The reader's entry where the fast path is built (see resp_internal.h). */
+int elk_resp_reader_next(elk_resp_reader_t *r, elk_resp_reply_t *out)
 {
-    size_t pos = r->pos;
+    size_t pos;
     uint64_t w;
     unsigned nil;
     unsigned ok;
+    if (r == NULL || out == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    pos = r->pos;
     /* Only a new reply: no error, none out, nothing of it parsed yet. */
     if (r->error != ELK_OK || r->reply_out || r->n_nodes != 0u || r->scan > pos || r->in_body) {
         return elk_resp__next_slow(r, out);

@@ -45,10 +45,11 @@ int elk_resp__parse(elk_resp_reader_t *r);
  * elk_resp_reader_next does. */
 int elk_resp__next_slow(elk_resp_reader_t *r, elk_resp_reply_t *out);
 
-/* Fast path (r and out not NULL): takes a new reply that is wholly in the buffer and of
- * a common shape (+OK, integers, nil, bulk strings, errors, flat arrays of those), and
- * declines anything else by returning elk_resp__next_slow(r, out) (a tail call; r->nodes
- * may have been written over, nothing else). Returns as elk_resp_reader_next does. */
-int elk_resp__fast_next(elk_resp_reader_t *r, elk_resp_reply_t *out);
+/* The fast path (resp_decode_fast.c, built when ELK_RESP_FAST) is the public
+ * elk_resp_reader_next itself, so that a reply costs no extra call: it takes a new reply
+ * that is wholly in the buffer and of a common shape (+OK, integers, nil, bulk strings,
+ * errors, flat arrays of those) and declines anything else by returning
+ * elk_resp__next_slow(r, out), a tail call (r->nodes may have been written over, nothing
+ * else). Without ELK_RESP_FAST, resp_decode.c defines elk_resp_reader_next. */
 
 #endif /* ELK_RESP_INTERNAL_H */
