@@ -37,6 +37,12 @@ def main():
     os.makedirs(os.path.dirname(header), exist_ok=True)
     kconf.write_config(dot_config)
     kconf.write_autoconf(header, header=AUTOCONF_HEADER)
+    # kconfiglib leaves a bool that is off out of the header; elk/elk_config_defaults.h
+    # would then turn it on, so it is written as 0.
+    with open(header, "a") as f:
+        for sym in kconf.unique_defined_syms:
+            if sym.type in (kconfiglib.BOOL, kconfiglib.TRISTATE) and sym.str_value == "n":
+                f.write("#define CONFIG_%s 0\n" % sym.name)
     lines = []
     for sym in kconf.unique_defined_syms:
         val = sym.str_value

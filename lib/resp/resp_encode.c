@@ -8,33 +8,37 @@
 #include "elk/resp.h"
 #include "resp_lex.h"
 
-size_t elk_resp_format_int(int64_t v, uint8_t out[20])
+/* The decimal digits of u into out (at least 20 bytes); returns their number. On 64-bit
+ * hosts an own loop the compiler inlines: every command goes through here (measured
+ * 1-3% of encoder throughput against the shared elk_fmt_u64). */
+static size_t elk_resp_put_digits(uint64_t u, uint8_t *out)
 {
-    size_t i = 0;
-    /* Work on the magnitude as unsigned so INT64_MIN needs no special case. */
-    uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 #if ELK_RESP_WIDE
-    /* Own loop on 64-bit hosts: every command goes through here (measured 1-3% of
-     * encoder throughput against the shared elk_fmt_u64). */
     uint8_t tmp[20];
     size_t n = 0;
+    size_t i = 0;
     do {
-        tmp[n++] = (uint8_t)('0' + (unsigned)(mag % 10u));
-        mag /= 10u;
-    } while (mag != 0u);
-    if (v < 0) {
-        out[i++] = '-';
-    }
+        tmp[n++] = (uint8_t)('0' + (unsigned)(u % 10u));
+        u /= 10u;
+    } while (u != 0u);
     while (n > 0u) {
         out[i++] = tmp[--n];
     }
     return i;
 #else
+    return elk_fmt_u64(u, (char *)out);
+#endif
+}
+
+size_t elk_resp_format_int(int64_t v, uint8_t out[20])
+{
+    size_t i = 0;
+    /* Work on the magnitude as unsigned so INT64_MIN needs no special case. */
+    uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     if (v < 0) {
         out[i++] = '-'; /* then at most 19 digits */
     }
-    return i + elk_fmt_u64(mag, (char *)out + i);
-#endif
+    return i + elk_resp_put_digits(mag, out + i);
 }
 
 void elk_resp_writer_init(elk_resp_writer_t *w, uint8_t *buf, size_t cap)
@@ -65,21 +69,7 @@ static void elk_resp_put_header(elk_resp_writer_t *w, uint8_t prefix, uint64_t n
     uint8_t line[24];
     size_t i = 1;
     line[0] = prefix;
-#if ELK_RESP_WIDE
-    {
-        uint8_t tmp[20];
-        size_t k = 0;
-        do {
-            tmp[k++] = (uint8_t)('0' + (unsigned)(n % 10u));
-            n /= 10u;
-        } while (n != 0u);
-        while (k > 0u) {
-            line[i++] = tmp[--k];
-        }
-    }
-#else
-    i += elk_fmt_u64(n, (char *)line + 1);
-#endif
+    i += elk_resp_put_digits(n, line + 1);
     line[i++] = '\r';
     line[i++] = '\n';
     elk_resp_put(w, line, i);

@@ -26,17 +26,24 @@ static size_t elk_resp_lex_int(const uint8_t *s, size_t i, size_t len)
     return j == i ? 0u : j;
 }
 
-bool elk_resp_lex_double(const uint8_t *s, size_t len)
+/* The doubles without digits: nan, inf, +inf, -inf. */
+static bool elk_resp_lex_inf_nan(const uint8_t *s, size_t len)
 {
     size_t i = 0;
-    size_t j;
     if (len == 3u && memcmp(s, "nan", 3u) == 0) {
         return true;
     }
     if (len > 0u && (s[0] == '+' || s[0] == '-')) {
         i = 1;
     }
-    if (len - i == 3u && memcmp(s + i, "inf", 3u) == 0) {
+    return len - i == 3u && memcmp(s + i, "inf", 3u) == 0;
+}
+
+bool elk_resp_lex_double(const uint8_t *s, size_t len)
+{
+    size_t i;
+    size_t j;
+    if (elk_resp_lex_inf_nan(s, len)) {
         return true;
     }
     i = elk_resp_lex_int(s, 0, len); /* an integral part is required */
