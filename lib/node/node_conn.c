@@ -261,27 +261,38 @@ static bool elk_node_send_out(elk_node_t *node, uint64_t now)
     return true;
 }
 
-/* Read what the server sent; a handshake reply is judged here, between reads. Returns
- * > 0 when more may be waiting (poll again now), 0 when not, < 0 when the node failed
- * or a callback closed it. */
-static int elk_node_receive(elk_node_t *node, uint64_t now)
+/* The rest of a receive pass that did not end idle: judge each handshake reply between
+ * reads, fail the connection on an error. Returns as elk_node_receive. */
+static ELK_NODE_NOINLINE int elk_node_receive_rest(elk_node_t *node, uint64_t now, elk_node__rx_t *rx, int v)
 {
-    elk_node__rx_t rx;
-    int v;
-    elk_node__io_rx_init(&rx);
-    while ((v = elk_node__io_pump(node, now, &rx)) == ELK_NODE__RX_HANDSHAKE) {
+    while (v == ELK_NODE__RX_HANDSHAKE) {
         const uint32_t epoch = node->epoch;
-        elk_node_hs_apply(node, now, elk_node__hs_reply(node, &rx.reply));
+        elk_node_hs_apply(node, now, elk_node__hs_reply(node, &rx->reply));
         if (node->epoch != epoch) {
             return -1;
         }
         elk_resp_reader_release(&node->reader);
+        v = elk_node__io_pump(node, now, rx);
     }
     if (v < 0) {
-        elk_node_fail(node, now, v, rx.head_status);
+        elk_node_fail(node, now, v, rx->head_status);
         return -1;
     }
     return v == ELK_NODE__RX_CLOSED ? -1 : v;
+}
+
+/* Read what the server sent. Returns > 0 when more may be waiting (poll again now), 0
+ * when not, < 0 when the node failed or a callback closed it. */
+static inline int elk_node_receive(elk_node_t *node, uint64_t now)
+{
+    elk_node__rx_t rx;
+    int v;
+    elk_node__io_rx_init(&rx);
+    v = elk_node__io_pump(node, now, &rx);
+    if (v == ELK_NODE__RX_IDLE || v == ELK_NODE__RX_MORE) {
+        return v; /* the usual end: one test */
+    }
+    return elk_node_receive_rest(node, now, &rx, v);
 }
 
 /* CONNECTING: the transport connects (TCP, TLS); then the handshake starts. */

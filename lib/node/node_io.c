@@ -43,7 +43,8 @@ int elk_node__io_encode(elk_node_t *node, const elk_resp_arg_t *argv, size_t arg
     return ELK_OK;
 }
 
-int elk_node__io_flush(elk_node_t *node)
+/* Write tx bytes until the transport takes no more. Returns ELK_OK or its error. */
+static ELK_NODE_NOINLINE int elk_node_io_write(elk_node_t *node)
 {
     while (node->tx != NULL && node->tx_sent < node->tx_len) {
         size_t left = node->tx_len - node->tx_sent;
@@ -55,6 +56,18 @@ int elk_node__io_flush(elk_node_t *node)
             return (int)n;
         }
         node->tx_sent += (size_t)n > left ? left : (size_t)n;
+    }
+    return ELK_OK;
+}
+
+int elk_node__io_flush(elk_node_t *node)
+{
+    /* Most calls find nothing to send: they return without setting up the loop. */
+    if (node->tx_sent != node->tx_len) {
+        int r = elk_node_io_write(node);
+        if (r < 0) {
+            return r;
+        }
     }
     if (node->tx_sent == node->tx_len) {
         node->tx_sent = 0;
