@@ -263,7 +263,8 @@ static bool elk_node_send_out(elk_node_t *node, uint64_t now)
 
 /* The rest of a receive pass that did not end idle: judge each handshake reply between
  * reads, fail the connection on an error. Returns as elk_node_receive. */
-static ELK_NODE_NOINLINE int elk_node_receive_rest(elk_node_t *node, uint64_t now, elk_node__rx_t *rx, int v)
+static ELK_NODE_NOINLINE int elk_node_receive_rest(elk_node_t *node, uint64_t now,
+                                                   elk_node__rx_t *rx, int v)
 {
     while (v == ELK_NODE__RX_HANDSHAKE) {
         const uint32_t epoch = node->epoch;
