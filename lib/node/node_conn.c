@@ -1,4 +1,5 @@
-/* Node connection state machine: connect, backoff, failure handling, close. */
+/* Node connection state machine: connect, handshake and ready steps, backoff, failure
+ * handling, close. The only file that changes a node's state or fails its connection. */
 #include "node_internal.h"
 
 #include <string.h>
@@ -58,74 +59,15 @@ int elk_node_init(elk_node_t *node, const elk_node_config_t *cfg, const elk_tran
     return ELK_OK;
 }
 
-/* ------------------------------------------------------------------ logging */
-
-/* At CONFIG_ELK_LOG_LEVEL 0 the elk_node_log_on macro is constant false, so nothing
- * calls these: they are left out of the library too. */
-#if CONFIG_ELK_LOG_LEVEL > 0
-bool (elk_node_log_on)(const elk_node_t *node, int level)
-{
-    return node->log != NULL && node->log->write != NULL && level <= node->log->level &&
-           level <= CONFIG_ELK_LOG_LEVEL;
-}
-
-void elk_node_log_begin(const elk_node_t *node, elk_fmt_t *f, char *buf, size_t cap)
-{
-    elk_fmt_init(f, buf, cap);
-    elk_fmt_str(f, node->cfg.endpoint.host);
-    elk_fmt_str(f, ":");
-    elk_fmt_uint(f, node->cfg.endpoint.port);
-    elk_fmt_str(f, " ");
-}
-
-void elk_node_log_end(const elk_node_t *node, int level, elk_fmt_t *f)
-{
-    node->log->write(node->log->ctx, level, "node", f->buf, f->len);
-}
-
-void elk_node_log_err(elk_fmt_t *f, int err)
-{
-    elk_fmt_str(f, ": ");
-    elk_fmt_str(f, elk_err_name(err));
-#if CONFIG_ELK_ERR_MESSAGES
-    elk_fmt_str(f, " (");
-    elk_fmt_str(f, elk_err_message(err));
-    elk_fmt_str(f, ")");
-#endif
-}
-#endif /* CONFIG_ELK_LOG_LEVEL > 0 */
-
-/* ------------------------------------------------------------------ states */
-
-const char *elk_node_state_name(elk_node_state_t state)
-{
-    switch (state) {
-    case ELK_NODE_DISCONNECTED: return "disconnected";
-    case ELK_NODE_CONNECTING: return "connecting";
-    case ELK_NODE_AUTH: return "auth";
-    case ELK_NODE_HELLO: return "hello";
-    case ELK_NODE_SELECT: return "select";
-    case ELK_NODE_READY: return "ready";
-    case ELK_NODE_BACKOFF: return "backoff";
-    default: return "unknown";
-    }
-}
-
-void elk_node_conn_set_state(elk_node_t *node, elk_node_state_t state, uint64_t now, int err)
+/* Move to state (no-op if unchanged) and tell on_state. */
+static void elk_node_set_state(elk_node_t *node, elk_node_state_t state, uint64_t now, int err)
 {
     if (node->state == state) {
         return;
     }
     node->state = state;
     node->state_since = now;
-    if (elk_node_log_on(node, ELK_LOG_DEBUG)) {
-        char buf[ELK_NODE_LOG_LINE];
-        elk_fmt_t f;
-        elk_node_log_begin(node, &f, buf, sizeof buf);
-        elk_fmt_str(&f, "-> ");
-        elk_fmt_str(&f, elk_node_state_name(state));
-        elk_node_log_end(node, ELK_LOG_DEBUG, &f);
-    }
+    elk_node__log_line(node, ELK_LOG_DEBUG, "-> ", elk_node_state_name(state), ELK_OK);
     if (node->on_state != NULL) {
         node->on_state(node->state_user, node, state, err);
     }
@@ -159,30 +101,47 @@ static void elk_node_teardown(elk_node_t *node)
     node->epoch++;
 }
 
-/* Complete every in-flight request with an error. Each request is taken off the ring
+/* Take the oldest request off the ring into *req; false when none is left. It is off
  * before its callback runs, so a callback that sends or closes sees a consistent node
- * and a nested close simply drains what is left. */
-static void elk_node_drain(elk_node_t *node, uint64_t now, int head_status, bool check_deadlines)
+ * and a nested close simply completes what is left. */
+static bool elk_node_pop(elk_node_t *node, elk_node_request_t *req)
 {
-    bool first = true;
-    while (node->count > 0u) {
-        elk_node_request_t req = node->inflight[node->head];
-        int st;
-        node->head = (uint16_t)((node->head + 1u) % CONFIG_ELK_NODE_MAX_INFLIGHT);
-        node->count--;
-        if (check_deadlines && req.deadline <= now) {
-            st = ELK_E_TIMEOUT;
-        } else if (first) {
-            st = head_status;
-        } else {
-            st = ELK_E_DISCONNECTED;
-        }
-        first = false;
-        if (req.cb != NULL) {
-            req.cb(req.user, node, st, NULL);
-        }
+    if (node->count == 0u) {
+        node->head = 0;
+        return false;
     }
-    node->head = 0;
+    *req = node->inflight[node->head];
+    node->head = (uint16_t)((node->head + 1u) % CONFIG_ELK_NODE_MAX_INFLIGHT);
+    node->count--;
+    return true;
+}
+
+static void elk_node_complete(elk_node_t *node, const elk_node_request_t *req, int status)
+{
+    if (req->cb != NULL) {
+        req->cb(req->user, node, status, NULL);
+    }
+}
+
+/* After a failure: every request in flight completes, one past its deadline with
+ * ELK_E_TIMEOUT, else the oldest with head_status and the others ELK_E_DISCONNECTED. */
+static void elk_node_fail_requests(elk_node_t *node, uint64_t now, int head_status)
+{
+    elk_node_request_t req;
+    int status = head_status;
+    while (elk_node_pop(node, &req)) {
+        elk_node_complete(node, &req, req.deadline <= now ? ELK_E_TIMEOUT : status);
+        status = ELK_E_DISCONNECTED;
+    }
+}
+
+/* After elk_node_close: every request in flight completes with ELK_E_DISCONNECTED. */
+static void elk_node_cancel_requests(elk_node_t *node)
+{
+    elk_node_request_t req;
+    while (elk_node_pop(node, &req)) {
+        elk_node_complete(node, &req, ELK_E_DISCONNECTED);
+    }
 }
 
 /* Jittered exponential delay: d/2 + random(0..d/2), so the cap is never exceeded and
@@ -210,7 +169,25 @@ static uint32_t elk_node_backoff_delay(elk_node_t *node)
     return d - half + jitter;
 }
 
-void elk_node_conn_fail(elk_node_t *node, uint64_t now, int err, int head_status)
+static void elk_node_log_down(const elk_node_t *node, int err, uint32_t delay)
+{
+    if (elk_node__log_on(node, ELK_LOG_WARN)) {
+        char buf[ELK_NODE_LOG_LINE];
+        elk_fmt_t f;
+        elk_node__log_begin(node, &f, buf, sizeof buf);
+        elk_fmt_str(&f, "down");
+        elk_node__log_err(&f, err);
+        elk_fmt_str(&f, "; retry in ");
+        elk_fmt_uint(&f, delay);
+        elk_fmt_str(&f, " ms");
+        elk_node__log_end(node, ELK_LOG_WARN, &f);
+    }
+}
+
+/* Tear the connection down, notify, fail every in-flight request, go to BACKOFF.
+ * head_status: what the oldest request gets (its own error), others get
+ * ELK_E_DISCONNECTED, expired ones ELK_E_TIMEOUT. The only place a connection fails. */
+static void elk_node_fail(elk_node_t *node, uint64_t now, int err, int head_status)
 {
     uint32_t delay;
     node->stats.failures++;
@@ -218,19 +195,15 @@ void elk_node_conn_fail(elk_node_t *node, uint64_t now, int err, int head_status
     elk_node_teardown(node);
     delay = elk_node_backoff_delay(node);
     node->next_attempt = now + delay;
-    if (elk_node_log_on(node, ELK_LOG_WARN)) {
-        char buf[ELK_NODE_LOG_LINE];
-        elk_fmt_t f;
-        elk_node_log_begin(node, &f, buf, sizeof buf);
-        elk_fmt_str(&f, "down");
-        elk_node_log_err(&f, err);
-        elk_fmt_str(&f, "; retry in ");
-        elk_fmt_uint(&f, delay);
-        elk_fmt_str(&f, " ms");
-        elk_node_log_end(node, ELK_LOG_WARN, &f);
-    }
-    elk_node_conn_set_state(node, ELK_NODE_BACKOFF, now, err);
-    elk_node_drain(node, now, head_status, true);
+    elk_node_log_down(node, err, delay);
+    elk_node_set_state(node, ELK_NODE_BACKOFF, now, err);
+    elk_node_fail_requests(node, now, head_status);
+}
+
+/* A failure of the connection itself: the oldest request gets ELK_E_DISCONNECTED too. */
+static ELK_NODE_NOINLINE void elk_node_down(elk_node_t *node, uint64_t now, int err)
+{
+    elk_node_fail(node, now, err, ELK_E_DISCONNECTED);
 }
 
 static void elk_node_connect(elk_node_t *node, uint64_t now)
@@ -242,7 +215,7 @@ static void elk_node_connect(elk_node_t *node, uint64_t now)
         r = elk_pool_get(node->pool, &node->rx);
     }
     if (r != ELK_OK) {
-        elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+        elk_node_down(node, now, r);
         return;
     }
     (void)elk_resp_reader_init(&node->reader, node->rx, elk_pool_block_size(node->pool),
@@ -251,21 +224,151 @@ static void elk_node_connect(elk_node_t *node, uint64_t now)
     node->tx_len = 0;
     node->tx_sent = 0;
     node->connect_started = now;
-    elk_node_conn_set_state(node, ELK_NODE_CONNECTING, now, ELK_OK);
+    elk_node_set_state(node, ELK_NODE_CONNECTING, now, ELK_OK);
     if (node->state != ELK_NODE_CONNECTING) {
         return; /* the state handler closed the node */
     }
     r = node->transport.open(node->transport.ctx, &node->cfg.endpoint);
     if (r < 0) {
-        elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
+        elk_node_down(node, now, r);
     }
 }
 
-/* One step of the state machine. */
-static int elk_node_step(elk_node_t *node, uint64_t now)
+/* The connect timeout covers TCP, TLS and the handshake. */
+static uint64_t elk_node_connect_deadline(const elk_node_t *node)
+{
+    return node->connect_started + node->cfg.connect_timeout_ms;
+}
+
+/* Act on a handshake verdict: enter the state it names, or fail. */
+static void elk_node_hs_apply(elk_node_t *node, uint64_t now, int verdict)
+{
+    if (verdict < 0) {
+        elk_node_down(node, now, verdict);
+    } else {
+        elk_node_set_state(node, (elk_node_state_t)verdict, now, ELK_OK);
+    }
+}
+
+/* Send what is queued. Returns false when a write error failed the connection. */
+static bool elk_node_send_out(elk_node_t *node, uint64_t now)
+{
+    int r = elk_node__io_flush(node);
+    if (r < 0) {
+        elk_node_down(node, now, r);
+        return false;
+    }
+    return true;
+}
+
+/* The rest of a receive pass that did not end idle: judge each handshake reply between
+ * reads, fail the connection on an error. Returns as elk_node_receive. */
+static ELK_NODE_NOINLINE int elk_node_receive_rest(elk_node_t *node, uint64_t now,
+                                                   elk_node__rx_t *rx, int v)
+{
+    while (v == ELK_NODE__RX_HANDSHAKE) {
+        const uint32_t epoch = node->epoch;
+        elk_node_hs_apply(node, now, elk_node__hs_reply(node, &rx->reply));
+        if (node->epoch != epoch) {
+            return -1;
+        }
+        elk_resp_reader_release(&node->reader);
+        v = elk_node__io_pump(node, now, rx);
+    }
+    if (v < 0) {
+        elk_node_fail(node, now, v, rx->head_status);
+        return -1;
+    }
+    return v == ELK_NODE__RX_CLOSED ? -1 : v;
+}
+
+/* Read what the server sent. Returns > 0 when more may be waiting (poll again now), 0
+ * when not, < 0 when the node failed or a callback closed it. */
+static inline int elk_node_receive(elk_node_t *node, uint64_t now)
+{
+    elk_node__rx_t rx;
+    int v;
+    elk_node__io_rx_init(&rx);
+    v = elk_node__io_pump(node, now, &rx);
+    if (v == ELK_NODE__RX_IDLE || v == ELK_NODE__RX_MORE) {
+        return v; /* the usual end: one test */
+    }
+    return elk_node_receive_rest(node, now, &rx, v);
+}
+
+/* CONNECTING: the transport connects (TCP, TLS); then the handshake starts. */
+static void elk_node_step_connecting(elk_node_t *node, uint64_t now)
 {
     int r;
+    if (now >= elk_node_connect_deadline(node)) {
+        elk_node_down(node, now, ELK_E_CONNECT_TIMEOUT);
+        return;
+    }
+    r = node->transport.progress(node->transport.ctx);
+    if (r < 0) {
+        elk_node_down(node, now, r);
+    } else if (r > 0) {
+        elk_node_hs_apply(node, now, elk_node__hs_start(node));
+    }
+}
+
+/* AUTH, HELLO, SELECT: send the command, read its reply. */
+static int elk_node_step_handshake(elk_node_t *node, uint64_t now)
+{
+    if (now >= elk_node_connect_deadline(node)) {
+        elk_node_down(node, now, ELK_E_CONNECT_TIMEOUT);
+        return 0;
+    }
+    return elk_node_send_out(node, now) ? elk_node_receive(node, now) : 0;
+}
+
+/* Deadlines first: a reply read at or after its deadline must not count as on time
+ * just because the caller polled late. One scan counts them all; any expired request
+ * fails the connection. Returns true then. */
+static bool elk_node_expire(elk_node_t *node, uint64_t now)
+{
+    uint32_t expired = 0;
     size_t i;
+    for (i = 0; i < node->count; i++) {
+        if (node->inflight[(node->head + i) % CONFIG_ELK_NODE_MAX_INFLIGHT].deadline <= now) {
+            expired++;
+        }
+    }
+    if (expired == 0u) {
+        return false;
+    }
+    node->stats.timeouts += expired;
+    elk_node_down(node, now, ELK_E_TIMEOUT);
+    return true;
+}
+
+/* READY: expire late requests, send, read replies, send what their callbacks queued. */
+static int elk_node_step_ready(elk_node_t *node, uint64_t now)
+{
+    /* Requests written before this call may have answers waiting; if every one in
+     * flight goes out only now, none can, and a read would just return "nothing yet":
+     * skip it (the descriptor wakes the caller's wait). An idle connection is still
+     * read, so a close or a push is seen. */
+    bool answers_possible;
+    int more;
+    if (elk_node_expire(node, now)) {
+        return 0;
+    }
+    answers_possible = node->count > node->unsent || node->count == 0u;
+    if (!elk_node_send_out(node, now) || (!answers_possible && node->tx_len == 0u)) {
+        return 0;
+    }
+    more = elk_node_receive(node, now);
+    if (more < 0 || node->state != ELK_NODE_READY) {
+        return 0;
+    }
+    /* Requests sent from reply callbacks go out now rather than a poll later. */
+    return elk_node_send_out(node, now) ? more : 0;
+}
+
+/* One step of the state machine. Returns > 0 when it should run again at once. */
+static int elk_node_step(elk_node_t *node, uint64_t now)
+{
     switch (node->state) {
     case ELK_NODE_DISCONNECTED:
         elk_node_connect(node, now);
@@ -276,74 +379,14 @@ static int elk_node_step(elk_node_t *node, uint64_t now)
         }
         return 0;
     case ELK_NODE_CONNECTING:
-        if (now >= node->connect_started + node->cfg.connect_timeout_ms) {
-            elk_node_conn_fail(node, now, ELK_E_CONNECT_TIMEOUT, ELK_E_DISCONNECTED);
-            return 0;
-        }
-        r = node->transport.progress(node->transport.ctx);
-        if (r < 0) {
-            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
-        } else if (r > 0) {
-            elk_node_hs_start(node, now);
-        }
+        elk_node_step_connecting(node, now);
         return 0;
     case ELK_NODE_AUTH:
     case ELK_NODE_HELLO:
     case ELK_NODE_SELECT:
-        if (now >= node->connect_started + node->cfg.connect_timeout_ms) {
-            elk_node_conn_fail(node, now, ELK_E_CONNECT_TIMEOUT, ELK_E_DISCONNECTED);
-            return 0;
-        }
-        r = elk_node_io_flush(node);
-        if (r < 0) {
-            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
-            return 0;
-        }
-        return elk_node_io_pump(node, now);
+        return elk_node_step_handshake(node, now);
     case ELK_NODE_READY:
-        /* Deadlines first: a reply read at or after its deadline must not count as
-         * on time just because the caller polled late. One scan counts them all. */
-        {
-            uint32_t expired = 0;
-            for (i = 0; i < node->count; i++) {
-                if (node->inflight[(node->head + i) % CONFIG_ELK_NODE_MAX_INFLIGHT].deadline <=
-                    now) {
-                    expired++;
-                }
-            }
-            if (expired != 0u) {
-                node->stats.timeouts += expired;
-                elk_node_conn_fail(node, now, ELK_E_TIMEOUT, ELK_E_DISCONNECTED);
-                return 0;
-            }
-        }
-        {
-            /* Requests written before this call may have answers waiting; if every one
-             * in flight goes out only now, none can, and a read would just return
-             * "nothing yet": skip it (the descriptor wakes the caller's wait). An idle
-             * connection is still read, so a close or a push is seen. */
-            bool answers_possible = node->count > node->unsent || node->count == 0u;
-            int more;
-            r = elk_node_io_flush(node);
-            if (r < 0) {
-                elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
-                return 0;
-            }
-            if (!answers_possible && node->tx_len == 0u) {
-                return 0;
-            }
-            more = elk_node_io_pump(node, now);
-            if (more < 0 || node->state != ELK_NODE_READY) {
-                return 0;
-            }
-            /* Requests sent from reply callbacks go out now rather than a poll later. */
-            r = elk_node_io_flush(node);
-            if (r < 0) {
-                elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
-                return 0;
-            }
-            return more;
-        }
+        return elk_node_step_ready(node, now);
     default:
         return 0;
     }
@@ -362,7 +405,7 @@ static uint64_t elk_node_next_time(const elk_node_t *node, uint64_t now)
     case ELK_NODE_AUTH:
     case ELK_NODE_HELLO:
     case ELK_NODE_SELECT:
-        return node->connect_started + node->cfg.connect_timeout_ms;
+        return elk_node_connect_deadline(node);
     case ELK_NODE_READY:
         for (i = 0; i < node->count; i++) {
             uint64_t d = node->inflight[(node->head + i) % CONFIG_ELK_NODE_MAX_INFLIGHT].deadline;
@@ -404,7 +447,6 @@ uint64_t elk_node_poll(elk_node_t *node, uint64_t now)
 
 uint64_t elk_node_flush(elk_node_t *node, uint64_t now)
 {
-    int r;
     if (node == NULL) {
         return UINT64_MAX;
     }
@@ -413,10 +455,7 @@ uint64_t elk_node_flush(elk_node_t *node, uint64_t now)
     }
     if (node->state == ELK_NODE_READY) {
         node->in_poll = 1;
-        r = elk_node_io_flush(node);
-        if (r < 0) {
-            elk_node_conn_fail(node, now, r, ELK_E_DISCONNECTED);
-        }
+        (void)elk_node_send_out(node, now);
         node->in_poll = 0;
     }
     return elk_node_next_time(node, now);
@@ -452,8 +491,8 @@ void elk_node_close(elk_node_t *node, uint64_t now)
         return;
     }
     elk_node_teardown(node);
-    elk_node_conn_set_state(node, ELK_NODE_DISCONNECTED, now, ELK_OK);
-    elk_node_drain(node, now, ELK_E_DISCONNECTED, false);
+    elk_node_set_state(node, ELK_NODE_DISCONNECTED, now, ELK_OK);
+    elk_node_cancel_requests(node);
 }
 
 elk_node_state_t elk_node_state(const elk_node_t *node)

@@ -10,7 +10,7 @@
  * returns "now" so the caller comes straight back. */
 #define ELK_NODE_PUMP_RECVS 256
 
-int elk_node_io_encode(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc)
+int elk_node__io_encode(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc)
 {
     size_t cap, len = 0;
     int r;
@@ -43,7 +43,8 @@ int elk_node_io_encode(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc
     return ELK_OK;
 }
 
-int elk_node_io_flush(elk_node_t *node)
+/* Write tx bytes until the transport takes no more. Returns ELK_OK or its error. */
+static ELK_NODE_NOINLINE int elk_node_io_write(elk_node_t *node)
 {
     while (node->tx != NULL && node->tx_sent < node->tx_len) {
         size_t left = node->tx_len - node->tx_sent;
@@ -55,6 +56,18 @@ int elk_node_io_flush(elk_node_t *node)
             return (int)n;
         }
         node->tx_sent += (size_t)n > left ? left : (size_t)n;
+    }
+    return ELK_OK;
+}
+
+int elk_node__io_flush(elk_node_t *node)
+{
+    /* Most calls find nothing to send: they return without setting up the loop. */
+    if (node->tx_sent != node->tx_len) {
+        int r = elk_node_io_write(node);
+        if (r < 0) {
+            return r;
+        }
     }
     if (node->tx_sent == node->tx_len) {
         node->tx_sent = 0;
@@ -81,45 +94,24 @@ static bool elk_node_is_pubsub_kind(const elk_resp_node_t *n)
     return false;
 }
 
-/* Route one complete reply. Returns ELK_OK, or a negative code when the node was
- * failed here. Callbacks may close the node; the caller checks epoch. */
-static int elk_node_dispatch(elk_node_t *node, uint64_t now, const elk_resp_reply_t *reply)
+/* A RESP3 push, or in subscriber mode a RESP2 pub/sub array; top is its node ti. */
+static bool elk_node_io_is_push(const elk_node_t *node, const elk_resp_reply_t *reply,
+                                const elk_resp_node_t *top, size_t ti)
 {
-    size_t ti = 0;
-    const elk_resp_node_t *top = elk_resp_reply_top(reply, &ti);
+    return top->type == ELK_RESP_PUSH ||
+           (node->subscriber && top->type == ELK_RESP_ARRAY && top->integer >= 1 &&
+            ti + 1u < reply->count && elk_node_is_pubsub_kind(&reply->nodes[ti + 1u]));
+}
+
+/* Hand a reply to the oldest request in flight. Returns ELK_OK or
+ * ELK_E_UNEXPECTED_REPLY (none was waiting). */
+static int elk_node_io_answer(elk_node_t *node, uint64_t now, const elk_resp_reply_t *reply)
+{
     elk_node_request_t req;
-    if (top == NULL) {
-        elk_node_conn_fail(node, now, ELK_E_UNEXPECTED_REPLY, ELK_E_UNEXPECTED_REPLY);
-        return ELK_E_UNEXPECTED_REPLY;
-    }
-    if (top->type == ELK_RESP_PUSH ||
-        (node->subscriber && top->type == ELK_RESP_ARRAY && top->integer >= 1 &&
-         ti + 1u < reply->count && elk_node_is_pubsub_kind(&reply->nodes[ti + 1u]))) {
-        if (node->on_push != NULL) {
-            node->on_push(node->push_user, node, reply);
-        }
-        return ELK_OK;
-    }
-    if (node->state == ELK_NODE_AUTH || node->state == ELK_NODE_HELLO ||
-        node->state == ELK_NODE_SELECT) {
-        if (node->handshake_pending == 0u) {
-            elk_node_conn_fail(node, now, ELK_E_UNEXPECTED_REPLY, ELK_E_DISCONNECTED);
-            return ELK_E_UNEXPECTED_REPLY;
-        }
-        elk_node_hs_reply(node, now, reply);
-        return ELK_OK;
-    }
     if (node->count == 0u) {
         /* A reply nobody asked for: the stream is out of step and every later match
          * would be wrong. */
-        if (elk_node_log_on(node, ELK_LOG_ERROR)) {
-            char buf[ELK_NODE_LOG_LINE];
-            elk_fmt_t f;
-            elk_node_log_begin(node, &f, buf, sizeof buf);
-            elk_fmt_str(&f, "reply with no request pending");
-            elk_node_log_end(node, ELK_LOG_ERROR, &f);
-        }
-        elk_node_conn_fail(node, now, ELK_E_UNEXPECTED_REPLY, ELK_E_DISCONNECTED);
+        elk_node__log_line(node, ELK_LOG_ERROR, "reply with no request pending", "", ELK_OK);
         return ELK_E_UNEXPECTED_REPLY;
     }
     req = node->inflight[node->head];
@@ -139,72 +131,95 @@ static int elk_node_dispatch(elk_node_t *node, uint64_t now, const elk_resp_repl
     return ELK_OK;
 }
 
-static void elk_node_log_reply_error(elk_node_t *node, int err)
+/* Route rx->reply: a push to on_push, a handshake reply back to the caller, any other
+ * reply to its request. Returns ELK_OK, ELK_NODE__RX_HANDSHAKE or a negative code.
+ * Callbacks may close the node; the caller checks epoch. */
+static int elk_node_io_route(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
 {
-    if (elk_node_log_on(node, ELK_LOG_ERROR)) {
-        char buf[ELK_NODE_LOG_LINE];
-        elk_fmt_t f;
-        elk_node_log_begin(node, &f, buf, sizeof buf);
-        elk_fmt_str(&f, "bad reply, dropping the connection");
-        elk_node_log_err(&f, err);
-        elk_node_log_end(node, ELK_LOG_ERROR, &f);
+    size_t ti = 0;
+    const elk_resp_node_t *top = elk_resp_reply_top(&rx->reply, &ti);
+    if (top == NULL) {
+        rx->head_status = ELK_E_UNEXPECTED_REPLY; /* only attributes: the head's reply is bad */
+        return ELK_E_UNEXPECTED_REPLY;
+    }
+    if (elk_node_io_is_push(node, &rx->reply, top, ti)) {
+        if (node->on_push != NULL) {
+            node->on_push(node->push_user, node, &rx->reply);
+        }
+        return ELK_OK;
+    }
+    if (node->state == ELK_NODE_AUTH || node->state == ELK_NODE_HELLO ||
+        node->state == ELK_NODE_SELECT) {
+        return ELK_NODE__RX_HANDSHAKE;
+    }
+    return elk_node_io_answer(node, now, &rx->reply);
+}
+
+/* Route every complete reply already read. Returns ELK_NODE__RX_IDLE when none is
+ * left, another verdict or a negative code. */
+static int elk_node_io_route_all(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
+{
+    const uint32_t epoch = node->epoch;
+    for (;;) {
+        int r = elk_resp_reader_next(&node->reader, &rx->reply);
+        if (r == 0) {
+            return ELK_NODE__RX_IDLE;
+        }
+        if (r < 0) {
+            elk_node__log_line(node, ELK_LOG_ERROR, "bad reply, dropping the connection", "", r);
+            rx->head_status = r;
+            return r;
+        }
+        r = elk_node_io_route(node, now, rx);
+        if (r != ELK_OK) {
+            return r;
+        }
+        if (node->epoch != epoch) {
+            return ELK_NODE__RX_CLOSED;
+        }
+        elk_resp_reader_release(&node->reader);
     }
 }
 
-int elk_node_io_pump(elk_node_t *node, uint64_t now)
+/* One recv into the reader. Returns > 0 after bytes came in, 0 when none were waiting,
+ * or a negative code. */
+static int elk_node_io_recv(elk_node_t *node, elk_node__rx_t *rx)
 {
-    const uint32_t epoch = node->epoch;
-    bool drained = false;
-    int i;
-    for (i = 0; i < ELK_NODE_PUMP_RECVS; i++) {
-        size_t avail = 0;
-        uint8_t *space;
-        int32_t n;
-        for (;;) {
-            elk_resp_reply_t reply;
-            int r = elk_resp_reader_next(&node->reader, &reply);
-            if (r == 0) {
-                break;
-            }
-            if (r < 0) {
-                elk_node_log_reply_error(node, r);
-                elk_node_conn_fail(node, now, r, r);
-                return r;
-            }
-            r = elk_node_dispatch(node, now, &reply);
-            if (r < 0 || node->epoch != epoch) {
-                return r < 0 ? r : ELK_E_DISCONNECTED;
-            }
-            elk_resp_reader_release(&node->reader);
+    size_t avail = 0;
+    uint8_t *space = elk_resp_reader_space(&node->reader, &avail);
+    int32_t n;
+    if (space == NULL || avail == 0u) {
+        elk_node__log_line(node, ELK_LOG_ERROR, "bad reply, dropping the connection", "",
+                           ELK_E_RESP_TOO_LARGE);
+        rx->head_status = ELK_E_RESP_TOO_LARGE;
+        return ELK_E_RESP_TOO_LARGE;
+    }
+    n = node->transport.recv(node->transport.ctx, space, avail);
+    if (n <= 0) {
+        return (int)n;
+    }
+    if (elk_resp_reader_commit(&node->reader, (size_t)n > avail ? avail : (size_t)n) != ELK_OK) {
+        return ELK_E_INTERNAL;
+    }
+    /* A short read took everything the transport had (platform.h): asking again would
+     * only return "nothing yet" and cost a system call per poll. */
+    rx->drained = (size_t)n < avail;
+    return 1;
+}
+
+int elk_node__io_pump(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
+{
+    for (; rx->recvs < ELK_NODE_PUMP_RECVS; rx->recvs++) {
+        int r = elk_node_io_route_all(node, now, rx);
+        if (r != ELK_NODE__RX_IDLE || rx->drained) {
+            return r;
         }
-        if (drained) {
-            return ELK_OK;
-        }
-        space = elk_resp_reader_space(&node->reader, &avail);
-        if (space == NULL || avail == 0u) {
-            elk_node_log_reply_error(node, ELK_E_RESP_TOO_LARGE);
-            elk_node_conn_fail(node, now, ELK_E_RESP_TOO_LARGE, ELK_E_RESP_TOO_LARGE);
-            return ELK_E_RESP_TOO_LARGE;
-        }
-        n = node->transport.recv(node->transport.ctx, space, avail);
-        if (n == 0) {
-            return ELK_OK;
-        }
-        if (n < 0) {
-            elk_node_conn_fail(node, now, (int)n, ELK_E_DISCONNECTED);
-            return (int)n;
-        }
-        if (elk_resp_reader_commit(&node->reader, (size_t)n > avail ? avail : (size_t)n) != ELK_OK) {
-            elk_node_conn_fail(node, now, ELK_E_INTERNAL, ELK_E_DISCONNECTED);
-            return ELK_E_INTERNAL;
-        }
-        if ((size_t)n < avail) {
-            /* A short read took everything the transport had (platform.h): asking again
-             * would only return "nothing yet" and cost a system call per poll. */
-            drained = true;
+        r = elk_node_io_recv(node, rx);
+        if (r <= 0) {
+            return r;
         }
     }
-    return 1;
+    return ELK_NODE__RX_MORE;
 }
 
 int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, size_t argc,
@@ -221,7 +236,7 @@ int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, si
     if (node->count >= CONFIG_ELK_NODE_MAX_INFLIGHT) {
         return ELK_E_QUEUE_FULL;
     }
-    r = elk_node_io_encode(node, argv, argc);
+    r = elk_node__io_encode(node, argv, argc);
     if (r != ELK_OK) {
         return r;
     }
@@ -243,5 +258,5 @@ int elk_node_send_noreply(elk_node_t *node, const elk_resp_arg_t *argv, size_t a
     if (node->state != ELK_NODE_READY) {
         return ELK_E_NOT_CONNECTED;
     }
-    return elk_node_io_encode(node, argv, argc);
+    return elk_node__io_encode(node, argv, argc);
 }

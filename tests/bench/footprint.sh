@@ -162,7 +162,7 @@ if ls "$su"/*.su >/dev/null 2>&1; then
   read -r fsz fname < <(cat "$su"/*.su | awk -F'\t' '{print $2, $1}' | sort -rn | head -1)
   row "largest stack frame in lib/ (-fstack-usage, Cortex-M4 -Os): ${fname##*:}" "$fsz" bytes \
       "arm-none-eabi-gcc $CFLAGS -fstack-usage -c lib/*/*.c; sort -k2 -n *.su"
-  read -r cyc < <(cat "$su"/*.su | awk -F'\t' '$1 ~ /:(elk_client_poll|elk_lock__step|elk_fleet_poll|elk_node_poll|elk_node_io_pump|elk_node_dispatch|elk_lock__on_reply|elk_lock__send_script|elk_node_send|elk_resp_encode_command|elk_resp_reader_next|elk_lock_acquire|elk_lock_release)$/ {s += $2} END {print s + 0}')
+  read -r cyc < <(cat "$su"/*.su | awk -F'\t' '$1 ~ /:(elk_client_poll|elk_lock__step|elk_fleet_poll|elk_node_poll|elk_node_receive|elk_node__io_pump|elk_lock__on_reply|elk_lock__send_script|elk_node_send|elk_resp_encode_command|elk_resp_reader_next|elk_lock_acquire|elk_lock_release)$/ {s += $2} END {print s + 0}')
   row "stack of a lock cycle in lib/, upper bound: sum of the -fstack-usage frames of every function on its two call chains (send and reply), Cortex-M4 -Os" \
       "$cyc" bytes "sum of those functions' -fstack-usage frames (static, Cortex-M4 -Os)"
 fi

@@ -419,6 +419,35 @@ static void test_full_handshake_sequence(void **state)
     assert_true(fake_log_contains(&h.log, "ready (RESP3, db 12)"));
 }
 
+static void count_push(void *user, elk_node_t *node, const elk_resp_reply_t *push)
+{
+    (void)node;
+    (void)push;
+    (*(int *)user)++;
+}
+
+/* A handshake reply is judged between reads of one receive pass: what came behind it in
+ * the same read is routed at once in the new state, and the pass goes on where it was (a
+ * short read took all there was, so it reads no more). */
+static void test_handshake_reply_and_what_follows_it_in_one_read(void **state)
+{
+    (void)state;
+    elk_node_config_t c = base_cfg();
+    c.password = "pw";
+    elk_node_t *n = setup1(&c);
+    int pushes = 0;
+    elk_node_on_push(n, count_push, &pushes);
+    node_harness_poll(&h);
+    assert_int_equal(elk_node_state(n), ELK_NODE_AUTH);
+    fake_transport_push_rx_str(&h.ft[0], "+OK\r\n>2\r\n$7\r\nmessage\r\n$1\r\nx\r\n");
+    unsigned recvs = h.ft[0].recv_calls;
+    node_harness_poll(&h);
+    assert_int_equal(elk_node_state(n), ELK_NODE_READY);
+    assert_int_equal(pushes, 1);
+    /* One recv in the AUTH step, one in the READY step that follows in the same poll. */
+    assert_int_equal(h.ft[0].recv_calls - recvs, 2);
+}
+
 static void test_select_refused(void **state)
 {
     (void)state;
@@ -672,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_hello_noauth_is_an_auth_failure_not_a_fallback),
         cmocka_unit_test(test_select_noauth_is_an_auth_failure),
         cmocka_unit_test(test_full_handshake_sequence),
+        cmocka_unit_test(test_handshake_reply_and_what_follows_it_in_one_read),
         cmocka_unit_test(test_select_refused),
         cmocka_unit_test(test_handshake_counts_against_connect_timeout),
         cmocka_unit_test(test_peer_closes_during_handshake),

@@ -134,6 +134,48 @@ static void test_pipelined_replies_split_across_recvs_and_polls(void **state)
     assert_int_equal(elk_node_state(n), ELK_NODE_READY);
 }
 
+/* Completions tagged with the request they went to (user points at its tag). */
+static int tag_order[8];
+static char tag_text[8][16];
+static size_t tag_n;
+
+static void tag_cb(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    const elk_resp_node_t *top = elk_resp_reply_top(reply, NULL);
+    (void)node;
+    assert_int_equal(status, ELK_OK);
+    assert_non_null(top);
+    assert_true(tag_n < 8u && top->len < sizeof tag_text[0]);
+    tag_order[tag_n] = *(const int *)user;
+    memcpy(tag_text[tag_n], top->str, top->len);
+    tag_text[tag_n][top->len] = '\0';
+    tag_n++;
+}
+
+static void test_each_pipelined_reply_goes_to_the_request_that_asked(void **state)
+{
+    (void)state;
+    static const int tags[3] = {1, 2, 3};
+    elk_node_t *n = ready_node(false);
+    tag_n = 0;
+    for (int i = 0; i < 3; i++) {
+        char key[2] = {(char)('a' + i), '\0'};
+        elk_resp_arg_t argv[2] = {elk_resp_arg_cstr("GET"), elk_resp_arg_cstr(key)};
+        assert_int_equal(elk_node_send(n, h.clock.now, argv, 2, 0, tag_cb, (void *)&tags[i]), ELK_OK);
+    }
+    node_harness_poll(&h);
+    /* All three answers arrive in one read: the oldest request gets the first. */
+    fake_transport_push_rx_str(&h.ft[0], "$2\r\nva\r\n$2\r\nvb\r\n$2\r\nvc\r\n");
+    node_harness_poll(&h);
+    assert_int_equal(tag_n, 3);
+    for (int i = 0; i < 3; i++) {
+        char want[3] = {'v', (char)('a' + i), '\0'};
+        assert_int_equal(tag_order[i], tags[i]);
+        assert_string_equal(tag_text[i], want);
+    }
+    assert_int_equal(elk_node_inflight(n), 0);
+}
+
 static void test_redis_error_reply_is_delivered_not_fatal(void **state)
 {
     (void)state;
@@ -753,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_send_puts_exact_resp_on_the_wire),
         cmocka_unit_test(test_send_argument_checks),
         cmocka_unit_test(test_pipelined_replies_split_across_recvs_and_polls),
+        cmocka_unit_test(test_each_pipelined_reply_goes_to_the_request_that_asked),
         cmocka_unit_test(test_redis_error_reply_is_delivered_not_fatal),
         cmocka_unit_test(test_next_time_is_earliest_deadline),
         cmocka_unit_test(test_reply_after_deadline_is_a_timeout),

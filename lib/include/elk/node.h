@@ -115,10 +115,6 @@ typedef struct elk_node {
     uint8_t *tx;                   /* pool block: encoded requests not yet sent */
     size_t tx_len, tx_sent;
     uint8_t *rx;                   /* pool block: reply bytes (RESP reader buffer) */
-    elk_resp_reader_t reader;
-    elk_resp_node_t reply_nodes[CONFIG_ELK_RESP_MAX_NODES];
-    elk_node_request_t inflight[CONFIG_ELK_NODE_MAX_INFLIGHT];
-    uint64_t sent_at[CONFIG_ELK_NODE_MAX_INFLIGHT];
     uint16_t head, count;          /* ring of in-flight requests */
     uint16_t unsent;               /* newest in-flight requests not all written yet */
     uint8_t handshake_pending;     /* internal handshake replies still expected */
@@ -132,6 +128,12 @@ typedef struct elk_node {
     uint8_t in_poll;               /* guards against a nested elk_node_poll */
     uint32_t epoch;                /* bumped on every teardown: callbacks that closed the node */
     uint64_t connect_started;      /* start of the current connect (connect timeout base) */
+    /* The large members last: the small ones above stay within short load/store offsets
+     * (smaller code on Cortex-M). */
+    elk_resp_reader_t reader;
+    elk_node_request_t inflight[CONFIG_ELK_NODE_MAX_INFLIGHT];
+    uint64_t sent_at[CONFIG_ELK_NODE_MAX_INFLIGHT];
+    elk_resp_node_t reply_nodes[CONFIG_ELK_RESP_MAX_NODES];
 } elk_node_t;
 
 /* Prepare a node; no I/O yet. cfg is copied (its strings are not). transport is
