@@ -138,6 +138,8 @@ static void lk_on_state(void *user, elk_node_t *node, elk_node_state_t state, in
     size_t i = elk_lock__node_of(client, node);
     if (i != SIZE_MAX && state == ELK_NODE_READY) {
         client->node_fresh[i] = 1;
+        /* no vote until checked: an acquire between now and the next poll must not use it */
+        client->node_unsafe[i] = client->cfg.safety == ELK_SAFETY_REFUSE ? 2u : 0u;
         client->dirty = true;
     }
     if (client->cfg.on_node_state != NULL) {
