@@ -76,6 +76,7 @@ typedef struct client {
     bool close_after_flush;
     bool drop;                    /* output overflowed or I/O failed: close now */
     bool unresponsive;            /* dropped because it stopped reading (it may still live) */
+    size_t cancelled_res;         /* 1 + resource whose ACQUIRE a RELEASE cancelled, 0: none */
 } client_t;
 
 typedef struct agent agent_t;
@@ -674,8 +675,10 @@ static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
             release_res(a, r, now, "its client asked");
         }
         client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
-    } else if (client_waits_for(a, slot, (size_t)(r - a->res))) {
+    } else if (client_waits_for(a, slot, (size_t)(r - a->res)) ||
+               a->clients[slot].cancelled_res == (size_t)(r - a->res) + 1u) {
         drop_waiters_of(a, slot);
+        a->clients[slot].cancelled_res = 0;
         client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
     } else if (r->owner >= 0 && owned_by(a, r, r->owner)) {
         char detail[256];
@@ -908,10 +911,119 @@ static void accept_clients(agent_t *a)
         c->drop = false;
         c->unresponsive = false;
         c->close_after_flush = false;
+        c->cancelled_res = 0;
         elkfw_linebuf_init(&c->in, c->in_store, sizeof c->in_store);
         elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (uid %u, pid %d, %s) connected", c->id, (unsigned)peer.uid,
                  (int)c->pid, peer.exe);
     }
+}
+
+/* The ACQUIRE of this connection that has no answer yet (a round running, or queued
+ * behind a local holder); its resource index in *ri (may be NULL). */
+static bool client_pending(agent_t *a, int slot, size_t *ri)
+{
+    size_t i, dummy;
+    ri = ri != NULL ? ri : &dummy;
+    for (i = 0; i < a->n_res; i++) {
+        if (a->res[i].acquiring && owned_by(a, &a->res[i], slot)) {
+            *ri = i;
+            return true;
+        }
+    }
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        if (a->waiters[i].client == slot && a->waiters[i].client_id == a->clients[slot].id) {
+            *ri = a->waiters[i].res;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A complete "RELEASE <resource ri>" among the requests not yet served? */
+static bool release_queued(agent_t *a, int slot, size_t ri)
+{
+    const elkfw_linebuf_t *lb = &a->clients[slot].in;
+    size_t pos = lb->consumed;
+    while (pos < lb->len) {
+        const char *nl = memchr(lb->buf + pos, '\n', lb->len - pos);
+        elkfw_ctl_req_t req;
+        const char *why;
+        if (nl == NULL) {
+            return false;
+        }
+        if (elkfw_ctl_parse_request(lb->buf + pos, (size_t)(nl - (lb->buf + pos)), elkfw_resource_name_max(&a->conf),
+                                    &req, &why) == ELK_OK &&
+            req.cmd == ELKFW_CTL_RELEASE && strcmp(req.resource, a->res[ri].conf->name) == 0) {
+            return true;
+        }
+        pos = (size_t)(nl - lb->buf) + 1u;
+    }
+    return false;
+}
+
+/* A RELEASE overtook its ACQUIRE: the ACQUIRE's answer is ELK_E_CANCELLED, the round (or
+ * the local wait) is given up, and that RELEASE, in its turn, answers OK RELEASED. */
+static void cancel_acquire(agent_t *a, int slot, size_t ri, uint64_t now)
+{
+    resource_t *r = &a->res[ri];
+    if (owned_by(a, r, slot) && r->acquiring) {
+        release_res(a, r, now, "its client cancelled the acquire");
+    } else {
+        size_t i;
+        for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+            if (a->waiters[i].client == slot && a->waiters[i].res == ri) {
+                a->waiters[i].client = -1;
+            }
+        }
+    }
+    client_err(a, slot, ELK_E_CANCELLED, r->conf->name);
+    a->clients[slot].cancelled_res = ri + 1u;
+}
+
+/* Answer the requests received, in order, one answer each: behind an ACQUIRE that has no
+ * answer yet they wait (docs/control-protocol.md), but a RELEASE of its resource cancels
+ * it at once. Returns true if a request was served. */
+static bool serve_lines(agent_t *a, int slot, uint64_t now)
+{
+    client_t *c = &a->clients[slot];
+    bool served = false;
+    for (;;) {
+        const char *line;
+        size_t len, ri;
+        int rc;
+        if (c->fd < 0) {
+            return served;
+        }
+        if (client_pending(a, slot, &ri)) {
+            if (!release_queued(a, slot, ri)) {
+                return served;
+            }
+            cancel_acquire(a, slot, ri, now);
+        }
+        rc = elkfw_linebuf_next(&c->in, &line, &len);
+        if (rc == 0) {
+            return served;
+        }
+        served = true;
+        if (rc == ELK_E_CTL_TOO_LONG) {
+            client_err(a, slot, ELK_E_CTL_TOO_LONG, "");
+        } else if (!c->close_after_flush) {
+            handle_request(a, slot, line, len, now);
+        }
+    }
+}
+
+/* Requests that waited behind an ACQUIRE answered since: serve them now. */
+static bool serve_waiting_requests(agent_t *a, uint64_t now)
+{
+    size_t i;
+    bool served = false;
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        if (a->clients[i].fd >= 0 && a->clients[i].in.len > a->clients[i].in.consumed) {
+            served |= serve_lines(a, (int)i, now);
+        }
+    }
+    return served;
 }
 
 static void client_readable(agent_t *a, int slot, uint64_t now)
@@ -924,6 +1036,9 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
         const char *line;
         size_t len;
         int rc;
+        if (avail == 0 && client_pending(a, slot, NULL)) {
+            return; /* full of requests waiting behind an ACQUIRE */
+        }
         if (avail == 0) {
             /* linebuf_next below reports the overlong line and makes room */
             rc = elkfw_linebuf_next(&c->in, &line, &len);
@@ -947,14 +1062,9 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
             return;
         }
         elkfw_linebuf_commit(&c->in, (size_t)n);
-        while ((rc = elkfw_linebuf_next(&c->in, &line, &len)) != 0) {
-            if (rc == ELK_E_CTL_TOO_LONG) {
-                client_err(a, slot, ELK_E_CTL_TOO_LONG, "");
-                continue;
-            }
-            if (!c->close_after_flush) {
-                handle_request(a, slot, line, len, now);
-            }
+        serve_lines(a, slot, now);
+        if (c->fd < 0 || client_pending(a, slot, NULL)) {
+            return; /* requests wait in c->in behind the ACQUIRE; read more when it is answered */
         }
     }
 }
@@ -1220,6 +1330,9 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     now = a->clock.now_ms(a->clock.ctx);
     expire_waiters(a, now, &next);
     step_resources(a, now, &next);
+    if (serve_waiting_requests(a, now)) {
+        next = now; /* an ACQUIRE among them queued requests the next poll sends */
+    }
     flush_clients(a, now);
     if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
@@ -1269,9 +1382,12 @@ static void poll_build(const agent_t *a, poll_set_t *ps)
         poll_add(ps, a->listen_fd, POLLIN, POLL_LISTEN, -1);
     }
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-        if (a->clients[i].fd >= 0) {
-            poll_add(ps, a->clients[i].fd, (short)(POLLIN | (a->clients[i].out_len > 0 ? POLLOUT : 0)), POLL_CLIENT,
-                     (int)i);
+        const client_t *c = &a->clients[i];
+        /* A buffer full of requests behind an unanswered ACQUIRE: not read (a hang-up is
+         * seen once the ACQUIRE is answered, at the latest when its wait ends). */
+        bool full = c->in.len == c->in.cap && c->in.consumed == 0;
+        if (c->fd >= 0 && !(full && client_pending((agent_t *)a, (int)i, NULL))) {
+            poll_add(ps, c->fd, (short)(POLLIN | (c->out_len > 0 ? POLLOUT : 0)), POLL_CLIENT, (int)i);
         }
     }
     nw = elk_fleet_waits(&a->fleet, waits, CONFIG_ELK_MAX_NODES);
