@@ -101,7 +101,7 @@ for _ in $(seq 1 100); do grep -q acquired "$ELK_T_DIR/acq3.out" 2>/dev/null && 
 out=$(E release door 2>&1); rc=$?
 check "elk release: usage error" 64 $rc
 check_contains "elk release: says how to release" "stop that 'elk acquire' or 'elk run'" "$out"
-E status | grep -q "holder=pid:$A"; check "the holder's pid is in elk status" 0 $?
+E status --json | grep -q "\"holder\":\"pid:$A\""; check "the holder's pid is in elk status" 0 $?
 kill -TERM $A; wait $A
 
 # Errors
