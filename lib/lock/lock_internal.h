@@ -70,6 +70,12 @@ void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
                                const uint8_t *payload, size_t plen);
 
+/* lock_client.c: index of node in the client's fleet (SIZE_MAX if not one of them). */
+size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
+
+/* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
+void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
+
 /* lock_log.c: a lock line "<key>: <what>[ token N][: <error>]" */
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
                    int err);
