@@ -174,8 +174,7 @@ for _ in $(seq 1 2400); do
   [ "$(grep -c "does not read its replies" "$ELK_T_DIR/elkd.log")" -gt "$drops_before" ] && break
   sleep 0.05
 done
-sleep 0.2
-grep -q "stopped reading its replies while holding it; it may still be driving: the lease is no longer renewed" "$ELK_T_DIR/elkd.log"
+wait_until 30 grep -q "stopped reading its replies while holding it; it may still be driving: the lease is no longer renewed" "$ELK_T_DIR/elkd.log"
 check "e) elkd let the unread client's lease run out instead of releasing it" 0 $?
 "$ELK" --socket "$SOCK_b" run --wait 30s valve-1 -- true
 check "e) the lease comes free once it has run out" 0 $?

@@ -54,9 +54,11 @@ done
 check "fencing tokens strictly increase over 4 holders" 4 $grew
 
 # Contention: a second client gets BUSY at once, or the lease after waiting.
-"$ELK" --socket "$SOCK" run valve-1 -- sh -c "touch $ELK_T_DIR/holding; sleep 2" &
+# The holder holds until told to let go (a fixed `sleep 2` let a loaded machine run the
+# busy checks below after it had already ended).
+"$ELK" --socket "$SOCK" run valve-1 -- sh -c "touch $ELK_T_DIR/holding; while [ ! -e $ELK_T_DIR/let-go ]; do sleep 0.02; done" &
 H=$!
-for _ in $(seq 1 100); do [ -e "$ELK_T_DIR/holding" ] && break; sleep 0.02; done
+wait_until 60 test -e "$ELK_T_DIR/holding"
 st=$(E status)
 check_contains "status shows the lease held" "valve-1  held" "$st"
 check_contains "status shows the holder pid" "pid:" "$st"
@@ -67,7 +69,8 @@ E run --wait 300ms valve-1 -- true 2>"$ELK_T_DIR/to.err"; rc=$?
 check "local wait that runs out: exit 73" 73 $rc
 check_contains "timeout reason" "ELK_E_LOCK_TIMEOUT" "$(cat "$ELK_T_DIR/to.err")"
 check_contains "timeout names what stood in the way (the local holder)" "held by pid" "$(cat "$ELK_T_DIR/to.err")"
-t2=$(E run --wait 10s valve-1 -- sh -c 'echo $ELK_FENCE_TOKEN'); rc=$?
+(sleep 0.5; touch "$ELK_T_DIR/let-go") &
+t2=$(E run --wait 60s valve-1 -- sh -c 'echo $ELK_FENCE_TOKEN'); rc=$?
 check "waiting client gets the lease after the holder" 0 $rc
 [ "$t2" -gt "$prev" ] 2>/dev/null; check "waiter's token ($t2) above the previous holder's" 0 $?
 wait $H; check "first holder exits 0" 0 $?

@@ -54,13 +54,15 @@ for _ in $(seq 1 200); do grep -q acquired "$S_DIR/acq-b.out" && break; sleep 0.
 tokB=$(sed -n 's/.*token=\([0-9]*\).*/\1/p' "$S_DIR/acq-b.out")
 [ -n "$tokB" ]; check_true "gw-b holds the valve now (token ${tokB:-none}, gw-a's was $tokA)" $?
 kill -CONT $RA
-sleep 1.5
+# the stale elk run ends (it must report the loss): count what its command got accepted
+# once it is over, not within a fixed window
+wait_until 60 gone $RA || { bad "the stale elk run was still running 60 s after resume"; kill -KILL $RA; }
+wait $RA; rc=$?
 accepted=$(awk '$2 == "gw-a" && $4 == "tick" && $5 == "accepted"' "$ACT_LOG" | wc -l)
 started=$(awk '$2 == "gw-a" && $4 == "start"' "$ACT_LOG" | wc -l)
 say "after resume: gw-a's command started $started time(s); actuator commands accepted from it while gw-b held the valve: $accepted"
 figure stale_holder_commands_accepted "$accepted"
 check "no actuator command from the stale holder accepted while gw-b holds the valve" 0 "$accepted"
-wait $RA; rc=$?
 check "the stale elk run reports the loss (75)" 75 $rc
 kill -TERM $AB; wait $AB
 finish

@@ -64,7 +64,8 @@ figure garbage_lines_answered_with_named_errors "$errs"
 # A client that acquires over the raw socket and vanishes without a word: nothing stays locked.
 out=$(ctl gw-a --quiet-ms 300 "ACQUIRE valve")
 check_contains "control: raw ACQUIRE works" "OK ACQUIRED valve" "$out"
-sleep 0.3
+released() { [ "$(res_field gw-a valve state)" = idle ]; }
+wait_until 30 released
 st=$(res_field gw-a valve state)
 check "the lease of a client that disconnected is released" idle "$st"
 k=$(rcli r1 exists 'scen:{valve}')

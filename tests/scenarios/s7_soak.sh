@@ -206,11 +206,16 @@ for n in 1 2 3; do
 done
 echo "FIGURE s7_soak keys_left_at_stop=$left"
 check "every lock key left at stop expires within the TTL" 0 $no_expiry
-sleep 1.7
-left=0
-for n in 1 2 3; do
-  k=$(rcli r$n --scan --pattern 'scen:{valve-*}' | grep -vc ':fence$')
-  left=$((left + k))
-done
+# keys_left: lock keys on all servers (every one left expires within the TTL: wait for it)
+keys_left() {
+  local n k
+  left=0
+  for n in 1 2 3; do
+    k=$(rcli r$n --scan --pattern 'scen:{valve-*}' | grep -vc ':fence$')
+    left=$((left + k))
+  done
+  [ "$left" = 0 ]
+}
+wait_until 30 keys_left
 check "no lock key left on any server one TTL after both agents stopped" 0 $left
 finish
