@@ -17,6 +17,7 @@
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "stack.h"
 
 #define POOL_BLOCKS 8
 
@@ -82,20 +83,7 @@ static void ctx_free(void)
 
 static bool run_until(bool (*cond)(void *), void *arg, unsigned timeout_ms)
 {
-    uint64_t end = elk_posix_now_ms() + timeout_ms;
-    for (;;) {
-        uint64_t now = elk_posix_now_ms();
-        uint64_t next = elk_node_poll(&c.node, now);
-        if (cond(arg)) {
-            return true;
-        }
-        if (now >= end) {
-            return false;
-        }
-        elk_wait_t w;
-        w.fd = elk_node_wait(&c.node, &w.events);
-        elk_posix_wait(&w, w.fd >= 0 ? 1 : 0, next < end ? next : end, NULL);
-    }
+    return elk_ts_run_node(&c.node, cond, arg, timeout_ms, 0);
 }
 
 static bool is_ready(void *arg)
