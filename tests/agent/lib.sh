@@ -33,3 +33,26 @@ wait_ready() {
   wait_until 60 all_ready && return 0
   echo "fleet not ready"; "$ELK" --socket "$SOCK" status; exit 1
 }
+
+# The usual single-agent set-up: SOCK and C name its control socket and configuration
+# (a test may set its own before using them).
+SOCK="$ELK_T_DIR/elkd.sock"
+C="$ELK_T_DIR/elkd.conf"
+# node_sections NAMES: a [node NAME] section (127.0.0.1, REDIS_PORT_<NAME>) per name
+node_sections() {
+  local n p
+  for n in $1; do
+    eval "p=\$REDIS_PORT_$n"
+    printf '[node %s]\nhost = 127.0.0.1\nport = %s\n' "$n" "$p"
+  done
+}
+# elkd_up NAMES < REST: a plain redis-server per name, $C from their [node] sections and
+# the rest of the configuration on stdin (as is: keys right at its top still belong to
+# the last node), elkd started on it and every node ready.
+elkd_up() {
+  local n
+  for n in $1; do start_redis "$n"; done
+  { node_sections "$1"; cat; } >"$C"
+  start_elkd "$C"
+  wait_ready
+}

@@ -5,13 +5,7 @@
 # duration measured here.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
-start_redis a
-cat > "$C" <<CONF
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
+elkd_up a <<CONF
 request_timeout = 200ms
 [resource valve-1]
 ttl = 4s
@@ -22,8 +16,6 @@ renew_fraction = 0.6
 socket = $SOCK
 log_level = debug
 CONF
-start_elkd "$C"
-wait_ready
 M="$ELK_T_DIR/marks"
 mkdir -p "$M"
 

@@ -2,23 +2,11 @@
 # elk run / acquire / release / status against elkd and a real 3-node Redlock fleet.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
-start_redis a; start_redis b; start_redis c
-cat > "$C" <<CONF
+elkd_up "a b c" <<CONF
 [fleet]
 mode = redlock
 gateway_id = gw-test
 key_prefix = t:
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
-[node b]
-host = 127.0.0.1
-port = $REDIS_PORT_b
-[node c]
-host = 127.0.0.1
-port = $REDIS_PORT_c
 [resource valve-1]
 ttl = 3s
 stop_margin = 300ms
@@ -29,8 +17,6 @@ stop_margin = 200ms
 socket = $SOCK
 log_level = debug
 CONF
-start_elkd "$C"
-wait_ready
 E() { "$ELK" --socket "$SOCK" "$@"; }
 
 # The command runs with the lease, sees it in its environment and in Redis; its exit code is passed on.

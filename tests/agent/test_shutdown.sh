@@ -3,13 +3,7 @@
 # elkd exits 0 and removes its socket.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
-start_redis a
-cat > "$C" <<CONF
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
+elkd_up a <<CONF
 [resource r1]
 ttl = 10s
 stop_margin = 300ms
@@ -19,8 +13,6 @@ stop_margin = 300ms
 [agent]
 socket = $SOCK
 CONF
-start_elkd "$C"
-wait_ready
 M="$ELK_T_DIR/marks"; mkdir -p "$M"
 "$ELK" --socket "$SOCK" acquire r1 > "$M/acq.out" &
 A=$!
