@@ -139,18 +139,30 @@ static int call(size_t i, done_t *d, const elk_resp_arg_t *argv, size_t argc)
     return before;
 }
 
+/* One default server, and the configuration of a node for it (to adjust). */
+static elk_node_config_t start_one(elk_tf_t *f)
+{
+    elk_tf_options_t o;
+    elk_tf_options_defaults(&o);
+    assert_int_equal(elk_tf_start(f, &o), 0);
+    return cfg_for(f, 0);
+}
+
+/* The context over that one node, and the node ready. */
+static void one_ready(const elk_node_config_t *cfg)
+{
+    ctx_init(1, cfg);
+    assert_true(run_until(all_ready, NULL, 5000));
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void test_plain_round_trip(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    elk_node_config_t cfg = start_one(&f);
+    one_ready(&cfg);
     assert_false(elk_node_stats(&c.st.nodes[0])->resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
@@ -200,12 +212,8 @@ static void test_pipelining_100_requests(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    elk_node_config_t cfg = start_one(&f);
+    one_ready(&cfg);
     static pipe_state_t p;
     memset(&p, 0, sizeof p);
     p.total = 100;
@@ -327,13 +335,9 @@ static bool pushes_reached(void *arg)
 static void resp_case(bool resp3)
 {
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
+    elk_node_config_t cfg = start_one(&f);
     cfg.resp3 = resp3;
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    one_ready(&cfg);
     assert_int_equal(elk_node_stats(&c.st.nodes[0])->resp3, resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
@@ -462,12 +466,8 @@ static void test_server_killed_mid_request_then_restarted(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    elk_node_config_t cfg = start_one(&f);
+    one_ready(&cfg);
     static done_t d;
     memset(&d, 0, sizeof d);
     /* BLPOP on an empty list keeps the request in flight on the server. */
@@ -500,14 +500,10 @@ static void test_server_paused_deadline_holds(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
+    elk_node_config_t cfg = start_one(&f);
     cfg.connect_timeout_ms = 500;
     cfg.resp3 = true; /* so a reconnect needs the server to answer HELLO */
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    one_ready(&cfg);
     static done_t d;
     memset(&d, 0, sizeof d);
     assert_int_equal(elk_tf_pause(&f, 0), 0);
