@@ -146,20 +146,33 @@ run_bg() {
   track $!
 }
 
+# valve TTL_MS STOP_MS [WAIT_MIN_MS WAIT_MAX_MS]: a [resource valve] section (waits 20/60 ms)
+valve() {
+  printf '[resource valve]\nttl = %sms\nstop_margin = %sms\nwait_min = %sms\nwait_max = %sms' \
+    "$1" "$2" "${3:-20}" "${4:-60}"
+}
+# gateway GW MODE "PORT..." BODY: $S_DIR/GW.conf (write_conf), its elkd started, and every
+# node ready (else the scenario ends with a failed check)
+gateway() {
+  local gw=$1 ports=$3
+  write_conf "$S_DIR/$gw.conf" "$gw" "$2" "$ports" "$4"
+  start_elkd "$gw" "$S_DIR/$gw.conf"
+  set -- $ports
+  wait_nodes "$gw" $# || { bad "$gw never saw its $# node(s) ready"; finish; }
+}
+# proxied_fleet: redis servers r1..r3, each behind an elk-faultproxy p1..p3
+proxied_fleet() {
+  local n
+  for n in 1 2 3; do
+    start_redis r$n
+    start_proxy p$n "${RPORT[r$n]}"
+  done
+}
 # two_gateways TTL_MS STOP_MS: three redis servers r1..r3 and two gateways gw-a and gw-b,
-# each an elkd over all three (redlock), with one resource "valve" of that TTL and stop
-# margin; waits until both see 3 ready nodes and starts the actuator log (act_init).
+# each an elkd over all three (redlock) with valve TTL_MS STOP_MS; starts the actuator log.
 two_gateways() {
   local gw n
   for n in 1 2 3; do start_redis r$n; done
-  for gw in gw-a gw-b; do
-    write_conf "$S_DIR/$gw.conf" $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "[resource valve]
-ttl = ${1}ms
-stop_margin = ${2}ms
-wait_min = 20ms
-wait_max = 60ms"
-    start_elkd $gw "$S_DIR/$gw.conf"
-    wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
-  done
+  for gw in gw-a gw-b; do gateway $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$(valve "$1" "$2")"; done
   act_init
 }

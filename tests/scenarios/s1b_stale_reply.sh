@@ -10,21 +10,9 @@
 ELKD=$1 ELK=$2 FAULTPROXY=$3
 . "$(dirname "$0")/lib.sh"
 TTL=4000 STOP=300 # the held grant spends part of the TTL
-for n in 1 2 3; do
-  start_redis r$n
-  start_proxy p$n "${RPORT[r$n]}"
-done
-body="[resource valve]
-ttl = ${TTL}ms
-stop_margin = ${STOP}ms
-wait_min = 20ms
-wait_max = 60ms"
-S_REQUEST_TIMEOUT=10s write_conf "$S_DIR/gw-a.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$body"
-write_conf "$S_DIR/gw-b.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
-for gw in gw-a gw-b; do
-  start_elkd $gw "$S_DIR/$gw.conf"
-  wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
-done
+proxied_fleet
+S_REQUEST_TIMEOUT=10s gateway gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$(valve $TTL $STOP)"
+gateway gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$(valve $TTL $STOP)"
 act_init
 
 # Hold the fleet path (the proxies keep every byte) so the grant cannot complete, and

@@ -9,16 +9,11 @@
 ELKD=$1 ELK=$2 FAULTPROXY=$3
 . "$(dirname "$0")/lib.sh"
 TTL=3000 STOP=500
-for n in 1 2 3; do
-  start_redis r$n
-  start_proxy p$n "${RPORT[r$n]}"
-done
-write_conf "$S_DIR/a.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "[resource valve]
+proxied_fleet
+gateway gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "[resource valve]
 ttl = ${TTL}ms
 stop_margin = ${STOP}ms
 renew_fraction = 1/3"
-start_elkd gw-a "$S_DIR/a.conf"
-wait_nodes gw-a 3 || { bad "gw-a never saw 3 ready nodes"; finish; }
 act_init
 
 elk_gw gw-a run valve -- "$WORK" gw-a 0 0.05 >"$S_DIR/run-a.log" 2>&1 &

@@ -10,13 +10,7 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 TTL=2000
 for n in 1 2 3; do start_redis r$n; done
-write_conf "$S_DIR/a.conf" gw-a redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "[resource valve]
-ttl = ${TTL}ms
-stop_margin = 300ms
-wait_min = 20ms
-wait_max = 100ms"
-start_elkd gw-a "$S_DIR/a.conf"
-wait_nodes gw-a 3 || { bad "gw-a never saw 3 ready nodes"; finish; }
+gateway gw-a redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$(valve $TTL 300 20 100)"
 act_init
 
 say "== a holder when the whole fleet dies"
