@@ -10,12 +10,13 @@
 
 #include "elk/lock.h"
 
-#define ELK_TS_MAX_EVENTS 128
+#define ELK_TS_MAX_EVENTS 256
 
 typedef struct elk_ts_events {
     size_t n;                              /* events recorded (at most ELK_TS_MAX_EVENTS) */
     size_t dropped;                        /* events that did not fit */
-    elk_lock_event_t ev[ELK_TS_MAX_EVENTS]; /* copies; ev[i].nodes is only valid in the callback */
+    elk_lock_event_t ev[ELK_TS_MAX_EVENTS]; /* copies; ev[i].nodes points into nodes[i] */
+    elk_lock_node_result_t nodes[ELK_TS_MAX_EVENTS][CONFIG_ELK_MAX_NODES];
     /* Optional: called after recording, with hook_user (e.g. to look at the servers the
      * moment LOST fires). */
     void (*hook)(void *hook_user, elk_lock_t *lock, const elk_lock_event_t *ev);
@@ -27,6 +28,9 @@ void elk_ts_events_on(void *user, elk_lock_t *lock, const elk_lock_event_t *ev);
 
 /* How many events of type t were recorded. */
 size_t elk_ts_events_count(const elk_ts_events_t *rec, elk_lock_event_type_t t);
+
+/* The first event of type t, or NULL when there was none. */
+const elk_lock_event_t *elk_ts_events_first(const elk_ts_events_t *rec, elk_lock_event_type_t t);
 
 /* The last event of type t, or NULL when there was none. */
 const elk_lock_event_t *elk_ts_events_last(const elk_ts_events_t *rec, elk_lock_event_type_t t);
