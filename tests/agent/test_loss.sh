@@ -21,7 +21,7 @@ mkdir -p "$M"
 
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c "trap 'date +%s%3N > $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do [ -e "$M/started" ] && break; sleep 0.01; done
+wait_for 30 '[ -e "$M/started" ]'
 expire=$(rcli $REDIS_PORT_a pexpiretime 'elk:{valve-1}')
 kill -KILL $REDIS_PID_a
 wait $R; rc=$?
@@ -40,7 +40,7 @@ wait_ready
 rm -f "$M"/*
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c "trap 'touch $M/term' TERM; echo \$\$ > $M/pid; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do [ -s "$M/pid" ] && break; sleep 0.01; done
+wait_for 30 '[ -s "$M/pid" ]'
 cmdpid=$(cat "$M/pid")
 kill -KILL $REDIS_PID_a2
 wait $R; rc=$?

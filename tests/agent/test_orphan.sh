@@ -80,7 +80,7 @@ scenario() {
   "$ELK" --socket "$SOCK_a" run valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
   a_run=$!
   track $a_run
-  for _ in $(seq 1 400); do [ "$(wc -l < "$d/pids")" -ge 2 ] && [ -s "$d/drive.log" ] && break; sleep 0.025; done
+  wait_for 30 '[ "$(wc -l < "$d/pids")" -ge 2 ] && [ -s "$d/drive.log" ]'
   [ "$(wc -l < "$d/pids")" -ge 2 ]; check "$name: A's command and its child drive" 0 $?
   t_kill=$(date +%s%N)
   case $how in
@@ -166,7 +166,7 @@ time.sleep(120)   # holds the connection, reads nothing more
 PY
 E_PID=$!
 track $E_PID
-for _ in $(seq 1 400); do grep -q '^OK ACQUIRED' "$M/e.out" && break; sleep 0.025; done
+wait_until 30 grep -q '^OK ACQUIRED' "$M/e.out"
 check_contains "e) unsupervised client got the lease" "OK ACQUIRED valve-1" "$(cat "$M/e.out")"
 # wait for elkd to drop the client (one more such line than before), whichever way it
 # then treats the lease
@@ -224,12 +224,12 @@ d="$M/g"; mkdir -p "$d"; : > "$d/pids"
 "$ELK" --socket "$SOCK_a" run valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
 g_run=$!
 track $g_run
-for _ in $(seq 1 400); do [ "$(wc -l < "$d/pids")" -ge 2 ] && break; sleep 0.025; done
+wait_for 30 '[ "$(wc -l < "$d/pids")" -ge 2 ]'
 kill -STOP $g_run
 for n in 1 2 3; do eval "kill -STOP \$REDIS_PID_r$n"; done
-for _ in $(seq 1 400); do grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log" && break; sleep 0.025; done
+wait_for 30 'grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log"'
 grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log"; check "g) elkd saw the lease lost" 0 $?
-for _ in $(seq 1 200); do [ -z "$(alive $(cat "$d/pids"))" ] && break; sleep 0.05; done
+wait_for 30 '[ -z "$(alive $(cat "$d/pids"))" ]'
 check "g) the command of the stopped elk run is gone after the stop margin" "" "$(alive $(cat "$d/pids"))"
 for n in 1 2 3; do eval "kill -CONT \$REDIS_PID_r$n"; done
 kill -CONT $g_run; wait $g_run
@@ -238,16 +238,16 @@ kill -KILL $(cat "$d/pids") 2>/dev/null
 
 # h) elk run killed while elkd is frozen: the kernel's parent-death signal alone stops the
 #    command (elkd cannot help until it resumes).
-for _ in $(seq 1 100); do "$ELK" --socket "$SOCK_a" status | grep -q "nodes_ready=3/3" && break; sleep 0.1; done
+wait_for 30 '"$ELK" --socket "$SOCK_a" status | grep -q "nodes_ready=3/3"'
 d="$M/h"; mkdir -p "$d"; : > "$d/pids"
 "$ELK" --socket "$SOCK_a" run --wait 20s valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
 h_run=$!
 track $h_run
-for _ in $(seq 1 800); do [ "$(wc -l < "$d/pids")" -ge 2 ] && break; sleep 0.025; done
+wait_for 30 '[ "$(wc -l < "$d/pids")" -ge 2 ]'
 main_pid=$(sed -n 2p "$d/pids")
 kill -STOP $ELKD_PID_a
 kill -KILL $h_run
-for _ in $(seq 1 200); do [ -z "$(alive $main_pid)" ] && break; sleep 0.025; done
+wait_for 30 '[ -z "$(alive $main_pid)" ]'
 check "h) the command died with its elk run while elkd was frozen" "" "$(alive $main_pid)"
 kill -CONT $ELKD_PID_a
 kill -KILL $(cat "$d/pids") 2>/dev/null
@@ -271,7 +271,7 @@ chmod +x "$M/drive_stubborn.sh"
 "$ELK" --socket "$SOCK_a" run valve-2 -- "$M/drive_stubborn.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
 j_run=$!
 track $j_run
-for _ in $(seq 1 400); do [ "$(wc -l < "$d/pids")" -ge 2 ] && break; sleep 0.025; done
+wait_for 30 '[ "$(wc -l < "$d/pids")" -ge 2 ]'
 kill -KILL $j_run
 "$ELK" --socket "$SOCK_a" run --wait 30s valve-2 -- "$M/succ.sh" "$d" 2>"$d/w.err"
 check "j) the local waiter gets the lease" 0 $?

@@ -64,7 +64,7 @@ wait $H; check "first holder exits 0" 0 $?
 # A client that dies releases its lease.
 "$ELK" --socket "$SOCK" acquire door > "$ELK_T_DIR/acq.out" &
 A=$!
-for _ in $(seq 1 100); do grep -q acquired "$ELK_T_DIR/acq.out" 2>/dev/null && break; sleep 0.02; done
+wait_for 30 'grep -q acquired "$ELK_T_DIR/acq.out" 2>/dev/null'
 check_contains "elk acquire prints the token" "acquired door token=" "$(cat "$ELK_T_DIR/acq.out")"
 check "door locked on node b" 1 "$(rcli $REDIS_PORT_b exists 't:{door}')"
 kill -KILL $A; wait $A 2>/dev/null
@@ -79,14 +79,14 @@ E run door -- true; check "door free again" 0 $?
 # elk acquire + SIGTERM releases cleanly.
 "$ELK" --socket "$SOCK" acquire door > "$ELK_T_DIR/acq2.out" &
 A=$!
-for _ in $(seq 1 100); do grep -q acquired "$ELK_T_DIR/acq2.out" 2>/dev/null && break; sleep 0.02; done
+wait_for 30 'grep -q acquired "$ELK_T_DIR/acq2.out" 2>/dev/null'
 kill -TERM $A; wait $A; check "elk acquire exits 0 on SIGTERM" 0 $?
 check_contains "elk acquire reports the release" "released door" "$(cat "$ELK_T_DIR/acq2.out")"
 
 # release by another connection is refused with the holder named
 "$ELK" --socket "$SOCK" acquire door > "$ELK_T_DIR/acq3.out" &
 A=$!
-for _ in $(seq 1 100); do grep -q acquired "$ELK_T_DIR/acq3.out" 2>/dev/null && break; sleep 0.02; done
+wait_for 30 'grep -q acquired "$ELK_T_DIR/acq3.out" 2>/dev/null'
 out=$(E release door 2>&1); rc=$?
 check "release from another connection refused" 1 $rc
 check_contains "refusal names the holder" "held by pid $A" "$out"

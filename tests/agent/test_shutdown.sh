@@ -18,7 +18,7 @@ M="$ELK_T_DIR/marks"; mkdir -p "$M"
 A=$!
 "$ELK" --socket "$SOCK" run r2 -- sh -c "trap 'touch $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do grep -q acquired "$M/acq.out" 2>/dev/null && [ -e "$M/started" ] && break; sleep 0.02; done
+wait_for 30 'grep -q acquired "$M/acq.out" 2>/dev/null && [ -e "$M/started" ]'
 check "r1 held in Redis" 1 "$(rcli $REDIS_PORT_a exists 'elk:{r1}')"
 check "r2 held in Redis" 1 "$(rcli $REDIS_PORT_a exists 'elk:{r2}')"
 kill -TERM $ELKD_PID
@@ -39,7 +39,7 @@ wait_ready
 rm -f "$M"/*
 "$ELK" --socket "$SOCK" run r1 -- sh -c "trap 'touch $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do [ -e "$M/started" ] && break; sleep 0.02; done
+wait_for 30 '[ -e "$M/started" ]'
 kill -KILL $ELKD_PID; wait $ELKD_PID 2>/dev/null
 wait $R; check "elk run exits 75 when elkd dies" 75 $?
 [ -e "$M/term" ]; check "its command got SIGTERM" 0 $?

@@ -39,7 +39,7 @@ tokB=$(wait_step gw-b 1000) || { bad "gw-b never got the lease while gw-a was pa
 say "gw-b drives with token $tokB after $(($(now_ms) - t_stop)) ms"
 [ "${tokB:-0}" -gt "$tokA" ]; check_true "gw-b's token ($tokB) is higher than the paused holder's ($tokA)" $?
 # let gw-b drive a while with gw-a's command still trying, then resume gw-a
-for _ in $(seq 1 500); do [ "$(count_steps gw-b)" -ge 10 ] && break; sleep 0.02; done
+wait_for 30 '[ "$(count_steps gw-b)" -ge 10 ]'
 kill -CONT "$RA" "${ELKD_PID[gw-a]}"
 figure ${MODE}_pause_ms $(($(now_ms) - t_stop))
 wait "$RA"; rc=$?

@@ -87,6 +87,10 @@ wait_until() {
   done
 }
 
+# wait_for SECONDS 'CONDITION': wait_until for a shell condition, evaluated afresh each time
+# (single-quote it so that $(...) and variables are read on every try)
+wait_for() { wait_until "$1" eval "$2"; }
+
 # gone PID: 0 once PID has exited (for wait_until)
 gone() { ! kill -0 "$1" 2>/dev/null; }
 
