@@ -86,56 +86,15 @@ static bool node_in_state(void *arg)
     return elk_node_state(&c.st.nodes[0]) == *want;
 }
 
-/* One completion. */
-typedef struct done {
-    int n;
-    int status[128];
-    int64_t ival[128];
-    int type[128];
-    char text[128][64];
-    uint64_t at[128];
-} done_t;
-
-static void on_done(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
-{
-    (void)node;
-    done_t *d = user;
-    int i = d->n++;
-    d->status[i] = status;
-    d->at[i] = elk_posix_now_ms();
-    d->text[i][0] = '\0';
-    d->ival[i] = 0;
-    d->type[i] = 0;
-    if (reply != NULL) {
-        const elk_resp_node_t *top = &reply->nodes[0];
-        d->ival[i] = top->integer;
-        d->type[i] = top->type;
-        if (top->str != NULL) {
-            size_t len = top->len < 63 ? top->len : 63;
-            memcpy(d->text[i], top->str, len);
-            d->text[i][len] = '\0';
-        }
-    }
-}
-
-typedef struct count_goal {
-    done_t *d;
-    int n;
-} count_goal_t;
-
-static bool reached(void *arg)
-{
-    count_goal_t *g = arg;
-    return g->d->n >= g->n;
-}
+typedef elk_ts_replies_t done_t; /* completions, recorded by elk_ts_replies_on */
 
 /* Send argv on node i and run until it completes; returns the completion index. */
 static int call(size_t i, done_t *d, const elk_resp_arg_t *argv, size_t argc)
 {
     int before = d->n;
-    assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), argv, argc, 0, on_done, d), ELK_OK);
-    count_goal_t g = {d, before + 1};
-    assert_true(run_until(reached, &g, 5000));
+    assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), argv, argc, 0, elk_ts_replies_on, d), ELK_OK);
+    elk_ts_goal_t g = {d, before + 1};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     return before;
 }
 
@@ -200,7 +159,7 @@ typedef struct pipe_state {
 static void pipe_done(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     pipe_state_t *p = user;
-    on_done(&p->d, node, status, reply);
+    elk_ts_replies_on(&p->d, node, status, reply);
     elk_resp_arg_t incr[] = {ELK_RESP_ARG_STR("INCR"), ELK_RESP_ARG_STR("elk:node:ctr")};
     if (p->sent < p->total &&
         elk_node_send(node, elk_posix_now_ms(), incr, 2, 0, pipe_done, p) == ELK_OK) {
@@ -224,8 +183,8 @@ static void test_pipelining_100_requests(void **state)
     }
     p.max_inflight = elk_node_inflight(&c.st.nodes[0]);
     assert_int_equal(p.max_inflight, CONFIG_ELK_NODE_MAX_INFLIGHT);
-    count_goal_t g = {&p.d, 100};
-    assert_true(run_until(reached, &g, 10000));
+    elk_ts_goal_t g = {&p.d, 100};
+    assert_true(run_until(elk_ts_replies_reached, &g, 10000));
     assert_int_equal(p.d.n, 100);
     for (int i = 0; i < 100; i++) {
         assert_int_equal(p.d.status[i], ELK_OK);
@@ -473,11 +432,11 @@ static void test_server_killed_mid_request_then_restarted(void **state)
     /* BLPOP on an empty list keeps the request in flight on the server. */
     elk_resp_arg_t blpop[] = {ELK_RESP_ARG_STR("BLPOP"), ELK_RESP_ARG_STR("elk:nothing"), elk_resp_arg_int(0)};
     uint64_t now = elk_posix_now_ms();
-    assert_int_equal(elk_node_send(&c.st.nodes[0], now, blpop, 3, now + 20000, on_done, &d), ELK_OK);
+    assert_int_equal(elk_node_send(&c.st.nodes[0], now, blpop, 3, now + 20000, elk_ts_replies_on, &d), ELK_OK);
     elk_fleet_poll(&c.st.fleet, elk_posix_now_ms()); /* sent */
     assert_int_equal(elk_tf_kill(&f, 0), 0);
-    count_goal_t g = {&d, 1};
-    assert_true(run_until(reached, &g, 10000));
+    elk_ts_goal_t g = {&d, 1};
+    assert_true(run_until(elk_ts_replies_reached, &g, 10000));
     assert_int_equal(d.status[0], ELK_E_DISCONNECTED);
     assert_int_not_equal(elk_node_state(&c.st.nodes[0]), ELK_NODE_READY);
     int err = elk_node_stats(&c.st.nodes[0])->last_error;
@@ -510,10 +469,10 @@ static void test_server_paused_deadline_holds(void **state)
     elk_resp_arg_t get[] = {ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR("k")};
     uint64_t now = elk_posix_now_ms();
     uint64_t deadline = now + 300;
-    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline, on_done, &d), ELK_OK);
-    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline + 5000, on_done, &d), ELK_OK);
-    count_goal_t g = {&d, 2};
-    assert_true(run_until(reached, &g, 10000));
+    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline + 5000, elk_ts_replies_on, &d), ELK_OK);
+    elk_ts_goal_t g = {&d, 2};
+    assert_true(run_until(elk_ts_replies_reached, &g, 10000));
     assert_int_equal(d.status[0], ELK_E_TIMEOUT);
     assert_true(d.at[0] >= deadline);          /* never before the deadline */
     assert_int_equal(d.status[1], ELK_E_DISCONNECTED);
@@ -556,10 +515,10 @@ static void test_fleet_of_three(void **state)
     elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk{x}"), ELK_RESP_ARG_STR("me"),
                             ELK_RESP_ARG_STR("NX"), ELK_RESP_ARG_STR("PX"), elk_resp_arg_int(30000)};
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), set, 6, 0, on_done, &d), ELK_OK);
+        assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), set, 6, 0, elk_ts_replies_on, &d), ELK_OK);
     }
-    count_goal_t g = {&d, 3};
-    assert_true(run_until(reached, &g, 5000));
+    elk_ts_goal_t g = {&d, 3};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     for (int i = 0; i < 3; i++) {
         assert_string_equal(d.text[i], "OK");
     }

@@ -87,40 +87,7 @@ static bool failed_once(void *arg)
     return elk_node_stats(&c.st.nodes[0])->failures > 0;
 }
 
-typedef struct done {
-    int n;
-    int status[128];
-    int64_t ival[128];
-    char text[128][64];
-} done_t;
-
-static void on_done(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
-{
-    (void)node;
-    done_t *d = user;
-    int i = d->n++;
-    d->status[i] = status;
-    d->text[i][0] = '\0';
-    d->ival[i] = 0;
-    if (reply != NULL) {
-        d->ival[i] = reply->nodes[0].integer;
-        if (reply->nodes[0].str != NULL) {
-            snprintf(d->text[i], sizeof d->text[i], "%.*s", (int)reply->nodes[0].len,
-                     (const char *)reply->nodes[0].str);
-        }
-    }
-}
-
-typedef struct goal {
-    done_t *d;
-    int n;
-} goal_t;
-
-static bool reached(void *arg)
-{
-    goal_t *g = arg;
-    return g->d->n >= g->n;
-}
+typedef elk_ts_replies_t done_t; /* completions, recorded by elk_ts_replies_on */
 
 static elk_node_config_t cfg_for(elk_tf_t *f)
 {
@@ -155,11 +122,11 @@ static void test_tls_round_trip_auth_resp3_pipelined(void **state)
     elk_resp_arg_t incr[] = {ELK_RESP_ARG_STR("INCR"), ELK_RESP_ARG_STR("elk:tls:ctr")};
     int sent = 0;
     while (sent < 50) {
-        while (sent < 50 && elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), incr, 2, 0, on_done, &d) == ELK_OK) {
+        while (sent < 50 && elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), incr, 2, 0, elk_ts_replies_on, &d) == ELK_OK) {
             sent++;
         }
-        goal_t g = {&d, sent};
-        assert_true(run_until(reached, &g, 5000));
+        elk_ts_goal_t g = {&d, sent};
+        assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     }
     for (int i = 0; i < 50; i++) {
         assert_int_equal(d.status[i], ELK_OK);
@@ -171,10 +138,10 @@ static void test_tls_round_trip_auth_resp3_pipelined(void **state)
     val[sizeof val - 1] = '\0';
     elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:tls:v"), elk_resp_arg_cstr(val)};
     elk_resp_arg_t get[] = {ELK_RESP_ARG_STR("STRLEN"), ELK_RESP_ARG_STR("elk:tls:v")};
-    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), set, 3, 0, on_done, &d), ELK_OK);
-    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), get, 2, 0, on_done, &d), ELK_OK);
-    goal_t g = {&d, 52};
-    assert_true(run_until(reached, &g, 5000));
+    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), set, 3, 0, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), get, 2, 0, elk_ts_replies_on, &d), ELK_OK);
+    elk_ts_goal_t g = {&d, 52};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     assert_string_equal(d.text[50], "OK");
     assert_int_equal(d.ival[51], (int64_t)strlen(val));
     ctx_free();
@@ -198,9 +165,9 @@ static void test_mutual_tls(void **state)
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
-    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), ping, 1, 0, on_done, &d), ELK_OK);
-    goal_t g = {&d, 1};
-    assert_true(run_until(reached, &g, 5000));
+    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), ping, 1, 0, elk_ts_replies_on, &d), ELK_OK);
+    elk_ts_goal_t g = {&d, 1};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     assert_string_equal(d.text[0], "PONG");
     ctx_free();
 

@@ -104,6 +104,39 @@ void elk_ts_stack_close(elk_ts_stack_t *s)
     }
 }
 
+/* ------------------------------------------------------------ replies */
+
+void elk_ts_replies_on(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    (void)node;
+    elk_ts_replies_t *d = user;
+    if (d->n >= ELK_TS_MAX_REPLIES) {
+        return;
+    }
+    int i = d->n++;
+    d->status[i] = status;
+    d->at[i] = elk_posix_now_ms();
+    d->text[i][0] = '\0';
+    d->ival[i] = 0;
+    d->type[i] = 0;
+    if (reply != NULL) {
+        const elk_resp_node_t *top = &reply->nodes[0];
+        d->ival[i] = top->integer;
+        d->type[i] = top->type;
+        if (top->str != NULL) {
+            size_t len = top->len < 63 ? top->len : 63;
+            memcpy(d->text[i], top->str, len);
+            d->text[i][len] = '\0';
+        }
+    }
+}
+
+bool elk_ts_replies_reached(void *arg)
+{
+    const elk_ts_goal_t *g = arg;
+    return g->rec->n >= g->n;
+}
+
 /* ------------------------------------------------------------ run_until */
 
 /* What one loop turn polls: exactly one of the three is set. */

@@ -64,6 +64,27 @@ int elk_ts_stack_init(elk_ts_stack_t *s, const elk_ts_stack_opts_t *o);
 /* Close every node (and free the TLS connections). The pool is whole again afterwards. */
 void elk_ts_stack_close(elk_ts_stack_t *s);
 
+/* A recorder of request completions (lib/node reply callbacks): give elk_ts_replies_on
+ * as the callback and an elk_ts_replies_t as its user pointer. Up to 128 completions:
+ * status, the top-level reply's integer, type and text (first 63 bytes), and when. */
+#define ELK_TS_MAX_REPLIES 128
+typedef struct elk_ts_replies {
+    int n;
+    int status[ELK_TS_MAX_REPLIES];
+    int64_t ival[ELK_TS_MAX_REPLIES];
+    int type[ELK_TS_MAX_REPLIES];
+    char text[ELK_TS_MAX_REPLIES][64];
+    uint64_t at[ELK_TS_MAX_REPLIES];
+} elk_ts_replies_t;
+void elk_ts_replies_on(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply);
+
+/* A run_until condition: rec has recorded at least n completions (arg: elk_ts_goal_t). */
+typedef struct elk_ts_goal {
+    const elk_ts_replies_t *rec;
+    int n;
+} elk_ts_goal_t;
+bool elk_ts_replies_reached(void *arg);
+
 /* Condition for run_until; arg is passed through. */
 typedef bool (*elk_ts_cond_fn)(void *arg);
 
