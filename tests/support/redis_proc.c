@@ -51,6 +51,16 @@ uint16_t elk_rp_free_port(void)
     return port;
 }
 
+/* Append "name value" to argv (value NULL: nothing); returns the new count. */
+static size_t rp_opt(const char **argv, size_t n, const char *name, const char *value)
+{
+    if (value != NULL && n + 2 < RP_MAX_ARGS) {
+        argv[n++] = name;
+        argv[n++] = value;
+    }
+    return n;
+}
+
 /* argv for o into argv (RP_MAX_ARGS), with its strings in portbuf and userpw. */
 static void rp_argv(const elk_rp_opts_t *o, const char **argv, char *portbuf, size_t portcap, char *userpw,
                     size_t pwcap)
@@ -58,55 +68,30 @@ static void rp_argv(const elk_rp_opts_t *o, const char **argv, char *portbuf, si
     size_t n = 0;
     snprintf(portbuf, portcap, "%u", (unsigned)o->port);
     argv[n++] = "redis-server";
-    argv[n++] = "--bind";
-    argv[n++] = "127.0.0.1";
-    argv[n++] = "--port";
+    n = rp_opt(argv, n, "--bind", "127.0.0.1");
+    n = rp_opt(argv, n, "--port", o->tls ? "0" : portbuf);
     if (o->tls) {
-        argv[n++] = "0";
-        argv[n++] = "--tls-port";
-        argv[n++] = portbuf;
-        argv[n++] = "--tls-cert-file";
-        argv[n++] = o->tls_cert;
-        argv[n++] = "--tls-key-file";
-        argv[n++] = o->tls_key;
-        argv[n++] = "--tls-ca-cert-file";
-        argv[n++] = o->tls_ca;
-        argv[n++] = "--tls-auth-clients";
-        argv[n++] = o->tls_auth_clients ? "yes" : "no";
-    } else {
-        argv[n++] = portbuf;
+        n = rp_opt(argv, n, "--tls-port", portbuf);
+        n = rp_opt(argv, n, "--tls-cert-file", o->tls_cert);
+        n = rp_opt(argv, n, "--tls-key-file", o->tls_key);
+        n = rp_opt(argv, n, "--tls-ca-cert-file", o->tls_ca);
+        n = rp_opt(argv, n, "--tls-auth-clients", o->tls_auth_clients ? "yes" : "no");
     }
-    if (o->unixsocket != NULL) {
-        argv[n++] = "--unixsocket";
-        argv[n++] = o->unixsocket;
-        argv[n++] = "--unixsocketperm";
-        argv[n++] = "700";
-    }
-    argv[n++] = "--save";
-    argv[n++] = "";
-    argv[n++] = "--appendonly";
-    argv[n++] = "no";
-    if (o->dir != NULL) {
-        argv[n++] = "--dir";
-        argv[n++] = o->dir;
-    }
-    argv[n++] = "--daemonize";
-    argv[n++] = "no";
-    argv[n++] = "--loglevel";
-    argv[n++] = o->loglevel != NULL ? o->loglevel : "notice";
-    if (o->requirepass != NULL) {
-        argv[n++] = "--requirepass";
-        argv[n++] = o->requirepass;
-    }
+    n = rp_opt(argv, n, "--unixsocket", o->unixsocket);
+    n = rp_opt(argv, n, "--unixsocketperm", o->unixsocket != NULL ? "700" : NULL);
+    n = rp_opt(argv, n, "--save", "");
+    n = rp_opt(argv, n, "--appendonly", "no");
+    n = rp_opt(argv, n, "--dir", o->dir);
+    n = rp_opt(argv, n, "--daemonize", "no");
+    n = rp_opt(argv, n, "--loglevel", o->loglevel != NULL ? o->loglevel : "notice");
+    n = rp_opt(argv, n, "--requirepass", o->requirepass);
     if (o->acl_user != NULL) {
         snprintf(userpw, pwcap, ">%s", o->acl_password != NULL ? o->acl_password : "");
-        argv[n++] = "--user";
-        argv[n++] = o->acl_user;
-        argv[n++] = "on";
-        argv[n++] = userpw;
-        argv[n++] = "~*";
-        argv[n++] = "&*";
-        argv[n++] = "+@all";
+        static const char *const acl[] = {"on", NULL, "~*", "&*", "+@all"};
+        n = rp_opt(argv, n, "--user", o->acl_user);
+        for (size_t k = 0; k < sizeof acl / sizeof acl[0]; k++) {
+            argv[n++] = acl[k] != NULL ? acl[k] : userpw;
+        }
     }
     for (size_t k = 0; o->extra_args != NULL && o->extra_args[k] != NULL && n < RP_MAX_ARGS - 1; k++) {
         argv[n++] = o->extra_args[k];
