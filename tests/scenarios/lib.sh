@@ -151,12 +151,14 @@ valve() {
   printf '[resource valve]\nttl = %sms\nstop_margin = %sms\nwait_min = %sms\nwait_max = %sms' \
     "$1" "$2" "${3:-20}" "${4:-60}"
 }
-# gateway GW MODE "PORT..." BODY: $S_DIR/GW.conf (write_conf), its elkd started, and every
-# node ready (else the scenario ends with a failed check)
+# gateway GW MODE "PORT..." BODY [PREFIX-COMMAND...]: $S_DIR/GW.conf (write_conf), its elkd
+# started (wrapped in the prefix, as start_elkd does), and every node ready (else the
+# scenario ends with a failed check)
 gateway() {
   local gw=$1 ports=$3
   write_conf "$S_DIR/$gw.conf" "$gw" "$2" "$ports" "$4"
-  start_elkd "$gw" "$S_DIR/$gw.conf"
+  shift 4
+  start_elkd "$gw" "$S_DIR/$gw.conf" "$@"
   set -- $ports
   wait_nodes "$gw" $# || { bad "$gw never saw its $# node(s) ready"; finish; }
 }
