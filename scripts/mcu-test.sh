@@ -105,9 +105,10 @@ unit_tests=(test_resp_decode test_resp_encode test_pool test_fence test_lock_eng
             test_lock_scripts test_node_io test_node_conn test_node_fmt)
 build_unit_images() {
   local o=$out/uobj f t support=()
-  local uinc=(-I"$root/lib" -I"$root/tests/unit/support" -I"$root/tests/mcu/cmocka")
+  local uinc=(-I"$root/lib" -I"$root/tests/unit/support" -I"$root/tests/support" -I"$root/tests/mcu/cmocka")
   mkdir -p "$o"
-  for f in "$root"/tests/unit/support/*.c "$root/tests/mcu/cmocka_mcu.c"; do
+  # tests/support/lock_events.c: the lock event recorder the unit tests share (no OS in it)
+  for f in "$root"/tests/unit/support/*.c "$root/tests/support/lock_events.c" "$root/tests/mcu/cmocka_mcu.c"; do
     obj "$f" "$o/$(basename "$f" .c).o" -Wno-format "${uinc[@]}"; support+=("$o/$(basename "$f" .c).o")
   done
   for t in "${unit_tests[@]}"; do

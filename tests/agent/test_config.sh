@@ -81,13 +81,8 @@ dpid=$("$ELK" --socket "$SOCK" status --json | python3 -c 'import json,sys; prin
 [ -S "$SOCK" ]; check "daemon mode: socket is up when the parent returns" 0 $?
 kill -TERM "$dpid"
 # (kill -0 would also succeed on a zombie nobody has reaped yet: look at the state instead)
-gone=1
-for _ in $(seq 1 100); do
-  st=$(ps -o stat= -p "$dpid" 2>/dev/null)
-  case "$st" in ""|Z*) gone=0; break ;; esac
-  sleep 0.05
-done
-check "daemon stops on SIGTERM" 0 $gone
+exited() { case "$(ps -o stat= -p "$1" 2>/dev/null)" in "" | Z*) return 0 ;; esac; return 1; }
+wait_until 60 exited "$dpid"; check "daemon stops on SIGTERM" 0 $?
 [ ! -e "$SOCK" ]; check "daemon removed its socket" 0 $?
 
 # TLS files that do not exist: exit 4 naming the node.

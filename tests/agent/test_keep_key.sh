@@ -6,21 +6,13 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 KEEP="python3 $(dirname "$0")/keep_key.py"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
-start_redis a
-cat > "$C" <<CONF
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
+elkd_up a <<CONF
 [resource r1]
 ttl = 10s
 stop_margin = 1500ms
 [agent]
 socket = $SOCK
 CONF
-start_elkd "$C"
-wait_ready
 $KEEP shutdown "$SOCK" r1 "$REDIS_PORT_a" 'elk:{r1}' "$ELKD_PID" 1500
 check "shutdown: key kept until stop_margin, then released" 0 $?
 wait $ELKD_PID; check "elkd exits 0 after SIGTERM" 0 $?

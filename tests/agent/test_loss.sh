@@ -5,13 +5,7 @@
 # duration measured here.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
-start_redis a
-cat > "$C" <<CONF
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
+elkd_up a <<CONF
 request_timeout = 200ms
 [resource valve-1]
 ttl = 4s
@@ -22,14 +16,12 @@ renew_fraction = 0.6
 socket = $SOCK
 log_level = debug
 CONF
-start_elkd "$C"
-wait_ready
 M="$ELK_T_DIR/marks"
 mkdir -p "$M"
 
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c "trap 'date +%s%3N > $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do [ -e "$M/started" ] && break; sleep 0.01; done
+wait_for 30 '[ -e "$M/started" ]'
 expire=$(rcli $REDIS_PORT_a pexpiretime 'elk:{valve-1}')
 kill -KILL $REDIS_PID_a
 wait $R; rc=$?
@@ -48,7 +40,7 @@ wait_ready
 rm -f "$M"/*
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c "trap 'touch $M/term' TERM; echo \$\$ > $M/pid; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do [ -s "$M/pid" ] && break; sleep 0.01; done
+wait_for 30 '[ -s "$M/pid" ]'
 cmdpid=$(cat "$M/pid")
 kill -KILL $REDIS_PID_a2
 wait $R; rc=$?

@@ -46,7 +46,7 @@ lose() {
     2>"$ELK_T_DIR/$name.err" &
   r=$!
   track $r
-  for _ in $(seq 1 400); do [ -e "$ELK_T_DIR/started" ] && break; sleep 0.025; done
+  wait_for 30 '[ -e "$ELK_T_DIR/started" ]'
   eval "$action"
   wait $r; check "$name: elk run exits 75" 75 $?
   # the next case starts on a free resource: the key is gone (released, or expired)

@@ -3,13 +3,7 @@
 # a named ERR and the agent keeps serving; a lease dies with its connection.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
-start_redis a
-cat > "$C" <<CONF
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
+elkd_up a <<CONF
 [resource valve-1]
 ttl = 3s
 stop_margin = 300ms
@@ -18,8 +12,6 @@ socket = $SOCK
 # this test fills every slot from one account
 max_clients_per_uid = 64
 CONF
-start_elkd "$C"
-wait_ready
 out=$(python3 - "$SOCK" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rwb", buffering=0)

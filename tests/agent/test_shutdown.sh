@@ -3,13 +3,7 @@
 # elkd exits 0 and removes its socket.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
-start_redis a
-cat > "$C" <<CONF
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
+elkd_up a <<CONF
 [resource r1]
 ttl = 10s
 stop_margin = 300ms
@@ -19,14 +13,12 @@ stop_margin = 300ms
 [agent]
 socket = $SOCK
 CONF
-start_elkd "$C"
-wait_ready
 M="$ELK_T_DIR/marks"; mkdir -p "$M"
 "$ELK" --socket "$SOCK" acquire r1 > "$M/acq.out" &
 A=$!
 "$ELK" --socket "$SOCK" run r2 -- sh -c "trap 'touch $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do grep -q acquired "$M/acq.out" 2>/dev/null && [ -e "$M/started" ] && break; sleep 0.02; done
+wait_for 30 'grep -q acquired "$M/acq.out" 2>/dev/null && [ -e "$M/started" ]'
 check "r1 held in Redis" 1 "$(rcli $REDIS_PORT_a exists 'elk:{r1}')"
 check "r2 held in Redis" 1 "$(rcli $REDIS_PORT_a exists 'elk:{r2}')"
 kill -TERM $ELKD_PID
@@ -47,7 +39,7 @@ wait_ready
 rm -f "$M"/*
 "$ELK" --socket "$SOCK" run r1 -- sh -c "trap 'touch $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!
-for _ in $(seq 1 200); do [ -e "$M/started" ] && break; sleep 0.02; done
+wait_for 30 '[ -e "$M/started" ]'
 kill -KILL $ELKD_PID; wait $ELKD_PID 2>/dev/null
 wait $R; check "elk run exits 75 when elkd dies" 75 $?
 [ -e "$M/term" ]; check "its command got SIGTERM" 0 $?

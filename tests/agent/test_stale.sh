@@ -20,7 +20,9 @@ try:
     os.unlink(path)
 except FileNotFoundError:
     pass
-s = socket.socket(socket.AF_UNIX); s.bind(path); s.listen(4)
+# bound and listening under another name first: the path appears only once a connect
+# can succeed (the harness waits for the path; bind-then-listen left a refused window)
+s = socket.socket(socket.AF_UNIX); s.bind(path + ".new"); s.listen(4); os.rename(path + ".new", path)
 c, _ = s.accept()
 req = b""
 while b"\n" not in req:
@@ -51,7 +53,7 @@ except Exception:
 PY
   FAKE_PID=$!
   track $FAKE_PID
-  for _ in $(seq 1 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
+  wait_until 30 test -S "$SOCK" && return 0
   echo "fake elkd did not start"; exit 1
 }
 

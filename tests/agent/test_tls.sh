@@ -36,12 +36,8 @@ kill -TERM $ELKD_PID; wait $ELKD_PID
 # Trusting the wrong CA: the node never becomes ready, the error is named, nothing is granted.
 sed -i "s#^ca = .*#ca = $ELK_T_DIR/other-ca.pem#" "$C"
 start_elkd "$C"
-seen=1
-for _ in $(seq 1 100); do
-  if "$ELK" --socket "$SOCK" status | grep -q "ELK_E_TLS_UNKNOWN_CA"; then seen=0; break; fi
-  sleep 0.05
-done
-check "status names the TLS error (unknown CA)" 0 $seen
+names_tls_error() { "$ELK" --socket "$SOCK" status | grep -q "ELK_E_TLS_UNKNOWN_CA"; }
+wait_until 60 names_tls_error; check "status names the TLS error (unknown CA)" 0 $?
 "$ELK" --socket "$SOCK" run valve-1 -- true 2>"$ELK_T_DIR/err"; rc=$?
 check "no lease through an untrusted server: exit 73" 73 $rc
 check_contains "reason given" "ELK_E_FLEET_UNAVAILABLE" "$(cat "$ELK_T_DIR/err")"

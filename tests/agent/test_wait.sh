@@ -30,7 +30,7 @@ wait_max = 50ms
 socket = $SOCK
 CONF
 start_elkd "$C"
-for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
+wait_for 30 '[ -S "$SOCK" ]'
 
 "$ELK" --socket "$SOCK" acquire --wait 700ms valve-1 >"$ELK_T_DIR/acq.out" 2>"$ELK_T_DIR/acq.err"; rc=$?
 check "acquire --wait with the fleet down: exit 73" 73 $rc

@@ -25,68 +25,30 @@ for p in redis-server redis-cli openssl python3; do
   command -v "$p" >/dev/null || { echo "demo: $p not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
 
-W=$(mktemp -d /tmp/elk-demo.XXXXXX)
-T0=$(date +%s%3N)
-PIDS=""
-ELKD_PIDS=""
+# the shared harness of the end-to-end tests: temp dir, process tracking and cleanup,
+# launchers (tests/support/lib.sh)
+SUP_PREFIX=elk-demo SUP_KEEP=${ELK_DEMO_KEEP:-0}
+. "$(dirname "${BASH_SOURCE[0]}")/../support/lib.sh"
+W=$SUP_DIR
 FAILS=0
 
-say() {
-  local now
-  now=$(date +%s%3N)
-  printf '[%3d.%03ds] %s\n' $(((now - T0) / 1000)) $(((now - T0) % 1000)) "$*"
-}
 stamp() { while IFS= read -r l; do say "$l"; done; }
 expect() { # expect DESCRIPTION CONDITION-EXIT-STATUS
   if [ "$2" -eq 0 ]; then say "  check: $1: yes"; else say "  check: $1: NO"; FAILS=$((FAILS + 1)); fi
 }
 
-cleanup() {
-  local p
-  for p in $ELKD_PIDS $PIDS; do kill -TERM "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in $ELKD_PIDS $PIDS; do kill -KILL "$p" 2>/dev/null; done
-  if [ "${ELK_DEMO_KEEP:-0}" = 1 ]; then echo "demo: kept $W"; else rm -rf "$W"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 # ---------------------------------------------------------------- certificates
 say "== setup: certificates, 3 Redis servers with TLS, 3 gateways, 1 valve"
-(
-  cd "$W" &&
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
-    -days 2 -subj "/CN=edgelock demo CA" &&
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr \
-    -subj "/CN=localhost" &&
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext &&
-  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
-    -extfile server.ext
-) >"$W/openssl.log" 2>&1 || { cat "$W/openssl.log"; exit 1; }
+gen_certs
 say "certificates: CA and a server certificate for localhost/127.0.0.1 (EC P-256) in $W"
 
 # ---------------------------------------------------------------- Redis fleet
 declare -A RPORT RPID
 start_redis() {
-  local i=$1 port
-  port=$(free_port)
-  redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 \
-    --tls-cert-file "$W/server.pem" --tls-key-file "$W/server.key" --tls-ca-cert-file "$W/ca.pem" \
-    --tls-auth-clients no --save '' --appendonly no --unixsocket "$W/redis$i.sock" --dir "$W" \
-    --logfile "$W/redis$i.log" >/dev/null 2>&1 &
-  RPID[$i]=$!
-  RPORT[$i]=$port
-  PIDS="$PIDS ${RPID[$i]}"
-  for _ in $(seq 1 100); do
-    redis-cli -s "$W/redis$i.sock" ping >/dev/null 2>&1 && break
-    sleep 0.05
-  done
-  redis-cli -s "$W/redis$i.sock" ping >/dev/null 2>&1 || { echo "demo: redis $i did not start"; cat "$W/redis$i.log"; exit 1; }
-  say "redis node $i: TLS on 127.0.0.1:$port (pid ${RPID[$i]})"
+  sup_redis "$1" "" tls
+  RPORT[$1]=$SUP_RPORT
+  RPID[$1]=$SUP_RPID
+  say "redis node $1: TLS on 127.0.0.1:$SUP_RPORT (pid $SUP_RPID)"
 }
 for i in 1 2 3; do start_redis $i; done
 
@@ -124,7 +86,7 @@ safety_check = off
 CONF
   "$ELKD" -c "$W/$gw.conf" -f >"$W/$gw.log" 2>&1 &
   pid=$!
-  ELKD_PIDS="$ELKD_PIDS $pid"
+  track "$pid"
   eval "PID_${gw//-/_}=$pid"
 done
 for gw in gw-a gw-b gw-c; do
@@ -139,7 +101,7 @@ done
 
 "$ACT" serve "$W/valve.sock" "$W/valve.state" > >(stamp) 2>&1 &
 ACT_PID=$!
-PIDS="$PIDS $ACT_PID"
+track "$ACT_PID"
 for _ in $(seq 1 100); do [ -S "$W/valve.sock" ] && break; sleep 0.02; done
 
 # The work a gateway does while it holds the lease: open the valve, keep it open a while,
@@ -219,7 +181,7 @@ run_gw gw-c 30 &
 HOLD=$!
 for _ in $(seq 1 100); do "$ELK" --socket "$W/gw-c.sock" status | grep -q "valve-1  held" && break; sleep 0.02; done
 sleep 0.2
-expire=$(redis-cli -s "$W/redis1.sock" pexpiretime 'demo:{valve-1}')
+expire=$(redis-cli -s "$W/redis-1.sock" pexpiretime 'demo:{valve-1}')
 kill -KILL "${RPID[3]}"
 wait "${RPID[3]}" 2>/dev/null
 say "killed redis node 3 (SIGKILL): only node 1 of 3 is left"
@@ -241,7 +203,6 @@ for gw in gw-a gw-b gw-c; do
   say "$gw: elkd exited $rc"
   expect "$gw stopped cleanly" $rc
 done
-ELKD_PIDS=""
 kill -TERM "$ACT_PID"
 wait "$ACT_PID"
 act_rc=$?

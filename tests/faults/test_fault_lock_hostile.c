@@ -26,6 +26,8 @@
 #include "elk/node.h"
 #include "elk/port_posix.h"
 #include "elk_tooltest.h"
+#include "lock_events.h"
+#include "stack.h"
 
 #ifndef ELK_HOSTILE_BIN
 #error "ELK_HOSTILE_BIN must name the elk-hostile-server binary"
@@ -33,21 +35,12 @@
 
 #define POOL_BLOCKS 4
 
-static _Alignas(8) uint8_t pool_mem[POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
-
 static struct {
-    elk_pool_t pool;
     elk_entropy_t entropy;
     elk_log_t log;
-    elk_posix_tcp_t tcp;
-    elk_transport_t tr;
-    elk_node_t node;
-    elk_fleet_t fleet;
-    elk_client_t client;
+    elk_ts_stack_t st;
     elk_lock_t lock;
-    int acquired, failed, lost, released;
-    int fail_err;
-    uint64_t token;
+    elk_ts_events_t rec;
     bool held_seen;
 } T;
 
@@ -60,84 +53,75 @@ static void log_write(void *ctx, int level, const char *module, const char *text
         fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
 }
 
-static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+static int acquired(void) { return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRED); }
+static int failed(void) { return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRE_FAILED); }
+
+/* The token of the last grant (0: none). */
+static uint64_t token(void)
 {
-    (void)user;
-    (void)lock;
-    switch (ev->type) {
-    case ELK_LOCK_EV_ACQUIRED:
-        T.acquired++;
-        T.token = ev->token;
-        break;
-    case ELK_LOCK_EV_ACQUIRE_FAILED:
-        T.failed++;
-        T.fail_err = ev->err;
-        break;
-    case ELK_LOCK_EV_LOST: T.lost++; break;
-    case ELK_LOCK_EV_RELEASED: T.released++; break;
-    default: break;
-    }
+    const elk_lock_event_t *ev = elk_ts_events_last(&T.rec, ELK_LOCK_EV_ACQUIRED);
+    return ev != NULL ? ev->token : 0;
+}
+
+/* The reason of the last failed acquire (ELK_OK: none). */
+static int fail_err(void)
+{
+    const elk_lock_event_t *ev = elk_ts_events_last(&T.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    return ev != NULL ? ev->err : ELK_OK;
 }
 
 static void setup_client(int port)
 {
     memset(&T, 0, sizeof T);
-    assert_int_equal(elk_pool_init(&T.pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
-                                   POOL_BLOCKS),
-                     ELK_OK);
     elk_posix_entropy(&T.entropy);
     T.log.write = log_write;
     T.log.level = ELK_LOG_DEBUG;
     elk_node_config_t ncfg;
     elk_node_config_defaults(&ncfg);
-    ncfg.endpoint.host = "127.0.0.1";
-    ncfg.endpoint.port = (uint16_t)port;
     ncfg.resp3 = true;
     ncfg.connect_timeout_ms = 600;
     ncfg.request_timeout_ms = 400;
     ncfg.backoff_min_ms = 50;
     ncfg.backoff_max_ms = 200;
-    assert_int_equal(elk_posix_tcp_init(&T.tcp, NULL, &T.tr), ELK_OK);
-    assert_int_equal(elk_node_init(&T.node, &ncfg, &T.tr, &T.pool, &T.entropy, &T.log), ELK_OK);
-    assert_int_equal(elk_fleet_init(&T.fleet, &T.node, 1), ELK_OK);
-    elk_client_config_t cc;
-    elk_client_config_defaults(&cc);
-    cc.mode = ELK_MODE_SINGLE;
-    cc.gateway_id = "hostile-test";
-    assert_int_equal(elk_client_init(&T.client, &cc, &T.fleet, &T.entropy, &T.log), ELK_OK);
+    elk_endpoint_t ep = {.host = "127.0.0.1", .port = (uint16_t)port};
+    elk_ts_stack_opts_t o = {.count = 1,
+                             .endpoints = &ep,
+                             .node_cfg = &ncfg,
+                             .gateway_id = "hostile-test",
+                             .mode = ELK_MODE_SINGLE,
+                             .pool_blocks = POOL_BLOCKS,
+                             .entropy = &T.entropy,
+                             .log = &T.log};
+    assert_int_equal(elk_ts_stack_init(&T.st, &o), ELK_OK);
     elk_lock_config_t lc;
     elk_lock_config_defaults(&lc);
     lc.ttl_ms = 3000;
     lc.stop_margin_ms = 100;
     lc.round_timeout_ms = 400;
-    assert_int_equal(elk_lock_init(&T.lock, &T.client, "valve", &lc, on_event, NULL), ELK_OK);
+    assert_int_equal(elk_lock_init(&T.lock, &T.st.client, "valve", &lc, elk_ts_events_on, &T.rec), ELK_OK);
 }
 
 typedef bool (*cond_fn)(void);
+typedef struct cond_box {
+    cond_fn f;
+} cond_box_t;
+
+/* Whether cond() holds, noting on the way whether the lease was ever held. */
+static bool check_cond(void *arg)
+{
+    if (elk_lock_is_held(&T.lock, elk_posix_now_ms()))
+        T.held_seen = true;
+    return ((const cond_box_t *)arg)->f();
+}
 
 static bool run_until(cond_fn cond, unsigned timeout_ms)
 {
-    uint64_t end = elk_posix_now_ms() + timeout_ms;
-    for (;;) {
-        uint64_t now = elk_posix_now_ms();
-        uint64_t next = elk_client_poll(&T.client, now);
-        if (elk_lock_is_held(&T.lock, now))
-            T.held_seen = true;
-        if (cond())
-            return true;
-        if (now >= end)
-            return false;
-        elk_wait_t w[2];
-        size_t n = elk_fleet_waits(&T.fleet, w, 2);
-        uint64_t until = next < end ? next : end;
-        if (until > now + 50)
-            until = now + 50;
-        elk_posix_wait(w, n, until, NULL);
-    }
+    cond_box_t c = {cond};
+    return elk_ts_run_client(&T.st.client, check_cond, &c, timeout_ms, 50);
 }
 
-static bool ready(void) { return elk_client_ready(&T.client); }
-static bool decided(void) { return T.acquired + T.failed > 0; }
+static bool ready(void) { return elk_client_ready(&T.st.client); }
+static bool decided(void) { return acquired() + failed() > 0; }
 static bool idle(void) { return !elk_lock_busy(&T.lock); }
 
 static void teardown_client(void)
@@ -147,8 +131,8 @@ static void teardown_client(void)
         (void)elk_lock_release(&T.lock, now);
     (void)run_until(idle, 5000);
     assert_int_equal(elk_lock_deinit(&T.lock), ELK_OK);
-    elk_node_close(&T.node, elk_posix_now_ms());
-    assert_int_equal(elk_pool_available(&T.pool), POOL_BLOCKS);
+    elk_ts_stack_close(&T.st);
+    assert_int_equal(elk_pool_available(&T.st.pool), POOL_BLOCKS);
 }
 
 static pid_t start_server(const char *mode, const char *extra)
@@ -175,8 +159,8 @@ static void one_round(const char *mode, const char *extra)
     pid_t srv = start_server(mode, extra);
     if (!run_until(ready, 10000))
         fail_msg("%s: client never ready (node %s, %s)", mode,
-                 elk_node_state_name(elk_node_state(&T.node)),
-                 elk_err_name(elk_node_stats(&T.node)->last_error));
+                 elk_node_state_name(elk_node_state(&T.st.nodes[0])),
+                 elk_err_name(elk_node_stats(&T.st.nodes[0])->last_error));
     int rc = elk_lock_acquire(&T.lock, elk_posix_now_ms(), 0);
     assert_int_equal(rc, ELK_E_WOULD_BLOCK);
     if (!run_until(decided, 10000))
@@ -189,12 +173,12 @@ static void test_valid_server_grants(void **state)
 {
     (void)state;
     one_round("valid", NULL);
-    assert_int_equal(T.acquired, 1);
-    assert_int_equal(T.failed, 0);
+    assert_int_equal(acquired(), 1);
+    assert_int_equal(failed(), 0);
     assert_true(T.held_seen);
-    assert_int_equal(T.token, 1); /* the valid server answers ":1": counter after INCR */
+    assert_int_equal(token(), 1); /* the valid server answers ":1": counter after INCR */
     print_message("valid        -> ACQUIRED token %llu (control case)\n",
-                  (unsigned long long)T.token);
+                  (unsigned long long)token());
     teardown_client();
     stop_server(current_srv);
 }
@@ -221,13 +205,13 @@ static void test_hostile_never_grants(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         one_round(cases[i].mode, cases[i].extra);
-        if (T.acquired != 0 || T.held_seen)
+        if (acquired() != 0 || T.held_seen)
             fail_msg("%s: the lease was reported acquired on a hostile reply (token %llu)",
-                     cases[i].mode, (unsigned long long)T.token);
-        assert_int_equal(T.failed, 1);
-        if (T.fail_err >= 0 || strcmp(elk_err_name(T.fail_err), "ELK_E_UNKNOWN") == 0)
-            fail_msg("%s: ACQUIRE_FAILED without a named error (%d)", cases[i].mode, T.fail_err);
-        print_message("%-12s -> ACQUIRE_FAILED %s\n", cases[i].mode, elk_err_name(T.fail_err));
+                     cases[i].mode, (unsigned long long)token());
+        assert_int_equal(failed(), 1);
+        if (fail_err() >= 0 || strcmp(elk_err_name(fail_err()), "ELK_E_UNKNOWN") == 0)
+            fail_msg("%s: ACQUIRE_FAILED without a named error (%d)", cases[i].mode, fail_err());
+        print_message("%-12s -> ACQUIRE_FAILED %s\n", cases[i].mode, elk_err_name(fail_err()));
         teardown_client();
         stop_server(current_srv);
     }
@@ -237,7 +221,7 @@ static int teardown(void **state)
 {
     (void)state;
     if (current_srv > 0) {
-        elk_node_close(&T.node, elk_posix_now_ms());
+        elk_ts_stack_close(&T.st);
         elk_tt_stop(current_srv);
         current_srv = -1;
     }

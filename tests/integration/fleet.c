@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "fleet.h"
+#include "redis_proc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,7 +27,6 @@
 #endif
 
 #define MAX_LISTENERS 8
-#define MAX_ARGS 96
 
 /* Process-wide bookkeeping so atexit and signal handlers can reach every child. */
 static elk_tf_t *g_fleets[ELK_TF_MAX_FLEETS];
@@ -36,19 +36,6 @@ static int g_certs_state; /* 0 not yet, 1 ok, -1 failed */
 static int g_hooks_installed;
 static pid_t g_owner_pid;
 
-static void msleep(unsigned ms)
-{
-    struct timespec ts = {ms / 1000u, (long)(ms % 1000u) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static bool keep_dirs(void)
 {
@@ -257,22 +244,7 @@ int elk_tf_read_file(const char *path, uint8_t *buf, size_t cap, size_t *len)
 
 uint16_t elk_tf_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) {
-        return 0;
-    }
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    socklen_t len = sizeof a;
-    uint16_t port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
-        port = ntohs(a.sin_port);
-    }
-    close(fd);
-    return port;
+    return elk_rp_free_port();
 }
 
 /* ------------------------------------------------------------ servers */
@@ -357,24 +329,8 @@ static void reap(elk_tf_server_t *s, unsigned grace_ms)
     if (s->pid <= 0) {
         return;
     }
-    if (s->paused) {
-        kill(s->pid, SIGCONT);
-        s->paused = false;
-    }
-    if (grace_ms > 0) {
-        kill(s->pid, SIGTERM);
-        uint64_t end = mono_ms() + grace_ms;
-        while (mono_ms() < end) {
-            if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
-                s->pid = 0;
-                return;
-            }
-            msleep(5);
-        }
-    }
-    kill(s->pid, SIGKILL);
-    while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    (void)elk_rp_stop(s->pid, grace_ms);
+    s->paused = false;
     s->pid = 0;
 }
 
@@ -382,96 +338,27 @@ static pid_t spawn(elk_tf_t *f, size_t i)
 {
     elk_tf_server_t *s = &f->servers[i];
     const elk_tf_options_t *o = &f->opts;
-    char portbuf[8], sdir[ELK_TF_PATH_MAX], userpw[160];
-    const char *argv[MAX_ARGS];
-    size_t n = 0;
-
-    snprintf(portbuf, sizeof portbuf, "%u", (unsigned)s->port);
+    char sdir[ELK_TF_PATH_MAX];
     snprintf(sdir, sizeof sdir, "%s/s%zu", f->dir, i);
     mkdir(sdir, 0700);
-
-    argv[n++] = "redis-server";
-    argv[n++] = "--bind";
-    argv[n++] = "127.0.0.1";
+    elk_rp_opts_t ro = {
+        .port = s->port,
+        .tls = o->tls,
+        .tls_ca = g_certs.ca_crt,
+        .tls_auth_clients = o->tls_auth_clients,
+        .unixsocket = s->sock,
+        .dir = sdir,
+        .log_path = s->log,
+        .requirepass = o->requirepass,
+        .acl_user = o->acl_user,
+        .acl_password = o->acl_password,
+        .acl_rules = o->acl_rules,
+        .extra_args = o->extra_args,
+    };
     if (o->tls) {
-        const char *crt, *key;
-        cert_files(o->server_cert, &crt, &key);
-        argv[n++] = "--port";
-        argv[n++] = "0";
-        argv[n++] = "--tls-port";
-        argv[n++] = portbuf;
-        argv[n++] = "--tls-cert-file";
-        argv[n++] = crt;
-        argv[n++] = "--tls-key-file";
-        argv[n++] = key;
-        argv[n++] = "--tls-ca-cert-file";
-        argv[n++] = g_certs.ca_crt;
-        argv[n++] = "--tls-auth-clients";
-        argv[n++] = o->tls_auth_clients ? "yes" : "no";
-    } else {
-        argv[n++] = "--port";
-        argv[n++] = portbuf;
+        cert_files(o->server_cert, &ro.tls_cert, &ro.tls_key);
     }
-    argv[n++] = "--unixsocket";
-    argv[n++] = s->sock;
-    argv[n++] = "--unixsocketperm";
-    argv[n++] = "700";
-    argv[n++] = "--save";
-    argv[n++] = "";
-    argv[n++] = "--appendonly";
-    argv[n++] = "no";
-    argv[n++] = "--dir";
-    argv[n++] = sdir;
-    argv[n++] = "--daemonize";
-    argv[n++] = "no";
-    argv[n++] = "--loglevel";
-    argv[n++] = "notice";
-    if (o->requirepass != NULL) {
-        argv[n++] = "--requirepass";
-        argv[n++] = o->requirepass;
-    }
-    if (o->acl_user != NULL) {
-        snprintf(userpw, sizeof userpw, ">%s", o->acl_password != NULL ? o->acl_password : "");
-        argv[n++] = "--user";
-        argv[n++] = o->acl_user;
-        argv[n++] = "on";
-        argv[n++] = userpw;
-        for (size_t k = 0; o->acl_rules != NULL && o->acl_rules[k] != NULL && n < MAX_ARGS - 8; k++) {
-            argv[n++] = o->acl_rules[k];
-        }
-        if (o->acl_rules == NULL) {
-            argv[n++] = "~*";
-            argv[n++] = "&*";
-            argv[n++] = "+@all";
-        }
-    }
-    for (size_t k = 0; o->extra_args != NULL && o->extra_args[k] != NULL && n < MAX_ARGS - 1; k++) {
-        argv[n++] = o->extra_args[k];
-    }
-    argv[n] = NULL;
-
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "fleet: fork failed: %s\n", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        /* No redis-server may outlive the test, even if the test is SIGKILLed. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        FILE *lf = fopen(s->log, "a");
-        if (lf != NULL) {
-            dup2(fileno(lf), STDOUT_FILENO);
-            dup2(fileno(lf), STDERR_FILENO);
-        }
-        execvp("redis-server", (char *const *)argv);
-        fprintf(stderr, "fleet: exec redis-server failed: %s\n", strerror(errno));
-        _exit(127);
-    }
-    return pid;
+    return elk_rp_spawn(&ro);
 }
 
 static bool auth_ctl(const elk_tf_t *f, redisContext *c)
@@ -509,8 +396,8 @@ static redisContext *open_ctl(const elk_tf_t *f, const elk_tf_server_t *s, unsig
 static int wait_ready(elk_tf_t *f, size_t i)
 {
     elk_tf_server_t *s = &f->servers[i];
-    uint64_t end = mono_ms() + (f->opts.start_timeout_ms ? f->opts.start_timeout_ms : 10000u);
-    while (mono_ms() < end) {
+    uint64_t end = elk_rp_now_ms() + (f->opts.start_timeout_ms ? f->opts.start_timeout_ms : 10000u);
+    while (elk_rp_now_ms() < end) {
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
@@ -534,7 +421,7 @@ static int wait_ready(elk_tf_t *f, size_t i)
             }
             redisFree(c);
         }
-        msleep(10);
+        elk_rp_sleep_ms(10);
     }
     fprintf(stderr, "fleet: redis-server %zu (port %u) did not answer PING in time\n", i, (unsigned)s->port);
     print_log_tail(s);
@@ -571,7 +458,7 @@ static int start_one(elk_tf_t *f, size_t i, bool new_port)
             return -1;
         }
         if (!new_port) {
-            msleep(100);
+            elk_rp_sleep_ms(100);
         }
     }
     fprintf(stderr, "fleet: port %u stayed in use; giving up\n", (unsigned)s->port);

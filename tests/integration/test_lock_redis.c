@@ -23,46 +23,30 @@
 #include "elk/port_posix.h"
 #include "elkfw/acl.h"
 #include "fleet.h"
+#include "lock_events.h"
+#include "stack.h"
 
 /* the lock user of every test (least_privilege_rules) */
 #define IT_USER "elk"
 #define IT_PASSWORD "elk-it-secret"
 
-#ifdef LOCK_IT_TLS
-#include "elk/port_mbedtls.h"
-#endif
-
-#define GW_POOL (4u * CONFIG_ELK_MAX_NODES + 2u)
-#define MAXEV 128
-
+/* One gateway: its client stack, the lock "door" and what the lock reported. */
 typedef struct gw {
-    elk_posix_tcp_t tcp[CONFIG_ELK_MAX_NODES];
-    elk_transport_t tcp_t[CONFIG_ELK_MAX_NODES];
-#ifdef LOCK_IT_TLS
-    elk_tls_conn_t tls[CONFIG_ELK_MAX_NODES];
-    elk_transport_t tls_t[CONFIG_ELK_MAX_NODES];
-#endif
-    elk_node_t nodes[CONFIG_ELK_MAX_NODES];
-    elk_fleet_t fleet;
-    /* RESP2 subscriber connections (optional) */
-    elk_posix_tcp_t stcp[CONFIG_ELK_MAX_NODES];
-    elk_transport_t stcp_t[CONFIG_ELK_MAX_NODES];
-#ifdef LOCK_IT_TLS
-    elk_tls_conn_t stls[CONFIG_ELK_MAX_NODES];
-    elk_transport_t stls_t[CONFIG_ELK_MAX_NODES];
-#endif
-    elk_node_t snodes[CONFIG_ELK_MAX_NODES];
-    elk_fleet_t sfleet;
-    bool subs;
-    uint8_t pool_mem[GW_POOL * CONFIG_ELK_POOL_BLOCK_SIZE] __attribute__((aligned(8)));
-    elk_pool_t pool;
-    elk_client_t client;
+    elk_ts_stack_t st;
     elk_lock_t lock;
+    elk_ts_events_t rec;
     size_t n;
-    size_t nev;
-    elk_lock_event_t ev[MAXEV];
     int64_t lost_pttl_min; /* smallest PTTL of the key on live servers when LOST fired */
 } gw_t;
+
+/* How to set a gateway up (unset fields: RESP3, no subscriber connections). */
+typedef struct gw_opts {
+    size_t n;                      /* servers of the fleet, all of them */
+    const char *id;                /* gateway id */
+    const elk_lock_config_t *lcfg; /* the lock's configuration */
+    bool resp2;                    /* RESP2 connections instead of RESP3 */
+    bool subs;                     /* subscriber connections for the release channel */
+} gw_opts_t;
 
 static elk_tf_t TF;
 static gw_t GA, GB;
@@ -107,119 +91,90 @@ static bool get_eq(size_t server, const char *key, const char *want)
     return eq;
 }
 
-static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+/* Recorder hook: at LOST, the safety rule: when we stop, the key must still be alive on
+ * every server that has it (we stop before the lease can have expired anywhere). */
+static void on_lost(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 {
     gw_t *g = user;
-    if (g->nev < MAXEV) {
-        g->ev[g->nev++] = *ev;
+    if (ev->type != ELK_LOCK_EV_LOST) {
+        return;
     }
-    if (ev->type == ELK_LOCK_EV_LOST) {
-        /* The safety rule: when we stop, the key must still be alive on every server
-         * that has it (we stop before the lease can have expired anywhere). */
-        g->lost_pttl_min = INT64_MAX;
-        for (size_t i = 0; i < g->n; i++) {
-            if (!elk_tf_running(&TF, i) || TF.servers[i].paused) {
-                continue;
-            }
-            int64_t t = pttl(i, elk_lock_key(lock));
-            if (t == -2) {
-                continue; /* never had it (or released) */
-            }
-            if (t < g->lost_pttl_min) {
-                g->lost_pttl_min = t;
-            }
+    g->lost_pttl_min = INT64_MAX;
+    for (size_t i = 0; i < g->n; i++) {
+        if (!elk_tf_running(&TF, i) || TF.servers[i].paused) {
+            continue;
+        }
+        int64_t t = pttl(i, elk_lock_key(lock));
+        if (t == -2) {
+            continue; /* never had it (or released) */
+        }
+        if (t < g->lost_pttl_min) {
+            g->lost_pttl_min = t;
         }
     }
 }
 
 static size_t count_ev(const gw_t *g, elk_lock_event_type_t t)
 {
-    size_t c = 0;
-    for (size_t i = 0; i < g->nev; i++) {
-        c += g->ev[i].type == t;
-    }
-    return c;
+    return elk_ts_events_count(&g->rec, t);
 }
 
-static void gw_init_ex(gw_t *g, size_t n, const char *id, const elk_lock_config_t *lcfg, bool resp3,
-                       bool subs);
-
-static void gw_init(gw_t *g, size_t n, const char *id, const elk_lock_config_t *lcfg, bool resp3)
+static bool gw_ready(void *arg)
 {
-    gw_init_ex(g, n, id, lcfg, resp3, false);
-}
-
-static void gw_init_ex(gw_t *g, size_t n, const char *id, const elk_lock_config_t *lcfg, bool resp3,
-                       bool subs)
-{
-    memset(g, 0, sizeof *g);
-    g->n = n;
-    g->subs = subs;
-    assert_int_equal(elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, GW_POOL),
-                     ELK_OK);
-    for (size_t i = 0; i < n; i++) {
-        elk_node_config_t nc;
-        elk_node_config_defaults(&nc);
-        nc.endpoint = elk_tf_endpoint(&TF, i);
-        nc.resp3 = resp3;
-        nc.connect_timeout_ms = 1000;
-        nc.request_timeout_ms = 1000;
-        nc.backoff_min_ms = 50;
-        nc.backoff_max_ms = 300;
-        nc.username = IT_USER;
-        nc.password = IT_PASSWORD;
-        assert_int_equal(elk_posix_tcp_init(&g->tcp[i], NULL, &g->tcp_t[i]), ELK_OK);
-#ifdef LOCK_IT_TLS
-        assert_int_equal(elk_tls_conn_init(&g->tls[i], &SHARED, &g->tcp_t[i], &g->tls_t[i]), ELK_OK);
-        assert_int_equal(elk_node_init(&g->nodes[i], &nc, &g->tls_t[i], &g->pool, &ENTROPY, &LOG), ELK_OK);
-        g->nodes[i].stats.tls = true;
-#else
-        assert_int_equal(elk_node_init(&g->nodes[i], &nc, &g->tcp_t[i], &g->pool, &ENTROPY, &LOG), ELK_OK);
-#endif
-        if (subs) {
-            assert_int_equal(elk_posix_tcp_init(&g->stcp[i], NULL, &g->stcp_t[i]), ELK_OK);
-#ifdef LOCK_IT_TLS
-            assert_int_equal(elk_tls_conn_init(&g->stls[i], &SHARED, &g->stcp_t[i], &g->stls_t[i]), ELK_OK);
-            assert_int_equal(elk_node_init(&g->snodes[i], &nc, &g->stls_t[i], &g->pool, &ENTROPY, &LOG), ELK_OK);
-#else
-            assert_int_equal(elk_node_init(&g->snodes[i], &nc, &g->stcp_t[i], &g->pool, &ENTROPY, &LOG), ELK_OK);
-#endif
-        }
-    }
-    assert_int_equal(elk_fleet_init(&g->fleet, g->nodes, n), ELK_OK);
-    if (subs) {
-        assert_int_equal(elk_fleet_init(&g->sfleet, g->snodes, n), ELK_OK);
-    }
-    elk_client_config_t cc;
-    elk_client_config_defaults(&cc);
-    cc.gateway_id = id;
-    cc.key_prefix = "it:";
-    cc.mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK;
-    cc.subscribers = subs ? &g->sfleet : NULL;
-    assert_int_equal(elk_client_init(&g->client, &cc, &g->fleet, &ENTROPY, &LOG), ELK_OK);
-    assert_int_equal(elk_lock_init(&g->lock, &g->client, "door", lcfg, on_ev, g), ELK_OK);
-    assert_int_equal(elk_blocking_connect(&g->client, 5000, NULL), ELK_OK);
+    const gw_t *g = arg;
     /* every node, not just a quorum, so each test starts from a known fleet */
-    uint64_t end = elk_posix_now_ms() + 5000;
-    while ((elk_fleet_ready_count(&g->fleet) < n || (subs && elk_fleet_ready_count(&g->sfleet) < n)) &&
-           elk_posix_now_ms() < end) {
-        elk_blocking_step(&g->client, end, NULL);
-    }
-    assert_int_equal(elk_fleet_ready_count(&g->fleet), n);
-    if (subs) {
-        assert_int_equal(elk_fleet_ready_count(&g->sfleet), n);
+    if (elk_fleet_ready_count(&g->st.fleet) < g->n || (g->st.subs && elk_fleet_ready_count(&g->st.sfleet) < g->n)) {
+        return false;
     }
     /* and the start-up requests (SCRIPT LOAD, CONFIG GET) answered, so that a gateway
      * left unpolled while the next one connects has nothing in flight to time out */
-    for (;;) {
-        size_t busy = 0;
-        for (size_t i = 0; i < n; i++) {
-            busy += elk_node_inflight(&g->nodes[i]);
-        }
-        if (busy == 0 || elk_posix_now_ms() >= end) {
-            break;
-        }
-        elk_blocking_step(&g->client, end, NULL);
+    size_t busy = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        busy += elk_node_inflight(&g->st.nodes[i]);
+    }
+    return busy == 0;
+}
+
+static void gw_init(gw_t *g, const gw_opts_t *o)
+{
+    memset(g, 0, sizeof *g);
+    g->n = o->n;
+    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
+    for (size_t i = 0; i < o->n; i++) {
+        eps[i] = elk_tf_endpoint(&TF, i);
+    }
+    elk_node_config_t nc;
+    elk_node_config_defaults(&nc);
+    nc.resp3 = !o->resp2;
+    nc.connect_timeout_ms = 1000;
+    nc.request_timeout_ms = 1000;
+    nc.backoff_min_ms = 50;
+    nc.backoff_max_ms = 300;
+    nc.username = IT_USER;
+    nc.password = IT_PASSWORD;
+    elk_ts_stack_opts_t so = {
+        .count = o->n,
+        .endpoints = eps,
+        .node_cfg = &nc,
+#ifdef LOCK_IT_TLS
+        .tls = &SHARED,
+#endif
+        .subscribers = o->subs,
+        .gateway_id = o->id,
+        .key_prefix = "it:",
+        .mode = o->n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
+        .entropy = &ENTROPY,
+        .log = &LOG,
+    };
+    assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
+    g->rec.hook = on_lost;
+    g->rec.hook_user = g;
+    assert_int_equal(elk_lock_init(&g->lock, &g->st.client, "door", o->lcfg, elk_ts_events_on, &g->rec), ELK_OK);
+    assert_int_equal(elk_blocking_connect(&g->st.client, 5000, NULL), ELK_OK);
+    (void)elk_ts_run_client(&g->st.client, gw_ready, g, 5000, 0);
+    assert_int_equal(elk_fleet_ready_count(&g->st.fleet), g->n);
+    if (o->subs) {
+        assert_int_equal(elk_fleet_ready_count(&g->st.sfleet), g->n);
     }
 }
 
@@ -234,19 +189,7 @@ static size_t holders(size_t n, const elk_lock_t *lock)
 
 static void gw_free(gw_t *g)
 {
-    uint64_t now = elk_posix_now_ms();
-    for (size_t i = 0; i < g->n; i++) {
-        elk_node_close(&g->nodes[i], now);
-#ifdef LOCK_IT_TLS
-        elk_tls_conn_free(&g->tls[i]);
-#endif
-        if (g->subs) {
-            elk_node_close(&g->snodes[i], now);
-#ifdef LOCK_IT_TLS
-            elk_tls_conn_free(&g->stls[i]);
-#endif
-        }
-    }
+    elk_ts_stack_close(&g->st);
 }
 
 /* Drive both gateways (gb may be NULL) for ms, or until `held` is held. */
@@ -258,13 +201,13 @@ static void drive(gw_t *ga, gw_t *gb, uint32_t ms, const elk_lock_t *held)
         if (now >= end || (held != NULL && elk_lock_is_held(held, now))) {
             return;
         }
-        uint64_t next = elk_client_poll(&ga->client, now);
+        uint64_t next = elk_client_poll(&ga->st.client, now);
         elk_wait_t w[4 * CONFIG_ELK_MAX_NODES];
-        size_t nw = elk_client_waits(&ga->client, w, 2 * CONFIG_ELK_MAX_NODES);
+        size_t nw = elk_client_waits(&ga->st.client, w, 2 * CONFIG_ELK_MAX_NODES);
         if (gb != NULL) {
-            uint64_t nb = elk_client_poll(&gb->client, now);
+            uint64_t nb = elk_client_poll(&gb->st.client, now);
             next = nb < next ? nb : next;
-            nw += elk_client_waits(&gb->client, w + nw, 2 * CONFIG_ELK_MAX_NODES);
+            nw += elk_client_waits(&gb->st.client, w + nw, 2 * CONFIG_ELK_MAX_NODES);
         }
         if (next > end) {
             next = end;
@@ -336,19 +279,19 @@ static void test_acquire_release_single(void **state)
     (void)state;
     assert_int_equal(fleet_up(1), 0);
     elk_lock_config_t c = lcfg(2000);
-    gw_init(&GA, 1, "gwA", &c, true);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    gw_init(&GA, &(gw_opts_t){.n = 1, .id = "gwA", .lcfg = &c});
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     assert_true(get_eq(0, "it:{door}", elk_lock_value(&GA.lock)));
     int64_t t = pttl(0, "it:{door}");
     assert_true(t > 0 && t <= 2000);
     assert_int_equal(elk_lock_token(&GA.lock), 1);
     assert_true(get_eq(0, "it:{door}:fence", "1"));
     /* reentrant */
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     assert_int_equal(elk_lock_hold_count(&GA.lock), 2);
-    assert_int_equal(elk_blocking_release(&GA.client, &GA.lock, 1000, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 1000, NULL), ELK_OK);
     assert_true(get_eq(0, "it:{door}", elk_lock_value(&GA.lock)));
-    assert_int_equal(elk_blocking_release(&GA.client, &GA.lock, 1000, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 1000, NULL), ELK_OK);
     assert_true(get_eq(0, "it:{door}", NULL));
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_RELEASED), 1);
     gw_free(&GA);
@@ -360,12 +303,12 @@ static void test_contend_three(void **state)
     (void)state;
     assert_int_equal(fleet_up(3), 0);
     elk_lock_config_t c = lcfg(2000);
-    gw_init(&GA, 3, "gwA", &c, true);
-    gw_init(&GB, 3, "gwB", &c, true);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c});
+    gw_init(&GB, &(gw_opts_t){.n = 3, .id = "gwB", .lcfg = &c});
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     uint64_t ta = elk_lock_token(&GA.lock);
     assert_true(holders(3, &GA.lock) >= 2); /* a quorum; the third may still be on its way */
-    assert_int_equal(elk_blocking_acquire(&GB.client, &GB.lock, 0, NULL), ELK_E_LOCK_BUSY);
+    assert_int_equal(elk_blocking_acquire(&GB.st.client, &GB.lock, 0, NULL), ELK_E_LOCK_BUSY);
     /* B waits while A releases */
     assert_int_equal(elk_lock_acquire(&GB.lock, elk_posix_now_ms(), elk_posix_now_ms() + 10000),
                      ELK_E_WOULD_BLOCK);
@@ -390,13 +333,13 @@ static void test_renew_while_held_five(void **state)
     (void)state;
     assert_int_equal(fleet_up(5), 0);
     elk_lock_config_t c = lcfg(1000);
-    gw_init(&GA, 5, "gwA", &c, true);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
-    assert_int_equal(elk_blocking_hold(&GA.client, &GA.lock, 3 * 1000, NULL), ELK_OK);
+    gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_hold(&GA.st.client, &GA.lock, 3 * 1000, NULL), ELK_OK);
     assert_true(elk_lock_renewals(&GA.lock) >= 3);
     assert_true(holders(5, &GA.lock) >= 3);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 0);
-    assert_int_equal(elk_blocking_release(&GA.client, &GA.lock, 1000, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 1000, NULL), ELK_OK);
     for (size_t i = 0; i < 5; i++) {
         assert_true(get_eq(i, "it:{door}", NULL));
     }
@@ -404,17 +347,24 @@ static void test_renew_while_held_five(void **state)
     elk_tf_stop(&TF);
 }
 
+/* The hand-off through the release channel: with RESP3 the message comes as a push on
+ * the lock connections, with RESP2 on subscriber connections (prestate: gw_opts_t of B). */
+static const gw_opts_t HANDOFF_RESP3 = {.n = 3, .id = "gwB"};
+static const gw_opts_t HANDOFF_RESP2 = {.n = 3, .id = "gwB", .resp2 = true, .subs = true};
+
 static void test_handoff_release_channel(void **state)
 {
-    (void)state;
+    gw_opts_t ob = *(const gw_opts_t *)*state;
     assert_int_equal(fleet_up(3), 0);
     elk_lock_config_t c = lcfg(5000);
     /* Retry timers far beyond the wait deadline: only the release message can wake B. */
     c.wait_min_ms = 60000;
     c.wait_max_ms = 60000;
-    gw_init(&GA, 3, "gwA", &c, true);
-    gw_init(&GB, 3, "gwB", &c, true);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    ob.lcfg = &c;
+    gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c, .resp2 = ob.resp2});
+    gw_init(&GB, &ob);
+    assert_int_equal(elk_node_stats(&GB.st.nodes[0])->resp3, !ob.resp2);
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     uint64_t now = elk_posix_now_ms();
     assert_int_equal(elk_lock_acquire(&GB.lock, now, now + 8000), ELK_E_WOULD_BLOCK);
     drive(&GA, &GB, 200, NULL);
@@ -429,45 +379,20 @@ static void test_handoff_release_channel(void **state)
     elk_tf_stop(&TF);
 }
 
-/* The same hand-off with RESP2 servers: the message comes on subscriber connections. */
-static void test_handoff_release_channel_resp2(void **state)
-{
-    (void)state;
-    assert_int_equal(fleet_up(3), 0);
-    elk_lock_config_t c = lcfg(5000);
-    c.wait_min_ms = 60000;
-    c.wait_max_ms = 60000;
-    gw_init_ex(&GA, 3, "gwA", &c, false, false);
-    gw_init_ex(&GB, 3, "gwB", &c, false, true);
-    assert_false(elk_node_stats(&GB.nodes[0])->resp3);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
-    uint64_t now = elk_posix_now_ms();
-    assert_int_equal(elk_lock_acquire(&GB.lock, now, now + 8000), ELK_E_WOULD_BLOCK);
-    drive(&GA, &GB, 200, NULL);
-    assert_int_equal(elk_lock_state(&GB.lock), ELK_LOCK_WAITING);
-    assert_int_equal(elk_lock_release(&GA.lock, elk_posix_now_ms()), ELK_OK);
-    drive(&GA, &GB, 6000, &GB.lock);
-    assert_true(elk_lock_is_held(&GB.lock, elk_posix_now_ms()));
-    assert_int_equal(count_ev(&GB, ELK_LOCK_EV_RETRY), 1);
-    gw_free(&GA);
-    gw_free(&GB);
-    elk_tf_stop(&TF);
-}
-
 static void test_kill_one_of_five_keeps_lock(void **state)
 {
     (void)state;
     assert_int_equal(fleet_up(5), 0);
     elk_lock_config_t c = lcfg(1500);
-    gw_init(&GA, 5, "gwA", &c, true);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     /* stragglers: wait until the lock is on all five */
     for (int k = 0; k < 100 && holders(5, &GA.lock) < 5; k++) {
         drive(&GA, NULL, 20, NULL);
     }
     assert_int_equal(holders(5, &GA.lock), 5);
     assert_int_equal(elk_tf_kill(&TF, 2), 0);
-    assert_int_equal(elk_blocking_hold(&GA.client, &GA.lock, 3 * 1500, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_hold(&GA.st.client, &GA.lock, 3 * 1500, NULL), ELK_OK);
     assert_true(elk_lock_renewals(&GA.lock) >= 3);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 0);
     gw_free(&GA);
@@ -479,12 +404,12 @@ static void test_kill_three_of_five_lost_before_ttl(void **state)
     (void)state;
     assert_int_equal(fleet_up(5), 0);
     elk_lock_config_t c = lcfg(1500);
-    gw_init(&GA, 5, "gwA", &c, true);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(elk_tf_kill(&TF, i), 0);
     }
-    assert_int_equal(elk_blocking_hold(&GA.client, &GA.lock, 5000, NULL), ELK_E_FLEET_LOST);
+    assert_int_equal(elk_blocking_hold(&GA.st.client, &GA.lock, 5000, NULL), ELK_E_FLEET_LOST);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 1);
     assert_true(count_ev(&GA, ELK_LOCK_EV_RENEW_FAILED) >= 1);
     /* When LOST fired, the surviving servers still had the key: we stopped first. */
@@ -498,12 +423,12 @@ static void test_sigstop_during_acquire(void **state)
     (void)state;
     assert_int_equal(fleet_up(3), 0);
     elk_lock_config_t c = lcfg(3000);
-    gw_init(&GA, 3, "gwA", &c, true);
+    gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_tf_pause(&TF, 1), 0);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     assert_int_equal(holders(3, &GA.lock), 2); /* 0 and 2: 1 is paused */
     assert_int_equal(elk_tf_resume(&TF, 1), 0);
-    assert_int_equal(elk_blocking_release(&GA.client, &GA.lock, 2000, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 2000, NULL), ELK_OK);
     assert_true(get_eq(0, "it:{door}", NULL));
     assert_true(get_eq(2, "it:{door}", NULL));
     gw_free(&GA);
@@ -515,18 +440,18 @@ static void test_script_flush_noscript_fallback(void **state)
     (void)state;
     assert_int_equal(fleet_up(3), 0);
     elk_lock_config_t c = lcfg(3000);
-    gw_init(&GA, 3, "gwA", &c, false); /* RESP2 as well */
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
-    assert_int_equal(elk_blocking_release(&GA.client, &GA.lock, 1000, NULL), ELK_OK);
+    gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c, .resp2 = true}); /* RESP2 as well */
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 1000, NULL), ELK_OK);
     for (size_t i = 0; i < 3; i++) {
         redisReply *r = elk_tf_cmd(&TF, i, "SCRIPT FLUSH");
         assert_non_null(r);
         freeReplyObject(r);
     }
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     assert_true(holders(3, &GA.lock) >= 2);
     assert_int_equal(elk_lock_token(&GA.lock), 2);
-    assert_int_equal(elk_blocking_release(&GA.client, &GA.lock, 1000, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 1000, NULL), ELK_OK);
     for (size_t i = 0; i < 3; i++) {
         assert_true(get_eq(i, "it:{door}", NULL));
     }
@@ -540,20 +465,20 @@ static void check_even_fleet(size_t n)
 {
     assert_int_equal(fleet_up(n), 0);
     elk_lock_config_t c = lcfg(1500);
-    gw_init(&GA, n, "gwA", &c, true);
-    assert_int_equal(elk_client_quorum(&GA.client), n / 2 + 1);
+    gw_init(&GA, &(gw_opts_t){.n = n, .id = "gwA", .lcfg = &c});
+    assert_int_equal(elk_client_quorum(&GA.st.client), n / 2 + 1);
     for (size_t i = 0; i < n / 2; i++) {
         redisReply *r = elk_tf_cmd(&TF, i, "SET it:{door} other:1 PX 60000");
         assert_non_null(r);
         freeReplyObject(r);
     }
-    assert_int_not_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_int_not_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     assert_false(elk_lock_is_held(&GA.lock, elk_posix_now_ms()));
     assert_true(get_eq(0, "it:{door}", "other:1"));
     redisReply *r = elk_tf_cmd(&TF, 0, "DEL it:{door}");
     assert_non_null(r);
     freeReplyObject(r);
-    assert_int_equal(elk_blocking_acquire(&GA.client, &GA.lock, 0, NULL), ELK_OK);
+    assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, 0, NULL), ELK_OK);
     assert_true(holders(n, &GA.lock) >= n / 2);
     for (size_t i = n / 2; i < n; i++) {
         assert_int_equal(elk_tf_pause(&TF, i), 0);
@@ -561,7 +486,7 @@ static void check_even_fleet(size_t n)
     /* Lost at the deadline without a quorum: ELK_E_FLEET_LOST once the paused nodes' requests
      * have timed out and their connections were reset, ELK_E_LOCK_LOST if they still count
      * as connected at that moment; which one depends on timing, the loss does not. */
-    int lost = elk_blocking_hold(&GA.client, &GA.lock, 5000, NULL);
+    int lost = elk_blocking_hold(&GA.st.client, &GA.lock, 5000, NULL);
     assert_true(lost == ELK_E_FLEET_LOST || lost == ELK_E_LOCK_LOST);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 1);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_RENEWED), 0);
@@ -572,16 +497,12 @@ static void check_even_fleet(size_t n)
     elk_tf_stop(&TF);
 }
 
-static void test_even_fleet_two(void **state)
-{
-    (void)state;
-    check_even_fleet(2);
-}
+/* prestate: the fleet size */
+static const size_t EVEN_TWO = 2, EVEN_FOUR = 4;
 
-static void test_even_fleet_four(void **state)
+static void test_even_fleet(void **state)
 {
-    (void)state;
-    check_even_fleet(4);
+    check_even_fleet(*(const size_t *)*state);
 }
 
 static int group_setup(void **state)
@@ -626,20 +547,23 @@ static int test_teardown(void **state)
     return 0;
 }
 
+/* One parametrised test under its own name: the parameter is its prestate. */
+#define CASE(name, fn, param) {name, fn, NULL, test_teardown, (void *)(param)}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_acquire_release_single, test_teardown),
         cmocka_unit_test_teardown(test_contend_three, test_teardown),
         cmocka_unit_test_teardown(test_renew_while_held_five, test_teardown),
-        cmocka_unit_test_teardown(test_handoff_release_channel, test_teardown),
-        cmocka_unit_test_teardown(test_handoff_release_channel_resp2, test_teardown),
+        CASE("test_handoff_release_channel", test_handoff_release_channel, &HANDOFF_RESP3),
+        CASE("test_handoff_release_channel_resp2", test_handoff_release_channel, &HANDOFF_RESP2),
         cmocka_unit_test_teardown(test_kill_one_of_five_keeps_lock, test_teardown),
         cmocka_unit_test_teardown(test_kill_three_of_five_lost_before_ttl, test_teardown),
         cmocka_unit_test_teardown(test_sigstop_during_acquire, test_teardown),
         cmocka_unit_test_teardown(test_script_flush_noscript_fallback, test_teardown),
-        cmocka_unit_test_teardown(test_even_fleet_two, test_teardown),
-        cmocka_unit_test_teardown(test_even_fleet_four, test_teardown),
+        CASE("test_even_fleet_two", test_even_fleet, &EVEN_TWO),
+        CASE("test_even_fleet_four", test_even_fleet, &EVEN_FOUR),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -16,20 +16,15 @@
 #include "elk/node.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "stack.h"
 
 #define POOL_BLOCKS 16
 
-static _Alignas(8) uint8_t pool_mem[POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
-
-/* Everything one test needs for up to three nodes. */
+/* Everything one test needs for up to three nodes: the shared stack, without a client. */
 typedef struct ctx {
-    elk_pool_t pool;
+    elk_ts_stack_t st;
     elk_entropy_t entropy;
     elk_log_t log;
-    elk_posix_tcp_t tcp[3];
-    elk_transport_t tr[3];
-    elk_node_t node[3];
-    elk_fleet_t fleet;
     size_t count;
 } ctx_t;
 
@@ -56,112 +51,67 @@ static elk_node_config_t cfg_for(elk_tf_t *f, size_t i)
 static void ctx_init(size_t count, const elk_node_config_t *cfgs)
 {
     memset(&c, 0, sizeof c);
-    assert_int_equal(elk_pool_init(&c.pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS),
-                     ELK_OK);
     elk_posix_entropy(&c.entropy);
     c.log.write = log_write;
     c.log.level = ELK_LOG_DEBUG;
     c.count = count;
-    for (size_t i = 0; i < count; i++) {
-        assert_int_equal(elk_posix_tcp_init(&c.tcp[i], NULL, &c.tr[i]), ELK_OK);
-        assert_int_equal(elk_node_init(&c.node[i], &cfgs[i], &c.tr[i], &c.pool, &c.entropy, &c.log), ELK_OK);
-    }
-    assert_int_equal(elk_fleet_init(&c.fleet, c.node, count), ELK_OK);
+    elk_ts_stack_opts_t o = {
+        .count = count, .node_cfgs = cfgs, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log};
+    assert_int_equal(elk_ts_stack_init(&c.st, &o), ELK_OK);
 }
 
 static void ctx_close(void)
 {
-    for (size_t i = 0; i < c.count; i++) {
-        elk_node_close(&c.node[i], elk_posix_now_ms());
-    }
-    assert_int_equal(elk_pool_available(&c.pool), POOL_BLOCKS);
+    elk_ts_stack_close(&c.st);
+    assert_int_equal(elk_pool_available(&c.st.pool), POOL_BLOCKS);
 }
 
 typedef bool (*cond_fn)(void *arg);
 
-/* Drive the fleet with one poll()-based loop until cond holds or timeout_ms passes.
- * Returns whether cond held. */
+/* Drive the fleet until cond holds or timeout_ms passes; returns whether cond held. */
 static bool run_until(cond_fn cond, void *arg, unsigned timeout_ms)
 {
-    uint64_t end = elk_posix_now_ms() + timeout_ms;
-    for (;;) {
-        uint64_t now = elk_posix_now_ms();
-        uint64_t next = elk_fleet_poll(&c.fleet, now);
-        if (cond(arg)) {
-            return true;
-        }
-        if (now >= end) {
-            return false;
-        }
-        elk_wait_t w[3];
-        size_t n = elk_fleet_waits(&c.fleet, w, 3);
-        elk_posix_wait(w, n, next < end ? next : end, NULL);
-    }
+    return elk_ts_run_fleet(&c.st.fleet, cond, arg, timeout_ms, 0);
 }
 
 static bool all_ready(void *arg)
 {
     (void)arg;
-    return elk_fleet_ready_count(&c.fleet) == c.count;
+    return elk_fleet_ready_count(&c.st.fleet) == c.count;
 }
 
 static bool node_in_state(void *arg)
 {
     const elk_node_state_t *want = arg;
-    return elk_node_state(&c.node[0]) == *want;
+    return elk_node_state(&c.st.nodes[0]) == *want;
 }
 
-/* One completion. */
-typedef struct done {
-    int n;
-    int status[128];
-    int64_t ival[128];
-    int type[128];
-    char text[128][64];
-    uint64_t at[128];
-} done_t;
-
-static void on_done(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
-{
-    (void)node;
-    done_t *d = user;
-    int i = d->n++;
-    d->status[i] = status;
-    d->at[i] = elk_posix_now_ms();
-    d->text[i][0] = '\0';
-    d->ival[i] = 0;
-    d->type[i] = 0;
-    if (reply != NULL) {
-        const elk_resp_node_t *top = &reply->nodes[0];
-        d->ival[i] = top->integer;
-        d->type[i] = top->type;
-        if (top->str != NULL) {
-            size_t len = top->len < 63 ? top->len : 63;
-            memcpy(d->text[i], top->str, len);
-            d->text[i][len] = '\0';
-        }
-    }
-}
-
-typedef struct count_goal {
-    done_t *d;
-    int n;
-} count_goal_t;
-
-static bool reached(void *arg)
-{
-    count_goal_t *g = arg;
-    return g->d->n >= g->n;
-}
+typedef elk_ts_replies_t done_t; /* completions, recorded by elk_ts_replies_on */
 
 /* Send argv on node i and run until it completes; returns the completion index. */
 static int call(size_t i, done_t *d, const elk_resp_arg_t *argv, size_t argc)
 {
     int before = d->n;
-    assert_int_equal(elk_node_send(&c.node[i], elk_posix_now_ms(), argv, argc, 0, on_done, d), ELK_OK);
-    count_goal_t g = {d, before + 1};
-    assert_true(run_until(reached, &g, 5000));
+    assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), argv, argc, 0, elk_ts_replies_on, d), ELK_OK);
+    elk_ts_goal_t g = {d, before + 1};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     return before;
+}
+
+/* One default server, and the configuration of a node for it (to adjust). */
+static elk_node_config_t start_one(elk_tf_t *f)
+{
+    elk_tf_options_t o;
+    elk_tf_options_defaults(&o);
+    assert_int_equal(elk_tf_start(f, &o), 0);
+    return cfg_for(f, 0);
+}
+
+/* The context over that one node, and the node ready. */
+static void one_ready(const elk_node_config_t *cfg)
+{
+    ctx_init(1, cfg);
+    assert_true(run_until(all_ready, NULL, 5000));
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -170,13 +120,9 @@ static void test_plain_round_trip(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
-    assert_false(elk_node_stats(&c.node[0])->resp3);
+    elk_node_config_t cfg = start_one(&f);
+    one_ready(&cfg);
+    assert_false(elk_node_stats(&c.st.nodes[0])->resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:node:k"), ELK_RESP_ARG_STR("v\r\n1"),
@@ -198,7 +144,7 @@ static void test_plain_round_trip(void **state)
     k = call(0, &d, bad, 1);
     assert_int_equal(d.status[k], ELK_OK); /* a Redis error is a reply, not a failure */
     assert_true(strncmp(d.text[k], "ERR unknown command", 19) == 0);
-    assert_int_equal(elk_node_state(&c.node[0]), ELK_NODE_READY);
+    assert_int_equal(elk_node_state(&c.st.nodes[0]), ELK_NODE_READY);
     ctx_close();
     elk_tf_stop(&f);
 }
@@ -213,7 +159,7 @@ typedef struct pipe_state {
 static void pipe_done(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     pipe_state_t *p = user;
-    on_done(&p->d, node, status, reply);
+    elk_ts_replies_on(&p->d, node, status, reply);
     elk_resp_arg_t incr[] = {ELK_RESP_ARG_STR("INCR"), ELK_RESP_ARG_STR("elk:node:ctr")};
     if (p->sent < p->total &&
         elk_node_send(node, elk_posix_now_ms(), incr, 2, 0, pipe_done, p) == ELK_OK) {
@@ -225,24 +171,20 @@ static void test_pipelining_100_requests(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    elk_node_config_t cfg = start_one(&f);
+    one_ready(&cfg);
     static pipe_state_t p;
     memset(&p, 0, sizeof p);
     p.total = 100;
     elk_resp_arg_t incr[] = {ELK_RESP_ARG_STR("INCR"), ELK_RESP_ARG_STR("elk:node:ctr")};
     /* Fill the window before the first poll: all of these go out in one write. */
-    while (elk_node_send(&c.node[0], elk_posix_now_ms(), incr, 2, 0, pipe_done, &p) == ELK_OK) {
+    while (elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), incr, 2, 0, pipe_done, &p) == ELK_OK) {
         p.sent++;
     }
-    p.max_inflight = elk_node_inflight(&c.node[0]);
+    p.max_inflight = elk_node_inflight(&c.st.nodes[0]);
     assert_int_equal(p.max_inflight, CONFIG_ELK_NODE_MAX_INFLIGHT);
-    count_goal_t g = {&p.d, 100};
-    assert_true(run_until(reached, &g, 10000));
+    elk_ts_goal_t g = {&p.d, 100};
+    assert_true(run_until(elk_ts_replies_reached, &g, 10000));
     assert_int_equal(p.d.n, 100);
     for (int i = 0; i < 100; i++) {
         assert_int_equal(p.d.status[i], ELK_OK);
@@ -282,12 +224,12 @@ static void auth_case(const char *user, const char *server_pass, const char *cli
     } else {
         elk_node_state_t want = ELK_NODE_BACKOFF;
         assert_true(run_until(node_in_state, &want, 5000));
-        assert_int_equal(elk_node_stats(&c.node[0])->last_error, ELK_E_AUTH);
-        assert_int_equal(elk_node_stats(&c.node[0])->connects, 0);
+        assert_int_equal(elk_node_stats(&c.st.nodes[0])->last_error, ELK_E_AUTH);
+        assert_int_equal(elk_node_stats(&c.st.nodes[0])->connects, 0);
         /* It keeps retrying with backoff, and keeps being refused. */
         elk_node_state_t ready = ELK_NODE_READY;
         assert_false(run_until(node_in_state, &ready, 300));
-        assert_true(elk_node_stats(&c.node[0])->failures >= 2);
+        assert_true(elk_node_stats(&c.st.nodes[0])->failures >= 2);
     }
     ctx_close();
     elk_tf_stop(&f);
@@ -352,14 +294,10 @@ static bool pushes_reached(void *arg)
 static void resp_case(bool resp3)
 {
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
+    elk_node_config_t cfg = start_one(&f);
     cfg.resp3 = resp3;
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
-    assert_int_equal(elk_node_stats(&c.node[0])->resp3, resp3);
+    one_ready(&cfg);
+    assert_int_equal(elk_node_stats(&c.st.nodes[0])->resp3, resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
     /* A map-valued command shows which protocol the server speaks to us. */
@@ -375,12 +313,12 @@ static void resp_case(bool resp3)
     /* Pub/sub: RESP3 pushes share the connection; RESP2 needs subscriber mode. */
     static pushes_t p;
     memset(&p, 0, sizeof p);
-    elk_node_on_push(&c.node[0], on_push, &p);
+    elk_node_on_push(&c.st.nodes[0], on_push, &p);
     if (!resp3) {
-        elk_node_set_subscriber(&c.node[0], true);
+        elk_node_set_subscriber(&c.st.nodes[0], true);
     }
     elk_resp_arg_t sub[] = {ELK_RESP_ARG_STR("SUBSCRIBE"), ELK_RESP_ARG_STR("elk{r}:released")};
-    assert_int_equal(elk_node_send_noreply(&c.node[0], sub, 2), ELK_OK);
+    assert_int_equal(elk_node_send_noreply(&c.st.nodes[0], sub, 2), ELK_OK);
     int tries = 0;
     while (p.n < 1 && tries++ < 100) {
         run_until(pushes_reached, &p, 20);
@@ -430,8 +368,8 @@ static void test_hello_refused_server_side_falls_back(void **state)
     cfg.resp3 = true;
     ctx_init(1, &cfg);
     assert_true(run_until(all_ready, NULL, 5000));
-    assert_false(elk_node_stats(&c.node[0])->resp3);
-    assert_int_equal(elk_node_stats(&c.node[0])->failures, 0);
+    assert_false(elk_node_stats(&c.st.nodes[0])->resp3);
+    assert_int_equal(elk_node_stats(&c.st.nodes[0])->failures, 0);
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t hs[] = {ELK_RESP_ARG_STR("HSET"), ELK_RESP_ARG_STR("elk:h2"), ELK_RESP_ARG_STR("f"),
@@ -447,7 +385,7 @@ static void test_hello_refused_server_side_falls_back(void **state)
 static bool node1_select_refused(void *arg)
 {
     (void)arg;
-    return elk_node_stats(&c.node[1])->last_error == ELK_E_SELECT;
+    return elk_node_stats(&c.st.nodes[1])->last_error == ELK_E_SELECT;
 }
 
 static void test_select_db(void **state)
@@ -477,8 +415,8 @@ static void test_select_db(void **state)
     freeReplyObject(r);
     /* Node 1 connects on its own schedule: wait for its refusal, not for node 0's. */
     assert_true(run_until(node1_select_refused, NULL, 5000));
-    assert_int_equal(elk_node_stats(&c.node[1])->last_error, ELK_E_SELECT);
-    assert_int_not_equal(elk_node_state(&c.node[1]), ELK_NODE_READY);
+    assert_int_equal(elk_node_stats(&c.st.nodes[1])->last_error, ELK_E_SELECT);
+    assert_int_not_equal(elk_node_state(&c.st.nodes[1]), ELK_NODE_READY);
     ctx_close();
     elk_tf_stop(&f);
 }
@@ -487,33 +425,29 @@ static void test_server_killed_mid_request_then_restarted(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    elk_node_config_t cfg = start_one(&f);
+    one_ready(&cfg);
     static done_t d;
     memset(&d, 0, sizeof d);
     /* BLPOP on an empty list keeps the request in flight on the server. */
     elk_resp_arg_t blpop[] = {ELK_RESP_ARG_STR("BLPOP"), ELK_RESP_ARG_STR("elk:nothing"), elk_resp_arg_int(0)};
     uint64_t now = elk_posix_now_ms();
-    assert_int_equal(elk_node_send(&c.node[0], now, blpop, 3, now + 20000, on_done, &d), ELK_OK);
-    elk_fleet_poll(&c.fleet, elk_posix_now_ms()); /* sent */
+    assert_int_equal(elk_node_send(&c.st.nodes[0], now, blpop, 3, now + 20000, elk_ts_replies_on, &d), ELK_OK);
+    elk_fleet_poll(&c.st.fleet, elk_posix_now_ms()); /* sent */
     assert_int_equal(elk_tf_kill(&f, 0), 0);
-    count_goal_t g = {&d, 1};
-    assert_true(run_until(reached, &g, 10000));
+    elk_ts_goal_t g = {&d, 1};
+    assert_true(run_until(elk_ts_replies_reached, &g, 10000));
     assert_int_equal(d.status[0], ELK_E_DISCONNECTED);
-    assert_int_not_equal(elk_node_state(&c.node[0]), ELK_NODE_READY);
-    int err = elk_node_stats(&c.node[0])->last_error;
+    assert_int_not_equal(elk_node_state(&c.st.nodes[0]), ELK_NODE_READY);
+    int err = elk_node_stats(&c.st.nodes[0])->last_error;
     assert_true(err == ELK_E_CLOSED || err == ELK_E_IO);
     /* While the server is down, reconnects fail (refused) and back off. */
     elk_node_state_t ready = ELK_NODE_READY;
     assert_false(run_until(node_in_state, &ready, 300));
-    assert_true(elk_node_stats(&c.node[0])->failures >= 2);
+    assert_true(elk_node_stats(&c.st.nodes[0])->failures >= 2);
     assert_int_equal(elk_tf_restart(&f, 0), 0);
     assert_true(run_until(all_ready, NULL, 5000));
-    assert_int_equal(elk_node_stats(&c.node[0])->connects, 2);
+    assert_int_equal(elk_node_stats(&c.st.nodes[0])->connects, 2);
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
     int k = call(0, &d, ping, 1);
     assert_string_equal(d.text[k], "PONG");
@@ -525,33 +459,29 @@ static void test_server_paused_deadline_holds(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f, 0);
+    elk_node_config_t cfg = start_one(&f);
     cfg.connect_timeout_ms = 500;
     cfg.resp3 = true; /* so a reconnect needs the server to answer HELLO */
-    ctx_init(1, &cfg);
-    assert_true(run_until(all_ready, NULL, 5000));
+    one_ready(&cfg);
     static done_t d;
     memset(&d, 0, sizeof d);
     assert_int_equal(elk_tf_pause(&f, 0), 0);
     elk_resp_arg_t get[] = {ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR("k")};
     uint64_t now = elk_posix_now_ms();
     uint64_t deadline = now + 300;
-    assert_int_equal(elk_node_send(&c.node[0], now, get, 2, deadline, on_done, &d), ELK_OK);
-    assert_int_equal(elk_node_send(&c.node[0], now, get, 2, deadline + 5000, on_done, &d), ELK_OK);
-    count_goal_t g = {&d, 2};
-    assert_true(run_until(reached, &g, 10000));
+    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline + 5000, elk_ts_replies_on, &d), ELK_OK);
+    elk_ts_goal_t g = {&d, 2};
+    assert_true(run_until(elk_ts_replies_reached, &g, 10000));
     assert_int_equal(d.status[0], ELK_E_TIMEOUT);
     assert_true(d.at[0] >= deadline);          /* never before the deadline */
     assert_int_equal(d.status[1], ELK_E_DISCONNECTED);
-    assert_int_equal(elk_node_stats(&c.node[0])->timeouts, 1);
+    assert_int_equal(elk_node_stats(&c.st.nodes[0])->timeouts, 1);
     /* The kernel still accepts connections for the frozen server, but HELLO gets no
      * answer: reconnecting runs into the connect timeout. */
     elk_node_state_t ready = ELK_NODE_READY;
     assert_false(run_until(node_in_state, &ready, 800));
-    assert_int_equal(elk_node_stats(&c.node[0])->last_error, ELK_E_CONNECT_TIMEOUT);
+    assert_int_equal(elk_node_stats(&c.st.nodes[0])->last_error, ELK_E_CONNECT_TIMEOUT);
     assert_int_equal(elk_tf_resume(&f, 0), 0);
     assert_true(run_until(all_ready, NULL, 5000));
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
@@ -563,7 +493,7 @@ static void test_server_paused_deadline_holds(void **state)
 
 static bool ready_count_is(void *arg)
 {
-    return elk_fleet_ready_count(&c.fleet) == *(size_t *)arg;
+    return elk_fleet_ready_count(&c.st.fleet) == *(size_t *)arg;
 }
 
 static void test_fleet_of_three(void **state)
@@ -577,25 +507,25 @@ static void test_fleet_of_three(void **state)
     elk_node_config_t cfg[3] = {cfg_for(&f, 0), cfg_for(&f, 1), cfg_for(&f, 2)};
     ctx_init(3, cfg);
     assert_true(run_until(all_ready, NULL, 5000));
-    assert_int_equal(elk_fleet_quorum(&c.fleet), 2);
+    assert_int_equal(elk_fleet_quorum(&c.st.fleet), 2);
     elk_wait_t w[3];
-    assert_int_equal(elk_fleet_waits(&c.fleet, w, 3), 3);
+    assert_int_equal(elk_fleet_waits(&c.st.fleet, w, 3), 3);
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk{x}"), ELK_RESP_ARG_STR("me"),
                             ELK_RESP_ARG_STR("NX"), ELK_RESP_ARG_STR("PX"), elk_resp_arg_int(30000)};
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(elk_node_send(&c.node[i], elk_posix_now_ms(), set, 6, 0, on_done, &d), ELK_OK);
+        assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), set, 6, 0, elk_ts_replies_on, &d), ELK_OK);
     }
-    count_goal_t g = {&d, 3};
-    assert_true(run_until(reached, &g, 5000));
+    elk_ts_goal_t g = {&d, 3};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     for (int i = 0; i < 3; i++) {
         assert_string_equal(d.text[i], "OK");
     }
     assert_int_equal(elk_tf_kill(&f, 1), 0);
     size_t two = 2;
     assert_true(run_until(ready_count_is, &two, 5000));
-    assert_int_equal(elk_fleet_waits(&c.fleet, w, 3), 2);
+    assert_int_equal(elk_fleet_waits(&c.st.fleet, w, 3), 2);
     assert_int_equal(elk_tf_restart(&f, 1), 0);
     assert_true(run_until(all_ready, NULL, 5000));
     ctx_close();

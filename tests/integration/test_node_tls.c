@@ -17,22 +17,16 @@
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "stack.h"
 
 #define POOL_BLOCKS 8
 
-static _Alignas(8) uint8_t pool_mem[POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
-
 typedef struct ctx {
-    elk_pool_t pool;
     elk_entropy_t entropy;
     elk_log_t log;
     elk_tls_shared_t shared;
     bool shared_ok;
-    elk_posix_tcp_t tcp;
-    elk_transport_t tcp_t;
-    elk_tls_conn_t tls;
-    elk_transport_t tls_t;
-    elk_node_t node;
+    elk_ts_stack_t st; /* one node over TLS over TCP (c.st.nodes[0]) */
 } ctx_t;
 
 static ctx_t c;
@@ -50,8 +44,6 @@ static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
     memset(&c, 0, sizeof c);
     const elk_tf_certs_t *certs = elk_tf_certs();
     assert_non_null(certs);
-    assert_int_equal(elk_pool_init(&c.pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS),
-                     ELK_OK);
     elk_posix_entropy(&c.entropy);
     c.log.write = log_write;
     c.log.level = ELK_LOG_DEBUG;
@@ -64,17 +56,15 @@ static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
     }
     assert_int_equal(elk_tls_shared_init(&c.shared, &tc, &c.entropy), ELK_OK);
     c.shared_ok = true;
-    assert_int_equal(elk_posix_tcp_init(&c.tcp, NULL, &c.tcp_t), ELK_OK);
-    assert_int_equal(elk_tls_conn_init(&c.tls, &c.shared, &c.tcp_t, &c.tls_t), ELK_OK);
-    assert_int_equal(elk_node_init(&c.node, cfg, &c.tls_t, &c.pool, &c.entropy, &c.log), ELK_OK);
-    c.node.stats.tls = true;
+    elk_ts_stack_opts_t o = {
+        .count = 1, .node_cfgs = cfg, .tls = &c.shared, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log};
+    assert_int_equal(elk_ts_stack_init(&c.st, &o), ELK_OK);
 }
 
 static void ctx_free(void)
 {
-    elk_node_close(&c.node, elk_posix_now_ms());
-    assert_int_equal(elk_pool_available(&c.pool), POOL_BLOCKS);
-    elk_tls_conn_free(&c.tls);
+    elk_ts_stack_close(&c.st);
+    assert_int_equal(elk_pool_available(&c.st.pool), POOL_BLOCKS);
     if (c.shared_ok) {
         elk_tls_shared_free(&c.shared);
     }
@@ -82,68 +72,22 @@ static void ctx_free(void)
 
 static bool run_until(bool (*cond)(void *), void *arg, unsigned timeout_ms)
 {
-    uint64_t end = elk_posix_now_ms() + timeout_ms;
-    for (;;) {
-        uint64_t now = elk_posix_now_ms();
-        uint64_t next = elk_node_poll(&c.node, now);
-        if (cond(arg)) {
-            return true;
-        }
-        if (now >= end) {
-            return false;
-        }
-        elk_wait_t w;
-        w.fd = elk_node_wait(&c.node, &w.events);
-        elk_posix_wait(&w, w.fd >= 0 ? 1 : 0, next < end ? next : end, NULL);
-    }
+    return elk_ts_run_node(&c.st.nodes[0], cond, arg, timeout_ms, 0);
 }
 
 static bool is_ready(void *arg)
 {
     (void)arg;
-    return elk_node_is_ready(&c.node);
+    return elk_node_is_ready(&c.st.nodes[0]);
 }
 
 static bool failed_once(void *arg)
 {
     (void)arg;
-    return elk_node_stats(&c.node)->failures > 0;
+    return elk_node_stats(&c.st.nodes[0])->failures > 0;
 }
 
-typedef struct done {
-    int n;
-    int status[128];
-    int64_t ival[128];
-    char text[128][64];
-} done_t;
-
-static void on_done(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
-{
-    (void)node;
-    done_t *d = user;
-    int i = d->n++;
-    d->status[i] = status;
-    d->text[i][0] = '\0';
-    d->ival[i] = 0;
-    if (reply != NULL) {
-        d->ival[i] = reply->nodes[0].integer;
-        if (reply->nodes[0].str != NULL) {
-            snprintf(d->text[i], sizeof d->text[i], "%.*s", (int)reply->nodes[0].len,
-                     (const char *)reply->nodes[0].str);
-        }
-    }
-}
-
-typedef struct goal {
-    done_t *d;
-    int n;
-} goal_t;
-
-static bool reached(void *arg)
-{
-    goal_t *g = arg;
-    return g->d->n >= g->n;
-}
+typedef elk_ts_replies_t done_t; /* completions, recorded by elk_ts_replies_on */
 
 static elk_node_config_t cfg_for(elk_tf_t *f)
 {
@@ -172,17 +116,17 @@ static void test_tls_round_trip_auth_resp3_pipelined(void **state)
     cfg.resp3 = true;
     ctx_init(&cfg, false);
     assert_true(run_until(is_ready, NULL, 10000));
-    assert_true(elk_node_stats(&c.node)->resp3);
+    assert_true(elk_node_stats(&c.st.nodes[0])->resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t incr[] = {ELK_RESP_ARG_STR("INCR"), ELK_RESP_ARG_STR("elk:tls:ctr")};
     int sent = 0;
     while (sent < 50) {
-        while (sent < 50 && elk_node_send(&c.node, elk_posix_now_ms(), incr, 2, 0, on_done, &d) == ELK_OK) {
+        while (sent < 50 && elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), incr, 2, 0, elk_ts_replies_on, &d) == ELK_OK) {
             sent++;
         }
-        goal_t g = {&d, sent};
-        assert_true(run_until(reached, &g, 5000));
+        elk_ts_goal_t g = {&d, sent};
+        assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     }
     for (int i = 0; i < 50; i++) {
         assert_int_equal(d.status[i], ELK_OK);
@@ -194,10 +138,10 @@ static void test_tls_round_trip_auth_resp3_pipelined(void **state)
     val[sizeof val - 1] = '\0';
     elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:tls:v"), elk_resp_arg_cstr(val)};
     elk_resp_arg_t get[] = {ELK_RESP_ARG_STR("STRLEN"), ELK_RESP_ARG_STR("elk:tls:v")};
-    assert_int_equal(elk_node_send(&c.node, elk_posix_now_ms(), set, 3, 0, on_done, &d), ELK_OK);
-    assert_int_equal(elk_node_send(&c.node, elk_posix_now_ms(), get, 2, 0, on_done, &d), ELK_OK);
-    goal_t g = {&d, 52};
-    assert_true(run_until(reached, &g, 5000));
+    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), set, 3, 0, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), get, 2, 0, elk_ts_replies_on, &d), ELK_OK);
+    elk_ts_goal_t g = {&d, 52};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     assert_string_equal(d.text[50], "OK");
     assert_int_equal(d.ival[51], (int64_t)strlen(val));
     ctx_free();
@@ -221,9 +165,9 @@ static void test_mutual_tls(void **state)
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
-    assert_int_equal(elk_node_send(&c.node, elk_posix_now_ms(), ping, 1, 0, on_done, &d), ELK_OK);
-    goal_t g = {&d, 1};
-    assert_true(run_until(reached, &g, 5000));
+    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), ping, 1, 0, elk_ts_replies_on, &d), ELK_OK);
+    elk_ts_goal_t g = {&d, 1};
+    assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     assert_string_equal(d.text[0], "PONG");
     ctx_free();
 
@@ -231,8 +175,8 @@ static void test_mutual_tls(void **state)
      * never becomes READY, and backs off. */
     ctx_init(&cfg, false);
     assert_true(run_until(failed_once, NULL, 10000));
-    assert_false(elk_node_is_ready(&c.node));
-    int err = elk_node_stats(&c.node)->last_error;
+    assert_false(elk_node_is_ready(&c.st.nodes[0]));
+    int err = elk_node_stats(&c.st.nodes[0])->last_error;
     assert_true(err == ELK_E_TLS_CLIENT_CERT || err == ELK_E_TLS_HANDSHAKE_CUT || err == ELK_E_TLS ||
                 err == ELK_E_CLOSED || err == ELK_E_IO);
 #if MBEDTLS_VERSION_NUMBER >= 0x03000000 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
@@ -240,9 +184,9 @@ static void test_mutual_tls(void **state)
      * nothing to send first (no AUTH, RESP2) may count as ready for that moment; the
      * server's refusal then arrives on the first read, named. */
     assert_int_equal(err, ELK_E_TLS_CLIENT_CERT);
-    assert_true(elk_node_stats(&c.node)->connects <= 1u);
+    assert_true(elk_node_stats(&c.st.nodes[0])->connects <= 1u);
 #else
-    assert_int_equal(elk_node_stats(&c.node)->connects, 0);
+    assert_int_equal(elk_node_stats(&c.st.nodes[0])->connects, 0);
 #endif
     ctx_free();
     elk_tf_stop(&f);
@@ -260,8 +204,8 @@ static void test_unknown_ca_is_refused(void **state)
     elk_node_config_t cfg = cfg_for(&f);
     ctx_init(&cfg, false);
     assert_true(run_until(failed_once, NULL, 10000));
-    assert_int_equal(elk_node_stats(&c.node)->last_error, ELK_E_TLS_UNKNOWN_CA);
-    assert_int_equal(elk_node_state(&c.node), ELK_NODE_BACKOFF);
+    assert_int_equal(elk_node_stats(&c.st.nodes[0])->last_error, ELK_E_TLS_UNKNOWN_CA);
+    assert_int_equal(elk_node_state(&c.st.nodes[0]), ELK_NODE_BACKOFF);
     ctx_free();
     elk_tf_stop(&f);
 }

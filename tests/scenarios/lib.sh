@@ -4,95 +4,18 @@
 # when the scenario fails or is interrupted, so nothing is left listening.
 #
 # Callers set before sourcing: ELKD ELK FAULTPROXY (paths of the built binaries).
-set -u
-S_DIR=$(mktemp -d /tmp/elk-scen.XXXXXX)
-S_PIDS=""
-S_FAILS=0
+SUP_PREFIX=elk-scen SUP_KEEP=${ELK_SCEN_KEEP:-0} SUP_STAMP=1
+. "$(dirname "${BASH_SOURCE[0]}")/../support/lib.sh"
+S_DIR=$SUP_DIR
 S_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-S_T0=$(date +%s%3N)
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-
-s_cleanup() {
-  local p
-  for p in $S_PIDS; do kill -CONT "$p" 2>/dev/null; done
-  for p in $S_PIDS; do kill -TERM "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in $S_PIDS; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  if [ "${ELK_SCEN_KEEP:-0}" = 1 ]; then echo "kept $S_DIR"; else rm -rf "$S_DIR"; fi
-}
-trap s_cleanup EXIT
-trap 'exit 130' INT TERM
-
-track() { S_PIDS="$S_PIDS $1"; }
-untrack() { S_PIDS=$(echo " $S_PIDS " | sed "s/ $1 / /"); }
-
-say() {
-  local now
-  now=$(date +%s%3N)
-  printf '[%3d.%03ds] %s\n' $(((now - S_T0) / 1000)) $(((now - S_T0) % 1000)) "$*"
-}
-ok() { say "ok: $*"; }
-bad() { say "FAIL: $*"; S_FAILS=$((S_FAILS + 1)); }
-check() { # check DESCRIPTION EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
-check_true() { # check_true DESCRIPTION STATUS (0 = holds)
-  if [ "$2" -eq 0 ]; then ok "$1"; else bad "$1"; fi
-}
-check_contains() { # check_contains DESCRIPTION NEEDLE HAYSTACK
-  case "$3" in
-    *"$2"*) ok "$1" ;;
-    *) bad "$1: '$2' not found in: $3" ;;
-  esac
-}
-# figure NAME VALUE: one measured figure, in a fixed form the docs and the lead can grep
-figure() { echo "FIGURE $(basename "$0" .sh) $1=$2"; }
-finish() {
-  if [ "$S_FAILS" -ne 0 ]; then
-    echo "$S_FAILS check(s) failed"
-    local f
-    for f in "$S_DIR"/*.log; do
-      [ -f "$f" ] || continue
-      echo "--- $f (last 25 lines)"
-      tail -25 "$f"
-    done
-    exit 1
-  fi
-  echo "all checks passed"
-  exit 0
-}
-
-now_ms() { date +%s%3N; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 
 # start_redis NAME [PORT] -> RPORT[NAME], RPID[NAME]; plain TCP on 127.0.0.1, no persistence.
 declare -A RPORT RPID PPORT PCTL PPID_ ELKD_PID
 start_redis() {
-  local name=$1 want=${2:-} port pid i
-  for i in 1 2 3 4 5 6 7 8 9 10; do
-    port=${want:-$(free_port)}
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-      --dir "$S_DIR" --logfile "$S_DIR/redis-$name.rlog" >/dev/null 2>&1 &
-    pid=$!
-    track "$pid"
-    for _ in $(seq 1 50); do
-      if redis-cli -p "$port" ping >/dev/null 2>&1; then
-        RPORT[$name]=$port
-        RPID[$name]=$pid
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null
-    [ -n "$want" ] && sleep 0.3 # same port asked for: it may still be in use for a moment
-  done
-  echo "cannot start redis-server $name"
-  exit 1
+  sup_redis "$1" "${2:-}" plain
+  RPORT[$1]=$SUP_RPORT
+  RPID[$1]=$SUP_RPID
 }
 stop_redis() { # stop_redis NAME [SIGNAL]
   local name=$1 sig=${2:-KILL}
@@ -109,11 +32,8 @@ start_proxy() {
   "$FAULTPROXY" --upstream "$up" ${3:+--seed "$3"} >"$out" 2>"$S_DIR/proxy-$name.log" &
   PPID_[$name]=$!
   track "${PPID_[$name]}"
-  for _ in $(seq 1 100); do
-    line=$(head -1 "$out" 2>/dev/null)
-    [ -n "$line" ] && break
-    sleep 0.02
-  done
+  wait_until 30 test -s "$out"
+  line=$(head -1 "$out" 2>/dev/null)
   [ -n "$line" ] || { echo "elk-faultproxy $name did not start"; cat "$S_DIR/proxy-$name.log"; exit 1; }
   PPORT[$name]=${line% *}
   PCTL[$name]=${line#* }
@@ -155,20 +75,10 @@ write_conf() {
 # start_elkd GW CONF [PREFIX-COMMAND...] -> ELKD_PID[GW]; waits for the control socket.
 # A prefix (e.g. env LD_PRELOAD=... or valgrind) wraps elkd only.
 start_elkd() {
-  local gw=$1 conf=$2 pid
+  local gw=$1 conf=$2
   shift 2
-  "$@" "$ELKD" -c "$conf" -f >>"$S_DIR/elkd-$gw.log" 2>&1 &
-  pid=$!
-  ELKD_PID[$gw]=$pid
-  track "$pid"
-  for _ in $(seq 1 300); do
-    if "$ELK" --socket "$S_DIR/$gw.sock" status >/dev/null 2>&1; then return 0; fi
-    kill -0 "$pid" 2>/dev/null || { echo "elkd $gw died:"; cat "$S_DIR/elkd-$gw.log"; exit 1; }
-    sleep 0.05
-  done
-  echo "elkd $gw did not come up"
-  cat "$S_DIR/elkd-$gw.log"
-  exit 1
+  sup_elkd "$S_DIR/$gw.sock" "$S_DIR/elkd-$gw.log" "$conf" "$@"
+  ELKD_PID[$gw]=$SUP_EPID
 }
 stop_elkd() {
   local gw=$1 rc
@@ -178,15 +88,10 @@ stop_elkd() {
   untrack "${ELKD_PID[$gw]}"
   return $rc
 }
-# wait_nodes GW N [TRIES]: until N nodes of GW's elkd are ready
-wait_nodes() {
-  local gw=$1 n=$2 tries=${3:-200}
-  for _ in $(seq 1 "$tries"); do
-    if "$ELK" --socket "$S_DIR/$gw.sock" status 2>/dev/null | grep -q "nodes_ready=$n/"; then return 0; fi
-    sleep 0.05
-  done
-  return 1
-}
+# wait_nodes GW N [TRIES]: until N nodes of GW's elkd are ready (bounded by 60 s; TRIES is
+# accepted for old callers and ignored: the event is asserted, not its speed)
+nodes_ready() { "$ELK" --socket "$S_DIR/$1.sock" status 2>/dev/null | grep -q "nodes_ready=$2/"; }
+wait_nodes() { wait_until 60 nodes_ready "$1" "$2"; }
 elk_gw() { local gw=$1; shift; "$ELK" --socket "$S_DIR/$gw.sock" "$@"; }
 
 # The actuator: every command a holder sends goes through `elk guard` (fencing state in
@@ -209,35 +114,28 @@ res_field() {
     '$1 == "resource" && $2 == r { for (i = 3; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1) }'
 }
 # wait_tick GW [TRIES] [any]: until GW's command has driven the actuator (an accepted tick;
-# with "any" also a refused one) after the log line count in ACT_MARK; prints its token
+# with "any" also a refused one) after the log line count in ACT_MARK; prints its token.
+# Bounded by 60 s (TRIES is accepted for old callers and ignored).
 ACT_MARK=0
 act_mark() { ACT_MARK=$(wc -l <"$ACT_LOG"); }
-wait_tick() {
-  local gw=$1 tries=${2:-300} want=${3:-accepted} t
-  for _ in $(seq 1 "$tries"); do
-    t=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v g="$gw" -v w="$want" '$2 == g && $4 == "tick" && (w == "any" || $5 == w) {t = $3} END {print t}')
-    if [ -n "$t" ]; then echo "$t"; return 0; fi
-    sleep 0.02
-  done
+# last_tick GW WANT: the token of GW's last tick since ACT_MARK (WANT accepted or any)
+last_tick() {
+  tail -n +$((ACT_MARK + 1)) "$ACT_LOG" |
+    awk -v g="$1" -v w="$2" '$2 == g && $4 == "tick" && (w == "any" || $5 == w) {t = $3} END {print t}'
+}
+# tick_seen GW WANT [PID]: 0 and the token on stdout once there is one; 2 when PID has
+# exited without it (the wait is over), else 1
+tick_seen() {
+  local t
+  t=$(last_tick "$1" "$2")
+  if [ -n "$t" ]; then echo "$t"; return 0; fi
+  [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && { t=$(last_tick "$1" "$2"); [ -n "$t" ] && { echo "$t"; return 0; }; return 2; }
   return 1
 }
-# wait_tick_for GW SECONDS [PID]: like wait_tick, bounded by time instead of tries (a
-# loaded machine makes every try slower), and over as soon as PID (the waiting `elk run`)
-# has exited without the tick; prints the token. Use generous bounds: an event, not speed.
-wait_tick_for() {
-  local gw=$1 end=$(( $(date +%s) + $2 )) pid=${3:-} t
-  while :; do
-    t=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v g="$gw" '$2 == g && $4 == "tick" && $5 == "accepted" {t = $3} END {print t}')
-    if [ -n "$t" ]; then echo "$t"; return 0; fi
-    [ "$(date +%s)" -ge "$end" ] && return 1
-    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
-      t=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v g="$gw" '$2 == g && $4 == "tick" && $5 == "accepted" {t = $3} END {print t}')
-      [ -n "$t" ] && { echo "$t"; return 0; }
-      return 1
-    fi
-    sleep 0.05
-  done
-}
+wait_tick() { wait_until 60 tick_seen "$1" "${3:-accepted}"; }
+# wait_tick_for GW SECONDS [PID]: wait_tick with its own bound, over as soon as PID (the
+# waiting `elk run`) has exited without the tick; prints the token.
+wait_tick_for() { wait_until "$2" tick_seen "$1" accepted "${3:-}"; }
 # run_bg GW VAR [elk run options] -- command...: starts `elk run` in the background with its
 # pid in VAR (the elk process itself, so it can be paused and waited for)
 run_bg() {
@@ -246,4 +144,37 @@ run_bg() {
   "$ELK" --socket "$S_DIR/$gw.sock" run "$@" >>"$S_DIR/run-$gw.log" 2>&1 &
   eval "$var=$!"
   track $!
+}
+
+# valve TTL_MS STOP_MS [WAIT_MIN_MS WAIT_MAX_MS]: a [resource valve] section (waits 20/60 ms)
+valve() {
+  printf '[resource valve]\nttl = %sms\nstop_margin = %sms\nwait_min = %sms\nwait_max = %sms' \
+    "$1" "$2" "${3:-20}" "${4:-60}"
+}
+# gateway GW MODE "PORT..." BODY [PREFIX-COMMAND...]: $S_DIR/GW.conf (write_conf), its elkd
+# started (wrapped in the prefix, as start_elkd does), and every node ready (else the
+# scenario ends with a failed check)
+gateway() {
+  local gw=$1 ports=$3
+  write_conf "$S_DIR/$gw.conf" "$gw" "$2" "$ports" "$4"
+  shift 4
+  start_elkd "$gw" "$S_DIR/$gw.conf" "$@"
+  set -- $ports
+  wait_nodes "$gw" $# || { bad "$gw never saw its $# node(s) ready"; finish; }
+}
+# proxied_fleet: redis servers r1..r3, each behind an elk-faultproxy p1..p3
+proxied_fleet() {
+  local n
+  for n in 1 2 3; do
+    start_redis r$n
+    start_proxy p$n "${RPORT[r$n]}"
+  done
+}
+# two_gateways TTL_MS STOP_MS: three redis servers r1..r3 and two gateways gw-a and gw-b,
+# each an elkd over all three (redlock) with valve TTL_MS STOP_MS; starts the actuator log.
+two_gateways() {
+  local gw n
+  for n in 1 2 3; do start_redis r$n; done
+  for gw in gw-a gw-b; do gateway $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$(valve "$1" "$2")"; done
+  act_init
 }

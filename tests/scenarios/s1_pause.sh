@@ -14,17 +14,7 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 TTL=2000 STOP=300
-for n in 1 2 3; do start_redis r$n; done
-for gw in gw-a gw-b; do
-  write_conf "$S_DIR/$gw.conf" $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "[resource valve]
-ttl = ${TTL}ms
-stop_margin = ${STOP}ms
-wait_min = 20ms
-wait_max = 60ms"
-  start_elkd $gw "$S_DIR/$gw.conf"
-  wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
-done
-act_init
+two_gateways $TTL $STOP
 key='scen:{valve}'
 
 say "== a) elkd of the holder paused past the TTL"
@@ -48,7 +38,9 @@ wait $RB; check "gw-b's run completes (exit 0)" 0 $?
 sleep 1
 kill -CONT "${ELKD_PID[gw-a]}"
 figure a_pause_ms $(($(now_ms) - t_stop))
-sleep 0.5
+# elkd catches up on its own deadline once it runs again: wait for that event
+not_holding() { case "$(res_field gw-a valve state)" in held | renewing) return 1 ;; esac; }
+wait_until 30 not_holding
 kill -0 "${ELKD_PID[gw-a]}"; check_true "elkd gw-a survives the pause" $?
 st=$(res_field gw-a valve state)
 say "gw-a resource state after resume: $st"
@@ -73,6 +65,9 @@ t_p=$(now_ms)
 sleep $((TTL * 2 / 1000)).5
 "$ELK" --socket "$S_DIR/gw-b.sock" acquire valve >"$S_DIR/b-acq.out" 2>&1; rc=$?
 check "gw-b cannot take the lease while elkd gw-a keeps renewing it (exit 73)" 73 $rc
+# renewals are events: wait for two (the pause above already lasted past twice the TTL)
+renewed_twice() { [ "$(res_field gw-a valve renewals)" -ge 2 ] 2>/dev/null; }
+wait_until 60 renewed_twice
 r=$(res_field gw-a valve renewals)
 say "elkd gw-a renewed the paused holder's lease $r times"
 [ "${r:-0}" -ge 2 ]; check_true "elkd kept renewing for the live connection" $?
@@ -95,9 +90,12 @@ else
 fi
 
 say "== c) the whole gateway paused: elkd, elk run and the command"
-sleep 0.3
+# b)'s lease must be gone from elkd gw-a before c) asks for it again: wait for the event
+# (a fixed pause here failed on a loaded machine), and let c)'s request wait for it too
+is_idle() { [ "$(res_field gw-a valve state)" = idle ]; }
+wait_until 60 is_idle || bad "c) gw-a's resource never went idle after b)"
 act_mark
-run_bg gw-a RA valve -- "$WORK" gw-a 0 0.05
+run_bg gw-a RA --wait 60s valve -- "$WORK" gw-a 0 0.05
 tokA=$(wait_tick gw-a) || { bad "gw-a never drove the actuator"; finish; }
 cmdpid=$(ps -o pid= --ppid "$RA" | tr -d ' ')
 run_bg gw-b RB --wait 120s valve -- "$WORK" gw-b 20 0.05

@@ -9,58 +9,52 @@
 # usage: s1b_stale_reply.sh ELKD ELK FAULTPROXY
 ELKD=$1 ELK=$2 FAULTPROXY=$3
 . "$(dirname "$0")/lib.sh"
-TTL=2000 STOP=300
-for n in 1 2 3; do
-  start_redis r$n
-  start_proxy p$n "${RPORT[r$n]}"
-done
-body="[resource valve]
-ttl = ${TTL}ms
-stop_margin = ${STOP}ms
-wait_min = 20ms
-wait_max = 60ms"
-S_REQUEST_TIMEOUT=1s write_conf "$S_DIR/gw-a.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$body"
-write_conf "$S_DIR/gw-b.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
-for gw in gw-a gw-b; do
-  start_elkd $gw "$S_DIR/$gw.conf"
-  wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
-done
+TTL=4000 STOP=300 # the held grant spends part of the TTL
+proxied_fleet
+S_REQUEST_TIMEOUT=10s gateway gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$(valve $TTL $STOP)"
+gateway gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$(valve $TTL $STOP)"
 act_init
 
-# Slow the fleet path so the grant takes a while, and pause elk run once its request is
-# with elkd: the reply will wait in the socket.
-for p in p1 p2 p3; do pctl $p delay 150 >/dev/null; done
+# Hold the fleet path (the proxies keep every byte) so the grant cannot complete, and
+# pause elk run once its request is with elkd; then let the grant through: the reply
+# waits in the socket. Events, not windows: a slowed path and a polled state raced on a
+# loaded machine (the command had started before the pause).
+for p in p1 p2 p3; do pctl $p hold >/dev/null; done
 "$ELK" --socket "$S_DIR/gw-a.sock" run valve -- "$WORK" gw-a 20 0.05 >>"$S_DIR/run-gw-a.log" 2>&1 &
 RA=$!
 track $RA
-for _ in $(seq 1 100); do
-  case "$(res_field gw-a valve state)" in acquiring | committing) break ;; esac
-done
+state_in() { local st; st=$(res_field gw-a valve state); case " $* " in *" $st "*) return 0 ;; esac; return 1; }
+wait_until 60 state_in acquiring committing || bad "elkd gw-a never started on elk run's request"
 kill -STOP $RA
-say "elk run (pid $RA) paused while elkd works on its request: $(res_field gw-a valve state)"
-for _ in $(seq 1 40); do case "$(res_field gw-a valve state)" in held | renewing) break ;; esac; done
+say "elk run (pid $RA) paused while elkd works on its request"
+for p in p1 p2 p3; do pctl $p pass >/dev/null; done
+wait_until 60 state_in held renewing
 st=$(res_field gw-a valve state)
 case "$st" in held | renewing) ok "elkd gw-a granted the lease to the paused elk run ($st)" ;;
   *) bad "elkd gw-a did not grant the lease to the paused elk run (state $st)" ;; esac
+started=$(awk '$2 == "gw-a" && $4 == "start"' "$ACT_LOG" | wc -l)
+check "gw-a's command has not started while its elk run is paused" 0 "$started"
 tokA=$(res_field gw-a valve token)
 for p in p1 p2 p3; do pctl $p blackhole >/dev/null; done
-for _ in $(seq 1 200); do grep -q "LOST" "$S_DIR/elkd-gw-a.log" && break; sleep 0.05; done
+wait_until 60 grep -q "LOST" "$S_DIR/elkd-gw-a.log"
 grep -q "LOST" "$S_DIR/elkd-gw-a.log"; check_true "elkd gw-a lost the lease and wrote EVENT LOST" $?
 # gw-b takes the valve, but has not driven it yet (the worst moment for a stale holder)
-"$ELK" --socket "$S_DIR/gw-b.sock" acquire --wait 10s valve >"$S_DIR/acq-b.out" 2>&1 &
+"$ELK" --socket "$S_DIR/gw-b.sock" acquire --wait 60s valve >"$S_DIR/acq-b.out" 2>&1 &
 AB=$!
 track $AB
-for _ in $(seq 1 200); do grep -q acquired "$S_DIR/acq-b.out" && break; sleep 0.05; done
+wait_until 60 grep -q acquired "$S_DIR/acq-b.out"
 tokB=$(sed -n 's/.*token=\([0-9]*\).*/\1/p' "$S_DIR/acq-b.out")
 [ -n "$tokB" ]; check_true "gw-b holds the valve now (token ${tokB:-none}, gw-a's was $tokA)" $?
 kill -CONT $RA
-sleep 1.5
+# the stale elk run ends (it must report the loss): count what its command got accepted
+# once it is over, not within a fixed window
+wait_until 60 gone $RA || { bad "the stale elk run was still running 60 s after resume"; kill -KILL $RA; }
+wait $RA; rc=$?
 accepted=$(awk '$2 == "gw-a" && $4 == "tick" && $5 == "accepted"' "$ACT_LOG" | wc -l)
 started=$(awk '$2 == "gw-a" && $4 == "start"' "$ACT_LOG" | wc -l)
 say "after resume: gw-a's command started $started time(s); actuator commands accepted from it while gw-b held the valve: $accepted"
 figure stale_holder_commands_accepted "$accepted"
 check "no actuator command from the stale holder accepted while gw-b holds the valve" 0 "$accepted"
-wait $RA; rc=$?
 check "the stale elk run reports the loss (75)" 75 $rc
 kill -TERM $AB; wait $AB
 finish

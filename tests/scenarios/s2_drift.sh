@@ -15,10 +15,7 @@ ELKD=$1 ELK=$2 FAULTPROXY=$3
 ROUNDS=${ELK_SCEN_DRIFT_ROUNDS:-3}
 TTL=2000 STOP=200
 [ -r "$FAKETIME_LIB" ] || { echo "libfaketime not found at $FAKETIME_LIB (apt-get install faketime)"; exit 1; }
-for n in 1 2 3; do
-  start_redis r$n
-  start_proxy p$n "${RPORT[r$n]}"
-done
+proxied_fleet
 body="[resource valve]
 ttl = ${TTL}ms
 stop_margin = ${STOP}ms

@@ -10,13 +10,7 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 TTL=2000
 for n in 1 2 3; do start_redis r$n; done
-write_conf "$S_DIR/a.conf" gw-a redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "[resource valve]
-ttl = ${TTL}ms
-stop_margin = 300ms
-wait_min = 20ms
-wait_max = 100ms"
-start_elkd gw-a "$S_DIR/a.conf"
-wait_nodes gw-a 3 || { bad "gw-a never saw 3 ready nodes"; finish; }
+gateway gw-a redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$(valve $TTL 300 20 100)"
 act_init
 
 say "== a holder when the whole fleet dies"
@@ -71,7 +65,7 @@ grep -Eo "retry in [0-9]+ ms" "$S_DIR/elkd-gw-a.log" | awk '{print $3}' | tr '\n
 timeout 30 "$ELK" --socket "$S_DIR/gw-a.sock" acquire valve </dev/null >"$S_DIR/acq.out" 2>&1 &
 AQ=$!
 track $AQ
-for _ in $(seq 1 100); do grep -q acquired "$S_DIR/acq.out" && break; sleep 0.05; done
+wait_for 30 'grep -q acquired "$S_DIR/acq.out"'
 grep -q "acquired valve token=" "$S_DIR/acq.out"; check_true "elk acquire (no wait) succeeds again" $?
 kill -TERM $AQ; wait $AQ; check "elk acquire releases on SIGTERM (exit 0)" 0 $?
 act_check --tag s4; check "actuator log: no overlap, no stale accept" 0 $?

@@ -21,17 +21,7 @@ TTL=2000 STOP=300
 key='scen:{valve}'
 
 setup() {
-  for n in 1 2 3; do start_redis r$n; done
-  for gw in gw-a gw-b; do
-    write_conf "$S_DIR/$gw.conf" $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "[resource valve]
-ttl = ${TTL}ms
-stop_margin = ${STOP}ms
-wait_min = 20ms
-wait_max = 60ms"
-    start_elkd $gw "$S_DIR/$gw.conf"
-    wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
-  done
-  act_init
+  two_gateways $TTL $STOP
   # a few grants first, so the fence counters are well above what an empty node starts from
   for _ in 1 2 3 4 5; do "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 2s valve -- true || bad "warm-up grant failed"; done
 }

@@ -7,11 +7,9 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 start_redis r1
-write_conf "$S_DIR/a.conf" gw-a single "${RPORT[r1]}" "[resource valve]
+gateway gw-a single "${RPORT[r1]}" "[resource valve]
 ttl = 2s
 stop_margin = 300ms"
-start_elkd gw-a "$S_DIR/a.conf"
-wait_nodes gw-a 1 || { bad "gw-a never saw its node ready"; finish; }
 act_init
 
 
@@ -64,7 +62,8 @@ figure garbage_lines_answered_with_named_errors "$errs"
 # A client that acquires over the raw socket and vanishes without a word: nothing stays locked.
 out=$(ctl gw-a --quiet-ms 300 "ACQUIRE valve")
 check_contains "control: raw ACQUIRE works" "OK ACQUIRED valve" "$out"
-sleep 0.3
+released() { [ "$(res_field gw-a valve state)" = idle ]; }
+wait_until 30 released
 st=$(res_field gw-a valve state)
 check "the lease of a client that disconnected is released" idle "$st"
 k=$(rcli r1 exists 'scen:{valve}')
@@ -106,7 +105,7 @@ check "still no actuator command (the only CMD runs were refused)" 0 "$n"
 
 say "== broken configuration files (elkd --check)"
 good="$S_DIR/good.conf"
-cp "$S_DIR/a.conf" "$good"
+cp "$S_DIR/gw-a.conf" "$good"
 "$ELKD" -c "$good" --check >/dev/null 2>&1; check "elkd --check accepts the scenario's own file" 0 $?
 confcase() { # confcase NAME LINE-EXPECTED CONTENT
   local f="$S_DIR/bad-$1.conf" out rc

@@ -12,16 +12,7 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 MODE=${S8_MODE:-hold}
 TTL=1500 STOP=300
-for n in 1 2 3; do start_redis r$n; done
-for gw in gw-a gw-b; do
-  write_conf "$S_DIR/$gw.conf" $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "[resource valve]
-ttl = ${TTL}ms
-stop_margin = ${STOP}ms
-wait_min = 20ms
-wait_max = 60ms"
-  start_elkd $gw "$S_DIR/$gw.conf"
-  wait_nodes $gw 3 || { bad "$gw never saw 3 ready nodes"; finish; }
-done
+two_gateways $TTL $STOP
 export ELK STEP_LOG="$S_DIR/steps.log" ACT_STATE="$S_DIR/valve.state"
 : >"$STEP_LOG"
 GWORK="$S_HERE/guard_work.sh"
@@ -48,7 +39,7 @@ tokB=$(wait_step gw-b 1000) || { bad "gw-b never got the lease while gw-a was pa
 say "gw-b drives with token $tokB after $(($(now_ms) - t_stop)) ms"
 [ "${tokB:-0}" -gt "$tokA" ]; check_true "gw-b's token ($tokB) is higher than the paused holder's ($tokA)" $?
 # let gw-b drive a while with gw-a's command still trying, then resume gw-a
-for _ in $(seq 1 500); do [ "$(count_steps gw-b)" -ge 10 ] && break; sleep 0.02; done
+wait_for 30 '[ "$(count_steps gw-b)" -ge 10 ]'
 kill -CONT "$RA" "${ELKD_PID[gw-a]}"
 figure ${MODE}_pause_ms $(($(now_ms) - t_stop))
 wait "$RA"; rc=$?

@@ -16,13 +16,9 @@
 #include "lock_fake_redis.h"
 #include "node_harness.h"
 
-#define MAXEV 256
+#include "lock_events.h"
 
-typedef struct ev_rec {
-    size_t n;
-    elk_lock_event_t ev[MAXEV];
-    elk_lock_node_result_t nodes[MAXEV][CONFIG_ELK_MAX_NODES];
-} ev_rec_t;
+typedef elk_ts_events_t ev_rec_t; /* the shared recorder of tests/support */
 
 typedef struct world {
     node_harness_t h;
@@ -46,14 +42,7 @@ static world_t W;
 
 static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 {
-    ev_rec_t *r = user;
-    (void)lock;
-    if (r->n < MAXEV) {
-        r->ev[r->n] = *ev;
-        memcpy(r->nodes[r->n], ev->nodes, sizeof(elk_lock_node_result_t) * ev->node_count);
-        r->ev[r->n].nodes = r->nodes[r->n];
-        r->n++;
-    }
+    elk_ts_events_on(user, lock, ev);
 }
 
 static const elk_lock_event_t *last_ev(const ev_rec_t *r)
@@ -63,21 +52,12 @@ static const elk_lock_event_t *last_ev(const ev_rec_t *r)
 
 static const elk_lock_event_t *find_ev(const ev_rec_t *r, elk_lock_event_type_t type)
 {
-    for (size_t i = 0; i < r->n; i++) {
-        if (r->ev[i].type == type) {
-            return &r->ev[i];
-        }
-    }
-    return NULL;
+    return elk_ts_events_first(r, type);
 }
 
 static size_t count_ev(const ev_rec_t *r, elk_lock_event_type_t type)
 {
-    size_t c = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        c += r->ev[i].type == type;
-    }
-    return c;
+    return elk_ts_events_count(r, type);
 }
 
 static uint64_t NOW(void)

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "elk_tooltest.h"
+#include "redis_proc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,9 +20,7 @@
 
 uint64_t elk_tt_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return elk_rp_now_ms();
 }
 
 pid_t elk_tt_spawn(char *const argv[], int *ports, int nports, int timeout_ms)
@@ -102,32 +101,13 @@ int elk_tt_wait(pid_t pid, int timeout_ms)
 
 int elk_tt_stop(pid_t pid)
 {
-    if (pid <= 0)
-        return -1;
-    kill(pid, SIGCONT); /* a SIGSTOPped child must be able to die */
-    kill(pid, SIGTERM);
-    int st = elk_tt_wait(pid, 2000);
-    if (st == -1) {
-        kill(pid, SIGKILL);
-        if (waitpid(pid, &st, 0) != pid)
-            return -1;
-    }
-    return st;
+    return elk_rp_stop(pid, 2000);
 }
 
 int elk_tt_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        close(fd);
-        return -1;
-    }
-    socklen_t sl = sizeof sa;
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    close(fd);
-    return ntohs(sa.sin_port);
+    uint16_t p = elk_rp_free_port();
+    return p != 0 ? (int)p : -1;
 }
 
 int elk_tt_connect(int port, int timeout_ms)
@@ -214,44 +194,16 @@ int elk_tt_ctl(int ctl_port, const char *cmd, char *reply, size_t reply_cap)
 pid_t elk_tt_redis_start(int *port)
 {
     for (int attempt = 0; attempt < 5; attempt++) {
-        int p = elk_tt_free_port();
-        char ps[16];
-        snprintf(ps, sizeof ps, "%d", p);
-        pid_t pid = fork();
+        elk_rp_opts_t o = {.port = elk_rp_free_port(), .loglevel = "warning"};
+        pid_t pid = elk_rp_spawn(&o);
         if (pid < 0)
             return -1;
-        if (pid == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            int dn = open("/dev/null", O_RDWR);
-            if (dn >= 0) {
-                dup2(dn, 0);
-                dup2(dn, 1);
-            }
-            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "",
-                   "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-                   (char *)NULL);
-            _exit(127);
+        int rc = elk_rp_wait_tcp(pid, o.port, 5000);
+        if (rc == 0) {
+            *port = o.port;
+            return pid;
         }
-        /* ready when PING answers PONG */
-        uint64_t end = elk_tt_now_ms() + 5000;
-        while (elk_tt_now_ms() < end) {
-            int st;
-            if (waitpid(pid, &st, WNOHANG) == pid)
-                break; /* died (port taken?): try another port */
-            int fd = elk_tt_connect(p, 500);
-            if (fd >= 0) {
-                char buf[16];
-                elk_tt_send_all(fd, "PING\r\n", 6);
-                size_t n = elk_tt_recv_upto(fd, buf, 7, 500, NULL);
-                close(fd);
-                if (n == 7 && !memcmp(buf, "+PONG\r\n", 7)) {
-                    *port = p;
-                    return pid;
-                }
-            }
-            usleep(20000);
-        }
-        elk_tt_stop(pid);
+        elk_rp_stop(pid, 2000); /* died (port taken?) or silent: try another port */
     }
     return -1;
 }
