@@ -5,6 +5,7 @@
 # Usage: defconfigs_build.sh ROOT OUTDIR
 set -u
 ROOT=$1 OUT=$2
+mkdir -p "$OUT"
 fail=0 n=0
 for cfg in "$ROOT"/configs/*_defconfig; do
   name=$(basename "$cfg")
