@@ -85,6 +85,10 @@ check_run "/usr/bin/elk --help" /usr/bin/elk --help
 check_run "/usr/bin/elkd --version is $version" sh -c "test \"\$(/usr/bin/elkd --version)\" = 'elkd $version'"
 check_run "unit starts /usr/bin/elkd -c /etc/elkd/elkd.conf" \
   grep -q '^ExecStart=/usr/bin/elkd -c /etc/elkd/elkd.conf ' /lib/systemd/system/elkd.service
+check_run "user elkd in group elk (the unit's User= and the socket's group)" \
+  sh -c "id -nG elkd | tr ' ' '\\n' | grep -qx elk"
+check_run "/etc/elkd/elkd.conf is root:elkd 0640 (it may hold a password)" \
+  sh -c "test \"\$(stat -c '%U:%G %a' /etc/elkd/elkd.conf)\" = 'root:elkd 640'"
 check_run "/etc/elkd/elkd.conf is a conffile" sh -c "dpkg-query -W -f='\${Conffiles}' edgelock | grep -q ' /etc/elkd/elkd.conf '"
 if command -v man >/dev/null; then
   check_run "man pages elk(1) elkd(8) elkd.conf(5)" man -w elk.1 elkd.8 elkd.conf.5
