@@ -95,8 +95,13 @@ if command -v man >/dev/null; then
 fi
 # The shipped config is the commented sample: make it checkable (its password file)
 # and let the installed elkd judge it.
-echo "secret" >"$work/redis.password"
-sed "s#/etc/elkd/redis.password#$work/redis.password#" /usr/share/doc/edgelock/elkd.conf.sample >"$work/elkd.conf"
+# a secret only its owner can read (elkd --check refuses one every user can read)
+(umask 077 && echo "secret" >"$work/redis.password")
+# and a CA certificate (--check parses it, as elkd would at start).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=deb-test-ca \
+  -keyout "$work/ca.key" -out "$work/ca.pem" >/dev/null 2>&1
+sed -e "s#/etc/elkd/redis.password#$work/redis.password#" -e "s#/etc/elkd/ca.pem#$work/ca.pem#" \
+  /usr/share/doc/edgelock/elkd.conf.sample >"$work/elkd.conf"
 check_run "elkd -c <sample-derived config> --check" /usr/bin/elkd -c "$work/elkd.conf" --check
 check_run "/etc/elkd/elkd.conf is the sample" cmp /etc/elkd/elkd.conf /usr/share/doc/edgelock/elkd.conf.sample
 
