@@ -407,6 +407,7 @@ static void usage_main(FILE *f)
             "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until SIGINT/SIGTERM\n"
             "  release RESOURCE                           release RESOURCE held by this connection's owner\n"
             "  status [--json]                            leases and nodes of this agent\n"
+            "  reload                                     make elkd re-read its configuration\n"
             "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing token;\n"
             "                                             with CMD: run CMD holding the guard\n"
             "\n"
@@ -463,6 +464,14 @@ static void usage_status(FILE *f)
             "Usage: elk status [--json]\n"
             "Show each resource (state, holder, token, validity left, renewals) and each node\n"
             "(state, TLS, last round trip, failures, last error) of the local elkd.\n");
+}
+
+static void usage_reload(FILE *f)
+{
+    fprintf(f,
+            "Usage: elk reload\n"
+            "Make elkd re-read its configuration (the same as SIGHUP) and say whether it applied it.\n"
+            "Held leases go on; elkd's log tells what changed and what needs a restart.\n");
 }
 
 static void usage_guard(FILE *f)
@@ -1302,6 +1311,73 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     return EXIT_OK;
 }
 
+/* ------------------------------------------------------------------ reload */
+
+/* One STATUS JSON answer's number after "key": (0 if absent). */
+static uint64_t json_number(const char *text, size_t len, const char *key)
+{
+    char pat[48];
+    const char *p;
+    int n = snprintf(pat, sizeof pat, "\"%s\":", key);
+    p = memmem(text, len, pat, (size_t)n);
+    return p != NULL ? strtoull(p + n, NULL, 10) : 0;
+}
+
+static int status_json(agent_link_t *ak, elkfw_ctl_msg_t *m)
+{
+    const char *line;
+    size_t len;
+    if (agent_send(ak, "STATUS JSON\n") != 0 || agent_line(ak, &line, &len) <= 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK || m->kind != ELKFW_MSG_OK) {
+        elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+/* elk reload: SIGHUP to the elkd behind the socket (its pid from STATUS), then wait for
+ * its reload counters to move and say how it went. */
+static int cmd_reload(agent_link_t *ak, int argc, char **argv)
+{
+    elkfw_ctl_msg_t m;
+    uint64_t pid, ok0, failed0, until;
+    int rc;
+    if (argc > 1) {
+        elkfw_say("unexpected argument '%s'", argv[1]);
+        return EXIT_USAGE;
+    }
+    if (agent_connect(ak) < 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if ((rc = status_json(ak, &m)) != EXIT_OK) {
+        return rc;
+    }
+    pid = json_number(m.text, m.text_len, "pid");
+    ok0 = json_number(m.text, m.text_len, "reloads");
+    failed0 = json_number(m.text, m.text_len, "reload_failures");
+    if (pid <= 1 || kill((pid_t)pid, SIGHUP) != 0) {
+        elkfw_say("cannot signal elkd (pid %" PRIu64 "): %s (run as elkd's user or root)", pid, strerror(errno));
+        return EXIT_FAIL;
+    }
+    for (until = now_ms() + 10000u; now_ms() < until; usleep(50000)) {
+        if ((rc = status_json(ak, &m)) != EXIT_OK) {
+            return rc;
+        }
+        if (json_number(m.text, m.text_len, "reload_failures") != failed0) {
+            elkfw_say("reload failed; elkd keeps its running configuration (its log says why)");
+            return EXIT_FAIL;
+        }
+        if (json_number(m.text, m.text_len, "reloads") != ok0) {
+            printf("reloaded\n");
+            return EXIT_OK;
+        }
+    }
+    elkfw_say("elkd (pid %" PRIu64 ") did not report a reload within 10 s", pid);
+    return EXIT_FAIL;
+}
+
 /* ------------------------------------------------------------------ guard */
 
 static int cmd_guard(int argc, char **argv)
@@ -1328,6 +1404,7 @@ static const command_t commands[] = {
     {"acquire", usage_acquire, cmd_acquire},
     {"release", usage_release, cmd_release},
     {"status", usage_status, cmd_status},
+    {"reload", usage_reload, cmd_reload},
     {"guard", usage_guard, cmd_guard_any},
 };
 

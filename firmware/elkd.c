@@ -37,6 +37,7 @@
 #include "elk/port_posix.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
+#include "elkfw/reload.h"
 #include "elkfw/supervise.h"
 #ifdef ELKD_TLS
 #include "elk/port_mbedtls.h"
@@ -79,7 +80,13 @@ typedef struct agent agent_t;
 
 typedef struct resource {
     agent_t *agent;               /* back to the agent, for the lock engine's callback */
-    const elkfw_resource_conf_t *conf;
+    const elkfw_resource_conf_t *conf; /* &own: the settings the lock runs with */
+    elkfw_resource_conf_t own;
+    /* A reload changed or removed this resource while it was held or in flight: the new
+     * settings (pending) apply, or the slot is freed (removing), once it is idle. */
+    elkfw_resource_conf_t pending;
+    bool has_pending, removing;
+    bool in_use;                  /* false: a free slot (its resource was removed) */
     elk_lock_t lock;
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
@@ -139,6 +146,10 @@ struct agent {
     bool shutting_down;
     uint64_t shutdown_started;
     int ready_pipe;               /* daemon mode: tells the parent we are up (-1 if none) */
+    int level_override;           /* --log-level, which a reload keeps (-1: none) */
+    uint64_t started_at;          /* clock ms at start, for the uptime in STATUS */
+    uint32_t reloads, reload_failures;
+    char reload_error[ELKFW_ERR_MAX]; /* why the last reload kept the running config ("" ok) */
 };
 
 
@@ -260,7 +271,7 @@ static resource_t *find_res(agent_t *a, const char *name)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        if (strcmp(a->res[i].conf->name, name) == 0) {
+        if (a->res[i].in_use && !a->res[i].removing && strcmp(a->res[i].conf->name, name) == 0) {
             return &a->res[i];
         }
     }
@@ -310,12 +321,14 @@ static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
 }
 
 /* Give the resource to the oldest local waiter, if any. */
+static bool res_settle(agent_t *a, resource_t *r);
+
 static void hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 {
     size_t i, best = SIZE_MAX;
     size_t ri = (size_t)(r - a->res);
-    if (r->owner >= 0 || a->shutting_down || res_orphaned(a, r, now)) {
-        return;
+    if (r->owner >= 0 || a->shutting_down || res_orphaned(a, r, now) || !res_settle(a, r)) {
+        return; /* a reload's new settings wait for the release round: the tick hands over */
     }
     for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
         waiter_t *w = &a->waiters[i];
@@ -532,20 +545,35 @@ static size_t clients_connected(agent_t *a)
     return n;
 }
 
+static size_t resources_in_use(const agent_t *a)
+{
+    size_t i, n = 0;
+    for (i = 0; i < a->n_res; i++) {
+        n += a->res[i].in_use;
+    }
+    return n;
+}
+
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
+    bool first = true;
     char holder[32], addr[300];
+    uint64_t uptime_s = (now - a->started_at) / 1000u;
     if (!json) {
-        client_send(a, slot, "OK STATUS %zu\n", 1 + a->n_res + a->fleet.count);
+        client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
         client_send(a, slot,
-                    "agent gateway=%s pid=%d version=%s mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s "
-                    "clients=%zu/%d\n",
-                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet),
-                    a->fleet.count, elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
-                    clients_connected(a), ELKD_MAX_CLIENTS);
+                    "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64 " mode=%s nodes_ready=%zu/%zu quorum=%zu "
+                    "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32 "\n",
+                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s, elkfw_mode_name(a->conf.mode),
+                    elk_fleet_ready_count(&a->fleet), a->fleet.count, elk_client_quorum(&a->client),
+                    a->shutting_down ? "yes" : "no", clients_connected(a), ELKD_MAX_CLIENTS, a->reloads,
+                    a->reload_failures);
         for (i = 0; i < a->n_res; i++) {
             const resource_t *r = &a->res[i];
+            if (!r->in_use) {
+                continue;
+            }
             client_send(a, slot,
                         "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
                         " renewals=%" PRIu32 " last_error=%s\n",
@@ -566,23 +594,29 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         }
         return;
     }
-    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
-                      "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"resources\":[",
-                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, elkfw_mode_name(a->conf.mode),
+    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
+                      ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+                      "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
+                      ",\"reload_failures\":%" PRIu32 ",\"resources\":[",
+                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s, elkfw_mode_name(a->conf.mode),
                 elk_client_quorum(&a->client),
                 elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false", clients_connected(a),
-                ELKD_MAX_CLIENTS);
+                ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
+        if (!r->in_use) {
+            continue;
+        }
         client_send(a, slot,
                     "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
                     ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
                     ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\"}",
-                    i ? "," : "", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                    first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
                     holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
                     elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
                     r->conf->stop_margin_ms,
                     elk_lock_last_error(&r->lock) == ELK_OK ? "" : elk_err_name(elk_lock_last_error(&r->lock)));
+        first = false;
     }
     client_send(a, slot, "],\"nodes\":[");
     for (i = 0; i < a->fleet.count; i++) {
@@ -678,7 +712,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
         client_err(a, slot, ELK_E_ALREADY_HELD, r->conf->name);
         return;
     }
-    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now)) {
+    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now) || !res_settle(a, r)) {
         /* Another client of this agent has it, or its last holder's command is still being
          * stopped: queue locally, never two rounds from one gateway. */
         size_t i;
@@ -687,6 +721,9 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
             if (owned_by(a, r, r->owner)) {
                 snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
                          (int)a->clients[r->owner].pid);
+            } else if (r->has_pending) {
+                snprintf(detail, sizeof detail, "%s: its new settings from a reload apply once the last release "
+                         "round ends; retry or wait", r->conf->name);
             } else {
                 snprintf(detail, sizeof detail, "%s: its last holder on this agent left; its command is being "
                          "stopped or its lease is running out", r->conf->name);
@@ -1029,8 +1066,10 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
         resource_t *r = &a->res[a->n_res];
         elkfw_resource_lock_config(&a->conf, rc_, &lc);
         r->agent = a;
-        r->conf = rc_;
+        r->own = *rc_;
+        r->conf = &r->own;
         r->owner = -1;
+        r->in_use = true;
         rc = elk_lock_init(&r->lock, &a->client, rc_->name, &lc, on_lock_event, r);
         if (rc != ELK_OK) {
             snprintf(err, errlen, "%s:%d: [resource %s]: %s", a->conf.path, rc_->line, rc_->name, elk_err_message(rc));
@@ -1053,6 +1092,7 @@ static void teardown_fleet(agent_t *a)
         if (a->tls_used[i]) {
             elk_tls_conn_free(&a->tls_conn[i]);
             elk_tls_shared_free(&a->tls_shared[i]);
+            a->tls_used[i] = false; /* a reload may set the fleet up again */
         }
     }
 #endif
@@ -1101,6 +1141,246 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
     }
 }
 
+/* ------------------------------------------------------------------ reload */
+
+static int read_conf(const agent_t *a, elkfw_conf_t *c, char *err, size_t errlen);
+static void pick_gateway_id(agent_t *a);
+
+/* A resource changed or removed by a reload: once nothing is held or in flight on it, its
+ * new settings take effect (the lock is set up again) or its slot is freed. Returns true
+ * when nothing is pending any more. */
+static bool res_settle(agent_t *a, resource_t *r)
+{
+    elk_lock_config_t lc;
+    int rc;
+    if (!r->has_pending && !r->removing) {
+        return true;
+    }
+    if (owned_by(a, r, r->owner) || r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE ||
+        elk_lock_busy(&r->lock) || elkfw_sup_stopping(&r->sup) || elk_lock_deinit(&r->lock) != ELK_OK) {
+        return false;
+    }
+    r->owner = -1;
+    if (r->removing) {
+        elkd_log(a, ELK_LOG_INFO, "%s: removed (configuration reload)", r->conf->name);
+        r->in_use = r->removing = r->has_pending = false;
+        return true;
+    }
+    r->own = r->pending;
+    r->has_pending = false;
+    elkfw_resource_lock_config(&a->conf, &r->own, &lc);
+    rc = elk_lock_init(&r->lock, &a->client, r->own.name, &lc, on_lock_event, r);
+    if (rc != ELK_OK) {
+        elkd_log(a, ELK_LOG_ERROR, "%s: its new settings cannot be used (%s); the resource is out of service until "
+                 "the next reload or restart", r->conf->name, elk_err_message(rc));
+        r->in_use = false;
+        return true;
+    }
+    elkd_log(a, ELK_LOG_INFO, "%s: new settings in force (ttl %" PRIu32 " ms, stop_margin %" PRIu32 " ms)",
+             r->conf->name, r->conf->ttl_ms, r->conf->stop_margin_ms);
+    return true;
+}
+
+/* Every tick: settle what a reload left pending and give the resource to its waiters. */
+static void settle_reloaded(agent_t *a, uint64_t now, uint64_t *next)
+{
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = &a->res[i];
+        if (r->in_use && (r->has_pending || r->removing)) {
+            if (res_settle(a, r)) {
+                hand_to_next_waiter(a, r, now);
+            } else if (!owned_by(a, r, r->owner) && now + 50 < *next) {
+                *next = now + 50; /* a release round is ending: look again soon */
+            }
+        }
+    }
+}
+
+/* What stops a rebuild of the fleet: a lease held, being taken or released, or a waiter.
+ * Returns the resource's name, or NULL if nothing does. */
+static const char *fleet_in_use(agent_t *a)
+{
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        const resource_t *r = &a->res[i];
+        if (r->in_use && (owned_by(a, r, r->owner) || r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE ||
+                          elk_lock_busy(&r->lock) || elkfw_sup_stopping(&r->sup))) {
+            return r->conf->name;
+        }
+    }
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        if (a->waiters[i].client >= 0) {
+            return a->res[a->waiters[i].res].conf->name;
+        }
+    }
+    return NULL;
+}
+
+/* Nothing is held: set the fleet, the lock client and every resource up from next. If that
+ * fails (e.g. a TLS file), the running configuration is set up again. */
+static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t errlen)
+{
+    elkfw_conf_t *old = malloc(sizeof *old);
+    char err2[ELKFW_ERR_MAX];
+    int rc;
+    if (old == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return ELK_E_NO_RESOURCES;
+    }
+    *old = a->conf;
+    teardown_fleet(a);
+    memset(a->res, 0, sizeof a->res);
+    a->n_res = 0;
+    a->conf = *next;
+    pick_gateway_id(a);
+    rc = setup_fleet(a, err, errlen);
+    if (rc != ELK_OK) {
+        teardown_fleet(a);
+        memset(a->res, 0, sizeof a->res);
+        a->n_res = 0;
+        a->conf = *old;
+        pick_gateway_id(a);
+        if (setup_fleet(a, err2, sizeof err2) != ELK_OK) {
+            elkd_log(a, ELK_LOG_ERROR, "reload: the running configuration cannot be set up again either: %s", err2);
+        }
+    }
+    free(old);
+    return rc;
+}
+
+/* A resource of next that no slot serves: a slot removed by an earlier reload but still
+ * held takes it back; else a free slot gets it. */
+static void reload_add(agent_t *a, const elkfw_resource_conf_t *nr)
+{
+    elk_lock_config_t lc;
+    size_t k;
+    int rc;
+    for (k = 0; k < a->n_res; k++) {
+        resource_t *r = &a->res[k];
+        if (r->in_use && strcmp(r->own.name, nr->name) == 0) {
+            r->removing = false;
+            r->has_pending = !elkfw_resource_conf_same(&r->own, nr);
+            r->pending = *nr;
+            return;
+        }
+    }
+    for (k = 0; k < ELKFW_MAX_RESOURCES; k++) {
+        resource_t *r = &a->res[k];
+        if (k < a->n_res && r->in_use) {
+            continue;
+        }
+        memset(r, 0, sizeof *r);
+        r->agent = a;
+        r->own = *nr;
+        r->conf = &r->own;
+        r->owner = -1;
+        elkfw_resource_lock_config(&a->conf, nr, &lc);
+        rc = elk_lock_init(&r->lock, &a->client, nr->name, &lc, on_lock_event, r);
+        if (rc != ELK_OK) {
+            elkd_log(a, ELK_LOG_ERROR, "%s: cannot be added: %s", nr->name, elk_err_message(rc));
+            return;
+        }
+        r->in_use = true;
+        a->n_res = k >= a->n_res ? k + 1 : a->n_res;
+        elkd_log(a, ELK_LOG_INFO, "%s: added (configuration reload)", nr->name);
+        return;
+    }
+    elkd_log(a, ELK_LOG_ERROR, "%s: not added: every resource slot is taken (removed resources still held free "
+             "theirs when released; reload again then)", nr->name);
+}
+
+/* Apply the resource part of next: changed and removed resources settle once idle
+ * (their waiters for a removed one are told now), added ones get a slot. */
+static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
+{
+    size_t i, k;
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = &a->res[i];
+        const elkfw_resource_conf_t *nr;
+        if (!r->in_use) {
+            continue;
+        }
+        nr = elkfw_conf_resource(next, r->own.name, strlen(r->own.name));
+        r->removing = nr == NULL;
+        r->has_pending = nr != NULL && (!elkfw_resource_conf_same(&r->own, nr) ||
+                                        a->conf.drift_factor_ppm != next->drift_factor_ppm ||
+                                        a->conf.drift_fixed_ms != next->drift_fixed_ms);
+        if (r->has_pending) {
+            r->pending = *nr;
+        }
+        for (k = 0; r->removing && k < sizeof a->waiters / sizeof a->waiters[0]; k++) {
+            if (a->waiters[k].client >= 0 && a->waiters[k].res == i) {
+                client_err(a, a->waiters[k].client, ELK_E_RESOURCE_UNKNOWN, "removed from the configuration");
+                a->waiters[k].client = -1;
+            }
+        }
+        if ((r->removing || r->has_pending) && owned_by(a, r, r->owner)) {
+            elkd_log(a, ELK_LOG_INFO, "%s: %s once its lease (token %" PRIu64 ") is released", r->own.name,
+                     r->removing ? "goes" : "new settings apply", elk_lock_token(&r->lock));
+        }
+    }
+    a->conf = *next; /* settled resources take the new drift settings */
+    for (i = 0; i < next->n_resources; i++) {
+        if (find_res(a, next->resources[i].name) == NULL) {
+            reload_add(a, &next->resources[i]);
+        }
+    }
+    settle_reloaded(a, now, &(uint64_t){UINT64_MAX});
+}
+
+/* SIGHUP: check the file as --check does; on any error keep everything running as it
+ * is and say why. Otherwise apply what may change while leases are held
+ * (elkfw/reload.h). */
+static void reload_config(agent_t *a, uint64_t now)
+{
+    elkfw_conf_t *next = malloc(sizeof *next);
+    elkfw_reload_plan_t plan;
+    const char *busy;
+    char err[ELKFW_ERR_MAX];
+    int rc;
+    err[0] = '\0';
+    if (next == NULL) {
+        snprintf(err, sizeof err, "out of memory");
+    } else if (read_conf(a, next, err, sizeof err) == ELK_OK) {
+        elkfw_reload_plan(&a->conf, next, &plan);
+        if (plan.restart_key != NULL) {
+            elkd_log(a, ELK_LOG_WARN, "reload: [agent] %s changed; only a restart applies it (keeping %s)",
+                     plan.restart_key, strcmp(plan.restart_key, "socket") == 0 ? a->conf.agent.socket_path
+                                       : a->conf.agent.log_target == ELKFW_LOG_SYSLOG ? "syslog" : "stderr");
+            strcpy(next->agent.socket_path, a->conf.agent.socket_path);
+            next->agent.log_target = a->conf.agent.log_target;
+        }
+        if (plan.fleet_key != NULL && (busy = fleet_in_use(a)) != NULL) {
+            snprintf(err, sizeof err, "%s changed, which would change the quorum of held leases, and %s is held or "
+                     "in use; release it (or restart elkd) to apply that", plan.fleet_key, busy);
+        } else if (plan.fleet_key != NULL) {
+            rc = rebuild_fleet(a, next, err, sizeof err);
+            if (rc == ELK_OK) {
+                elkd_log(a, ELK_LOG_INFO, "reload: %s changed and no lease was held: fleet set up again (%zu node%s, "
+                         "%zu resource%s)", plan.fleet_key, a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
+                         a->n_res, a->n_res == 1 ? "" : "s");
+            }
+        } else {
+            reload_resources(a, next, now);
+            elkd_log(a, ELK_LOG_INFO, "reload: %zu resource%s added, %zu changed (held leases keep their settings "
+                     "until released), %zu removed", plan.added, plan.added == 1 ? "" : "s", plan.changed,
+                     plan.removed);
+        }
+    }
+    free(next);
+    if (err[0] != '\0') {
+        a->reload_failures++;
+        snprintf(a->reload_error, sizeof a->reload_error, "%s", err);
+        elkd_log(a, ELK_LOG_ERROR, "reload failed, keeping the running configuration: %s", err);
+        return;
+    }
+    a->reloads++;
+    a->reload_error[0] = '\0';
+    a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
+    a->lib_log.level = a->log_level;
+}
+
 static bool shutdown_done(agent_t *a, uint64_t now)
 {
     size_t i;
@@ -1124,8 +1404,8 @@ static void handle_signals(agent_t *a, uint64_t now)
     while (read(a->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
             begin_shutdown(a, now, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
-        } else if (si.ssi_signo == SIGHUP) {
-            elkd_log(a, ELK_LOG_WARN, "SIGHUP: reloading the configuration is not supported; restart elkd to apply changes");
+        } else if (si.ssi_signo == SIGHUP && !a->shutting_down) {
+            reload_config(a, now);
         }
     }
 }
@@ -1204,6 +1484,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     now = a->clock.now_ms(a->clock.ctx);
     expire_waiters(a, now, &next);
     step_resources(a, now, &next);
+    settle_reloaded(a, now, &next);
     flush_clients(a, now);
     if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
@@ -1466,25 +1747,37 @@ static void pick_gateway_id(agent_t *a)
     }
 }
 
+/* The file into c, with the command line's socket: what --check checks at start and a
+ * reload checks before it applies anything. Returns ELK_OK, or ELK_E_CONFIG with the
+ * reason in err. */
+static int read_conf(const agent_t *a, elkfw_conf_t *c, char *err, size_t errlen)
+{
+    if (elkfw_conf_load(c, a->conf_path, err, errlen) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
+    if (a->socket_override != NULL) {
+        if (strlen(a->socket_override) >= sizeof c->agent.socket_path) {
+            snprintf(err, errlen, "--socket path is longer than %zu bytes", sizeof c->agent.socket_path - 1);
+            return ELK_E_CONFIG;
+        }
+        strcpy(c->agent.socket_path, a->socket_override);
+    }
+    return ELK_OK;
+}
+
 /* The file, with the command line's overrides. Returns -1 to go on, else an exit code. */
 static int load_config(agent_t *a, const elkd_args_t *args)
 {
     char err[ELKFW_ERR_MAX];
-    if (elkfw_conf_load(&a->conf, a->conf_path, err, sizeof err) != ELK_OK) {
+    if (read_conf(a, &a->conf, err, sizeof err) != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
         return ELKD_EXIT_CONFIG;
-    }
-    if (a->socket_override != NULL) {
-        if (strlen(a->socket_override) >= sizeof a->conf.agent.socket_path) {
-            fprintf(stderr, "elkd: --socket path is longer than %zu bytes\n", sizeof a->conf.agent.socket_path - 1);
-            return ELKD_EXIT_CONFIG;
-        }
-        strcpy(a->conf.agent.socket_path, a->socket_override);
     }
     a->log_target = args->log_arg != NULL
                         ? (strcmp(args->log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
                         : a->conf.agent.log_target;
-    a->log_level = args->level_arg != NULL ? parse_level(args->level_arg) : a->conf.agent.log_level;
+    a->level_override = args->level_arg != NULL ? parse_level(args->level_arg) : -1;
+    a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
     pick_gateway_id(a);
     if (args->check_only) {
         printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", a->conf_path,
@@ -1504,6 +1797,7 @@ static int start_agent(agent_t *a)
     int rc;
     elk_posix_clock(&a->clock);
     elk_posix_entropy(&a->entropy);
+    a->started_at = a->clock.now_ms(a->clock.ctx);
     a->lib_log.ctx = a;
     a->lib_log.write = lib_log_write;
     a->lib_log.level = a->log_level;
