@@ -37,6 +37,7 @@
 #include "elk/port_posix.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
+#include "elkfw/notify.h"
 #include "elkfw/reload.h"
 #include "elkfw/supervise.h"
 #ifdef ELKD_TLS
@@ -150,6 +151,10 @@ struct agent {
     uint64_t started_at;          /* clock ms at start, for the uptime in STATUS */
     uint32_t reloads, reload_failures;
     char reload_error[ELKFW_ERR_MAX]; /* why the last reload kept the running config ("" ok) */
+    elkfw_notify_t notify;        /* the service manager ($NOTIFY_SOCKET), if any */
+    bool ready_sent;
+    uint64_t ready_by;            /* READY=1 by then even without a quorum (said in STATUS=) */
+    char sd_status[200];          /* the last STATUS= sent */
 };
 
 
@@ -1108,6 +1113,7 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
     }
     a->shutting_down = true;
     a->shutdown_started = now;
+    (void)elkfw_notify_send(&a->notify, "STOPPING=1");
     elkd_log(a, ELK_LOG_INFO, "%s: stopping: no new leases, telling holders, releasing every lease", why);
     if (a->listen_fd >= 0) {
         close(a->listen_fd);
@@ -1340,6 +1346,7 @@ static void reload_config(agent_t *a, uint64_t now)
     char err[ELKFW_ERR_MAX];
     int rc;
     err[0] = '\0';
+    elkfw_notify_reloading(&a->notify);
     if (next == NULL) {
         snprintf(err, sizeof err, "out of memory");
     } else if (read_conf(a, next, err, sizeof err) == ELK_OK) {
@@ -1369,6 +1376,7 @@ static void reload_config(agent_t *a, uint64_t now)
         }
     }
     free(next);
+    (void)elkfw_notify_send(&a->notify, "READY=1");
     if (err[0] != '\0') {
         a->reload_failures++;
         snprintf(a->reload_error, sizeof a->reload_error, "%s", err);
@@ -1475,6 +1483,36 @@ static void flush_clients(agent_t *a, uint64_t now)
     }
 }
 
+/* The service manager's view: READY=1 once the fleet has a quorum, or once the wait for it
+ * is over (STATUS= says what is missing); STATUS= whenever the summary changes. */
+static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
+{
+    char msg[sizeof a->sd_status + 16];
+    size_t i, held = 0, ready = elk_fleet_ready_count(&a->fleet);
+    bool quorum = elk_client_ready(&a->client);
+    if (a->notify.fd < 0 || a->shutting_down) {
+        return;
+    }
+    if (!a->ready_sent && !quorum && now < a->ready_by) {
+        if (a->ready_by < *next) {
+            *next = a->ready_by;
+        }
+        return;
+    }
+    for (i = 0; i < a->n_res; i++) {
+        held += a->res[i].in_use && elk_lock_is_held(&a->res[i].lock, now);
+    }
+    snprintf(msg, sizeof msg, "%s%zu/%zu nodes ready%s, %zu lease%s held, %zu client%s",
+             a->ready_sent ? "STATUS=" : "READY=1\nSTATUS=", ready, a->fleet.count,
+             quorum ? "" : " (no quorum: waiting for the fleet)", held, held == 1 ? "" : "s", clients_connected(a),
+             clients_connected(a) == 1 ? "" : "s");
+    if (strcmp(strstr(msg, "STATUS=") + 7, a->sd_status) != 0 || !a->ready_sent) {
+        snprintf(a->sd_status, sizeof a->sd_status, "%s", strstr(msg, "STATUS=") + 7);
+        (void)elkfw_notify_send(&a->notify, msg);
+        a->ready_sent = true;
+    }
+}
+
 /* One step of the agent by the clock: the lock engine, local waiters, resources,
  * client output. Returns the time of the next step, or 0 once a shutdown is complete. */
 static uint64_t agent_tick(agent_t *a, uint64_t now)
@@ -1485,6 +1523,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     expire_waiters(a, now, &next);
     step_resources(a, now, &next);
     settle_reloaded(a, now, &next);
+    notify_state(a, now, &next);
     flush_clients(a, now);
     if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
@@ -1584,12 +1623,14 @@ static int run_loop(agent_t *a)
     poll_set_t ps;
     for (;;) {
         uint64_t now = a->clock.now_ms(a->clock.ctx);
-        uint64_t next = agent_tick(a, now);
+        uint64_t next = agent_tick(a, now), wd;
         int timeout;
         if (next == 0) {
             return ELKD_EXIT_OK;
         }
         now = a->clock.now_ms(a->clock.ctx);
+        wd = elkfw_notify_watchdog(&a->notify, now); /* pinged only while this loop turns */
+        next = wd < next ? wd : next;
         poll_build(a, &ps);
         timeout = next <= now ? 0 : (next - now > 60000u ? 60000 : (int)(next - now));
         if (poll(ps.pfd, ps.n, timeout) < 0 && errno != EINTR) {
@@ -1826,6 +1867,8 @@ static int start_agent(agent_t *a)
         teardown_fleet(a);
         return fail_startup(a, ELKD_EXIT_SOCKET);
     }
+    /* READY=1 waits for a quorum at most as long as a first connection may take. */
+    a->ready_by = a->clock.now_ms(a->clock.ctx) + a->conf.connect_timeout_ms + 1000u;
     if (a->ready_pipe >= 0) {
         /* The socket accepts connections now: let the parent exit 0. */
         char ok = 0;
@@ -1845,6 +1888,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
     a->listen_fd = -1;
     a->signal_fd = -1;
     a->ready_pipe = -1;
+    a->notify.fd = -1;
     a->log_level = ELK_LOG_INFO;
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
         a->clients[i].fd = -1;
@@ -1858,6 +1902,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
     if (a->log_target == ELKFW_LOG_SYSLOG) {
         openlog("elkd", LOG_PID, LOG_DAEMON);
     }
+    elkfw_notify_init(&a->notify);
     signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
     if (!a->foreground && daemonize(a) != 0) {
         fprintf(stderr, "elkd: cannot fork into the background: %s\n", strerror(errno));
@@ -1873,6 +1918,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
              ELK_VERSION_STRING, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes,
              a->conf.n_nodes == 1 ? "" : "s", a->n_res, a->n_res == 1 ? "" : "s", a->conf.agent.socket_path);
     rc = run_loop(a);
+    elkfw_notify_close(&a->notify);
     teardown_fleet(a);
     if (a->listen_fd >= 0) {
         close(a->listen_fd);
