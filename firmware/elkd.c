@@ -37,6 +37,7 @@
 #include "elk/port_posix.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
+#include "elkfw/nodelog.h"
 #include "elkfw/notify.h"
 #include "elkfw/reload.h"
 #include "elkfw/supervise.h"
@@ -88,6 +89,7 @@ typedef struct resource {
     elkfw_resource_conf_t pending;
     bool has_pending, removing;
     bool in_use;                  /* false: a free slot (its resource was removed) */
+    uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
     elk_lock_t lock;
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
@@ -155,6 +157,8 @@ struct agent {
     bool ready_sent;
     uint64_t ready_by;            /* READY=1 by then even without a quorum (said in STATUS=) */
     char sd_status[200];          /* the last STATUS= sent */
+    elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
+    bool journal;                 /* stderr is the journal: lines start with <priority> */
 };
 
 
@@ -178,6 +182,11 @@ static void log_line(agent_t *a, int level, const char *module, const char *text
     if (a->log_target == ELKFW_LOG_SYSLOG) {
         static const int prio[] = {LOG_ERR, LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
         syslog(prio[level >= 1 && level <= 4 ? level : 4], "%s: %.*s", module, (int)len, text);
+    } else if (a->journal) {
+        /* the journal stamps the time itself and reads the priority from <N> */
+        static const int prio[] = {3, 3, 4, 6, 7};
+        fprintf(stderr, "<%d>%s %s: %.*s\n", prio[level >= 1 && level <= 4 ? level : 4], level_name(level), module,
+                (int)len, text);
     } else {
         struct timespec ts;
         struct tm tm;
@@ -190,9 +199,24 @@ static void log_line(agent_t *a, int level, const char *module, const char *text
     }
 }
 
+/* The library's lines, made quieter for flash and small log buffers: a node's lines while
+ * it is down and that was said (its summary and its return are elkd's, elkfw/nodelog.h),
+ * and the lease engine's per-event lines (elkd logs grant, loss and release itself, with
+ * holder and durations) go to debug. */
 static void lib_log_write(void *ctx, int level, const char *module, const char *text, size_t len)
 {
     agent_t *a = ctx;
+    size_t i;
+    if (level == ELK_LOG_INFO && strcmp(module, "lock") == 0) {
+        level = ELK_LOG_DEBUG;
+    }
+    for (i = 0; level < ELK_LOG_DEBUG && strcmp(module, "node") == 0 && i < a->conf.n_nodes; i++) {
+        char addr[ELKFW_STR_MAX + 16];
+        int n = snprintf(addr, sizeof addr, "%s:%u ", a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port);
+        if (n > 0 && (size_t)n <= len && memcmp(text, addr, (size_t)n) == 0 && elkfw_nodelog_quiet(&a->nodelog[i])) {
+            level = ELK_LOG_DEBUG;
+        }
+    }
     log_line(a, level, module, text, len);
 }
 
@@ -306,6 +330,7 @@ static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     r->owner_id = a->clients[slot].id;
     r->acquiring = true;
     r->last_round_err = ELK_OK;
+    r->asked_at = now;
     rc = elk_lock_acquire(&r->lock, now, wd);
     if (rc == ELK_E_WOULD_BLOCK) {
         elkd_log(a, ELK_LOG_DEBUG, "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
@@ -354,9 +379,17 @@ static void hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 
 static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
 {
+    uint64_t token = elk_lock_token(&r->lock);
+    uint32_t renewals = elk_lock_renewals(&r->lock);
+    bool held = elk_lock_is_held(&r->lock, now);
     int rc = elk_lock_release(&r->lock, now);
-    elkd_log(a, ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
-         rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
+    if (held) {
+        elkd_log(a, ELK_LOG_INFO, "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
+                 r->conf->name, why, token, now - r->granted_at, renewals);
+    } else {
+        elkd_log(a, rc == ELK_E_NOT_HELD ? ELK_LOG_DEBUG : ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
+                 rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
+    }
     r->owner = -1;
     r->acquiring = false;
     r->shutdown_release_at = 0;
@@ -441,9 +474,10 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
             release_res(a, r, ev->now, slot < 0 ? "its client disconnected while acquiring" : "shutting down");
             return;
         }
-        elkd_log(a, ELK_LOG_INFO, "%s: acquired for client %" PRIu64 " (pid %d), token %" PRIu64 ", valid %" PRIu32
-             " ms, %u/%u nodes", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, ev->token,
-             ev->validity_ms, ev->ok, ev->node_count);
+        r->granted_at = ev->now;
+        elkd_log(a, ELK_LOG_INFO, "%s: granted to client %" PRIu64 " (pid %d), token %" PRIu64 ", valid %" PRIu32
+             " ms, waited %" PRIu64 " ms, %u/%u nodes", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid,
+             ev->token, ev->validity_ms, ev->now - r->asked_at, ev->ok, ev->node_count);
         /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
          * host shares) lets the client stop in time however late it reads this line. */
         client_send(a, slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
@@ -497,8 +531,9 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         }
         break;
     case ELK_LOCK_EV_LOST:
-        elkd_log(a, ELK_LOG_WARN, "%s: LOST (%s); telling client %" PRIu64 " to stop", r->conf->name,
-             elk_err_message(ev->err), slot >= 0 ? a->clients[slot].id : 0);
+        elkd_log(a, ELK_LOG_WARN, "%s: LOST (%s), token %" PRIu64 ", held %" PRIu64 " ms; telling client %" PRIu64
+             " to stop", r->conf->name, elk_err_message(ev->err), ev->token, ev->now - r->granted_at,
+             slot >= 0 ? a->clients[slot].id : 0);
         if (slot >= 0) {
             client_send(a, slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
                         r->conf->stop_margin_ms);
@@ -519,6 +554,62 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         elkd_log(a, ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)", r->conf->name, ev->ok,
              ev->node_count);
         break;
+    }
+}
+
+/* ------------------------------------------------------------------ node state log */
+
+static void span_text(uint64_t ms, char *buf, size_t cap)
+{
+    if (ms < 120000u) {
+        snprintf(buf, cap, "%" PRIu64 ".%01" PRIu64 " s", ms / 1000u, ms % 1000u / 100u);
+    } else if (ms < 7200000u) {
+        snprintf(buf, cap, "%" PRIu64 " min", ms / 60000u);
+    } else {
+        snprintf(buf, cap, "%" PRIu64 " h", ms / 3600000u);
+    }
+}
+
+/* The lock client forwards every node state change: a failure is counted (the library
+ * said the first one), a node ready again after being down gets one line. */
+static void on_node_state(void *user, elk_node_t *node, elk_node_state_t state, int err)
+{
+    agent_t *a = user;
+    size_t i = (size_t)(node - a->nodes);
+    uint64_t now = a->clock.now_ms(a->clock.ctx);
+    elkfw_nodelog_t *nl;
+    char span[32];
+    if (i >= a->fleet.count) {
+        return;
+    }
+    nl = &a->nodelog[i];
+    if (state == ELK_NODE_BACKOFF) {
+        elkfw_nodelog_failed(nl, err, now, a->conf.agent.log_summary_ms);
+    } else if (state == ELK_NODE_READY) {
+        uint32_t attempts = nl->attempts;
+        int last = nl->last_err;
+        if (elkfw_nodelog_ready(nl)) {
+            span_text(now - nl->down_since, span, sizeof span);
+            elkd_log(a, ELK_LOG_INFO, "node %s (%s:%u) is back after %s down (%" PRIu32 " failed attempt%s, last "
+                     "error %s)", a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port,
+                     span, attempts, attempts == 1 ? "" : "s", elk_err_name(last));
+        }
+    }
+}
+
+/* At most one "still down" line per node and log_summary interval. */
+static void node_summaries(agent_t *a, uint64_t now, uint64_t *next)
+{
+    size_t i;
+    char span[32];
+    for (i = 0; i < a->fleet.count && !a->shutting_down; i++) {
+        elkfw_nodelog_t *nl = &a->nodelog[i];
+        if (elkfw_nodelog_summary_due(nl, now, a->conf.agent.log_summary_ms, next)) {
+            span_text(now - nl->down_since, span, sizeof span);
+            elkd_log(a, ELK_LOG_WARN, "node %s (%s:%u) still down after %s: %" PRIu32 " failed attempts, last error "
+                     "%s (%s)", a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port, span,
+                     nl->attempts, elk_err_name(nl->last_err), elk_err_message(nl->last_err));
+        }
     }
 }
 
@@ -1055,6 +1146,8 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
         cc.gateway_id = a->gateway_id;
         cc.key_prefix = a->conf.key_prefix;
         cc.mode = a->conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
+        cc.on_node_state = on_node_state;
+        cc.node_state_user = a;
         cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF      ? ELK_SAFETY_OFF
                     : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE ? ELK_SAFETY_REFUSE
                                                                        : ELK_SAFETY_WARN;
@@ -1240,6 +1333,7 @@ static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t
     a->n_res = 0;
     a->conf = *next;
     pick_gateway_id(a);
+    memset(a->nodelog, 0, sizeof a->nodelog);
     rc = setup_fleet(a, err, errlen);
     if (rc != ELK_OK) {
         teardown_fleet(a);
@@ -1524,6 +1618,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     step_resources(a, now, &next);
     settle_reloaded(a, now, &next);
     notify_state(a, now, &next);
+    node_summaries(a, now, &next);
     flush_clients(a, now);
     if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
@@ -1669,6 +1764,16 @@ static int parse_level(const char *s)
     if (strcmp(s, "info") == 0) return ELK_LOG_INFO;
     if (strcmp(s, "debug") == 0) return ELK_LOG_DEBUG;
     return -1;
+}
+
+/* systemd names the stream it connected to stderr in $JOURNAL_STREAM ("dev:ino"). */
+static bool stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    return js != NULL && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
+           (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 /* Fork into the background; the parent exits with the child's startup result. */
@@ -1903,6 +2008,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
         openlog("elkd", LOG_PID, LOG_DAEMON);
     }
     elkfw_notify_init(&a->notify);
+    a->journal = a->log_target == ELKFW_LOG_STDERR && stderr_is_journal();
     signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
     if (!a->foreground && daemonize(a) != 0) {
         fprintf(stderr, "elkd: cannot fork into the background: %s\n", strerror(errno));

@@ -88,6 +88,10 @@ dl=$(E run valve-1 -- sh -c 'echo $ELK_DEADLINE_MS')
 [ "$dl" -gt 3000 ] 2>/dev/null; check "valve-1's next grant has the new ttl (validity $dl ms > old ttl 3000)" 0 $?
 
 # With no lease held, a fleet change applies: the fleet is set up again (new key prefix).
+# (Once the last release round has ended: a lease being released still counts.)
+for _ in $(seq 1 100); do
+  [ "$(J | jfield 'set(r["state"] for r in d["resources"])')" = "{'idle'}" ] && break; sleep 0.05
+done
 write_conf 5s 6s info ""
 sed -i 's/^key_prefix = r:/key_prefix = r2:/' "$C"
 out=$(E reload); rc=$?
