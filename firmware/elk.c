@@ -406,7 +406,7 @@ static void usage_main(FILE *f)
             "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE\n"
             "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until SIGINT/SIGTERM\n"
             "  release RESOURCE                           release RESOURCE held by this connection's owner\n"
-            "  status [--json]                            leases and nodes of this agent\n"
+            "  status [--json|--metrics]                  leases and nodes of this agent\n"
             "  reload                                     make elkd re-read its configuration\n"
             "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing token;\n"
             "                                             with CMD: run CMD holding the guard\n"
@@ -461,9 +461,11 @@ static void usage_release(FILE *f)
 static void usage_status(FILE *f)
 {
     fprintf(f,
-            "Usage: elk status [--json]\n"
+            "Usage: elk status [--json | --metrics]\n"
             "Show each resource (state, holder, token, validity left, renewals) and each node\n"
-            "(state, TLS, last round trip, failures, last error) of the local elkd.\n");
+            "(state, TLS, last round trip, failures, last error) of the local elkd.\n"
+            "  --json      the same as one JSON object\n"
+            "  --metrics   elkd's counters and histograms in the Prometheus text format\n");
 }
 
 static void usage_reload(FILE *f)
@@ -1253,10 +1255,35 @@ static void table_print(const table_t *t)
     }
 }
 
+/* elk status --metrics: elkd's metrics in the Prometheus text format, as they come. */
+static int status_metrics(agent_link_t *ak)
+{
+    elkfw_ctl_msg_t m;
+    const char *line;
+    size_t len;
+    unsigned long n, k;
+    if (agent_send(ak, "STATUS METRICS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK || strcmp(m.word, "METRICS") != 0) {
+        elkfw_say("unexpected reply from elkd (does it know STATUS METRICS?): %.*s", (int)len, line);
+        return EXIT_FAIL;
+    }
+    n = strtoul(m.text, NULL, 10);
+    for (k = 0; k < n; k++) {
+        if (agent_line(ak, &line, &len) <= 0) {
+            elkfw_say("elkd closed the connection in the middle of the metrics");
+            return EXIT_FAIL;
+        }
+        printf("%.*s\n", (int)len, line);
+    }
+    return EXIT_OK;
+}
+
 static int cmd_status(agent_link_t *ak, int argc, char **argv)
 {
     status_view_t sv, *view = &sv;
-    bool json = false;
+    bool json = false, metrics = false;
     const char *line;
     size_t len;
     elkfw_ctl_msg_t m;
@@ -1265,6 +1292,8 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--metrics") == 0) {
+            metrics = true;
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else {
@@ -1275,6 +1304,9 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     }
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
+    }
+    if (metrics) {
+        return status_metrics(ak);
     }
     if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;

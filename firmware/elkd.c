@@ -37,6 +37,7 @@
 #include "elk/port_posix.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
+#include "elkfw/metrics.h"
 #include "elkfw/nodelog.h"
 #include "elkfw/notify.h"
 #include "elkfw/reload.h"
@@ -76,6 +77,8 @@ typedef struct client {
     bool close_after_flush;
     bool drop;                    /* output overflowed or I/O failed: close now */
     bool unresponsive;            /* dropped because it stopped reading (it may still live) */
+    char *bulk;                   /* a reply too large for out (STATUS METRICS), sent first */
+    size_t bulk_len, bulk_sent;
 } client_t;
 
 typedef struct agent agent_t;
@@ -90,6 +93,7 @@ typedef struct resource {
     bool has_pending, removing;
     bool in_use;                  /* false: a free slot (its resource was removed) */
     uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
+    elkfw_res_metrics_t metrics;
     elk_lock_t lock;
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
@@ -159,6 +163,9 @@ struct agent {
     char sd_status[200];          /* the last STATUS= sent */
     elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
     bool journal;                 /* stderr is the journal: lines start with <priority> */
+    elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
+    uint64_t metrics_next;        /* next rewrite of [agent] metrics_file */
+    bool metrics_failed;          /* the last rewrite failed (said once) */
 };
 
 
@@ -275,11 +282,11 @@ static void client_err(agent_t *a, int slot, int code, const char *detail)
     }
 }
 
-static void client_flush(agent_t *a, int slot)
+/* Send what the socket takes of buf[*sent..len). Returns true once all of it is sent. */
+static bool client_send_some(client_t *c, const char *buf, size_t len, size_t *sent)
 {
-    client_t *c = &a->clients[slot];
-    while (c->out_len > 0 && !c->drop) {
-        ssize_t w = send(c->fd, c->out, c->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (*sent < len && !c->drop) {
+        ssize_t w = send(c->fd, buf + *sent, len - *sent, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) {
                 continue;
@@ -287,11 +294,28 @@ static void client_flush(agent_t *a, int slot)
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
                 c->drop = true;
             }
-            return;
+            return false;
         }
-        memmove(c->out, c->out + w, c->out_len - (size_t)w);
-        c->out_len -= (size_t)w;
+        *sent += (size_t)w;
     }
+    return *sent == len;
+}
+
+static void client_flush(agent_t *a, int slot)
+{
+    client_t *c = &a->clients[slot];
+    size_t sent = 0;
+    (void)a;
+    if (c->bulk != NULL) {
+        if (!client_send_some(c, c->bulk, c->bulk_len, &c->bulk_sent)) {
+            return; /* what was queued after it waits its turn */
+        }
+        free(c->bulk);
+        c->bulk = NULL;
+    }
+    (void)client_send_some(c, c->out, c->out_len, &sent);
+    memmove(c->out, c->out + sent, c->out_len - sent);
+    c->out_len -= sent;
 }
 
 /* ------------------------------------------------------------------ resources */
@@ -384,6 +408,7 @@ static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why
     bool held = elk_lock_is_held(&r->lock, now);
     int rc = elk_lock_release(&r->lock, now);
     if (held) {
+        elkfw_hist_add(&r->metrics.hold, now - r->granted_at);
         elkd_log(a, ELK_LOG_INFO, "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
                  r->conf->name, why, token, now - r->granted_at, renewals);
     } else {
@@ -460,12 +485,61 @@ static void supervise_step(agent_t *a, resource_t *r, uint64_t now, uint64_t *ne
     }
 }
 
+/* Per node of a round: reply times, and replies the safety check did not count. Returns
+ * the slowest reply (the round's time). */
+static uint32_t round_metrics(agent_t *a, const elk_lock_event_t *ev)
+{
+    uint32_t slowest = 0;
+    size_t i;
+    for (i = 0; ev->nodes != NULL && i < ev->node_count && i < a->fleet.count; i++) {
+        const elk_lock_node_result_t *nr = &ev->nodes[i];
+        if (nr->status == ELK_LOCK_NODE_OK || nr->status == ELK_LOCK_NODE_BUSY) {
+            elkfw_hist_add(&a->node_metrics[i].rtt, nr->rtt_ms);
+            slowest = nr->rtt_ms > slowest ? nr->rtt_ms : slowest;
+        } else if (nr->status == ELK_LOCK_NODE_ERROR && nr->err == ELK_E_UNSAFE_SERVER) {
+            a->node_metrics[i].votes_denied++;
+        }
+    }
+    return slowest;
+}
+
+/* The metrics side of a lease event (elkfw/metrics.h). */
+static void lease_metrics(agent_t *a, resource_t *r, const elk_lock_event_t *ev)
+{
+    elkfw_res_metrics_t *m = &r->metrics;
+    uint32_t round = ev->type == ELK_LOCK_EV_RELEASED ? 0 : round_metrics(a, ev);
+    switch (ev->type) {
+    case ELK_LOCK_EV_ACQUIRED:
+        m->grants++;
+        elkfw_hist_add(&m->wait, ev->now - r->asked_at);
+        break;
+    case ELK_LOCK_EV_ACQUIRE_FAILED:
+        m->refusals++;
+        break;
+    case ELK_LOCK_EV_RENEWED:
+        m->renewals_ok++;
+        elkfw_hist_add(&m->renew_round, round);
+        elkfw_hist_add(&m->validity_left, ev->validity_ms);
+        break;
+    case ELK_LOCK_EV_RENEW_FAILED:
+        m->renewals_failed++;
+        break;
+    case ELK_LOCK_EV_LOST:
+        elkfw_causes_add(&m->losses, ev->err);
+        elkfw_hist_add(&m->hold, ev->now - r->granted_at);
+        break;
+    default:
+        break;
+    }
+}
+
 static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 {
     resource_t *r = user;
     agent_t *a = r->agent;
     int slot = owned_by(a, r, r->owner) ? r->owner : -1;
     (void)lock;
+    lease_metrics(a, r, ev);
     switch (ev->type) {
     case ELK_LOCK_EV_ACQUIRED:
         r->acquiring = false;
@@ -584,6 +658,7 @@ static void on_node_state(void *user, elk_node_t *node, elk_node_state_t state, 
     }
     nl = &a->nodelog[i];
     if (state == ELK_NODE_BACKOFF) {
+        elkfw_causes_add(&a->node_metrics[i].failures, err);
         elkfw_nodelog_failed(nl, err, now, a->conf.agent.log_summary_ms);
     } else if (state == ELK_NODE_READY) {
         uint32_t attempts = nl->attempts;
@@ -730,6 +805,109 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
     client_send(a, slot, "]}\n");
 }
 
+/* ------------------------------------------------------------------ metrics */
+
+/* One exposition's view of the agent: res and nodes are the caller's arrays. */
+static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src, elkfw_metrics_res_t *res,
+                        elkfw_metrics_node_t *nodes)
+{
+    size_t i;
+    memset(src, 0, sizeof *src);
+    src->version = ELK_VERSION_STRING;
+    src->gateway = a->gateway_id;
+    src->uptime_s = (now - a->started_at) / 1000u;
+    src->clients = clients_connected(a);
+    src->nodes_ready = elk_fleet_ready_count(&a->fleet);
+    src->quorum = elk_client_quorum(&a->client);
+    src->reloads = a->reloads;
+    src->reload_failures = a->reload_failures;
+    src->res = res;
+    src->nodes = nodes;
+    for (i = 0; i < a->n_res; i++) {
+        if (a->res[i].in_use) {
+            res[src->n_res].name = a->res[i].conf->name;
+            res[src->n_res].held = elk_lock_is_held(&a->res[i].lock, now);
+            res[src->n_res].m = &a->res[i].metrics;
+            src->n_res++;
+        }
+    }
+    for (i = 0; i < a->fleet.count; i++) {
+        const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
+        nodes[i].name = a->conf.nodes[i].name;
+        nodes[i].ready = elk_node_is_ready(&a->nodes[i]);
+        nodes[i].connects = st->connects;
+        nodes[i].failures = st->failures;
+        nodes[i].timeouts = st->timeouts;
+        nodes[i].m = &a->node_metrics[i];
+    }
+    src->n_nodes = a->fleet.count;
+}
+
+/* STATUS METRICS: "OK METRICS <n>" and n lines; larger than a client's out queue, so it
+ * goes out as one bulk reply (what was queued before it goes first, inside it). */
+static void send_metrics(agent_t *a, int slot, uint64_t now)
+{
+    client_t *c = &a->clients[slot];
+    elkfw_metrics_res_t res[ELKFW_MAX_RESOURCES];
+    elkfw_metrics_node_t nodes[CONFIG_ELK_MAX_NODES];
+    elkfw_metrics_src_t src;
+    char *body = NULL, head[40];
+    size_t body_len = 0, lines = 0, k;
+    FILE *f;
+    int hl;
+    metrics_src(a, now, &src, res, nodes);
+    f = open_memstream(&body, &body_len);
+    if (f == NULL || !elkfw_metrics_write(f, &src) || fclose(f) != 0 || c->bulk != NULL) {
+        free(body);
+        client_err(a, slot, ELK_E_NO_RESOURCES, c->bulk != NULL ? "a metrics reply is still being sent" : "metrics");
+        return;
+    }
+    for (k = 0; k < body_len; k++) {
+        lines += body[k] == '\n';
+    }
+    hl = snprintf(head, sizeof head, "OK METRICS %zu\n", lines);
+    c->bulk = malloc(c->out_len + (size_t)hl + body_len);
+    if (c->bulk == NULL) {
+        free(body);
+        client_err(a, slot, ELK_E_NO_RESOURCES, "metrics");
+        return;
+    }
+    memcpy(c->bulk, c->out, c->out_len);
+    memcpy(c->bulk + c->out_len, head, (size_t)hl);
+    memcpy(c->bulk + c->out_len + (size_t)hl, body, body_len);
+    c->bulk_len = c->out_len + (size_t)hl + body_len;
+    c->bulk_sent = 0;
+    c->out_len = 0;
+    free(body);
+}
+
+/* [agent] metrics_file: rewritten every metrics_interval. */
+static void metrics_step(agent_t *a, uint64_t now, uint64_t *next)
+{
+    elkfw_metrics_res_t res[ELKFW_MAX_RESOURCES];
+    elkfw_metrics_node_t nodes[CONFIG_ELK_MAX_NODES];
+    elkfw_metrics_src_t src;
+    if (a->conf.agent.metrics_file[0] == '\0') {
+        return;
+    }
+    if (now >= a->metrics_next) {
+        metrics_src(a, now, &src, res, nodes);
+        if (!elkfw_metrics_write_file(a->conf.agent.metrics_file, &src)) {
+            if (!a->metrics_failed) {
+                elkd_log(a, ELK_LOG_WARN, "cannot write metrics_file %s: %s (retrying every %" PRIu32 " ms)",
+                         a->conf.agent.metrics_file, strerror(errno), a->conf.agent.metrics_interval_ms);
+            }
+            a->metrics_failed = true;
+        } else {
+            a->metrics_failed = false;
+        }
+        a->metrics_next = now + a->conf.agent.metrics_interval_ms;
+    }
+    if (a->metrics_next < *next) {
+        *next = a->metrics_next;
+    }
+}
+
 /* ------------------------------------------------------------------ requests */
 
 static void drop_waiters_of(agent_t *a, int slot)
@@ -825,6 +1003,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
                          "stopped or its lease is running out", r->conf->name);
             }
             client_err(a, slot, ELK_E_LOCK_BUSY, detail);
+            r->metrics.refusals++;
             return;
         }
         for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
@@ -861,7 +1040,7 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
         return;
     case ELKFW_CTL_HELP:
         client_send(a, slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE <resource> <pgid> | "
-                          "STATUS [JSON] | PING | QUIT\n");
+                          "STATUS [JSON|METRICS] | PING | QUIT\n");
         return;
     case ELKFW_CTL_QUIT:
         client_send(a, slot, "OK BYE\n");
@@ -870,6 +1049,9 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
     case ELKFW_CTL_STATUS:
     case ELKFW_CTL_STATUS_JSON:
         send_status(a, slot, req.cmd == ELKFW_CTL_STATUS_JSON, now);
+        return;
+    case ELKFW_CTL_STATUS_METRICS:
+        send_metrics(a, slot, now);
         return;
     case ELKFW_CTL_ACQUIRE:
     case ELKFW_CTL_RELEASE:
@@ -940,6 +1122,8 @@ static void client_close(agent_t *a, int slot, uint64_t now, const char *why)
     elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) closed: %s", c->id, (int)c->pid, why);
     close(c->fd);
     c->fd = -1;
+    free(c->bulk);
+    c->bulk = NULL;
     c->out_len = 0;
     c->drop = false;
     c->unresponsive = false;
@@ -1334,6 +1518,7 @@ static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t
     a->conf = *next;
     pick_gateway_id(a);
     memset(a->nodelog, 0, sizeof a->nodelog);
+    memset(a->node_metrics, 0, sizeof a->node_metrics);
     rc = setup_fleet(a, err, errlen);
     if (rc != ELK_OK) {
         teardown_fleet(a);
@@ -1534,6 +1719,7 @@ static void expire_waiters(agent_t *a, uint64_t now, uint64_t *next)
                 snprintf(detail, sizeof detail, "%s", r->conf->name);
             }
             client_err(a, w->client, ELK_E_LOCK_TIMEOUT, detail);
+            a->res[w->res].metrics.refusals++;
             w->client = -1;
         } else if (w->deadline < *next) {
             *next = w->deadline;
@@ -1571,7 +1757,7 @@ static void flush_clients(agent_t *a, uint64_t now)
         client_flush(a, (int)i);
         if (c->drop) {
             client_close(a, (int)i, now, "dropped");
-        } else if (c->close_after_flush && c->out_len == 0) {
+        } else if (c->close_after_flush && c->out_len == 0 && c->bulk == NULL) {
             client_close(a, (int)i, now, "QUIT");
         }
     }
@@ -1619,6 +1805,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     settle_reloaded(a, now, &next);
     notify_state(a, now, &next);
     node_summaries(a, now, &next);
+    metrics_step(a, now, &next);
     flush_clients(a, now);
     if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
@@ -1669,8 +1856,8 @@ static void poll_build(const agent_t *a, poll_set_t *ps)
     }
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
         if (a->clients[i].fd >= 0) {
-            poll_add(ps, a->clients[i].fd, (short)(POLLIN | (a->clients[i].out_len > 0 ? POLLOUT : 0)), POLL_CLIENT,
-                     (int)i);
+            bool pending = a->clients[i].out_len > 0 || a->clients[i].bulk != NULL;
+            poll_add(ps, a->clients[i].fd, (short)(POLLIN | (pending ? POLLOUT : 0)), POLL_CLIENT, (int)i);
         }
     }
     nw = elk_fleet_waits(&a->fleet, waits, CONFIG_ELK_MAX_NODES);
