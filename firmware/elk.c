@@ -44,6 +44,7 @@
 #include "elkfw/lease.h"
 #include "elkfw/say.h"
 #include "elkfw/supervise.h"
+#include "elkfw/watch.h"
 
 #include "elk/version.h"
 
@@ -308,11 +309,69 @@ static int exit_for_err(const char *code)
     return EXIT_FAIL;
 }
 
+/* While a wait runs on a terminal: one line on stderr, rewritten every second, saying
+ * who holds the resource (from STATUS over a second connection) and how long we waited. */
+static void wait_show(const char *sock_path, const char *resource, uint64_t waited_ms)
+{
+    static agent_link_t st; /* the first connection is busy waiting for the grant */
+    static bool st_open;
+    elkfw_ctl_msg_t m;
+    const char *line;
+    size_t len;
+    uint32_t k;
+    char who[160] = "", holder[64], err[64], self[32], row[ELKFW_NAME_MAX + 16];
+    if (!st_open) {
+        st.sock_path = sock_path;
+        st.fd = -1;
+        st_open = agent_connect(&st) >= 0;
+    }
+    snprintf(row, sizeof row, "resource name=%s ", resource);
+    snprintf(self, sizeof self, "pid:%d", (int)getpid());
+    if (st_open && agent_send(&st, "STATUS\n") == 0 && agent_line(&st, &line, &len) > 0 &&
+        elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_OK) {
+        for (k = 0; k < m.count && agent_line(&st, &line, &len) > 0; k++) {
+            char copy[ELK_CTL_LINE_MAX];
+            snprintf(copy, sizeof copy, "%.*s", (int)len, line);
+            if (strncmp(copy, row, strlen(row)) != 0) {
+                continue;
+            }
+            (void)elkfw_watch_field(copy, "holder", holder, sizeof holder);
+            (void)elkfw_watch_field(copy, "last_error", err, sizeof err);
+            if (strcmp(holder, self) == 0 || strcmp(holder, "-") == 0) {
+                snprintf(who, sizeof who, "held on another gateway or the fleet is short%s%s",
+                         strcmp(err, "-") != 0 ? ", last round " : "", strcmp(err, "-") != 0 ? err : "");
+            } else if (strncmp(holder, "pid:", 4) == 0) {
+                snprintf(who, sizeof who, "held by pid %s on this agent", holder + 4);
+            } else {
+                snprintf(who, sizeof who, "its last holder's command is being stopped (%s)", holder);
+            }
+        }
+    }
+    fprintf(stderr, "\rwaiting for %s: %s, waited %" PRIu64 " s\033[K", resource, who[0] ? who : "?",
+            waited_ms / 1000u);
+    fflush(stderr);
+}
+
 /* Ask for the lease and wait for the answer; events that are not for us are skipped.
  * SIGINT/SIGTERM/SIGHUP on sfd abandon the wait (closing the connection cancels the
  * acquire in elkd). Returns EXIT_OK with the grant in *m, or the exit code. */
+static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
+                              elkfw_ctl_msg_t *m, bool show);
+
 static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd, elkfw_ctl_msg_t *m)
 {
+    bool show = wait_ms > 0 && isatty(STDERR_FILENO);
+    int rc = acquire_lease_wait(ak, resource, wait_ms, sfd, m, show);
+    if (show) {
+        fputs("\r\033[K", stderr); /* the wait line goes; what follows starts clean */
+    }
+    return rc;
+}
+
+static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
+                              elkfw_ctl_msg_t *m, bool show)
+{
+    uint64_t started = now_ms();
     if (agent_send(ak, "ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
         return EXIT_UNREACHABLE;
     }
@@ -340,8 +399,13 @@ static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_m
             }
             continue;
         }
-        if (poll(p, 2, -1) < 0 && errno != EINTR) {
+        int pr = poll(p, 2, show ? 1000 - (int)((now_ms() - started) % 1000u) : -1);
+        if (pr < 0 && errno != EINTR) {
             return EXIT_FAIL;
+        }
+        if (pr == 0) {
+            wait_show(ak->sock_path, resource, now_ms() - started);
+            continue;
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
@@ -461,11 +525,13 @@ static void usage_release(FILE *f)
 static void usage_status(FILE *f)
 {
     fprintf(f,
-            "Usage: elk status [--json | --metrics]\n"
+            "Usage: elk status [--json | --metrics | --watch [--count N]]\n"
             "Show each resource (state, holder, token, validity left, renewals) and each node\n"
             "(state, TLS, last round trip, failures, last error) of the local elkd.\n"
             "  --json      the same as one JSON object\n"
-            "  --metrics   elkd's counters and histograms in the Prometheus text format\n");
+            "  --metrics   elkd's counters and histograms in the Prometheus text format\n"
+            "  --watch     redraw every second (validity bars, holders, node round trips) until\n"
+            "              Ctrl-C; plain frames when stdout is not a terminal; --count N frames\n");
 }
 
 static void usage_reload(FILE *f)
@@ -1255,6 +1321,48 @@ static void table_print(const table_t *t)
     }
 }
 
+/* elk status --watch: the status redrawn every second (plain frames when stdout is not a
+ * terminal) until SIGINT/SIGTERM, elkd goes away, or count frames (0: no limit). */
+static int status_watch(agent_link_t *ak, unsigned long count)
+{
+    static status_view_t view; /* the lines of one answer: too large for the stack twice */
+    const char *rows[1 + ST_MAX_ROWS];
+    bool tty = isatty(STDOUT_FILENO) != 0;
+    unsigned long frame;
+    for (frame = 0; count == 0 || frame < count; frame++) {
+        elkfw_ctl_msg_t m;
+        const char *line;
+        size_t len, n = 0;
+        uint32_t k;
+        char clock_text[16];
+        time_t t = time(NULL);
+        struct tm tm;
+        if (frame > 0) {
+            sleep(1);
+        }
+        if (agent_send(ak, "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0 ||
+            elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
+            elkfw_say("lost elkd at %s", ak->sock_path);
+            return EXIT_UNREACHABLE;
+        }
+        view.used = 0;
+        for (k = 0; k < m.count; k++) {
+            char *copy;
+            if (agent_line(ak, &line, &len) <= 0) {
+                elkfw_say("elkd closed the connection in the middle of the status");
+                return EXIT_UNREACHABLE;
+            }
+            if ((copy = status_keep(&view, line, len)) != NULL && n < sizeof rows / sizeof rows[0]) {
+                rows[n++] = copy;
+            }
+        }
+        localtime_r(&t, &tm);
+        strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
+        elkfw_watch_render(stdout, rows, n, tty, clock_text);
+    }
+    return EXIT_OK;
+}
+
 /* elk status --metrics: elkd's metrics in the Prometheus text format, as they come. */
 static int status_metrics(agent_link_t *ak)
 {
@@ -1283,7 +1391,8 @@ static int status_metrics(agent_link_t *ak)
 static int cmd_status(agent_link_t *ak, int argc, char **argv)
 {
     status_view_t sv, *view = &sv;
-    bool json = false, metrics = false;
+    bool json = false, metrics = false, watch = false;
+    unsigned long count = 0;
     const char *line;
     size_t len;
     elkfw_ctl_msg_t m;
@@ -1294,6 +1403,10 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
             json = true;
         } else if (strcmp(argv[i], "--metrics") == 0) {
             metrics = true;
+        } else if (strcmp(argv[i], "--watch") == 0) {
+            watch = true;
+        } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+            count = strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else {
@@ -1307,6 +1420,9 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     }
     if (metrics) {
         return status_metrics(ak);
+    }
+    if (watch) {
+        return status_watch(ak, count);
     }
     if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;

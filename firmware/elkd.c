@@ -747,10 +747,10 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
             }
             client_send(a, slot,
                         "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
-                        " renewals=%" PRIu32 " last_error=%s\n",
+                        " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s\n",
                         r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
                         holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-                        elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock),
+                        elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
                         elk_lock_last_error(&r->lock) == ELK_OK ? "-" : elk_err_name(elk_lock_last_error(&r->lock)));
         }
         for (i = 0; i < a->fleet.count; i++) {
