@@ -2,12 +2,14 @@
 #define _GNU_SOURCE
 #include "elkfw/conf.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "elk/platform.h"
 
@@ -204,7 +206,7 @@ const char *elkfw_mode_name(elkfw_mode_t m)
 
 /* ------------------------------------------------------------------ key tables */
 
-enum key_type { K_STR, K_DUR, K_BOOL, K_TRI, K_U32, K_PORT, K_ENUM, K_FRAC, K_NAME_ID };
+enum key_type { K_STR, K_DUR, K_BOOL, K_TRI, K_U32, K_PORT, K_ENUM, K_FRAC, K_NAME_ID, K_OCTAL, K_IDLIST };
 
 typedef struct keydef {
     const char *name;
@@ -245,6 +247,26 @@ static bool prefix_valid(const char *v, size_t len)
         }
     }
     return true;
+}
+
+/* "name, 1000,other": names or ids of users or groups, commas and spaces between. Names
+ * as useradd takes them; whether each exists is elkfw_access_resolve's business. */
+static bool idlist_valid(const char *v, size_t len)
+{
+    size_t i;
+    bool any = false;
+    for (i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if (ch == ',' || ch == ' ') {
+            continue;
+        }
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+              ch == '_' || ch == '-')) {
+            return false;
+        }
+        any = true;
+    }
+    return any;
 }
 
 static const char *const mode_choices[] = {"single", "redlock", NULL};
@@ -300,6 +322,8 @@ static const keydef_t resource_keys[] = {
     {"wait_min", K_DUR, RES(wait_min_ms), 0, NULL, 1, 600000},
     {"wait_max", K_DUR, RES(wait_max_ms), 0, NULL, 1, 600000},
     {"release_channel", K_BOOL, RES(release_channel), 0, NULL, 0, 0},
+    {"allow_users", K_IDLIST, RES(allow_users), SZ(elkfw_resource_conf_t, allow_users), NULL, 0, 0},
+    {"allow_groups", K_IDLIST, RES(allow_groups), SZ(elkfw_resource_conf_t, allow_groups), NULL, 0, 0},
 };
 
 static const keydef_t agent_keys[] = {
@@ -307,6 +331,9 @@ static const keydef_t agent_keys[] = {
     {"log", K_ENUM, AGENT(log_target), 0, log_choices, 0, 0},
     {"log_level", K_ENUM, AGENT(log_level), 0, level_choices, 0, 0},
     {"safety_check", K_ENUM, AGENT(safety_check), 0, safety_choices, 0, 0},
+    {"socket_mode", K_OCTAL, AGENT(socket_mode), 0, NULL, 0, 0777},
+    {"socket_group", K_IDLIST, AGENT(socket_group), SZ(elkfw_agent_conf_t, socket_group), NULL, 0, 0},
+    {"max_clients_per_uid", K_U32, AGENT(max_clients_per_uid), 0, NULL, 1, 1024},
     {"log_summary", K_DUR, AGENT(log_summary_ms), 0, NULL, 1000, 86400000},
     {"metrics_file", K_STR, AGENT(metrics_file), SZ(elkfw_agent_conf_t, metrics_file), NULL, 0, 0},
     {"metrics_interval", K_DUR, AGENT(metrics_interval_ms), 0, NULL, 1000, 86400000},
@@ -367,7 +394,8 @@ void elkfw_conf_defaults(elkfw_conf_t *c)
     c->request_timeout_ms = 1000;
     c->drift_factor_ppm = CONFIG_ELK_DRIFT_FACTOR_PPM;
     c->drift_fixed_ms = CONFIG_ELK_DRIFT_FIXED_MS;
-    strcpy(c->agent.socket_path, "/run/elkd.sock");
+    strcpy(c->agent.socket_path, "/run/elkd/elkd.sock");
+    c->agent.socket_mode = 0660;
     c->agent.log_target = ELKFW_LOG_STDERR;
     c->agent.log_level = ELK_LOG_INFO;
     c->agent.safety_check = ELKFW_SAFETY_WARN;
@@ -542,15 +570,28 @@ static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_
     if (p->kind == SEC_NODE && strcmp(kd->name, "password_file") == 0) {
         ((elkfw_node_conf_t *)p->obj)->password_file_line = p->line;
     }
+    if (p->kind == SEC_RESOURCE && strcmp(kd->name, "allow_users") == 0) {
+        ((elkfw_resource_conf_t *)p->obj)->allow_users_line = p->line;
+    } else if (p->kind == SEC_RESOURCE && strcmp(kd->name, "allow_groups") == 0) {
+        ((elkfw_resource_conf_t *)p->obj)->allow_groups_line = p->line;
+    } else if (p->kind == SEC_AGENT && strcmp(kd->name, "socket_group") == 0) {
+        p->c->agent.socket_group_line = p->line;
+    }
     quote_value(vq, sizeof vq, v, vlen);
     dst = (uint8_t *)p->obj + kd->offset;
 
     switch (kd->type) {
     case K_STR:
     case K_NAME_ID:
+    case K_IDLIST:
         if (vlen >= kd->size) {
             return fail(p, p->line, "key '%s' in %s: value is %zu bytes long; at most %zu allowed", kq,
                         p->section, vlen, kd->size - 1);
+        }
+        if (kd->type == K_IDLIST && !idlist_valid(v, vlen)) {
+            return fail(p, p->line,
+                        "key '%s' in %s: '%s' is not a comma-separated list of user or group names or numeric "
+                        "ids (letters, digits and . _ -)", kq, p->section, vq);
         }
         if (kd->type == K_NAME_ID && !elkfw_name_valid(v, vlen, kd->size - 1)) {
             return fail(p, p->line,
@@ -571,6 +612,21 @@ static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_
         memcpy(dst, v, vlen);
         dst[vlen] = '\0';
         return ELK_OK;
+    case K_OCTAL: {
+        uint32_t u = 0;
+        size_t k;
+        bool ok = vlen > 0 && vlen <= 4;
+        for (k = 0; ok && k < vlen; k++) {
+            ok = v[k] >= '0' && v[k] <= '7';
+            u = u * 8u + (uint32_t)(v[k] - '0');
+        }
+        if (!ok || u > kd->max) {
+            return fail(p, p->line, "key '%s' in %s: '%s' is not an octal mode from 0 to 0777 (e.g. 0660)", kq,
+                        p->section, vq);
+        }
+        memcpy(dst, &u, sizeof u);
+        return ELK_OK;
+    }
     case K_DUR: {
         uint32_t ms;
         if (!elkfw_parse_duration(v, vlen, &ms)) {
@@ -755,6 +811,12 @@ static int check_conf(parser_t *p)
             if (n->tls.ca[0] == '\0') {
                 return fail(p, n->line, "[node %s]: tls is on but no 'ca' is set (here or in [fleet])", n->name);
             }
+            if (n->server_name[0] == '\0' && elkfw_host_is_ip(n->host)) {
+                /* the certificate name check would fail on every connection, forever */
+                return fail(p, n->line,
+                            "[node %s]: tls is on and host '%s' is an IP address: set 'server_name' to the name "
+                            "in the server's certificate", n->name, n->host);
+            }
             if ((n->tls.cert[0] == '\0') != (n->tls.key[0] == '\0')) {
                 return fail(p, n->line, "[node %s]: a client 'cert' needs its 'key' and the other way round",
                             n->name);
@@ -894,15 +956,23 @@ const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const ch
     return NULL;
 }
 
+bool elkfw_host_is_ip(const char *host)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
 /* Read a whole small file into buf; returns bytes read or -1 with errno set. */
-static long read_file(const char *path, char *buf, size_t cap, bool *too_big)
+static long read_file(const char *path, char *buf, size_t cap, bool *too_big, bool *others_read)
 {
     FILE *f = fopen(path, "rb");
     size_t n;
+    struct stat st;
     *too_big = false;
     if (f == NULL) {
         return -1;
     }
+    *others_read = fstat(fileno(f), &st) == 0 && (st.st_mode & S_IROTH) != 0;
     n = fread(buf, 1, cap, f);
     if (ferror(f)) {
         int e = errno;
@@ -922,7 +992,7 @@ int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
     enum { MAX_CONF = 256 * 1024 };
     char *text;
     long n;
-    bool too_big;
+    bool too_big, others_read, conf_others_read;
     size_t i;
     int rc;
 
@@ -934,7 +1004,7 @@ int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory reading the configuration", path);
         return ELK_E_CONFIG;
     }
-    n = read_file(path, text, MAX_CONF, &too_big);
+    n = read_file(path, text, MAX_CONF, &too_big, &conf_others_read);
     if (n < 0) {
         snprintf(err, errlen, "%s: cannot read the configuration: %s", path, strerror(errno));
         free(text);
@@ -957,7 +1027,7 @@ int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
         if (nd->password_file[0] == '\0') {
             continue;
         }
-        m = read_file(nd->password_file, pw, sizeof pw, &too_big);
+        m = read_file(nd->password_file, pw, sizeof pw, &too_big, &others_read);
         if (m < 0) {
             snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: cannot read '%s': %s", path,
                      nd->password_file_line, nd->name, nd->password_file, strerror(errno));
@@ -978,6 +1048,22 @@ int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
         }
         memcpy(nd->password, pw, (size_t)m);
         nd->password[m] = '\0';
+        explicit_bzero(pw, sizeof pw);
+        if (others_read) {
+            /* A secret every local account can read is no secret. */
+            snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' is readable by every user: "
+                     "run chmod o-r '%s'", path, nd->password_file_line, nd->name, nd->password_file,
+                     nd->password_file);
+            return ELK_E_CONFIG;
+        }
+    }
+    for (i = 0; i < c->n_nodes && conf_others_read; i++) {
+        if (c->nodes[i].password[0] != '\0' && c->nodes[i].password_file[0] == '\0') {
+            snprintf(err, errlen, "%s:%d: [node %s] has an inline 'password' and the file is readable by every "
+                     "user: run chmod o-r '%s', or move it to a 'password_file' only elkd can read", path,
+                     c->nodes[i].line, c->nodes[i].name, path);
+            return ELK_E_CONFIG;
+        }
     }
     return ELK_OK;
 }

@@ -3,7 +3,6 @@
  *
  *   elk run [--wait MS] RESOURCE -- CMD [ARGS...]   flock(1) across the fleet
  *   elk acquire [--wait MS] RESOURCE                 hold until SIGINT/SIGTERM
- *   elk release RESOURCE
  *   elk status [--json]
  *   elk guard --state FILE [TOKEN] [-- CMD...]        accept or refuse a fencing token;
  *                                                     with CMD, run it holding the guard
@@ -11,7 +10,7 @@
  * Exit codes (README "Exit codes"): 0 ok; 1 other failure reported by elkd; 64 usage;
  * 65 guard refused a stale token; 66 guard storage error (unreadable, corrupt, sync
  * failed); 67 guard refused by the lease file; 68 guard busy for all of --wait;
- * 69 elkd unreachable; 73 lock not acquired (busy, timed out, fleet unavailable);
+ * 69 elkd unreachable; 73 lock not acquired; 77 not allowed to take the resource (busy, timed out, fleet unavailable);
  * 75 lease lost while held, or elkd shut down (run: CMD was stopped);
  * 126/127 run: CMD could not be executed / not found; otherwise run passes on CMD's
  * exit status (128+N if it died of signal N).
@@ -56,12 +55,13 @@ enum {
     EXIT_STORAGE = 66,
     EXIT_UNREACHABLE = 69,
     EXIT_NOT_ACQUIRED = 73,
+    EXIT_NOPERM = 77,       /* EX_NOPERM: allow_users / allow_groups refused this user */
     EXIT_LOST = 75,
     EXIT_NOEXEC = 126,
     EXIT_NOTFOUND = 127
 };
 
-#define ELK_DEFAULT_SOCKET "/run/elkd.sock"
+#define ELK_DEFAULT_SOCKET "/run/elkd/elkd.sock"
 /* One whole line from elkd, the longest being the STATUS JSON answer. */
 #define REPLY_BUF ELK_CTL_REPLY_MAX
 
@@ -96,8 +96,16 @@ static int agent_connect(agent_link_t *ak)
     strcpy(sa.sun_path, ak->sock_path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        elkfw_say("cannot reach elkd at %s: %s (is elkd running? use --socket or ELK_SOCKET)", ak->sock_path,
-            strerror(errno));
+        int e = errno;
+        /* Each cause has its own remedy. */
+        const char *hint = e == EACCES     ? "elkd is running but this user may not use its socket: ask for "
+                                             "membership of the socket's group ([agent] socket_group)"
+                           : e == ENOENT     ? "no socket there: is elkd running, and is this its socket? (use "
+                                             "--socket or ELK_SOCKET)"
+                           : e == ECONNREFUSED ? "nobody listens there: elkd is not running (or crashed and left "
+                                               "its socket behind); start it"
+                                             : "is elkd running? use --socket or ELK_SOCKET";
+        elkfw_say("cannot reach elkd at %s: %s (%s)", ak->sock_path, strerror(e), hint);
         if (fd >= 0) {
             close(fd);
         }
@@ -106,6 +114,21 @@ static int agent_connect(agent_link_t *ak)
     ak->fd = fd;
     elkfw_linebuf_init(&ak->lb, ak->store, sizeof ak->store);
     return fd;
+}
+
+/* The connection broke while sending: elkd may have said why before closing it (agent
+ * full, shutting down); print that rather than "Broken pipe". */
+static void agent_say_refusal(agent_link_t *ak, const char *err)
+{
+    char buf[400];
+    ssize_t n = recv(ak->fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+    if (n > 4 && memcmp(buf, "ERR ", 4) == 0) {
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        elkfw_say("elkd refused the connection: %s", buf + 4);
+    } else {
+        elkfw_say("lost the connection to elkd: %s", err);
+    }
 }
 
 __attribute__((format(printf, 2, 3))) static int agent_send(agent_link_t *ak, const char *fmt, ...)
@@ -127,7 +150,7 @@ __attribute__((format(printf, 2, 3))) static int agent_send(agent_link_t *ak, co
             if (errno == EINTR) {
                 continue;
             }
-            elkfw_say("lost the connection to elkd: %s", strerror(errno));
+            agent_say_refusal(ak, strerror(errno));
             return -1;
         }
         off += (size_t)w;
@@ -302,6 +325,9 @@ static int exit_for_err(const char *code)
         e == ELK_E_SHUTTING_DOWN || e == ELK_E_AGENT_FULL) {
         return EXIT_NOT_ACQUIRED;
     }
+    if (e == ELK_E_FORBIDDEN) {
+        return EXIT_NOPERM;
+    }
     if (e == ELK_E_RESOURCE_UNKNOWN || e == ELK_E_NAME_INVALID || e == ELK_E_NAME_TOO_LONG ||
         e == ELK_E_CTL_SYNTAX) {
         return EXIT_USAGE;
@@ -469,8 +495,7 @@ static void usage_main(FILE *f)
             "Commands:\n"
             "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE\n"
             "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until SIGINT/SIGTERM\n"
-            "  release RESOURCE                           release RESOURCE held by this connection's owner\n"
-            "  status [--json|--metrics]                  leases and nodes of this agent\n"
+            "  status [--json|--metrics|--watch]          leases and nodes of this agent\n"
             "  reload                                     make elkd re-read its configuration\n"
             "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing token;\n"
             "                                             with CMD: run CMD holding the guard\n"
@@ -480,7 +505,8 @@ static void usage_main(FILE *f)
             "\n"
             "Exit codes: 0 ok, 1 other error from elkd, 64 usage, 65 stale token (guard), 66 guard\n"
             "storage error, 67 guard: lease ended/expired/other token, 68 guard busy (--wait ran out),\n"
-            "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped,\n"
+            "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped, 77 not allowed\n"
+            "(allow_users / allow_groups of the resource in elkd.conf),\n"
             "126/127 CMD not executable / not found; run passes on CMD's own exit status.\n");
 }
 
@@ -511,15 +537,6 @@ static void usage_acquire(FILE *f)
             "Acquire RESOURCE and hold it until this process gets SIGINT or SIGTERM (then release,\n"
             "exit 0). Prints 'acquired RESOURCE token=T validity_ms=V' and one line per event.\n"
             "Exit: 0 released, 73 not acquired, 75 lease lost or elkd stopped, 69 elkd unreachable.\n");
-}
-
-static void usage_release(FILE *f)
-{
-    fprintf(f,
-            "Usage: elk release RESOURCE\n"
-            "Ask elkd to release RESOURCE. A lease belongs to the connection that took it, so this\n"
-            "succeeds only for leases of this connection; elkd answers with the holder's pid\n"
-            "otherwise (stop that process to release it).\n");
 }
 
 static void usage_status(FILE *f)
@@ -1172,51 +1189,6 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
     }
 }
 
-static int cmd_release(agent_link_t *ak, int argc, char **argv)
-{
-    const char *resource = NULL, *line;
-    size_t len;
-    elkfw_ctl_msg_t m;
-    int i;
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-            ak->sock_path = argv[++i];
-        } else if (argv[i][0] == '-' || resource != NULL) {
-            elkfw_say("unexpected argument '%s'", argv[i]);
-            usage_release(stderr);
-            return EXIT_USAGE;
-        } else {
-            resource = argv[i];
-        }
-    }
-    if (resource == NULL) {
-        elkfw_say("missing RESOURCE");
-        usage_release(stderr);
-        return EXIT_USAGE;
-    }
-    if (!resource_ok(resource)) {
-        return EXIT_USAGE;
-    }
-    if (agent_connect(ak) < 0) {
-        return EXIT_UNREACHABLE;
-    }
-    if (agent_send(ak, "RELEASE %s\n", resource) != 0 || agent_line(ak, &line, &len) <= 0) {
-        return EXIT_UNREACHABLE;
-    }
-    if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK) {
-        elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
-        return EXIT_FAIL;
-    }
-    if (m.kind == ELKFW_MSG_ERR) {
-        char what[128];
-        snprintf(what, sizeof what, "cannot release %s", resource);
-        print_err_reply(&m, what);
-        return exit_for_err(m.code);
-    }
-    printf("released %s\n", resource);
-    return EXIT_OK;
-}
-
 /* ------------------------------------------------------------------ status */
 
 /* Rows are at most the resources a file may configure plus the fleet; cells point into
@@ -1271,6 +1243,11 @@ static void table_add(table_t *t, char *line)
         }
         t->cell[t->rows][col] = eq + 1;
         col++;
+        if (strcmp(tok, "check") == 0 && *save != '\0') {
+            /* the safety check's text has spaces: it is the last field, up to the end */
+            (eq + 1)[strlen(eq + 1)] = ' ';
+            break;
+        }
     }
     while (col < ST_MAX_COLS) {
         t->cell[t->rows][col++] = "";
@@ -1550,7 +1527,6 @@ typedef struct command {
 static const command_t commands[] = {
     {"run", usage_run, cmd_run},
     {"acquire", usage_acquire, cmd_acquire},
-    {"release", usage_release, cmd_release},
     {"status", usage_status, cmd_status},
     {"reload", usage_reload, cmd_reload},
     {"guard", usage_guard, cmd_guard_any},
@@ -1604,6 +1580,13 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "help") == 0) {
         usage_main(stdout);
         return EXIT_OK;
+    }
+    if (strcmp(cmd, "release") == 0) {
+        /* Removed: a lease belongs to the connection that took it; another connection
+         * that could drop it could stop someone else's actuator mid-step. */
+        elkfw_say("there is no 'elk release': a lease is released by the process holding it; stop that 'elk "
+                  "acquire' or 'elk run' (its pid is the holder in 'elk status')");
+        return EXIT_USAGE;
     }
     elkfw_say("unknown command '%s'", cmd);
     usage_main(stderr);

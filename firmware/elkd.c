@@ -35,6 +35,8 @@
 #include "elk/platform.h"
 #include "elk/pool.h"
 #include "elk/port_posix.h"
+#include "elkfw/access.h"
+#include "elkfw/acl.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
 #include "elkfw/metrics.h"
@@ -69,6 +71,7 @@
 typedef struct client {
     int fd;                       /* -1: free slot */
     pid_t pid;                    /* peer pid (SO_PEERCRED), for status */
+    elkfw_peer_t peer;            /* uid, groups and executable as of connect(), for allow lists */
     uint64_t id;                  /* connection number, for logs */
     char in_store[ELK_CTL_LINE_MAX];
     elkfw_linebuf_t in;
@@ -79,6 +82,7 @@ typedef struct client {
     bool unresponsive;            /* dropped because it stopped reading (it may still live) */
     char *bulk;                   /* a reply too large for out (STATUS METRICS), sent first */
     size_t bulk_len, bulk_sent;
+    size_t cancelled_res;         /* 1 + resource whose ACQUIRE a RELEASE cancelled, 0: none */
 } client_t;
 
 typedef struct agent agent_t;
@@ -142,6 +146,8 @@ struct agent {
     char gateway_id[CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1];
 
     resource_t res[ELKFW_MAX_RESOURCES];
+    elkfw_allow_t allow[ELKFW_MAX_RESOURCES]; /* who may take res[i] (allow_users, allow_groups) */
+    gid_t socket_gid;             /* socket_group, (gid_t)-1: elkd's own */
     size_t n_res;
     client_t clients[ELKD_MAX_CLIENTS];
     waiter_t waiters[ELKD_MAX_CLIENTS * 2];
@@ -496,7 +502,8 @@ static uint32_t round_metrics(agent_t *a, const elk_lock_event_t *ev)
         if (nr->status == ELK_LOCK_NODE_OK || nr->status == ELK_LOCK_NODE_BUSY) {
             elkfw_hist_add(&a->node_metrics[i].rtt, nr->rtt_ms);
             slowest = nr->rtt_ms > slowest ? nr->rtt_ms : slowest;
-        } else if (nr->status == ELK_LOCK_NODE_ERROR && nr->err == ELK_E_UNSAFE_SERVER) {
+        } else if (nr->status == ELK_LOCK_NODE_ERROR &&
+                   (nr->err == ELK_E_UNSAFE_SERVER || nr->err == ELK_E_SERVER_UNCHECKED)) {
             a->node_metrics[i].votes_denied++;
         }
     }
@@ -549,9 +556,10 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
             return;
         }
         r->granted_at = ev->now;
-        elkd_log(a, ELK_LOG_INFO, "%s: granted to client %" PRIu64 " (pid %d), token %" PRIu64 ", valid %" PRIu32
-             " ms, waited %" PRIu64 " ms, %u/%u nodes", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid,
-             ev->token, ev->validity_ms, ev->now - r->asked_at, ev->ok, ev->node_count);
+        elkd_log(a, ELK_LOG_INFO, "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
+             ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes", r->conf->name, a->clients[slot].id,
+             (unsigned)a->clients[slot].peer.uid, (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token,
+             ev->validity_ms, ev->now - r->asked_at, ev->ok, ev->node_count);
         /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
          * host shares) lets the client stop in time however late it reads this line. */
         client_send(a, slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
@@ -725,11 +733,23 @@ static size_t resources_in_use(const agent_t *a)
     return n;
 }
 
+/* s with quotes and backslashes replaced by ' and / (a server's error text can hold them;
+ * the result goes inside a JSON string). Control bytes are already '?' (elk_fmt_bytes). */
+static const char *json_text(const char *s, char *out, size_t cap)
+{
+    size_t i;
+    for (i = 0; s[i] != '\0' && i + 1 < cap; i++) {
+        out[i] = s[i] == '"' ? '\'' : s[i] == '\\' ? '/' : s[i];
+    }
+    out[i] = '\0';
+    return out;
+}
+
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
     bool first = true;
-    char holder[32], addr[300];
+    char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
     if (!json) {
         client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
@@ -758,10 +778,11 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
             node_addr(a, i, addr, sizeof addr);
             client_send(a, slot,
                         "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
-                        " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s\n",
+                        " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s votes=%s check=%s\n",
                         a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
                         st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-                        st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error));
+                        st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
+                        elk_client_node_votes(&a->client, i) ? "yes" : "no", elk_client_node_check(&a->client, i));
         }
         return;
     }
@@ -796,11 +817,13 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         client_send(a, slot,
                     "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
                     "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
-                    ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\"}",
+                    ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\",\"votes\":%s,\"check\":\"%s\"}",
                     i ? "," : "", a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
                     elk_node_is_ready(&a->nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
                     st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-                    st->last_error == ELK_OK ? "" : elk_err_name(st->last_error));
+                    st->last_error == ELK_OK ? "" : elk_err_name(st->last_error),
+                    elk_client_node_votes(&a->client, i) ? "true" : "false",
+                    json_text(elk_client_node_check(&a->client, i), check, sizeof check));
     }
     client_send(a, slot, "]}\n");
 }
@@ -961,8 +984,10 @@ static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
             release_res(a, r, now, "its client asked");
         }
         client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
-    } else if (client_waits_for(a, slot, (size_t)(r - a->res))) {
+    } else if (client_waits_for(a, slot, (size_t)(r - a->res)) ||
+               a->clients[slot].cancelled_res == (size_t)(r - a->res) + 1u) {
         drop_waiters_of(a, slot);
+        a->clients[slot].cancelled_res = 0;
         client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
     } else if (r->owner >= 0 && owned_by(a, r, r->owner)) {
         char detail[256];
@@ -978,6 +1003,15 @@ static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
 /* ACQUIRE: start a round, or queue behind a local holder, or refuse. */
 static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl_req_t *req, uint64_t now)
 {
+    const elkfw_peer_t *peer = &a->clients[slot].peer;
+    if (!elkfw_access_allowed(&a->allow[r - a->res], peer)) {
+        char detail[200];
+        elkd_log(a, ELK_LOG_WARN, "%s: refused to client %" PRIu64 " (uid %u, pid %d, %s): not in allow_users or "
+                 "allow_groups", r->conf->name, a->clients[slot].id, (unsigned)peer->uid, (int)peer->pid, peer->exe);
+        snprintf(detail, sizeof detail, "resource %s, uid %u", r->conf->name, (unsigned)peer->uid);
+        client_err(a, slot, ELK_E_FORBIDDEN, detail);
+        return;
+    }
     if (a->shutting_down) {
         client_err(a, slot, ELK_E_SHUTTING_DOWN, r->conf->name);
         return;
@@ -1130,43 +1164,184 @@ static void client_close(agent_t *a, int slot, uint64_t now, const char *why)
     c->close_after_flush = false;
 }
 
+/* One account must not be able to lock every other out: by default half the slots. */
+static size_t max_clients_per_uid(const agent_t *a)
+{
+    uint32_t m = a->conf.agent.max_clients_per_uid;
+    return m != 0 ? m : ELKD_MAX_CLIENTS / 2;
+}
+
 static void accept_clients(agent_t *a)
 {
     for (;;) {
         int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         int slot;
-        struct ucred cred;
-        socklen_t cl = sizeof cred;
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                 elkd_log(a, ELK_LOG_WARN, "accept on the control socket failed: %s", strerror(errno));
             }
             return;
         }
+        elkfw_peer_t peer;
+        size_t same_uid = 0;
+        const char *why = NULL;
+        int free_slot = -1;
+        if (elkfw_access_peer(fd, &peer) != ELK_OK) {
+            elkd_log(a, ELK_LOG_WARN, "control socket: no peer credentials: %s; connection refused", strerror(errno));
+            close(fd);
+            continue;
+        }
         for (slot = 0; slot < ELKD_MAX_CLIENTS; slot++) {
             if (a->clients[slot].fd < 0) {
-                break;
+                free_slot = free_slot < 0 ? slot : free_slot;
+            } else if (a->clients[slot].peer.uid == peer.uid) {
+                same_uid++;
             }
         }
-        if (slot == ELKD_MAX_CLIENTS || a->shutting_down) {
+        slot = free_slot;
+        if (a->shutting_down) {
+            why = "";
+        } else if (slot < 0) {
+            why = "all client slots are taken";
+        } else if (same_uid >= max_clients_per_uid(a)) {
+            why = "this user has its share of the client slots (max_clients_per_uid in [agent])";
+        }
+        if (why != NULL) {
             int code = a->shutting_down ? ELK_E_SHUTTING_DOWN : ELK_E_AGENT_FULL;
-            char msg[200];
-            int n = snprintf(msg, sizeof msg, "ERR %s %s\n", elk_err_name(code), elk_err_message(code));
+            char msg[300];
+            int n = snprintf(msg, sizeof msg, "ERR %s %s%s%s\n", elk_err_name(code), elk_err_message(code),
+                             why[0] ? ": " : "", why);
+            /* Answered before closing: the client reads why instead of a broken pipe. */
             (void)!send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (!a->shutting_down) {
+                elkd_log(a, ELK_LOG_WARN, "connection of uid %u (pid %d, %s) refused: %s", (unsigned)peer.uid,
+                         (int)peer.pid, peer.exe, why);
+            }
             close(fd);
             continue;
         }
         client_t *c = &a->clients[slot];
         c->fd = fd;
-        c->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 ? cred.pid : 0;
+        c->peer = peer;
+        c->pid = peer.pid;
         c->id = ++a->next_client_id;
         c->out_len = 0;
         c->drop = false;
         c->unresponsive = false;
         c->close_after_flush = false;
+        c->cancelled_res = 0;
         elkfw_linebuf_init(&c->in, c->in_store, sizeof c->in_store);
-        elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) connected", c->id, (int)c->pid);
+        elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (uid %u, pid %d, %s) connected", c->id, (unsigned)peer.uid,
+                 (int)c->pid, peer.exe);
     }
+}
+
+/* The ACQUIRE of this connection that has no answer yet (a round running, or queued
+ * behind a local holder); its resource index in *ri (may be NULL). */
+static bool client_pending(agent_t *a, int slot, size_t *ri)
+{
+    size_t i, dummy;
+    ri = ri != NULL ? ri : &dummy;
+    for (i = 0; i < a->n_res; i++) {
+        if (a->res[i].acquiring && owned_by(a, &a->res[i], slot)) {
+            *ri = i;
+            return true;
+        }
+    }
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        if (a->waiters[i].client == slot && a->waiters[i].client_id == a->clients[slot].id) {
+            *ri = a->waiters[i].res;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A complete "RELEASE <resource ri>" among the requests not yet served? */
+static bool release_queued(agent_t *a, int slot, size_t ri)
+{
+    const elkfw_linebuf_t *lb = &a->clients[slot].in;
+    size_t pos = lb->consumed;
+    while (pos < lb->len) {
+        const char *nl = memchr(lb->buf + pos, '\n', lb->len - pos);
+        elkfw_ctl_req_t req;
+        const char *why;
+        if (nl == NULL) {
+            return false;
+        }
+        if (elkfw_ctl_parse_request(lb->buf + pos, (size_t)(nl - (lb->buf + pos)), elkfw_resource_name_max(&a->conf),
+                                    &req, &why) == ELK_OK &&
+            req.cmd == ELKFW_CTL_RELEASE && strcmp(req.resource, a->res[ri].conf->name) == 0) {
+            return true;
+        }
+        pos = (size_t)(nl - lb->buf) + 1u;
+    }
+    return false;
+}
+
+/* A RELEASE overtook its ACQUIRE: the ACQUIRE's answer is ELK_E_CANCELLED, the round (or
+ * the local wait) is given up, and that RELEASE, in its turn, answers OK RELEASED. */
+static void cancel_acquire(agent_t *a, int slot, size_t ri, uint64_t now)
+{
+    resource_t *r = &a->res[ri];
+    if (owned_by(a, r, slot) && r->acquiring) {
+        release_res(a, r, now, "its client cancelled the acquire");
+    } else {
+        size_t i;
+        for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+            if (a->waiters[i].client == slot && a->waiters[i].res == ri) {
+                a->waiters[i].client = -1;
+            }
+        }
+    }
+    client_err(a, slot, ELK_E_CANCELLED, r->conf->name);
+    a->clients[slot].cancelled_res = ri + 1u;
+}
+
+/* Answer the requests received, in order, one answer each: behind an ACQUIRE that has no
+ * answer yet they wait (docs/control-protocol.md), but a RELEASE of its resource cancels
+ * it at once. Returns true if a request was served. */
+static bool serve_lines(agent_t *a, int slot, uint64_t now)
+{
+    client_t *c = &a->clients[slot];
+    bool served = false;
+    for (;;) {
+        const char *line;
+        size_t len, ri;
+        int rc;
+        if (c->fd < 0) {
+            return served;
+        }
+        if (client_pending(a, slot, &ri)) {
+            if (!release_queued(a, slot, ri)) {
+                return served;
+            }
+            cancel_acquire(a, slot, ri, now);
+        }
+        rc = elkfw_linebuf_next(&c->in, &line, &len);
+        if (rc == 0) {
+            return served;
+        }
+        served = true;
+        if (rc == ELK_E_CTL_TOO_LONG) {
+            client_err(a, slot, ELK_E_CTL_TOO_LONG, "");
+        } else if (!c->close_after_flush) {
+            handle_request(a, slot, line, len, now);
+        }
+    }
+}
+
+/* Requests that waited behind an ACQUIRE answered since: serve them now. */
+static bool serve_waiting_requests(agent_t *a, uint64_t now)
+{
+    size_t i;
+    bool served = false;
+    for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
+        if (a->clients[i].fd >= 0 && a->clients[i].in.len > a->clients[i].in.consumed) {
+            served |= serve_lines(a, (int)i, now);
+        }
+    }
+    return served;
 }
 
 static void client_readable(agent_t *a, int slot, uint64_t now)
@@ -1179,6 +1354,9 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
         const char *line;
         size_t len;
         int rc;
+        if (avail == 0 && client_pending(a, slot, NULL)) {
+            return; /* full of requests waiting behind an ACQUIRE */
+        }
         if (avail == 0) {
             /* linebuf_next below reports the overlong line and makes room */
             rc = elkfw_linebuf_next(&c->in, &line, &len);
@@ -1202,62 +1380,11 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
             return;
         }
         elkfw_linebuf_commit(&c->in, (size_t)n);
-        while ((rc = elkfw_linebuf_next(&c->in, &line, &len)) != 0) {
-            if (rc == ELK_E_CTL_TOO_LONG) {
-                client_err(a, slot, ELK_E_CTL_TOO_LONG, "");
-                continue;
-            }
-            if (!c->close_after_flush) {
-                handle_request(a, slot, line, len, now);
-            }
+        serve_lines(a, slot, now);
+        if (c->fd < 0 || client_pending(a, slot, NULL)) {
+            return; /* requests wait in c->in behind the ACQUIRE; read more when it is answered */
         }
     }
-}
-
-static int bind_socket(const char *path)
-{
-    struct sockaddr_un sa;
-    int fd, probe;
-    if (strlen(path) >= sizeof sa.sun_path) {
-        fprintf(stderr, "elkd: control socket path '%s' is too long (at most %zu bytes)\n", path,
-                sizeof sa.sun_path - 1);
-        return -1;
-    }
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    strcpy(sa.sun_path, path);
-    /* A socket file left by a crashed elkd is removed; a live one is not stolen. */
-    probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (probe >= 0) {
-        if (connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
-            close(probe);
-            fprintf(stderr, "elkd: another elkd is already listening on %s\n", path);
-            return -1;
-        }
-        if (errno == ECONNREFUSED) {
-            unlink(path);
-        }
-        close(probe);
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        fprintf(stderr, "elkd: socket: %s\n", strerror(errno));
-        return -1;
-    }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        fprintf(stderr, "elkd: cannot bind the control socket %s: %s\n", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    /* Anyone who can connect can take leases: owner and group only. */
-    chmod(path, 0660);
-    if (listen(fd, 16) != 0) {
-        fprintf(stderr, "elkd: listen on %s: %s\n", path, strerror(errno));
-        close(fd);
-        unlink(path);
-        return -1;
-    }
-    return fd;
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -1426,7 +1553,7 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
 
 /* ------------------------------------------------------------------ reload */
 
-static int read_conf(const agent_t *a, elkfw_conf_t *c, char *err, size_t errlen);
+static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err, size_t errlen);
 static void pick_gateway_id(agent_t *a);
 
 /* A resource changed or removed by a reload: once nothing is held or in flight on it, its
@@ -1617,9 +1744,25 @@ static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
 /* SIGHUP: check the file as --check does; on any error keep everything running as it
  * is and say why. Otherwise apply what may change while leases are held
  * (elkfw/reload.h). */
+/* Every in-use slot takes its resource's allow lists from next (resolved into allow,
+ * indexed like next->resources): who may take a resource changes at once, held or not. */
+static void reload_allow(agent_t *a, const elkfw_conf_t *next, const elkfw_allow_t *allow)
+{
+    size_t i, k;
+    for (i = 0; i < a->n_res; i++) {
+        for (k = 0; a->res[i].in_use && k < next->n_resources; k++) {
+            if (strcmp(a->res[i].own.name, next->resources[k].name) == 0) {
+                a->allow[i] = allow[k];
+            }
+        }
+    }
+}
+
 static void reload_config(agent_t *a, uint64_t now)
 {
     elkfw_conf_t *next = malloc(sizeof *next);
+    elkfw_allow_t allow[ELKFW_MAX_RESOURCES];
+    gid_t gid;
     elkfw_reload_plan_t plan;
     const char *busy;
     char err[ELKFW_ERR_MAX];
@@ -1628,14 +1771,15 @@ static void reload_config(agent_t *a, uint64_t now)
     elkfw_notify_reloading(&a->notify);
     if (next == NULL) {
         snprintf(err, sizeof err, "out of memory");
-    } else if (read_conf(a, next, err, sizeof err) == ELK_OK) {
+    } else if (read_conf(a, next, allow, &gid, err, sizeof err) == ELK_OK) {
         elkfw_reload_plan(&a->conf, next, &plan);
         if (plan.restart_key != NULL) {
-            elkd_log(a, ELK_LOG_WARN, "reload: [agent] %s changed; only a restart applies it (keeping %s)",
-                     plan.restart_key, strcmp(plan.restart_key, "socket") == 0 ? a->conf.agent.socket_path
-                                       : a->conf.agent.log_target == ELKFW_LOG_SYSLOG ? "syslog" : "stderr");
+            elkd_log(a, ELK_LOG_WARN, "reload: [agent] %s changed; only a restart applies it (the running value is "
+                     "kept)", plan.restart_key);
             strcpy(next->agent.socket_path, a->conf.agent.socket_path);
             next->agent.log_target = a->conf.agent.log_target;
+            next->agent.socket_mode = a->conf.agent.socket_mode;
+            strcpy(next->agent.socket_group, a->conf.agent.socket_group);
         }
         if (plan.fleet_key != NULL && (busy = fleet_in_use(a)) != NULL) {
             snprintf(err, sizeof err, "%s changed, which would change the quorum of held leases, and %s is held or "
@@ -1652,6 +1796,9 @@ static void reload_config(agent_t *a, uint64_t now)
             elkd_log(a, ELK_LOG_INFO, "reload: %zu resource%s added, %zu changed (held leases keep their settings "
                      "until released), %zu removed", plan.added, plan.added == 1 ? "" : "s", plan.changed,
                      plan.removed);
+        }
+        if (err[0] == '\0') {
+            reload_allow(a, next, allow);
         }
     }
     free(next);
@@ -1806,6 +1953,9 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     notify_state(a, now, &next);
     node_summaries(a, now, &next);
     metrics_step(a, now, &next);
+    if (serve_waiting_requests(a, now)) {
+        next = now; /* an ACQUIRE among them queued requests the next poll sends */
+    }
     flush_clients(a, now);
     if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
@@ -1855,9 +2005,13 @@ static void poll_build(const agent_t *a, poll_set_t *ps)
         poll_add(ps, a->listen_fd, POLLIN, POLL_LISTEN, -1);
     }
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
-        if (a->clients[i].fd >= 0) {
-            bool pending = a->clients[i].out_len > 0 || a->clients[i].bulk != NULL;
-            poll_add(ps, a->clients[i].fd, (short)(POLLIN | (pending ? POLLOUT : 0)), POLL_CLIENT, (int)i);
+        const client_t *c = &a->clients[i];
+        /* A buffer full of requests behind an unanswered ACQUIRE: not read (a hang-up is
+         * seen once the ACQUIRE is answered, at the latest when its wait ends). */
+        bool full = c->in.len == c->in.cap && c->in.consumed == 0;
+        bool pending = c->out_len > 0 || c->bulk != NULL;
+        if (c->fd >= 0 && !(full && client_pending((agent_t *)a, (int)i, NULL))) {
+            poll_add(ps, c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), POLL_CLIENT, (int)i);
         }
     }
     nw = elk_fleet_waits(&a->fleet, waits, CONFIG_ELK_MAX_NODES);
@@ -1929,6 +2083,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: elkd [-c PATH] [-f] [--log stderr|syslog] [--log-level LEVEL] [--socket PATH] [--check]\n"
+            "            [--print-acl]\n"
             "The edgelock agent: holds leases on a Redis fleet for local programs (see elk(1)).\n"
             "\n"
             "  -c, --config PATH     configuration file (default /etc/elkd.conf)\n"
@@ -1936,7 +2091,8 @@ static void usage(FILE *f)
             "      --log TARGET      stderr or syslog (overrides [agent] log)\n"
             "      --log-level L     error, warn, info or debug (overrides [agent] log_level)\n"
             "  -s, --socket PATH     control socket (overrides [agent] socket)\n"
-            "      --check           check the configuration and exit\n"
+            "      --check           check the configuration, its TLS files and secrets, and exit\n"
+            "      --print-acl       print the least-privilege Redis ACL rule for the lock user and exit\n"
             "  -h, --help            this text\n"
             "  -V, --version         print the version\n"
             "\n"
@@ -2017,6 +2173,7 @@ static int fail_startup(agent_t *a, int code)
 typedef struct elkd_args {
     const char *log_arg, *level_arg;
     bool check_only;
+    bool print_acl;
 } elkd_args_t;
 
 static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
@@ -2025,6 +2182,7 @@ static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
         {"config", required_argument, NULL, 'c'}, {"foreground", no_argument, NULL, 'f'},
         {"log", required_argument, NULL, 'L'},    {"log-level", required_argument, NULL, 'l'},
         {"socket", required_argument, NULL, 's'}, {"check", no_argument, NULL, 'C'},
+        {"print-acl", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     int opt;
@@ -2037,6 +2195,7 @@ static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
         case 'l': args->level_arg = optarg; break;
         case 's': a->socket_override = optarg; break;
         case 'C': args->check_only = true; break;
+        case 'A': args->print_acl = true; break;
         case 'h': usage(stdout); return ELKD_EXIT_OK;
         case 'V': printf("elkd %s\n", ELK_VERSION_STRING); return ELKD_EXIT_OK;
         default: usage(stderr); return ELKD_EXIT_CONFIG;
@@ -2080,10 +2239,12 @@ static void pick_gateway_id(agent_t *a)
     }
 }
 
-/* The file into c, with the command line's socket: what --check checks at start and a
- * reload checks before it applies anything. Returns ELK_OK, or ELK_E_CONFIG with the
- * reason in err. */
-static int read_conf(const agent_t *a, elkfw_conf_t *c, char *err, size_t errlen)
+/* The file into c with the command line's socket, its allow lists resolved into allow
+ * (indexed like c->resources) and its socket group into *gid: what --check checks before
+ * it tries the TLS files, and all a reload checks before it applies anything (new TLS
+ * material is set up for real then, and the running fleet set up again if that fails).
+ * Returns ELK_OK, or ELK_E_CONFIG with the reason in err. */
+static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err, size_t errlen)
 {
     if (elkfw_conf_load(c, a->conf_path, err, errlen) != ELK_OK) {
         return ELK_E_CONFIG;
@@ -2095,14 +2256,50 @@ static int read_conf(const agent_t *a, elkfw_conf_t *c, char *err, size_t errlen
         }
         strcpy(c->agent.socket_path, a->socket_override);
     }
+    if (elkfw_access_resolve(c, allow, err, errlen) != ELK_OK ||
+        elkfw_access_socket_group(c, gid, err, errlen) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
     return ELK_OK;
+}
+
+/* --check: what setup would refuse, refused now (exit 2, which the unit does not restart):
+ * the TLS files are parsed as elkd will (CA, certificate, key), and a build without TLS
+ * refuses tls = on. Then what is allowed to whom, so an open resource is never a surprise. */
+static int check_config(agent_t *a)
+{
+    char err[ELKFW_ERR_MAX];
+    size_t i;
+    int rc;
+    elk_posix_clock(&a->clock);
+    elk_posix_entropy(&a->entropy);
+    rc = setup_fleet(a, err, sizeof err);
+    teardown_fleet(a);
+    if (rc != ELK_OK) {
+        fprintf(stderr, "elkd: %s\n", err);
+        return ELKD_EXIT_CONFIG;
+    }
+    for (i = 0; i < a->conf.n_resources; i++) {
+        const elkfw_resource_conf_t *r = &a->conf.resources[i];
+        if (a->allow[i].open) {
+            printf("%s: [resource %s] is open to every local user that can reach the socket (set allow_users or "
+                   "allow_groups)\n", a->conf_path, r->name);
+        } else {
+            printf("%s: [resource %s] allow_users = %s; allow_groups = %s\n", a->conf_path, r->name,
+                   r->allow_users[0] ? r->allow_users : "-", r->allow_groups[0] ? r->allow_groups : "-");
+        }
+    }
+    printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", a->conf_path,
+           elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s", a->conf.n_resources,
+           a->conf.n_resources == 1 ? "" : "s", a->gateway_id);
+    return ELKD_EXIT_OK;
 }
 
 /* The file, with the command line's overrides. Returns -1 to go on, else an exit code. */
 static int load_config(agent_t *a, const elkd_args_t *args)
 {
     char err[ELKFW_ERR_MAX];
-    if (read_conf(a, &a->conf, err, sizeof err) != ELK_OK) {
+    if (read_conf(a, &a->conf, a->allow, &a->socket_gid, err, sizeof err) != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
         return ELKD_EXIT_CONFIG;
     }
@@ -2112,11 +2309,14 @@ static int load_config(agent_t *a, const elkd_args_t *args)
     a->level_override = args->level_arg != NULL ? parse_level(args->level_arg) : -1;
     a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
     pick_gateway_id(a);
-    if (args->check_only) {
-        printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", a->conf_path,
-               elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s", a->conf.n_resources,
-               a->conf.n_resources == 1 ? "" : "s", a->gateway_id);
+    if (args->print_acl) {
+        char line[600];
+        (void)elkfw_acl_line(&a->conf, a->conf.nodes[0].user, line, sizeof line);
+        printf("%s\n", line);
         return ELKD_EXIT_OK;
+    }
+    if (args->check_only) {
+        return check_config(a);
     }
     return -1;
 }
@@ -2154,8 +2354,13 @@ static int start_agent(agent_t *a)
         fprintf(stderr, "elkd: signalfd: %s\n", strerror(errno));
         return fail_startup(a, ELKD_EXIT_RUNTIME);
     }
-    a->listen_fd = bind_socket(a->conf.agent.socket_path);
+    a->listen_fd = elkfw_access_listen(a->conf.agent.socket_path, a->conf.agent.socket_mode, a->socket_gid, err,
+                                       sizeof err);
     if (a->listen_fd < 0) {
+        fprintf(stderr, "elkd: %s\n", err);
+        if (a->log_target == ELKFW_LOG_SYSLOG) {
+            syslog(LOG_ERR, "%s", err);
+        }
         teardown_fleet(a);
         return fail_startup(a, ELKD_EXIT_SOCKET);
     }

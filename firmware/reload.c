@@ -89,6 +89,9 @@ void elkfw_reload_plan(const elkfw_conf_t *cur, const elkfw_conf_t *next, elkfw_
         plan->restart_key = "socket";
     } else if (cur->agent.log_target != next->agent.log_target) {
         plan->restart_key = "log";
+    } else if (cur->agent.socket_mode != next->agent.socket_mode ||
+               strcmp(cur->agent.socket_group, next->agent.socket_group) != 0) {
+        plan->restart_key = "socket_mode or socket_group";
     }
     plan->log_level_changed = cur->agent.log_level != next->agent.log_level;
     plan->drift_changed = cur->drift_factor_ppm != next->drift_factor_ppm || cur->drift_fixed_ms != next->drift_fixed_ms;

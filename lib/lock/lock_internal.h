@@ -47,6 +47,15 @@ void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
                                const uint8_t *payload, size_t plen);
 
+/* lock_client.c: index of node in the client's fleet (SIZE_MAX if not one of them), and a
+ * line "node <host>:<port>: <what><val><after>" in the client's log. */
+size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
+void elk_lock__node_log(const elk_client_t *client, int level, size_t node, const char *what,
+                        const elk_resp_node_t *val, const char *after);
+
+/* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
+void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
+
 /* lock_log.c */
 void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
                    int err);

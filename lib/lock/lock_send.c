@@ -77,7 +77,7 @@ int elk_lock__send_script(elk_lock_t *lock, size_t node, uint8_t kind, uint32_t 
     int rc;
 
     if (client->node_unsafe[node]) {
-        return ELK_E_UNSAFE_SERVER;
+        return client->node_unsafe[node] == 1u ? ELK_E_UNSAFE_SERVER : ELK_E_SERVER_UNCHECKED;
     }
     if (!elk_node_is_ready(&client->fleet->nodes[node])) {
         return ELK_E_NOT_CONNECTED;

@@ -94,6 +94,7 @@ check "daemon stops on SIGTERM" 0 $gone
 cat > "$C.tls" <<CONF
 [node a]
 host = 127.0.0.1
+server_name = localhost
 tls = on
 ca = $ELK_T_DIR/missing-ca.pem
 [resource r]

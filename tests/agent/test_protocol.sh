@@ -15,6 +15,8 @@ ttl = 3s
 stop_margin = 300ms
 [agent]
 socket = $SOCK
+# this test fills every slot from one account
+max_clients_per_uid = 64
 CONF
 start_elkd "$C"
 wait_ready

@@ -436,9 +436,14 @@ static pid_t spawn(elk_tf_t *f, size_t i)
         argv[n++] = o->acl_user;
         argv[n++] = "on";
         argv[n++] = userpw;
-        argv[n++] = "~*";
-        argv[n++] = "&*";
-        argv[n++] = "+@all";
+        for (size_t k = 0; o->acl_rules != NULL && o->acl_rules[k] != NULL && n < MAX_ARGS - 8; k++) {
+            argv[n++] = o->acl_rules[k];
+        }
+        if (o->acl_rules == NULL) {
+            argv[n++] = "~*";
+            argv[n++] = "&*";
+            argv[n++] = "+@all";
+        }
     }
     for (size_t k = 0; o->extra_args != NULL && o->extra_args[k] != NULL && n < MAX_ARGS - 1; k++) {
         argv[n++] = o->extra_args[k];
@@ -472,7 +477,7 @@ static pid_t spawn(elk_tf_t *f, size_t i)
 static bool auth_ctl(const elk_tf_t *f, redisContext *c)
 {
     redisReply *r = NULL;
-    if (f->opts.acl_user != NULL) {
+    if (f->opts.acl_user != NULL && f->opts.acl_rules == NULL) {
         r = redisCommand(c, "AUTH %s %s", f->opts.acl_user, f->opts.acl_password ? f->opts.acl_password : "");
     } else if (f->opts.requirepass != NULL) {
         r = redisCommand(c, "AUTH %s", f->opts.requirepass);

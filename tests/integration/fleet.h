@@ -89,6 +89,9 @@ typedef struct elk_tf_options {
     const char *requirepass;       /* --requirepass (default user's password), or NULL */
     const char *acl_user;          /* --user NAME on >acl_password ~* &* +@all, or NULL */
     const char *acl_password;
+    const char *const *acl_rules;  /* NULL-terminated rules for acl_user in place of ~* &* +@all
+                                      (a least-privilege user); the fixture's own connection
+                                      then stays the default user */
     const char *const *extra_args; /* NULL-terminated, appended to every server's argv */
     unsigned start_timeout_ms;     /* wait for PING per server (default 10000) */
 } elk_tf_options_t;

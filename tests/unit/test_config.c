@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "elk/platform.h"
+#include "elkfw/access.h"
+#include "elkfw/acl.h"
 #include "elkfw/conf.h"
 
 #define NODE1 "[node a]\nhost = 127.0.0.1\n"
@@ -55,7 +58,7 @@ static void test_minimal_defaults(void **state)
     assert_true(conf.resources[0].fencing);
     assert_int_equal(conf.resources[0].min_validity_ms, CONFIG_ELK_DEFAULT_TTL_MS / 5);
     assert_string_equal(conf.key_prefix, "elk:");
-    assert_string_equal(conf.agent.socket_path, "/run/elkd.sock");
+    assert_string_equal(conf.agent.socket_path, "/run/elkd/elkd.sock");
     assert_int_equal(conf.agent.log_level, ELK_LOG_INFO);
     assert_int_equal(conf.agent.safety_check, ELKFW_SAFETY_WARN);
 }
@@ -296,7 +299,7 @@ static void test_error_messages_whole_file(void **state)
     expect_error(NODE1 "password = x\npassword_file = /p\n" RES1,
                  "elkd.conf:1: [node a]: set 'password' or 'password_file', not both");
     expect_error(NODE1 "tls = on\n" RES1, "elkd.conf:1: [node a]: tls is on but no 'ca' is set (here or in [fleet])");
-    expect_error(NODE1 "tls = on\nca = /ca\ncert = /c\n" RES1,
+    expect_error(NODE1 "tls = on\nca = /ca\nserver_name = r1\ncert = /c\n" RES1,
                  "elkd.conf:1: [node a]: a client 'cert' needs its 'key' and the other way round");
     expect_error(NODE1 "[resource r]\nwait_min = 10ms\nttl = 1000ms\nstop_margin = 900ms\n",
                  "elkd.conf:5: key 'ttl' in [resource r]: ttl 1000ms leaves no validity: drift 12ms + "
@@ -359,15 +362,14 @@ static void test_resource_name_limit_follows_prefix(void **state)
     assert_non_null(strstr(err, "is not valid"));
 }
 
-static void test_load_file_and_password_file(void **state)
+/* In dir (a mkdtemp template): path = an elkd.conf whose node reads password file pw. */
+static void write_conf_and_password(char *dir, char *path, char *pw)
 {
-    (void)state;
-    char dir[] = "/tmp/elk-conf-XXXXXX";
-    char path[128], pw[128], err[ELKFW_ERR_MAX], text[512];
+    char text[512];
     FILE *f;
     assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/elkd.conf", dir);
-    snprintf(pw, sizeof pw, "%s/pw", dir);
+    snprintf(path, 128, "%s/elkd.conf", dir);
+    snprintf(pw, 128, "%s/pw", dir);
     f = fopen(pw, "w");
     fputs("s3cret\n", f);
     fclose(f);
@@ -375,6 +377,16 @@ static void test_load_file_and_password_file(void **state)
     f = fopen(path, "w");
     fputs(text, f);
     fclose(f);
+}
+
+static void test_load_file_and_password_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/elk-conf-XXXXXX";
+    char path[128], pw[128], err[ELKFW_ERR_MAX];
+    FILE *f;
+    mode_t old_mask = umask(077); /* secrets only elkd can read; the refusal is tested below */
+    write_conf_and_password(dir, path, pw);
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
     assert_string_equal(conf.nodes[0].password, "s3cret");
 
@@ -412,6 +424,7 @@ static void test_load_file_and_password_file(void **state)
     assert_non_null(strstr(err, "must hold one non-empty line"));
     unlink(pw);
     unlink(path);
+    umask(old_mask);
     /* missing config file */
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
     {
@@ -493,6 +506,123 @@ static void test_safety_rule_boundary(void **state)
     assert_non_null(strstr(err, "renewal start after the local deadline"));
 }
 
+/* Issue 18: secrets readable by every user are refused, with the chmod that fixes it. */
+static void test_secrets_readable_by_others(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/elk-conf-XXXXXX";
+    char path[128], pw[128], err[ELKFW_ERR_MAX], expect[600];
+    FILE *f;
+    write_conf_and_password(dir, path, pw);
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_int_equal(chmod(pw, 0644), 0);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    snprintf(expect, sizeof expect,
+             "%s:3: key 'password_file' in [node a]: '%s' is readable by every user: run chmod o-r '%s'", path, pw, pw);
+    assert_string_equal(err, expect);
+    assert_int_equal(chmod(pw, 0640), 0); /* group elkd may read it: fine */
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
+    /* an inline password in a file everybody can read */
+    f = fopen(path, "w");
+    fputs("[node a]\nhost = h\npassword = s3cret\n" RES1, f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    snprintf(expect, sizeof expect,
+             "%s:1: [node a] has an inline 'password' and the file is readable by every user: run chmod o-r '%s', "
+             "or move it to a 'password_file' only elkd can read", path, path);
+    assert_string_equal(err, expect);
+    assert_int_equal(chmod(path, 0640), 0);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
+    unlink(pw);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Issue 18: TLS to an IP address needs the certificate's name, or every connect fails. */
+static void test_tls_ip_needs_server_name(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX];
+    expect_error(NODE1 "tls = on\nca = /ca\n" RES1,
+                 "elkd.conf:1: [node a]: tls is on and host '127.0.0.1' is an IP address: set 'server_name' to the "
+                 "name in the server's certificate");
+    expect_error("[node a]\nhost = ::1\ntls = on\nca = /ca\n" RES1,
+                 "elkd.conf:1: [node a]: tls is on and host '::1' is an IP address: set 'server_name' to the "
+                 "name in the server's certificate");
+    assert_int_equal(parse(NODE1 "tls = on\nca = /ca\nserver_name = redis1\n" RES1, err), ELK_OK);
+    assert_int_equal(parse("[node a]\nhost = redis1.example\ntls = on\nca = /ca\n" RES1, err), ELK_OK);
+    assert_int_equal(parse(NODE1 RES1, err), ELK_OK); /* no TLS: an IP is fine */
+}
+
+/* Issue 18: socket access keys and allow lists. */
+static void test_access_keys(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX];
+    elkfw_allow_t allow[ELKFW_MAX_RESOURCES];
+    assert_int_equal(parse(NODE1 RES1, err), ELK_OK);
+    assert_int_equal(conf.agent.socket_mode, 0660);
+    assert_int_equal(conf.agent.max_clients_per_uid, 0);
+    assert_int_equal(parse(NODE1 RES1 "allow_users = root, 65534\nallow_groups = 0\n[agent]\nsocket_mode = 0600\n"
+                           "socket_group = root\nmax_clients_per_uid = 3\n", err), ELK_OK);
+    assert_int_equal(conf.agent.socket_mode, 0600);
+    assert_string_equal(conf.agent.socket_group, "root");
+    assert_int_equal(conf.agent.max_clients_per_uid, 3);
+    assert_int_equal(elkfw_access_resolve(&conf, allow, err, sizeof err), ELK_OK);
+    assert_false(allow[0].open);
+    assert_int_equal(allow[0].n_uids, 2);
+    assert_int_equal(allow[0].uids[0], 0);
+    assert_int_equal(allow[0].uids[1], 65534);
+    assert_int_equal(allow[0].n_gids, 1);
+    {
+        elkfw_peer_t peer;
+        memset(&peer, 0, sizeof peer);
+        peer.uid = 1000;
+        peer.gid = 1000;
+        assert_false(elkfw_access_allowed(&allow[0], &peer));
+        peer.groups[0] = 5;
+        peer.groups[1] = 0; /* a supplementary group on the list */
+        peer.n_groups = 2;
+        assert_true(elkfw_access_allowed(&allow[0], &peer));
+        peer.n_groups = 0;
+        peer.uid = 65534;
+        assert_true(elkfw_access_allowed(&allow[0], &peer));
+    }
+    expect_error(NODE1 RES1 "[agent]\nsocket_mode = 0668\n",
+                 "elkd.conf:5: key 'socket_mode' in [agent]: '0668' is not an octal mode from 0 to 0777 (e.g. 0660)");
+    expect_error(NODE1 RES1 "[agent]\nsocket_mode = 1777\n",
+                 "elkd.conf:5: key 'socket_mode' in [agent]: '1777' is not an octal mode from 0 to 0777 (e.g. 0660)");
+    expect_error(NODE1 RES1 "allow_users = bob;rm\n",
+                 "elkd.conf:4: key 'allow_users' in [resource valve-1]: 'bob;rm' is not a comma-separated list of "
+                 "user or group names or numeric ids (letters, digits and . _ -)");
+    assert_int_equal(parse(NODE1 RES1 "allow_users = no-such-user-elk18\n", err), ELK_OK);
+    assert_int_equal(elkfw_access_resolve(&conf, allow, err, sizeof err), ELK_E_CONFIG);
+    assert_string_equal(err, "elkd.conf:4: key 'allow_users' in [resource valve-1]: no user 'no-such-user-elk18' on "
+                             "this system (use a name from /etc/passwd or a numeric id)");
+    assert_int_equal(parse(NODE1 RES1 "[agent]\nsocket_group = no-such-group-elk18\n", err), ELK_OK);
+    {
+        gid_t g;
+        assert_int_equal(elkfw_access_socket_group(&conf, &g, err, sizeof err), ELK_E_CONFIG);
+        assert_string_equal(err, "elkd.conf:5: key 'socket_group' in [agent]: no group 'no-such-group-elk18' on this "
+                                 "system");
+    }
+}
+
+/* Issue 18: the ACL rule follows key_prefix and never prints a secret. */
+static void test_acl_line(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX], line[600];
+    assert_int_equal(parse("[fleet]\nkey_prefix = plant1:\n" NODE1 "user = locker\npassword = s3cret\n" RES1, err),
+                     ELK_OK);
+    elkfw_acl_line(&conf, conf.nodes[0].user, line, sizeof line);
+    assert_string_equal(line, "ACL SETUSER locker reset on >PASSWORD -@all +hello +auth +select +ping +eval +evalsha "
+                              "+script|load +set +get +incr +pexpire +del +publish +subscribe +unsubscribe +info "
+                              "~plant1:* &plant1:*");
+    assert_null(strstr(line, "s3cret"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +636,10 @@ int main(void)
         cmocka_unit_test(test_too_many),
         cmocka_unit_test(test_resource_name_limit_follows_prefix),
         cmocka_unit_test(test_load_file_and_password_file),
+        cmocka_unit_test(test_secrets_readable_by_others),
+        cmocka_unit_test(test_tls_ip_needs_server_name),
+        cmocka_unit_test(test_access_keys),
+        cmocka_unit_test(test_acl_line),
         cmocka_unit_test(test_sample_config_parses),
         cmocka_unit_test(test_small_error_buffer_is_terminated),
     };

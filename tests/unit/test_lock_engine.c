@@ -1138,10 +1138,12 @@ static void test_safety_check(void **state)
     world_setup(1, ELK_MODE_SINGLE, &c, false, false);
     W.srv[0].maxmemory_policy = "allkeys-lru";
     pump();
-    assert_true(W.srv[0].config_get >= 3);
+    assert_true(W.srv[0].info >= 1);
     assert_true(fake_log_contains(&W.h.log, "maxmemory-policy"));
     assert_true(fake_log_contains(&W.h.log, "allkeys-lru"));
     assert_true(fake_log_contains(&W.h.log, "appendfsync"));
+    assert_true(fake_log_contains(&W.h.log, "no AOF persistence"));
+    assert_string_equal(elk_client_node_check(&W.client, 0), "unsafe: maxmemory-policy allkeys-lru");
     assert_true(elk_client_ready(&W.client)); /* WARN: still used */
 
     /* REFUSE: the node counts as failed */
@@ -1150,19 +1152,32 @@ static void test_safety_check(void **state)
     W.srv[0].maxmemory_policy = "volatile-lru";
     pump();
     assert_false(elk_client_ready(&W.client));
+    assert_false(elk_client_node_votes(&W.client, 0));
+    assert_string_equal(elk_client_node_check(&W.client, 0), "unsafe: maxmemory-policy volatile-lru");
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
     const elk_lock_event_t *ev = last_ev(&W.rec);
     assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
     assert_int_equal(ev->nodes[0].err, ELK_E_UNSAFE_SERVER);
 
-    /* CONFIG disabled: a warning, and the node is used */
+    /* REFUSE and INFO refused (NOPERM): cannot be checked, so no vote (fail closed) */
+    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    W.client.cfg.safety = ELK_SAFETY_REFUSE;
+    W.srv[0].info_disabled = true;
+    W.srv[0].config_disabled = true;
+    pump();
+    assert_true(fake_log_contains(&W.h.log, "safety check impossible"));
+    assert_false(elk_client_ready(&W.client));
+    assert_int_equal(strncmp(elk_client_node_check(&W.client, 0), "unchecked: ERR The user executing", 33), 0);
+
+    /* REFUSE with CONFIG refused but INFO allowed: checked from INFO, the node votes */
     world_setup(1, ELK_MODE_SINGLE, &c, false, false);
     W.client.cfg.safety = ELK_SAFETY_REFUSE;
     W.srv[0].config_disabled = true;
     pump();
-    assert_true(fake_log_contains(&W.h.log, "CONFIG GET refused"));
     assert_true(elk_client_ready(&W.client));
+    assert_true(elk_client_node_votes(&W.client, 0));
+    assert_string_equal(elk_client_node_check(&W.client, 0), "ok");
 }
 
 /* ------------------------------------------- even fleets, one quorum rule (issue 14) */

@@ -64,12 +64,21 @@ typedef struct elkfw_resource_conf {
     bool fencing;
     uint32_t wait_min_ms, wait_max_ms; /* random retry delay range while waiting */
     bool release_channel;
+    /* Who may take it: comma-separated user / group names or numeric ids (resolved by
+     * elkfw_access_resolve). Both empty: every peer that can reach the socket. */
+    char allow_users[ELKFW_STR_MAX];
+    char allow_groups[ELKFW_STR_MAX];
+    int allow_users_line, allow_groups_line;
     int line;
     int ttl_line, stop_margin_line, min_validity_line; /* 0: key not set; for messages */
 } elkfw_resource_conf_t;
 
 typedef struct elkfw_agent_conf {
     char socket_path[ELKFW_SOCKET_MAX];
+    uint32_t socket_mode;          /* permission bits of the socket (default 0660) */
+    char socket_group[ELKFW_NAME_MAX]; /* group name or gid; empty: elkd's own group */
+    uint32_t max_clients_per_uid;  /* 0: half of elkd's client slots */
+    int socket_group_line;
     elkfw_log_target_t log_target;
     int log_level;                 /* ELK_LOG_ERROR..ELK_LOG_DEBUG */
     elkfw_safety_t safety_check;
@@ -127,6 +136,9 @@ size_t elkfw_resource_name_max(const elkfw_conf_t *c);
 /* The lease engine's settings for resource r of c (the conversion elkd uses, and that the
  * file's check runs elk_lock_config_explain on, so both apply one safety rule). */
 void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, elk_lock_config_t *out);
+
+/* True if host (NUL-terminated) is a numeric IPv4 or IPv6 address. */
+bool elkfw_host_is_ip(const char *host);
 
 /* Find a resource by name (len bytes); NULL if not configured. */
 const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name, size_t len);

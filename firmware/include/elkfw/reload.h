@@ -8,11 +8,13 @@
  *       was granted with; new values apply to the next grant; a removed resource goes once
  *       its lease is released.
  *   drift_factor, drift_fixed: like a change of every resource.
- *   [agent] log_level.
+ *   [resource NAME] allow_users, allow_groups: at once, for the next ACQUIRE (held or not).
+ *   [agent] log_level, log_summary, metrics_file, metrics_interval, max_clients_per_uid.
  * Which keys change the quorum of held leases (applied only while no lease is held or
  * being taken; refused otherwise): mode, gateway_id, key_prefix, tls/ca/cert/key,
  * connect_timeout, request_timeout, safety_check and every [node] section.
- * Which keys only a restart applies (kept as running, with a warning): [agent] socket, log.
+ * Which keys only a restart applies (kept as running, with a warning): [agent] socket, log,
+ * socket_mode, socket_group.
  */
 #ifndef ELKFW_RELOAD_H
 #define ELKFW_RELOAD_H

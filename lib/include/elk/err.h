@@ -96,7 +96,12 @@ extern "C" {
     X(ELK_E_AGENT_UNREACHABLE, -117, "cannot reach elkd on its control socket: is it running? (see --socket)") \
     X(ELK_E_AGENT_FULL, -118, "agent has no free client slot; retry later")                  \
     /* simulator (port/sim) */                                                               \
-    X(ELK_E_SIM_QUEUE_FULL, -140, "simulator event queue full; raise its capacity or shorten the run")
+    X(ELK_E_SIM_QUEUE_FULL, -140, "simulator event queue full; raise its capacity or shorten the run") \
+    /* local authorization and safety check (issue 18) */                                    \
+    X(ELK_E_FORBIDDEN, -150, "not allowed to take this resource: add the user to allow_users or a group to allow_groups in its [resource] section of elkd.conf") \
+    X(ELK_E_CANCELLED, -151, "request cancelled by a RELEASE sent before it was answered")   \
+    X(ELK_E_SERVER_UNCHECKED, -152, "server settings not checked yet or not checkable (safety_check = refuse): no vote; see the log and docs/redis-acl.md") \
+    X(ELK_E_SOCKET_SETUP, -153, "cannot give the control socket its mode or group (socket_mode, socket_group in [agent])")
 
 typedef enum elk_err {
 #define ELK_ERR_ENUM_(name, value, msg) name = (value),

@@ -62,6 +62,8 @@ extern "C" {
 #define ELK_LOCK_REQUEST_MAX                                                               \
     (4u + 8u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 2u * CONFIG_ELK_MAX_KEY_LEN + ELK_LOCK_VALUE_MAX + 20u)
 
+/* Safety check result kept per node (elk_client_node_check; truncated, NUL-terminated). */
+#define ELK_LOCK_CHECK_TEXT_MAX 64u
 /* Error text kept per node for events (truncated, NUL-terminated). */
 #define ELK_LOCK_NODE_TEXT_MAX 48u
 /* Requests one lock may have in flight across the fleet (several rounds can overlap:
@@ -80,7 +82,10 @@ typedef enum elk_lock_mode {
 typedef enum elk_safety_policy {
     ELK_SAFETY_OFF = 0, /* do not check */
     ELK_SAFETY_WARN,    /* log a warning, use the node anyway */
-    ELK_SAFETY_REFUSE   /* log an error and count the node as failed (ELK_E_UNSAFE_SERVER) */
+    ELK_SAFETY_REFUSE   /* fail closed: no vote until checked; a node with an eviction policy
+                           (ELK_E_UNSAFE_SERVER) or that cannot be checked (NOPERM, error,
+                           timeout: ELK_E_SERVER_UNCHECKED) never votes. Persistence
+                           (aof_enabled, appendfsync) only warns. lib/lock/lock_safety.c */
 } elk_safety_policy_t;
 
 typedef enum elk_lock_state {
@@ -293,13 +298,15 @@ typedef struct elk_client {
     const elk_log_t *log;
     size_t lock_count;
     uint8_t node_fresh[CONFIG_ELK_MAX_NODES];  /* just became READY: load scripts, check safety */
-    uint8_t node_unsafe[CONFIG_ELK_MAX_NODES]; /* refused by the safety check */
+    uint8_t node_unsafe[CONFIG_ELK_MAX_NODES]; /* no vote: 1 refused by the safety check,
+                                                   2 check pending (policy REFUSE) */
     uint8_t sub_fresh[CONFIG_ELK_MAX_NODES];   /* subscriber connection just became READY */
     uint64_t now;                               /* time of the poll in progress */
     uint64_t next_wake;                         /* what the last poll returned; 0: poll now */
     bool in_poll;
     bool dirty;                                 /* replies recorded, not yet evaluated */
-    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];    /* last: the fields above stay at short offsets */
+    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];    /* the fields above stay at short offsets */
+    char node_check[CONFIG_ELK_MAX_NODES][ELK_LOCK_CHECK_TEXT_MAX]; /* elk_client_node_check */
 } elk_client_t;
 
 /* Set up a client over an initialised fleet (node.h). cfg is copied (strings are not);
@@ -324,6 +331,15 @@ uint64_t elk_client_next_wake(const elk_client_t *client);
 /* Fill out[] (up to max entries) with the descriptors to wait on: the fleet's and the
  * subscriber connections'. Returns the number filled. */
 size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max);
+
+/* The safety check's result for fleet node `node` (client-owned text, valid until the
+ * node reconnects): "ok", "pending", "off", "unsafe: maxmemory-policy allkeys-lru",
+ * "unchecked: INFO memory: NOPERM ...". "" for a bad index. */
+const char *elk_client_node_check(const elk_client_t *client, size_t node);
+
+/* True when node `node` may vote: not refused by the safety check nor waiting for it
+ * under ELK_SAFETY_REFUSE (whether it is connected is elk_node_is_ready's business). */
+bool elk_client_node_votes(const elk_client_t *client, size_t node);
 
 /* True when at least a quorum of nodes is READY (acquire can succeed). */
 bool elk_client_ready(const elk_client_t *client);

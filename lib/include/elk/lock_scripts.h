@@ -92,6 +92,18 @@
     "return c\n"
 #define ELK_LOCK_SCRIPT_COMMIT_SHA1 "284393303295f650049f99df650592d84dda614f"
 
+/*
+ * SAFETY: the server settings the safety check needs, read with INFO (no CONFIG
+ * permission; the whole INFO text would not fit a pool block, so the script keeps only
+ * the two fields). Reply: {maxmemory_policy, aof_enabled}, "" for a field not found.
+ * Needs +info in the user's ACL (docs/redis-acl.md). Sent once per connection with EVAL.
+ * Usage: EVAL <script> 0
+ */
+#define ELK_LOCK_SCRIPT_SAFETY                                                                    \
+    "local m = redis.call('INFO', 'memory')\n"                                                    \
+    "local p = redis.call('INFO', 'persistence')\n"                                               \
+    "return {string.match(m, 'maxmemory_policy:([%w%-]+)') or '', string.match(p, 'aof_enabled:(%d)') or ''}\n"
+
 /* Reply values of the scripts, by name. */
 #define ELK_LOCK_ACQUIRE_BUSY (-1)   /* ACQUIRE: key exists */
 #define ELK_LOCK_COMMIT_NOT_HELD (-1) /* COMMIT: value no longer stands */

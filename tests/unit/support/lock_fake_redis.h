@@ -59,10 +59,11 @@ typedef struct lfr_server {
     bool scripts_loaded;                 /* false: EVALSHA answers NOSCRIPT until loaded */
     bool forget_scripts;                 /* SCRIPT LOAD is ignored (keeps NOSCRIPT coming) */
     bool config_disabled;                /* CONFIG answers an error */
+    bool info_disabled;                  /* INFO answers NOPERM */
     const char *maxmemory_policy;        /* default "noeviction" */
     const char *error_reply;             /* non-NULL: every EVAL/EVALSHA answers -<this> */
     /* counters */
-    unsigned evalsha, eval, noscript, script_load, config_get, subscribe, publish;
+    unsigned evalsha, eval, noscript, script_load, config_get, info, subscribe, publish;
     unsigned acquire_calls, extend_calls, release_calls, commit_calls;
     /* every script call, in order (a test can check the value each one carried) */
     lfr_call_t log[LFR_LOG];

@@ -1,0 +1,23 @@
+/*
+ * The Redis ACL rule for the lock user, built from what lib/ actually sends:
+ *   connection   HELLO (RESP3), AUTH, SELECT (db), PING
+ *   lock scripts EVAL, EVALSHA, SCRIPT LOAD; inside them SET, GET, INCR, PEXPIRE, DEL,
+ *                PUBLISH (release channel) on keys <prefix>{<resource>}[...]
+ *   waiters      SUBSCRIBE, UNSUBSCRIBE on channels <prefix>{<resource>}:released
+ *   safety check INFO (inside a script; maxmemory_policy, aof_enabled)
+ * Scripts run with the caller's permissions, so the commands they call are listed too.
+ * Not listed: CONFIG (appendfsync is then not checked; add +config|get to check it).
+ */
+#include "elkfw/acl.h"
+
+#include <stdio.h>
+
+#define ELKFW_ACL_COMMANDS                                                                            \
+    "-@all +hello +auth +select +ping +eval +evalsha +script|load +set +get +incr +pexpire +del +publish " \
+    "+subscribe +unsubscribe +info"
+
+int elkfw_acl_line(const elkfw_conf_t *c, const char *user, char *out, size_t cap)
+{
+    return snprintf(out, cap, "ACL SETUSER %s reset on >PASSWORD " ELKFW_ACL_COMMANDS " ~%s* &%s*",
+                    user != NULL && user[0] != '\0' ? user : "elk", c->key_prefix, c->key_prefix);
+}

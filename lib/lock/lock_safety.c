@@ -1,0 +1,170 @@
+/*
+ * The server safety check: on every new connection, read the settings that make locks
+ * unsafe and record the node's result (elk_client_node_check).
+ *
+ * What is checked, and what it costs (docs/redis-acl.md). A short script
+ * (ELK_LOCK_SCRIPT_SAFETY) reads two INFO fields:
+ *   maxmemory_policy   other than noeviction: eviction can delete a lock key before its
+ *                      TTL. The one check that refuses (policy REFUSE).
+ *   aof_enabled        0: a restart loses every lease; warning only (the design asks for
+ *                      restarts delayed by one TTL instead, docs/design.md).
+ *   CONFIG GET appendfsync   not "always": a crash can lose the last second; warning only,
+ *                      and only when the ACL grants +config|get (otherwise a debug line).
+ * INFO needs no CONFIG permission, so a least-privilege user can be checked. Under REFUSE
+ * the node has no vote from the moment it connects until the script proved it safe: a
+ * node that fails the check, or cannot be checked (NOPERM, error, timeout, field missing),
+ * never votes. Fail closed.
+ */
+#include <string.h>
+
+#include "elk/fmt.h"
+#include "elk/lock_scripts.h"
+#include "lock_internal.h"
+
+/* Record node i's check result: "<head><p[0..n)>" (cut to ELK_LOCK_CHECK_TEXT_MAX - 1). */
+static void lk_check_text(elk_client_t *client, size_t i, const char *head, const uint8_t *p, size_t n)
+{
+    elk_fmt_t f;
+    elk_fmt_init(&f, client->node_check[i], sizeof client->node_check[i]);
+    elk_fmt_str(&f, head);
+    if (p != NULL) {
+        elk_fmt_bytes(&f, p, n);
+    }
+    (void)elk_fmt_cstr(&f);
+}
+
+/* The SAFETY script's reply {policy, aof}: ELK_OK with both, else the reason it is not
+ * checkable (*error gets the server's error reply, if that was it). */
+static int lk_safety_fields(int status, const elk_resp_reply_t *reply, const elk_resp_node_t **policy,
+                            const elk_resp_node_t **aof, const elk_resp_node_t **error)
+{
+    size_t idx = 0;
+    const elk_resp_node_t *top;
+    *error = NULL;
+    if (status != ELK_OK) {
+        return status;
+    }
+    top = elk_resp_reply_top(reply, &idx);
+    if (top != NULL && elk_resp_is_error(top)) {
+        *error = top;
+        return ELK_E_SERVER_ERROR;
+    }
+    if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != 2 || idx + 2u >= reply->count ||
+        reply->nodes[idx + 1u].type != ELK_RESP_BULK || reply->nodes[idx + 2u].type != ELK_RESP_BULK ||
+        reply->nodes[idx + 1u].len == 0u) {
+        return ELK_E_UNEXPECTED_REPLY;
+    }
+    *policy = &reply->nodes[idx + 1u];
+    *aof = &reply->nodes[idx + 2u];
+    return ELK_OK;
+}
+
+/* The SAFETY script's reply decides the node's vote (eviction) and warns (persistence). */
+static void lk_on_safety(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i = elk_lock__node_of(client, node);
+    bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
+    const elk_resp_node_t *policy = NULL;
+    const elk_resp_node_t *aof = NULL;
+    const elk_resp_node_t *error = NULL;
+    int rc;
+    if (i == SIZE_MAX) {
+        return;
+    }
+    rc = lk_safety_fields(status, reply, &policy, &aof, &error);
+    if (rc == ELK_OK && !elk_resp_str_eq(aof, "1")) {
+        elk_lock__node_log(client, ELK_LOG_WARN, i,
+                           "no AOF persistence: a restart loses locks; delay restarts by one TTL", NULL, "");
+    }
+    if (rc == ELK_OK && elk_resp_str_eq(policy, "noeviction")) {
+        lk_check_text(client, i, "ok", NULL, 0);
+        client->node_unsafe[i] = 0;
+        client->dirty = true; /* a waiting round may now reach its quorum */
+        return;
+    }
+    if (rc == ELK_OK) {
+        lk_check_text(client, i, "unsafe: maxmemory-policy ", policy->str, policy->len);
+        elk_lock__node_log(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
+                           refuse ? "refused, no vote: eviction can delete lock keys; set maxmemory-policy "
+                                    "noeviction, now "
+                                  : "unsafe: eviction can delete lock keys; set maxmemory-policy noeviction, now ",
+                           policy, "");
+    } else {
+        /* Not checkable: NOPERM (the script's INFO), another error, a timeout. */
+        const char *why = elk_err_name(rc);
+        lk_check_text(client, i, "unchecked: ", error != NULL ? error->str : (const uint8_t *)why,
+                      error != NULL ? error->len : strlen(why));
+        elk_lock__node_log(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
+                           refuse ? "refused, no vote: safety check impossible (grant +info, docs/redis-acl.md): "
+                                  : "safety check impossible (grant +info, docs/redis-acl.md): ",
+                           NULL, client->node_check[i] + sizeof("unchecked: ") - 1u);
+    }
+    if (refuse) {
+        client->node_unsafe[i] = 1;
+    }
+}
+
+/* CONFIG GET appendfsync reply: [name, value] (RESP2 array) or {name: value} (RESP3 map). */
+static void lk_on_fsync(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i = elk_lock__node_of(client, node);
+    size_t idx = 0;
+    const elk_resp_node_t *top;
+    if (i == SIZE_MAX || status != ELK_OK) {
+        return;
+    }
+    top = elk_resp_reply_top(reply, &idx);
+    if (top == NULL) {
+        return;
+    }
+    if (elk_resp_is_error(top)) {
+        elk_lock__node_log(client, ELK_LOG_DEBUG, i,
+                           "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "");
+    } else if ((top->type == ELK_RESP_ARRAY || top->type == ELK_RESP_MAP) && top->subtree >= 2u &&
+               idx + 2u < reply->count && !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
+        elk_lock__node_log(client, ELK_LOG_WARN, i,
+                           "appendfsync is not always: a crash can lose recent locks; delay restarts by "
+                           "one TTL (appendfsync ",
+                           &reply->nodes[idx + 2u], ")");
+    }
+}
+
+void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
+{
+    elk_node_t *node = &client->fleet->nodes[i];
+    elk_resp_arg_t argv[3];
+    if (client->cfg.safety == ELK_SAFETY_OFF) {
+        lk_check_text(client, i, "off", NULL, 0);
+        return;
+    }
+    lk_check_text(client, i, "pending", NULL, 0);
+    if (client->cfg.safety == ELK_SAFETY_REFUSE) {
+        client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
+    }
+    argv[0] = elk_resp_arg_cstr("EVAL");
+    argv[1] = elk_resp_arg_cstr(ELK_LOCK_SCRIPT_SAFETY);
+    argv[2] = elk_resp_arg_cstr("0");
+    if (elk_node_send(node, now, argv, 3, 0, lk_on_safety, client) != ELK_OK) {
+        lk_check_text(client, i, "unchecked: request not sent", NULL, 0);
+        return;
+    }
+    argv[0] = elk_resp_arg_cstr("CONFIG");
+    argv[1] = elk_resp_arg_cstr("GET");
+    argv[2] = elk_resp_arg_cstr("appendfsync");
+    (void)elk_node_send(node, now, argv, 3, 0, lk_on_fsync, client);
+}
+
+const char *elk_client_node_check(const elk_client_t *client, size_t node)
+{
+    if (client == NULL || client->fleet == NULL || node >= client->fleet->count) {
+        return "";
+    }
+    return client->node_check[node][0] != '\0' ? client->node_check[node] : "pending";
+}
+
+bool elk_client_node_votes(const elk_client_t *client, size_t node)
+{
+    return client != NULL && client->fleet != NULL && node < client->fleet->count && client->node_unsafe[node] == 0u;
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# The control protocol's promise (docs/control-protocol.md): every request gets exactly one
+# answer, in order, whatever follows it on the connection. Requests sent behind an ACQUIRE
+# that has no answer yet wait for it; a RELEASE of that resource cancels it
+# (ERR ELK_E_CANCELLED), then answers OK RELEASED in its own turn.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+SOCK="$ELK_T_DIR/elkd.sock"
+C="$ELK_T_DIR/elkd.conf"
+start_redis a
+cat > "$C" <<CONF
+[node a]
+host = 127.0.0.1
+port = $REDIS_PORT_a
+[resource valve-1]
+ttl = 3s
+stop_margin = 300ms
+[resource valve-2]
+ttl = 3s
+stop_margin = 300ms
+[agent]
+socket = $SOCK
+CONF
+start_elkd "$C"
+wait_ready
+out=$(/usr/bin/python3 - "$SOCK" <<'PY'
+import socket, sys, time
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
+    return s, s.makefile("rb")
+def answers(f, n):
+    got = []
+    while len(got) < n:
+        l = f.readline().decode().rstrip("\n")
+        if not l:
+            got.append("<closed>"); break
+        if not l.startswith("EVENT"):
+            got.append(l.split(" deadline")[0])
+    return got
+# 1. ACQUIRE then RELEASE in one write: the ACQUIRE is answered (cancelled), then the RELEASE.
+s, f = conn()
+s.sendall(b"ACQUIRE valve-1\nRELEASE valve-1\nPING\n")
+print("1:", " | ".join(answers(f, 3)))
+s.close()
+# 2. Requests behind a granted ACQUIRE wait for its answer.
+s, f = conn()
+s.sendall(b"ACQUIRE valve-1\nPING\nSTATUS\n")
+a = answers(f, 3)
+print("2:", a[0].split()[0:3], a[1], a[2].split()[0:2])
+s.close()
+time.sleep(0.3)
+# 3. A wait queued behind a local holder, cancelled by a RELEASE behind it.
+h, hf = conn()
+h.sendall(b"ACQUIRE valve-2\n"); print("3 holder:", answers(hf, 1)[0].split()[0:2])
+w, wf = conn()
+w.sendall(b"ACQUIRE valve-2 10s\nPING\n")
+time.sleep(0.3)
+w.sendall(b"RELEASE valve-2\nPING\n")
+print("3:", " | ".join(answers(wf, 4)))
+h.sendall(b"RELEASE valve-2\n"); print("3 holder:", answers(hf, 1)[0])
+# 4. The same wait, not cancelled: its grant comes first, then what waited behind it.
+w2, wf2 = conn()
+h.sendall(b"ACQUIRE valve-2\n"); print("4 holder:", answers(hf, 1)[0].split()[0:2])
+w2.sendall(b"ACQUIRE valve-2 10s\nPING\n")
+time.sleep(0.3)
+h.sendall(b"RELEASE valve-2\n"); answers(hf, 1)
+a = answers(wf2, 2)
+print("4:", a[0].split()[0:3], "|", a[1])
+PY
+)
+echo "$out"
+check_contains "ACQUIRE+RELEASE pipelined: cancelled, released, then PING" \
+  "1: ERR ELK_E_CANCELLED request cancelled by a RELEASE sent before it was answered: valve-1 | OK RELEASED valve-1 | OK PONG" "$out"
+check_contains "requests behind a granted ACQUIRE are answered after it" "2: ['OK', 'ACQUIRED', 'valve-1'] OK PONG ['OK', 'STATUS']" "$out"
+check_contains "a queued wait cancelled: one answer each, in order" \
+  "3: ERR ELK_E_CANCELLED request cancelled by a RELEASE sent before it was answered: valve-2 | OK PONG | OK RELEASED valve-2 | OK PONG" "$out"
+check_contains "a queued wait granted: the grant, then the PING" "4: ['OK', 'ACQUIRED', 'valve-2'] | OK PONG" "$out"
+finish
