@@ -76,6 +76,22 @@ out=$(E reload); rc=$?
 check "elk reload" "0 reloaded" "$rc $out"
 check_contains "pump removed from the agent" "ELK_E_RESOURCE_UNKNOWN" "$(E run pump -- true 2>&1)"
 
+# Allow lists apply at once: door allowed to nobody but the user nobody, then an unknown user
+# (refused as --check refuses it), then open again.
+me=$(id -un)
+write_conf 5s 6s info ""
+sed -i 's/^\[resource door\]$/[resource door]\nallow_users = nobody/' "$C"
+E reload >/dev/null; check "reload with allow_users" 0 $?
+check_contains "door refused to $me" "ELK_E_FORBIDDEN" "$(E run door -- true 2>&1)"
+sed -i 's/^allow_users = nobody$/allow_users = no-such-user-xyz/' "$C"
+E reload >/dev/null 2>&1; check "an unknown user in allow_users fails the reload" 1 $?
+check_contains "door still refused (the running lists are kept)" "ELK_E_FORBIDDEN" "$(E run door -- true 2>&1)"
+sed -i "s/^allow_users = no-such-user-xyz$/allow_users = $me/" "$C"
+E reload >/dev/null; check "reload allowing $me" 0 $?
+check "door taken by $me again" 0 "$(E run door -- true >/dev/null 2>&1; echo $?)"
+write_conf 5s 6s info ""
+E reload >/dev/null; check "reload, door open again" 0 $?
+
 # The held lease was never interrupted: one session, one token, and it ends by itself.
 touch "$ELK_T_DIR/stop"
 wait $RUN; rc=$?
