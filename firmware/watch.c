@@ -81,10 +81,11 @@ static void resource_row(FILE *out, const char *line, bool tty)
 
 static void node_row(FILE *out, const char *line)
 {
-    static const char *const keys[] = {"name", "addr", "state", "tls", "rtt_ms", "failures", "last_error"};
-    char v[7][FIELD_MAX];
-    fields(line, keys, v, 7);
-    fprintf(out, "  %-10s %-24s %-10s %-4s %6s ms  %8s  %s\n", v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+    static const char *const keys[] = {"name", "addr", "state", "tls", "rtt_ms", "failures", "votes", "last_error"};
+    char v[8][FIELD_MAX];
+    fields(line, keys, v, 8);
+    fprintf(out, "  %-10s %-24s %-10s %-4s %6s ms  %8s  %-5s  %s\n", v[0], v[1], v[2], v[3], v[4], v[5],
+            v[6][0] ? v[6] : "-", v[7]);
 }
 
 void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty, const char *clock_text)
@@ -105,8 +106,8 @@ void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty,
             resource_row(out, lines[i], tty);
         }
     }
-    fprintf(out, "\n  %-10s %-24s %-10s %-4s %9s  %8s  %s\n", "NODE", "ADDRESS", "STATE", "TLS", "RTT", "FAILURES",
-            "LAST ERROR");
+    fprintf(out, "\n  %-10s %-24s %-10s %-4s %9s  %8s  %-5s  %s\n", "NODE", "ADDRESS", "STATE", "TLS", "RTT",
+            "FAILURES", "VOTES", "LAST ERROR");
     for (i = 0; i < n; i++) {
         if (strncmp(lines[i], "node ", 5) == 0) {
             node_row(out, lines[i]);
