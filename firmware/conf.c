@@ -530,6 +530,48 @@ static int open_section(parser_t *p, const char *s, size_t len)
     return ELK_OK;
 }
 
+/* Remember the line of the keys that whole-file checks and later lookups name. */
+static void note_key_line(parser_t *p, const char *name)
+{
+    static const struct {
+        enum section_kind kind;
+        const char *name;
+        size_t offset;
+    } lines[] = {
+        {SEC_RESOURCE, "ttl", offsetof(elkfw_resource_conf_t, ttl_line)},
+        {SEC_RESOURCE, "stop_margin", offsetof(elkfw_resource_conf_t, stop_margin_line)},
+        {SEC_RESOURCE, "min_validity", offsetof(elkfw_resource_conf_t, min_validity_line)},
+        {SEC_RESOURCE, "allow_users", offsetof(elkfw_resource_conf_t, allow_users_line)},
+        {SEC_RESOURCE, "allow_groups", offsetof(elkfw_resource_conf_t, allow_groups_line)},
+        {SEC_NODE, "password_file", offsetof(elkfw_node_conf_t, password_file_line)},
+        {SEC_AGENT, "socket_group", offsetof(elkfw_agent_conf_t, socket_group_line)},
+    };
+    size_t i;
+    for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (lines[i].kind == p->kind && strcmp(lines[i].name, name) == 0) {
+            memcpy((uint8_t *)p->obj + lines[i].offset, &p->line, sizeof p->line);
+        }
+    }
+}
+
+/* "0660": up to four octal digits, at most max. */
+static bool parse_octal(const char *v, size_t vlen, uint32_t max, uint32_t *out)
+{
+    uint32_t u = 0;
+    size_t k;
+    if (vlen == 0 || vlen > 4) {
+        return false;
+    }
+    for (k = 0; k < vlen; k++) {
+        if (v[k] < '0' || v[k] > '7') {
+            return false;
+        }
+        u = u * 8u + (uint32_t)(v[k] - '0');
+    }
+    *out = u;
+    return u <= max;
+}
+
 static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_t vlen)
 {
     const keydef_t *kd = NULL;
@@ -557,26 +599,7 @@ static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_
     }
     p->seen |= 1u << i;
     p->seen_line[i] = p->line;
-    if (p->kind == SEC_RESOURCE) {
-        elkfw_resource_conf_t *r = p->obj;
-        if (strcmp(kd->name, "ttl") == 0) {
-            r->ttl_line = p->line;
-        } else if (strcmp(kd->name, "stop_margin") == 0) {
-            r->stop_margin_line = p->line;
-        } else if (strcmp(kd->name, "min_validity") == 0) {
-            r->min_validity_line = p->line;
-        }
-    }
-    if (p->kind == SEC_NODE && strcmp(kd->name, "password_file") == 0) {
-        ((elkfw_node_conf_t *)p->obj)->password_file_line = p->line;
-    }
-    if (p->kind == SEC_RESOURCE && strcmp(kd->name, "allow_users") == 0) {
-        ((elkfw_resource_conf_t *)p->obj)->allow_users_line = p->line;
-    } else if (p->kind == SEC_RESOURCE && strcmp(kd->name, "allow_groups") == 0) {
-        ((elkfw_resource_conf_t *)p->obj)->allow_groups_line = p->line;
-    } else if (p->kind == SEC_AGENT && strcmp(kd->name, "socket_group") == 0) {
-        p->c->agent.socket_group_line = p->line;
-    }
+    note_key_line(p, kd->name);
     quote_value(vq, sizeof vq, v, vlen);
     dst = (uint8_t *)p->obj + kd->offset;
 
@@ -614,13 +637,7 @@ static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_
         return ELK_OK;
     case K_OCTAL: {
         uint32_t u = 0;
-        size_t k;
-        bool ok = vlen > 0 && vlen <= 4;
-        for (k = 0; ok && k < vlen; k++) {
-            ok = v[k] >= '0' && v[k] <= '7';
-            u = u * 8u + (uint32_t)(v[k] - '0');
-        }
-        if (!ok || u > kd->max) {
+        if (!parse_octal(v, vlen, kd->max, &u)) {
             return fail(p, p->line, "key '%s' in %s: '%s' is not an octal mode from 0 to 0777 (e.g. 0660)", kq,
                         p->section, vq);
         }

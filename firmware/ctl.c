@@ -343,6 +343,29 @@ void elkfw_linebuf_commit(elkfw_linebuf_t *lb, size_t n)
     lb->len += n;
 }
 
+bool elkfw_linebuf_has_request(const elkfw_linebuf_t *lb, elkfw_ctl_cmd_t cmd, const char *resource,
+                               size_t name_max)
+{
+    size_t pos = lb->consumed;
+    bool skip = lb->overflow; /* the tail of an overlong line is no request */
+    while (pos < lb->len) {
+        const char *nl = memchr(lb->buf + pos, '\n', lb->len - pos);
+        elkfw_ctl_req_t req;
+        const char *why;
+        if (nl == NULL) {
+            return false;
+        }
+        if (!skip && elkfw_ctl_parse_request(lb->buf + pos, (size_t)(nl - (lb->buf + pos)), name_max, &req, &why) ==
+                         ELK_OK &&
+            req.cmd == cmd && strcmp(req.resource, resource) == 0) {
+            return true;
+        }
+        skip = false;
+        pos = (size_t)(nl - lb->buf) + 1u;
+    }
+    return false;
+}
+
 int elkfw_linebuf_next(elkfw_linebuf_t *lb, const char **line, size_t *len)
 {
     char *nl;

@@ -1404,6 +1404,11 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
     }
+    if (elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_ERR) {
+        /* refused at connect (agent full, shutting down): the same words as agent_send's */
+        elkfw_say("elkd refused the connection: %s %.*s", m.code, (int)m.text_len, m.text);
+        return exit_for_err(m.code);
+    }
     if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
         elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
         return EXIT_FAIL;

@@ -1260,23 +1260,8 @@ static bool client_pending(agent_t *a, int slot, size_t *ri)
 /* A complete "RELEASE <resource ri>" among the requests not yet served? */
 static bool release_queued(agent_t *a, int slot, size_t ri)
 {
-    const elkfw_linebuf_t *lb = &a->clients[slot].in;
-    size_t pos = lb->consumed;
-    while (pos < lb->len) {
-        const char *nl = memchr(lb->buf + pos, '\n', lb->len - pos);
-        elkfw_ctl_req_t req;
-        const char *why;
-        if (nl == NULL) {
-            return false;
-        }
-        if (elkfw_ctl_parse_request(lb->buf + pos, (size_t)(nl - (lb->buf + pos)), elkfw_resource_name_max(&a->conf),
-                                    &req, &why) == ELK_OK &&
-            req.cmd == ELKFW_CTL_RELEASE && strcmp(req.resource, a->res[ri].conf->name) == 0) {
-            return true;
-        }
-        pos = (size_t)(nl - lb->buf) + 1u;
-    }
-    return false;
+    return elkfw_linebuf_has_request(&a->clients[slot].in, ELKFW_CTL_RELEASE, a->res[ri].conf->name,
+                                     elkfw_resource_name_max(&a->conf));
 }
 
 /* A RELEASE overtook its ACQUIRE: the ACQUIRE's answer is ELK_E_CANCELLED, the round (or

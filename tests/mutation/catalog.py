@@ -386,4 +386,13 @@ MUTANTS = [
          old="    if (refuse) {\n        client->node_unsafe[i] = 1;\n    }",
          new="    client->node_unsafe[i] = (refuse && rc == ELK_OK) ? 1u : 0u;",
          tests=[ENG], why="refuse: a node that cannot be checked (NOPERM, timeout) still votes"),
+    # ------------------------------------------------ local authorization (firmware, issue 18)
+    dict(id="access.open-to-all", file="firmware/access.c",
+         old="    if (a->open) {\n        return true;\n    }",
+         new="    if (a->open || a->n_uids + a->n_gids > 0) {\n        return true;\n    }",
+         tests=["agent.access"], why="allow_users / allow_groups written but never enforced"),
+    dict(id="access.supplementary-groups-ignored", file="firmware/access.c",
+         old="        peer->n_groups = len / sizeof peer->groups[0];",
+         new="        peer->n_groups = 0;",
+         tests=["agent.access"], why="a member of an allowed group by a supplementary group is refused"),
 ]

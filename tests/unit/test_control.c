@@ -208,6 +208,41 @@ static void test_linebuf(void **state)
     assert_int_equal(lb.len, lb.cap);
 }
 
+/* The look-ahead behind an unanswered ACQUIRE: only complete, valid lines not yet handed
+ * out count, and the tail of an overlong line is no request. */
+static void test_linebuf_has_request(void **state)
+{
+    (void)state;
+    char storage[64];
+    elkfw_linebuf_t lb;
+    const char *line;
+    size_t len, avail;
+    char *sp;
+    elkfw_linebuf_init(&lb, storage, sizeof storage);
+    sp = elkfw_linebuf_space(&lb, &avail);
+    memcpy(sp, "ACQUIRE v1\nPING\nrelease v1\nRELEASE v2", 38);
+    elkfw_linebuf_commit(&lb, 38);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 1); /* the ACQUIRE, handed out */
+    assert_true(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v1", 40));
+    assert_false(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v2", 40)); /* no newline yet */
+    assert_false(elkfw_linebuf_has_request(&lb, ELKFW_CTL_ACQUIRE, "v1", 40)); /* handed out already */
+    assert_false(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v1x", 40));
+    /* an overlong line whose tail reads like a RELEASE */
+    elkfw_linebuf_init(&lb, storage, sizeof storage);
+    sp = elkfw_linebuf_space(&lb, &avail);
+    memset(sp, 'A', avail);
+    elkfw_linebuf_commit(&lb, avail);
+    assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), ELK_E_CTL_TOO_LONG);
+    sp = elkfw_linebuf_space(&lb, &avail);
+    memcpy(sp, "RELEASE v1\n", 11); /* the tail of the long line, then nothing */
+    elkfw_linebuf_commit(&lb, 11);
+    assert_false(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v1", 40));
+    sp = elkfw_linebuf_space(&lb, &avail);
+    memcpy(sp, "RELEASE v1\n", 11);
+    elkfw_linebuf_commit(&lb, 11);
+    assert_true(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v1", 40));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_requests_bad),
         cmocka_unit_test(test_replies),
         cmocka_unit_test(test_linebuf),
+        cmocka_unit_test(test_linebuf_has_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

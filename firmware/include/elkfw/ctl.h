@@ -94,4 +94,10 @@ void elkfw_linebuf_commit(elkfw_linebuf_t *lb, size_t n);
  * skipped up to its newline). */
 int elkfw_linebuf_next(elkfw_linebuf_t *lb, const char **line, size_t *len);
 
+/* True if a complete line in lb not yet handed out by elkfw_linebuf_next parses (with
+ * name_max, as elkfw_ctl_parse_request) as request cmd for resource: what elkd looks for
+ * behind an unanswered ACQUIRE (a RELEASE that cancels it). Reads lb only. */
+bool elkfw_linebuf_has_request(const elkfw_linebuf_t *lb, elkfw_ctl_cmd_t cmd, const char *resource,
+                               size_t name_max);
+
 #endif /* ELKFW_CTL_H */
