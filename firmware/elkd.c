@@ -2082,7 +2082,8 @@ static void usage(FILE *f)
             "  -V, --version         print the version\n"
             "\n"
             "Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 runtime failure, 2 bad configuration or\n"
-            "usage, 3 cannot bind the control socket, 4 fleet setup failed (e.g. TLS files).\n");
+            "usage (with --check also unusable TLS files and secrets every user can read), 3 cannot bind\n"
+            "the control socket or give it its mode and group, 4 fleet setup failed (e.g. TLS files).\n");
 }
 
 static int parse_level(const char *s)

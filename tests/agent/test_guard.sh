@@ -135,4 +135,5 @@ env -u ELK_FENCE_TOKEN "$ELK" guard --state "$ELK_T_DIR/u" 2>/dev/null; check "n
 for c in run acquire status reload; do
   "$ELK" $c --help | grep -q "Usage: elk $c"; check "$c --help" 0 $?
 done
+"$ELK" release --help 2>/dev/null; check "release: removed, a usage error" 64 $?
 finish
