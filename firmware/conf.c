@@ -334,6 +334,9 @@ static const keydef_t agent_keys[] = {
     {"socket_mode", K_OCTAL, AGENT(socket_mode), 0, NULL, 0, 0777},
     {"socket_group", K_IDLIST, AGENT(socket_group), SZ(elkfw_agent_conf_t, socket_group), NULL, 0, 0},
     {"max_clients_per_uid", K_U32, AGENT(max_clients_per_uid), 0, NULL, 1, 1024},
+    {"log_summary", K_DUR, AGENT(log_summary_ms), 0, NULL, 1000, 86400000},
+    {"metrics_file", K_STR, AGENT(metrics_file), SZ(elkfw_agent_conf_t, metrics_file), NULL, 0, 0},
+    {"metrics_interval", K_DUR, AGENT(metrics_interval_ms), 0, NULL, 1000, 86400000},
 };
 
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
@@ -396,6 +399,8 @@ void elkfw_conf_defaults(elkfw_conf_t *c)
     c->agent.log_target = ELKFW_LOG_STDERR;
     c->agent.log_level = ELK_LOG_INFO;
     c->agent.safety_check = ELKFW_SAFETY_WARN;
+    c->agent.log_summary_ms = 60000;
+    c->agent.metrics_interval_ms = 15000;
 }
 
 static void resource_defaults(elkfw_resource_conf_t *r)

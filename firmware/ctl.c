@@ -150,11 +150,11 @@ int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw
     } else if (word_is(w, wl, "STATUS")) {
         req->cmd = ELKFW_CTL_STATUS;
         if (next_word(&p, end, &w, &wl)) {
-            if (!word_is(w, wl, "JSON")) {
-                *why = "usage: STATUS [JSON]";
+            if (!word_is(w, wl, "JSON") && !word_is(w, wl, "METRICS")) {
+                *why = "usage: STATUS [JSON|METRICS]";
                 return ELK_E_CTL_SYNTAX;
             }
-            req->cmd = ELKFW_CTL_STATUS_JSON;
+            req->cmd = word_is(w, wl, "JSON") ? ELKFW_CTL_STATUS_JSON : ELKFW_CTL_STATUS_METRICS;
         }
     } else if (word_is(w, wl, "PING")) {
         req->cmd = ELKFW_CTL_PING;

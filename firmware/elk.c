@@ -43,6 +43,7 @@
 #include "elkfw/lease.h"
 #include "elkfw/say.h"
 #include "elkfw/supervise.h"
+#include "elkfw/watch.h"
 
 #include "elk/version.h"
 
@@ -334,11 +335,69 @@ static int exit_for_err(const char *code)
     return EXIT_FAIL;
 }
 
+/* While a wait runs on a terminal: one line on stderr, rewritten every second, saying
+ * who holds the resource (from STATUS over a second connection) and how long we waited. */
+static void wait_show(const char *sock_path, const char *resource, uint64_t waited_ms)
+{
+    static agent_link_t st; /* the first connection is busy waiting for the grant */
+    static bool st_open;
+    elkfw_ctl_msg_t m;
+    const char *line;
+    size_t len;
+    uint32_t k;
+    char who[160] = "", holder[64], err[64], self[32], row[ELKFW_NAME_MAX + 16];
+    if (!st_open) {
+        st.sock_path = sock_path;
+        st.fd = -1;
+        st_open = agent_connect(&st) >= 0;
+    }
+    snprintf(row, sizeof row, "resource name=%s ", resource);
+    snprintf(self, sizeof self, "pid:%d", (int)getpid());
+    if (st_open && agent_send(&st, "STATUS\n") == 0 && agent_line(&st, &line, &len) > 0 &&
+        elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_OK) {
+        for (k = 0; k < m.count && agent_line(&st, &line, &len) > 0; k++) {
+            char copy[ELK_CTL_LINE_MAX];
+            snprintf(copy, sizeof copy, "%.*s", (int)len, line);
+            if (strncmp(copy, row, strlen(row)) != 0) {
+                continue;
+            }
+            (void)elkfw_watch_field(copy, "holder", holder, sizeof holder);
+            (void)elkfw_watch_field(copy, "last_error", err, sizeof err);
+            if (strcmp(holder, self) == 0 || strcmp(holder, "-") == 0) {
+                snprintf(who, sizeof who, "held on another gateway or the fleet is short%s%s",
+                         strcmp(err, "-") != 0 ? ", last round " : "", strcmp(err, "-") != 0 ? err : "");
+            } else if (strncmp(holder, "pid:", 4) == 0) {
+                snprintf(who, sizeof who, "held by pid %s on this agent", holder + 4);
+            } else {
+                snprintf(who, sizeof who, "its last holder's command is being stopped (%s)", holder);
+            }
+        }
+    }
+    fprintf(stderr, "\rwaiting for %s: %s, waited %" PRIu64 " s\033[K", resource, who[0] ? who : "?",
+            waited_ms / 1000u);
+    fflush(stderr);
+}
+
 /* Ask for the lease and wait for the answer; events that are not for us are skipped.
  * SIGINT/SIGTERM/SIGHUP on sfd abandon the wait (closing the connection cancels the
  * acquire in elkd). Returns EXIT_OK with the grant in *m, or the exit code. */
+static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
+                              elkfw_ctl_msg_t *m, bool show);
+
 static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd, elkfw_ctl_msg_t *m)
 {
+    bool show = wait_ms > 0 && isatty(STDERR_FILENO);
+    int rc = acquire_lease_wait(ak, resource, wait_ms, sfd, m, show);
+    if (show) {
+        fputs("\r\033[K", stderr); /* the wait line goes; what follows starts clean */
+    }
+    return rc;
+}
+
+static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
+                              elkfw_ctl_msg_t *m, bool show)
+{
+    uint64_t started = now_ms();
     if (agent_send(ak, "ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
         return EXIT_UNREACHABLE;
     }
@@ -366,8 +425,13 @@ static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_m
             }
             continue;
         }
-        if (poll(p, 2, -1) < 0 && errno != EINTR) {
+        int pr = poll(p, 2, show ? 1000 - (int)((now_ms() - started) % 1000u) : -1);
+        if (pr < 0 && errno != EINTR) {
             return EXIT_FAIL;
+        }
+        if (pr == 0) {
+            wait_show(ak->sock_path, resource, now_ms() - started);
+            continue;
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
@@ -431,8 +495,8 @@ static void usage_main(FILE *f)
             "Commands:\n"
             "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE\n"
             "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until SIGINT/SIGTERM\n"
-
-            "  status [--json]                            leases and nodes of this agent\n"
+            "  status [--json|--metrics|--watch]          leases and nodes of this agent\n"
+            "  reload                                     make elkd re-read its configuration\n"
             "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing token;\n"
             "                                             with CMD: run CMD holding the guard\n"
             "\n"
@@ -478,9 +542,21 @@ static void usage_acquire(FILE *f)
 static void usage_status(FILE *f)
 {
     fprintf(f,
-            "Usage: elk status [--json]\n"
+            "Usage: elk status [--json | --metrics | --watch [--count N]]\n"
             "Show each resource (state, holder, token, validity left, renewals) and each node\n"
-            "(state, TLS, last round trip, failures, last error) of the local elkd.\n");
+            "(state, TLS, last round trip, failures, last error) of the local elkd.\n"
+            "  --json      the same as one JSON object\n"
+            "  --metrics   elkd's counters and histograms in the Prometheus text format\n"
+            "  --watch     redraw every second (validity bars, holders, node round trips) until\n"
+            "              Ctrl-C; plain frames when stdout is not a terminal; --count N frames\n");
+}
+
+static void usage_reload(FILE *f)
+{
+    fprintf(f,
+            "Usage: elk reload\n"
+            "Make elkd re-read its configuration (the same as SIGHUP) and say whether it applied it.\n"
+            "Held leases go on; elkd's log tells what changed and what needs a restart.\n");
 }
 
 static void usage_guard(FILE *f)
@@ -1222,10 +1298,78 @@ static void table_print(const table_t *t)
     }
 }
 
+/* elk status --watch: the status redrawn every second (plain frames when stdout is not a
+ * terminal) until SIGINT/SIGTERM, elkd goes away, or count frames (0: no limit). */
+static int status_watch(agent_link_t *ak, unsigned long count)
+{
+    static status_view_t view; /* the lines of one answer: too large for the stack twice */
+    const char *rows[1 + ST_MAX_ROWS];
+    bool tty = isatty(STDOUT_FILENO) != 0;
+    unsigned long frame;
+    for (frame = 0; count == 0 || frame < count; frame++) {
+        elkfw_ctl_msg_t m;
+        const char *line;
+        size_t len, n = 0;
+        uint32_t k;
+        char clock_text[16];
+        time_t t = time(NULL);
+        struct tm tm;
+        if (frame > 0) {
+            sleep(1);
+        }
+        if (agent_send(ak, "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0 ||
+            elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
+            elkfw_say("lost elkd at %s", ak->sock_path);
+            return EXIT_UNREACHABLE;
+        }
+        view.used = 0;
+        for (k = 0; k < m.count; k++) {
+            char *copy;
+            if (agent_line(ak, &line, &len) <= 0) {
+                elkfw_say("elkd closed the connection in the middle of the status");
+                return EXIT_UNREACHABLE;
+            }
+            if ((copy = status_keep(&view, line, len)) != NULL && n < sizeof rows / sizeof rows[0]) {
+                rows[n++] = copy;
+            }
+        }
+        localtime_r(&t, &tm);
+        strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
+        elkfw_watch_render(stdout, rows, n, tty, clock_text);
+    }
+    return EXIT_OK;
+}
+
+/* elk status --metrics: elkd's metrics in the Prometheus text format, as they come. */
+static int status_metrics(agent_link_t *ak)
+{
+    elkfw_ctl_msg_t m;
+    const char *line;
+    size_t len;
+    unsigned long n, k;
+    if (agent_send(ak, "STATUS METRICS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK || strcmp(m.word, "METRICS") != 0) {
+        elkfw_say("unexpected reply from elkd (does it know STATUS METRICS?): %.*s", (int)len, line);
+        return EXIT_FAIL;
+    }
+    n = strtoul(m.text, NULL, 10);
+    for (k = 0; k < n; k++) {
+        if (agent_line(ak, &line, &len) <= 0) {
+            elkfw_say("elkd closed the connection in the middle of the metrics");
+            return EXIT_FAIL;
+        }
+        printf("%.*s\n", (int)len, line);
+    }
+    return EXIT_OK;
+}
+
 static int cmd_status(agent_link_t *ak, int argc, char **argv)
 {
     status_view_t sv, *view = &sv;
-    bool json = false;
+    bool json = false, metrics = false, watch = false;
+    unsigned long count = 0;
     const char *line;
     size_t len;
     elkfw_ctl_msg_t m;
@@ -1234,6 +1378,12 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--metrics") == 0) {
+            metrics = true;
+        } else if (strcmp(argv[i], "--watch") == 0) {
+            watch = true;
+        } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+            count = strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else {
@@ -1244,6 +1394,12 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     }
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
+    }
+    if (metrics) {
+        return status_metrics(ak);
+    }
+    if (watch) {
+        return status_watch(ak, count);
     }
     if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
@@ -1285,6 +1441,73 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     return EXIT_OK;
 }
 
+/* ------------------------------------------------------------------ reload */
+
+/* One STATUS JSON answer's number after "key": (0 if absent). */
+static uint64_t json_number(const char *text, size_t len, const char *key)
+{
+    char pat[48];
+    const char *p;
+    int n = snprintf(pat, sizeof pat, "\"%s\":", key);
+    p = memmem(text, len, pat, (size_t)n);
+    return p != NULL ? strtoull(p + n, NULL, 10) : 0;
+}
+
+static int status_json(agent_link_t *ak, elkfw_ctl_msg_t *m)
+{
+    const char *line;
+    size_t len;
+    if (agent_send(ak, "STATUS JSON\n") != 0 || agent_line(ak, &line, &len) <= 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK || m->kind != ELKFW_MSG_OK) {
+        elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+/* elk reload: SIGHUP to the elkd behind the socket (its pid from STATUS), then wait for
+ * its reload counters to move and say how it went. */
+static int cmd_reload(agent_link_t *ak, int argc, char **argv)
+{
+    elkfw_ctl_msg_t m;
+    uint64_t pid, ok0, failed0, until;
+    int rc;
+    if (argc > 1) {
+        elkfw_say("unexpected argument '%s'", argv[1]);
+        return EXIT_USAGE;
+    }
+    if (agent_connect(ak) < 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if ((rc = status_json(ak, &m)) != EXIT_OK) {
+        return rc;
+    }
+    pid = json_number(m.text, m.text_len, "pid");
+    ok0 = json_number(m.text, m.text_len, "reloads");
+    failed0 = json_number(m.text, m.text_len, "reload_failures");
+    if (pid <= 1 || kill((pid_t)pid, SIGHUP) != 0) {
+        elkfw_say("cannot signal elkd (pid %" PRIu64 "): %s (run as elkd's user or root)", pid, strerror(errno));
+        return EXIT_FAIL;
+    }
+    for (until = now_ms() + 10000u; now_ms() < until; usleep(50000)) {
+        if ((rc = status_json(ak, &m)) != EXIT_OK) {
+            return rc;
+        }
+        if (json_number(m.text, m.text_len, "reload_failures") != failed0) {
+            elkfw_say("reload failed; elkd keeps its running configuration (its log says why)");
+            return EXIT_FAIL;
+        }
+        if (json_number(m.text, m.text_len, "reloads") != ok0) {
+            printf("reloaded\n");
+            return EXIT_OK;
+        }
+    }
+    elkfw_say("elkd (pid %" PRIu64 ") did not report a reload within 10 s", pid);
+    return EXIT_FAIL;
+}
+
 /* ------------------------------------------------------------------ guard */
 
 static int cmd_guard(int argc, char **argv)
@@ -1310,6 +1533,7 @@ static const command_t commands[] = {
     {"run", usage_run, cmd_run},
     {"acquire", usage_acquire, cmd_acquire},
     {"status", usage_status, cmd_status},
+    {"reload", usage_reload, cmd_reload},
     {"guard", usage_guard, cmd_guard_any},
 };
 

@@ -39,6 +39,10 @@
 #include "elkfw/acl.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
+#include "elkfw/metrics.h"
+#include "elkfw/nodelog.h"
+#include "elkfw/notify.h"
+#include "elkfw/reload.h"
 #include "elkfw/supervise.h"
 #ifdef ELKD_TLS
 #include "elk/port_mbedtls.h"
@@ -76,6 +80,8 @@ typedef struct client {
     bool close_after_flush;
     bool drop;                    /* output overflowed or I/O failed: close now */
     bool unresponsive;            /* dropped because it stopped reading (it may still live) */
+    char *bulk;                   /* a reply too large for out (STATUS METRICS), sent first */
+    size_t bulk_len, bulk_sent;
     size_t cancelled_res;         /* 1 + resource whose ACQUIRE a RELEASE cancelled, 0: none */
 } client_t;
 
@@ -83,7 +89,15 @@ typedef struct agent agent_t;
 
 typedef struct resource {
     agent_t *agent;               /* back to the agent, for the lock engine's callback */
-    const elkfw_resource_conf_t *conf;
+    const elkfw_resource_conf_t *conf; /* &own: the settings the lock runs with */
+    elkfw_resource_conf_t own;
+    /* A reload changed or removed this resource while it was held or in flight: the new
+     * settings (pending) apply, or the slot is freed (removing), once it is idle. */
+    elkfw_resource_conf_t pending;
+    bool has_pending, removing;
+    bool in_use;                  /* false: a free slot (its resource was removed) */
+    uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
+    elkfw_res_metrics_t metrics;
     elk_lock_t lock;
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
@@ -145,6 +159,19 @@ struct agent {
     bool shutting_down;
     uint64_t shutdown_started;
     int ready_pipe;               /* daemon mode: tells the parent we are up (-1 if none) */
+    int level_override;           /* --log-level, which a reload keeps (-1: none) */
+    uint64_t started_at;          /* clock ms at start, for the uptime in STATUS */
+    uint32_t reloads, reload_failures;
+    char reload_error[ELKFW_ERR_MAX]; /* why the last reload kept the running config ("" ok) */
+    elkfw_notify_t notify;        /* the service manager ($NOTIFY_SOCKET), if any */
+    bool ready_sent;
+    uint64_t ready_by;            /* READY=1 by then even without a quorum (said in STATUS=) */
+    char sd_status[200];          /* the last STATUS= sent */
+    elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
+    bool journal;                 /* stderr is the journal: lines start with <priority> */
+    elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
+    uint64_t metrics_next;        /* next rewrite of [agent] metrics_file */
+    bool metrics_failed;          /* the last rewrite failed (said once) */
 };
 
 
@@ -168,6 +195,11 @@ static void log_line(agent_t *a, int level, const char *module, const char *text
     if (a->log_target == ELKFW_LOG_SYSLOG) {
         static const int prio[] = {LOG_ERR, LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
         syslog(prio[level >= 1 && level <= 4 ? level : 4], "%s: %.*s", module, (int)len, text);
+    } else if (a->journal) {
+        /* the journal stamps the time itself and reads the priority from <N> */
+        static const int prio[] = {3, 3, 4, 6, 7};
+        fprintf(stderr, "<%d>%s %s: %.*s\n", prio[level >= 1 && level <= 4 ? level : 4], level_name(level), module,
+                (int)len, text);
     } else {
         struct timespec ts;
         struct tm tm;
@@ -180,9 +212,24 @@ static void log_line(agent_t *a, int level, const char *module, const char *text
     }
 }
 
+/* The library's lines, made quieter for flash and small log buffers: a node's lines while
+ * it is down and that was said (its summary and its return are elkd's, elkfw/nodelog.h),
+ * and the lease engine's per-event lines (elkd logs grant, loss and release itself, with
+ * holder and durations) go to debug. */
 static void lib_log_write(void *ctx, int level, const char *module, const char *text, size_t len)
 {
     agent_t *a = ctx;
+    size_t i;
+    if (level == ELK_LOG_INFO && strcmp(module, "lock") == 0) {
+        level = ELK_LOG_DEBUG;
+    }
+    for (i = 0; level < ELK_LOG_DEBUG && strcmp(module, "node") == 0 && i < a->conf.n_nodes; i++) {
+        char addr[ELKFW_STR_MAX + 16];
+        int n = snprintf(addr, sizeof addr, "%s:%u ", a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port);
+        if (n > 0 && (size_t)n <= len && memcmp(text, addr, (size_t)n) == 0 && elkfw_nodelog_quiet(&a->nodelog[i])) {
+            level = ELK_LOG_DEBUG;
+        }
+    }
     log_line(a, level, module, text, len);
 }
 
@@ -241,11 +288,11 @@ static void client_err(agent_t *a, int slot, int code, const char *detail)
     }
 }
 
-static void client_flush(agent_t *a, int slot)
+/* Send what the socket takes of buf[*sent..len). Returns true once all of it is sent. */
+static bool client_send_some(client_t *c, const char *buf, size_t len, size_t *sent)
 {
-    client_t *c = &a->clients[slot];
-    while (c->out_len > 0 && !c->drop) {
-        ssize_t w = send(c->fd, c->out, c->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (*sent < len && !c->drop) {
+        ssize_t w = send(c->fd, buf + *sent, len - *sent, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) {
                 continue;
@@ -253,11 +300,28 @@ static void client_flush(agent_t *a, int slot)
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
                 c->drop = true;
             }
-            return;
+            return false;
         }
-        memmove(c->out, c->out + w, c->out_len - (size_t)w);
-        c->out_len -= (size_t)w;
+        *sent += (size_t)w;
     }
+    return *sent == len;
+}
+
+static void client_flush(agent_t *a, int slot)
+{
+    client_t *c = &a->clients[slot];
+    size_t sent = 0;
+    (void)a;
+    if (c->bulk != NULL) {
+        if (!client_send_some(c, c->bulk, c->bulk_len, &c->bulk_sent)) {
+            return; /* what was queued after it waits its turn */
+        }
+        free(c->bulk);
+        c->bulk = NULL;
+    }
+    (void)client_send_some(c, c->out, c->out_len, &sent);
+    memmove(c->out, c->out + sent, c->out_len - sent);
+    c->out_len -= sent;
 }
 
 /* ------------------------------------------------------------------ resources */
@@ -266,7 +330,7 @@ static resource_t *find_res(agent_t *a, const char *name)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        if (strcmp(a->res[i].conf->name, name) == 0) {
+        if (a->res[i].in_use && !a->res[i].removing && strcmp(a->res[i].conf->name, name) == 0) {
             return &a->res[i];
         }
     }
@@ -296,6 +360,7 @@ static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     r->owner_id = a->clients[slot].id;
     r->acquiring = true;
     r->last_round_err = ELK_OK;
+    r->asked_at = now;
     rc = elk_lock_acquire(&r->lock, now, wd);
     if (rc == ELK_E_WOULD_BLOCK) {
         elkd_log(a, ELK_LOG_DEBUG, "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
@@ -316,12 +381,14 @@ static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
 }
 
 /* Give the resource to the oldest local waiter, if any. */
+static bool res_settle(agent_t *a, resource_t *r);
+
 static void hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 {
     size_t i, best = SIZE_MAX;
     size_t ri = (size_t)(r - a->res);
-    if (r->owner >= 0 || a->shutting_down || res_orphaned(a, r, now)) {
-        return;
+    if (r->owner >= 0 || a->shutting_down || res_orphaned(a, r, now) || !res_settle(a, r)) {
+        return; /* a reload's new settings wait for the release round: the tick hands over */
     }
     for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
         waiter_t *w = &a->waiters[i];
@@ -342,9 +409,18 @@ static void hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 
 static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
 {
+    uint64_t token = elk_lock_token(&r->lock);
+    uint32_t renewals = elk_lock_renewals(&r->lock);
+    bool held = elk_lock_is_held(&r->lock, now);
     int rc = elk_lock_release(&r->lock, now);
-    elkd_log(a, ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
-         rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
+    if (held) {
+        elkfw_hist_add(&r->metrics.hold, now - r->granted_at);
+        elkd_log(a, ELK_LOG_INFO, "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
+                 r->conf->name, why, token, now - r->granted_at, renewals);
+    } else {
+        elkd_log(a, rc == ELK_E_NOT_HELD ? ELK_LOG_DEBUG : ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
+                 rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
+    }
     r->owner = -1;
     r->acquiring = false;
     r->shutdown_release_at = 0;
@@ -415,12 +491,62 @@ static void supervise_step(agent_t *a, resource_t *r, uint64_t now, uint64_t *ne
     }
 }
 
+/* Per node of a round: reply times, and replies the safety check did not count. Returns
+ * the slowest reply (the round's time). */
+static uint32_t round_metrics(agent_t *a, const elk_lock_event_t *ev)
+{
+    uint32_t slowest = 0;
+    size_t i;
+    for (i = 0; ev->nodes != NULL && i < ev->node_count && i < a->fleet.count; i++) {
+        const elk_lock_node_result_t *nr = &ev->nodes[i];
+        if (nr->status == ELK_LOCK_NODE_OK || nr->status == ELK_LOCK_NODE_BUSY) {
+            elkfw_hist_add(&a->node_metrics[i].rtt, nr->rtt_ms);
+            slowest = nr->rtt_ms > slowest ? nr->rtt_ms : slowest;
+        } else if (nr->status == ELK_LOCK_NODE_ERROR &&
+                   (nr->err == ELK_E_UNSAFE_SERVER || nr->err == ELK_E_SERVER_UNCHECKED)) {
+            a->node_metrics[i].votes_denied++;
+        }
+    }
+    return slowest;
+}
+
+/* The metrics side of a lease event (elkfw/metrics.h). */
+static void lease_metrics(agent_t *a, resource_t *r, const elk_lock_event_t *ev)
+{
+    elkfw_res_metrics_t *m = &r->metrics;
+    uint32_t round = ev->type == ELK_LOCK_EV_RELEASED ? 0 : round_metrics(a, ev);
+    switch (ev->type) {
+    case ELK_LOCK_EV_ACQUIRED:
+        m->grants++;
+        elkfw_hist_add(&m->wait, ev->now - r->asked_at);
+        break;
+    case ELK_LOCK_EV_ACQUIRE_FAILED:
+        m->refusals++;
+        break;
+    case ELK_LOCK_EV_RENEWED:
+        m->renewals_ok++;
+        elkfw_hist_add(&m->renew_round, round);
+        elkfw_hist_add(&m->validity_left, ev->validity_ms);
+        break;
+    case ELK_LOCK_EV_RENEW_FAILED:
+        m->renewals_failed++;
+        break;
+    case ELK_LOCK_EV_LOST:
+        elkfw_causes_add(&m->losses, ev->err);
+        elkfw_hist_add(&m->hold, ev->now - r->granted_at);
+        break;
+    default:
+        break;
+    }
+}
+
 static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 {
     resource_t *r = user;
     agent_t *a = r->agent;
     int slot = owned_by(a, r, r->owner) ? r->owner : -1;
     (void)lock;
+    lease_metrics(a, r, ev);
     switch (ev->type) {
     case ELK_LOCK_EV_ACQUIRED:
         r->acquiring = false;
@@ -429,10 +555,11 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
             release_res(a, r, ev->now, slot < 0 ? "its client disconnected while acquiring" : "shutting down");
             return;
         }
+        r->granted_at = ev->now;
         elkd_log(a, ELK_LOG_INFO, "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
-             ", valid %" PRIu32 " ms, %u/%u nodes", r->conf->name, a->clients[slot].id,
+             ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes", r->conf->name, a->clients[slot].id,
              (unsigned)a->clients[slot].peer.uid, (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token,
-             ev->validity_ms, ev->ok, ev->node_count);
+             ev->validity_ms, ev->now - r->asked_at, ev->ok, ev->node_count);
         /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
          * host shares) lets the client stop in time however late it reads this line. */
         client_send(a, slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
@@ -486,8 +613,9 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         }
         break;
     case ELK_LOCK_EV_LOST:
-        elkd_log(a, ELK_LOG_WARN, "%s: LOST (%s); telling client %" PRIu64 " to stop", r->conf->name,
-             elk_err_message(ev->err), slot >= 0 ? a->clients[slot].id : 0);
+        elkd_log(a, ELK_LOG_WARN, "%s: LOST (%s), token %" PRIu64 ", held %" PRIu64 " ms; telling client %" PRIu64
+             " to stop", r->conf->name, elk_err_message(ev->err), ev->token, ev->now - r->granted_at,
+             slot >= 0 ? a->clients[slot].id : 0);
         if (slot >= 0) {
             client_send(a, slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
                         r->conf->stop_margin_ms);
@@ -508,6 +636,63 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         elkd_log(a, ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)", r->conf->name, ev->ok,
              ev->node_count);
         break;
+    }
+}
+
+/* ------------------------------------------------------------------ node state log */
+
+static void span_text(uint64_t ms, char *buf, size_t cap)
+{
+    if (ms < 120000u) {
+        snprintf(buf, cap, "%" PRIu64 ".%01" PRIu64 " s", ms / 1000u, ms % 1000u / 100u);
+    } else if (ms < 7200000u) {
+        snprintf(buf, cap, "%" PRIu64 " min", ms / 60000u);
+    } else {
+        snprintf(buf, cap, "%" PRIu64 " h", ms / 3600000u);
+    }
+}
+
+/* The lock client forwards every node state change: a failure is counted (the library
+ * said the first one), a node ready again after being down gets one line. */
+static void on_node_state(void *user, elk_node_t *node, elk_node_state_t state, int err)
+{
+    agent_t *a = user;
+    size_t i = (size_t)(node - a->nodes);
+    uint64_t now = a->clock.now_ms(a->clock.ctx);
+    elkfw_nodelog_t *nl;
+    char span[32];
+    if (i >= a->fleet.count) {
+        return;
+    }
+    nl = &a->nodelog[i];
+    if (state == ELK_NODE_BACKOFF) {
+        elkfw_causes_add(&a->node_metrics[i].failures, err);
+        elkfw_nodelog_failed(nl, err, now, a->conf.agent.log_summary_ms);
+    } else if (state == ELK_NODE_READY) {
+        uint32_t attempts = nl->attempts;
+        int last = nl->last_err;
+        if (elkfw_nodelog_ready(nl)) {
+            span_text(now - nl->down_since, span, sizeof span);
+            elkd_log(a, ELK_LOG_INFO, "node %s (%s:%u) is back after %s down (%" PRIu32 " failed attempt%s, last "
+                     "error %s)", a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port,
+                     span, attempts, attempts == 1 ? "" : "s", elk_err_name(last));
+        }
+    }
+}
+
+/* At most one "still down" line per node and log_summary interval. */
+static void node_summaries(agent_t *a, uint64_t now, uint64_t *next)
+{
+    size_t i;
+    char span[32];
+    for (i = 0; i < a->fleet.count && !a->shutting_down; i++) {
+        elkfw_nodelog_t *nl = &a->nodelog[i];
+        if (elkfw_nodelog_summary_due(nl, now, a->conf.agent.log_summary_ms, next)) {
+            span_text(now - nl->down_since, span, sizeof span);
+            elkd_log(a, ELK_LOG_WARN, "node %s (%s:%u) still down after %s: %" PRIu32 " failed attempts, last error "
+                     "%s (%s)", a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port, span,
+                     nl->attempts, elk_err_name(nl->last_err), elk_err_message(nl->last_err));
+        }
     }
 }
 
@@ -539,6 +724,15 @@ static size_t clients_connected(agent_t *a)
     return n;
 }
 
+static size_t resources_in_use(const agent_t *a)
+{
+    size_t i, n = 0;
+    for (i = 0; i < a->n_res; i++) {
+        n += a->res[i].in_use;
+    }
+    return n;
+}
+
 /* s with quotes and backslashes replaced by ' and / (a server's error text can hold them;
  * the result goes inside a JSON string). Control bytes are already '?' (elk_fmt_bytes). */
 static const char *json_text(const char *s, char *out, size_t cap)
@@ -554,23 +748,29 @@ static const char *json_text(const char *s, char *out, size_t cap)
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
+    bool first = true;
     char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX];
+    uint64_t uptime_s = (now - a->started_at) / 1000u;
     if (!json) {
-        client_send(a, slot, "OK STATUS %zu\n", 1 + a->n_res + a->fleet.count);
+        client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
         client_send(a, slot,
-                    "agent gateway=%s pid=%d version=%s mode=%s nodes_ready=%zu/%zu quorum=%zu shutting_down=%s "
-                    "clients=%zu/%d\n",
-                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet),
-                    a->fleet.count, elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
-                    clients_connected(a), ELKD_MAX_CLIENTS);
+                    "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64 " mode=%s nodes_ready=%zu/%zu quorum=%zu "
+                    "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32 "\n",
+                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s, elkfw_mode_name(a->conf.mode),
+                    elk_fleet_ready_count(&a->fleet), a->fleet.count, elk_client_quorum(&a->client),
+                    a->shutting_down ? "yes" : "no", clients_connected(a), ELKD_MAX_CLIENTS, a->reloads,
+                    a->reload_failures);
         for (i = 0; i < a->n_res; i++) {
             const resource_t *r = &a->res[i];
+            if (!r->in_use) {
+                continue;
+            }
             client_send(a, slot,
                         "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
-                        " renewals=%" PRIu32 " last_error=%s\n",
+                        " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s\n",
                         r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
                         holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-                        elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock),
+                        elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
                         elk_lock_last_error(&r->lock) == ELK_OK ? "-" : elk_err_name(elk_lock_last_error(&r->lock)));
         }
         for (i = 0; i < a->fleet.count; i++) {
@@ -586,23 +786,29 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         }
         return;
     }
-    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
-                      "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"resources\":[",
-                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, elkfw_mode_name(a->conf.mode),
+    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
+                      ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+                      "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
+                      ",\"reload_failures\":%" PRIu32 ",\"resources\":[",
+                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s, elkfw_mode_name(a->conf.mode),
                 elk_client_quorum(&a->client),
                 elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false", clients_connected(a),
-                ELKD_MAX_CLIENTS);
+                ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
+        if (!r->in_use) {
+            continue;
+        }
         client_send(a, slot,
                     "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
                     ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
                     ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\"}",
-                    i ? "," : "", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                    first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
                     holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
                     elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
                     r->conf->stop_margin_ms,
                     elk_lock_last_error(&r->lock) == ELK_OK ? "" : elk_err_name(elk_lock_last_error(&r->lock)));
+        first = false;
     }
     client_send(a, slot, "],\"nodes\":[");
     for (i = 0; i < a->fleet.count; i++) {
@@ -620,6 +826,109 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
                     json_text(elk_client_node_check(&a->client, i), check, sizeof check));
     }
     client_send(a, slot, "]}\n");
+}
+
+/* ------------------------------------------------------------------ metrics */
+
+/* One exposition's view of the agent: res and nodes are the caller's arrays. */
+static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src, elkfw_metrics_res_t *res,
+                        elkfw_metrics_node_t *nodes)
+{
+    size_t i;
+    memset(src, 0, sizeof *src);
+    src->version = ELK_VERSION_STRING;
+    src->gateway = a->gateway_id;
+    src->uptime_s = (now - a->started_at) / 1000u;
+    src->clients = clients_connected(a);
+    src->nodes_ready = elk_fleet_ready_count(&a->fleet);
+    src->quorum = elk_client_quorum(&a->client);
+    src->reloads = a->reloads;
+    src->reload_failures = a->reload_failures;
+    src->res = res;
+    src->nodes = nodes;
+    for (i = 0; i < a->n_res; i++) {
+        if (a->res[i].in_use) {
+            res[src->n_res].name = a->res[i].conf->name;
+            res[src->n_res].held = elk_lock_is_held(&a->res[i].lock, now);
+            res[src->n_res].m = &a->res[i].metrics;
+            src->n_res++;
+        }
+    }
+    for (i = 0; i < a->fleet.count; i++) {
+        const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
+        nodes[i].name = a->conf.nodes[i].name;
+        nodes[i].ready = elk_node_is_ready(&a->nodes[i]);
+        nodes[i].connects = st->connects;
+        nodes[i].failures = st->failures;
+        nodes[i].timeouts = st->timeouts;
+        nodes[i].m = &a->node_metrics[i];
+    }
+    src->n_nodes = a->fleet.count;
+}
+
+/* STATUS METRICS: "OK METRICS <n>" and n lines; larger than a client's out queue, so it
+ * goes out as one bulk reply (what was queued before it goes first, inside it). */
+static void send_metrics(agent_t *a, int slot, uint64_t now)
+{
+    client_t *c = &a->clients[slot];
+    elkfw_metrics_res_t res[ELKFW_MAX_RESOURCES];
+    elkfw_metrics_node_t nodes[CONFIG_ELK_MAX_NODES];
+    elkfw_metrics_src_t src;
+    char *body = NULL, head[40];
+    size_t body_len = 0, lines = 0, k;
+    FILE *f;
+    int hl;
+    metrics_src(a, now, &src, res, nodes);
+    f = open_memstream(&body, &body_len);
+    if (f == NULL || !elkfw_metrics_write(f, &src) || fclose(f) != 0 || c->bulk != NULL) {
+        free(body);
+        client_err(a, slot, ELK_E_NO_RESOURCES, c->bulk != NULL ? "a metrics reply is still being sent" : "metrics");
+        return;
+    }
+    for (k = 0; k < body_len; k++) {
+        lines += body[k] == '\n';
+    }
+    hl = snprintf(head, sizeof head, "OK METRICS %zu\n", lines);
+    c->bulk = malloc(c->out_len + (size_t)hl + body_len);
+    if (c->bulk == NULL) {
+        free(body);
+        client_err(a, slot, ELK_E_NO_RESOURCES, "metrics");
+        return;
+    }
+    memcpy(c->bulk, c->out, c->out_len);
+    memcpy(c->bulk + c->out_len, head, (size_t)hl);
+    memcpy(c->bulk + c->out_len + (size_t)hl, body, body_len);
+    c->bulk_len = c->out_len + (size_t)hl + body_len;
+    c->bulk_sent = 0;
+    c->out_len = 0;
+    free(body);
+}
+
+/* [agent] metrics_file: rewritten every metrics_interval. */
+static void metrics_step(agent_t *a, uint64_t now, uint64_t *next)
+{
+    elkfw_metrics_res_t res[ELKFW_MAX_RESOURCES];
+    elkfw_metrics_node_t nodes[CONFIG_ELK_MAX_NODES];
+    elkfw_metrics_src_t src;
+    if (a->conf.agent.metrics_file[0] == '\0') {
+        return;
+    }
+    if (now >= a->metrics_next) {
+        metrics_src(a, now, &src, res, nodes);
+        if (!elkfw_metrics_write_file(a->conf.agent.metrics_file, &src)) {
+            if (!a->metrics_failed) {
+                elkd_log(a, ELK_LOG_WARN, "cannot write metrics_file %s: %s (retrying every %" PRIu32 " ms)",
+                         a->conf.agent.metrics_file, strerror(errno), a->conf.agent.metrics_interval_ms);
+            }
+            a->metrics_failed = true;
+        } else {
+            a->metrics_failed = false;
+        }
+        a->metrics_next = now + a->conf.agent.metrics_interval_ms;
+    }
+    if (a->metrics_next < *next) {
+        *next = a->metrics_next;
+    }
 }
 
 /* ------------------------------------------------------------------ requests */
@@ -711,7 +1020,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
         client_err(a, slot, ELK_E_ALREADY_HELD, r->conf->name);
         return;
     }
-    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now)) {
+    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now) || !res_settle(a, r)) {
         /* Another client of this agent has it, or its last holder's command is still being
          * stopped: queue locally, never two rounds from one gateway. */
         size_t i;
@@ -720,11 +1029,15 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
             if (owned_by(a, r, r->owner)) {
                 snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
                          (int)a->clients[r->owner].pid);
+            } else if (r->has_pending) {
+                snprintf(detail, sizeof detail, "%s: its new settings from a reload apply once the last release "
+                         "round ends; retry or wait", r->conf->name);
             } else {
                 snprintf(detail, sizeof detail, "%s: its last holder on this agent left; its command is being "
                          "stopped or its lease is running out", r->conf->name);
             }
             client_err(a, slot, ELK_E_LOCK_BUSY, detail);
+            r->metrics.refusals++;
             return;
         }
         for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
@@ -761,7 +1074,7 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
         return;
     case ELKFW_CTL_HELP:
         client_send(a, slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE <resource> <pgid> | "
-                          "STATUS [JSON] | PING | QUIT\n");
+                          "STATUS [JSON|METRICS] | PING | QUIT\n");
         return;
     case ELKFW_CTL_QUIT:
         client_send(a, slot, "OK BYE\n");
@@ -770,6 +1083,9 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
     case ELKFW_CTL_STATUS:
     case ELKFW_CTL_STATUS_JSON:
         send_status(a, slot, req.cmd == ELKFW_CTL_STATUS_JSON, now);
+        return;
+    case ELKFW_CTL_STATUS_METRICS:
+        send_metrics(a, slot, now);
         return;
     case ELKFW_CTL_ACQUIRE:
     case ELKFW_CTL_RELEASE:
@@ -840,6 +1156,8 @@ static void client_close(agent_t *a, int slot, uint64_t now, const char *why)
     elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) closed: %s", c->id, (int)c->pid, why);
     close(c->fd);
     c->fd = -1;
+    free(c->bulk);
+    c->bulk = NULL;
     c->out_len = 0;
     c->drop = false;
     c->unresponsive = false;
@@ -1124,6 +1442,8 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
         cc.gateway_id = a->gateway_id;
         cc.key_prefix = a->conf.key_prefix;
         cc.mode = a->conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
+        cc.on_node_state = on_node_state;
+        cc.node_state_user = a;
         cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF      ? ELK_SAFETY_OFF
                     : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE ? ELK_SAFETY_REFUSE
                                                                        : ELK_SAFETY_WARN;
@@ -1140,8 +1460,10 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
         resource_t *r = &a->res[a->n_res];
         elkfw_resource_lock_config(&a->conf, rc_, &lc);
         r->agent = a;
-        r->conf = rc_;
+        r->own = *rc_;
+        r->conf = &r->own;
         r->owner = -1;
+        r->in_use = true;
         rc = elk_lock_init(&r->lock, &a->client, rc_->name, &lc, on_lock_event, r);
         if (rc != ELK_OK) {
             snprintf(err, errlen, "%s:%d: [resource %s]: %s", a->conf.path, rc_->line, rc_->name, elk_err_message(rc));
@@ -1164,6 +1486,7 @@ static void teardown_fleet(agent_t *a)
         if (a->tls_used[i]) {
             elk_tls_conn_free(&a->tls_conn[i]);
             elk_tls_shared_free(&a->tls_shared[i]);
+            a->tls_used[i] = false; /* a reload may set the fleet up again */
         }
     }
 #endif
@@ -1179,6 +1502,7 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
     }
     a->shutting_down = true;
     a->shutdown_started = now;
+    (void)elkfw_notify_send(&a->notify, "STOPPING=1");
     elkd_log(a, ELK_LOG_INFO, "%s: stopping: no new leases, telling holders, releasing every lease", why);
     if (a->listen_fd >= 0) {
         close(a->listen_fd);
@@ -1212,6 +1536,270 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
     }
 }
 
+/* ------------------------------------------------------------------ reload */
+
+static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err, size_t errlen);
+static void pick_gateway_id(agent_t *a);
+
+/* A resource changed or removed by a reload: once nothing is held or in flight on it, its
+ * new settings take effect (the lock is set up again) or its slot is freed. Returns true
+ * when nothing is pending any more. */
+static bool res_settle(agent_t *a, resource_t *r)
+{
+    elk_lock_config_t lc;
+    int rc;
+    if (!r->has_pending && !r->removing) {
+        return true;
+    }
+    if (owned_by(a, r, r->owner) || r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE ||
+        elk_lock_busy(&r->lock) || elkfw_sup_stopping(&r->sup) || elk_lock_deinit(&r->lock) != ELK_OK) {
+        return false;
+    }
+    r->owner = -1;
+    if (r->removing) {
+        elkd_log(a, ELK_LOG_INFO, "%s: removed (configuration reload)", r->conf->name);
+        r->in_use = r->removing = r->has_pending = false;
+        return true;
+    }
+    r->own = r->pending;
+    r->has_pending = false;
+    elkfw_resource_lock_config(&a->conf, &r->own, &lc);
+    rc = elk_lock_init(&r->lock, &a->client, r->own.name, &lc, on_lock_event, r);
+    if (rc != ELK_OK) {
+        elkd_log(a, ELK_LOG_ERROR, "%s: its new settings cannot be used (%s); the resource is out of service until "
+                 "the next reload or restart", r->conf->name, elk_err_message(rc));
+        r->in_use = false;
+        return true;
+    }
+    elkd_log(a, ELK_LOG_INFO, "%s: new settings in force (ttl %" PRIu32 " ms, stop_margin %" PRIu32 " ms)",
+             r->conf->name, r->conf->ttl_ms, r->conf->stop_margin_ms);
+    return true;
+}
+
+/* Every tick: settle what a reload left pending and give the resource to its waiters. */
+static void settle_reloaded(agent_t *a, uint64_t now, uint64_t *next)
+{
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = &a->res[i];
+        if (r->in_use && (r->has_pending || r->removing)) {
+            if (res_settle(a, r)) {
+                hand_to_next_waiter(a, r, now);
+            } else if (!owned_by(a, r, r->owner) && now + 50 < *next) {
+                *next = now + 50; /* a release round is ending: look again soon */
+            }
+        }
+    }
+}
+
+/* What stops a rebuild of the fleet: a lease held, being taken or released, or a waiter.
+ * Returns the resource's name, or NULL if nothing does. */
+static const char *fleet_in_use(agent_t *a)
+{
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        const resource_t *r = &a->res[i];
+        if (r->in_use && (owned_by(a, r, r->owner) || r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE ||
+                          elk_lock_busy(&r->lock) || elkfw_sup_stopping(&r->sup))) {
+            return r->conf->name;
+        }
+    }
+    for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
+        if (a->waiters[i].client >= 0) {
+            return a->res[a->waiters[i].res].conf->name;
+        }
+    }
+    return NULL;
+}
+
+/* Nothing is held: set the fleet, the lock client and every resource up from next. If that
+ * fails (e.g. a TLS file), the running configuration is set up again. */
+static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t errlen)
+{
+    elkfw_conf_t *old = malloc(sizeof *old);
+    char err2[ELKFW_ERR_MAX];
+    int rc;
+    if (old == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return ELK_E_NO_RESOURCES;
+    }
+    *old = a->conf;
+    teardown_fleet(a);
+    memset(a->res, 0, sizeof a->res);
+    a->n_res = 0;
+    a->conf = *next;
+    pick_gateway_id(a);
+    memset(a->nodelog, 0, sizeof a->nodelog);
+    memset(a->node_metrics, 0, sizeof a->node_metrics);
+    rc = setup_fleet(a, err, errlen);
+    if (rc != ELK_OK) {
+        teardown_fleet(a);
+        memset(a->res, 0, sizeof a->res);
+        a->n_res = 0;
+        a->conf = *old;
+        pick_gateway_id(a);
+        if (setup_fleet(a, err2, sizeof err2) != ELK_OK) {
+            elkd_log(a, ELK_LOG_ERROR, "reload: the running configuration cannot be set up again either: %s", err2);
+        }
+    }
+    free(old);
+    return rc;
+}
+
+/* A resource of next that no slot serves: a slot removed by an earlier reload but still
+ * held takes it back; else a free slot gets it. */
+static void reload_add(agent_t *a, const elkfw_resource_conf_t *nr)
+{
+    elk_lock_config_t lc;
+    size_t k;
+    int rc;
+    for (k = 0; k < a->n_res; k++) {
+        resource_t *r = &a->res[k];
+        if (r->in_use && strcmp(r->own.name, nr->name) == 0) {
+            r->removing = false;
+            r->has_pending = !elkfw_resource_conf_same(&r->own, nr);
+            r->pending = *nr;
+            return;
+        }
+    }
+    for (k = 0; k < ELKFW_MAX_RESOURCES; k++) {
+        resource_t *r = &a->res[k];
+        if (k < a->n_res && r->in_use) {
+            continue;
+        }
+        memset(r, 0, sizeof *r);
+        r->agent = a;
+        r->own = *nr;
+        r->conf = &r->own;
+        r->owner = -1;
+        elkfw_resource_lock_config(&a->conf, nr, &lc);
+        rc = elk_lock_init(&r->lock, &a->client, nr->name, &lc, on_lock_event, r);
+        if (rc != ELK_OK) {
+            elkd_log(a, ELK_LOG_ERROR, "%s: cannot be added: %s", nr->name, elk_err_message(rc));
+            return;
+        }
+        r->in_use = true;
+        a->n_res = k >= a->n_res ? k + 1 : a->n_res;
+        elkd_log(a, ELK_LOG_INFO, "%s: added (configuration reload)", nr->name);
+        return;
+    }
+    elkd_log(a, ELK_LOG_ERROR, "%s: not added: every resource slot is taken (removed resources still held free "
+             "theirs when released; reload again then)", nr->name);
+}
+
+/* Apply the resource part of next: changed and removed resources settle once idle
+ * (their waiters for a removed one are told now), added ones get a slot. */
+static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
+{
+    size_t i, k;
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = &a->res[i];
+        const elkfw_resource_conf_t *nr;
+        if (!r->in_use) {
+            continue;
+        }
+        nr = elkfw_conf_resource(next, r->own.name, strlen(r->own.name));
+        r->removing = nr == NULL;
+        r->has_pending = nr != NULL && (!elkfw_resource_conf_same(&r->own, nr) ||
+                                        a->conf.drift_factor_ppm != next->drift_factor_ppm ||
+                                        a->conf.drift_fixed_ms != next->drift_fixed_ms);
+        if (r->has_pending) {
+            r->pending = *nr;
+        }
+        for (k = 0; r->removing && k < sizeof a->waiters / sizeof a->waiters[0]; k++) {
+            if (a->waiters[k].client >= 0 && a->waiters[k].res == i) {
+                client_err(a, a->waiters[k].client, ELK_E_RESOURCE_UNKNOWN, "removed from the configuration");
+                a->waiters[k].client = -1;
+            }
+        }
+        if ((r->removing || r->has_pending) && owned_by(a, r, r->owner)) {
+            elkd_log(a, ELK_LOG_INFO, "%s: %s once its lease (token %" PRIu64 ") is released", r->own.name,
+                     r->removing ? "goes" : "new settings apply", elk_lock_token(&r->lock));
+        }
+    }
+    a->conf = *next; /* settled resources take the new drift settings */
+    for (i = 0; i < next->n_resources; i++) {
+        if (find_res(a, next->resources[i].name) == NULL) {
+            reload_add(a, &next->resources[i]);
+        }
+    }
+    settle_reloaded(a, now, &(uint64_t){UINT64_MAX});
+}
+
+/* SIGHUP: check the file as --check does; on any error keep everything running as it
+ * is and say why. Otherwise apply what may change while leases are held
+ * (elkfw/reload.h). */
+/* Every in-use slot takes its resource's allow lists from next (resolved into allow,
+ * indexed like next->resources): who may take a resource changes at once, held or not. */
+static void reload_allow(agent_t *a, const elkfw_conf_t *next, const elkfw_allow_t *allow)
+{
+    size_t i, k;
+    for (i = 0; i < a->n_res; i++) {
+        for (k = 0; a->res[i].in_use && k < next->n_resources; k++) {
+            if (strcmp(a->res[i].own.name, next->resources[k].name) == 0) {
+                a->allow[i] = allow[k];
+            }
+        }
+    }
+}
+
+static void reload_config(agent_t *a, uint64_t now)
+{
+    elkfw_conf_t *next = malloc(sizeof *next);
+    elkfw_allow_t allow[ELKFW_MAX_RESOURCES];
+    gid_t gid;
+    elkfw_reload_plan_t plan;
+    const char *busy;
+    char err[ELKFW_ERR_MAX];
+    int rc;
+    err[0] = '\0';
+    elkfw_notify_reloading(&a->notify);
+    if (next == NULL) {
+        snprintf(err, sizeof err, "out of memory");
+    } else if (read_conf(a, next, allow, &gid, err, sizeof err) == ELK_OK) {
+        elkfw_reload_plan(&a->conf, next, &plan);
+        if (plan.restart_key != NULL) {
+            elkd_log(a, ELK_LOG_WARN, "reload: [agent] %s changed; only a restart applies it (the running value is "
+                     "kept)", plan.restart_key);
+            strcpy(next->agent.socket_path, a->conf.agent.socket_path);
+            next->agent.log_target = a->conf.agent.log_target;
+            next->agent.socket_mode = a->conf.agent.socket_mode;
+            strcpy(next->agent.socket_group, a->conf.agent.socket_group);
+        }
+        if (plan.fleet_key != NULL && (busy = fleet_in_use(a)) != NULL) {
+            snprintf(err, sizeof err, "%s changed, which would change the quorum of held leases, and %s is held or "
+                     "in use; release it (or restart elkd) to apply that", plan.fleet_key, busy);
+        } else if (plan.fleet_key != NULL) {
+            rc = rebuild_fleet(a, next, err, sizeof err);
+            if (rc == ELK_OK) {
+                elkd_log(a, ELK_LOG_INFO, "reload: %s changed and no lease was held: fleet set up again (%zu node%s, "
+                         "%zu resource%s)", plan.fleet_key, a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
+                         a->n_res, a->n_res == 1 ? "" : "s");
+            }
+        } else {
+            reload_resources(a, next, now);
+            elkd_log(a, ELK_LOG_INFO, "reload: %zu resource%s added, %zu changed (held leases keep their settings "
+                     "until released), %zu removed", plan.added, plan.added == 1 ? "" : "s", plan.changed,
+                     plan.removed);
+        }
+        if (err[0] == '\0') {
+            reload_allow(a, next, allow);
+        }
+    }
+    free(next);
+    (void)elkfw_notify_send(&a->notify, "READY=1");
+    if (err[0] != '\0') {
+        a->reload_failures++;
+        snprintf(a->reload_error, sizeof a->reload_error, "%s", err);
+        elkd_log(a, ELK_LOG_ERROR, "reload failed, keeping the running configuration: %s", err);
+        return;
+    }
+    a->reloads++;
+    a->reload_error[0] = '\0';
+    a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
+    a->lib_log.level = a->log_level;
+}
+
 static bool shutdown_done(agent_t *a, uint64_t now)
 {
     size_t i;
@@ -1235,8 +1823,8 @@ static void handle_signals(agent_t *a, uint64_t now)
     while (read(a->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
             begin_shutdown(a, now, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
-        } else if (si.ssi_signo == SIGHUP) {
-            elkd_log(a, ELK_LOG_WARN, "SIGHUP: reloading the configuration is not supported; restart elkd to apply changes");
+        } else if (si.ssi_signo == SIGHUP && !a->shutting_down) {
+            reload_config(a, now);
         }
     }
 }
@@ -1263,6 +1851,7 @@ static void expire_waiters(agent_t *a, uint64_t now, uint64_t *next)
                 snprintf(detail, sizeof detail, "%s", r->conf->name);
             }
             client_err(a, w->client, ELK_E_LOCK_TIMEOUT, detail);
+            a->res[w->res].metrics.refusals++;
             w->client = -1;
         } else if (w->deadline < *next) {
             *next = w->deadline;
@@ -1300,9 +1889,39 @@ static void flush_clients(agent_t *a, uint64_t now)
         client_flush(a, (int)i);
         if (c->drop) {
             client_close(a, (int)i, now, "dropped");
-        } else if (c->close_after_flush && c->out_len == 0) {
+        } else if (c->close_after_flush && c->out_len == 0 && c->bulk == NULL) {
             client_close(a, (int)i, now, "QUIT");
         }
+    }
+}
+
+/* The service manager's view: READY=1 once the fleet has a quorum, or once the wait for it
+ * is over (STATUS= says what is missing); STATUS= whenever the summary changes. */
+static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
+{
+    char msg[sizeof a->sd_status + 16];
+    size_t i, held = 0, ready = elk_fleet_ready_count(&a->fleet);
+    bool quorum = elk_client_ready(&a->client);
+    if (a->notify.fd < 0 || a->shutting_down) {
+        return;
+    }
+    if (!a->ready_sent && !quorum && now < a->ready_by) {
+        if (a->ready_by < *next) {
+            *next = a->ready_by;
+        }
+        return;
+    }
+    for (i = 0; i < a->n_res; i++) {
+        held += a->res[i].in_use && elk_lock_is_held(&a->res[i].lock, now);
+    }
+    snprintf(msg, sizeof msg, "%s%zu/%zu nodes ready%s, %zu lease%s held, %zu client%s",
+             a->ready_sent ? "STATUS=" : "READY=1\nSTATUS=", ready, a->fleet.count,
+             quorum ? "" : " (no quorum: waiting for the fleet)", held, held == 1 ? "" : "s", clients_connected(a),
+             clients_connected(a) == 1 ? "" : "s");
+    if (strcmp(strstr(msg, "STATUS=") + 7, a->sd_status) != 0 || !a->ready_sent) {
+        snprintf(a->sd_status, sizeof a->sd_status, "%s", strstr(msg, "STATUS=") + 7);
+        (void)elkfw_notify_send(&a->notify, msg);
+        a->ready_sent = true;
     }
 }
 
@@ -1315,6 +1934,10 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     now = a->clock.now_ms(a->clock.ctx);
     expire_waiters(a, now, &next);
     step_resources(a, now, &next);
+    settle_reloaded(a, now, &next);
+    notify_state(a, now, &next);
+    node_summaries(a, now, &next);
+    metrics_step(a, now, &next);
     if (serve_waiting_requests(a, now)) {
         next = now; /* an ACQUIRE among them queued requests the next poll sends */
     }
@@ -1371,8 +1994,9 @@ static void poll_build(const agent_t *a, poll_set_t *ps)
         /* A buffer full of requests behind an unanswered ACQUIRE: not read (a hang-up is
          * seen once the ACQUIRE is answered, at the latest when its wait ends). */
         bool full = c->in.len == c->in.cap && c->in.consumed == 0;
+        bool pending = c->out_len > 0 || c->bulk != NULL;
         if (c->fd >= 0 && !(full && client_pending((agent_t *)a, (int)i, NULL))) {
-            poll_add(ps, c->fd, (short)(POLLIN | (c->out_len > 0 ? POLLOUT : 0)), POLL_CLIENT, (int)i);
+            poll_add(ps, c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), POLL_CLIENT, (int)i);
         }
     }
     nw = elk_fleet_waits(&a->fleet, waits, CONFIG_ELK_MAX_NODES);
@@ -1420,12 +2044,14 @@ static int run_loop(agent_t *a)
     poll_set_t ps;
     for (;;) {
         uint64_t now = a->clock.now_ms(a->clock.ctx);
-        uint64_t next = agent_tick(a, now);
+        uint64_t next = agent_tick(a, now), wd;
         int timeout;
         if (next == 0) {
             return ELKD_EXIT_OK;
         }
         now = a->clock.now_ms(a->clock.ctx);
+        wd = elkfw_notify_watchdog(&a->notify, now); /* pinged only while this loop turns */
+        next = wd < next ? wd : next;
         poll_build(a, &ps);
         timeout = next <= now ? 0 : (next - now > 60000u ? 60000 : (int)(next - now));
         if (poll(ps.pfd, ps.n, timeout) < 0 && errno != EINTR) {
@@ -1467,6 +2093,16 @@ static int parse_level(const char *s)
     if (strcmp(s, "info") == 0) return ELK_LOG_INFO;
     if (strcmp(s, "debug") == 0) return ELK_LOG_DEBUG;
     return -1;
+}
+
+/* systemd names the stream it connected to stderr in $JOURNAL_STREAM ("dev:ino"). */
+static bool stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    return js != NULL && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
+           (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 /* Fork into the background; the parent exits with the child's startup result. */
@@ -1589,6 +2225,30 @@ static void pick_gateway_id(agent_t *a)
     }
 }
 
+/* The file into c with the command line's socket, its allow lists resolved into allow
+ * (indexed like c->resources) and its socket group into *gid: what --check checks before
+ * it tries the TLS files, and all a reload checks before it applies anything (new TLS
+ * material is set up for real then, and the running fleet set up again if that fails).
+ * Returns ELK_OK, or ELK_E_CONFIG with the reason in err. */
+static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err, size_t errlen)
+{
+    if (elkfw_conf_load(c, a->conf_path, err, errlen) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
+    if (a->socket_override != NULL) {
+        if (strlen(a->socket_override) >= sizeof c->agent.socket_path) {
+            snprintf(err, errlen, "--socket path is longer than %zu bytes", sizeof c->agent.socket_path - 1);
+            return ELK_E_CONFIG;
+        }
+        strcpy(c->agent.socket_path, a->socket_override);
+    }
+    if (elkfw_access_resolve(c, allow, err, errlen) != ELK_OK ||
+        elkfw_access_socket_group(c, gid, err, errlen) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
+    return ELK_OK;
+}
+
 /* --check: what setup would refuse, refused now (exit 2, which the unit does not restart):
  * the TLS files are parsed as elkd will (CA, certificate, key), and a build without TLS
  * refuses tls = on. Then what is allowed to whom, so an open resource is never a surprise. */
@@ -1625,27 +2285,16 @@ static int check_config(agent_t *a)
 static int load_config(agent_t *a, const elkd_args_t *args)
 {
     char err[ELKFW_ERR_MAX];
-    if (elkfw_conf_load(&a->conf, a->conf_path, err, sizeof err) != ELK_OK) {
+    if (read_conf(a, &a->conf, a->allow, &a->socket_gid, err, sizeof err) != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
         return ELKD_EXIT_CONFIG;
-    }
-    if (a->socket_override != NULL) {
-        if (strlen(a->socket_override) >= sizeof a->conf.agent.socket_path) {
-            fprintf(stderr, "elkd: --socket path is longer than %zu bytes\n", sizeof a->conf.agent.socket_path - 1);
-            return ELKD_EXIT_CONFIG;
-        }
-        strcpy(a->conf.agent.socket_path, a->socket_override);
     }
     a->log_target = args->log_arg != NULL
                         ? (strcmp(args->log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
                         : a->conf.agent.log_target;
-    a->log_level = args->level_arg != NULL ? parse_level(args->level_arg) : a->conf.agent.log_level;
+    a->level_override = args->level_arg != NULL ? parse_level(args->level_arg) : -1;
+    a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
     pick_gateway_id(a);
-    if (elkfw_access_resolve(&a->conf, a->allow, err, sizeof err) != ELK_OK ||
-        elkfw_access_socket_group(&a->conf, &a->socket_gid, err, sizeof err) != ELK_OK) {
-        fprintf(stderr, "elkd: %s\n", err);
-        return ELKD_EXIT_CONFIG;
-    }
     if (args->print_acl) {
         char line[600];
         (void)elkfw_acl_line(&a->conf, a->conf.nodes[0].user, line, sizeof line);
@@ -1667,6 +2316,7 @@ static int start_agent(agent_t *a)
     int rc;
     elk_posix_clock(&a->clock);
     elk_posix_entropy(&a->entropy);
+    a->started_at = a->clock.now_ms(a->clock.ctx);
     a->lib_log.ctx = a;
     a->lib_log.write = lib_log_write;
     a->lib_log.level = a->log_level;
@@ -1700,6 +2350,8 @@ static int start_agent(agent_t *a)
         teardown_fleet(a);
         return fail_startup(a, ELKD_EXIT_SOCKET);
     }
+    /* READY=1 waits for a quorum at most as long as a first connection may take. */
+    a->ready_by = a->clock.now_ms(a->clock.ctx) + a->conf.connect_timeout_ms + 1000u;
     if (a->ready_pipe >= 0) {
         /* The socket accepts connections now: let the parent exit 0. */
         char ok = 0;
@@ -1719,6 +2371,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
     a->listen_fd = -1;
     a->signal_fd = -1;
     a->ready_pipe = -1;
+    a->notify.fd = -1;
     a->log_level = ELK_LOG_INFO;
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
         a->clients[i].fd = -1;
@@ -1732,6 +2385,8 @@ static int elkd_main(agent_t *a, int argc, char **argv)
     if (a->log_target == ELKFW_LOG_SYSLOG) {
         openlog("elkd", LOG_PID, LOG_DAEMON);
     }
+    elkfw_notify_init(&a->notify);
+    a->journal = a->log_target == ELKFW_LOG_STDERR && stderr_is_journal();
     signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
     if (!a->foreground && daemonize(a) != 0) {
         fprintf(stderr, "elkd: cannot fork into the background: %s\n", strerror(errno));
@@ -1747,6 +2402,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
              ELK_VERSION_STRING, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes,
              a->conf.n_nodes == 1 ? "" : "s", a->n_res, a->n_res == 1 ? "" : "s", a->conf.agent.socket_path);
     rc = run_loop(a);
+    elkfw_notify_close(&a->notify);
     teardown_fleet(a);
     if (a->listen_fd >= 0) {
         close(a->listen_fd);

@@ -56,3 +56,13 @@ elkd_up() {
   start_elkd "$C"
   wait_ready
 }
+
+# fleet3_conf GATEWAY_ID KEY_PREFIX: the [fleet] and three [node] sections for redis a, b, c.
+fleet3_conf() {
+  printf '[fleet]\nmode = redlock\ngateway_id = %s\nkey_prefix = %s\n' "$1" "$2"
+  local n p
+  for n in a b c; do
+    eval "p=\$REDIS_PORT_$n"
+    printf '[node %s]\nhost = 127.0.0.1\nport = %s\n' "$n" "$p"
+  done
+}

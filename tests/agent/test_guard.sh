@@ -132,7 +132,7 @@ env -u ELK_FENCE_TOKEN "$ELK" guard --state "$ELK_T_DIR/u" 2>/dev/null; check "n
 "$ELK" guard --help | grep -q "Usage: elk guard"; check "guard --help" 0 $?
 "$ELK" --help | grep -q "Exit codes"; check "elk --help" 0 $?
 "$ELK" frob 2>/dev/null; check "unknown command" 64 $?
-for c in run acquire status; do
+for c in run acquire status reload; do
   "$ELK" $c --help | grep -q "Usage: elk $c"; check "$c --help" 0 $?
 done
 "$ELK" release --help 2>/dev/null; check "release: removed, a usage error" 64 $?

@@ -63,7 +63,9 @@ static void test_requests_bad(void **state)
     assert_string_equal(why, "unexpected extra words after the command");
     assert_int_equal(r.cmd, 0); /* nothing half-filled on error */
     assert_int_equal(req("STATUS XML", &r, &why), ELK_E_CTL_SYNTAX);
-    assert_string_equal(why, "usage: STATUS [JSON]");
+    assert_string_equal(why, "usage: STATUS [JSON|METRICS]");
+    assert_int_equal(req("STATUS METRICS", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_STATUS_METRICS);
     assert_int_equal(req("PING x", &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(req("ACQUIRE a{b}", &r, &why), ELK_E_NAME_INVALID);
     assert_string_equal(why, "resource name may hold only letters, digits and . _ - : / @");

@@ -82,6 +82,9 @@ typedef struct elkfw_agent_conf {
     elkfw_log_target_t log_target;
     int log_level;                 /* ELK_LOG_ERROR..ELK_LOG_DEBUG */
     elkfw_safety_t safety_check;
+    uint32_t log_summary_ms;       /* a node still down is summed up at most this often */
+    char metrics_file[ELKFW_STR_MAX]; /* Prometheus text file, rewritten atomically; "": none */
+    uint32_t metrics_interval_ms;  /* how often metrics_file is rewritten */
 } elkfw_agent_conf_t;
 
 typedef struct elkfw_conf {

@@ -31,7 +31,8 @@ typedef enum elkfw_ctl_cmd {
     ELKFW_CTL_PING,        /* PING */
     ELKFW_CTL_HELP,        /* HELP */
     ELKFW_CTL_QUIT,        /* QUIT */
-    ELKFW_CTL_SUPERVISE    /* SUPERVISE <resource> <pgid> */
+    ELKFW_CTL_SUPERVISE,   /* SUPERVISE <resource> <pgid> */
+    ELKFW_CTL_STATUS_METRICS /* STATUS METRICS: "OK METRICS <n>" then n lines (Prometheus text) */
 } elkfw_ctl_cmd_t;
 
 typedef struct elkfw_ctl_req {

@@ -1,0 +1,52 @@
+#!/bin/bash
+# Issue 19: elkd tells a service manager over $NOTIFY_SOCKET (no libsystemd): READY=1 with
+# STATUS= once the socket is bound and the fleet has a quorum, RELOADING=1 (with
+# MONOTONIC_USEC) and READY=1 around a reload, WATCHDOG=1 while its loop turns (none while
+# it is stopped past the watchdog timeout), STOPPING=1 at shutdown.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+SOCK="$ELK_T_DIR/elkd.sock"
+C="$ELK_T_DIR/elkd.conf"
+N="$ELK_T_DIR/notify.sock" NLOG="$ELK_T_DIR/notify.log" PINGS="$ELK_T_DIR/pings"
+start_redis a; start_redis b; start_redis c
+{ fleet3_conf gw-notify n:; printf '[resource valve-1]\nttl = 3s\n[agent]\nsocket = %s\n' "$SOCK"; } > "$C"
+python3 "$(dirname "$0")/notify_listen.py" "$N" "$NLOG" "$PINGS" &
+track $!
+for _ in $(seq 1 100); do [ -S "$N" ] && break; sleep 0.05; done
+pings() { cat "$PINGS" 2>/dev/null || echo 0; }
+# WatchdogSec=1s: elkd pings every 500 ms.
+NOTIFY_SOCKET="$N" WATCHDOG_USEC=1000000 start_elkd "$C"
+wait_ready
+for _ in $(seq 1 100); do grep -q '^READY=1' "$NLOG" && break; sleep 0.05; done
+first=$(grep -m1 '^READY=1' "$NLOG")
+check_contains "READY=1 with a status line" "READY=1|STATUS=" "$first"
+check "READY=1 once the fleet has a quorum" "" "$(echo "$first" | grep 'no quorum')"
+
+for _ in $(seq 1 100); do [ "$(pings)" -ge 2 ] && break; sleep 0.05; done
+n=$(pings); [ "$n" -ge 2 ]; check "WATCHDOG=1 pings while the loop turns ($n)" 0 $?
+
+kill -HUP "$ELKD_PID"
+for _ in $(seq 1 100); do grep -q '^RELOADING=1' "$NLOG" && [ "$(tail -n +2 "$NLOG" | grep -c '^READY=1')" -ge 1 ] && break; sleep 0.05; done
+check_contains "RELOADING=1 with MONOTONIC_USEC" "RELOADING=1|MONOTONIC_USEC=" "$(cat "$NLOG")"
+check "READY=1 after the reload" 1 "$(sed -n '/^RELOADING=1/,$p' "$NLOG" | grep -c '^READY=1$')"
+
+# A stalled loop (SIGSTOP for 3 s, three times WatchdogSec) sends no ping.
+kill -STOP "$ELKD_PID"
+sleep 0.5 # the listener takes in what was sent before the stop
+before=$(pings)
+sleep 3
+after=$(pings)
+check "no WATCHDOG=1 while the loop is stopped" "$before" "$after"
+kill -CONT "$ELKD_PID"
+for _ in $(seq 1 100); do [ "$(pings)" -gt "$after" ] && break; sleep 0.05; done
+[ "$(pings)" -gt "$after" ]; check "pings again once it runs" 0 $?
+
+# STATUS= follows the leases.
+E() { "$ELK" --socket "$SOCK" "$@"; }
+E run valve-1 -- sh -c "for i in \$(seq 1 100); do grep -q '1 lease held' '$NLOG' && exit 0; sleep 0.05; done; exit 1"
+check "STATUS= says a lease is held" 0 $?
+
+kill -TERM "$ELKD_PID"
+wait "$ELKD_PID"
+check_contains "STOPPING=1 at shutdown" "STOPPING=1" "$(cat "$NLOG")"
+finish

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Issue 19: `elk status --watch` redraws the status on a terminal every second (checked
+# in a tmux pane), plain frames when stdout is not a terminal; `elk run --wait` on a
+# terminal shows who holds the resource and how long it has waited, on one line.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+SOCK="$ELK_T_DIR/elkd.sock"
+C="$ELK_T_DIR/elkd.conf"
+start_redis a; start_redis b; start_redis c
+{ fleet3_conf gw-watch w:; printf '[resource valve-1]\nttl = 3s\n[resource door]\nttl = 2s\n[agent]\nsocket = %s\n' "$SOCK"; } > "$C"
+start_elkd "$C"
+wait_ready
+E() { "$ELK" --socket "$SOCK" "$@"; }
+E run valve-1 -- sleep 30 &
+HOLD=$!
+track $HOLD
+for _ in $(seq 1 100); do E status | grep -q 'valve-1 .*held' && break; sleep 0.05; done
+
+# Not a terminal: plain frames, one per second.
+out=$(E status --watch --count 2); rc=$?
+check "--watch --count 2 exits 0" 0 $rc
+check "two plain frames" 2 "$(printf '%s\n' "$out" | grep -c '^elkd ')"
+check "no escape codes off a terminal" 0 "$(printf '%s\n' "$out" | grep -c $'\033')"
+check_contains "validity bar" "[#" "$out"
+
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "skip: tmux not installed"; finish
+fi
+TS="elkwatch$$"
+TMUX_TMPDIR="$ELK_T_DIR" tmux -f /dev/null new-session -d -s "$TS" -x 120 -y 50 \
+  "$ELK --socket $SOCK status --watch; sleep 30"
+stop_tmux() { TMUX_TMPDIR="$ELK_T_DIR" tmux kill-session -t "$TS" 2>/dev/null; }
+trap 'stop_tmux; cleanup' EXIT
+screen() { TMUX_TMPDIR="$ELK_T_DIR" tmux capture-pane -p -t "$TS"; }
+for _ in $(seq 1 100); do screen | grep -q 'valve-1' && break; sleep 0.05; done
+s1=$(screen)
+printf '%s\n' "$s1" > "$ELK_T_DIR/screen1.txt"
+cat "$ELK_T_DIR/screen1.txt"
+check_contains "the screen shows the held resource" "valve-1" "$s1"
+check_contains "with its holder" "pid:" "$s1"
+check_contains "and a validity bar" "█" "$s1"
+check_contains "and the nodes" "ready" "$s1"
+t1=$(printf '%s\n' "$s1" | grep -o '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$' | head -1)
+for _ in $(seq 1 100); do
+  t2=$(screen | grep -o '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$' | head -1)
+  [ -n "$t2" ] && [ "$t2" != "$t1" ] && break; sleep 0.05
+done
+[ -n "$t2" ] && [ "$t2" != "$t1" ]; check "the screen is redrawn ($t1 -> $t2)" 0 $?
+check "one frame on the screen after a redraw (drawn over, not scrolled)" 1 "$(screen | grep -c '^elkd ')"
+stop_tmux
+
+# elk run --wait on a terminal: one updating line naming the holder and the time waited.
+TMUX_TMPDIR="$ELK_T_DIR" tmux -f /dev/null new-session -d -s "$TS" -x 120 -y 10 \
+  "$ELK --socket $SOCK run --wait 60s valve-1 -- echo got-it; sleep 30"
+for _ in $(seq 1 100); do screen | grep -q 'waiting for valve-1' && break; sleep 0.05; done
+for _ in $(seq 1 100); do screen | grep -q 'waited [1-9]' && break; sleep 0.05; done
+w=$(screen)
+printf '%s\n' "$w"
+check_contains "the wait line names the holder" "held by pid" "$w"
+check "one line, updated in place" 1 "$(printf '%s\n' "$w" | grep -c 'waiting for valve-1')"
+secs=$(printf '%s\n' "$w" | grep -o 'waited [0-9]* s' | grep -o '[0-9]*')
+[ "${secs:-0}" -ge 1 ]; check "and counts the wait (${secs:-none} s)" 0 $?
+holder=$(printf '%s\n' "$w" | grep -o 'held by pid [0-9]*' | grep -o '[0-9]*$')
+kill -TERM "$holder"
+for _ in $(seq 1 200); do screen | grep -q 'got-it' && break; sleep 0.05; done
+check_contains "then gets the lease" "got-it" "$(screen)"
+stop_tmux
+finish

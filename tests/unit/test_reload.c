@@ -1,0 +1,132 @@
+/* firmware/reload.c: which keys of a new configuration a running elkd may apply
+ * (elkfw/reload.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elkfw/reload.h"
+
+static const char base[] = "[fleet]\nmode = redlock\ngateway_id = gw\n"
+                           "[node a]\nhost = 127.0.0.1\nport = 7001\n"
+                           "[node b]\nhost = 127.0.0.1\nport = 7002\n"
+                           "[node c]\nhost = 127.0.0.1\nport = 7003\n"
+                           "[resource valve]\nttl = 3s\n"
+                           "[resource door]\nttl = 2s\n"
+                           "[agent]\nsocket = /run/x.sock\nlog_level = info\n";
+
+/* base with the first occurrence of from replaced by to, parsed into c */
+static void parse_with(elkfw_conf_t *c, const char *from, const char *to)
+{
+    char text[2048], err[ELKFW_ERR_MAX];
+    const char *at = from != NULL ? strstr(base, from) : NULL;
+    if (at == NULL) {
+        snprintf(text, sizeof text, "%s", base);
+    } else {
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
+    }
+    assert_int_equal(elkfw_conf_parse(c, "t.conf", text, strlen(text), err, sizeof err), ELK_OK);
+}
+
+static elkfw_conf_t cur, next; /* large: not on the stack */
+
+static void test_same_file_changes_nothing(void **state)
+{
+    elkfw_reload_plan_t p;
+    (void)state;
+    parse_with(&cur, NULL, NULL);
+    parse_with(&next, "\n[agent]", "\n\n# a comment moves every line\n[agent]");
+    elkfw_reload_plan(&cur, &next, &p);
+    assert_null(p.fleet_key);
+    assert_null(p.restart_key);
+    assert_false(p.log_level_changed);
+    assert_int_equal(p.added + p.changed + p.removed, 0);
+    assert_int_equal(elkfw_reload_resource(&cur, &next, "valve"), ELKFW_RES_SAME);
+}
+
+static void test_resources_added_changed_removed(void **state)
+{
+    elkfw_reload_plan_t p;
+    (void)state;
+    parse_with(&cur, NULL, NULL);
+    parse_with(&next, "[resource door]\nttl = 2s\n", "[resource pump]\nttl = 1s\n");
+    elkfw_reload_plan(&cur, &next, &p);
+    assert_int_equal(p.added, 1);
+    assert_int_equal(p.removed, 1);
+    assert_int_equal(p.changed, 0);
+    assert_int_equal(elkfw_reload_resource(&cur, &next, "pump"), ELKFW_RES_ADDED);
+    assert_int_equal(elkfw_reload_resource(&cur, &next, "door"), ELKFW_RES_REMOVED);
+    parse_with(&next, "ttl = 3s", "ttl = 5s");
+    elkfw_reload_plan(&cur, &next, &p);
+    assert_int_equal(p.changed, 1);
+    assert_null(p.fleet_key);
+    assert_int_equal(elkfw_reload_resource(&cur, &next, "valve"), ELKFW_RES_CHANGED);
+    assert_int_equal(elkfw_reload_resource(&cur, &next, "door"), ELKFW_RES_SAME);
+}
+
+static void test_drift_changes_every_resource(void **state)
+{
+    elkfw_reload_plan_t p;
+    (void)state;
+    parse_with(&cur, NULL, NULL);
+    parse_with(&next, "gateway_id = gw\n", "gateway_id = gw\ndrift_fixed = 20ms\n");
+    elkfw_reload_plan(&cur, &next, &p);
+    assert_true(p.drift_changed);
+    assert_int_equal(p.changed, 2);
+    assert_null(p.fleet_key);
+}
+
+static void test_quorum_keys(void **state)
+{
+    static const char *const edits[][3] = {
+        {"port = 7003", "port = 7004", "a [node] section"},
+        {"gateway_id = gw", "gateway_id = gw2", "gateway_id"},
+        {"[fleet]\n", "[fleet]\nkey_prefix = x:\n", "key_prefix"},
+        {"[fleet]\n", "[fleet]\nconnect_timeout = 3s\n", "connect_timeout or request_timeout"},
+        {"[agent]\n", "[agent]\nsafety_check = refuse\n", "safety_check"},
+    };
+    size_t i;
+    (void)state;
+    parse_with(&cur, NULL, NULL);
+    for (i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        elkfw_reload_plan_t p;
+        parse_with(&next, edits[i][0], edits[i][1]);
+        elkfw_reload_plan(&cur, &next, &p);
+        assert_non_null(p.fleet_key);
+        assert_string_equal(p.fleet_key, edits[i][2]);
+    }
+}
+
+static void test_node_list_and_restart_keys(void **state)
+{
+    elkfw_reload_plan_t p;
+    (void)state;
+    parse_with(&cur, NULL, NULL);
+    parse_with(&next, "[resource valve]", "[node d]\nhost = 127.0.0.1\nport = 7005\n[resource valve]");
+    elkfw_reload_plan(&cur, &next, &p);
+    assert_string_equal(p.fleet_key, "the node list");
+    parse_with(&next, "socket = /run/x.sock", "socket = /run/y.sock");
+    elkfw_reload_plan(&cur, &next, &p);
+    assert_string_equal(p.restart_key, "socket");
+    assert_null(p.fleet_key);
+    parse_with(&next, "log_level = info", "log_level = debug\nlog = syslog");
+    elkfw_reload_plan(&cur, &next, &p);
+    assert_string_equal(p.restart_key, "log");
+    assert_true(p.log_level_changed);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_file_changes_nothing),
+        cmocka_unit_test(test_resources_added_changed_removed),
+        cmocka_unit_test(test_drift_changes_every_resource),
+        cmocka_unit_test(test_quorum_keys),
+        cmocka_unit_test(test_node_list_and_restart_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
