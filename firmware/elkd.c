@@ -66,6 +66,10 @@
 #define ELKD_OUT_MAX (ELK_CTL_REPLY_MAX + 2048u)
 #define ELKD_POOL_BLOCKS (2u * CONFIG_ELK_MAX_NODES + 2u)
 /* Upper bound on the wait for background release rounds at shutdown. */
+/* The installed configuration (firmware/CMakeLists.txt: <sysconfdir>/elkd/elkd.conf). */
+#ifndef ELKD_DEFAULT_CONFIG
+#define ELKD_DEFAULT_CONFIG "/etc/elkd/elkd.conf"
+#endif
 #define ELKD_SHUTDOWN_GRACE_MS 3000u
 
 typedef struct client {
@@ -2071,7 +2075,7 @@ static void usage(FILE *f)
             "            [--print-acl]\n"
             "The edgelock agent: holds leases on a Redis fleet for local programs (see elk(1)).\n"
             "\n"
-            "  -c, --config PATH     configuration file (default /etc/elkd.conf)\n"
+            "  -c, --config PATH     configuration file (default " ELKD_DEFAULT_CONFIG ")\n"
             "  -f, --foreground      stay in the foreground (default: detach once the socket is up)\n"
             "      --log TARGET      stderr or syslog (overrides [agent] log)\n"
             "      --log-level L     error, warn, info or debug (overrides [agent] log_level)\n"
@@ -2367,7 +2371,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
     elkd_args_t args;
     int rc, i;
 
-    a->conf_path = "/etc/elkd.conf";
+    a->conf_path = ELKD_DEFAULT_CONFIG;
     a->listen_fd = -1;
     a->signal_fd = -1;
     a->ready_pipe = -1;
