@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared part of the Linux cross toolchain files (toolchain-mips, -mipsel, -aarch64,
 # -s390x.cmake). The including file sets ELK_CROSS_TRIPLET, ELK_CROSS_PROCESSOR and
 # ELK_CROSS_QEMU before including this.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What `cmake --install` puts in place for programs built against edgelock:
 #   <libdir>/libelk.a (.so.N with -DBUILD_SHARED_LIBS=ON) and one library per built port,
 #   <includedir>/elk/*.h   lib/ and port headers, the generated elk_config.h and version.h,

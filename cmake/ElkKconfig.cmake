@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Kconfig -> <build>/generated/elk_config.h and CMake variables, as Zephyr and ESP-IDF do.
 # ELK_PREGENERATED_CONFIG: a directory holding elk_config.h and elk_config.cmake made
 # earlier (firmware/openwrt/config/: the Kconfig defaults), used as they are, so a build

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Turn Kconfig (+ optional defconfig) into a C header, a CMake file and a .config.
 
 Usage: kconfig.py KCONFIG DEFCONFIG-or-'' OUT_DOT_CONFIG OUT_HEADER OUT_CMAKE

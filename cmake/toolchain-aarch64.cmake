@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # 64-bit ARM Linux gateways (OpenWrt mediatek/filogic, Raspberry Pi 4/5).
 # Debian 12: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user; cmocka and mbedTLS
 # from scripts/cross-deps.sh aarch64 aarch64-linux-gnu-gcc. Usage:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross build of lib/ and port/lwip for a Cortex-M4 with Debian's gcc-arm-none-eabi
 # and libnewlib-arm-none-eabi (newlib-nano):
 #   cmake -S . -B build-cm4 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-arm-none-eabi.cmake \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross build for 32-bit ARM Linux gateways (ARMv7-A, hard float: Debian "armhf") with
 # Debian's cross compiler and Debian's own armhf libraries installed through multiarch:
 #   dpkg --add-architecture armhf && apt-get update

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cortex-M4 build of lib/ and port/sim for the emulated MCU (QEMU -M mps2-an386 with
 # semihosting, scripts/mcu-test.sh): the arm-none-eabi toolchain of
 # toolchain-arm-none-eabi.cmake, with the simulator's port instead of lwIP.

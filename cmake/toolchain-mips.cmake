@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # 32-bit big-endian MIPS (OpenWrt ath79: MIPS 24Kc and 74Kc).
 # Debian 12: apt-get install gcc-mips-linux-gnu libc6-dev-mips-cross qemu-user; cmocka and mbedTLS
 # from scripts/cross-deps.sh mips mips-linux-gnu-gcc. Usage:

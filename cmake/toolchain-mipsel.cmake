@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # 32-bit little-endian MIPS (OpenWrt ramips: MT7621, MT7628).
 # Debian 12: apt-get install gcc-mipsel-linux-gnu libc6-dev-mipsel-cross qemu-user; cmocka and mbedTLS
 # from scripts/cross-deps.sh mipsel mipsel-linux-gnu-gcc. Usage:

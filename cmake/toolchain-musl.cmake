@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Static musl build for the build machine's own architecture (what OpenWrt links against),
 # with Debian 12's musl-tools (musl-gcc) and cmocka, mbedTLS and hiredis built from Debian's
 # source packages with musl-gcc (scripts/cross-deps.sh musl-x86_64 musl-gcc). Usage:

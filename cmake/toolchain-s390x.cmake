@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # 64-bit BIG-endian (s390x): no gateway, but the one 64-bit big-endian target Debian has, so the RESP decoder's 64-bit fast path runs big-endian here.
 # Debian 12: apt-get install gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-user; cmocka and mbedTLS
 # from scripts/cross-deps.sh s390x s390x-linux-gnu-gcc. Usage:

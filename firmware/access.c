@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Local authorization: socket permissions, peer credentials, per-resource allow lists.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Redis ACL rule for the lock user, built from what lib/ actually sends:
  *   connection   HELLO (RESP3), AUTH, SELECT (db), PING

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elkd configuration parser: table-driven INI, fixed arrays, one clear message. */
 #define _GNU_SOURCE
 #include "elkfw/conf.h"

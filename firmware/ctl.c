@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elkd control protocol: pure parsers for requests and replies, and a line assembler. */
 #define _GNU_SOURCE
 #include "elkfw/ctl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk: command-line client of elkd, and the actuator-side fencing guard.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elkd: the edgelock agent. Keeps connections to the Redis fleet open and drives every
  * lease from one poll loop (fleet descriptors, the control socket, its clients and a

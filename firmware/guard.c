@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `elk guard`: check a fencing token, or check it and hold the guard while the
  * actuator's step runs (elkfw/guard.h, docs/guard.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The lease file's one line (elkfw/lease.h): parse, judge, format. */
 #include "elkfw/lease.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Metrics in the Prometheus text format (elkfw/metrics.h). */
 #define _GNU_SOURCE
 #include "elkfw/metrics.h"

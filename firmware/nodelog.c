@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Node-down log throttling (elkfw/nodelog.h). */
 #include "elkfw/nodelog.h"
 

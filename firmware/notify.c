@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sd_notify over $NOTIFY_SOCKET in a few lines (elkfw/notify.h). */
 #define _GNU_SOURCE
 #include "elkfw/notify.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reload planning: which part of a new configuration elkd may apply while it runs. */
 #include "elkfw/reload.h"
 

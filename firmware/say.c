@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The elk CLI's messages to people: see elkfw/say.h. */
 #include "elkfw/say.h"
 

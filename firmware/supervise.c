@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stopping the process group that drives an actuator: see elkfw/supervise.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The live status view (elkfw/watch.h). */
 #include "elkfw/watch.h"
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Cross-builds edgelock for armhf (32-bit ARM Linux gateways) with Debian's
 # gcc-arm-linux-gnueabihf and Debian's armhf libraries (multiarch), and runs the unit
 # tests under qemu-arm (ctest -L unit, through CMAKE_CROSSCOMPILING_EMULATOR), plus the

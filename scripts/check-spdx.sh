@@ -8,10 +8,10 @@ set -u
 src=${1:?usage: check-spdx.sh SOURCE_DIR [DIR ...]}
 shift
 cd "$src" || exit 2
-[ $# -gt 0 ] || set -- lib port firmware tests examples
+[ $# -gt 0 ] || set -- lib port firmware tests examples scripts cmake .ci CMakeLists.txt Kconfig
 missing=0 checked=0
 for f in $(find "$@" -type f \( -name '*.[ch]' -o -name '*.sh' -o -name '*.py' -o -name '*.js' \
-             -o -name '*.ld' -o -name '*.cmake' -o -name CMakeLists.txt \) \
+             -o -name '*.ld' -o -name "*.cmake" -o -name CMakeLists.txt -o -name Kconfig -o -name run \) \
              -not -path '*/corpus/*' -not -path 'firmware/openwrt/config/*' | sort); do
   checked=$((checked + 1))
   if ! head -n 10 "$f" | grep -q 'SPDX-License-Identifier: MIT'; then

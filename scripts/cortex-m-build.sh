@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Cortex-M4 build of lib/ and port/lwip with arm-none-eabi-gcc + newlib-nano, for the
 # Kconfig defaults and for configs/cortex_m4_defconfig; links tests/lwip/cm4_link.c
 # with no heap (any malloc/calloc/realloc/free fails the link) and prints the sizes.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Builds the libraries edgelock's cross and musl builds need, cmocka, mbedTLS and hiredis,
 # from Debian 12's own source packages (apt-get source, from the mirror apt already uses;
 # nothing downloaded from anywhere else) with a given C compiler, as static libraries,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Cross builds for OpenWrt-class and big-endian targets, tested under qemu-user:
 #   mips    32-bit big-endian MIPS (OpenWrt ath79)       cmake/toolchain-mips.cmake
 #   mipsel  32-bit little-endian MIPS (OpenWrt ramips)   cmake/toolchain-mipsel.cmake

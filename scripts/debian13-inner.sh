@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Helper of scripts/debian13-test.sh (not run by hand): started in fresh mount and PID
 # namespaces, mounts what the trixie root needs, runs the build and the two test passes
 # in it (chroot), and unmounts on every way out.

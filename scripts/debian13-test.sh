@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Debian 13 (trixie) stage: builds edgelock inside a debootstrap root of trixie with gcc 14
 # and mbedTLS 3.6, and runs the unit, integration, agent and lwIP tests against
 # redis-server 8, then the integration, agent and lwIP tests once more against

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The demo: a local TLS Redis fleet and agents contending for a simulated actuator.
 set -euo pipefail
 cd "$(dirname "$0")/.."

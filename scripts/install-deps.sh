@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the Debian 12 packages edgelock builds, tests and demos with.
 # Skips apt entirely when everything is already there. Needs root (or sudo).
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The core on an emulated Cortex-M4 (QEMU -M mps2-an386, semihosting): builds lib/ +
 # port/sim + the simulator (tests/sim) for the MCU with arm-none-eabi-gcc and
 # newlib-nano (no heap), runs seeds of the mild and harsh profiles on it, and checks

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Static musl build of elkd and elk with TLS (what an OpenWrt image links against), and
 # the agent end-to-end tests (tests/agent, real redis-server on 127.0.0.1, plain and TLS)
 # run against those static programs.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The OpenWrt package's UCI side, without OpenWrt: firmware/openwrt/files/elkd-uci2ini is fed
 # `uci show elkd` output, valid and broken, and the INI it writes is checked by the real
 # `elkd --check`. The `uci show` text of the shipped /etc/config/elkd is made here the way

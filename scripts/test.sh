@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Runs every test edgelock has: the README's test command.
 #   1. normal build + ctest: unit, integration against real redis-server fleets (plain and
 #      TLS), simulator sweeps and negative controls, fault scenarios against elkd/elk, fuzz

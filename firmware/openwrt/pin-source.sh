@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Pins firmware/openwrt/Makefile to a release: PKG_VERSION from the tag (vX.Y.Z),
 # PKG_SOURCE_VERSION to the tag's commit, PKG_SOURCE_URL to this clone's origin. Then, in
 # the OpenWrt SDK, `make package/edgelock/check FIXUP=1 V=s` fills PKG_MIRROR_HASH.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Names and messages for elk_err_t, generated from the single list in err.h. */
 #include "elk/config.h"
 #include "elk/err.h"

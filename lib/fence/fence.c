@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Actuator-side fencing guard: accept tokens that never go down, persist first. */
 #include "elk/fence.h"
 

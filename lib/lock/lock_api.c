@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The public calls on one lock, the caller's side of the client: the engine makes the
  * transition (and checks the arguments), then this file writes what it queued, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The lock client: registration of locks, the poll loop over fleet and locks,
  * node events (scripts preloaded and safety checked on every new connection,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lease settings: defaults, validation, the drift and deadline arithmetic, names.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The lease state machine of one lock: which round runs when (acquire, commit, extend,
  * release), quorum and validity decisions, renewal and wait timers, events, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal interfaces between the files of lib/lock. Not installed, not public.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The lock module's log lines, of two kinds: a lock line for events and a node line
  * for the server settings check. One level check and one write for both.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One round of requests across the fleet, written once for both kinds a lock runs: the
  * foreground round (acquire, commit, extend) and the background release. Sending,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The server safety check: on every new connection, read the settings that make locks
  * unsafe and record the node's result (elk_client_node_check).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Requests of the lease engine on the wire: the four scripts as EVALSHA (or EVAL
  * after NOSCRIPT), request tickets, and the classification of each node's reply.

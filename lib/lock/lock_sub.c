@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The release channel: a waiting lock SUBSCRIBEs to "<key>:released" on every node (on
  * the command connection of a RESP3 node, else on the RESP2 subscriber connection if

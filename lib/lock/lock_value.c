@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the lock draws from the injected entropy: a fresh lock value for each
  * acquisition, and the random delay between a waiter's retries.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A fleet: several nodes driven from one loop. */
 #include "node_internal.h"
 

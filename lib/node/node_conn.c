@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Node connection state machine: connect, handshake and ready steps, backoff, failure
  * handling, close. The only file that changes a node's state or fails its connection. */
 #include "node_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Connection handshake after the transport is up: AUTH, HELLO 3, SELECT. One command
  * at a time, so the state always names the reply being waited for. */
 #include "node_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared between the files of lib/node (not a public header).
  *
  * Calls run one way: node_conn.c (the state machine) -> node_handshake.c -> node_io.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Node I/O: encode requests into the tx block, send, receive into the reply reader,
  * match replies to requests in order, route pushes. */
 #include "node_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How a node speaks in logs: state names, and the "<host>:<port> ..." line helpers the
  * other files of lib/node write their lines with. */
 #include "node_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fixed-block buffer pool: bitmap allocation over caller memory, no heap. */
 #include "elk/pool.h"
 

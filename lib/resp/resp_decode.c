@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * RESP reader: its buffer and its entry point.
  *

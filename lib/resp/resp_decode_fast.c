@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fast path for whole replies already in the buffer (CONFIG_ELK_RESP_FAST_PATH, on
  * 64-bit builds). It accepts only what the general parser (resp_parse.c) accepts,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RESP command encoder: arrays of bulk strings into a caller buffer, no heap, no stdio. */
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Cross-file internals of the RESP decoder (lib/resp): the reader's entry and buffer
  * handling (resp_decode.c), the general parser (resp_parse.c) and the fast path for

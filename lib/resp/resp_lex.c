@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lexical checks for RESP3 doubles, big numbers and verbatim strings. */
 #include <stdbool.h>
 #include <stddef.h>

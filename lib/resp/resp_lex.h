@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lexical checks for the rarer RESP3 scalars (internal to lib/resp). Kept apart from
  * the state machine so the hot path stays small and these rules can be read at once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * General RESP2/RESP3 parser: a resumable state machine over the reader's buffer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Small helpers for reading decoded RESP nodes. */
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Word-at-a-time scanning shared by the general parser (resp_parse.c) and the fast
  * path (resp_decode_fast.c), internal to lib/resp. On 64-bit builds (ELK_RESP_WIDE)

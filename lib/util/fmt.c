@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Text builder for log lines (see elk/fmt.h). */
 #include "elk/fmt.h"
 

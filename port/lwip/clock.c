@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Monotonic 64-bit milliseconds from lwIP's sys_now(), a 32-bit count that wraps
  * every 2^32 ms (49.7 days). A device that runs for months must not see time go

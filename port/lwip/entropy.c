@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk_entropy_t over the board's hardware RNG, supplied by the application as a
  * word callback. A failed or stuck generator must stop lock values from being

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to port/lwip: readiness of one lwIP socket, shared by the transport
  * (connect completion) and elk_lwip_wait.

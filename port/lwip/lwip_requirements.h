@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lwipopts.h settings this port depends on, checked where the port is compiled so
  * a misconfigured lwIP fails the build with a sentence rather than with missing

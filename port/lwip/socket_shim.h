@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/socket's shim onto lwIP's socket API (the contract is at the top of
  * port/socket/socket_transport.c). Only the lwip_* names are called, so the transport

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/lwip's transport: port/socket's shared transport (socket_shim.h gives it the
  * lwip_* calls) plus what only this port does, turning the endpoint into one address:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waiting for lwIP sockets. lwIP socket numbers are not OS descriptors, so the
  * caller's loop must wait through lwIP: lwip_poll where LWIP_SOCKET_POLL is on

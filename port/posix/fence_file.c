@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fencing state in a file: atomic replace (temp + fsync + rename + fsync dir),
  * serialised across processes by flock(2) on "<path>.lock". */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Simulated clocks: true time scaled by a rate and shifted by an offset. Gateways get
  * monotonic clocks with drift; Redis nodes get wall clocks that may also jump. */
 #include "elk/sim.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Simulated TCP between gateways and Redis nodes. Each direction of a connection is
  * a byte ring plus a FIFO of in-flight segments; only the head segment has an event
  * queued, so bytes arrive in order whatever delays, stalls or partitions do (TCP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Event queue: a binary min-heap on (time, insertion sequence). The sequence makes
  * simultaneous events pop in the order they were scheduled, so a run never depends
  * on heap layout details. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The simulated Redis server: exactly the commands edgelock (and the SETNX+GETSET
  * control client) send, with Redis 7.0's replies, key expiry on the node's own wall
  * clock (a key is alive up to and including its expiry millisecond, as in Redis),

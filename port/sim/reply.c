@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RESP2/RESP3 reply encoding for the simulated Redis: the server half of the
  * protocol, which lib/resp (a client codec) does not need to provide. */
 #include <string.h>

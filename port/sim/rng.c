@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Seeded PRNG (xoshiro256** over splitmix64) and the entropy adapter built on it.
  * Reproducibility is the whole point: the same seed must give the same stream on
  * every host, so only fixed-width integer arithmetic is used. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* edgelock's Lua scripts (elk/lock_scripts.h) as native code for the simulated
  * Redis. Each function does what its Lua text does, atomically, with the same
  * integer replies; the table matches a script by its exact text (EVAL) or SHA1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Functions shared between the files of port/sim; not part of its public interface. */
 #ifndef ELK_SIM_INTERNAL_H
 #define ELK_SIM_INTERNAL_H

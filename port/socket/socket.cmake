@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # port/socket: the TCP transport port/posix and port/lwip share. It is compiled into
 # each port's own library, against that port's socket_shim.h (BSD or lwip_* calls, and
 # that stack's errno values) found in shim_dir.

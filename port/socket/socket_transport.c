@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The TCP transport shared by port/posix and port/lwip: non-blocking connect
  * (EINPROGRESS, then writability and SO_ERROR), MSG_DONTWAIT send/recv returning a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to the socket ports: the one TCP transport that port/posix and port/lwip
  * share. socket_transport.c is compiled into each port's library against that port's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Many processes call `elk guard` on one state file at once; a checker looks at what came back.
 
 usage: guard_race.py ELK DIR [--workers 8] [--calls 6000] [--kill-pct 5] [--hold-pct 25] [--seed N]

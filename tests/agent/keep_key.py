@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Holds a lease through elkd's control socket, then (shutdown) sends elkd SIGTERM or
 (loss) SIGSTOPs a majority of the fleet, and reads the key on a Redis node that stays up
 until it is gone. Asserts the key was there at every read that completed before the

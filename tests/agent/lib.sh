@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Helpers for the agent end-to-end tests (sourced by test_*.sh): tests/support/lib.sh
 # (temp dir, process tracking, checks, launchers) with this folder's flavour on top: one
 # elkd per test at $SOCK, redis servers named by letter with REDIS_PORT_<NAME> variables.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A stand-in for the service manager's end of sd_notify: binds a datagram socket and
 appends every message to a log, one line per datagram with '|' for its newlines, and
 keeps the count of WATCHDOG=1 pings in a file of its own (rewritten after each)."""

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Local authorization (issue 18) with two real accounts, root and nobody: the socket's mode
 # and group, allow_users / allow_groups per resource (primary and supplementary groups, as
 # the kernel saw them at connect()), the per-uid client limit, the refusal's exit code and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # elkd refuses a bad configuration with exit 2 and a file:line:key message, starting nothing.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"

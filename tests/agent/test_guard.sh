@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # elk guard: the actuator-side fencing check with its durable state file.
 ELK=$1
 . "$(dirname "$0")/lib.sh"

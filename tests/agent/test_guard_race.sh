@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Many `elk guard` processes on one state file at once, some SIGKILLed at random points
 # (guard_race.py): accepted tokens never go down in real-time order, the state never goes
 # back, no spurious storage error (exit 66), stale temp files never refuse a later call.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # `cmake --install` must lay out what a gateway package needs: both programs, the sample
 # and the live config under <sysconfdir>/elkd, the systemd unit starting the installed
 # elkd with that config, man pages, docs, and the library side (headers with the

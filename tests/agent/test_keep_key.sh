@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # A lease's key stays in Redis until its stop_margin has passed, measured on real
 # servers: after SIGTERM to elkd (the holder stays connected and is told SHUTDOWN), and
 # after a loss (a majority of the fleet stopped; the key is read on the node left up).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Issue 19: logs worth keeping. With nodes down, one warning per node, then at most one
 # summary per log_summary interval (1 s here, 60 s by default), one line when a node is
 # back; renewals at debug; grant and release with token and durations; <N> priority

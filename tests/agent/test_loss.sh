@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Loss: when the fleet goes away, the command gets SIGTERM before the lease can have
 # expired on the server, and SIGKILL when the stop margin is over if it ignores SIGTERM.
 # The "before" is checked against the server's own expiry time (PEXPIRETIME), not a

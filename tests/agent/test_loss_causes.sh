@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Each way a lease ends reaches `elk run` with its own cause and message (issue 13, item 5):
 # deadline passed without a quorum (nodes up, renewals refused), another holder's value
 # found, the fleet out of reach, max_renewals, max_hold. Before, all of them said

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Issue 19: `elk status --metrics` and [agent] metrics_file give the Prometheus text
 # format (checked by promtool when it is installed, and by a small parser always), and the
 # numbers follow what happened: grants, refusals, renewals, losses by cause, histograms.

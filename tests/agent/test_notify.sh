@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Issue 19: elkd tells a service manager over $NOTIFY_SOCKET (no libsystemd): READY=1 with
 # STATUS= once the socket is bound and the fleet has a quorum, RELOADING=1 (with
 # MONOTONIC_USEC) and READY=1 around a reload, WATCHDOG=1 while its loop turns (none while

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # A command started by `elk run` never outlives its lease (issue 13, items 3 and 4).
 # Two gateways (two elkd) on a 3-node fleet of real redis-servers. Gateway A runs a command
 # that forks a child; both drive a pretend actuator: they append "<CLOCK_REALTIME ns> <pid>"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The control protocol's promise (docs/control-protocol.md): every request gets exactly one
 # answer, in order, whatever follows it on the connection. Requests sent behind an ACQUIRE
 # that has no answer yet wait for it; a RELEASE of that resource cancels it

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # elkd --check is a real preflight (issue 18): every refusal exits 2 (a configuration error,
 # which the unit does not restart) with a message naming what to change.
 ELKD=$1 ELK=$2

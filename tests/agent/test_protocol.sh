@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The control protocol spoken raw (docs/control-protocol.md): every malformed request gets
 # a named ERR and the agent keeps serving; a lease dies with its connection.
 ELKD=$1 ELK=$2

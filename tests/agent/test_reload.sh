@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Issue 19: SIGHUP / `elk reload` re-reads the configuration while a lease is held: the
 # held lease keeps its token and its command runs on unbroken; an added resource works;
 # a changed ttl applies to the next grant; the log level changes; a broken file or a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Issue 19: a reload that changes TLS material sets the fleet up again (only while no lease
 # is held); a CA file that cannot be used fails the reload and the running TLS fleet goes on.
 ELKD=$1 ELK=$2

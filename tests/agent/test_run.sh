@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # elk run / acquire / release / status against elkd and a real 3-node Redlock fleet.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"

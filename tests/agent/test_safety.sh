@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The server safety check fails closed (issue 18), with the least-privilege ACL user that
 # `elkd --print-acl` prints: under safety_check = refuse a node with an eviction policy, or
 # one whose user may not run INFO (NOPERM), gets no vote; STATUS says which and why; the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # SIGTERM to elkd: holders are told (EVENT SHUTDOWN), every lease is released in Redis,
 # elkd exits 0 and removes its socket.
 ELKD=$1 ELK=$2

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # elk run / elk acquire against a scripted elkd (a Python server on the control socket):
 # a grant read late must not be used. The grant comes together with an EVENT LOST, or with
 # an absolute deadline (deadline_boottime_ms, CLOCK_BOOTTIME) that has already passed, or

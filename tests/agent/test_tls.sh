@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # elkd over TLS (port/mbedtls): a lease through a TLS server; a server signed by another
 # CA is refused with a TLS error in status and no lease.
 ELKD=$1 ELK=$2

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # elk acquire/run --wait against a fleet that is down: the wait times out, and the answer
 # names what stood in the way (the last round's cause), not only ELK_E_LOCK_TIMEOUT.
 ELKD=$1 ELK=$2

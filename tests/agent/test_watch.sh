@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Issue 19: `elk status --watch` redraws the status on a terminal every second (checked
 # in a tmux pane), plain frames when stdout is not a terminal; `elk run --wait` on a
 # terminal shows who holds the resource and how long it has waited, on one line.

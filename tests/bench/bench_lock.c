@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lease engine figures on loopback, next to the raw round-trip limit measured with
  * redis-benchmark on the same servers in the same run (issue 7):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Round-trip time of one command through lib/node (PING, one at a time: send, poll,
  * wait, reply), over plain TCP and over TLS on loopback, next to redis-benchmark

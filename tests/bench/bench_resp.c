@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * RESP codec throughput: ours against hiredis (Debian libhiredis-dev) in the same run.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Footprint of edgelock's core (issue 7):
 #  - .text/.data/.bss of lib/ for a Cortex-M4 (arm-none-eabi-gcc -Os -mcpu=cortex-m4
 #    -mthumb), for the default Kconfig, configs/cortex_m4_defconfig (if present) and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Every edgelock benchmark and every peer, on the same loopback servers in the same
 # run, in one table with ratios (issue 7). Nothing here asserts a time.
 #

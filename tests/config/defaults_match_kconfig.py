@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """lib/include/elk/elk_config_defaults.h must give every Kconfig option its Kconfig default.
 
 Generates the header for an empty defconfig with cmake/kconfig.py (Kconfig is the truth)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Every shipped configs/*_defconfig must build lib/ and the ports it names: README tells
 # users to start from them (cmake -DELK_DEFCONFIG=...), and a defconfig whose pool
 # blocks cannot hold the longest request fails lib/lock's build-time check.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Compiles every lib/ source and the posix port with nothing but -I flags: no
 # generated elk_config.h, no CMake, strict C99. Proves elk/config.h falls back to
 # elk/elk_config_defaults.h, and that a build dir's header is not needed.

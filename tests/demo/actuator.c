@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A simulated actuator for the demo: a valve driven over a Unix socket. Every command
  * carries the sender's fencing token; the actuator checks it with lib/fence (state in a

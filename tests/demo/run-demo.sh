@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The edgelock demo: a local TLS Redis fleet (3 masters), three gateways (elkd agents)
 # contending for one valve through `elk run`, a simulated actuator that checks fencing
 # tokens, a Redis node killed under a held lock, a stale command refused, a lease lost

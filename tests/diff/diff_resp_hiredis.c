@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Differential test: our RESP decoder and hiredis's reader parse the same stream of
  * random, valid RESP2 replies (deterministic from a seed), fed in random chunks, and

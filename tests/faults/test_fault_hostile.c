@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lib/node against elk-hostile-server, one pathology at a time, in two phases:
  *  - handshake: the pathology answers AUTH (the first command of a connection);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lib/lock (single-node mode) against elk-hostile-server, the pathology applied only
  * to the lock scripts (EVALSHA/EVAL); the handshake, SCRIPT LOAD and CONFIG GET are

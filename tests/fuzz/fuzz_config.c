@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer: the elkd config parser must never crash, overrun or accept garbage
  * silently: on failure the message names the file; on success the result is sane. */
 #include <stddef.h>

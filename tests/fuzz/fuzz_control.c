@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer: the control protocol parsers (requests from any local client, replies
  * read by the CLI) and the line assembler, fed in random fragments. */
 #include <stdbool.h>

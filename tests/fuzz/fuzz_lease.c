@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer: the lease-file parser (elkfw/lease.h) never reads past its input, and
  * accepts only the canonical line: whatever it accepts formats back to the same bytes. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replays fuzz inputs without libFuzzer: each argument is a file or a directory of
  * files, and every file goes through LLVMFuzzerTestOneInput once, in a heap buffer of

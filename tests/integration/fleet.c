@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Real redis-server fleet for integration tests. See fleet.h for the contract.
  * Test code (C11, POSIX): it may fork, sleep and allocate; lib/ rules do not apply.

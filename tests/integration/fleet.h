@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Real-fleet test fixture: starts N real redis-server processes on 127.0.0.1 with
  * ephemeral ports, plain or TLS, with certificates generated per run, and always stops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Blocking transport helpers for integration tests (see fleet.h). */
 #define _GNU_SOURCE
 #include <string.h>

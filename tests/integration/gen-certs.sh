@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Generates this run's test PKI into DIR (created if missing), with openssl:
 #   ca.crt/ca.key              the CA clients trust
 #   server.crt/.key            CN=localhost, SAN DNS:localhost, IP:127.0.0.1, signed by ca

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fixture itself: several servers, auth, ACL users, extra args, kill/restart,
  * pause/resume, and that stop leaves nothing behind. Other suites build on these. */
 #include <errno.h>

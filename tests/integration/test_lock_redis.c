@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lease engine against real redis-server processes on 127.0.0.1 (tests/integration
  * fixture): 1, 3 and 5 independent masters, plain TCP here and TLS when built as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lib/node against real redis-server processes (plain TCP through port/posix):
  * round trips, pipelining, AUTH with requirepass and ACL users (right and wrong),
  * RESP3 and RESP2, pub/sub pushes in both, a server killed mid-request and restarted,

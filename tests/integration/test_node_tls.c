@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lib/node over TLS (port/mbedtls over port/posix TCP) against real redis-server:
  * a round trip with AUTH and RESP3, pipelining through TLS records, mutual TLS with
  * and without a client certificate, and a server that presents an unknown CA. */

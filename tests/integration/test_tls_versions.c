@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which TLS version port/mbedtls negotiates, and that it refuses what is below its floor:
  * redis-server limited with --tls-protocols, and `openssl s_server -tls1_1` for a server
  * that offers only TLS 1.1 (Redis cannot be made to). With mbedTLS 3.x built with

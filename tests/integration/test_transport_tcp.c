@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port/posix TCP transport against a real redis-server on 127.0.0.1. */
 #include <setjmp.h>
 #include <stdarg.h>

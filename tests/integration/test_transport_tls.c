@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port/mbedtls over port/posix against real redis-server --tls-port processes. */
 #include <setjmp.h>
 #include <stdarg.h>

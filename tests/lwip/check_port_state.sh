@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # port/ keeps no global mutable state either: fail if any object in the library
 # defines writable data (.data/.bss/common). Usage: check_port_state.sh OBJDUMP LIB
 set -eu

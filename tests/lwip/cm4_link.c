@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Link proof for Cortex-M4: a bare-metal program (own reset handler, no crt0) that
  * runs a pool cycle, a RESP encode and decode, the lwIP port's clock and entropy,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/lwip on a real lwIP stack: Debian's liblwip (2.1.3, NO_SYS=0, pthread
  * sys_arch) runs in this process on a TAP device (tapif) inside a network namespace

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Runs lwip_redis_roundtrip against a real redis-server over a real lwIP stack:
 #   - a network namespace of its own (nothing in it reaches any other network),
 #   - a TAP device in it with the kernel-side address 192.0.2.1/24 (TEST-NET-1),

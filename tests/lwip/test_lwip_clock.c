@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/lwip clock: sys_now() is 32 bits and wraps every 49.7 days; the 64-bit
  * time handed to lib/ must keep rising straight through the wrap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/lwip entropy: words from the board's RNG callback become bytes; a faulty or
  * stuck generator is refused, never passed on.

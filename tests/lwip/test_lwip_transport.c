@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/lwip transport and wait against a scripted lwIP: the lwip_* socket calls are
  * defined here (taking the place of liblwip's), so every errno path, including the

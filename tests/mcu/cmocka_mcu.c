@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The heap-free cmocka subset of tests/mcu/cmocka/cmocka.h. Output follows cmocka's
  * ("[ RUN      ]", "[       OK ]", "[  FAILED  ]", "[  PASSED  ] N test(s)."), and
  * the runner returns the number of failed tests, as cmocka_run_group_tests does. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lock-cycle measurements, the same source on the emulated Cortex-M4 and on the host
  * (docs/footprint.md, "On the MCU"): one gateway (lib/node + lib/lock, fencing on)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Runtime of the MCU test images (tests/mcu): stack painting, stdio over semihosting.
  * Also force-included (-include mcu.h) into the simulator's sources, whose main.c

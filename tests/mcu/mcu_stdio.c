@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * printf family over semihosting, for the MCU test images. It replaces newlib-nano's
  * stdio for two reasons: newlib-nano's printf has no 64-bit conversions (PRIu64 and

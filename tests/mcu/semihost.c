@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Arm semihosting calls (see semihost.h). Every call is "r0 = operation, r1 = pointer
  * to its parameter block, BKPT 0xAB, r0 = result". */
 #include "semihost.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Arm semihosting (BKPT 0xAB on M-profile), the few calls the MCU test images need:
  * console output, the command line QEMU was given (-semihosting-config ...,arg=...),

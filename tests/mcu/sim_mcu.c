@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk-sim on the emulated Cortex-M4: runs the simulator's own main (tests/sim/main.c,
  * compiled as elk_sim_main) once per seed, with the options it was given, exactly as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reset handler and C runtime for the MCU test images on QEMU's mps2-an386: copy
  * .data, zero .bss, paint the stack, read argv from semihosting, run main, and hand

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Mutants over edgelock's safety code: each is one small, realistic bug.
 
 Each entry: id, file, old (an exact snippet that must occur exactly once in the file),

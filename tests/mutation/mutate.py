@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Mutation runner: applies each mutant of a catalog alone to a scratch copy of the
 tree, rebuilds it incrementally, and runs the tests named for it (cheapest first, then a
 short simulator sweep). A mutant is caught when a test fails; every catalog mutant must

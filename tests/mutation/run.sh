@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Mutation testing of the safety code (tests/mutation/README.md):
 #   tests/mutation/run.sh --all                          the whole catalog
 #   tests/mutation/run.sh --sample 8 --seed <commit>     a reproducible rotating sample

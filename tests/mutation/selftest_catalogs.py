@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Broken catalogs the runner must refuse (tests/mutation/test_plumbing.sh): picked by
 the MUTATION_SELFTEST environment variable."""
 import os

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The mutation runner's own plumbing, without building anything: the catalog applies to
 # this tree (every snippet exactly once), broken catalogs are refused loudly (exit 2),
 # and a sample is reproducible from its seed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Check the scenarios' actuator log (see lib.sh): mutual exclusion and fencing.
 
 usage: actlog.py LOG [--allow-overlap] [--allow-token0] [--min-sessions N] [--tag NAME]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Raw control-socket client for the scenarios (bytes as given, no validation).
 
 usage: ctl.py SOCKET [--quiet-ms N] [--max-ms N] REQUEST...

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # A holder's command in scenario 8 (s8_guard_hold.sh): drives a pretend actuator in steps.
 #   guard_work.sh GATEWAY STEPS [hold|check]     (STEPS 0 = until stopped)
 #   guard_work.sh step GATEWAY TOKEN             (one step; run by elk guard in hold mode)

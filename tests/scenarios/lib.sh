@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared helpers for the fault scenarios (sourced by s*_*.sh; see docs/faults.md).
 # Each scenario runs in its own temp dir. Every process started through these helpers
 # (redis-server, elk-faultproxy, elkd, elk) is tracked and stopped by the EXIT trap, even

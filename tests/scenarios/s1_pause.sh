@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 1: a holder paused past its TTL (SIGSTOP), three ways, two gateways, 3-node fleet.
 #  a) elkd of the holding gateway paused: it cannot renew. elk run's own copy of the deadline
 #     stops the command before the lease can expire; the other gateway gets the lock after

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 1b: `elk run` paused between its ACQUIRE request and the reading of the reply.
 # elkd grants the lease and writes "OK ACQUIRED"; the lease is then lost (its fleet path is
 # blackholed) and elkd writes "EVENT LOST"; another gateway takes the valve. When the paused

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 2: the agent's clock runs fast or slow (libfaketime on elkd and elk of one gateway
 # ONLY; redis-server hangs under libfaketime and the actuator must keep true time).
 # Two gateways contend for one valve. gw-a reaches the fleet through elk-faultproxy; while it

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 3: a majority of the fleet is blackholed while a lease is held and renewed.
 # 3 redis-server, each behind its own elk-faultproxy; the agent talks to the proxies only.
 # Once `elk run` holds the lease, 2 of 3 proxies start swallowing everything (no replies,

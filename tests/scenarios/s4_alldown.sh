@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 4: every node of the fleet down, then back on the same ports.
 # While the fleet is down: `elk acquire` and `elk run --wait` return within their wait
 # times with exit 73 (not acquired) and a message naming the cause, the command of

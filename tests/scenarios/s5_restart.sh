@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 5: a node restarted without its data (no persistence) while a lock is held,
 # without and with the "delayed restart" of the Redlock discussion (the node stays down
 # for at least the TTL, so every lease it knew of has expired before it answers again).

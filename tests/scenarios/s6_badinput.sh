@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 6: bad input wherever a person or a file can supply it, against a running elkd
 # and a real server: resource names through the CLI and the raw control socket, CLI
 # arguments, broken configuration files. Every case must end with a clear message and a

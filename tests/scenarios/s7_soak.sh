@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 7: soak. Two gateways contend for three valves for a bounded time, each reaching
 # the 3-node fleet through its own elk-faultproxy per node, while random faults come and go
 # (delay, jitter, dropped connections, stalls, short blackholes, also of a majority).

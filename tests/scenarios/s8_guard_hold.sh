@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Scenario 8 (issue 13): check and hold. Two gateways drive one actuator in ~40 ms steps
 # through `elk guard --state S TOKEN -- step` under `elk run`. The holder's elkd and elk run
 # are paused (SIGSTOP) past the lease while its command keeps driving, so the other gateway

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Check scenario 8's step log (guard_work.sh): accepted steps of different tokens never
 overlap in true time.
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The holder's command in the scenarios: drives the simulated actuator while `elk run`
 # holds the lease. work.sh GATEWAY TICKS TICK_SECONDS  (TICKS 0 = until told to stop)
 # Env: ELK_FENCE_TOKEN (from elk run), ELK, ACT_LOG, ACT_STATE (from lib.sh act_init).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The invariant checker: one simulated actuator per resource, watched in true time.
  * It trusts nothing the gateways say about safety: overlap is computed from the
  * moments commands were issued, tokens are compared across holders, and the guard's

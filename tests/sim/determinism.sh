@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Same seed and build -> byte-identical trace and the same hash; another seed -> another hash.
 # Usage: determinism.sh /path/to/elk-sim
 set -eu

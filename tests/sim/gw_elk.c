@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A gateway running the real lib/ (node, lock): it acquires a lease, drives its
  * actuator on a tick only while elk_lock_is_held() says so, renews through the
  * library, releases when its work is done, and treats LOST as "stop now". This is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Negative control: the old SETNX + GETSET-timestamp lock found in many tutorials (docs/design.md),
  * written natively.
  *   lock:   SETNX key <wall now + timeout + 1>; on 0, GET key; if that timestamp is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elk-sim: run many seeds of the simulated world and report what the checker saw.
  * Exit status: 0 when no run violated an invariant (or, with --expect-violations,
  * when the violations the control is meant to provoke WERE found), 1 otherwise,

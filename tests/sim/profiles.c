@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault profiles: how often each kind of fault strikes and how bad it is. */
 #include <string.h>
 

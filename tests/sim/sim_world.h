@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk-sim: the simulated world around port/sim. Gateways run the real lib/
  * (node, lock, fence) or, as a negative control, the seeds' SETNX+GETSET client;

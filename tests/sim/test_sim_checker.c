@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The checker must be able to fail: each invariant is fed a history that breaks it
  * (and one that does not), without running a whole simulation. */
 #include <setjmp.h>

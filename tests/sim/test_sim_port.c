@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of port/sim: the event queue, PRNG, clocks, the simulated network and
  * the simulated Redis, driven through the same elk_transport_t lib/node uses. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One run of the simulated world: set it up from a seed, inject faults, dispatch
  * events in true-time order until the end, and hash everything that happened. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The one shell library of the end-to-end tests: a private temp dir, every process started
 # through it tracked and stopped on exit (even when a check fails or the test is
 # interrupted), checks that count failures, and launchers for redis-server (plain or TLS,

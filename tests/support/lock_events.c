@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The lock event recorder: see lock_events.h. */
 #include "lock_events.h"
 

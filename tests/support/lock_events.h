@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A lock event recorder for tests: pass elk_ts_events_on as the lock's callback with an
  * elk_ts_events_t as its user pointer, then count what fired. Platform-free (no clock,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shared redis-server launcher: see redis_proc.h. */
 #define _GNU_SOURCE
 #include "redis_proc.h"

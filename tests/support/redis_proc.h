@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The one redis-server launcher of the C tests, tools and benchmarks (the integration
  * fixture tests/integration/fleet.c, tests/tools/common/elk_tooltest.c and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The client stack and run_until of the integration tests: see stack.h. */
 #include "stack.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The client stack of the integration tests over port/posix (and port/mbedtls when it is
  * built): a block pool, one TCP (or TLS over TCP) connection and node per endpoint, a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Reads the symbols of every object in a static library with nm and fails if
 #  - any object references malloc, calloc, realloc or free (zero-heap rule), or
 #  - (--core) any undefined symbol is outside the small libc subset lib/ may use

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* firmware/conf.c: the elkd config parser, every value type and every error message. */
 #define _GNU_SOURCE
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* firmware/ctl.c: control protocol request/reply parsers and the line assembler. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lib/fence: the actuator guard, over an in-memory storage with injectable failures. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port/posix/fence_file.c: durable, checksummed fencing state in a file. */
 #define _GNU_SOURCE
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* firmware/lease.c: the lease file's line (elkfw/lease.h), parsed, judged, formatted. */
 #include <setjmp.h>
 #include <stdarg.h>

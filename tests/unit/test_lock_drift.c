@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The drift allowance is safety arithmetic: it must round up, never wrap, and agree with
  * plain 64-bit division for every ttl and factor a config can hold. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lease engine (lib/lock) against real lib/node connections on scripted transports,
  * answered by an in-memory Redis (support/lock_fake_redis.c), with a manual clock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The script constants in elk/lock_scripts.h: each *_SHA1 must be the SHA1 of its
  * text (what Redis computes for EVALSHA), recomputed here with a small test-only

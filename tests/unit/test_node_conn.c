@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Node connection state machine: every transition, the AUTH/HELLO/SELECT handshake,
  * connect timeout, backoff growth/cap/jitter/reset, pool exhaustion, close. All I/O
  * through the scripted transport, all time from the manual clock. */

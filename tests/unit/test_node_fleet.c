@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fleet: init checks, quorum sizes, polling every node, earliest next time, the wait
  * list, and the ready count as nodes come and go. */
 #include <setjmp.h>

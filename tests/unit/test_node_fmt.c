@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lib/util text builder (elk/fmt.h) used for node log lines: strings, integers at
  * their limits, unprintable bytes, truncation that never writes past the buffer. */
 #include <setjmp.h>

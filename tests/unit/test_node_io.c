@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Node requests: exact bytes on the wire, pipelining with replies split across recv
  * calls and polls, deadlines (late replies, timeouts failing every caller), queue and
  * buffer limits, short writes, RESP3 pushes and RESP2 subscriber mode, callbacks that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* firmware/nodelog.c: one warning when a node goes down, at most one summary per interval,
  * one line when it is back (elkfw/nodelog.h). */
 #include <setjmp.h>

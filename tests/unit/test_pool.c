@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffer pool: normal use, exhaustion, and every misuse the pool must refuse. */
 #include <setjmp.h>
 #include <stdarg.h>

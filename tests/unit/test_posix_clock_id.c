@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Which clock the posix port reads. CLOCK_BOOTTIME keeps counting while the gateway is
  * suspended; CLOCK_MONOTONIC does not, and a lease would then outlive a suspend on the

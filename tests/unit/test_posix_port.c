@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port/posix: clock, entropy and elk_posix_wait, on real descriptors (pipes). */
 #include <setjmp.h>
 #include <stdarg.h>

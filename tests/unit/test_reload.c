@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* firmware/reload.c: which keys of a new configuration a running elkd may apply
  * (elkfw/reload.h). */
 #include <setjmp.h>

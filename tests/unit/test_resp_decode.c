@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * RESP decoder: every RESP2/RESP3 type, every error path, every limit, pipelining,
  * and fragmentation at every split point (and byte at a time) giving the same result.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RESP encoder: exact bytes, bounds at every capacity, integer formatting, bad input. */
 #include <setjmp.h>
 #include <stdarg.h>

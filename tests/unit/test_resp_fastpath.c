@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The decoder's fast path (64-bit hosts: whole replies recognised straight from the
  * buffered bytes) must give exactly what the general state machine gives. The fast path

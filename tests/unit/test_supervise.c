@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * firmware/supervise.c against real processes: which groups a client may hand to elkd,
  * when a group counts as gone (zombies do not drive), and the stop sequence.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Who may use elkd: the control socket's owner, group and mode, and per resource the
  * users and groups allowed to take it (allow_users, allow_groups). Peers are known by

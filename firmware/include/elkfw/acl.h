@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The least-privilege Redis ACL rule for elkd's lock user (docs/redis-acl.md).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elkd configuration: an INI file parsed into fixed arrays (no heap).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The elkd control protocol: one text line per message over a Unix stream socket.
  * Specified in docs/control-protocol.md. Everything here is pure (no I/O) so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `elk guard`: the actuator side of fencing, as a command (firmware/guard.c).
  *

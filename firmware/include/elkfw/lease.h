@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The lease file: how `elk run` tells its command where its lease stands, and how
  * `elk guard --lease-file` refuses a step whose lease has run out.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elkd's metrics: counters and histograms kept in fixed arrays in the agent (no heap in
  * lib/: elkd feeds them from the lease engine's events, the node state callback and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * How much elkd says about a node that is down: one warning when it goes down (the
  * library's own line), then at most one summary per interval ("still down, 12 attempts,

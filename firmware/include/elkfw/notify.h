@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The service manager's notification protocol (sd_notify(3)) without libsystemd: one
  * datagram of "KEY=VALUE\n" lines to the Unix socket named by $NOTIFY_SOCKET (a path, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What reloading elkd's configuration would change: the running configuration compared
  * with a newly loaded one. Pure (no I/O, no clock), so the rules are tested alone

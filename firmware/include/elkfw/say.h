@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The elk CLI's messages to people: one line on stderr, "elk: " in front, so every
  * subcommand (run, guard, ...) speaks the same way.

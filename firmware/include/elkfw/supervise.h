@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Supervision of the process group that drives an actuator under a lease (Linux).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * `elk status --watch`: one screen of elkd's state drawn from the STATUS lines (the
  * agent line, one per resource, one per node; docs/control-protocol.md). Pure rendering:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Compile-time configuration: the header Kconfig generates (elk_config.h) when the
  * build has one, then elk/elk_config_defaults.h for every option still undefined.

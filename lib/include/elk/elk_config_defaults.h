@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Default value of every compile-time option, for builds without Kconfig.
  *

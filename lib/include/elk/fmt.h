@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tiny text builder for log lines, so lib/ never needs snprintf: append strings,
  * bytes and integers into a caller-owned buffer. Appends that do not fit are cut

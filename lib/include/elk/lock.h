@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The lease engine: leases on one Redis node or on N independent masters (Redlock),
  * with renewal, clock-drift and stop margins, fencing tokens and waiting.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Lua scripts the lease engine runs on every Redis node, as public constants.
  *

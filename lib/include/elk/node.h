@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One Redis connection as a state machine, and a fleet that drives several.
  *

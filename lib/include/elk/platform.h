@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What lib/ needs from a platform: a byte transport, a monotonic clock, an entropy
  * source and a log sink. All are injected by the caller; lib/ never touches sockets,

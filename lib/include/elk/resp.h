@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * RESP2/RESP3 encoder and incremental decoder, with no heap and no copies.
  *

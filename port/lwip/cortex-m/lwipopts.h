@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Minimal lwipopts.h for a Cortex-M4 size build of port/lwip against lwIP 2.1
  * headers. It states what edgelock needs (see docs/lwip.md); a product merges these

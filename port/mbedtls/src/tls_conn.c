@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * TLS over an inner elk_transport_t: the inner transport's "0 = would block" becomes
  * mbedTLS's WANT_READ/WANT_WRITE and back, so the handshake and records advance

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* From mbedTLS's codes and verification flags to the error a person can act on. */
 #include <stdio.h>
 #include <string.h>

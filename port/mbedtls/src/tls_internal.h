@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared between the files of port/mbedtls; not a public interface.
  *
  * Public mbedTLS API only, for 2.28 and 3.x alike (MBEDTLS_PRIVATE nowhere): what 2.28

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loading trust material and building the one client config many connections share. */
 #include <string.h>
 

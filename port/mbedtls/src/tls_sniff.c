@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reads the server's plaintext handshake as it passes through the BIO, for the two
  * facts a diagnosis needs and mbedTLS 3.x keeps private: did the server ask for a

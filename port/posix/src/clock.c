@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CLOCK_BOOTTIME, not CLOCK_MONOTONIC: a gateway that suspends must not come back
  * believing less time passed than the servers saw, or a lease would look alive. */
 #include <time.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Blocking convenience API (see elk/blocking.h): poll + elk_posix_wait loops.
  */

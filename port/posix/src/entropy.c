@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* getrandom() blocks only until the kernel pool is first initialised at boot, which is
  * what a lock value needs: never predictable, even on a board with no RTC or disk. */
 #include <errno.h>

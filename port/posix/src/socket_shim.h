@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/socket's shim onto BSD sockets (the contract is at the top of
  * port/socket/socket_transport.c). The calls keep their own names; a socket is created

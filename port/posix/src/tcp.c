@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/posix's TCP transport: port/socket's shared transport (socket_shim.h gives it
  * BSD sockets) plus what only this port does, turning a host name into up to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One poll() for every descriptor a program owns, so elkd and the blocking convenience
  * API share a single loop shape: poll the fleet, wait here, poll again. */
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // node-redlock (redlock 5.0.0-beta.2) with ioredis as a peer benchmark for edgelock
 // (issue 7). Versions are pinned in package.json / package-lock.json; run-all.sh
 // installs them with `npm ci` into tests/bench/peers/node_modules.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """redis-py's Lock as a peer benchmark for edgelock (issue 7).
 
 Run with Debian's interpreter (/usr/bin/python3, package python3-redis), never a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Turns the figures run-all.sh collected (JSON lines) into one table with ratios, or JSON.
 
   report.py RESULTS.jsonl [--json | --markdown]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counting wrappers for the linker's --wrap of the heap functions (see alloc_count.h). */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Heap-call counter for benchmarks. Every bench is linked with
  * -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free, so calls from objects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redis-server processes for the benchmarks: see bench_redis.h. */
 #include "bench_redis.h"
 #include "redis_proc.h"

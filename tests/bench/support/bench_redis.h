@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * redis-server processes for the benchmarks that start their own: a free loopback port,
  * a server on it (plain or TLS, no persistence), and stopping them with their directory.

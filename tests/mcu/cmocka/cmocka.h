@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The part of cmocka's API that edgelock's OS-free unit tests use (assertions,
  * cmocka_unit_test, cmocka_run_group_tests, fail), for the emulated MCU: no heap

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "elk_tooltest.h"
 #include "redis_proc.h"

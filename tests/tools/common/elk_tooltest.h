@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the tool tests (tests/tools) and the fault scenarios
  * (tests/faults): start a helper process and read the port(s) it prints, start a

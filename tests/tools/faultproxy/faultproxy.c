@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk-faultproxy: a loopback TCP proxy that injects network faults between a
  * client and one Redis server, switchable while connections are open.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk-faultproxy against a local echo server (forked here) and a real
  * redis-server: forwarding is byte-exact, and each fault does what it says.

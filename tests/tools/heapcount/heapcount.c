@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * LD_PRELOAD heap call counter (see heapcount.h). It forwards to glibc's
  * __libc_* entry points rather than dlsym(RTLD_NEXT): dlsym itself allocates,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * heapcount: an LD_PRELOAD library that counts heap calls of any program
  * (our C benchmarks, and the peers' interpreters python3 and node).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The heap counter sees what a program allocates: run under LD_PRELOAD of
  * libelk_heapcount.so (ctest sets it), it must count at least the calls made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk-hostile-server: a TCP server on 127.0.0.1 that looks like Redis to a
  * client and then misbehaves in one chosen way, so a client's RESP decoder and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elk-hostile-server: each mode sends exactly the pathology it promises, so the
  * fault tests that use it (tests/faults) test what they claim to test.

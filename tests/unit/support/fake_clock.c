@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Manual clock (see fake_clock.h). */
 #include "fake_clock.h"
 

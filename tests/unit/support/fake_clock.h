@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Manual clock for unit tests: an elk_clock_t whose time moves only when the test
  * says so (or, optionally, by a fixed step on every read, to model time passing

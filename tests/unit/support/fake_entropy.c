@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Deterministic entropy (see fake_entropy.h). */
 #include "fake_entropy.h"
 

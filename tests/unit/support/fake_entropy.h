@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deterministic entropy for unit tests: an elk_entropy_t that yields a reproducible
  * byte stream from a seed (splitmix64), or a fixed pattern, and can be told to fail.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Capturing log sink (see fake_log.h). */
 #include "fake_log.h"
 

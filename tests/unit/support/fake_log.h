@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Capturing log sink for unit tests: an elk_log_t that keeps the last lines lib/
  * wrote so a test can assert a failure was reported in words a person can act on.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scripted transport (see fake_transport.h). */
 #include "fake_transport.h"
 

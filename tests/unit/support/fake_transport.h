@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Scripted transport for unit tests: an elk_transport_t whose open/progress/send/recv
  * results are decided by the test, and which records every byte lib/ sends so a test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tiny in-memory Redis for lease-engine unit tests (see lock_fake_redis.h). */
 #include "lock_fake_redis.h"
 

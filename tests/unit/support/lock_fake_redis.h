@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A tiny in-memory Redis for lease-engine unit tests. It answers, on scripted
  * transports (fake_transport.h), exactly the commands lib/lock sends: EVALSHA/EVAL of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Node/fleet test harness (see node_harness.h). */
 #include "node_harness.h"
 

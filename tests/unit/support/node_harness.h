@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Node/fleet test harness: up to CONFIG_ELK_MAX_NODES elk_node_t, each on its own
  * scripted transport (fake_transport.h), sharing one manual clock, one deterministic

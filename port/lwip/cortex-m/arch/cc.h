@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Compiler/platform glue for lwIP on Cortex-M with arm-none-eabi-gcc and newlib:
  * just enough for lwIP's headers in the size build. A product uses its vendor's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Stub OS types for lwIP's headers in the Cortex-M size build (NO_SYS=0 needs them
  * declared). A product takes its RTOS port's sys_arch.h instead (FreeRTOS, Zephyr,

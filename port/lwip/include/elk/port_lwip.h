@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/lwip: the transport, clock and entropy that lib/ needs, on lwIP's socket
  * API (lwip_socket, lwip_connect, lwip_send, lwip_recv, lwip_poll/lwip_select,

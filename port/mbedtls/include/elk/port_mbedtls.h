@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/mbedtls: a TLS client transport over ANY other elk_transport_t (posix TCP,
  * lwIP, the simulator), presenting the same elk_transport_t interface, so lib/ never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Blocking convenience over the lease engine, for programs on POSIX systems that
  * have nothing else to do while they wait (scripts, tools, tests, benchmarks).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Durable storage for the fencing guard (elk/fence.h) on POSIX: one small file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/posix: the platform services lib/ needs, on Linux (and other POSIX systems).
  *

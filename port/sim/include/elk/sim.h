@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/sim: a deterministic world for edgelock, in one thread and virtual time.
  *

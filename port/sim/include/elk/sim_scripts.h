@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * edgelock's lock scripts (elk/lock_scripts.h) implemented natively for the
  * simulated Redis in port/sim. Register them with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * port/socket: the state of the one TCP transport that port/posix (BSD sockets) and
  * port/lwip (lwIP's lwip_* calls) share. Each port embeds an elk_socket_t as the first
