@@ -43,7 +43,7 @@ if cmake -S "$src/examples" -B "$ELK_T_DIR/cm" -Dedgelock_DIR="$root$libdir/cmak
 else
   cat "$ELK_T_DIR/cm.log"; bad "find_package build"
 fi
-if [ "$ELK_T_FAILS" -ne 0 ]; then finish; fi
+if [ "$SUP_FAILS" -ne 0 ]; then finish; fi
 
 # 3. Run them: three TLS masters, a lease each way, then the actuator with the tokens.
 gen_certs
