@@ -47,6 +47,7 @@
 #include "elk/lock_scripts.h"
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
+#include "ts_log.h"
 
 #define NSERV 6 /* 0: single; 1..5: the fleet (1..3 also the hand-off trio) */
 
@@ -165,19 +166,11 @@ static elk_tls_shared_t tls_shared;
 static elk_tls_conn_t tls_conn;
 static bool tls_shared_up;
 
-static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
-{
-    (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    fprintf(stderr, "  %ld.%06ld [%s %d] %.*s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, module, level, (int)len, text);
-}
-
-static elk_log_t bench_log = {NULL, log_write, ELK_LOG_DEBUG};
+static elk_ts_log_t bench_log; /* every line, stamped: gated by BENCH_VERBOSE below */
 
 static const elk_log_t *blog(void)
 {
-    return getenv("BENCH_VERBOSE") != NULL ? &bench_log : NULL;
+    return getenv("BENCH_VERBOSE") != NULL ? elk_ts_log_init(&bench_log, ELK_LOG_DEBUG, true) : NULL;
 }
 
 static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
