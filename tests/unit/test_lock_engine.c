@@ -41,11 +41,6 @@ typedef struct world {
 
 static world_t W;
 
-static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
-{
-    elk_ts_events_on(user, lock, ev);
-}
-
 static const elk_lock_event_t *last_ev(const ev_rec_t *r)
 {
     return r->n ? &r->ev[r->n - 1] : NULL;
@@ -110,7 +105,7 @@ static void world_setup_opts(const world_opts_t *o)
     }
     assert_int_equal(elk_client_init(&W.client, &cc, &W.h.fleet, &W.h.entropy_if, &W.h.log_if), ELK_OK);
     cc.subscribers = NULL;
-    assert_int_equal(elk_lock_init(&W.lock, &W.client, "valve", lcfg, on_ev, &W.rec), ELK_OK);
+    assert_int_equal(elk_lock_init(&W.lock, &W.client, "valve", lcfg, elk_ts_events_on, &W.rec), ELK_OK);
     W.two = two;
     if (two) {
         node_harness_init(&W.h2, n, &nc);
@@ -121,7 +116,7 @@ static void world_setup_opts(const world_opts_t *o)
         cc.gateway_id = "gwB";
         assert_int_equal(elk_client_init(&W.client2, &cc, &W.h2.fleet, &W.h2.entropy_if, &W.h2.log_if),
                          ELK_OK);
-        assert_int_equal(elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, on_ev, &W.rec2), ELK_OK);
+        assert_int_equal(elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, elk_ts_events_on, &W.rec2), ELK_OK);
     }
 }
 
