@@ -279,23 +279,7 @@ static double redis_benchmark(uint16_t port, unsigned n, const char *args)
     /* best of 3: the machine is shared, and a limit should not be lowered by a neighbour */
     double best = 0;
     for (int r = 0; r < 3; r++) {
-        FILE *p = popen(cmd, "r");
-        if (p == NULL) {
-            return 0;
-        }
-        char line[512];
-        double v = 0;
-        while (fgets(line, sizeof line, p) != NULL) {
-            /* "NAME","rps",...: with -t ping keep PING_MBULK, else the one line */
-            if (strncmp(line, "\"test\"", 6) == 0 || strstr(line, "PING_INLINE") != NULL) {
-                continue;
-            }
-            char *q = strstr(line, "\",\"");
-            if (q != NULL) {
-                v = atof(q + 3);
-            }
-        }
-        pclose(p);
+        double v = bench_rb_rps(cmd);
         best = v > best ? v : best;
     }
     return best;
