@@ -47,6 +47,7 @@
 #include "elk/lock_scripts.h"
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
+#include "ts_log.h"
 
 #define NSERV 6 /* 0: single; 1..5: the fleet (1..3 also the hand-off trio) */
 
@@ -165,19 +166,11 @@ static elk_tls_shared_t tls_shared;
 static elk_tls_conn_t tls_conn;
 static bool tls_shared_up;
 
-static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
-{
-    (void)ctx;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    fprintf(stderr, "  %ld.%06ld [%s %d] %.*s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, module, level, (int)len, text);
-}
-
-static elk_log_t bench_log = {NULL, log_write, ELK_LOG_DEBUG};
+static elk_ts_log_t bench_log; /* every line, stamped: gated by BENCH_VERBOSE below */
 
 static const elk_log_t *blog(void)
 {
-    return getenv("BENCH_VERBOSE") != NULL ? &bench_log : NULL;
+    return getenv("BENCH_VERBOSE") != NULL ? elk_ts_log_init(&bench_log, ELK_LOG_DEBUG, true) : NULL;
 }
 
 static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
@@ -286,23 +279,7 @@ static double redis_benchmark(uint16_t port, unsigned n, const char *args)
     /* best of 3: the machine is shared, and a limit should not be lowered by a neighbour */
     double best = 0;
     for (int r = 0; r < 3; r++) {
-        FILE *p = popen(cmd, "r");
-        if (p == NULL) {
-            return 0;
-        }
-        char line[512];
-        double v = 0;
-        while (fgets(line, sizeof line, p) != NULL) {
-            /* "NAME","rps",...: with -t ping keep PING_MBULK, else the one line */
-            if (strncmp(line, "\"test\"", 6) == 0 || strstr(line, "PING_INLINE") != NULL) {
-                continue;
-            }
-            char *q = strstr(line, "\",\"");
-            if (q != NULL) {
-                v = atof(q + 3);
-            }
-        }
-        pclose(p);
+        double v = bench_rb_rps(cmd);
         best = v > best ? v : best;
     }
     return best;
@@ -320,6 +297,55 @@ static double pct(double *v, size_t n, double p)
     return v[i < n ? i : n - 1];
 }
 
+/* A blocking TCP connection to 127.0.0.1:port with TCP_NODELAY; -1 when it fails. */
+static int raw_connect(uint16_t port)
+{
+    struct sockaddr_in a;
+    int one = 1;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+/* Our acquire (fencing or not) and release scripts on key bench:{name} as fixed RESP text,
+ * the bytes lib/lock sends (name: 5 characters); acq and rel hold 400 bytes each. */
+static void raw_scripts(const char *name, const char *val, bool fencing, char *acq, int *al, char *rel, int *rl)
+{
+    size_t vl = strlen(val);
+    *al = snprintf(acq, 400,
+                   "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{%s}\r\n$19\r\nbench:{%s}:fence\r\n"
+                   "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n%d\r\n",
+                   ELK_LOCK_SCRIPT_ACQUIRE_SHA1, name, name, vl, val, fencing ? 1 : 0);
+    *rl = snprintf(rel, 400,
+                   "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{%s}\r\n$%zu\r\n%s\r\n"
+                   "$22\r\nbench:{%s}:released\r\n",
+                   ELK_LOCK_SCRIPT_RELEASE_SHA1, name, vl, val, name);
+}
+
+/* Reads one reply line (up to its LF) into buf; returns its length, 0 on EOF or error. */
+static size_t raw_line(int fd, char *buf, size_t cap)
+{
+    size_t got = 0;
+    do {
+        ssize_t r = recv(fd, buf + got, cap - got, 0);
+        if (r <= 0) {
+            return 0;
+        }
+        got += (size_t)r;
+    } while (buf[got - 1] != '\n');
+    return got;
+}
+
 /* The physical limit for the same command bytes: one blocking socket, TCP_NODELAY, our
  * acquire and release scripts written as fixed RESP text, each reply read up to its
  * CRLF, nothing else. Returns cycles/s over n cycles (0: failed). */
@@ -329,27 +355,11 @@ static double raw_cycles(uint16_t port, unsigned n)
 {
     static const char val[] = "gwR:00112233445566778899aabbccddeeff";
     char acq[400], rel[400];
-    if (raw_fd < 0) {
-        struct sockaddr_in a;
-        int one = 1;
-        memset(&a, 0, sizeof a);
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(port);
-        raw_fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (raw_fd < 0 || connect(raw_fd, (struct sockaddr *)&a, sizeof a) != 0) {
-            return 0;
-        }
-        setsockopt(raw_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (raw_fd < 0 && (raw_fd = raw_connect(port)) < 0) {
+        return 0;
     }
-    int al = snprintf(acq, sizeof acq,
-                      "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{rawlk}\r\n$19\r\nbench:{rawlk}:fence\r\n"
-                      "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n1\r\n",
-                      ELK_LOCK_SCRIPT_ACQUIRE_SHA1, sizeof val - 1, val);
-    int rl = snprintf(rel, sizeof rel,
-                      "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{rawlk}\r\n$%zu\r\n%s\r\n"
-                      "$22\r\nbench:{rawlk}:released\r\n",
-                      ELK_LOCK_SCRIPT_RELEASE_SHA1, sizeof val - 1, val);
+    int al, rl;
+    raw_scripts("rawlk", val, true, acq, &al, rel, &rl);
     double t0 = now_s();
     for (unsigned k = 0; k < 2 * n; k++) {
         const char *req = (k & 1u) ? rel : acq;
@@ -358,16 +368,9 @@ static double raw_cycles(uint16_t port, unsigned n)
         if (send(raw_fd, req, len, 0) != (ssize_t)len) {
             return 0;
         }
-        size_t got = 0;
-        for (;;) { /* one line: ":<n>\r\n" (or an error line: then the figure is wrong) */
-            ssize_t r = recv(raw_fd, buf + got, sizeof buf - got, 0);
-            if (r <= 0) {
-                return 0;
-            }
-            got += (size_t)r;
-            if (buf[got - 1] == '\n') {
-                break;
-            }
+        size_t got = raw_line(raw_fd, buf, sizeof buf); /* ":<n>\r\n" (or an error line: then the figure is wrong) */
+        if (got == 0) {
+            return 0;
         }
         if (buf[0] != ':') {
             fprintf(stderr, "bench_lock: raw loop: unexpected reply %.*s\n", (int)got, buf);
@@ -386,27 +389,13 @@ static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
     int fd[CONFIG_ELK_MAX_NODES];
     char acq[400], rel[400];
     double *v = calloc(reps, sizeof *v);
-    int al = snprintf(acq, sizeof acq,
-                      "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{rawfo}\r\n$19\r\nbench:{rawfo}:fence\r\n"
-                      "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n0\r\n",
-                      ELK_LOCK_SCRIPT_ACQUIRE_SHA1, sizeof val - 1, val);
-    int rl = snprintf(rel, sizeof rel,
-                      "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{rawfo}\r\n$%zu\r\n%s\r\n"
-                      "$22\r\nbench:{rawfo}:released\r\n",
-                      ELK_LOCK_SCRIPT_RELEASE_SHA1, sizeof val - 1, val);
+    int al, rl;
+    raw_scripts("rawfo", val, false, acq, &al, rel, &rl);
     for (size_t i = 0; i < n; i++) {
-        struct sockaddr_in a;
-        int one = 1;
-        memset(&a, 0, sizeof a);
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(pl[i]);
-        fd[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd[i] < 0 || connect(fd[i], (struct sockaddr *)&a, sizeof a) != 0) {
+        if ((fd[i] = raw_connect(pl[i])) < 0) {
             free(v);
             return 0;
         }
-        setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     for (unsigned k = 0; k < reps + 10; k++) {
         double t0 = now_s(), t1 = 0;
@@ -420,14 +409,9 @@ static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
             }
             for (size_t i = 0; i < n; i++) {
                 char buf[256];
-                size_t got = 0;
-                do {
-                    ssize_t r = recv(fd[i], buf + got, sizeof buf - got, 0);
-                    if (r <= 0) {
-                        goto out;
-                    }
-                    got += (size_t)r;
-                } while (buf[got - 1] != '\n');
+                if (raw_line(fd[i], buf, sizeof buf) == 0) {
+                    goto out;
+                }
             }
             if (round == 0) {
                 t1 = now_s();

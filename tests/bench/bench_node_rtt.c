@@ -206,19 +206,7 @@ static double redis_benchmark(uint16_t port, bool tls, int n, char *cmd, size_t 
     } else {
         snprintf(cmd, cmdcap, "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %d -t ping --csv", port, n);
     }
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        return 0;
-    }
-    char line[512];
-    double rps = 0;
-    while (fgets(line, sizeof line, p) != NULL) {
-        if (strncmp(line, "\"PING_MBULK\",\"", 14) == 0) {
-            rps = strtod(line + 14, NULL);
-        }
-    }
-    pclose(p);
-    return rps;
+    return bench_rb_rps(cmd);
 }
 
 static const char *self_path = "bench_node_rtt";

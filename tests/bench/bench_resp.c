@@ -94,6 +94,19 @@ typedef struct result {
     uint64_t sink;     /* keeps the work observable */
 } result_t;
 
+/* Close one timed round started at t0 with the heap count a0: keep the best time, and
+ * this round's heap calls, replies and sink (the clock is read first). */
+static void res_round(result_t *res, double t0, uint64_t a0, size_t replies, uint64_t sink)
+{
+    double t = now_s() - t0;
+    if (res->secs == 0 || t < res->secs) {
+        res->secs = t;
+    }
+    res->allocs = bench_alloc_count() - a0;
+    res->replies = replies;
+    res->sink += sink;
+}
+
 static uint8_t reader_buf[64u * 1024u];
 static elk_resp_node_t reader_nodes[64];
 
@@ -125,13 +138,7 @@ static void run_ours(const uint8_t *s, size_t len, result_t *res)
             exit(1);
         }
     }
-    double t = now_s() - t0;
-    if (res->secs == 0 || t < res->secs) {
-        res->secs = t;
-    }
-    res->allocs = bench_alloc_count() - a0;
-    res->replies = replies;
-    res->sink += sink;
+    res_round(res, t0, a0, replies, sink);
 }
 
 static void run_hiredis(const uint8_t *s, size_t len, result_t *res)
@@ -164,13 +171,7 @@ static void run_hiredis(const uint8_t *s, size_t len, result_t *res)
         }
     }
     redisReaderFree(h);
-    double t = now_s() - t0;
-    if (res->secs == 0 || t < res->secs) {
-        res->secs = t;
-    }
-    res->allocs = bench_alloc_count() - a0;
-    res->replies = replies;
-    res->sink += sink;
+    res_round(res, t0, a0, replies, sink);
 }
 
 /* ---------------------------------------------------------------- encoder */
@@ -206,13 +207,7 @@ static void run_enc_ours(size_t cmds, result_t *res, size_t *bytes)
         sink += out[n - 3];
         total += n;
     }
-    double t = now_s() - t0;
-    if (res->secs == 0 || t < res->secs) {
-        res->secs = t;
-    }
-    res->allocs = bench_alloc_count() - a0;
-    res->replies = cmds;
-    res->sink += sink;
+    res_round(res, t0, a0, cmds, sink);
     *bytes = total;
 }
 
@@ -249,13 +244,7 @@ static void run_enc_hiredis(size_t cmds, result_t *res, size_t *bytes)
         total += (size_t)n;
         redisFreeCommand(cmd);
     }
-    double t = now_s() - t0;
-    if (res->secs == 0 || t < res->secs) {
-        res->secs = t;
-    }
-    res->allocs = bench_alloc_count() - a0;
-    res->replies = cmds;
-    res->sink += sink;
+    res_round(res, t0, a0, cmds, sink);
     *bytes = total;
 }
 

@@ -27,6 +27,8 @@
 #include "elk/node.h"
 #include "elk/port_posix.h"
 #include "elk_tooltest.h"
+#include "stack.h"
+#include "ts_log.h"
 
 #ifndef ELK_HOSTILE_BIN
 #error "ELK_HOSTILE_BIN must name the elk-hostile-server binary"
@@ -48,7 +50,7 @@ struct state_ev {
 static struct {
     elk_pool_t pool;
     elk_entropy_t entropy;
-    elk_log_t log;
+    elk_ts_log_t log;
     elk_posix_tcp_t tcp;
     elk_transport_t tr;
     elk_node_t node;
@@ -59,13 +61,6 @@ static struct {
     int cb_status;
     int cb_type;
 } T;
-
-static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
-{
-    (void)ctx;
-    if (getenv("ELK_TEST_VERBOSE") != NULL)
-        fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
-}
 
 static void on_state(void *user, elk_node_t *node, elk_node_state_t st, int err)
 {
@@ -95,8 +90,7 @@ static void node_setup(int port)
                                    POOL_BLOCKS),
                      ELK_OK);
     elk_posix_entropy(&T.entropy);
-    T.log.write = log_write;
-    T.log.level = ELK_LOG_DEBUG;
+    elk_ts_log_init(&T.log, 0, false);
     elk_node_config_t cfg;
     elk_node_config_defaults(&cfg);
     cfg.endpoint.host = "127.0.0.1";
@@ -108,44 +102,30 @@ static void node_setup(int port)
     cfg.backoff_min_ms = BACKOFF_MIN;
     cfg.backoff_max_ms = BACKOFF_MAX;
     assert_int_equal(elk_posix_tcp_init(&T.tcp, NULL, &T.tr), ELK_OK);
-    assert_int_equal(elk_node_init(&T.node, &cfg, &T.tr, &T.pool, &T.entropy, &T.log), ELK_OK);
+    assert_int_equal(elk_node_init(&T.node, &cfg, &T.tr, &T.pool, &T.entropy, &T.log.log), ELK_OK);
     elk_node_on_state(&T.node, on_state, NULL);
 }
 
-typedef bool (*cond_fn)(void);
-
-/* Drive the node until cond() holds or timeout_ms pass (a bound, not a check). */
-static bool run_until(cond_fn cond, unsigned timeout_ms)
+/* Drive the node until cond holds or timeout_ms pass (a bound, not a check); T.now gets
+ * each clock value handed to the node (the backoff check reads those). */
+static bool run_until(elk_ts_cond_fn cond, unsigned timeout_ms)
 {
-    uint64_t end = elk_posix_now_ms() + timeout_ms;
-    for (;;) {
-        T.now = elk_posix_now_ms();
-        uint64_t next = elk_node_poll(&T.node, T.now);
-        if (cond())
-            return true;
-        if (T.now >= end)
-            return false;
-        elk_wait_t w;
-        w.fd = elk_node_wait(&T.node, &w.events);
-        uint64_t until = next < end ? next : end;
-        if (until > T.now + 50)
-            until = T.now + 50;
-        elk_posix_wait(&w, w.fd >= 0 ? 1 : 0, until, NULL);
-    }
+    return elk_ts_run_node_at(&T.node, cond, NULL, timeout_ms, 50, &T.now);
 }
 
 static int failures(void)
 {
     return (int)elk_node_stats(&T.node)->failures;
 }
-static bool three_failures(void) { return failures() >= 3; }
-static bool is_ready(void) { return elk_node_is_ready(&T.node); }
-static bool reply_and_reconnected(void)
+static bool three_failures(void *arg) { (void)arg; return failures() >= 3; }
+static bool is_ready(void *arg) { (void)arg; return elk_node_is_ready(&T.node); }
+static bool reply_and_reconnected(void *arg)
 {
+    (void)arg;
     return T.cb_calls >= 1 && failures() >= 1 && elk_node_stats(&T.node)->connects >= 2 &&
            elk_node_is_ready(&T.node);
 }
-static bool reply_seen(void) { return T.cb_calls >= 1; }
+static bool reply_seen(void *arg) { (void)arg; return T.cb_calls >= 1; }
 
 /* Every failure names a known error, and each reconnect waited at least the
  * lower end of the backoff window ([d/2, d], d doubling from BACKOFF_MIN). */

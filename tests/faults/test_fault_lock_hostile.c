@@ -27,6 +27,7 @@
 #include "elk/node.h"
 #include "elk/port_posix.h"
 #include "elk_tooltest.h"
+#include "ts_log.h"
 #include "lock_events.h"
 #include "stack.h"
 
@@ -38,7 +39,7 @@
 
 static struct {
     elk_entropy_t entropy;
-    elk_log_t log;
+    elk_ts_log_t log;
     elk_ts_stack_t st;
     elk_lock_t lock;
     elk_ts_events_t rec;
@@ -46,13 +47,6 @@ static struct {
 } T;
 
 static pid_t current_srv = -1;
-
-static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
-{
-    (void)ctx;
-    if (getenv("ELK_TEST_VERBOSE") != NULL)
-        fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
-}
 
 static int acquired(void) { return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRED); }
 static int failed(void) { return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRE_FAILED); }
@@ -75,8 +69,7 @@ static void setup_client(int port)
 {
     memset(&T, 0, sizeof T);
     elk_posix_entropy(&T.entropy);
-    T.log.write = log_write;
-    T.log.level = ELK_LOG_DEBUG;
+    elk_ts_log_init(&T.log, 0, false);
     elk_node_config_t ncfg;
     elk_node_config_defaults(&ncfg);
     ncfg.resp3 = true;
@@ -92,7 +85,7 @@ static void setup_client(int port)
                              .mode = ELK_MODE_SINGLE,
                              .pool_blocks = POOL_BLOCKS,
                              .entropy = &T.entropy,
-                             .log = &T.log};
+                             .log = &T.log.log};
     assert_int_equal(elk_ts_stack_init(&T.st, &o), ELK_OK);
     elk_lock_config_t lc;
     elk_lock_config_defaults(&lc);

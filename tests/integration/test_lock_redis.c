@@ -26,6 +26,7 @@
 #include "fleet.h"
 #include "lock_events.h"
 #include "stack.h"
+#include "ts_log.h"
 
 /* the lock user of every test (least_privilege_rules) */
 #define IT_USER "elk"
@@ -52,19 +53,11 @@ typedef struct gw_opts {
 static elk_tf_t TF;
 static gw_t GA, GB;
 static elk_entropy_t ENTROPY;
-static elk_log_t LOG;
+static elk_ts_log_t LOG;
 #ifdef LOCK_IT_TLS
 static elk_tls_shared_t SHARED;
 static bool SHARED_OK;
 #endif
-
-static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
-{
-    (void)ctx;
-    if (getenv("ELK_TEST_VERBOSE") != NULL) {
-        fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
-    }
-}
 
 static int64_t pttl(size_t server, const char *key)
 {
@@ -165,7 +158,7 @@ static void gw_init(gw_t *g, const gw_opts_t *o)
         .key_prefix = "it:",
         .mode = o->n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
         .entropy = &ENTROPY,
-        .log = &LOG,
+        .log = &LOG.log,
     };
     assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
     g->rec.hook = on_lost;
@@ -511,8 +504,7 @@ static int group_setup(void **state)
     (void)state;
     signal(SIGPIPE, SIG_IGN);
     elk_posix_entropy(&ENTROPY);
-    LOG.write = log_write;
-    LOG.level = ELK_LOG_DEBUG;
+    elk_ts_log_init(&LOG, 0, false);
 #ifdef LOCK_IT_TLS
     const elk_tf_certs_t *certs = elk_tf_certs();
     if (certs == NULL) {

@@ -18,6 +18,7 @@
 #include "elk/port_posix.h"
 #include "fleet.h"
 #include "stack.h"
+#include "ts_log.h"
 
 #define POOL_BLOCKS 16
 
@@ -25,19 +26,11 @@
 typedef struct ctx {
     elk_ts_stack_t st;
     elk_entropy_t entropy;
-    elk_log_t log;
+    elk_ts_log_t log;
     size_t count;
 } ctx_t;
 
 static ctx_t c;
-
-static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
-{
-    (void)ctx;
-    if (getenv("ELK_TEST_VERBOSE") != NULL || level <= ELK_LOG_ERROR) {
-        fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
-    }
-}
 
 static elk_node_config_t cfg_for(elk_tf_t *f, size_t i)
 {
@@ -53,11 +46,10 @@ static void ctx_init(size_t count, const elk_node_config_t *cfgs)
 {
     memset(&c, 0, sizeof c);
     elk_posix_entropy(&c.entropy);
-    c.log.write = log_write;
-    c.log.level = ELK_LOG_DEBUG;
+    elk_ts_log_init(&c.log, ELK_LOG_ERROR, false);
     c.count = count;
     elk_ts_stack_opts_t o = {
-        .count = count, .node_cfgs = cfgs, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log};
+        .count = count, .node_cfgs = cfgs, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log.log};
     assert_int_equal(elk_ts_stack_init(&c.st, &o), ELK_OK);
 }
 

@@ -19,12 +19,13 @@
 #include "elk/port_posix.h"
 #include "fleet.h"
 #include "stack.h"
+#include "ts_log.h"
 
 #define POOL_BLOCKS 8
 
 typedef struct ctx {
     elk_entropy_t entropy;
-    elk_log_t log;
+    elk_ts_log_t log;
     elk_tls_shared_t shared;
     bool shared_ok;
     elk_ts_stack_t st; /* one node over TLS over TCP (c.st.nodes[0]) */
@@ -32,22 +33,13 @@ typedef struct ctx {
 
 static ctx_t c;
 
-static void log_write(void *ctx, int level, const char *module, const char *text, size_t len)
-{
-    (void)ctx;
-    if (getenv("ELK_TEST_VERBOSE") != NULL || level <= ELK_LOG_ERROR) {
-        fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
-    }
-}
-
 static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
 {
     memset(&c, 0, sizeof c);
     const elk_tf_certs_t *certs = elk_tf_certs();
     assert_non_null(certs);
     elk_posix_entropy(&c.entropy);
-    c.log.write = log_write;
-    c.log.level = ELK_LOG_DEBUG;
+    elk_ts_log_init(&c.log, ELK_LOG_ERROR, false);
     elk_tls_config_t tc;
     memset(&tc, 0, sizeof tc);
     tc.ca_file = certs->ca_crt;
@@ -58,7 +50,7 @@ static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
     assert_int_equal(elk_tls_shared_init(&c.shared, &tc, &c.entropy), ELK_OK);
     c.shared_ok = true;
     elk_ts_stack_opts_t o = {
-        .count = 1, .node_cfgs = cfg, .tls = &c.shared, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log};
+        .count = 1, .node_cfgs = cfg, .tls = &c.shared, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log.log};
     assert_int_equal(elk_ts_stack_init(&c.st, &o), ELK_OK);
 }
 

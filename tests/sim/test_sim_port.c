@@ -161,18 +161,12 @@ static elk_transport_t connect_to(size_t gw, size_t node)
     return t;
 }
 
-/* Send one command (words separated by single spaces) and return the raw reply. */
-static const char *call(elk_transport_t *t, const char *cmdline)
+/* Sends one command (argv) and returns its reply as text (static buffer). */
+static const char *call_argv(elk_transport_t *t, const elk_resp_arg_t *argv, size_t argc)
 {
     static char reply[2048];
-    elk_resp_arg_t argv[16];
-    char words[512];
-    size_t argc = 0, len;
+    size_t len;
     uint8_t buf[1024];
-    snprintf(words, sizeof words, "%s", cmdline);
-    for (char *tok = strtok(words, " "); tok != NULL; tok = strtok(NULL, " ")) {
-        argv[argc++] = elk_resp_arg_cstr(tok);
-    }
     assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, argc, &len), ELK_OK);
     assert_int_equal(t->send(t->ctx, buf, len), (int32_t)len);
     run_until(core.now_us + 10000);
@@ -180,6 +174,19 @@ static const char *call(elk_transport_t *t, const char *cmdline)
     assert_true(n > 0);
     reply[n] = '\0';
     return reply;
+}
+
+/* Send one command (words separated by single spaces) and return the raw reply. */
+static const char *call(elk_transport_t *t, const char *cmdline)
+{
+    elk_resp_arg_t argv[16];
+    char words[512];
+    size_t argc = 0;
+    snprintf(words, sizeof words, "%s", cmdline);
+    for (char *tok = strtok(words, " "); tok != NULL; tok = strtok(NULL, " ")) {
+        argv[argc++] = elk_resp_arg_cstr(tok);
+    }
+    return call_argv(t, argv, argc);
 }
 
 static void test_set_nx_px_get_expiry_on_node_clock(void **state)
@@ -227,16 +234,8 @@ static void test_scripts_evalsha_noscript_and_restart(void **state)
     /* SCRIPT LOAD takes the exact text (with spaces), so send it as one argument. */
     elk_resp_arg_t argv[3] = {elk_resp_arg_cstr("SCRIPT"), elk_resp_arg_cstr("LOAD"),
                               elk_resp_arg_cstr(ELK_LOCK_SCRIPT_ACQUIRE)};
-    uint8_t buf[1024];
-    size_t len;
     char reply[256];
-    assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 3, &len), ELK_OK);
-    assert_int_equal(t.send(t.ctx, buf, len), (int32_t)len);
-    run_until(core.now_us + 10000);
-    int32_t n = t.recv(t.ctx, (uint8_t *)reply, sizeof reply - 1);
-    assert_true(n > 0);
-    reply[n] = '\0';
-    assert_non_null(strstr(reply, ELK_LOCK_SCRIPT_ACQUIRE_SHA1));
+    assert_non_null(strstr(call_argv(&t, argv, 3), ELK_LOCK_SCRIPT_ACQUIRE_SHA1));
     assert_string_equal(call(&t, cmd), ":1\r\n");                 /* taken, counter 1 */
     assert_string_equal(call(&t, cmd), ":-1\r\n");                /* busy */
     snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence gw0:aa 9", ELK_LOCK_SCRIPT_COMMIT_SHA1);
@@ -290,13 +289,7 @@ static void test_commit_noop_control_leaves_counters(void **state)
     (void)state;
     elk_transport_t t = connect_to(0, 2);
     elk_resp_arg_t argv[3] = {elk_resp_arg_cstr("SCRIPT"), elk_resp_arg_cstr("LOAD"), elk_resp_arg_cstr(ELK_LOCK_SCRIPT_COMMIT)};
-    uint8_t buf[1024];
-    size_t len;
-    char reply[256];
-    assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 3, &len), ELK_OK);
-    assert_int_equal(t.send(t.ctx, buf, len), (int32_t)len);
-    run_until(core.now_us + 10000);
-    assert_true(t.recv(t.ctx, (uint8_t *)reply, sizeof reply) > 0);
+    (void)call_argv(&t, argv, 3); /* asserts a reply came */
     assert_string_equal(call(&t, "SET L v PX 10000"), "+OK\r\n");
     snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence v 9", ELK_LOCK_SCRIPT_COMMIT_SHA1);
     assert_string_equal(call(&t, cmd), ":9\r\n");

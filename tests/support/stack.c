@@ -145,6 +145,7 @@ typedef struct ts_target {
     elk_client_t *client;
     elk_fleet_t *fleet;
     elk_node_t *node;
+    uint64_t *now; /* optional: gets each poll's clock value */
 } ts_target_t;
 
 static uint64_t ts_poll(const ts_target_t *t, uint64_t now, elk_wait_t *w, size_t cap, size_t *nw)
@@ -169,6 +170,9 @@ static bool ts_run(const ts_target_t *t, elk_ts_cond_fn cond, void *arg, unsigne
     uint64_t end = elk_posix_now_ms() + timeout_ms;
     for (;;) {
         uint64_t now = elk_posix_now_ms();
+        if (t->now != NULL) {
+            *t->now = now;
+        }
         elk_wait_t w[4 * CONFIG_ELK_MAX_NODES];
         size_t nw = 0;
         uint64_t next = ts_poll(t, now, w, sizeof w / sizeof w[0], &nw);
@@ -200,6 +204,12 @@ bool elk_ts_run_fleet(elk_fleet_t *f, elk_ts_cond_fn cond, void *arg, unsigned t
 
 bool elk_ts_run_node(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms)
 {
-    ts_target_t t = {.node = n};
+    return elk_ts_run_node_at(n, cond, arg, timeout_ms, max_wait_ms, NULL);
+}
+
+bool elk_ts_run_node_at(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms,
+                        uint64_t *now)
+{
+    ts_target_t t = {.node = n, .now = now};
     return ts_run(&t, cond, arg, timeout_ms, max_wait_ms);
 }

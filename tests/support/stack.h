@@ -95,5 +95,9 @@ typedef bool (*elk_ts_cond_fn)(void *arg);
 bool elk_ts_run_client(elk_client_t *c, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms);
 bool elk_ts_run_fleet(elk_fleet_t *f, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms);
 bool elk_ts_run_node(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms);
+/* elk_ts_run_node that also stores, before each poll, the clock value it hands the node in
+ * *now (for tests that stamp callbacks with the node's own clock, not the wall's). */
+bool elk_ts_run_node_at(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms,
+                        uint64_t *now);
 
 #endif /* ELK_TEST_STACK_H */

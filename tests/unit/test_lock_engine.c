@@ -41,11 +41,6 @@ typedef struct world {
 
 static world_t W;
 
-static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
-{
-    elk_ts_events_on(user, lock, ev);
-}
-
 static const elk_lock_event_t *last_ev(const ev_rec_t *r)
 {
     return r->n ? &r->ev[r->n - 1] : NULL;
@@ -66,18 +61,24 @@ static uint64_t NOW(void)
     return W.h.clock.now;
 }
 
-static void world_setup_ex(size_t n, elk_lock_mode_t mode, const elk_lock_config_t *lcfg, bool resp3,
-                           bool two, bool subs);
+/* What a test's world is made of; a field left out is the common case. */
+typedef struct world_opts {
+    size_t nodes;                 /* fake servers, 0 meaning 1; mode SINGLE for one, else REDLOCK */
+    const elk_lock_config_t *lcfg; /* NULL: the lock defaults */
+    bool resp3;                   /* the nodes speak RESP3 (else RESP2) */
+    bool two;                     /* a second gateway (gwB, W.lock2) on the same servers */
+    bool subs;                    /* RESP2 subscriber connections for the first gateway */
+} world_opts_t;
 
-static void world_setup(size_t n, elk_lock_mode_t mode, const elk_lock_config_t *lcfg, bool resp3,
-                        bool two)
-{
-    world_setup_ex(n, mode, lcfg, resp3, two, false);
-}
+/* world_setup(.nodes = 3, .lcfg = &c, .two = true): designated initialisers. */
+#define world_setup(...) world_setup_opts(&(const world_opts_t){__VA_ARGS__})
 
-static void world_setup_ex(size_t n, elk_lock_mode_t mode, const elk_lock_config_t *lcfg, bool resp3,
-                           bool two, bool subs)
+static void world_setup_opts(const world_opts_t *o)
 {
+    size_t n = o->nodes != 0 ? o->nodes : 1;
+    elk_lock_mode_t mode = n > 1 ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
+    const elk_lock_config_t *lcfg = o->lcfg;
+    bool resp3 = o->resp3, two = o->two, subs = o->subs;
     elk_node_config_t nc;
     memset(&W, 0, sizeof W);
     elk_node_config_defaults(&nc);
@@ -104,7 +105,7 @@ static void world_setup_ex(size_t n, elk_lock_mode_t mode, const elk_lock_config
     }
     assert_int_equal(elk_client_init(&W.client, &cc, &W.h.fleet, &W.h.entropy_if, &W.h.log_if), ELK_OK);
     cc.subscribers = NULL;
-    assert_int_equal(elk_lock_init(&W.lock, &W.client, "valve", lcfg, on_ev, &W.rec), ELK_OK);
+    assert_int_equal(elk_lock_init(&W.lock, &W.client, "valve", lcfg, elk_ts_events_on, &W.rec), ELK_OK);
     W.two = two;
     if (two) {
         node_harness_init(&W.h2, n, &nc);
@@ -115,7 +116,7 @@ static void world_setup_ex(size_t n, elk_lock_mode_t mode, const elk_lock_config
         cc.gateway_id = "gwB";
         assert_int_equal(elk_client_init(&W.client2, &cc, &W.h2.fleet, &W.h2.entropy_if, &W.h2.log_if),
                          ELK_OK);
-        assert_int_equal(elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, on_ev, &W.rec2), ELK_OK);
+        assert_int_equal(elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, elk_ts_events_on, &W.rec2), ELK_OK);
     }
 }
 
@@ -203,7 +204,7 @@ static void test_config_and_names(void **state)
     c.wait_max_ms = 5;
     assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
 
-    world_setup(1, ELK_MODE_SINGLE, NULL, false, false);
+    world_setup(.nodes = 1);
     elk_lock_t l2;
     assert_int_equal(elk_lock_init(&l2, &W.client, "", NULL, NULL, NULL), ELK_E_NAME_INVALID);
     assert_int_equal(elk_lock_init(&l2, &W.client, "a{b", NULL, NULL, NULL), ELK_E_NAME_INVALID);
@@ -233,7 +234,7 @@ static void test_single_acquire_release(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump(); /* connect, preload scripts */
     assert_true(elk_client_ready(&W.client));
     assert_int_equal(W.srv[0].script_load, 4);
@@ -297,7 +298,7 @@ static void test_acquire_and_release_write_at_once(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     assert_true(elk_client_ready(&W.client));
 
@@ -333,7 +334,7 @@ static void test_single_busy_and_fencing_off(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.fencing = false;
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
@@ -359,7 +360,7 @@ static void test_reentrancy(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_STATE); /* still acquiring */
@@ -384,7 +385,7 @@ static void test_noscript_fallback(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     for (size_t i = 0; i < 3; i++) {
         W.srv[i].forget_scripts = true; /* SCRIPT LOAD lost, as after SCRIPT FLUSH */
     }
@@ -410,7 +411,7 @@ static void test_fencing_commit_design_case(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.round_timeout_ms = 100;
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, true);
+    world_setup(.nodes = 3, .lcfg = &c, .two = true);
     pump();
     lfr_set(&W.srv[0], "t:{valve}:fence", "5", 0);
     lfr_set(&W.srv[1], "t:{valve}:fence", "1", 0);
@@ -449,7 +450,7 @@ static void test_tokens_increase_over_overlapping_majorities(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.round_timeout_ms = 50;
-    world_setup(5, ELK_MODE_REDLOCK, &c, false, true);
+    world_setup(.nodes = 5, .lcfg = &c, .two = true);
     pump();
     uint64_t last = 0;
     for (int k = 0; k < 12; k++) {
@@ -481,7 +482,7 @@ static void test_commit_fails_on_majority(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     elk_client_poll(&W.client, NOW()); /* acquire requests out */
@@ -512,7 +513,7 @@ static void test_failed_round_releases_everywhere(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.round_timeout_ms = 100;
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
     W.srv[2].silent = true;
@@ -540,7 +541,7 @@ static void test_busy_on_quorum(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 5, .lcfg = &c);
     pump();
     for (size_t i = 0; i < 3; i++) {
         lfr_set(&W.srv[i], "t:{valve}", "other:1", 5000);
@@ -561,7 +562,7 @@ static void test_majority_late(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.min_validity_ms = 100;
-    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 5, .lcfg = &c);
     pump();
     for (size_t i = 0; i < 3; i++) {
         W.srv[i].hold = true;
@@ -616,7 +617,7 @@ static void test_renewal_keeps_lock(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -647,7 +648,7 @@ static void test_renewal_fails_on_minority(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
     c.round_timeout_ms = 30;
-    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 5, .lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -666,7 +667,7 @@ static void test_renewal_fails_on_majority_lost_at_deadline(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
     c.round_timeout_ms = 30; /* rounds fail fast and are retried until the deadline */
-    world_setup(5, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 5, .lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -694,7 +695,7 @@ static void test_lost_at_deadline_silent_single(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     W.h.nodes[0].cfg.request_timeout_ms = 60000; /* the node itself would wait far longer */
     pump();
     uint64_t t0 = NOW();
@@ -723,7 +724,7 @@ static void test_lost_release_waits_for_stop_margin(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000); /* stop_margin 50 */
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -750,7 +751,7 @@ static void test_renew_value_gone_is_lost_at_once(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -772,7 +773,7 @@ static void test_caps_stop_renewal(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
     c.max_renewals = 2;
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -789,7 +790,7 @@ static void test_caps_stop_renewal(void **state)
 
     c.max_renewals = 0;
     c.max_hold_ms = 500;
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -809,7 +810,7 @@ static void test_lost_cause_fleet_unreachable(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -855,7 +856,7 @@ static void test_abandon_lets_the_lease_run_out(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(300); /* deadline t_send + 245, renew every 99 */
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     assert_int_equal(elk_lock_abandon(&W.lock, NOW()), ELK_E_NOT_HELD);
     uint64_t t0 = NOW();
@@ -910,7 +911,7 @@ static void test_wait_retry_then_timeout(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.wait_min_ms = 100;
     c.wait_max_ms = 100;
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
     uint64_t t0 = NOW();
@@ -947,7 +948,7 @@ static void test_release_channel_handoff(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.wait_min_ms = 500;
     c.wait_max_ms = 500;
-    world_setup(3, ELK_MODE_REDLOCK, &c, true, true); /* RESP3 */
+    world_setup(.nodes = 3, .lcfg = &c, .resp3 = true, .two = true); /* RESP3 */
     pump();
     assert_true(elk_node_stats(&W.h.nodes[0])->resp3);
     assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
@@ -976,7 +977,7 @@ static void test_release_message_during_retry_round(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.wait_min_ms = 500;
     c.wait_max_ms = 500;
-    world_setup(1, ELK_MODE_SINGLE, &c, true, false);
+    world_setup(.lcfg = &c, .resp3 = true);
     pump();
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
     uint64_t t0 = NOW();
@@ -1006,7 +1007,7 @@ static void test_own_release_does_not_wake(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.wait_min_ms = 500;
     c.wait_max_ms = 500;
-    world_setup(3, ELK_MODE_REDLOCK, &c, true, false);
+    world_setup(.nodes = 3, .lcfg = &c, .resp3 = true);
     pump();
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 0);
@@ -1025,7 +1026,7 @@ static void test_release_channel_resp2_subscriber(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.wait_min_ms = 500;
     c.wait_max_ms = 500;
-    world_setup_ex(3, ELK_MODE_REDLOCK, &c, false, true, true);
+    world_setup(.nodes = 3, .lcfg = &c, .two = true, .subs = true);
     pump();
     assert_false(elk_node_stats(&W.h.nodes[0])->resp3);
     assert_true(W.hs.nodes[0].subscriber);
@@ -1048,7 +1049,7 @@ static void test_release_channel_resp2_subscriber(void **state)
     assert_string_equal(W.srv[0].sub[1], ""); /* unsubscribed once acquired */
 
     /* without subscriber connections a RESP2 waiter falls back to its retry delay */
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, true);
+    world_setup(.nodes = 3, .lcfg = &c, .two = true);
     pump();
     assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
@@ -1067,7 +1068,7 @@ static void test_fleet_unavailable_and_cancel(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     /* no poll yet: nodes are not connected */
     assert_false(elk_client_ready(&W.client));
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
@@ -1104,7 +1105,7 @@ static void test_fleet_unavailable_and_cancel(void **state)
 static void test_entropy_failure(void **state)
 {
     (void)state;
-    world_setup(1, ELK_MODE_SINGLE, NULL, false, false);
+    world_setup(.nodes = 1);
     pump();
     fake_entropy_fail_next(&W.h.entropy, 1);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_ENTROPY);
@@ -1116,7 +1117,7 @@ static void test_safety_check(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     W.srv[0].maxmemory_policy = "allkeys-lru";
     pump();
     assert_true(W.srv[0].info >= 1);
@@ -1128,7 +1129,7 @@ static void test_safety_check(void **state)
     assert_true(elk_client_ready(&W.client)); /* WARN: still used */
 
     /* REFUSE: the node counts as failed */
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     W.client.cfg.safety = ELK_SAFETY_REFUSE;
     W.srv[0].maxmemory_policy = "volatile-lru";
     pump();
@@ -1142,7 +1143,7 @@ static void test_safety_check(void **state)
     assert_int_equal(ev->nodes[0].err, ELK_E_UNSAFE_SERVER);
 
     /* REFUSE and INFO refused (NOPERM): cannot be checked, so no vote (fail closed) */
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     W.client.cfg.safety = ELK_SAFETY_REFUSE;
     W.srv[0].info_disabled = true;
     W.srv[0].config_disabled = true;
@@ -1152,7 +1153,7 @@ static void test_safety_check(void **state)
     assert_int_equal(strncmp(elk_client_node_check(&W.client, 0), "unchecked: ERR The user executing", 33), 0);
 
     /* REFUSE with CONFIG refused but INFO allowed: checked from INFO, the node votes */
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     W.client.cfg.safety = ELK_SAFETY_REFUSE;
     W.srv[0].config_disabled = true;
     pump();
@@ -1170,7 +1171,7 @@ static void check_even_fleet(size_t n)
 {
     elk_lock_config_t c = cfg_ttl(300);
     c.round_timeout_ms = 30;
-    world_setup(n, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = n, .lcfg = &c);
     pump();
     assert_int_equal(elk_client_quorum(&W.client), n / 2 + 1);
     assert_int_equal(elk_client_quorum(&W.client), elk_fleet_quorum(&W.h.fleet));
@@ -1236,7 +1237,7 @@ static void assert_releases_carry(const lfr_server_t *s, const char *want)
 static uint64_t lose_one_lease(char *v1, size_t cap)
 {
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -1302,7 +1303,7 @@ static void test_release_resend_after_new_value(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.round_timeout_ms = 200;
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
@@ -1343,7 +1344,7 @@ static void test_release_after_reconnect_carries_old_value(void **state)
     c.round_timeout_ms = 5000; /* rounds and releases wait that long for node 3 */
     c.wait_min_ms = 1;         /* the retry comes before node 3's reconnect backoff ends */
     c.wait_max_ms = 5;
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 60000);
     W.srv[2].silent = true;
@@ -1399,7 +1400,7 @@ static void test_commit_round_states(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     hold_replies(3, true);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
@@ -1434,7 +1435,7 @@ static void test_renewal_deadline_with_reply_time(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000); /* deadline = send + 938, renew at send + 330 */
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -1484,7 +1485,7 @@ static void test_commit_key_gone_on_majority(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     elk_client_poll(&W.client, NOW()); /* acquire requests out */
@@ -1511,7 +1512,7 @@ static void test_stale_round_reply_not_counted(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.fencing = false;
     c.round_timeout_ms = 500;
-    world_setup(3, ELK_MODE_REDLOCK, &c, false, false);
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
@@ -1541,7 +1542,7 @@ static void test_deadline_is_exclusive_without_poll(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(1, ELK_MODE_SINGLE, &c, false, false);
+    world_setup(.lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);

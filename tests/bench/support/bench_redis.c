@@ -55,3 +55,25 @@ void bench_redis_stop_all(pid_t *pids, size_t count, char *dir)
         dir[0] = '\0';
     }
 }
+
+double bench_rb_rps(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        return 0;
+    }
+    char line[512];
+    double v = 0;
+    while (fgets(line, sizeof line, p) != NULL) {
+        /* "NAME","rps",...: skip the header and PING_INLINE (not what we send) */
+        if (strncmp(line, "\"test\"", 6) == 0 || strstr(line, "PING_INLINE") != NULL) {
+            continue;
+        }
+        const char *q = strstr(line, "\",\"");
+        if (q != NULL) {
+            v = atof(q + 3);
+        }
+    }
+    pclose(p);
+    return v;
+}

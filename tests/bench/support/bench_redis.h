@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * redis-server processes for the benchmarks that start their own: a free loopback port,
- * a server on it (plain or TLS, no persistence), and stopping them with their directory.
+ * a server on it (plain or TLS, no persistence), and stopping them with their directory;
+ * and redis-benchmark's figure for the same server.
  */
 #ifndef ELK_BENCH_REDIS_H
 #define ELK_BENCH_REDIS_H
@@ -22,5 +23,10 @@ pid_t bench_redis_start(const char *dir, uint16_t port, bool tls, const char *lo
 /* SIGTERM and reap every pids[i] > 0 (set to 0 after), then remove dir if it is set
  * (dir[0] is cleared after). Safe to call twice, and from a signal handler's exit path. */
 void bench_redis_stop_all(pid_t *pids, size_t count, char *dir);
+
+/* Run cmd, a redis-benchmark --csv command line, and return the requests/s of its last
+ * row other than PING_INLINE (with -t ping: PING_MBULK, the multibulk PING our code
+ * sends; with a command: its one row). 0 when it could not run or printed no row. */
+double bench_rb_rps(const char *cmd);
 
 #endif
