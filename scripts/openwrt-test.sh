@@ -30,7 +30,9 @@ uci_show() {
 expect() { # description expected-translator-rc expected-check-rc needle uci-show-text
   local what=$1 want_tr=$2 want_ck=$3 needle=$4 got_tr=0 got_ck=-
   printf '%s\n' "$5" >"$w/in"
-  "$tr" <"$w/in" >"$w/elkd.conf" 2>"$w/err" || got_tr=$?
+  # As elkd.init does: the INI may hold a password, so only its owner reads it.
+  (umask 077 && "$tr" <"$w/in" >"$w/elkd.conf.new" 2>"$w/err") || got_tr=$?
+  mv -f "$w/elkd.conf.new" "$w/elkd.conf"
   if [ "$got_tr" = 0 ]; then
     got_ck=0; "$elkd" -c "$w/elkd.conf" --check >>"$w/err" 2>&1 || got_ck=$?
   fi
@@ -49,7 +51,7 @@ grep -q "^elkd.fleet.example='1'$" <<<"$sample" && ok "shipped example is marked
 mkdir -p "$w/etc"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$w/etc/ca.key" -out "$w/etc/ca.pem" -subj /CN=elk-test-ca \
   -days 2 >/dev/null 2>&1
-echo secret >"$w/etc/redis.password"
+(umask 077 && echo secret >"$w/etc/redis.password")
 expect "shipped example translates and passes elkd --check" 0 0 '^\[resource valve-1\]$' \
   "$(sed "s|/etc/elkd/|$w/etc/|" <<<"$sample")"
 valid="elkd.fleet=fleet
