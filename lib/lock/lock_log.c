@@ -52,8 +52,8 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
     lk_log_write(client, level, &f);
 }
 
-void elk_lock__log_node(const elk_client_t *client, int level, size_t node, const char *what,
-                        const elk_resp_node_t *val, const char *after)
+void elk_lock__log_node(const elk_client_t *client, int level, size_t node, const char *head,
+                        const char *what, const elk_resp_node_t *val, const char *after)
 {
     char buf[200];
     elk_fmt_t f;
@@ -67,6 +67,7 @@ void elk_lock__log_node(const elk_client_t *client, int level, size_t node, cons
     elk_fmt_str(&f, ":");
     elk_fmt_uint(&f, ep->port);
     elk_fmt_str(&f, ": ");
+    elk_fmt_str(&f, head);
     elk_fmt_str(&f, what);
     if (val != NULL) {
         elk_fmt_bytes(&f, val->str, val->len);

@@ -33,75 +33,61 @@ static void lk_check_text(elk_client_t *client, size_t i, const char *head, cons
     (void)elk_fmt_cstr(&f);
 }
 
-/* The SAFETY script's reply {policy, aof}: ELK_OK with both, else the reason it is not
- * checkable (*error gets the server's error reply, if that was it). */
-static int lk_safety_fields(int status, const elk_resp_reply_t *reply, const elk_resp_node_t **policy,
-                            const elk_resp_node_t **aof, const elk_resp_node_t **error)
-{
-    size_t idx = 0;
-    const elk_resp_node_t *top;
-    *error = NULL;
-    if (status != ELK_OK) {
-        return status;
-    }
-    top = elk_resp_reply_top(reply, &idx);
-    if (top != NULL && elk_resp_is_error(top)) {
-        *error = top;
-        return ELK_E_SERVER_ERROR;
-    }
-    if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != 2 || idx + 2u >= reply->count ||
-        reply->nodes[idx + 1u].type != ELK_RESP_BULK || reply->nodes[idx + 2u].type != ELK_RESP_BULK ||
-        reply->nodes[idx + 1u].len == 0u) {
-        return ELK_E_UNEXPECTED_REPLY;
-    }
-    *policy = &reply->nodes[idx + 1u];
-    *aof = &reply->nodes[idx + 2u];
-    return ELK_OK;
-}
+/* The log line of each result, by the SAFETY reply's digit (4: not checkable); each ends
+ * with the check text from lk_safety_tail on (the policy; the error). One line from one
+ * call: each log call site costs flash. */
+static const char *const lk_safety_says[] = {
+    "",
+    "no AOF persistence: a restart loses locks; delay restarts by one TTL",
+    "eviction can delete lock keys; set maxmemory-policy noeviction, now ",
+    "no AOF persistence (a restart loses locks; delay restarts by one TTL) and eviction can delete "
+    "lock keys; set maxmemory-policy noeviction, now ",
+    "safety check impossible (grant +info, docs/redis-acl.md): ",
+};
+static const uint8_t lk_safety_tail[] = {2u, 2u, sizeof("unsafe: maxmemory-policy ") - 1u,
+                                         sizeof("unsafe: maxmemory-policy ") - 1u, sizeof("unchecked: ") - 1u};
 
-/* The SAFETY script's reply decides the node's vote (eviction) and warns (persistence). */
+/* The SAFETY script classified the node (its reply's digit, elk/lock_scripts.h): copy its
+ * check text, give or take the vote, log. An error reply (NOPERM for the script's INFO,
+ * another error), a timeout or another reply: the node cannot be checked. */
 static void lk_on_safety(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     elk_client_t *client = (elk_client_t *)user;
     size_t i = elk_lock__node_of(client, node);
     bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
-    const elk_resp_node_t *policy = NULL;
-    const elk_resp_node_t *aof = NULL;
-    const elk_resp_node_t *error = NULL;
-    int rc;
+    size_t idx = 0;
+    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
+    const char *why = elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY);
+    const char *head = "";
+    const char *check;
+    size_t says = 4u; /* not checkable */
+    size_t n;
     if (i == SIZE_MAX) {
         return;
     }
-    rc = lk_safety_fields(status, reply, &policy, &aof, &error);
-    if (rc == ELK_OK && !elk_resp_str_eq(aof, "1")) {
-        elk_lock__log_node(client, ELK_LOG_WARN, i,
-                           "no AOF persistence: a restart loses locks; delay restarts by one TTL", NULL, "");
+    check = client->node_check[i];
+    if (top != NULL && top->type == ELK_RESP_BULK && top->len > 0u &&
+        (unsigned)(top->str[0] - ELK_LOCK_SAFETY_OK) <= (unsigned)(ELK_LOCK_SAFETY_UNSAFE_NO_AOF - ELK_LOCK_SAFETY_OK)) {
+        says = (size_t)(top->str[0] - ELK_LOCK_SAFETY_OK);
+        lk_check_text(client, i, "", top->str + 1, top->len - 1u);
+    } else if (elk_resp_is_error(top)) {
+        lk_check_text(client, i, "unchecked: ", top->str, top->len);
+    } else {
+        lk_check_text(client, i, "unchecked: ", (const uint8_t *)why, strlen(why));
     }
-    if (rc == ELK_OK && elk_resp_str_eq(policy, "noeviction")) {
-        lk_check_text(client, i, "ok", NULL, 0);
+    if (says <= 1u) {
         client->node_unsafe[i] = 0;
         client->dirty = true; /* a waiting round may now reach its quorum */
-        return;
-    }
-    if (rc == ELK_OK) {
-        lk_check_text(client, i, "unsafe: maxmemory-policy ", policy->str, policy->len);
-        elk_lock__log_node(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
-                           refuse ? "refused, no vote: eviction can delete lock keys; set maxmemory-policy "
-                                    "noeviction, now "
-                                  : "unsafe: eviction can delete lock keys; set maxmemory-policy noeviction, now ",
-                           policy, "");
     } else {
-        /* Not checkable: NOPERM (the script's INFO), another error, a timeout. */
-        const char *why = elk_err_name(rc);
-        lk_check_text(client, i, "unchecked: ", error != NULL ? error->str : (const uint8_t *)why,
-                      error != NULL ? error->len : strlen(why));
-        elk_lock__log_node(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
-                           refuse ? "refused, no vote: safety check impossible (grant +info, docs/redis-acl.md): "
-                                  : "safety check impossible (grant +info, docs/redis-acl.md): ",
-                           NULL, client->node_check[i] + sizeof("unchecked: ") - 1u);
+        head = refuse ? "refused, no vote: " : says < 4u ? "unsafe: " : "";
+        if (refuse) {
+            client->node_unsafe[i] = 1;
+        }
     }
-    if (refuse) {
-        client->node_unsafe[i] = 1;
+    if (says != 0u) {
+        n = strlen(check);
+        elk_lock__log_node(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, i, head,
+                           lk_safety_says[says], NULL, check + (lk_safety_tail[says] < n ? lk_safety_tail[says] : n));
     }
 }
 
@@ -120,11 +106,11 @@ static void lk_on_fsync(void *user, elk_node_t *node, int status, const elk_resp
         return;
     }
     if (elk_resp_is_error(top)) {
-        elk_lock__log_node(client, ELK_LOG_DEBUG, i,
+        elk_lock__log_node(client, ELK_LOG_DEBUG, i, "",
                            "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "");
     } else if ((top->type == ELK_RESP_ARRAY || top->type == ELK_RESP_MAP) && top->subtree >= 2u &&
                idx + 2u < reply->count && !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
-        elk_lock__log_node(client, ELK_LOG_WARN, i,
+        elk_lock__log_node(client, ELK_LOG_WARN, i, "",
                            "appendfsync is not always: a crash can lose recent locks; delay restarts by "
                            "one TTL (appendfsync ",
                            &reply->nodes[idx + 2u], ")");
