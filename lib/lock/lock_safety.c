@@ -91,25 +91,22 @@ static void lk_on_safety(void *user, elk_node_t *node, int status, const elk_res
     }
 }
 
-/* CONFIG GET appendfsync reply: [name, value] (RESP2 array) or {name: value} (RESP3 map). */
+/* CONFIG GET appendfsync reply: [name, value] (RESP2 array) or {name: value} (RESP3 map).
+ * Refused (no +config|get): a debug line; not "always": a warning. */
 static void lk_on_fsync(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     elk_client_t *client = (elk_client_t *)user;
     size_t i = elk_lock__node_of(client, node);
     size_t idx = 0;
-    const elk_resp_node_t *top;
-    if (i == SIZE_MAX || status != ELK_OK) {
+    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
+    bool refused = elk_resp_is_error(top);
+    if (i == SIZE_MAX || top == NULL) {
         return;
     }
-    top = elk_resp_reply_top(reply, &idx);
-    if (top == NULL) {
-        return;
-    }
-    if (elk_resp_is_error(top)) {
-        elk_lock__log_node(client, ELK_LOG_DEBUG, i, "",
-                           "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "");
-    } else if ((top->type == ELK_RESP_ARRAY || top->type == ELK_RESP_MAP) && top->subtree >= 2u &&
-               idx + 2u < reply->count && !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
+    if (refused) {
+        elk_lock__log_node(client, ELK_LOG_DEBUG, i, "", "appendfsync not checked (needs +config|get, docs/redis-acl.md): ",
+                           top, "");
+    } else if (top->subtree >= 2u && idx + 2u < reply->count && !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
         elk_lock__log_node(client, ELK_LOG_WARN, i, "",
                            "appendfsync is not always: a crash can lose recent locks; delay restarts by "
                            "one TTL (appendfsync ",
@@ -119,25 +116,27 @@ static void lk_on_fsync(void *user, elk_node_t *node, int status, const elk_resp
 
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
 {
-    /* Built at compile time: no strlen of the script per connection, less code. */
-    static const elk_resp_arg_t check[3] = {ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_SAFETY),
-                                            ELK_RESP_ARG_STR("0")};
-    static const elk_resp_arg_t fsync[3] = {ELK_RESP_ARG_STR("CONFIG"), ELK_RESP_ARG_STR("GET"),
-                                            ELK_RESP_ARG_STR("appendfsync")};
-    elk_node_t *node = &client->fleet->nodes[i];
-    if (client->cfg.safety == ELK_SAFETY_OFF) {
-        lk_check_text(client, i, "off", NULL, 0);
-        return;
+    /* Built at compile time (no strlen of the script per connection), sent by one call. */
+    static const elk_resp_arg_t argv[2][3] = {
+        {ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_SAFETY), ELK_RESP_ARG_STR("0")},
+        {ELK_RESP_ARG_STR("CONFIG"), ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR("appendfsync")}};
+    static const elk_node_reply_fn on[2] = {lk_on_safety, lk_on_fsync};
+    const char *text = "off";
+    size_t k;
+    if (client->cfg.safety != ELK_SAFETY_OFF) {
+        text = ""; /* "pending" (elk_client_node_check) */
+        if (client->cfg.safety == ELK_SAFETY_REFUSE) {
+            client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
+        }
+        for (k = 0; k < 2u; k++) {
+            if (elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, on[k], client) != ELK_OK) {
+                text = k == 0u ? "unchecked: request not sent" : text;
+                break;
+            }
+        }
     }
-    lk_check_text(client, i, "pending", NULL, 0);
-    if (client->cfg.safety == ELK_SAFETY_REFUSE) {
-        client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
-    }
-    if (elk_node_send(node, now, check, 3, 0, lk_on_safety, client) != ELK_OK) {
-        lk_check_text(client, i, "unchecked: request not sent", NULL, 0);
-        return;
-    }
-    (void)elk_node_send(node, now, fsync, 3, 0, lk_on_fsync, client);
+    /* After the sends: elk_node_send never calls back from inside. */
+    lk_check_text(client, i, text, NULL, 0);
 }
 
 const char *elk_client_node_check(const elk_client_t *client, size_t node)
