@@ -33,9 +33,8 @@ static void lk_check_text(elk_client_t *client, size_t i, const char *head, cons
     (void)elk_fmt_cstr(&f);
 }
 
-/* The log line of each result, by the SAFETY reply's digit (4: not checkable); each ends
- * with the check text from lk_safety_tail on (the policy; the error). One line from one
- * call: each log call site costs flash. */
+/* What a result logs, one line through one call (each log call site costs flash): by
+ * the policy (+0 noeviction, +2 another) and AOF (+0 on, +1 off); 4: not checkable. */
 static const char *const lk_safety_says[] = {
     "",
     "no AOF persistence: a restart loses locks; delay restarts by one TTL",
@@ -44,12 +43,10 @@ static const char *const lk_safety_says[] = {
     "lock keys; set maxmemory-policy noeviction, now ",
     "safety check impossible (grant +info, docs/redis-acl.md): ",
 };
-static const uint8_t lk_safety_tail[] = {2u, 2u, sizeof("unsafe: maxmemory-policy ") - 1u,
-                                         sizeof("unsafe: maxmemory-policy ") - 1u, sizeof("unchecked: ") - 1u};
 
-/* The SAFETY script classified the node (its reply's digit, elk/lock_scripts.h): copy its
- * check text, give or take the vote, log. An error reply (NOPERM for the script's INFO,
- * another error), a timeout or another reply: the node cannot be checked. */
+/* The SAFETY script's reply {policy, aof} decides the node's vote (eviction) and warns
+ * (persistence). Any other reply means the node cannot be checked: NOPERM (the script's
+ * INFO), another error, a timeout, the policy field missing. */
 static void lk_on_safety(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     elk_client_t *client = (elk_client_t *)user;
@@ -57,37 +54,38 @@ static void lk_on_safety(void *user, elk_node_t *node, int status, const elk_res
     bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
     size_t idx = 0;
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
+    const elk_resp_node_t *policy = NULL;
     const char *why = elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY);
     const char *head = "";
-    const char *check;
+    const char *after = "";
     size_t says = 4u; /* not checkable */
-    size_t n;
     if (i == SIZE_MAX) {
         return;
     }
-    check = client->node_check[i];
-    if (top != NULL && top->type == ELK_RESP_BULK && top->len > 0u &&
-        (unsigned)(top->str[0] - ELK_LOCK_SAFETY_OK) <= (unsigned)(ELK_LOCK_SAFETY_UNSAFE_NO_AOF - ELK_LOCK_SAFETY_OK)) {
-        says = (size_t)(top->str[0] - ELK_LOCK_SAFETY_OK);
-        lk_check_text(client, i, "", top->str + 1, top->len - 1u);
-    } else if (elk_resp_is_error(top)) {
-        lk_check_text(client, i, "unchecked: ", top->str, top->len);
+    if (top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 2 && idx + 2u < reply->count &&
+        reply->nodes[idx + 1u].type == ELK_RESP_BULK && reply->nodes[idx + 1u].len != 0u) {
+        policy = &reply->nodes[idx + 1u];
+        says = (elk_resp_str_eq(policy, "noeviction") ? 0u : 2u) + (elk_resp_str_eq(policy + 1, "1") ? 0u : 1u);
+        lk_check_text(client, i, says < 2u ? "ok" : "unsafe: maxmemory-policy ", policy->str,
+                      says < 2u ? 0u : policy->len);
     } else {
-        lk_check_text(client, i, "unchecked: ", (const uint8_t *)why, strlen(why));
+        lk_check_text(client, i, "unchecked: ", elk_resp_is_error(top) ? top->str : (const uint8_t *)why,
+                      elk_resp_is_error(top) ? top->len : strlen(why));
+        after = client->node_check[i] + sizeof("unchecked: ") - 1u;
     }
-    if (says <= 1u) {
+    if (says < 2u) {
+        policy = NULL;
         client->node_unsafe[i] = 0;
         client->dirty = true; /* a waiting round may now reach its quorum */
     } else {
-        head = refuse ? "refused, no vote: " : says < 4u ? "unsafe: " : "";
+        head = refuse ? "refused, no vote: " : policy != NULL ? "unsafe: " : "";
         if (refuse) {
             client->node_unsafe[i] = 1;
         }
     }
     if (says != 0u) {
-        n = strlen(check);
-        elk_lock__log_node(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, i, head,
-                           lk_safety_says[says], NULL, check + (lk_safety_tail[says] < n ? lk_safety_tail[says] : n));
+        elk_lock__log(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, NULL, i, head, lk_safety_says[says],
+                      policy, after, ELK_OK);
     }
 }
 
@@ -104,13 +102,13 @@ static void lk_on_fsync(void *user, elk_node_t *node, int status, const elk_resp
         return;
     }
     if (refused) {
-        elk_lock__log_node(client, ELK_LOG_DEBUG, i, "", "appendfsync not checked (needs +config|get, docs/redis-acl.md): ",
-                           top, "");
+        elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
+                      "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "", ELK_OK);
     } else if (top->subtree >= 2u && idx + 2u < reply->count && !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
-        elk_lock__log_node(client, ELK_LOG_WARN, i, "",
-                           "appendfsync is not always: a crash can lose recent locks; delay restarts by "
-                           "one TTL (appendfsync ",
-                           &reply->nodes[idx + 2u], ")");
+        elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
+                      "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
+                      "(appendfsync ",
+                      &reply->nodes[idx + 2u], ")", ELK_OK);
     }
 }
 

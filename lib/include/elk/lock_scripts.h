@@ -93,25 +93,16 @@
 #define ELK_LOCK_SCRIPT_COMMIT_SHA1 "284393303295f650049f99df650592d84dda614f"
 
 /*
- * SAFETY: the server safety check, read with INFO (no CONFIG permission; the whole INFO
- * text would not fit a pool block, so the script keeps two fields) and classified here,
- * so the client only copies the verdict. Reply: one string, a digit then the node's
- * check text: "0ok" (noeviction, AOF on), "1ok" (noeviction, no AOF), "2unsafe:
- * maxmemory-policy <p>" (evicts, AOF on), "3unsafe: ..." (evicts, no AOF); an error
- * if INFO has no maxmemory_policy. Needs +info in the user's ACL (docs/redis-acl.md).
- * Sent once per connection with EVAL. Usage: EVAL <script> 0
+ * SAFETY: the server settings the safety check needs, read with INFO (no CONFIG
+ * permission; the whole INFO text would not fit a pool block, so the script keeps only
+ * the two fields). Reply: {maxmemory_policy, aof_enabled}, "" for a field not found.
+ * Needs +info in the user's ACL (docs/redis-acl.md). Sent once per connection with EVAL.
+ * Usage: EVAL <script> 0
  */
 #define ELK_LOCK_SCRIPT_SAFETY                                                                    \
-    "local m = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w%-]+)')\n"       \
-    "local a = string.match(redis.call('INFO', 'persistence'), 'aof_enabled:(%d)') == '1' and 0 or 1\n" \
-    "if m == 'noeviction' then return a .. 'ok' end\n"                                            \
-    "if m then return (2 + a) .. 'unsafe: maxmemory-policy ' .. m end\n"                          \
-    "return redis.error_reply('ERR maxmemory_policy not in INFO memory')\n"
-/* The SAFETY reply's leading digit. */
-#define ELK_LOCK_SAFETY_OK '0'
-#define ELK_LOCK_SAFETY_OK_NO_AOF '1'
-#define ELK_LOCK_SAFETY_UNSAFE '2'
-#define ELK_LOCK_SAFETY_UNSAFE_NO_AOF '3'
+    "local m = redis.call('INFO', 'memory')\n"                                                    \
+    "local p = redis.call('INFO', 'persistence')\n"                                               \
+    "return {string.match(m, 'maxmemory_policy:([%w%-]+)') or '', string.match(p, 'aof_enabled:(%d)') or ''}\n"
 
 /* Reply values of the scripts, by name. */
 #define ELK_LOCK_ACQUIRE_BUSY (-1)   /* ACQUIRE: key exists */
