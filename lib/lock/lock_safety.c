@@ -44,71 +44,68 @@ static const char *const lk_safety_says[] = {
     "safety check impossible (grant +info, docs/redis-acl.md): ",
 };
 
-/* The SAFETY script's reply {policy, aof} decides the node's vote (eviction) and warns
- * (persistence). Any other reply means the node cannot be checked: NOPERM (the script's
- * INFO), another error, a timeout, the policy field missing. */
-static void lk_on_safety(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+/* Both replies of the check come here, in the order they were sent: the SAFETY script's
+ * while the check is pending (node_check empty), then CONFIG GET appendfsync's. (One
+ * callback: each costs flash.)
+ *
+ * The script's reply {policy, aof} decides the node's vote (eviction) and warns
+ * (persistence); any other reply means the node cannot be checked: NOPERM (the script's
+ * INFO), another error, a timeout, the policy field missing.
+ * CONFIG GET's reply is [name, value] (RESP2 array) or {name: value} (RESP3 map); an
+ * error (no +config|get) is a debug line, a value other than "always" a warning. */
+static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     elk_client_t *client = (elk_client_t *)user;
     size_t i = elk_lock__node_of(client, node);
     bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
     size_t idx = 0;
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
-    const elk_resp_node_t *policy = NULL;
+    const elk_resp_node_t *val = NULL;
     const char *why = elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY);
     const char *head = "";
     const char *after = "";
+    bool error = elk_resp_is_error(top);
     size_t says = 4u; /* not checkable */
     if (i == SIZE_MAX) {
         return;
     }
+    if (client->node_check[i][0] != '\0') {
+        if (error) {
+            elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
+                          "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "", ELK_OK);
+        } else if (top != NULL && top->subtree >= 2u && idx + 2u < reply->count &&
+                   !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
+            elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
+                          "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
+                          "(appendfsync ",
+                          &reply->nodes[idx + 2u], ")", ELK_OK);
+        }
+        return;
+    }
     if (top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 2 && idx + 2u < reply->count &&
         reply->nodes[idx + 1u].type == ELK_RESP_BULK && reply->nodes[idx + 1u].len != 0u) {
-        policy = &reply->nodes[idx + 1u];
-        says = (elk_resp_str_eq(policy, "noeviction") ? 0u : 2u) + (elk_resp_str_eq(policy + 1, "1") ? 0u : 1u);
-        lk_check_text(client, i, says < 2u ? "ok" : "unsafe: maxmemory-policy ", policy->str,
-                      says < 2u ? 0u : policy->len);
+        val = &reply->nodes[idx + 1u];
+        says = (elk_resp_str_eq(val, "noeviction") ? 0u : 2u) + (elk_resp_str_eq(val + 1, "1") ? 0u : 1u);
+        lk_check_text(client, i, says < 2u ? "ok" : "unsafe: maxmemory-policy ", val->str,
+                      says < 2u ? 0u : val->len);
     } else {
-        lk_check_text(client, i, "unchecked: ", elk_resp_is_error(top) ? top->str : (const uint8_t *)why,
-                      elk_resp_is_error(top) ? top->len : strlen(why));
+        lk_check_text(client, i, "unchecked: ", error ? top->str : (const uint8_t *)why,
+                      error ? top->len : strlen(why));
         after = client->node_check[i] + sizeof("unchecked: ") - 1u;
     }
     if (says < 2u) {
-        policy = NULL;
+        val = NULL;
         client->node_unsafe[i] = 0;
         client->dirty = true; /* a waiting round may now reach its quorum */
     } else {
-        head = refuse ? "refused, no vote: " : policy != NULL ? "unsafe: " : "";
+        head = refuse ? "refused, no vote: " : val != NULL ? "unsafe: " : "";
         if (refuse) {
             client->node_unsafe[i] = 1;
         }
     }
     if (says != 0u) {
         elk_lock__log(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, NULL, i, head, lk_safety_says[says],
-                      policy, after, ELK_OK);
-    }
-}
-
-/* CONFIG GET appendfsync reply: [name, value] (RESP2 array) or {name: value} (RESP3 map).
- * Refused (no +config|get): a debug line; not "always": a warning. */
-static void lk_on_fsync(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
-{
-    elk_client_t *client = (elk_client_t *)user;
-    size_t i = elk_lock__node_of(client, node);
-    size_t idx = 0;
-    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
-    bool refused = elk_resp_is_error(top);
-    if (i == SIZE_MAX || top == NULL) {
-        return;
-    }
-    if (refused) {
-        elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
-                      "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "", ELK_OK);
-    } else if (top->subtree >= 2u && idx + 2u < reply->count && !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
-        elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
-                      "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
-                      "(appendfsync ",
-                      &reply->nodes[idx + 2u], ")", ELK_OK);
+                      val, after, ELK_OK);
     }
 }
 
@@ -118,16 +115,15 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
     static const elk_resp_arg_t argv[2][3] = {
         {ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_SAFETY), ELK_RESP_ARG_STR("0")},
         {ELK_RESP_ARG_STR("CONFIG"), ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR("appendfsync")}};
-    static const elk_node_reply_fn on[2] = {lk_on_safety, lk_on_fsync};
     const char *text = "off";
     size_t k;
     if (client->cfg.safety != ELK_SAFETY_OFF) {
-        text = ""; /* "pending" (elk_client_node_check) */
+        text = ""; /* pending: elk_client_node_check says so, lk_on_check waits for the script */
         if (client->cfg.safety == ELK_SAFETY_REFUSE) {
             client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
         }
         for (k = 0; k < 2u; k++) {
-            if (elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, on[k], client) != ELK_OK) {
+            if (elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check, client) != ELK_OK) {
                 text = k == 0u ? "unchecked: request not sent" : text;
                 break;
             }
