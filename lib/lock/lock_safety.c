@@ -82,8 +82,8 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
         }
         return;
     }
-    if (top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 2 && idx + 2u < reply->count &&
-        reply->nodes[idx + 1u].type == ELK_RESP_BULK && reply->nodes[idx + 1u].len != 0u) {
+    /* {policy, aof}: an aggregate of two (an error has no subtree), a policy not empty */
+    if (top != NULL && top->subtree >= 2u && idx + 2u < reply->count && reply->nodes[idx + 1u].len != 0u) {
         val = &reply->nodes[idx + 1u];
         says = (elk_resp_str_eq(val, "noeviction") ? 0u : 2u) + (elk_resp_str_eq(val + 1, "1") ? 0u : 1u);
         lk_check_text(client, i, says < 2u ? "ok" : "unsafe: maxmemory-policy ", val->str,
@@ -143,5 +143,6 @@ const char *elk_client_node_check(const elk_client_t *client, size_t node)
 
 bool elk_client_node_votes(const elk_client_t *client, size_t node)
 {
-    return client != NULL && client->fleet != NULL && node < client->fleet->count && client->node_unsafe[node] == 0u;
+    /* elk_client_node_check is "" exactly for a node that is not one of the fleet's. */
+    return elk_client_node_check(client, node)[0] != '\0' && client->node_unsafe[node] == 0u;
 }
