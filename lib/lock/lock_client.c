@@ -124,12 +124,6 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
 
 static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
 {
-    /* Argument lists built at compile time: no strlen of each script per connection. */
-    static const elk_resp_arg_t load[][3] = {
-        {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE)},
-        {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND)},
-        {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE)},
-        {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT)}};
     elk_node_t *node = &client->fleet->nodes[i];
     size_t k;
 
@@ -142,8 +136,8 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
         elk_lock__resubscribe(client->locks[k], i);
     }
     /* Preload so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
-    for (k = 0; k < sizeof(load) / sizeof(load[0]); k++) {
-        (void)elk_lock__send_plain(client, i, load[k], 3, now);
+    for (k = 0; k < sizeof(elk_lock__script_load) / sizeof(elk_lock__script_load[0]); k++) {
+        (void)elk_lock__send_plain(client, i, elk_lock__script_load[k], 3, now);
     }
     elk_lock__safety_start(client, i, now);
 }

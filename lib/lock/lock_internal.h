@@ -38,6 +38,9 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
 /* Write lock->key then suffix into out (room for CONFIG_ELK_MAX_KEY_LEN + 16);
  * returns the length (no NUL). */
 size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out);
+/* lock_send.c: SCRIPT LOAD <text> of the four scripts, in the order the client preloads
+ * them (ACQUIRE, EXTEND, RELEASE, COMMIT), built at compile time. */
+extern const elk_resp_arg_t elk_lock__script_load[4][3];
 /* send a client-level command whose reply is ignored (SCRIPT LOAD, SUBSCRIBE ...) */
 int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
                          uint64_t now);
