@@ -28,7 +28,7 @@ void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock
     } else {
         const elk_endpoint_t *ep = &client->fleet->nodes[node].cfg.endpoint;
         elk_fmt_str(&f, "node ");
-        elk_fmt_str(&f, ep->host != NULL ? ep->host : "?");
+        elk_fmt_str(&f, ep->host); /* never NULL: elk_node_init refuses it */
         elk_fmt_str(&f, ":");
         elk_fmt_uint(&f, ep->port);
     }
