@@ -73,7 +73,7 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
         if (error) {
             elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
                           "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "", ELK_OK);
-        } else if (top != NULL && top->subtree >= 2u && idx + 2u < reply->count &&
+        } else if (top != NULL && top->subtree >= 2u &&
                    !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
             elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
                           "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
@@ -82,8 +82,9 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
         }
         return;
     }
-    /* {policy, aof}: an aggregate of two (an error has no subtree), a policy not empty */
-    if (top != NULL && top->subtree >= 2u && idx + 2u < reply->count && reply->nodes[idx + 1u].len != 0u) {
+    /* {policy, aof}: an aggregate of two (an error has no subtree; the subtree's nodes are
+     * in the reply, elk/resp.h), a policy not empty */
+    if (top != NULL && top->subtree >= 2u && reply->nodes[idx + 1u].len != 0u) {
         val = &reply->nodes[idx + 1u];
         says = (elk_resp_str_eq(val, "noeviction") ? 0u : 2u) + (elk_resp_str_eq(val + 1, "1") ? 0u : 1u);
         lk_check_text(client, i, says < 2u ? "ok" : "unsafe: maxmemory-policy ", val->str,
