@@ -125,10 +125,7 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
 
 static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
 {
-    static const char *const scripts[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND,
-                                          ELK_LOCK_SCRIPT_RELEASE, ELK_LOCK_SCRIPT_COMMIT};
     elk_node_t *node = &client->fleet->nodes[i];
-    elk_resp_arg_t argv[3];
     size_t k;
 
     client->node_fresh[i] = 0;
@@ -140,11 +137,8 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
         elk_lock__resubscribe(client->locks[k], i);
     }
     /* Preload so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
-    argv[0] = elk_resp_arg_cstr("SCRIPT");
-    argv[1] = elk_resp_arg_cstr("LOAD");
-    for (k = 0; k < sizeof(scripts) / sizeof(scripts[0]); k++) {
-        argv[2] = elk_resp_arg_cstr(scripts[k]);
-        (void)elk_lock__send_plain(client, i, argv, 3, now);
+    for (k = 0; k < sizeof(elk_lock__script_load) / sizeof(elk_lock__script_load[0]); k++) {
+        (void)elk_lock__send_plain(client, i, elk_lock__script_load[k], 3, now);
     }
     elk_lock__safety_start(client, i, now);
 }

@@ -63,7 +63,7 @@ static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint6
     elk_lock__log(lock->client,
                   (type == ELK_LOCK_EV_LOST || type == ELK_LOCK_EV_RENEW_FAILED) ? ELK_LOG_WARN
                                                                                  : ELK_LOG_INFO,
-                  lock, elk_lock_event_name(type), err);
+                  lock, 0, elk_lock_event_name(type), "", NULL, "", err);
     if (lock->on_event == NULL) {
         return;
     }

@@ -39,6 +39,9 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
 /* Write lock->key then suffix into out (room for CONFIG_ELK_MAX_KEY_LEN + 16);
  * returns the length (no NUL). */
 size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out);
+/* lock_send.c: SCRIPT LOAD <text> of the four scripts, in the order the client preloads
+ * them (ACQUIRE, EXTEND, RELEASE, COMMIT), built at compile time. */
+extern const elk_resp_arg_t elk_lock__script_load[4][3];
 /* send a client-level command whose reply is ignored (SCRIPT LOAD, SUBSCRIBE ...) */
 int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
                          uint64_t now);
@@ -77,12 +80,11 @@ size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
 /* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
 
-/* lock_log.c: a lock line "<key>: <what>[ token N][: <error>]" */
-void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, const char *what,
-                   int err);
-/* a node line "node <host>:<port>: <what><val><after>" (cut at 200 bytes) */
-void elk_lock__log_node(const elk_client_t *client, int level, size_t node, const char *what,
-                        const elk_resp_node_t *val, const char *after);
+/* lock_log.c: a lock line "<key>: <head><what><val><after>[ token N][: <error>]" (lock
+ * not NULL) or a node line "node <host>:<port>: <head><what><val><after>[: <error>]" (node,
+ * lock NULL); val may be NULL; cut at CONFIG_ELK_MAX_KEY_LEN + 200 bytes. */
+void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, size_t node, const char *head,
+                   const char *what, const elk_resp_node_t *val, const char *after, int err);
 
 /* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4).
  * Only when optimising for size: at -O2 the compiler's inlining saves instructions. */

@@ -34,127 +34,105 @@ static void lk_check_text(elk_client_t *client, size_t i, const char *head, cons
     (void)elk_fmt_cstr(&f);
 }
 
-/* The SAFETY script's reply {policy, aof}: ELK_OK with both, else the reason it is not
- * checkable (*error gets the server's error reply, if that was it). */
-static int lk_safety_fields(int status, const elk_resp_reply_t *reply, const elk_resp_node_t **policy,
-                            const elk_resp_node_t **aof, const elk_resp_node_t **error)
-{
-    size_t idx = 0;
-    const elk_resp_node_t *top;
-    *error = NULL;
-    if (status != ELK_OK) {
-        return status;
-    }
-    top = elk_resp_reply_top(reply, &idx);
-    if (top != NULL && elk_resp_is_error(top)) {
-        *error = top;
-        return ELK_E_SERVER_ERROR;
-    }
-    if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != 2 || idx + 2u >= reply->count ||
-        reply->nodes[idx + 1u].type != ELK_RESP_BULK || reply->nodes[idx + 2u].type != ELK_RESP_BULK ||
-        reply->nodes[idx + 1u].len == 0u) {
-        return ELK_E_UNEXPECTED_REPLY;
-    }
-    *policy = &reply->nodes[idx + 1u];
-    *aof = &reply->nodes[idx + 2u];
-    return ELK_OK;
-}
+/* What a result logs, one line through one call (each log call site costs flash): by
+ * the policy (+0 noeviction, +2 another) and AOF (+0 on, +1 off); 4: not checkable. */
+static const char *const lk_safety_says[] = {
+    "",
+    "no AOF persistence: a restart loses locks; delay restarts by one TTL",
+    "eviction can delete lock keys; set maxmemory-policy noeviction, now ",
+    "no AOF persistence (a restart loses locks; delay restarts by one TTL) and eviction can delete "
+    "lock keys; set maxmemory-policy noeviction, now ",
+    "safety check impossible (grant +info, docs/redis-acl.md): ",
+};
 
-/* The SAFETY script's reply decides the node's vote (eviction) and warns (persistence). */
-static void lk_on_safety(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+/* Both replies of the check come here, in the order they were sent: the SAFETY script's
+ * while the check is pending (node_check empty), then CONFIG GET appendfsync's. (One
+ * callback: each costs flash.)
+ *
+ * The script's reply {policy, aof} decides the node's vote (eviction) and warns
+ * (persistence); any other reply means the node cannot be checked: NOPERM (the script's
+ * INFO), another error, a timeout, the policy field missing.
+ * CONFIG GET's reply is [name, value] (RESP2 array) or {name: value} (RESP3 map); an
+ * error (no +config|get) is a debug line, a value other than "always" a warning. */
+static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     elk_client_t *client = (elk_client_t *)user;
     size_t i = elk_lock__node_of(client, node);
     bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
-    const elk_resp_node_t *policy = NULL;
-    const elk_resp_node_t *aof = NULL;
-    const elk_resp_node_t *error = NULL;
-    int rc;
+    size_t idx = 0;
+    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
+    const elk_resp_node_t *val = NULL;
+    const char *why = elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY);
+    const char *head = "";
+    const char *after = "";
+    bool error = elk_resp_is_error(top);
+    size_t says = 4u; /* not checkable */
     if (i == SIZE_MAX) {
         return;
     }
-    rc = lk_safety_fields(status, reply, &policy, &aof, &error);
-    if (rc == ELK_OK && !elk_resp_str_eq(aof, "1")) {
-        elk_lock__log_node(client, ELK_LOG_WARN, i,
-                           "no AOF persistence: a restart loses locks; delay restarts by one TTL", NULL, "");
+    if (client->node_check[i][0] != '\0') {
+        if (error) {
+            elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
+                          "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "", ELK_OK);
+        } else if (top != NULL && top->subtree >= 2u &&
+                   !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
+            elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
+                          "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
+                          "(appendfsync ",
+                          &reply->nodes[idx + 2u], ")", ELK_OK);
+        }
+        return;
     }
-    if (rc == ELK_OK && elk_resp_str_eq(policy, "noeviction")) {
-        lk_check_text(client, i, "ok", NULL, 0);
+    /* {policy, aof}: an aggregate of two (an error has no subtree; the subtree's nodes are
+     * in the reply, elk/resp.h), a policy not empty */
+    if (top != NULL && top->subtree >= 2u && reply->nodes[idx + 1u].len != 0u) {
+        val = &reply->nodes[idx + 1u];
+        says = (elk_resp_str_eq(val, "noeviction") ? 0u : 2u) + (elk_resp_str_eq(val + 1, "1") ? 0u : 1u);
+        lk_check_text(client, i, says < 2u ? "ok" : "unsafe: maxmemory-policy ", val->str,
+                      says < 2u ? 0u : val->len);
+    } else {
+        lk_check_text(client, i, "unchecked: ", error ? top->str : (const uint8_t *)why,
+                      error ? top->len : strlen(why));
+        after = client->node_check[i] + sizeof("unchecked: ") - 1u;
+    }
+    if (says < 2u) {
+        val = NULL;
         client->node_unsafe[i] = 0;
         client->dirty = true; /* a waiting round may now reach its quorum */
-        return;
-    }
-    if (rc == ELK_OK) {
-        lk_check_text(client, i, "unsafe: maxmemory-policy ", policy->str, policy->len);
-        elk_lock__log_node(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
-                           refuse ? "refused, no vote: eviction can delete lock keys; set maxmemory-policy "
-                                    "noeviction, now "
-                                  : "unsafe: eviction can delete lock keys; set maxmemory-policy noeviction, now ",
-                           policy, "");
     } else {
-        /* Not checkable: NOPERM (the script's INFO), another error, a timeout. */
-        const char *why = elk_err_name(rc);
-        lk_check_text(client, i, "unchecked: ", error != NULL ? error->str : (const uint8_t *)why,
-                      error != NULL ? error->len : strlen(why));
-        elk_lock__log_node(client, refuse ? ELK_LOG_ERROR : ELK_LOG_WARN, i,
-                           refuse ? "refused, no vote: safety check impossible (grant +info, docs/redis-acl.md): "
-                                  : "safety check impossible (grant +info, docs/redis-acl.md): ",
-                           NULL, client->node_check[i] + sizeof("unchecked: ") - 1u);
+        head = refuse ? "refused, no vote: " : val != NULL ? "unsafe: " : "";
+        if (refuse) {
+            client->node_unsafe[i] = 1;
+        }
     }
-    if (refuse) {
-        client->node_unsafe[i] = 1;
-    }
-}
-
-/* CONFIG GET appendfsync reply: [name, value] (RESP2 array) or {name: value} (RESP3 map). */
-static void lk_on_fsync(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
-{
-    elk_client_t *client = (elk_client_t *)user;
-    size_t i = elk_lock__node_of(client, node);
-    size_t idx = 0;
-    const elk_resp_node_t *top;
-    if (i == SIZE_MAX || status != ELK_OK) {
-        return;
-    }
-    top = elk_resp_reply_top(reply, &idx);
-    if (top == NULL) {
-        return;
-    }
-    if (elk_resp_is_error(top)) {
-        elk_lock__log_node(client, ELK_LOG_DEBUG, i,
-                           "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "");
-    } else if ((top->type == ELK_RESP_ARRAY || top->type == ELK_RESP_MAP) && top->subtree >= 2u &&
-               idx + 2u < reply->count && !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
-        elk_lock__log_node(client, ELK_LOG_WARN, i,
-                           "appendfsync is not always: a crash can lose recent locks; delay restarts by "
-                           "one TTL (appendfsync ",
-                           &reply->nodes[idx + 2u], ")");
+    if (says != 0u) {
+        elk_lock__log(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, NULL, i, head, lk_safety_says[says],
+                      val, after, ELK_OK);
     }
 }
 
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
 {
-    elk_node_t *node = &client->fleet->nodes[i];
-    elk_resp_arg_t argv[3];
-    if (client->cfg.safety == ELK_SAFETY_OFF) {
-        lk_check_text(client, i, "off", NULL, 0);
-        return;
+    /* Built at compile time (no strlen of the script per connection), sent by one call. */
+    static const elk_resp_arg_t argv[2][3] = {
+        {ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_SAFETY), ELK_RESP_ARG_STR("0")},
+        {ELK_RESP_ARG_STR("CONFIG"), ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR("appendfsync")}};
+    const char *text = "off";
+    size_t k;
+    if (client->cfg.safety != ELK_SAFETY_OFF) {
+        text = ""; /* pending: elk_client_node_check says so, lk_on_check waits for the script */
+        if (client->cfg.safety == ELK_SAFETY_REFUSE) {
+            client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
+        }
+        for (k = 0; k < 2u; k++) {
+            if (elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check, client) != ELK_OK) {
+                text = k == 0u ? "unchecked: request not sent" : text;
+                break;
+            }
+        }
     }
-    lk_check_text(client, i, "pending", NULL, 0);
-    if (client->cfg.safety == ELK_SAFETY_REFUSE) {
-        client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
-    }
-    argv[0] = elk_resp_arg_cstr("EVAL");
-    argv[1] = elk_resp_arg_cstr(ELK_LOCK_SCRIPT_SAFETY);
-    argv[2] = elk_resp_arg_cstr("0");
-    if (elk_node_send(node, now, argv, 3, 0, lk_on_safety, client) != ELK_OK) {
-        lk_check_text(client, i, "unchecked: request not sent", NULL, 0);
-        return;
-    }
-    argv[0] = elk_resp_arg_cstr("CONFIG");
-    argv[1] = elk_resp_arg_cstr("GET");
-    argv[2] = elk_resp_arg_cstr("appendfsync");
-    (void)elk_node_send(node, now, argv, 3, 0, lk_on_fsync, client);
+    /* After the sends: elk_node_send never calls back from inside. */
+    lk_check_text(client, i, text, NULL, 0);
 }
 
 const char *elk_client_node_check(const elk_client_t *client, size_t node)
@@ -167,5 +145,6 @@ const char *elk_client_node_check(const elk_client_t *client, size_t node)
 
 bool elk_client_node_votes(const elk_client_t *client, size_t node)
 {
-    return client != NULL && client->fleet != NULL && node < client->fleet->count && client->node_unsafe[node] == 0u;
+    /* elk_client_node_check is "" exactly for a node that is not one of the fleet's. */
+    return elk_client_node_check(client, node)[0] != '\0' && client->node_unsafe[node] == 0u;
 }

@@ -36,32 +36,22 @@ static void lk_arg(elk_resp_arg_t *a, const void *p, size_t len)
     a->len = len;
 }
 
-static void lk_arg_str(elk_resp_arg_t *a, const char *s)
-{
-    lk_arg(a, s, strlen(s));
-}
+/* SCRIPT LOAD of the four scripts, in the order the client preloads them; [2], the
+ * text, is also EVAL's argument. Lengths known at compile time: no strlen of a script
+ * per request. */
+const elk_resp_arg_t elk_lock__script_load[4][3] = {
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE)},
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND)},
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE)},
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT)}};
+static const elk_resp_arg_t lk_sha[4] = {
+    ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_SHA1),
+    ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT_SHA1)};
 
-static void script_of(uint8_t kind, const char **text, const char **sha)
-{
-    switch (kind) {
-    case LK_ACQUIRE:
-        *text = ELK_LOCK_SCRIPT_ACQUIRE;
-        *sha = ELK_LOCK_SCRIPT_ACQUIRE_SHA1;
-        break;
-    case LK_COMMIT:
-        *text = ELK_LOCK_SCRIPT_COMMIT;
-        *sha = ELK_LOCK_SCRIPT_COMMIT_SHA1;
-        break;
-    case LK_EXTEND:
-        *text = ELK_LOCK_SCRIPT_EXTEND;
-        *sha = ELK_LOCK_SCRIPT_EXTEND_SHA1;
-        break;
-    default:
-        *text = ELK_LOCK_SCRIPT_RELEASE;
-        *sha = ELK_LOCK_SCRIPT_RELEASE_SHA1;
-        break;
-    }
-}
+/* A round kind's script in elk_lock__script_load and lk_sha: anything else than ACQUIRE, COMMIT or
+ * EXTEND is RELEASE. */
+static const uint8_t lk_script_of[] = {2u, 0u, 3u, 1u, 2u}; /* NONE, ACQUIRE, COMMIT, EXTEND, RELEASE */
+typedef char elk_lock_script_kinds_in_order[(LK_ACQUIRE == 1 && LK_COMMIT == 2 && LK_EXTEND == 3 && LK_RELEASE == 4) ? 1 : -1];
 
 int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
 {
@@ -71,8 +61,9 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     elk_resp_arg_t argv[8];
     char key2[LK_KEY_BUF];
     size_t argc = 0;
-    const char *text;
-    const char *sha;
+    static const elk_resp_arg_t verb[2] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR("EVAL")};
+    size_t script;
+    static const elk_resp_arg_t flag[2] = {ELK_RESP_ARG_STR("0"), ELK_RESP_ARG_STR("1")};
     elk_lock_ticket_t *t;
     bool fence;
     bool release;
@@ -84,7 +75,6 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     if (!elk_node_is_ready(&client->fleet->nodes[node])) {
         return ELK_E_NOT_CONNECTED;
     }
-    script_of(kind, &text, &sha);
     /* The four argument lists share most of their items; built in one pass, not one
      * list per script, as that was a third of this module's flash. Anything else than
      * ACQUIRE, COMMIT or EXTEND is RELEASE. Zeroed once, then only the fields that
@@ -92,8 +82,9 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     fence = (kind == LK_ACQUIRE || kind == LK_COMMIT);
     release = !fence && kind != LK_EXTEND;
     memset(argv, 0, sizeof(argv));
-    lk_arg_str(&argv[argc++], eval ? "EVAL" : "EVALSHA");
-    lk_arg_str(&argv[argc++], eval ? text : sha);
+    argv[argc++] = verb[eval];
+    script = lk_script_of[kind <= LK_RELEASE ? kind : LK_RELEASE];
+    argv[argc++] = eval ? elk_lock__script_load[script][2] : lk_sha[script];
     argv[argc].is_int = true;
     argv[argc++].ival = fence ? 2 : 1; /* numkeys */
     lk_arg(&argv[argc++], lock->key, lock->key_len);
@@ -108,7 +99,7 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
         argv[argc].is_int = true;
         argv[argc++].ival = kind == LK_COMMIT ? (int64_t)lock->token : (int64_t)lock->cfg.ttl_ms;
         if (kind == LK_ACQUIRE) {
-            lk_arg_str(&argv[argc++], lock->cfg.fencing ? "1" : "0");
+            argv[argc++] = flag[lock->cfg.fencing];
         }
     }
     t = ticket_take(lock);

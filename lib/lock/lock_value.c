@@ -47,8 +47,8 @@ int elk_lock__new_value(elk_lock_t *lock)
     const elk_client_t *c = lock->client;
     uint8_t rnd[ELK_LOCK_RANDOM_BYTES];
     size_t idlen = strlen(c->cfg.gateway_id);
-    if (c->entropy == NULL || c->entropy->fill == NULL ||
-        c->entropy->fill(c->entropy->ctx, rnd, sizeof(rnd)) != ELK_OK) {
+    /* c->entropy and its fill are set: elk_client_init refuses a client without them. */
+    if (c->entropy->fill(c->entropy->ctx, rnd, sizeof(rnd)) != ELK_OK) {
         return ELK_E_ENTROPY;
     }
     memcpy(lock->value, c->cfg.gateway_id, idlen);
@@ -72,8 +72,7 @@ uint32_t elk_lock__random_delay(const elk_lock_t *lock)
     uint32_t span = lock->cfg.wait_max_ms - lock->cfg.wait_min_ms;
     uint8_t b[4];
     uint32_t r;
-    if (span == 0u || c->entropy == NULL || c->entropy->fill == NULL ||
-        c->entropy->fill(c->entropy->ctx, b, sizeof(b)) != ELK_OK) {
+    if (span == 0u || c->entropy->fill(c->entropy->ctx, b, sizeof(b)) != ELK_OK) {
         return lock->cfg.wait_min_ms;
     }
     r = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];

@@ -127,6 +127,22 @@ static void s_commit(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
     elk_sim_reply_int(out, c);
 }
 
+/* SAFETY (the server safety check): the Lua reads two INFO fields; here the node's
+ * settings answer, {maxmemory_policy, aof_enabled}, as a server set up that way would
+ * (a simulated node is noeviction with AOF on unless a test changes it). */
+static void s_safety(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
+                     const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
+{
+    (void)keys;
+    (void)nkeys;
+    (void)args;
+    (void)nargs;
+    (void)user;
+    elk_sim_reply_array(out, 2);
+    elk_sim_reply_cstr(out, node->maxmemory_policy);
+    elk_sim_reply_cstr(out, strcmp(node->appendonly, "yes") == 0 ? "1" : "0");
+}
+
 void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commit_noop)
 {
     tbl->commit_noop = commit_noop;
@@ -146,4 +162,8 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[3].text = ELK_LOCK_SCRIPT_COMMIT;
     tbl->entry[3].fn = s_commit;
     tbl->entry[3].user = tbl;
+    tbl->entry[4].sha1 = ELK_LOCK_SCRIPT_SAFETY_SHA1;
+    tbl->entry[4].text = ELK_LOCK_SCRIPT_SAFETY;
+    tbl->entry[4].fn = s_safety;
+    tbl->entry[4].user = NULL;
 }

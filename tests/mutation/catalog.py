@@ -404,8 +404,8 @@ MUTANTS = [
          tests=["unit.test_lease"], why="a step is accepted at the deadline itself"),
     # ------------------------------------------------ server safety check (lib/lock, issue 18)
     dict(id="safety.unchecked-votes", file=L + "lock_safety.c",
-         old="    if (refuse) {\n        client->node_unsafe[i] = 1;\n    }",
-         new="    client->node_unsafe[i] = (refuse && rc == ELK_OK) ? 1u : 0u;",
+         old="        if (refuse) {\n            client->node_unsafe[i] = 1;\n        }",
+         new="        client->node_unsafe[i] = (refuse && val != NULL) ? 1u : 0u;",
          tests=[ENG], why="refuse: a node that cannot be checked (NOPERM, timeout) still votes"),
     # ------------------------------------------------ local authorization (firmware, issue 18)
     dict(id="access.open-to-all", file="firmware/access.c",

@@ -114,6 +114,8 @@ static void test_script_sha1_constants(void **state)
     assert_string_equal(hex, ELK_LOCK_SCRIPT_RELEASE_SHA1);
     sha1_hex(ELK_LOCK_SCRIPT_COMMIT, hex);
     assert_string_equal(hex, ELK_LOCK_SCRIPT_COMMIT_SHA1);
+    sha1_hex(ELK_LOCK_SCRIPT_SAFETY, hex);
+    assert_string_equal(hex, ELK_LOCK_SCRIPT_SAFETY_SHA1);
 }
 
 static void test_scripts_shape(void **state)

@@ -104,6 +104,8 @@
     "local m = redis.call('INFO', 'memory')\n"                                                    \
     "local p = redis.call('INFO', 'persistence')\n"                                               \
     "return {string.match(m, 'maxmemory_policy:([%w%-]+)') or '', string.match(p, 'aof_enabled:(%d)') or ''}\n"
+/* Sent with EVAL only; the simulated Redis (port/sim) knows the script by it too. */
+#define ELK_LOCK_SCRIPT_SAFETY_SHA1 "d206dc35c4d61604dd323b5d6e07c678d853f472"
 
 /* Reply values of the scripts, by name. */
 #define ELK_LOCK_ACQUIRE_BUSY (-1)   /* ACQUIRE: key exists */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * edgelock's lock scripts (elk/lock_scripts.h) implemented natively for the
- * simulated Redis in port/sim. Register them with
+ * edgelock's lock scripts and the safety check's script (elk/lock_scripts.h)
+ * implemented natively for the simulated Redis in port/sim. Register them with
  *     elk_sim_scripts_init(&tbl, net, false);
  *     elk_sim_net_set_scripts(net, tbl.entry, ELK_SIM_EDGELOCK_SCRIPTS);
  */
@@ -16,10 +16,10 @@
 extern "C" {
 #endif
 
-#define ELK_SIM_EDGELOCK_SCRIPTS 4u
+#define ELK_SIM_EDGELOCK_SCRIPTS 5u
 
 typedef struct elk_sim_scripts {
-    elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS];   /* ACQUIRE, EXTEND, RELEASE, COMMIT */
+    elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS];   /* ACQUIRE, EXTEND, RELEASE, COMMIT, SAFETY */
     bool commit_noop;   /* negative control: COMMIT answers as usual but never raises a counter */
 } elk_sim_scripts_t;
 
