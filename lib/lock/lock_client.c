@@ -133,6 +133,10 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
     if (!elk_node_is_ready(node)) {
         return;
     }
+    /* The safety check first: it decides the node's vote, and what follows may not all fit
+     * the send buffer or the request queue (a preload that does not fit only costs a
+     * NOSCRIPT round trip later; a check that does not fit left the node without a vote). */
+    elk_lock__safety_start(client, i, now);
     for (k = 0; k < client->lock_count; k++) {
         elk_lock__resubscribe(client->locks[k], i);
     }
@@ -140,7 +144,6 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
     for (k = 0; k < sizeof(elk_lock__script_load) / sizeof(elk_lock__script_load[0]); k++) {
         (void)elk_lock__send_plain(client, i, elk_lock__script_load[k], 3, now);
     }
-    elk_lock__safety_start(client, i, now);
 }
 
 /* ------------------------------------------------------------------ client */

@@ -407,6 +407,10 @@ MUTANTS = [
          old="        if (refuse) {\n            client->node_unsafe[i] = 1;\n        }",
          new="        client->node_unsafe[i] = (refuse && val != NULL) ? 1u : 0u;",
          tests=[ENG], why="refuse: a node that cannot be checked (NOPERM, timeout) still votes"),
+    dict(id="safety.check-sent-last", file=L + "lock_client.c",
+         old='    elk_lock__safety_start(client, i, now);\n    for (k = 0; k < client->lock_count; k++) {\n        elk_lock__resubscribe(client->locks[k], i);\n    }\n    /* Preload so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */\n    for (k = 0; k < sizeof(elk_lock__script_load) / sizeof(elk_lock__script_load[0]); k++) {\n        (void)elk_lock__send_plain(client, i, elk_lock__script_load[k], 3, now);\n    }\n',
+         new='    for (k = 0; k < client->lock_count; k++) {\n        elk_lock__resubscribe(client->locks[k], i);\n    }\n    for (k = 0; k < sizeof(elk_lock__script_load) / sizeof(elk_lock__script_load[0]); k++) {\n        (void)elk_lock__send_plain(client, i, elk_lock__script_load[k], 3, now);\n    }\n    elk_lock__safety_start(client, i, now);\n',
+         tests=[ENG], why="the check queued behind SUBSCRIBE and the preloads does not fit: under refuse the node never votes"),
     # ------------------------------------------------ local authorization (firmware, issue 18)
     dict(id="access.open-to-all", file="firmware/access.c",
          old="    if (a->open) {\n        return true;\n    }",

@@ -1162,6 +1162,37 @@ static void test_safety_check(void **state)
     assert_string_equal(elk_client_node_check(&W.client, 0), "ok");
 }
 
+/* A fresh connection sends the safety check before anything else. Behind a waiter's
+ * SUBSCRIBE and the four SCRIPT LOADs it no longer fitted the node's send buffer, was never
+ * sent, and under REFUSE the node had no vote again until its next reconnect. */
+static void test_safety_check_sent_first_on_reconnect(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.use_release_channel = true;
+    c.wait_min_ms = 500;
+    c.wait_max_ms = 500;
+    world_setup(.lcfg = &c, .resp3 = true, .two = true);
+    W.client.cfg.safety = ELK_SAFETY_REFUSE;
+    pump();
+    assert_true(elk_client_node_votes(&W.client, 0));
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock2, NOW()));
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 10000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 100);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    unsigned info = W.srv[0].info;
+    /* the first gateway's connection drops; it reconnects with a waiter to resubscribe */
+    fake_transport_push_rx_result(&W.h.ft[0], ELK_E_CLOSED);
+    run_until(NOW() + 1500);
+    assert_true(elk_node_is_ready(&W.h.nodes[0]));
+    assert_int_equal(W.srv[0].info, info + 1u);
+    assert_string_equal(elk_client_node_check(&W.client, 0), "ok");
+    assert_true(elk_client_node_votes(&W.client, 0));
+}
+
 /* ------------------------------------------- even fleets, one quorum rule (issue 14) */
 
 /* Two and four nodes: a quorum is n/2 + 1 (2 and 3), the fleet's rule, not (n+1)/2 (1
@@ -1589,6 +1620,7 @@ int main(void)
         cmocka_unit_test(test_fleet_unavailable_and_cancel),
         cmocka_unit_test(test_entropy_failure),
         cmocka_unit_test(test_safety_check),
+        cmocka_unit_test(test_safety_check_sent_first_on_reconnect),
         cmocka_unit_test(test_lost_cause_fleet_unreachable),
         cmocka_unit_test(test_lost_causes_are_distinct),
         cmocka_unit_test(test_abandon_lets_the_lease_run_out),
