@@ -1244,7 +1244,8 @@ static void table_add(table_t *t, char *line)
         }
         t->cell[t->rows][col] = eq + 1;
         col++;
-        if (strcmp(tok, "check") == 0 && *save != '\0') {
+        /* musl's strtok_r leaves save NULL after the last token (glibc: at the end). */
+        if (strcmp(tok, "check") == 0 && save != NULL && *save != '\0') {
             /* the safety check's text has spaces: it is the last field, up to the end */
             (eq + 1)[strlen(eq + 1)] = ' ';
             break;
