@@ -272,8 +272,8 @@ MUTANTS = [
          why="after a short send the loop never waits for writability: the rest of a request stalls"),
     # ------------------------------------------------- firmware: conf safety rule
     dict(id="conf.rule-not-applied", file="firmware/conf.c",
-         old="        if (check_lease_rule(p, c, r) != ELK_OK) {",
-         new="        if (0 && check_lease_rule(p, c, r) != ELK_OK) {",
+         old="    if (check_lease_rule(p, c, r) != ELK_OK) {",
+         new="    if (0 && check_lease_rule(p, c, r) != ELK_OK) {",
          tests=["unit.test_config", "agent.config"], why="a file with no usable validity passes --check"),
     dict(id="conf.rule-own-conversion", file="firmware/conf.c",
          old="    out->stop_margin_ms = r->stop_margin_ms;",
