@@ -1084,6 +1084,98 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
 
 /* ------------------------------------------------------------------ acquire / release */
 
+/* acquire's hold loop: keep going, or leave with this exit code. */
+#define HOLD_ON (-1)
+
+static int hold_lost_connection(const char *resource)
+{
+    printf("lost %s connection-closed\n", resource);
+    elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
+    return EXIT_LOST;
+}
+
+/* The deadline has come (*now, updated): elkd says LOST at the deadline; take in what it wrote (a
+ * RENEWED, or that LOST) before deciding on our own. */
+static int hold_at_deadline(agent_link_t *ak, lease_watch_t *w, uint64_t *now)
+{
+    if (agent_fill_now(ak) <= 0) {
+        return hold_lost_connection(w->resource);
+    }
+    watch_lines(ak, w);
+    if (w->lost) {
+        return EXIT_LOST;
+    }
+    *now = now_ms();
+    if (*now >= w->deadline) {
+        printf("lost %s deadline-passed\n", w->resource);
+        fflush(stdout);
+        elkfw_say("%s: lease deadline passed without word from elkd; the lease is gone", w->resource);
+        return EXIT_LOST;
+    }
+    return HOLD_ON;
+}
+
+/* A signal other than SIGCHLD ends the hold with a release (unless the lease is gone). */
+static int hold_on_signal(agent_link_t *ak, lease_watch_t *w, int sfd)
+{
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo != SIGCHLD) {
+            watch_lines(ak, w);
+            if (w->lost) {
+                return EXIT_LOST;
+            }
+            release_and_wait(ak, w->resource);
+            printf("released %s\n", w->resource);
+            return EXIT_OK;
+        }
+    }
+    return HOLD_ON;
+}
+
+/* elkd wrote something, or closed the connection. */
+static int hold_on_agent(agent_link_t *ak, lease_watch_t *w)
+{
+    int rc = agent_fill_now(ak);
+    watch_lines(ak, w);
+    if (w->lost) {
+        return EXIT_LOST;
+    }
+    return rc <= 0 ? hold_lost_connection(w->resource) : HOLD_ON;
+}
+
+/* Hold the lease, printing its events, until a signal, its loss or elkd's end. */
+static int acquire_hold(agent_link_t *ak, lease_watch_t *w, int sfd)
+{
+    int rc = HOLD_ON;
+    while (rc == HOLD_ON) {
+        struct pollfd p[2] = {{sfd, POLLIN, 0}, {ak->fd, POLLIN, 0}};
+        uint64_t now = now_ms();
+        int timeout;
+        watch_lines(ak, w);
+        if (w->lost) {
+            return EXIT_LOST;
+        }
+        if (now >= w->deadline) {
+            rc = hold_at_deadline(ak, w, &now);
+            if (rc != HOLD_ON) {
+                return rc;
+            }
+        }
+        timeout = w->deadline - now > 60000 ? 60000 : (int)(w->deadline - now);
+        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+            return EXIT_FAIL;
+        }
+        if (p[0].revents & POLLIN) {
+            rc = hold_on_signal(ak, w, sfd);
+        }
+        if (rc == HOLD_ON && p[1].revents) {
+            rc = hold_on_agent(ak, w);
+        }
+    }
+    return rc;
+}
+
 static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
 {
     uint32_t wait_ms;
@@ -1129,65 +1221,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
     printf("acquired %s token=%" PRIu64 " validity_ms=%" PRIu64 "\n", resource, m.token, w.deadline - now_ms());
     fflush(stdout);
     w.print = true;
-    for (;;) {
-        struct pollfd p[2] = {{sfd, POLLIN, 0}, {ak->fd, POLLIN, 0}};
-        uint64_t now = now_ms();
-        int timeout;
-        watch_lines(ak, &w);
-        if (w.lost) {
-            return EXIT_LOST;
-        }
-        if (now >= w.deadline) {
-            /* elkd says LOST at the deadline; take in what it wrote (a RENEWED, or that
-             * LOST) before deciding on our own. */
-            if (agent_fill_now(ak) <= 0) {
-                printf("lost %s connection-closed\n", resource);
-                elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
-                return EXIT_LOST;
-            }
-            watch_lines(ak, &w);
-            if (w.lost) {
-                return EXIT_LOST;
-            }
-            now = now_ms();
-            if (now >= w.deadline) {
-                printf("lost %s deadline-passed\n", resource);
-                fflush(stdout);
-                elkfw_say("%s: lease deadline passed without word from elkd; the lease is gone", resource);
-                return EXIT_LOST;
-            }
-        }
-        timeout = w.deadline - now > 60000 ? 60000 : (int)(w.deadline - now);
-        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
-            return EXIT_FAIL;
-        }
-        if (p[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo != SIGCHLD) {
-                    watch_lines(ak, &w);
-                    if (w.lost) {
-                        return EXIT_LOST;
-                    }
-                    release_and_wait(ak, resource);
-                    printf("released %s\n", resource);
-                    return EXIT_OK;
-                }
-            }
-        }
-        if (p[1].revents) {
-            rc = agent_fill_now(ak);
-            watch_lines(ak, &w);
-            if (w.lost) {
-                return EXIT_LOST;
-            }
-            if (rc <= 0) {
-                printf("lost %s connection-closed\n", resource);
-                elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
-                return EXIT_LOST;
-            }
-        }
-    }
+    return acquire_hold(ak, &w, sfd);
 }
 
 /* ------------------------------------------------------------------ status */
@@ -1366,62 +1400,67 @@ static int status_metrics(agent_link_t *ak)
     return EXIT_OK;
 }
 
-static int cmd_status(agent_link_t *ak, int argc, char **argv)
+/* elk status's options. */
+typedef struct status_opts {
+    bool json, metrics, watch;
+    unsigned long count;
+} status_opts_t;
+
+/* Reads the options into *o (and --socket into ak); false on anything else. */
+static bool status_args(agent_link_t *ak, int argc, char **argv, status_opts_t *o)
 {
-    status_view_t sv, *view = &sv;
-    bool json = false, metrics = false, watch = false;
-    unsigned long count = 0;
-    const char *line;
-    size_t len;
-    elkfw_ctl_msg_t m;
     int i;
-    uint32_t k;
+    memset(o, 0, sizeof *o);
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
-            json = true;
+            o->json = true;
         } else if (strcmp(argv[i], "--metrics") == 0) {
-            metrics = true;
+            o->metrics = true;
         } else if (strcmp(argv[i], "--watch") == 0) {
-            watch = true;
+            o->watch = true;
         } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-            count = strtoul(argv[++i], NULL, 10);
+            o->count = strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else {
             elkfw_say("unexpected argument '%s'", argv[i]);
-            usage_status(stderr);
-            return EXIT_USAGE;
+            return false;
         }
     }
-    if (agent_connect(ak) < 0) {
-        return EXIT_UNREACHABLE;
-    }
-    if (metrics) {
-        return status_metrics(ak);
-    }
-    if (watch) {
-        return status_watch(ak, count);
-    }
+    return true;
+}
+
+/* Sends STATUS [JSON] and reads the answer's first line into *m: EXIT_OK, or the exit
+ * code of a refusal or a failure. */
+static int status_request(agent_link_t *ak, bool json, elkfw_ctl_msg_t *m)
+{
+    const char *line;
+    size_t len;
     if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
     }
-    if (elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_ERR) {
+    if (elkfw_ctl_parse_reply(line, len, m) == ELK_OK && m->kind == ELKFW_MSG_ERR) {
         /* refused at connect (agent full, shutting down): the same words as agent_send's */
-        elkfw_say("elkd refused the connection: %s %.*s", m.code, (int)m.text_len, m.text);
-        return exit_for_err(m.code);
+        elkfw_say("elkd refused the connection: %s %.*s", m->code, (int)m->text_len, m->text);
+        return exit_for_err(m->code);
     }
-    if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
+    if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK || m->kind != ELKFW_MSG_OK) {
         elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
         return EXIT_FAIL;
     }
-    if (json) {
-        printf("%.*s\n", (int)m.text_len, m.text);
-        return EXIT_OK;
-    }
+    return EXIT_OK;
+}
+
+/* The count status lines after "OK STATUS <count>", printed as two tables. */
+static int status_tables(agent_link_t *ak, status_view_t *view, uint32_t count)
+{
+    const char *line;
+    size_t len;
+    uint32_t k;
     memset(view, 0, sizeof *view);
     view->tables[0].kind = "RESOURCES";
     view->tables[1].kind = "NODES";
-    for (k = 0; k < m.count; k++) {
+    for (k = 0; k < count; k++) {
         char *copy;
         if (agent_line(ak, &line, &len) <= 0) {
             elkfw_say("elkd closed the connection in the middle of the status");
@@ -1440,6 +1479,36 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     table_print(&view->tables[0]);
     table_print(&view->tables[1]);
     return EXIT_OK;
+}
+
+static int cmd_status(agent_link_t *ak, int argc, char **argv)
+{
+    status_view_t sv;
+    status_opts_t o;
+    elkfw_ctl_msg_t m;
+    int rc;
+    if (!status_args(ak, argc, argv, &o)) {
+        usage_status(stderr);
+        return EXIT_USAGE;
+    }
+    if (agent_connect(ak) < 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if (o.metrics) {
+        return status_metrics(ak);
+    }
+    if (o.watch) {
+        return status_watch(ak, o.count);
+    }
+    rc = status_request(ak, o.json, &m);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    if (o.json) {
+        printf("%.*s\n", (int)m.text_len, m.text);
+        return EXIT_OK;
+    }
+    return status_tables(ak, &sv, m.count);
 }
 
 /* ------------------------------------------------------------------ reload */
