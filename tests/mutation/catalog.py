@@ -370,8 +370,8 @@ MUTANTS = [
          new="    if (0 && rs->w.deadline != old_deadline) {",
          tests=["agent.orphan"], why="the command sees the grant's deadline after renewals"),
     dict(id="run.lost-cause-dropped", file="firmware/elk.c",
-         old="cause == ELK_E_INTERNAL ? \"lease lost\" : elk_err_message(cause), m->code);\n            w->why = w->why_buf;",
-         new="cause == ELK_E_INTERNAL ? \"lease lost\" : \"lease lost\", m->code);\n            w->why = w->why_buf;",
+         old="cause == ELK_E_INTERNAL ? \"lease lost\" : elk_err_message(cause), m->code);\n    w->why = w->why_buf;",
+         new="cause == ELK_E_INTERNAL ? \"lease lost\" : \"lease lost\", m->code);\n    w->why = w->why_buf;",
          tests=["agent.loss_causes"], why="elk run does not say what ended the lease"),
     # ------------------------------------------------ fencing guard (lib/fence, posix, elk guard)
     dict(id="fence.no-reload-under-lock", file="lib/fence/fence.c",
