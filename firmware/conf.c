@@ -21,6 +21,13 @@ static bool is_space(char c)
     return c == ' ' || c == '\t' || c == '\r';
 }
 
+/* Letters, digits and . _ - : / @: what a resource, node or gateway name may hold. */
+static bool name_char(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+           ch == '_' || ch == '-' || ch == ':' || ch == '/' || ch == '@';
+}
+
 bool elkfw_name_valid(const char *name, size_t len, size_t max)
 {
     size_t i;
@@ -28,10 +35,7 @@ bool elkfw_name_valid(const char *name, size_t len, size_t max)
         return false;
     }
     for (i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                  ch == '.' || ch == '_' || ch == '-' || ch == ':' || ch == '/' || ch == '@';
-        if (!ok) {
+        if (!name_char((unsigned char)name[i])) {
             return false;
         }
     }
@@ -44,6 +48,23 @@ size_t elkfw_resource_name_max(const elkfw_conf_t *c)
     size_t overhead = strlen(c->key_prefix) + 1u + strlen("}:released");
     size_t max = overhead < CONFIG_ELK_MAX_KEY_LEN ? CONFIG_ELK_MAX_KEY_LEN - overhead : 0u;
     return max < ELKFW_NAME_MAX - 1u ? max : ELKFW_NAME_MAX - 1u;
+}
+
+/* The unit after a duration's digits (len bytes, maybe none): its multiplier to ms. */
+static bool duration_unit(const char *u, size_t len, uint64_t *mult)
+{
+    if (len == 0 || (len == 2 && memcmp(u, "ms", 2) == 0)) {
+        *mult = 1;
+    } else if (len == 1 && u[0] == 's') {
+        *mult = 1000;
+    } else if (len == 1 && u[0] == 'm') {
+        *mult = 60000;
+    } else if (len == 1 && u[0] == 'h') {
+        *mult = 3600000;
+    } else {
+        return false;
+    }
+    return true;
 }
 
 bool elkfw_parse_duration(const char *s, size_t len, uint32_t *ms)
@@ -60,18 +81,7 @@ bool elkfw_parse_duration(const char *s, size_t len, uint32_t *ms)
         }
         i++;
     }
-    if (i == 0) {
-        return false;
-    }
-    if (i == len || (len - i == 2 && memcmp(s + i, "ms", 2) == 0)) {
-        mult = 1;
-    } else if (len - i == 1 && s[i] == 's') {
-        mult = 1000;
-    } else if (len - i == 1 && s[i] == 'm') {
-        mult = 60000;
-    } else if (len - i == 1 && s[i] == 'h') {
-        mult = 3600000;
-    } else {
+    if (i == 0 || !duration_unit(s + i, len - i, &mult)) {
         return false;
     }
     if (v * mult > UINT32_MAX) {
@@ -81,27 +91,71 @@ bool elkfw_parse_duration(const char *s, size_t len, uint32_t *ms)
     return true;
 }
 
+/* Digits s[from..to) into *v (added to its value): false on any other byte or on more than
+ * max_digits digits; *n gets the count. */
+static bool digits_to_end(const char *s, size_t from, size_t to, int max_digits, uint64_t *v, int *n)
+{
+    size_t i;
+    *n = 0;
+    for (i = from; i < to; i++) {
+        if (s[i] < '0' || s[i] > '9' || ++*n > max_digits) {
+            return false;
+        }
+        *v = *v * 10u + (uint64_t)(s[i] - '0');
+    }
+    return true;
+}
+
+/* "33%": 1 to 99 percent. */
+static bool parse_percent(const char *s, size_t len, uint32_t *ppm)
+{
+    uint64_t num = 0;
+    int digits;
+    if (!digits_to_end(s, 0, len - 1, 3, &num, &digits) || digits == 0 || num == 0 || num >= 100) {
+        return false;
+    }
+    *ppm = (uint32_t)(num * 10000u);
+    return true;
+}
+
+/* "1/3": num (already read) over the digits after the slash at s[slash]. */
+static bool parse_ratio(const char *s, size_t slash, size_t len, uint64_t num, uint32_t *ppm)
+{
+    uint64_t d = 0;
+    int ddigits;
+    if (!digits_to_end(s, slash + 1, len, 6, &d, &ddigits) || ddigits == 0 || d == 0 || num == 0 || num >= d) {
+        return false;
+    }
+    *ppm = (uint32_t)(num * 1000000u / d);
+    return *ppm > 0;
+}
+
+/* "0.33", ".5": the digits after the point at s[dot]. */
+static bool parse_decimal(const char *s, size_t dot, size_t len, uint32_t *ppm)
+{
+    uint64_t num = 0, den = 1;
+    int frac_digits, k;
+    if (!digits_to_end(s, dot + 1, len, 6, &num, &frac_digits) || frac_digits == 0 || num == 0) {
+        return false;
+    }
+    for (k = 0; k < frac_digits; k++) {
+        den *= 10u;
+    }
+    *ppm = (uint32_t)(num * 1000000u / den);
+    return *ppm > 0;
+}
+
 /* "0.33", ".5", "33%", "1/3" -> parts per million in (0, 1e6). */
 static bool parse_fraction(const char *s, size_t len, uint32_t *ppm)
 {
-    uint64_t num = 0, den = 1;
-    size_t i = 0;
+    uint64_t num = 0;
+    size_t i;
     int digits = 0;
     if (len == 0) {
         return false;
     }
     if (s[len - 1] == '%') {
-        for (i = 0; i + 1 < len; i++) {
-            if (s[i] < '0' || s[i] > '9' || ++digits > 3) {
-                return false;
-            }
-            num = num * 10u + (uint64_t)(s[i] - '0');
-        }
-        if (digits == 0 || num == 0 || num >= 100) {
-            return false;
-        }
-        *ppm = (uint32_t)(num * 10000u);
-        return true;
+        return parse_percent(s, len, ppm);
     }
     for (i = 0; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
         if (++digits > 6) {
@@ -110,41 +164,10 @@ static bool parse_fraction(const char *s, size_t len, uint32_t *ppm)
         num = num * 10u + (uint64_t)(s[i] - '0');
     }
     if (i < len && s[i] == '/') {
-        uint64_t d = 0;
-        size_t j;
-        int ddigits = 0;
-        if (digits == 0) {
-            return false;
-        }
-        for (j = i + 1; j < len; j++) {
-            if (s[j] < '0' || s[j] > '9' || ++ddigits > 6) {
-                return false;
-            }
-            d = d * 10u + (uint64_t)(s[j] - '0');
-        }
-        if (ddigits == 0 || d == 0 || num == 0 || num >= d) {
-            return false;
-        }
-        *ppm = (uint32_t)(num * 1000000u / d);
-        return *ppm > 0;
+        return digits != 0 && parse_ratio(s, i, len, num, ppm);
     }
     if (i < len && s[i] == '.') {
-        int frac_digits = 0;
-        if (num != 0) {
-            return false; /* "1.5" is not below 1 */
-        }
-        for (i = i + 1; i < len; i++) {
-            if (s[i] < '0' || s[i] > '9' || ++frac_digits > 6) {
-                return false;
-            }
-            num = num * 10u + (uint64_t)(s[i] - '0');
-            den *= 10u;
-        }
-        if (frac_digits == 0 || num == 0) {
-            return false;
-        }
-        *ppm = (uint32_t)(num * 1000000u / den);
-        return *ppm > 0;
+        return num == 0 && parse_decimal(s, i, len, ppm); /* "1.5" is not below 1 */
     }
     return false;
 }
@@ -424,111 +447,146 @@ static void node_defaults(elkfw_node_conf_t *n)
     n->tls.on = -1;
 }
 
+/* [fleet] or [agent]: one of each, keys written into obj. */
+static int open_single(parser_t *p, enum section_kind kind, const char *label, bool *seen, int *first_line,
+                       void *obj, const keydef_t *keys, size_t n_keys)
+{
+    if (*seen) {
+        return fail(p, p->line, "section %s appears twice (first on line %d)", label, *first_line);
+    }
+    *seen = true;
+    *first_line = p->line;
+    p->kind = kind;
+    p->obj = obj;
+    p->keys = keys;
+    p->n_keys = n_keys;
+    snprintf(p->section, sizeof p->section, "%s", label);
+    return ELK_OK;
+}
+
+/* The line of the section already named name (in the names at base, stride bytes apart,
+ * each followed at line_off by its line), or 0. */
+static int named_line(const void *base, size_t n, size_t stride, size_t line_off, const char *name, size_t len)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        const char *other = (const char *)base + i * stride;
+        if (strlen(other) == len && memcmp(other, name, len) == 0) {
+            int line;
+            memcpy(&line, other + line_off, sizeof line);
+            return line;
+        }
+    }
+    return 0;
+}
+
+/* Keys from here on go into obj (section "[kind name]" in messages). */
+static void enter_named(parser_t *p, void *obj, const keydef_t *keys, size_t n_keys, const char *kind,
+                        const char *name)
+{
+    p->obj = obj;
+    p->keys = keys;
+    p->n_keys = n_keys;
+    snprintf(p->section, sizeof p->section, "[%s %s]", kind, name);
+}
+
+/* [node NAME]: q is the name quoted for messages. */
+static int open_node(parser_t *p, const char *name, size_t name_len, const char *q)
+{
+    elkfw_node_conf_t *n;
+    int first;
+    if (!elkfw_name_valid(name, name_len, ELKFW_NAME_MAX - 1)) {
+        return fail(p, p->line, "node name '%s' is not valid (1-%d bytes of letters, digits and . _ - : / @)", q,
+                    ELKFW_NAME_MAX - 1);
+    }
+    first = named_line(p->c->nodes, p->c->n_nodes, sizeof p->c->nodes[0],
+                       offsetof(elkfw_node_conf_t, line) - offsetof(elkfw_node_conf_t, name), name, name_len);
+    if (first != 0) {
+        return fail(p, p->line, "section [node %s] appears twice (first on line %d)", q, first);
+    }
+    if (p->c->n_nodes >= CONFIG_ELK_MAX_NODES) {
+        return fail(p, p->line, "too many nodes: this build allows %d (CONFIG_ELK_MAX_NODES)", CONFIG_ELK_MAX_NODES);
+    }
+    n = &p->c->nodes[p->c->n_nodes++];
+    node_defaults(n);
+    memcpy(n->name, name, name_len);
+    n->line = p->line;
+    enter_named(p, n, node_keys, NKEYS(node_keys), "node", n->name);
+    return ELK_OK;
+}
+
+/* [resource NAME]: q is the name quoted for messages. */
+static int open_resource(parser_t *p, const char *name, size_t name_len, const char *q)
+{
+    elkfw_resource_conf_t *r;
+    size_t max = elkfw_resource_name_max(p->c);
+    int first;
+    if (!elkfw_name_valid(name, name_len, max)) {
+        return fail(p, p->line,
+                    "resource name '%s' is not valid (1-%zu bytes of letters, digits and . _ - : / @; "
+                    "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix)", q, max);
+    }
+    first = named_line(p->c->resources, p->c->n_resources, sizeof p->c->resources[0],
+                       offsetof(elkfw_resource_conf_t, line) - offsetof(elkfw_resource_conf_t, name), name,
+                       name_len);
+    if (first != 0) {
+        return fail(p, p->line, "section [resource %s] appears twice (first on line %d)", q, first);
+    }
+    if (p->c->n_resources >= ELKFW_MAX_RESOURCES) {
+        return fail(p, p->line, "too many resources: at most %d", ELKFW_MAX_RESOURCES);
+    }
+    r = &p->c->resources[p->c->n_resources++];
+    resource_defaults(r);
+    memcpy(r->name, name, name_len);
+    r->line = p->line;
+    enter_named(p, r, resource_keys, NKEYS(resource_keys), "resource", r->name);
+    return ELK_OK;
+}
+
+/* "node NAME" / "node.NAME", "resource NAME" / "resource.NAME": the kind, and the length
+ * of what follows the separator in *name_len; SEC_NONE for anything else. */
+static enum section_kind named_kind(const char *s, size_t len, size_t *name_len)
+{
+    if (len > 5 && memcmp(s, "node", 4) == 0 && (s[4] == ' ' || s[4] == '.')) {
+        *name_len = len - 5;
+        return SEC_NODE;
+    }
+    if (len > 9 && memcmp(s, "resource", 8) == 0 && (s[8] == ' ' || s[8] == '.')) {
+        *name_len = len - 9;
+        return SEC_RESOURCE;
+    }
+    return SEC_NONE;
+}
+
 static int open_section(parser_t *p, const char *s, size_t len)
 {
-    const char *name = NULL;
-    size_t name_len = 0, i;
+    const char *name;
+    size_t name_len;
     char q[64];
 
     /* "[node a]", "[node.a]", "[resource valve-1]": kind, then a name after one
      * space (or, for the dotted form, one dot). */
     if (len == 5 && memcmp(s, "fleet", 5) == 0) {
-        if (p->fleet_seen) {
-            return fail(p, p->line, "section [fleet] appears twice (first on line %d)", p->fleet_line);
-        }
-        p->fleet_seen = true;
-        p->fleet_line = p->line;
-        p->kind = SEC_FLEET;
-        p->obj = p->c;
-        p->keys = fleet_keys;
-        p->n_keys = NKEYS(fleet_keys);
-        snprintf(p->section, sizeof p->section, "[fleet]");
-        return ELK_OK;
+        return open_single(p, SEC_FLEET, "[fleet]", &p->fleet_seen, &p->fleet_line, p->c, fleet_keys,
+                           NKEYS(fleet_keys));
     }
     if (len == 5 && memcmp(s, "agent", 5) == 0) {
-        if (p->agent_seen) {
-            return fail(p, p->line, "section [agent] appears twice (first on line %d)", p->agent_line);
-        }
-        p->agent_seen = true;
-        p->agent_line = p->line;
-        p->kind = SEC_AGENT;
-        p->obj = &p->c->agent;
-        p->keys = agent_keys;
-        p->n_keys = NKEYS(agent_keys);
-        snprintf(p->section, sizeof p->section, "[agent]");
-        return ELK_OK;
+        return open_single(p, SEC_AGENT, "[agent]", &p->agent_seen, &p->agent_line, &p->c->agent, agent_keys,
+                           NKEYS(agent_keys));
     }
-    if (len > 5 && memcmp(s, "node", 4) == 0 && (s[4] == ' ' || s[4] == '.')) {
-        p->kind = SEC_NODE;
-        name = s + 5;
-        name_len = len - 5;
-    } else if (len > 9 && memcmp(s, "resource", 8) == 0 && (s[8] == ' ' || s[8] == '.')) {
-        p->kind = SEC_RESOURCE;
-        name = s + 9;
-        name_len = len - 9;
-    } else {
+    p->kind = named_kind(s, len, &name_len);
+    if (p->kind == SEC_NONE) {
         quote_value(q, sizeof q, s, len);
         return fail(p, p->line,
                     "unknown section [%s] (expected [fleet], [node NAME], [resource NAME] or [agent])", q);
     }
+    name = s + (len - name_len);
     while (name_len > 0 && is_space(name[0])) {
         name++;
         name_len--;
     }
     quote_value(q, sizeof q, name, name_len);
-    if (p->kind == SEC_NODE) {
-        elkfw_node_conf_t *n;
-        if (!elkfw_name_valid(name, name_len, ELKFW_NAME_MAX - 1)) {
-            return fail(p, p->line,
-                        "node name '%s' is not valid (1-%d bytes of letters, digits and . _ - : / @)", q,
-                        ELKFW_NAME_MAX - 1);
-        }
-        for (i = 0; i < p->c->n_nodes; i++) {
-            if (strlen(p->c->nodes[i].name) == name_len && memcmp(p->c->nodes[i].name, name, name_len) == 0) {
-                return fail(p, p->line, "section [node %s] appears twice (first on line %d)", q,
-                            p->c->nodes[i].line);
-            }
-        }
-        if (p->c->n_nodes >= CONFIG_ELK_MAX_NODES) {
-            return fail(p, p->line, "too many nodes: this build allows %d (CONFIG_ELK_MAX_NODES)",
-                        CONFIG_ELK_MAX_NODES);
-        }
-        n = &p->c->nodes[p->c->n_nodes++];
-        node_defaults(n);
-        memcpy(n->name, name, name_len);
-        n->line = p->line;
-        p->obj = n;
-        p->keys = node_keys;
-        p->n_keys = NKEYS(node_keys);
-        snprintf(p->section, sizeof p->section, "[node %s]", n->name);
-    } else {
-        elkfw_resource_conf_t *r;
-        size_t max = elkfw_resource_name_max(p->c);
-        if (!elkfw_name_valid(name, name_len, max)) {
-            return fail(p, p->line,
-                        "resource name '%s' is not valid (1-%zu bytes of letters, digits and . _ - : / @; "
-                        "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix)", q, max);
-        }
-        for (i = 0; i < p->c->n_resources; i++) {
-            if (strlen(p->c->resources[i].name) == name_len &&
-                memcmp(p->c->resources[i].name, name, name_len) == 0) {
-                return fail(p, p->line, "section [resource %s] appears twice (first on line %d)", q,
-                            p->c->resources[i].line);
-            }
-        }
-        if (p->c->n_resources >= ELKFW_MAX_RESOURCES) {
-            return fail(p, p->line, "too many resources: at most %d", ELKFW_MAX_RESOURCES);
-        }
-        r = &p->c->resources[p->c->n_resources++];
-        resource_defaults(r);
-        memcpy(r->name, name, name_len);
-        r->line = p->line;
-        p->obj = r;
-        p->keys = resource_keys;
-        p->n_keys = NKEYS(resource_keys);
-        snprintf(p->section, sizeof p->section, "[resource %s]", r->name);
-    }
-    return ELK_OK;
+    return p->kind == SEC_NODE ? open_node(p, name, name_len, q) : open_resource(p, name, name_len, q);
 }
 
 /* Remember the line of the keys that whole-file checks and later lookups name. */
@@ -573,152 +631,213 @@ static bool parse_octal(const char *v, size_t vlen, uint32_t max, uint32_t *out)
     return u <= max;
 }
 
+/* One "key = value" line being applied: the key's definition, the raw value, both quoted
+ * for messages, and where the value goes. */
+typedef struct key_value {
+    const keydef_t *kd;
+    const char *kq, *vq; /* key and value, quoted */
+    const char *v;
+    size_t vlen;
+    uint8_t *dst;
+} key_value_t;
+
+/* What a string value must look like beyond its length, by key type and key. */
+static int check_str_value(parser_t *p, const key_value_t *kv)
+{
+    const keydef_t *kd = kv->kd;
+    if (kd->type == K_IDLIST && !idlist_valid(kv->v, kv->vlen)) {
+        return fail(p, p->line,
+                    "key '%s' in %s: '%s' is not a comma-separated list of user or group names or numeric "
+                    "ids (letters, digits and . _ -)", kv->kq, p->section, kv->vq);
+    }
+    if (kd->type == K_NAME_ID && !elkfw_name_valid(kv->v, kv->vlen, kd->size - 1)) {
+        return fail(p, p->line, "key '%s' in %s: '%s' is not a valid id (letters, digits and . _ - : / @)", kv->kq,
+                    p->section, kv->vq);
+    }
+    if (p->kind == SEC_FLEET && strcmp(kd->name, "key_prefix") == 0 && !prefix_valid(kv->v, kv->vlen)) {
+        return fail(p, p->line,
+                    "key '%s' in %s: '%s' must not contain braces, spaces or control bytes (the key is "
+                    "<prefix>{<resource>})", kv->kq, p->section, kv->vq);
+    }
+    if (p->kind == SEC_NODE && strcmp(kd->name, "host") == 0 && !host_valid(kv->v, kv->vlen)) {
+        /* caught here, or elkd would retry the name lookup forever */
+        return fail(p, p->line,
+                    "key '%s' in %s: '%s' is not a host name or numeric address (letters, digits and "
+                    ". - _ : %%; no spaces or control bytes)", kv->kq, p->section, kv->vq);
+    }
+    return ELK_OK;
+}
+
+/* K_STR, K_NAME_ID, K_IDLIST: a NUL-terminated copy into a buffer of kd->size bytes. */
+static int set_str(parser_t *p, const key_value_t *kv)
+{
+    int rc;
+    if (kv->vlen >= kv->kd->size) {
+        return fail(p, p->line, "key '%s' in %s: value is %zu bytes long; at most %zu allowed", kv->kq, p->section,
+                    kv->vlen, kv->kd->size - 1);
+    }
+    rc = check_str_value(p, kv);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    memcpy(kv->dst, kv->v, kv->vlen);
+    kv->dst[kv->vlen] = '\0';
+    return ELK_OK;
+}
+
+static int set_octal(parser_t *p, const key_value_t *kv)
+{
+    uint32_t u = 0;
+    if (!parse_octal(kv->v, kv->vlen, kv->kd->max, &u)) {
+        return fail(p, p->line, "key '%s' in %s: '%s' is not an octal mode from 0 to 0777 (e.g. 0660)", kv->kq,
+                    p->section, kv->vq);
+    }
+    memcpy(kv->dst, &u, sizeof u);
+    return ELK_OK;
+}
+
+static int set_duration(parser_t *p, const key_value_t *kv)
+{
+    uint32_t ms;
+    if (!elkfw_parse_duration(kv->v, kv->vlen, &ms)) {
+        return fail(p, p->line, "key '%s' in %s: '%s' is not a duration (use e.g. 500ms or 10s)", kv->kq,
+                    p->section, kv->vq);
+    }
+    if (ms < kv->kd->min || ms > kv->kd->max) {
+        return fail(p, p->line, "key '%s' in %s: %s is out of range (%lums to %lums)", kv->kq, p->section, kv->vq,
+                    (unsigned long)kv->kd->min, (unsigned long)kv->kd->max);
+    }
+    memcpy(kv->dst, &ms, sizeof ms);
+    return ELK_OK;
+}
+
+/* K_U32 (stored as uint32_t) and K_PORT (uint16_t). */
+static int set_number(parser_t *p, const key_value_t *kv)
+{
+    uint32_t u;
+    if (!parse_u32(kv->v, kv->vlen, &u) || u < kv->kd->min || u > kv->kd->max) {
+        return fail(p, p->line, "key '%s' in %s: '%s' is not a whole number from %lu to %lu", kv->kq, p->section,
+                    kv->vq, (unsigned long)kv->kd->min, (unsigned long)kv->kd->max);
+    }
+    if (kv->kd->type == K_PORT) {
+        uint16_t port = (uint16_t)u;
+        memcpy(kv->dst, &port, sizeof port);
+    } else {
+        memcpy(kv->dst, &u, sizeof u);
+    }
+    return ELK_OK;
+}
+
+/* K_BOOL (stored as bool) and K_TRI (int: 0 or 1; -1 "unset" is only a default). */
+static int set_switch(parser_t *p, const key_value_t *kv)
+{
+    int b = parse_bool(kv->v, kv->vlen);
+    if (b < 0) {
+        return fail(p, p->line, "key '%s' in %s: '%s' is not on or off (use on/off, yes/no, true/false, 1/0)",
+                    kv->kq, p->section, kv->vq);
+    }
+    if (kv->kd->type == K_BOOL) {
+        bool bv = b == 1;
+        memcpy(kv->dst, &bv, sizeof bv);
+    } else {
+        memcpy(kv->dst, &b, sizeof b);
+    }
+    return ELK_OK;
+}
+
+/* "a, b, c": the choices of an enum key, for its message. */
+static void choices_list(const char *const *choices, char *list, size_t cap)
+{
+    size_t o = 0;
+    int idx;
+    list[0] = '\0';
+    for (idx = 0; choices[idx] != NULL && o < cap; idx++) {
+        int w = snprintf(list + o, cap - o, "%s%s", idx ? ", " : "", choices[idx]);
+        o += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* K_ENUM: the index of the choice (log levels: the ELK_LOG_ value), stored as int. */
+static int set_enum(parser_t *p, const key_value_t *kv)
+{
+    const char *const *choices = kv->kd->choices;
+    char list[96];
+    int idx;
+    for (idx = 0; choices[idx] != NULL; idx++) {
+        if (strlen(choices[idx]) == kv->vlen && memcmp(choices[idx], kv->v, kv->vlen) == 0) {
+            int val = idx;
+            if (choices == level_choices) {
+                val = idx + ELK_LOG_ERROR; /* error=1 ... debug=4, as in platform.h */
+            }
+            memcpy(kv->dst, &val, sizeof val);
+            return ELK_OK;
+        }
+    }
+    choices_list(choices, list, sizeof list);
+    return fail(p, p->line, "key '%s' in %s: '%s' is not one of: %s", kv->kq, p->section, kv->vq, list);
+}
+
+static int set_fraction(parser_t *p, const key_value_t *kv)
+{
+    uint32_t ppm;
+    if (!parse_fraction(kv->v, kv->vlen, &ppm)) {
+        return fail(p, p->line,
+                    "key '%s' in %s: '%s' is not a fraction between 0 and 1 (use e.g. 0.33, 33%% or 1/3)", kv->kq,
+                    p->section, kv->vq);
+    }
+    memcpy(kv->dst, &ppm, sizeof ppm);
+    return ELK_OK;
+}
+
+/* The value setter of each key type. */
+static int (*const key_setters[])(parser_t *p, const key_value_t *kv) = {
+    [K_STR] = set_str,       [K_DUR] = set_duration, [K_BOOL] = set_switch,  [K_TRI] = set_switch,
+    [K_U32] = set_number,    [K_PORT] = set_number,  [K_ENUM] = set_enum,    [K_FRAC] = set_fraction,
+    [K_NAME_ID] = set_str,   [K_OCTAL] = set_octal,  [K_IDLIST] = set_str,
+};
+
+/* The index of key k in the current section's table, or -1. */
+static int find_key(const parser_t *p, const char *k, size_t klen)
+{
+    size_t i;
+    for (i = 0; i < p->n_keys; i++) {
+        if (strlen(p->keys[i].name) == klen && memcmp(p->keys[i].name, k, klen) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_t vlen)
 {
-    const keydef_t *kd = NULL;
+    key_value_t kv;
     char kq[48], vq[64];
-    uint8_t *dst;
-    size_t i;
+    int i;
 
     quote_value(kq, sizeof kq, k, klen);
     if (p->kind == SEC_NONE) {
         return fail(p, p->line, "key '%s' outside any section (start with [fleet], [node NAME], ...)", kq);
     }
-    for (i = 0; i < p->n_keys; i++) {
-        if (strlen(p->keys[i].name) == klen && memcmp(p->keys[i].name, k, klen) == 0) {
-            kd = &p->keys[i];
-            break;
-        }
-    }
-    if (kd == NULL) {
+    i = find_key(p, k, klen);
+    if (i < 0) {
         return fail(p, p->line, "unknown key '%s' in %s (see the Configuration section of README.md)", kq,
                     p->section);
     }
     if (p->seen & (1u << i)) {
-        return fail(p, p->line, "key '%s' in %s is set twice (first on line %d)", kq, p->section,
-                    p->seen_line[i]);
+        return fail(p, p->line, "key '%s' in %s is set twice (first on line %d)", kq, p->section, p->seen_line[i]);
     }
     p->seen |= 1u << i;
     p->seen_line[i] = p->line;
-    note_key_line(p, kd->name);
+    note_key_line(p, p->keys[i].name);
     quote_value(vq, sizeof vq, v, vlen);
-    dst = (uint8_t *)p->obj + kd->offset;
-
-    switch (kd->type) {
-    case K_STR:
-    case K_NAME_ID:
-    case K_IDLIST:
-        if (vlen >= kd->size) {
-            return fail(p, p->line, "key '%s' in %s: value is %zu bytes long; at most %zu allowed", kq,
-                        p->section, vlen, kd->size - 1);
-        }
-        if (kd->type == K_IDLIST && !idlist_valid(v, vlen)) {
-            return fail(p, p->line,
-                        "key '%s' in %s: '%s' is not a comma-separated list of user or group names or numeric "
-                        "ids (letters, digits and . _ -)", kq, p->section, vq);
-        }
-        if (kd->type == K_NAME_ID && !elkfw_name_valid(v, vlen, kd->size - 1)) {
-            return fail(p, p->line,
-                        "key '%s' in %s: '%s' is not a valid id (letters, digits and . _ - : / @)", kq,
-                        p->section, vq);
-        }
-        if (p->kind == SEC_FLEET && strcmp(kd->name, "key_prefix") == 0 && !prefix_valid(v, vlen)) {
-            return fail(p, p->line,
-                        "key '%s' in %s: '%s' must not contain braces, spaces or control bytes (the key is "
-                        "<prefix>{<resource>})", kq, p->section, vq);
-        }
-        if (p->kind == SEC_NODE && strcmp(kd->name, "host") == 0 && !host_valid(v, vlen)) {
-            /* caught here, or elkd would retry the name lookup forever */
-            return fail(p, p->line,
-                        "key '%s' in %s: '%s' is not a host name or numeric address (letters, digits and "
-                        ". - _ : %%; no spaces or control bytes)", kq, p->section, vq);
-        }
-        memcpy(dst, v, vlen);
-        dst[vlen] = '\0';
-        return ELK_OK;
-    case K_OCTAL: {
-        uint32_t u = 0;
-        if (!parse_octal(v, vlen, kd->max, &u)) {
-            return fail(p, p->line, "key '%s' in %s: '%s' is not an octal mode from 0 to 0777 (e.g. 0660)", kq,
-                        p->section, vq);
-        }
-        memcpy(dst, &u, sizeof u);
-        return ELK_OK;
-    }
-    case K_DUR: {
-        uint32_t ms;
-        if (!elkfw_parse_duration(v, vlen, &ms)) {
-            return fail(p, p->line, "key '%s' in %s: '%s' is not a duration (use e.g. 500ms or 10s)", kq,
-                        p->section, vq);
-        }
-        if (ms < kd->min || ms > kd->max) {
-            return fail(p, p->line, "key '%s' in %s: %s is out of range (%lums to %lums)", kq, p->section,
-                        vq, (unsigned long)kd->min, (unsigned long)kd->max);
-        }
-        memcpy(dst, &ms, sizeof ms);
-        return ELK_OK;
-    }
-    case K_U32:
-    case K_PORT: {
-        uint32_t u;
-        if (!parse_u32(v, vlen, &u) || u < kd->min || u > kd->max) {
-            return fail(p, p->line, "key '%s' in %s: '%s' is not a whole number from %lu to %lu", kq,
-                        p->section, vq, (unsigned long)kd->min, (unsigned long)kd->max);
-        }
-        if (kd->type == K_PORT) {
-            uint16_t port = (uint16_t)u;
-            memcpy(dst, &port, sizeof port);
-        } else {
-            memcpy(dst, &u, sizeof u);
-        }
-        return ELK_OK;
-    }
-    case K_BOOL:
-    case K_TRI: {
-        int b = parse_bool(v, vlen);
-        if (b < 0) {
-            return fail(p, p->line, "key '%s' in %s: '%s' is not on or off (use on/off, yes/no, true/false, 1/0)",
-                        kq, p->section, vq);
-        }
-        if (kd->type == K_BOOL) {
-            bool bv = b == 1;
-            memcpy(dst, &bv, sizeof bv);
-        } else {
-            memcpy(dst, &b, sizeof b);
-        }
-        return ELK_OK;
-    }
-    case K_ENUM: {
-        char list[96];
-        size_t o = 0;
-        int idx;
-        for (idx = 0; kd->choices[idx] != NULL; idx++) {
-            if (strlen(kd->choices[idx]) == vlen && memcmp(kd->choices[idx], v, vlen) == 0) {
-                int val = idx;
-                if (kd->choices == level_choices) {
-                    val = idx + ELK_LOG_ERROR; /* error=1 ... debug=4, as in platform.h */
-                }
-                memcpy(dst, &val, sizeof val);
-                return ELK_OK;
-            }
-        }
-        list[0] = '\0';
-        for (idx = 0; kd->choices[idx] != NULL && o < sizeof list; idx++) {
-            int w = snprintf(list + o, sizeof list - o, "%s%s", idx ? ", " : "", kd->choices[idx]);
-            o += w > 0 ? (size_t)w : 0;
-        }
-        return fail(p, p->line, "key '%s' in %s: '%s' is not one of: %s", kq, p->section, vq, list);
-    }
-    case K_FRAC: {
-        uint32_t ppm;
-        if (!parse_fraction(v, vlen, &ppm)) {
-            return fail(p, p->line,
-                        "key '%s' in %s: '%s' is not a fraction between 0 and 1 (use e.g. 0.33, 33%% or 1/3)",
-                        kq, p->section, vq);
-        }
-        memcpy(dst, &ppm, sizeof ppm);
-        return ELK_OK;
-    }
+    kv.kd = &p->keys[i];
+    kv.kq = kq;
+    kv.vq = vq;
+    kv.v = v;
+    kv.vlen = vlen;
+    kv.dst = (uint8_t *)p->obj + kv.kd->offset;
+    if ((size_t)kv.kd->type < NKEYS(key_setters) && key_setters[kv.kd->type] != NULL) {
+        return key_setters[kv.kd->type](p, &kv);
     }
     return fail(p, p->line, "internal error on key '%s'", kq);
 }
@@ -782,10 +901,9 @@ void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf
     out->use_release_channel = r->release_channel;
 }
 
-static int check_conf(parser_t *p)
+/* The fleet as a whole: enough nodes for the mode, something to lock. */
+static int check_fleet(parser_t *p, const elkfw_conf_t *c)
 {
-    elkfw_conf_t *c = p->c;
-    size_t i;
     if (c->n_nodes == 0) {
         return fail(p, 0, "no [node NAME] section: the fleet needs at least one Redis node");
     }
@@ -794,8 +912,7 @@ static int check_conf(parser_t *p)
                     c->n_nodes);
     }
     if (c->mode == ELKFW_MODE_REDLOCK && c->n_nodes < 3) {
-        return fail(p, 0, "[fleet] mode = redlock needs at least 3 independent nodes, found %zu",
-                    c->n_nodes);
+        return fail(p, 0, "[fleet] mode = redlock needs at least 3 independent nodes, found %zu", c->n_nodes);
     }
     if (c->key_prefix[0] != '\0' && strpbrk(c->key_prefix, "{} \t") != NULL) {
         /* unreachable from a file (set_key checks the line); kept for callers that fill c */
@@ -804,70 +921,168 @@ static int check_conf(parser_t *p)
     if (c->n_resources == 0) {
         return fail(p, 0, "no [resource NAME] section: nothing to lock");
     }
+    return ELK_OK;
+}
+
+/* A node with TLS on: the [fleet] files it does not set itself, and a usable setup. */
+static int check_node_tls(parser_t *p, const elkfw_conf_t *c, elkfw_node_conf_t *n)
+{
+    if (n->tls.ca[0] == '\0') {
+        memcpy(n->tls.ca, c->tls.ca, sizeof n->tls.ca);
+    }
+    if (n->tls.cert[0] == '\0') {
+        memcpy(n->tls.cert, c->tls.cert, sizeof n->tls.cert);
+    }
+    if (n->tls.key[0] == '\0') {
+        memcpy(n->tls.key, c->tls.key, sizeof n->tls.key);
+    }
+    if (n->tls.ca[0] == '\0') {
+        return fail(p, n->line, "[node %s]: tls is on but no 'ca' is set (here or in [fleet])", n->name);
+    }
+    if (n->server_name[0] == '\0' && elkfw_host_is_ip(n->host)) {
+        /* the certificate name check would fail on every connection, forever */
+        return fail(p, n->line,
+                    "[node %s]: tls is on and host '%s' is an IP address: set 'server_name' to the name "
+                    "in the server's certificate", n->name, n->host);
+    }
+    if ((n->tls.cert[0] == '\0') != (n->tls.key[0] == '\0')) {
+        return fail(p, n->line, "[node %s]: a client 'cert' needs its 'key' and the other way round", n->name);
+    }
+    return ELK_OK;
+}
+
+/* One node: required keys, what it inherits from [fleet], its TLS setup. */
+static int check_node(parser_t *p, const elkfw_conf_t *c, elkfw_node_conf_t *n)
+{
+    int tls = n->tls.on >= 0 ? n->tls.on : c->tls.on;
+    if (n->host[0] == '\0') {
+        return fail(p, n->line, "[node %s]: key 'host' is required", n->name);
+    }
+    if (n->password[0] != '\0' && n->password_file[0] != '\0') {
+        return fail(p, n->line, "[node %s]: set 'password' or 'password_file', not both", n->name);
+    }
+    if (n->tls.on < 0) {
+        n->tls.on = c->tls.on;
+    }
+    if (tls == 1 && check_node_tls(p, c, n) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
+    if (n->connect_timeout_ms == 0) {
+        n->connect_timeout_ms = c->connect_timeout_ms;
+    }
+    if (n->request_timeout_ms == 0) {
+        n->request_timeout_ms = c->request_timeout_ms;
+    }
+    return ELK_OK;
+}
+
+/* One resource: its defaults that depend on other keys, then the lease rules. */
+static int check_resource(parser_t *p, const elkfw_conf_t *c, elkfw_resource_conf_t *r)
+{
+    if (r->min_validity_ms == 0) {
+        r->min_validity_ms = r->ttl_ms / 5u;
+    }
+    if ((r->renew_fraction_ppm + 5000u) / 10000u < 1u || (r->renew_fraction_ppm + 5000u) / 10000u > 90u) {
+        return fail(p, r->line, "[resource %s]: renew_fraction must be between 1%% and 90%% of the ttl", r->name);
+    }
+    if (check_lease_rule(p, c, r) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
+    if (r->max_hold_ms != 0 && r->max_hold_ms < r->ttl_ms) {
+        return fail(p, r->line, "[resource %s]: max_hold %lums is shorter than ttl %lums", r->name,
+                    (unsigned long)r->max_hold_ms, (unsigned long)r->ttl_ms);
+    }
+    return ELK_OK;
+}
+
+static int check_conf(parser_t *p)
+{
+    elkfw_conf_t *c = p->c;
+    size_t i;
+    if (check_fleet(p, c) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
     for (i = 0; i < c->n_nodes; i++) {
-        elkfw_node_conf_t *n = &c->nodes[i];
-        int tls = n->tls.on >= 0 ? n->tls.on : c->tls.on;
-        if (n->host[0] == '\0') {
-            return fail(p, n->line, "[node %s]: key 'host' is required", n->name);
-        }
-        if (n->password[0] != '\0' && n->password_file[0] != '\0') {
-            return fail(p, n->line, "[node %s]: set 'password' or 'password_file', not both", n->name);
-        }
-        if (n->tls.on < 0) {
-            n->tls.on = c->tls.on;
-        }
-        if (tls == 1) {
-            if (n->tls.ca[0] == '\0') {
-                memcpy(n->tls.ca, c->tls.ca, sizeof n->tls.ca);
-            }
-            if (n->tls.cert[0] == '\0') {
-                memcpy(n->tls.cert, c->tls.cert, sizeof n->tls.cert);
-            }
-            if (n->tls.key[0] == '\0') {
-                memcpy(n->tls.key, c->tls.key, sizeof n->tls.key);
-            }
-            if (n->tls.ca[0] == '\0') {
-                return fail(p, n->line, "[node %s]: tls is on but no 'ca' is set (here or in [fleet])", n->name);
-            }
-            if (n->server_name[0] == '\0' && elkfw_host_is_ip(n->host)) {
-                /* the certificate name check would fail on every connection, forever */
-                return fail(p, n->line,
-                            "[node %s]: tls is on and host '%s' is an IP address: set 'server_name' to the name "
-                            "in the server's certificate", n->name, n->host);
-            }
-            if ((n->tls.cert[0] == '\0') != (n->tls.key[0] == '\0')) {
-                return fail(p, n->line, "[node %s]: a client 'cert' needs its 'key' and the other way round",
-                            n->name);
-            }
-        }
-        if (n->connect_timeout_ms == 0) {
-            n->connect_timeout_ms = c->connect_timeout_ms;
-        }
-        if (n->request_timeout_ms == 0) {
-            n->request_timeout_ms = c->request_timeout_ms;
+        if (check_node(p, c, &c->nodes[i]) != ELK_OK) {
+            return ELK_E_CONFIG;
         }
     }
     for (i = 0; i < c->n_resources; i++) {
-        elkfw_resource_conf_t *r = &c->resources[i];
-        if (r->min_validity_ms == 0) {
-            r->min_validity_ms = r->ttl_ms / 5u;
-        }
-        if ((r->renew_fraction_ppm + 5000u) / 10000u < 1u || (r->renew_fraction_ppm + 5000u) / 10000u > 90u) {
-            return fail(p, r->line, "[resource %s]: renew_fraction must be between 1%% and 90%% of the ttl",
-                        r->name);
-        }
-        if (check_lease_rule(p, c, r) != ELK_OK) {
+        if (check_resource(p, c, &c->resources[i]) != ELK_OK) {
             return ELK_E_CONFIG;
-        }
-        if (r->max_hold_ms != 0 && r->max_hold_ms < r->ttl_ms) {
-            return fail(p, r->line, "[resource %s]: max_hold %lums is shorter than ttl %lums", r->name,
-                        (unsigned long)r->max_hold_ms, (unsigned long)r->ttl_ms);
         }
     }
     if (c->agent.socket_path[0] == '\0') {
         return fail(p, 0, "[agent] socket must not be empty");
     }
     return ELK_OK;
+}
+
+/* Narrow [*b, *e) past the spaces at both ends. */
+static void trim(const char *line, size_t *b, size_t *e)
+{
+    while (*b < *e && is_space(line[*b])) {
+        (*b)++;
+    }
+    while (*e > *b && is_space(line[*e - 1])) {
+        (*e)--;
+    }
+}
+
+/* "[ name ]" in line[b..e), which starts with '['. */
+static int section_line(parser_t *p, const char *line, size_t b, size_t e)
+{
+    size_t sb = b + 1, se;
+    if (line[e - 1] != ']') {
+        return fail(p, p->line, "section header is not closed: expected ']' at the end of the line");
+    }
+    se = e - 1;
+    trim(line, &sb, &se);
+    p->seen = 0;
+    return open_section(p, line + sb, se - sb);
+}
+
+/* "key = value" in line[b..e). */
+static int key_line(parser_t *p, const char *line, size_t b, size_t e)
+{
+    const char *eq = memchr(line + b, '=', e - b);
+    size_t kb = b, ke, vb, ve = e;
+    char q[64];
+    if (eq == NULL) {
+        quote_value(q, sizeof q, line + b, e - b);
+        return fail(p, p->line, "'%s' is not 'key = value' or a [section]", q);
+    }
+    ke = (size_t)(eq - line);
+    vb = ke + 1;
+    while (ke > kb && is_space(line[ke - 1])) {
+        ke--;
+    }
+    while (vb < ve && is_space(line[vb])) {
+        vb++;
+    }
+    if (ke == kb) {
+        return fail(p, p->line, "missing key name before '='");
+    }
+    /* Optional double quotes keep leading/trailing spaces in a value. */
+    if (ve - vb >= 2 && line[vb] == '"' && line[ve - 1] == '"') {
+        vb++;
+        ve--;
+    }
+    return set_key(p, line + kb, ke - kb, line + vb, ve - vb);
+}
+
+/* One line (ll bytes, without its newline): blank, comment, section header or key. */
+static int parse_line(parser_t *p, const char *line, size_t ll)
+{
+    size_t b = 0, e = ll;
+    trim(line, &b, &e);
+    if (b == e || line[b] == '#' || line[b] == ';') {
+        return ELK_OK;
+    }
+    if (memchr(line + b, '\0', e - b) != NULL) {
+        return fail(p, p->line, "line contains a NUL byte (is this a text file?)");
+    }
+    return line[b] == '[' ? section_line(p, line, b, e) : key_line(p, line, b, e);
 }
 
 int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, size_t len, char *err,
@@ -895,69 +1110,11 @@ int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, si
         const char *line = text + pos;
         const char *nl = memchr(line, '\n', len - pos);
         size_t ll = nl != NULL ? (size_t)(nl - line) : len - pos;
-        size_t b = 0, e = ll;
         pos += ll + (nl != NULL ? 1u : 0u);
         p.line++;
-
-        while (b < e && is_space(line[b])) {
-            b++;
-        }
-        while (e > b && is_space(line[e - 1])) {
-            e--;
-        }
-        if (b == e || line[b] == '#' || line[b] == ';') {
-            continue;
-        }
-        if (memchr(line + b, '\0', e - b) != NULL) {
-            return fail(&p, p.line, "line contains a NUL byte (is this a text file?)");
-        }
-        if (line[b] == '[') {
-            size_t sb = b + 1, se;
-            if (line[e - 1] != ']') {
-                return fail(&p, p.line, "section header is not closed: expected ']' at the end of the line");
-            }
-            se = e - 1;
-            while (sb < se && is_space(line[sb])) {
-                sb++;
-            }
-            while (se > sb && is_space(line[se - 1])) {
-                se--;
-            }
-            p.seen = 0;
-            rc = open_section(&p, line + sb, se - sb);
-            if (rc != ELK_OK) {
-                return rc;
-            }
-            continue;
-        }
-        {
-            const char *eq = memchr(line + b, '=', e - b);
-            size_t kb = b, ke, vb, ve = e;
-            char q[64];
-            if (eq == NULL) {
-                quote_value(q, sizeof q, line + b, e - b);
-                return fail(&p, p.line, "'%s' is not 'key = value' or a [section]", q);
-            }
-            ke = (size_t)(eq - line);
-            vb = ke + 1;
-            while (ke > kb && is_space(line[ke - 1])) {
-                ke--;
-            }
-            while (vb < ve && is_space(line[vb])) {
-                vb++;
-            }
-            if (ke == kb) {
-                return fail(&p, p.line, "missing key name before '='");
-            }
-            /* Optional double quotes keep leading/trailing spaces in a value. */
-            if (ve - vb >= 2 && line[vb] == '"' && line[ve - 1] == '"') {
-                vb++;
-                ve--;
-            }
-            rc = set_key(&p, line + kb, ke - kb, line + vb, ve - vb);
-            if (rc != ELK_OK) {
-                return rc;
-            }
+        rc = parse_line(&p, line, ll);
+        if (rc != ELK_OK) {
+            return rc;
         }
     }
     return check_conf(&p);
@@ -1005,13 +1162,69 @@ static long read_file(const char *path, char *buf, size_t cap, bool *too_big, bo
     return (long)n;
 }
 
+/* A node's password_file into nd->password: one non-empty line, not readable by others. */
+static int load_password_file(elkfw_node_conf_t *nd, const char *path, char *err, size_t errlen)
+{
+    char pw[ELKFW_STR_MAX + 1];
+    bool too_big, others_read;
+    long m = read_file(nd->password_file, pw, sizeof pw, &too_big, &others_read);
+    if (m < 0) {
+        snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: cannot read '%s': %s", path,
+                 nd->password_file_line, nd->name, nd->password_file, strerror(errno));
+        return ELK_E_CONFIG;
+    }
+    while (m > 0 && (pw[m - 1] == '\n' || pw[m - 1] == '\r')) {
+        m--;
+    }
+    if (too_big || m >= (long)sizeof nd->password) {
+        snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' holds more than %zu bytes", path,
+                 nd->password_file_line, nd->name, nd->password_file, sizeof nd->password - 1);
+        return ELK_E_CONFIG;
+    }
+    if (m == 0 || memchr(pw, '\0', (size_t)m) != NULL || memchr(pw, '\n', (size_t)m) != NULL) {
+        snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' must hold one non-empty line", path,
+                 nd->password_file_line, nd->name, nd->password_file);
+        return ELK_E_CONFIG;
+    }
+    memcpy(nd->password, pw, (size_t)m);
+    nd->password[m] = '\0';
+    explicit_bzero(pw, sizeof pw);
+    if (others_read) {
+        /* A secret every local account can read is no secret. */
+        snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' is readable by every user: "
+                 "run chmod o-r '%s'", path, nd->password_file_line, nd->name, nd->password_file,
+                 nd->password_file);
+        return ELK_E_CONFIG;
+    }
+    return ELK_OK;
+}
+
+/* The file's passwords: those in password files read in, none inline in a file others read. */
+static int load_passwords(elkfw_conf_t *c, const char *path, bool conf_others_read, char *err, size_t errlen)
+{
+    size_t i;
+    for (i = 0; i < c->n_nodes; i++) {
+        if (c->nodes[i].password_file[0] != '\0' && load_password_file(&c->nodes[i], path, err, errlen) != ELK_OK) {
+            return ELK_E_CONFIG;
+        }
+    }
+    for (i = 0; i < c->n_nodes && conf_others_read; i++) {
+        if (c->nodes[i].password[0] != '\0' && c->nodes[i].password_file[0] == '\0') {
+            snprintf(err, errlen, "%s:%d: [node %s] has an inline 'password' and the file is readable by every "
+                     "user: run chmod o-r '%s', or move it to a 'password_file' only elkd can read", path,
+                     c->nodes[i].line, c->nodes[i].name, path);
+            return ELK_E_CONFIG;
+        }
+    }
+    return ELK_OK;
+}
+
 int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
 {
     enum { MAX_CONF = 256 * 1024 };
     char *text;
     long n;
-    bool too_big, others_read, conf_others_read;
-    size_t i;
+    bool too_big, conf_others_read;
     int rc;
 
     if (c == NULL || path == NULL || err == NULL || errlen == 0) {
@@ -1038,50 +1251,5 @@ int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
     if (rc != ELK_OK) {
         return rc;
     }
-    for (i = 0; i < c->n_nodes; i++) {
-        elkfw_node_conf_t *nd = &c->nodes[i];
-        char pw[ELKFW_STR_MAX + 1];
-        long m;
-        if (nd->password_file[0] == '\0') {
-            continue;
-        }
-        m = read_file(nd->password_file, pw, sizeof pw, &too_big, &others_read);
-        if (m < 0) {
-            snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: cannot read '%s': %s", path,
-                     nd->password_file_line, nd->name, nd->password_file, strerror(errno));
-            return ELK_E_CONFIG;
-        }
-        while (m > 0 && (pw[m - 1] == '\n' || pw[m - 1] == '\r')) {
-            m--;
-        }
-        if (too_big || m >= (long)sizeof nd->password) {
-            snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' holds more than %zu bytes",
-                     path, nd->password_file_line, nd->name, nd->password_file, sizeof nd->password - 1);
-            return ELK_E_CONFIG;
-        }
-        if (m == 0 || memchr(pw, '\0', (size_t)m) != NULL || memchr(pw, '\n', (size_t)m) != NULL) {
-            snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' must hold one non-empty line",
-                     path, nd->password_file_line, nd->name, nd->password_file);
-            return ELK_E_CONFIG;
-        }
-        memcpy(nd->password, pw, (size_t)m);
-        nd->password[m] = '\0';
-        explicit_bzero(pw, sizeof pw);
-        if (others_read) {
-            /* A secret every local account can read is no secret. */
-            snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' is readable by every user: "
-                     "run chmod o-r '%s'", path, nd->password_file_line, nd->name, nd->password_file,
-                     nd->password_file);
-            return ELK_E_CONFIG;
-        }
-    }
-    for (i = 0; i < c->n_nodes && conf_others_read; i++) {
-        if (c->nodes[i].password[0] != '\0' && c->nodes[i].password_file[0] == '\0') {
-            snprintf(err, errlen, "%s:%d: [node %s] has an inline 'password' and the file is readable by every "
-                     "user: run chmod o-r '%s', or move it to a 'password_file' only elkd can read", path,
-                     c->nodes[i].line, c->nodes[i].name, path);
-            return ELK_E_CONFIG;
-        }
-    }
-    return ELK_OK;
+    return load_passwords(c, path, conf_others_read, err, errlen);
 }

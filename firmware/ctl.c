@@ -80,12 +80,165 @@ static int take_resource(const char *arg, size_t al, size_t name_max, elkfw_ctl_
     return rc;
 }
 
+/* The words of a line not yet read. */
+typedef struct ctl_cursor {
+    const char *p, *end;
+} ctl_cursor_t;
+
+static bool cur_word(ctl_cursor_t *c, const char **w, size_t *wl)
+{
+    return next_word(&c->p, c->end, w, wl);
+}
+
+/* ACQUIRE <resource> [<wait>] and RELEASE <resource>: req->cmd says which. */
+static int req_resource_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+{
+    bool acquire = req->cmd == ELKFW_CTL_ACQUIRE;
+    const char *arg, *w;
+    size_t al, wl;
+    int rc;
+    if (!cur_word(c, &arg, &al)) {
+        *why = acquire ? "usage: ACQUIRE <resource> [<wait>]" : "usage: RELEASE <resource>";
+        return ELK_E_CTL_SYNTAX;
+    }
+    rc = take_resource(arg, al, name_max, req, why);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    if (acquire && cur_word(c, &w, &wl) && !elkfw_parse_duration(w, wl, &req->wait_ms)) {
+        *why = "wait must be a duration: milliseconds, or e.g. 500ms or 10s";
+        return ELK_E_CTL_SYNTAX;
+    }
+    return ELK_OK;
+}
+
+/* SUPERVISE <resource> <pgid> */
+static int req_supervise_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+{
+    const char *arg, *w;
+    size_t al, wl;
+    uint64_t pgid;
+    int rc;
+    if (!cur_word(c, &arg, &al) || !cur_word(c, &w, &wl)) {
+        *why = "usage: SUPERVISE <resource> <pgid>";
+        return ELK_E_CTL_SYNTAX;
+    }
+    rc = take_resource(arg, al, name_max, req, why);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    /* 0, 1 and -1 would make kill() reach far more than one command's group */
+    if (!parse_u64(w, wl, &pgid) || pgid < 2u || pgid > 0x7fffffffu) {
+        *why = "pgid must be a process group id from 2 to 2147483647";
+        return ELK_E_CTL_SYNTAX;
+    }
+    req->pgid = (uint32_t)pgid;
+    return ELK_OK;
+}
+
+/* STATUS [JSON|METRICS] */
+static int req_status_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+{
+    const char *w;
+    size_t wl;
+    (void)name_max;
+    if (!cur_word(c, &w, &wl)) {
+        return ELK_OK;
+    }
+    if (!word_is(w, wl, "JSON") && !word_is(w, wl, "METRICS")) {
+        *why = "usage: STATUS [JSON|METRICS]";
+        return ELK_E_CTL_SYNTAX;
+    }
+    req->cmd = word_is(w, wl, "JSON") ? ELKFW_CTL_STATUS_JSON : ELKFW_CTL_STATUS_METRICS;
+    return ELK_OK;
+}
+
+/* PING, HELP, QUIT: no arguments (extra words are refused by the caller). */
+static int req_no_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+{
+    (void)c;
+    (void)name_max;
+    (void)req;
+    (void)why;
+    return ELK_OK;
+}
+
+typedef int (*ctl_req_args_fn)(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why);
+
+/* The request verbs (matched without regard to case) and the parser of their arguments. */
+static const struct ctl_verb {
+    const char *name;
+    elkfw_ctl_cmd_t cmd;
+    ctl_req_args_fn args;
+} ctl_verbs[] = {
+    {"ACQUIRE", ELKFW_CTL_ACQUIRE, req_resource_args},
+    {"RELEASE", ELKFW_CTL_RELEASE, req_resource_args},
+    {"SUPERVISE", ELKFW_CTL_SUPERVISE, req_supervise_args},
+    {"STATUS", ELKFW_CTL_STATUS, req_status_args},
+    {"PING", ELKFW_CTL_PING, req_no_args},
+    {"HELP", ELKFW_CTL_HELP, req_no_args},
+    {"QUIT", ELKFW_CTL_QUIT, req_no_args},
+};
+
+static const struct ctl_verb *find_verb(const char *w, size_t wl)
+{
+    size_t i;
+    for (i = 0; i < sizeof ctl_verbs / sizeof ctl_verbs[0]; i++) {
+        if (word_is(w, wl, ctl_verbs[i].name)) {
+            return &ctl_verbs[i];
+        }
+    }
+    return NULL;
+}
+
+/* Line-level checks before any word is read: length and control characters. */
+static int check_request_line(const char *line, size_t len, const char **why)
+{
+    if (len + 1 > ELK_CTL_LINE_MAX) {
+        *why = "request line too long";
+        return ELK_E_CTL_TOO_LONG;
+    }
+    if (memchr(line, '\0', len) != NULL || memchr(line, '\n', len) != NULL || memchr(line, '\r', len) != NULL) {
+        *why = "control characters in the request";
+        return ELK_E_CTL_SYNTAX;
+    }
+    return ELK_OK;
+}
+
+/* The verb and its arguments; nothing may follow them. */
+static int parse_request_words(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+{
+    const struct ctl_verb *verb;
+    const char *w;
+    size_t wl;
+    int rc;
+    if (!cur_word(c, &w, &wl)) {
+        *why = "empty request";
+        return ELK_E_CTL_SYNTAX;
+    }
+    verb = find_verb(w, wl);
+    if (verb == NULL) {
+        *why = "commands: ACQUIRE RELEASE SUPERVISE STATUS PING HELP QUIT";
+        return ELK_E_CTL_UNKNOWN;
+    }
+    req->cmd = verb->cmd;
+    rc = verb->args(c, name_max, req, why);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    if (cur_word(c, &w, &wl)) {
+        memset(req, 0, sizeof *req);
+        *why = "unexpected extra words after the command";
+        return ELK_E_CTL_SYNTAX;
+    }
+    return ELK_OK;
+}
+
 int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw_ctl_req_t *req,
                             const char **why)
 {
     const char *unused_why; /* where *why goes when the caller does not want it */
-    const char *p, *end, *w, *arg;
-    size_t wl, al;
+    ctl_cursor_t c;
     int rc;
 
     if (why == NULL) {
@@ -100,80 +253,13 @@ int elkfw_ctl_parse_request(const char *line, size_t len, size_t name_max, elkfw
     if (len > 0 && line[len - 1] == '\r') {
         len--;
     }
-    if (len + 1 > ELK_CTL_LINE_MAX) {
-        *why = "request line too long";
-        return ELK_E_CTL_TOO_LONG;
+    rc = check_request_line(line, len, why);
+    if (rc != ELK_OK) {
+        return rc;
     }
-    if (memchr(line, '\0', len) != NULL || memchr(line, '\n', len) != NULL || memchr(line, '\r', len) != NULL) {
-        *why = "control characters in the request";
-        return ELK_E_CTL_SYNTAX;
-    }
-    p = line;
-    end = line + len;
-    if (!next_word(&p, end, &w, &wl)) {
-        *why = "empty request";
-        return ELK_E_CTL_SYNTAX;
-    }
-    if (word_is(w, wl, "ACQUIRE") || word_is(w, wl, "RELEASE")) {
-        bool acquire = word_is(w, wl, "ACQUIRE");
-        req->cmd = acquire ? ELKFW_CTL_ACQUIRE : ELKFW_CTL_RELEASE;
-        if (!next_word(&p, end, &arg, &al)) {
-            *why = acquire ? "usage: ACQUIRE <resource> [<wait>]" : "usage: RELEASE <resource>";
-            return ELK_E_CTL_SYNTAX;
-        }
-        rc = take_resource(arg, al, name_max, req, why);
-        if (rc != ELK_OK) {
-            return rc;
-        }
-        if (acquire && next_word(&p, end, &w, &wl)) {
-            if (!elkfw_parse_duration(w, wl, &req->wait_ms)) {
-                *why = "wait must be a duration: milliseconds, or e.g. 500ms or 10s";
-                return ELK_E_CTL_SYNTAX;
-            }
-        }
-    } else if (word_is(w, wl, "SUPERVISE")) {
-        uint64_t pgid;
-        req->cmd = ELKFW_CTL_SUPERVISE;
-        if (!next_word(&p, end, &arg, &al) || !next_word(&p, end, &w, &wl)) {
-            *why = "usage: SUPERVISE <resource> <pgid>";
-            return ELK_E_CTL_SYNTAX;
-        }
-        rc = take_resource(arg, al, name_max, req, why);
-        if (rc != ELK_OK) {
-            return rc;
-        }
-        /* 0, 1 and -1 would make kill() reach far more than one command's group */
-        if (!parse_u64(w, wl, &pgid) || pgid < 2u || pgid > 0x7fffffffu) {
-            *why = "pgid must be a process group id from 2 to 2147483647";
-            return ELK_E_CTL_SYNTAX;
-        }
-        req->pgid = (uint32_t)pgid;
-    } else if (word_is(w, wl, "STATUS")) {
-        req->cmd = ELKFW_CTL_STATUS;
-        if (next_word(&p, end, &w, &wl)) {
-            if (!word_is(w, wl, "JSON") && !word_is(w, wl, "METRICS")) {
-                *why = "usage: STATUS [JSON|METRICS]";
-                return ELK_E_CTL_SYNTAX;
-            }
-            req->cmd = word_is(w, wl, "JSON") ? ELKFW_CTL_STATUS_JSON : ELKFW_CTL_STATUS_METRICS;
-        }
-    } else if (word_is(w, wl, "PING")) {
-        req->cmd = ELKFW_CTL_PING;
-    } else if (word_is(w, wl, "HELP")) {
-        req->cmd = ELKFW_CTL_HELP;
-    } else if (word_is(w, wl, "QUIT")) {
-        req->cmd = ELKFW_CTL_QUIT;
-    } else {
-        req->cmd = 0;
-        *why = "commands: ACQUIRE RELEASE SUPERVISE STATUS PING HELP QUIT";
-        return ELK_E_CTL_UNKNOWN;
-    }
-    if (next_word(&p, end, &w, &wl)) {
-        memset(req, 0, sizeof *req);
-        *why = "unexpected extra words after the command";
-        return ELK_E_CTL_SYNTAX;
-    }
-    return ELK_OK;
+    c.p = line;
+    c.end = line + len;
+    return parse_request_words(&c, name_max, req, why);
 }
 
 static bool copy_word(char *dst, size_t cap, const char *w, size_t wl)
@@ -196,11 +282,142 @@ static void rest_of_line(const char *p, const char *end, elkfw_ctl_msg_t *m)
     m->text_len = (size_t)(end - p);
 }
 
-int elkfw_ctl_parse_reply(const char *line, size_t len, elkfw_ctl_msg_t *m)
+/* A resource name word into m->resource. */
+static bool reply_resource(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
 {
-    const char *p, *end, *w;
+    const char *w;
+    size_t wl;
+    if (!cur_word(c, &w, &wl) || !elkfw_name_valid(w, wl, ELKFW_NAME_MAX - 1)) {
+        return false;
+    }
+    copy_word(m->resource, sizeof m->resource, w, wl);
+    return true;
+}
+
+/* A decimal word up to max; required or not, as the caller says. */
+static bool reply_number(ctl_cursor_t *c, uint64_t max, uint64_t *out)
+{
+    const char *w;
+    size_t wl;
+    return cur_word(c, &w, &wl) && parse_u64(w, wl, out) && *out <= max;
+}
+
+/* Optional key=value words after a grant's positional fields. Unknown keys are skipped so
+ * a newer elkd can add fields without breaking this parser; a bare word is still an
+ * error, so a garbled line is not taken for a grant. */
+static int reply_grant_options(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
+{
+    static const char dk[] = "deadline_boottime_ms=";
+    const char *w;
     size_t wl;
     uint64_t v;
+    while (cur_word(c, &w, &wl)) {
+        const char *eq = memchr(w, '=', wl);
+        if (eq == NULL || eq == w) {
+            return ELK_E_CTL_SYNTAX;
+        }
+        if (wl >= sizeof dk - 1 && memcmp(w, dk, sizeof dk - 1) == 0) {
+            if (!parse_u64(w + sizeof dk - 1, wl - (sizeof dk - 1), &v) || v == 0) {
+                return ELK_E_CTL_SYNTAX;
+            }
+            m->deadline_boottime_ms = v;
+        }
+    }
+    return ELK_OK;
+}
+
+/* ACQUIRED, RENEWED: <resource> <token> <deadline_ms> [<stop_margin_ms>] [key=value ...] */
+static int reply_grant(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
+{
+    const char *w;
+    size_t wl;
+    uint64_t v;
+    if (!reply_resource(c, m) || !reply_number(c, UINT64_MAX, &m->token) || !reply_number(c, UINT32_MAX, &v)) {
+        return ELK_E_CTL_SYNTAX;
+    }
+    m->deadline_ms = (uint32_t)v;
+    /* optional: the resource's stop margin */
+    if (cur_word(c, &w, &wl)) {
+        if (!parse_u64(w, wl, &v) || v > UINT32_MAX) {
+            return ELK_E_CTL_SYNTAX;
+        }
+        m->stop_margin_ms = (uint32_t)v;
+    }
+    return reply_grant_options(c, m);
+}
+
+/* RELEASED, LOST, SUPERVISED, RENEW_STOPPED: <resource> [<CODE_NAME> [<ms>]] */
+static int reply_resource_event(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
+{
+    const char *w;
+    size_t wl;
+    uint64_t v;
+    if (!reply_resource(c, m)) {
+        return ELK_E_CTL_SYNTAX;
+    }
+    if (cur_word(c, &w, &wl) && !copy_word(m->code, sizeof m->code, w, wl)) {
+        return ELK_E_CTL_SYNTAX;
+    }
+    /* LOST: optional ms left before the lease can have expired anywhere */
+    if (cur_word(c, &w, &wl)) {
+        if (!parse_u64(w, wl, &v) || v > UINT32_MAX) {
+            return ELK_E_CTL_SYNTAX;
+        }
+        m->stop_margin_ms = (uint32_t)v;
+    }
+    return ELK_OK;
+}
+
+/* STATUS <count> */
+static int reply_status(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
+{
+    uint64_t v;
+    if (!reply_number(c, 100000u, &v)) {
+        return ELK_E_CTL_SYNTAX;
+    }
+    m->count = (uint32_t)v;
+    return ELK_OK;
+}
+
+/* The reply words with fields, and their parsers; any other word is followed by free text. */
+static const struct ctl_reply_word {
+    const char *word;
+    int (*parse)(ctl_cursor_t *c, elkfw_ctl_msg_t *m);
+} ctl_reply_words[] = {
+    {"ACQUIRED", reply_grant},           {"RENEWED", reply_grant},
+    {"RELEASED", reply_resource_event},  {"LOST", reply_resource_event},
+    {"SUPERVISED", reply_resource_event}, {"RENEW_STOPPED", reply_resource_event},
+    {"STATUS", reply_status},
+};
+
+/* After OK or EVENT: the word, its fields, and nothing after them. */
+static int parse_reply_word(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
+{
+    const char *w;
+    size_t wl, i;
+    int rc;
+    if (!cur_word(c, &w, &wl) || !copy_word(m->word, sizeof m->word, w, wl)) {
+        return ELK_E_CTL_SYNTAX;
+    }
+    for (i = 0; i < sizeof ctl_reply_words / sizeof ctl_reply_words[0]; i++) {
+        if (strcmp(m->word, ctl_reply_words[i].word) == 0) {
+            rc = ctl_reply_words[i].parse(c, m);
+            if (rc == ELK_OK && cur_word(c, &w, &wl)) {
+                rc = ELK_E_CTL_SYNTAX;
+            }
+            return rc;
+        }
+    }
+    /* PONG, JSON {...}, SHUTDOWN, HELP text, BYE: the rest is free text. */
+    rest_of_line(c->p, c->end, m);
+    return ELK_OK;
+}
+
+int elkfw_ctl_parse_reply(const char *line, size_t len, elkfw_ctl_msg_t *m)
+{
+    ctl_cursor_t c;
+    const char *w;
+    size_t wl;
 
     if (line == NULL || m == NULL) {
         return ELK_E_CTL_SYNTAX;
@@ -209,93 +426,27 @@ int elkfw_ctl_parse_reply(const char *line, size_t len, elkfw_ctl_msg_t *m)
     if (len > 0 && line[len - 1] == '\r') {
         len--;
     }
-    p = line;
-    end = line + len;
-    if (!next_word(&p, end, &w, &wl)) {
+    c.p = line;
+    c.end = line + len;
+    if (!cur_word(&c, &w, &wl)) {
         return ELK_E_CTL_SYNTAX;
+    }
+    if (word_is(w, wl, "ERR")) {
+        m->kind = ELKFW_MSG_ERR;
+        if (!cur_word(&c, &w, &wl) || !copy_word(m->code, sizeof m->code, w, wl)) {
+            return ELK_E_CTL_SYNTAX;
+        }
+        rest_of_line(c.p, c.end, m);
+        return ELK_OK;
     }
     if (word_is(w, wl, "OK")) {
         m->kind = ELKFW_MSG_OK;
-    } else if (word_is(w, wl, "ERR")) {
-        m->kind = ELKFW_MSG_ERR;
-        if (!next_word(&p, end, &w, &wl) || !copy_word(m->code, sizeof m->code, w, wl)) {
-            return ELK_E_CTL_SYNTAX;
-        }
-        rest_of_line(p, end, m);
-        return ELK_OK;
     } else if (word_is(w, wl, "EVENT")) {
         m->kind = ELKFW_MSG_EVENT;
     } else {
         return ELK_E_CTL_SYNTAX;
     }
-    if (!next_word(&p, end, &w, &wl) || !copy_word(m->word, sizeof m->word, w, wl)) {
-        return ELK_E_CTL_SYNTAX;
-    }
-    if (strcmp(m->word, "ACQUIRED") == 0 || strcmp(m->word, "RENEWED") == 0) {
-        if (!next_word(&p, end, &w, &wl) || !elkfw_name_valid(w, wl, ELKFW_NAME_MAX - 1)) {
-            return ELK_E_CTL_SYNTAX;
-        }
-        copy_word(m->resource, sizeof m->resource, w, wl);
-        if (!next_word(&p, end, &w, &wl) || !parse_u64(w, wl, &m->token)) {
-            return ELK_E_CTL_SYNTAX;
-        }
-        if (!next_word(&p, end, &w, &wl) || !parse_u64(w, wl, &v) || v > UINT32_MAX) {
-            return ELK_E_CTL_SYNTAX;
-        }
-        m->deadline_ms = (uint32_t)v;
-        /* optional: the resource's stop margin */
-        if (next_word(&p, end, &w, &wl)) {
-            if (!parse_u64(w, wl, &v) || v > UINT32_MAX) {
-                return ELK_E_CTL_SYNTAX;
-            }
-            m->stop_margin_ms = (uint32_t)v;
-        }
-        /* optional key=value words after the positional fields. Unknown keys are skipped so
-         * a newer elkd can add fields without breaking this parser; a bare word is still an
-         * error, so a garbled line is not taken for a grant. */
-        while (next_word(&p, end, &w, &wl)) {
-            static const char dk[] = "deadline_boottime_ms=";
-            const char *eq = memchr(w, '=', wl);
-            if (eq == NULL || eq == w) {
-                return ELK_E_CTL_SYNTAX;
-            }
-            if (wl >= sizeof dk - 1 && memcmp(w, dk, sizeof dk - 1) == 0) {
-                if (!parse_u64(w + sizeof dk - 1, wl - (sizeof dk - 1), &v) || v == 0) {
-                    return ELK_E_CTL_SYNTAX;
-                }
-                m->deadline_boottime_ms = v;
-            }
-        }
-    } else if (strcmp(m->word, "RELEASED") == 0 || strcmp(m->word, "LOST") == 0 ||
-               strcmp(m->word, "SUPERVISED") == 0 || strcmp(m->word, "RENEW_STOPPED") == 0) {
-        if (!next_word(&p, end, &w, &wl) || !elkfw_name_valid(w, wl, ELKFW_NAME_MAX - 1)) {
-            return ELK_E_CTL_SYNTAX;
-        }
-        copy_word(m->resource, sizeof m->resource, w, wl);
-        if (next_word(&p, end, &w, &wl) && !copy_word(m->code, sizeof m->code, w, wl)) {
-            return ELK_E_CTL_SYNTAX;
-        }
-        /* LOST: optional ms left before the lease can have expired anywhere */
-        if (next_word(&p, end, &w, &wl)) {
-            if (!parse_u64(w, wl, &v) || v > UINT32_MAX) {
-                return ELK_E_CTL_SYNTAX;
-            }
-            m->stop_margin_ms = (uint32_t)v;
-        }
-    } else if (strcmp(m->word, "STATUS") == 0) {
-        if (!next_word(&p, end, &w, &wl) || !parse_u64(w, wl, &v) || v > 100000u) {
-            return ELK_E_CTL_SYNTAX;
-        }
-        m->count = (uint32_t)v;
-    } else {
-        /* PONG, JSON {...}, SHUTDOWN, HELP text, BYE: the rest is free text. */
-        rest_of_line(p, end, m);
-        return ELK_OK;
-    }
-    if (next_word(&p, end, &w, &wl)) {
-        return ELK_E_CTL_SYNTAX;
-    }
-    return ELK_OK;
+    return parse_reply_word(&c, m);
 }
 
 int elkfw_err_from_name(const char *name)

@@ -62,6 +62,9 @@ enum {
     EXIT_NOTFOUND = 127
 };
 
+/* What a step of a waiting loop returns to say: no exit code yet, keep going. */
+#define STEP_ON (-1)
+
 #define ELK_DEFAULT_SOCKET "/run/elkd/elkd.sock"
 /* One whole line from elkd, the longest being the STATUS JSON answer. */
 #define REPLY_BUF ELK_CTL_REPLY_MAX
@@ -230,51 +233,78 @@ typedef struct lease_watch {
     bool stopped_already;  /* run: the command was already told to stop (own deadline) */
 } lease_watch_t;
 
+/* RENEWED: the deadline moves (unless the lease is already gone). */
+static void watch_renewed(lease_watch_t *w, const elkfw_ctl_msg_t *m)
+{
+    if (!w->lost) {
+        w->deadline = lease_deadline(m, now_ms());
+    }
+    if (w->print) {
+        printf("renewed %s token=%" PRIu64 " validity_ms=%" PRIu32 "\n", m->resource, m->token, m->deadline_ms);
+    }
+}
+
+/* LOST: the lease is gone, and why. */
+static void watch_lost(lease_watch_t *w, const elkfw_ctl_msg_t *m)
+{
+    int cause;
+    if (w->lost) {
+        return;
+    }
+    /* Say what really ended it (deadline without quorum, another holder's value,
+     * a cap, the fleet out of reach): the person reading the log acts on it. */
+    cause = elkfw_err_from_name(m->code);
+    w->lost = true;
+    snprintf(w->why_buf, sizeof w->why_buf, "%s [%s]",
+             cause == ELK_E_INTERNAL ? "lease lost" : elk_err_message(cause), m->code);
+    w->why = w->why_buf;
+    w->margin = m->stop_margin_ms;
+    if (w->print) {
+        printf("lost %s %s\n", m->resource, m->code);
+    }
+    if (w->stopped_already) {
+        /* we stopped on our own copy of the deadline; now say why it came */
+        elkfw_say("%s: elkd reports: %s", m->resource, w->why);
+    }
+}
+
+/* RENEW_STOPPED: no more renewals; the lease runs to its deadline. */
+static void watch_renew_stopped(lease_watch_t *w, const elkfw_ctl_msg_t *m)
+{
+    int cause = elkfw_err_from_name(m->code);
+    elkfw_say("%s: %s [%s]; the lease ends at its deadline unless released first", m->resource,
+        cause == ELK_E_INTERNAL ? "renewal stopped" : elk_err_message(cause), m->code);
+    if (w->print) {
+        printf("renew_stopped %s %s\n", m->resource, m->code);
+    }
+}
+
+/* SHUTDOWN: elkd is going away, and every lease with it. */
+static void watch_shutdown(lease_watch_t *w)
+{
+    if (!w->lost) {
+        w->lost = true;
+        w->why = "elkd is shutting down";
+        w->margin = 0;
+        if (w->print) {
+            printf("shutdown %s\n", w->resource);
+        }
+    }
+}
+
 /* One event: RENEWED moves the deadline, LOST / SHUTDOWN end the lease. Events that do
  * not concern us are skipped. */
 static void watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m)
 {
-    if (strcmp(m->word, "RENEWED") == 0 && strcmp(m->resource, w->resource) == 0) {
-        if (!w->lost) {
-            w->deadline = lease_deadline(m, now_ms());
-        }
-        if (w->print) {
-            printf("renewed %s token=%" PRIu64 " validity_ms=%" PRIu32 "\n", m->resource, m->token, m->deadline_ms);
-        }
-    } else if (strcmp(m->word, "LOST") == 0 && strcmp(m->resource, w->resource) == 0) {
-        if (!w->lost) {
-            /* Say what really ended it (deadline without quorum, another holder's value,
-             * a cap, the fleet out of reach): the person reading the log acts on it. */
-            int cause = elkfw_err_from_name(m->code);
-            w->lost = true;
-            snprintf(w->why_buf, sizeof w->why_buf, "%s [%s]",
-                     cause == ELK_E_INTERNAL ? "lease lost" : elk_err_message(cause), m->code);
-            w->why = w->why_buf;
-            w->margin = m->stop_margin_ms;
-            if (w->print) {
-                printf("lost %s %s\n", m->resource, m->code);
-            }
-            if (w->stopped_already) {
-                /* we stopped on our own copy of the deadline; now say why it came */
-                elkfw_say("%s: elkd reports: %s", m->resource, w->why);
-            }
-        }
-    } else if (strcmp(m->word, "RENEW_STOPPED") == 0 && strcmp(m->resource, w->resource) == 0) {
-        int cause = elkfw_err_from_name(m->code);
-        elkfw_say("%s: %s [%s]; the lease ends at its deadline unless released first", m->resource,
-            cause == ELK_E_INTERNAL ? "renewal stopped" : elk_err_message(cause), m->code);
-        if (w->print) {
-            printf("renew_stopped %s %s\n", m->resource, m->code);
-        }
+    bool ours = strcmp(m->resource, w->resource) == 0;
+    if (strcmp(m->word, "RENEWED") == 0 && ours) {
+        watch_renewed(w, m);
+    } else if (strcmp(m->word, "LOST") == 0 && ours) {
+        watch_lost(w, m);
+    } else if (strcmp(m->word, "RENEW_STOPPED") == 0 && ours) {
+        watch_renew_stopped(w, m);
     } else if (strcmp(m->word, "SHUTDOWN") == 0) {
-        if (!w->lost) {
-            w->lost = true;
-            w->why = "elkd is shutting down";
-            w->margin = 0;
-            if (w->print) {
-                printf("shutdown %s\n", w->resource);
-            }
-        }
+        watch_shutdown(w);
     }
 }
 
@@ -338,6 +368,23 @@ static int exit_for_err(const char *code)
 
 /* While a wait runs on a terminal: one line on stderr, rewritten every second, saying
  * who holds the resource (from STATUS over a second connection) and how long we waited. */
+/* Why the wait goes on, from the resource's STATUS row (copy): into who. */
+static void wait_who(char *copy, char *who, size_t cap)
+{
+    char holder[64], err[64], self[32];
+    snprintf(self, sizeof self, "pid:%d", (int)getpid());
+    (void)elkfw_watch_field(copy, "holder", holder, sizeof holder);
+    (void)elkfw_watch_field(copy, "last_error", err, sizeof err);
+    if (strcmp(holder, self) == 0 || strcmp(holder, "-") == 0) {
+        snprintf(who, cap, "held on another gateway or the fleet is short%s%s",
+                 strcmp(err, "-") != 0 ? ", last round " : "", strcmp(err, "-") != 0 ? err : "");
+    } else if (strncmp(holder, "pid:", 4) == 0) {
+        snprintf(who, cap, "held by pid %s on this agent", holder + 4);
+    } else {
+        snprintf(who, cap, "its last holder's command is being stopped (%s)", holder);
+    }
+}
+
 static void wait_show(const char *sock_path, const char *resource, uint64_t waited_ms)
 {
     static agent_link_t st; /* the first connection is busy waiting for the grant */
@@ -346,31 +393,20 @@ static void wait_show(const char *sock_path, const char *resource, uint64_t wait
     const char *line;
     size_t len;
     uint32_t k;
-    char who[160] = "", holder[64], err[64], self[32], row[ELKFW_NAME_MAX + 16];
+    char who[160] = "", row[ELKFW_NAME_MAX + 16];
     if (!st_open) {
         st.sock_path = sock_path;
         st.fd = -1;
         st_open = agent_connect(&st) >= 0;
     }
     snprintf(row, sizeof row, "resource name=%s ", resource);
-    snprintf(self, sizeof self, "pid:%d", (int)getpid());
     if (st_open && agent_send(&st, "STATUS\n") == 0 && agent_line(&st, &line, &len) > 0 &&
         elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_OK) {
         for (k = 0; k < m.count && agent_line(&st, &line, &len) > 0; k++) {
             char copy[ELK_CTL_LINE_MAX];
             snprintf(copy, sizeof copy, "%.*s", (int)len, line);
-            if (strncmp(copy, row, strlen(row)) != 0) {
-                continue;
-            }
-            (void)elkfw_watch_field(copy, "holder", holder, sizeof holder);
-            (void)elkfw_watch_field(copy, "last_error", err, sizeof err);
-            if (strcmp(holder, self) == 0 || strcmp(holder, "-") == 0) {
-                snprintf(who, sizeof who, "held on another gateway or the fleet is short%s%s",
-                         strcmp(err, "-") != 0 ? ", last round " : "", strcmp(err, "-") != 0 ? err : "");
-            } else if (strncmp(holder, "pid:", 4) == 0) {
-                snprintf(who, sizeof who, "held by pid %s on this agent", holder + 4);
-            } else {
-                snprintf(who, sizeof who, "its last holder's command is being stopped (%s)", holder);
+            if (strncmp(copy, row, strlen(row)) == 0) {
+                wait_who(copy, who, sizeof who);
             }
         }
     }
@@ -395,6 +431,43 @@ static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_m
     return rc;
 }
 
+/* One line from elkd while waiting for the grant of resource: an exit code (EXIT_OK for
+ * the grant, in *m), or STEP_ON for a line that does not answer us. */
+static int acquire_reply(const char *line, size_t len, const char *resource, elkfw_ctl_msg_t *m)
+{
+    if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
+        elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
+        return EXIT_FAIL;
+    }
+    if (m->kind == ELKFW_MSG_ERR) {
+        char what[128];
+        snprintf(what, sizeof what, "cannot acquire %s", resource);
+        print_err_reply(m, what);
+        return exit_for_err(m->code);
+    }
+    if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 && strcmp(m->resource, resource) == 0) {
+        return EXIT_OK;
+    }
+    if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
+        elkfw_say("cannot acquire %s: elkd is shutting down", resource);
+        return EXIT_NOT_ACQUIRED;
+    }
+    return STEP_ON;
+}
+
+/* Signals while waiting: any but SIGCHLD and SIGTTOU ends the wait (128 + the signal). */
+static int acquire_signal(int sfd, const char *resource)
+{
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTTOU) {
+            elkfw_say("interrupted while waiting for %s", resource);
+            return 128 + (int)si.ssi_signo;
+        }
+    }
+    return STEP_ON;
+}
+
 static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
                               elkfw_ctl_msg_t *m, bool show)
 {
@@ -406,23 +479,11 @@ static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t w
         struct pollfd p[2] = {{ak->fd, POLLIN, 0}, {sfd, POLLIN, 0}};
         const char *line;
         size_t len;
+        int rc;
         if (elkfw_linebuf_next(&ak->lb, &line, &len) == 1) {
-            if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
-                elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
-                return EXIT_FAIL;
-            }
-            if (m->kind == ELKFW_MSG_ERR) {
-                char what[128];
-                snprintf(what, sizeof what, "cannot acquire %s", resource);
-                print_err_reply(m, what);
-                return exit_for_err(m->code);
-            }
-            if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 && strcmp(m->resource, resource) == 0) {
-                return EXIT_OK;
-            }
-            if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
-                elkfw_say("cannot acquire %s: elkd is shutting down", resource);
-                return EXIT_NOT_ACQUIRED;
+            rc = acquire_reply(line, len, resource, m);
+            if (rc != STEP_ON) {
+                return rc;
             }
             continue;
         }
@@ -434,14 +495,8 @@ static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t w
             wait_show(ak->sock_path, resource, now_ms() - started);
             continue;
         }
-        if (p[1].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGTTOU) {
-                    elkfw_say("interrupted while waiting for %s", resource);
-                    return 128 + (int)si.ssi_signo;
-                }
-            }
+        if ((p[1].revents & POLLIN) && (rc = acquire_signal(sfd, resource)) != STEP_ON) {
+            return rc;
         }
         if (p[0].revents && agent_fill(ak) <= 0) {
             elkfw_say("elkd closed the connection before answering (is it shutting down?)");
@@ -1005,31 +1060,77 @@ static bool lease_usable(agent_link_t *ak, lease_watch_t *w, const elkfw_ctl_msg
     return !w->lost && now_ms() < w->deadline;
 }
 
+/* elk run's arguments: the index of CMD in argv (after "--"), or -1 when they are wrong
+ * (said, with the usage where it helps). */
+static int run_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms, const char **resource)
+{
+    int next = parse_lock_args(ak, argc, argv, wait_ms, resource);
+    if (next < 0) {
+        usage_run(stderr);
+        return -1;
+    }
+    if (next >= argc || strcmp(argv[next], "--") != 0 || next + 1 >= argc) {
+        elkfw_say("missing '-- CMD [ARGS...]' after the resource");
+        usage_run(stderr);
+        return -1;
+    }
+    if (!resource_ok(*resource)) {
+        return -1;
+    }
+    return next + 1;
+}
+
+/* With the lease granted: start cmd, drive it, stop it, release; elk run's exit code. */
+static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
+{
+    agent_link_t *ak = rs->ak;
+    bool released_ok;
+    if (!lease_file_create(&rs->lf) || !lease_file_write(&rs->lf, rs->token, rs->w.deadline) ||
+        run_fork(rs, cmd, old) < 0) {
+        lease_file_remove(&rs->lf);
+        release_and_wait(ak, rs->resource);
+        return EXIT_FAIL;
+    }
+    if (!run_hand_over(rs)) {
+        /* CMD never ran: closing the pipe ends the child, which is gone before we release. */
+        close(rs->go_pipe);
+        waitpid(rs->child, NULL, 0);
+        lease_file_remove(&rs->lf);
+        if (rs->conn_open && !rs->w.lost) {
+            release_and_wait(ak, rs->resource);
+        }
+        return rs->w.lost ? EXIT_LOST : EXIT_FAIL;
+    }
+    run_supervise(rs);
+    if (rs->stage != RUN_DRIVING) {
+        run_wait_cause(rs);
+    }
+    if (rs->tty >= 0) {
+        (void)tcsetpgrp(rs->tty, getpgrp());
+    }
+    released_ok = run_reap_group(rs);
+    lease_file_remove(&rs->lf);
+    if (rs->conn_open && !rs->w.lost && rs->stage == RUN_DRIVING && released_ok) {
+        release_and_wait(ak, rs->resource);
+    }
+    return run_exit_code(rs);
+}
+
 static int cmd_run(agent_link_t *ak, int argc, char **argv)
 {
     uint32_t wait_ms;
     elkfw_ctl_msg_t m;
     sigset_t old;
     run_sup_t rs;
-    int next, rc;
-    bool released_ok;
+    int cmd, rc;
 
     memset(&rs, 0, sizeof rs);
     rs.ak = ak;
     rs.go_pipe = -1;
     rs.tty = -1;
     rs.conn_open = true;
-    next = parse_lock_args(ak, argc, argv, &wait_ms, &rs.resource);
-    if (next < 0) {
-        usage_run(stderr);
-        return EXIT_USAGE;
-    }
-    if (next >= argc || strcmp(argv[next], "--") != 0 || next + 1 >= argc) {
-        elkfw_say("missing '-- CMD [ARGS...]' after the resource");
-        usage_run(stderr);
-        return EXIT_USAGE;
-    }
-    if (!resource_ok(rs.resource)) {
+    cmd = run_args(ak, argc, argv, &wait_ms, &rs.resource);
+    if (cmd < 0) {
         return EXIT_USAGE;
     }
     rs.sfd = make_signalfd(&old);
@@ -1051,38 +1152,99 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
         }
         return EXIT_LOST;
     }
-    if (!lease_file_create(&rs.lf) || !lease_file_write(&rs.lf, rs.token, rs.w.deadline) ||
-        run_fork(&rs, &argv[next + 1], &old) < 0) {
-        lease_file_remove(&rs.lf);
-        release_and_wait(ak, rs.resource);
-        return EXIT_FAIL;
-    }
-    if (!run_hand_over(&rs)) {
-        /* CMD never ran: closing the pipe ends the child, which is gone before we release. */
-        close(rs.go_pipe);
-        waitpid(rs.child, NULL, 0);
-        lease_file_remove(&rs.lf);
-        if (rs.conn_open && !rs.w.lost) {
-            release_and_wait(ak, rs.resource);
-        }
-        return rs.w.lost ? EXIT_LOST : EXIT_FAIL;
-    }
-    run_supervise(&rs);
-    if (rs.stage != RUN_DRIVING) {
-        run_wait_cause(&rs);
-    }
-    if (rs.tty >= 0) {
-        (void)tcsetpgrp(rs.tty, getpgrp());
-    }
-    released_ok = run_reap_group(&rs);
-    lease_file_remove(&rs.lf);
-    if (rs.conn_open && !rs.w.lost && rs.stage == RUN_DRIVING && released_ok) {
-        release_and_wait(ak, rs.resource);
-    }
-    return run_exit_code(&rs);
+    return run_command(&rs, &argv[cmd], &old);
 }
 
 /* ------------------------------------------------------------------ acquire / release */
+
+static int hold_lost_connection(const char *resource)
+{
+    printf("lost %s connection-closed\n", resource);
+    elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
+    return EXIT_LOST;
+}
+
+/* The deadline has come (*now, updated): elkd says LOST at the deadline; take in what it wrote (a
+ * RENEWED, or that LOST) before deciding on our own. */
+static int hold_at_deadline(agent_link_t *ak, lease_watch_t *w, uint64_t *now)
+{
+    if (agent_fill_now(ak) <= 0) {
+        return hold_lost_connection(w->resource);
+    }
+    watch_lines(ak, w);
+    if (w->lost) {
+        return EXIT_LOST;
+    }
+    *now = now_ms();
+    if (*now >= w->deadline) {
+        printf("lost %s deadline-passed\n", w->resource);
+        fflush(stdout);
+        elkfw_say("%s: lease deadline passed without word from elkd; the lease is gone", w->resource);
+        return EXIT_LOST;
+    }
+    return STEP_ON;
+}
+
+/* A signal other than SIGCHLD ends the hold with a release (unless the lease is gone). */
+static int hold_on_signal(agent_link_t *ak, lease_watch_t *w, int sfd)
+{
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo != SIGCHLD) {
+            watch_lines(ak, w);
+            if (w->lost) {
+                return EXIT_LOST;
+            }
+            release_and_wait(ak, w->resource);
+            printf("released %s\n", w->resource);
+            return EXIT_OK;
+        }
+    }
+    return STEP_ON;
+}
+
+/* elkd wrote something, or closed the connection. */
+static int hold_on_agent(agent_link_t *ak, lease_watch_t *w)
+{
+    int rc = agent_fill_now(ak);
+    watch_lines(ak, w);
+    if (w->lost) {
+        return EXIT_LOST;
+    }
+    return rc <= 0 ? hold_lost_connection(w->resource) : STEP_ON;
+}
+
+/* Hold the lease, printing its events, until a signal, its loss or elkd's end. */
+static int acquire_hold(agent_link_t *ak, lease_watch_t *w, int sfd)
+{
+    int rc = STEP_ON;
+    while (rc == STEP_ON) {
+        struct pollfd p[2] = {{sfd, POLLIN, 0}, {ak->fd, POLLIN, 0}};
+        uint64_t now = now_ms();
+        int timeout;
+        watch_lines(ak, w);
+        if (w->lost) {
+            return EXIT_LOST;
+        }
+        if (now >= w->deadline) {
+            rc = hold_at_deadline(ak, w, &now);
+            if (rc != STEP_ON) {
+                return rc;
+            }
+        }
+        timeout = w->deadline - now > 60000 ? 60000 : (int)(w->deadline - now);
+        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+            return EXIT_FAIL;
+        }
+        if (p[0].revents & POLLIN) {
+            rc = hold_on_signal(ak, w, sfd);
+        }
+        if (rc == STEP_ON && p[1].revents) {
+            rc = hold_on_agent(ak, w);
+        }
+    }
+    return rc;
+}
 
 static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
 {
@@ -1129,65 +1291,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
     printf("acquired %s token=%" PRIu64 " validity_ms=%" PRIu64 "\n", resource, m.token, w.deadline - now_ms());
     fflush(stdout);
     w.print = true;
-    for (;;) {
-        struct pollfd p[2] = {{sfd, POLLIN, 0}, {ak->fd, POLLIN, 0}};
-        uint64_t now = now_ms();
-        int timeout;
-        watch_lines(ak, &w);
-        if (w.lost) {
-            return EXIT_LOST;
-        }
-        if (now >= w.deadline) {
-            /* elkd says LOST at the deadline; take in what it wrote (a RENEWED, or that
-             * LOST) before deciding on our own. */
-            if (agent_fill_now(ak) <= 0) {
-                printf("lost %s connection-closed\n", resource);
-                elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
-                return EXIT_LOST;
-            }
-            watch_lines(ak, &w);
-            if (w.lost) {
-                return EXIT_LOST;
-            }
-            now = now_ms();
-            if (now >= w.deadline) {
-                printf("lost %s deadline-passed\n", resource);
-                fflush(stdout);
-                elkfw_say("%s: lease deadline passed without word from elkd; the lease is gone", resource);
-                return EXIT_LOST;
-            }
-        }
-        timeout = w.deadline - now > 60000 ? 60000 : (int)(w.deadline - now);
-        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
-            return EXIT_FAIL;
-        }
-        if (p[0].revents & POLLIN) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo != SIGCHLD) {
-                    watch_lines(ak, &w);
-                    if (w.lost) {
-                        return EXIT_LOST;
-                    }
-                    release_and_wait(ak, resource);
-                    printf("released %s\n", resource);
-                    return EXIT_OK;
-                }
-            }
-        }
-        if (p[1].revents) {
-            rc = agent_fill_now(ak);
-            watch_lines(ak, &w);
-            if (w.lost) {
-                return EXIT_LOST;
-            }
-            if (rc <= 0) {
-                printf("lost %s connection-closed\n", resource);
-                elkfw_say("%s: lost the connection to elkd; the lease is gone", resource);
-                return EXIT_LOST;
-            }
-        }
-    }
+    return acquire_hold(ak, &w, sfd);
 }
 
 /* ------------------------------------------------------------------ status */
@@ -1367,62 +1471,67 @@ static int status_metrics(agent_link_t *ak)
     return EXIT_OK;
 }
 
-static int cmd_status(agent_link_t *ak, int argc, char **argv)
+/* elk status's options. */
+typedef struct status_opts {
+    bool json, metrics, watch;
+    unsigned long count;
+} status_opts_t;
+
+/* Reads the options into *o (and --socket into ak); false on anything else. */
+static bool status_args(agent_link_t *ak, int argc, char **argv, status_opts_t *o)
 {
-    status_view_t sv, *view = &sv;
-    bool json = false, metrics = false, watch = false;
-    unsigned long count = 0;
-    const char *line;
-    size_t len;
-    elkfw_ctl_msg_t m;
     int i;
-    uint32_t k;
+    memset(o, 0, sizeof *o);
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
-            json = true;
+            o->json = true;
         } else if (strcmp(argv[i], "--metrics") == 0) {
-            metrics = true;
+            o->metrics = true;
         } else if (strcmp(argv[i], "--watch") == 0) {
-            watch = true;
+            o->watch = true;
         } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-            count = strtoul(argv[++i], NULL, 10);
+            o->count = strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else {
             elkfw_say("unexpected argument '%s'", argv[i]);
-            usage_status(stderr);
-            return EXIT_USAGE;
+            return false;
         }
     }
-    if (agent_connect(ak) < 0) {
-        return EXIT_UNREACHABLE;
-    }
-    if (metrics) {
-        return status_metrics(ak);
-    }
-    if (watch) {
-        return status_watch(ak, count);
-    }
+    return true;
+}
+
+/* Sends STATUS [JSON] and reads the answer's first line into *m: EXIT_OK, or the exit
+ * code of a refusal or a failure. */
+static int status_request(agent_link_t *ak, bool json, elkfw_ctl_msg_t *m)
+{
+    const char *line;
+    size_t len;
     if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
     }
-    if (elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_ERR) {
+    if (elkfw_ctl_parse_reply(line, len, m) == ELK_OK && m->kind == ELKFW_MSG_ERR) {
         /* refused at connect (agent full, shutting down): the same words as agent_send's */
-        elkfw_say("elkd refused the connection: %s %.*s", m.code, (int)m.text_len, m.text);
-        return exit_for_err(m.code);
+        elkfw_say("elkd refused the connection: %s %.*s", m->code, (int)m->text_len, m->text);
+        return exit_for_err(m->code);
     }
-    if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
+    if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK || m->kind != ELKFW_MSG_OK) {
         elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
         return EXIT_FAIL;
     }
-    if (json) {
-        printf("%.*s\n", (int)m.text_len, m.text);
-        return EXIT_OK;
-    }
+    return EXIT_OK;
+}
+
+/* The count status lines after "OK STATUS <count>", printed as two tables. */
+static int status_tables(agent_link_t *ak, status_view_t *view, uint32_t count)
+{
+    const char *line;
+    size_t len;
+    uint32_t k;
     memset(view, 0, sizeof *view);
     view->tables[0].kind = "RESOURCES";
     view->tables[1].kind = "NODES";
-    for (k = 0; k < m.count; k++) {
+    for (k = 0; k < count; k++) {
         char *copy;
         if (agent_line(ak, &line, &len) <= 0) {
             elkfw_say("elkd closed the connection in the middle of the status");
@@ -1441,6 +1550,36 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     table_print(&view->tables[0]);
     table_print(&view->tables[1]);
     return EXIT_OK;
+}
+
+static int cmd_status(agent_link_t *ak, int argc, char **argv)
+{
+    status_view_t sv;
+    status_opts_t o;
+    elkfw_ctl_msg_t m;
+    int rc;
+    if (!status_args(ak, argc, argv, &o)) {
+        usage_status(stderr);
+        return EXIT_USAGE;
+    }
+    if (agent_connect(ak) < 0) {
+        return EXIT_UNREACHABLE;
+    }
+    if (o.metrics) {
+        return status_metrics(ak);
+    }
+    if (o.watch) {
+        return status_watch(ak, o.count);
+    }
+    rc = status_request(ak, o.json, &m);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    if (o.json) {
+        printf("%.*s\n", (int)m.text_len, m.text);
+        return EXIT_OK;
+    }
+    return status_tables(ak, &sv, m.count);
 }
 
 /* ------------------------------------------------------------------ reload */
@@ -1539,34 +1678,46 @@ static const command_t commands[] = {
     {"guard", usage_guard, cmd_guard_any},
 };
 
+/* The options before the command (from argv[*i], which ends at the command): STEP_ON,
+ * or the exit code of --help, --version or a wrong option. */
+static int main_options(agent_link_t *ak, int argc, char **argv, int *i)
+{
+    while (*i < argc && argv[*i][0] == '-') {
+        const char *a = argv[*i];
+        if (strcmp(a, "--socket") == 0 && *i + 1 < argc) {
+            ak->sock_path = argv[*i + 1];
+            *i += 2;
+        } else if (strncmp(a, "--socket=", 9) == 0) {
+            ak->sock_path = a + 9;
+            (*i)++;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage_main(stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("elk %s\n", ELK_VERSION_STRING);
+            return EXIT_OK;
+        } else {
+            elkfw_say("unknown option '%s'", a);
+            usage_main(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    return STEP_ON;
+}
+
 int main(int argc, char **argv)
 {
     agent_link_t link; /* holds one STATUS answer: tens of KiB, well within a process stack */
     agent_link_t *ak = &link;
-    int i = 1;
+    int i = 1, rc;
     size_t k;
     const char *cmd;
     signal(SIGPIPE, SIG_IGN);
     ak->fd = -1;
     ak->sock_path = getenv("ELK_SOCKET") ? getenv("ELK_SOCKET") : ELK_DEFAULT_SOCKET;
-    while (i < argc && argv[i][0] == '-') {
-        if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-            ak->sock_path = argv[i + 1];
-            i += 2;
-        } else if (strncmp(argv[i], "--socket=", 9) == 0) {
-            ak->sock_path = argv[i] + 9;
-            i++;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage_main(stdout);
-            return EXIT_OK;
-        } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-            printf("elk %s\n", ELK_VERSION_STRING);
-            return EXIT_OK;
-        } else {
-            elkfw_say("unknown option '%s'", argv[i]);
-            usage_main(stderr);
-            return EXIT_USAGE;
-        }
+    rc = main_options(ak, argc, argv, &i);
+    if (rc != STEP_ON) {
+        return rc;
     }
     if (i >= argc) {
         usage_main(stderr);

@@ -272,8 +272,8 @@ MUTANTS = [
          why="after a short send the loop never waits for writability: the rest of a request stalls"),
     # ------------------------------------------------- firmware: conf safety rule
     dict(id="conf.rule-not-applied", file="firmware/conf.c",
-         old="        if (check_lease_rule(p, c, r) != ELK_OK) {",
-         new="        if (0 && check_lease_rule(p, c, r) != ELK_OK) {",
+         old="    if (check_lease_rule(p, c, r) != ELK_OK) {",
+         new="    if (0 && check_lease_rule(p, c, r) != ELK_OK) {",
          tests=["unit.test_config", "agent.config"], why="a file with no usable validity passes --check"),
     dict(id="conf.rule-own-conversion", file="firmware/conf.c",
          old="    out->stop_margin_ms = r->stop_margin_ms;",
@@ -370,8 +370,8 @@ MUTANTS = [
          new="    if (0 && rs->w.deadline != old_deadline) {",
          tests=["agent.orphan"], why="the command sees the grant's deadline after renewals"),
     dict(id="run.lost-cause-dropped", file="firmware/elk.c",
-         old="cause == ELK_E_INTERNAL ? \"lease lost\" : elk_err_message(cause), m->code);\n            w->why = w->why_buf;",
-         new="cause == ELK_E_INTERNAL ? \"lease lost\" : \"lease lost\", m->code);\n            w->why = w->why_buf;",
+         old="cause == ELK_E_INTERNAL ? \"lease lost\" : elk_err_message(cause), m->code);\n    w->why = w->why_buf;",
+         new="cause == ELK_E_INTERNAL ? \"lease lost\" : \"lease lost\", m->code);\n    w->why = w->why_buf;",
          tests=["agent.loss_causes"], why="elk run does not say what ended the lease"),
     # ------------------------------------------------ fencing guard (lib/fence, posix, elk guard)
     dict(id="fence.no-reload-under-lock", file="lib/fence/fence.c",
