@@ -27,3 +27,7 @@ endif()
 # scripts cmake, the top-level build files); scripts/add-spdx.py adds the line where missing.
 add_test(NAME release.spdx COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/check-spdx.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(release.spdx PROPERTIES LABELS release TIMEOUT 60)
+
+# The C sources follow .clang-format (skipped, 77, without clang-format 14).
+add_test(NAME style.clang_format COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/check-format.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(style.clang_format PROPERTIES LABELS release TIMEOUT 120 SKIP_RETURN_CODE 77)

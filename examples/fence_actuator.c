@@ -42,14 +42,15 @@ int main(int argc, char **argv)
     (void)elk_fence_init(&fence, &storage);
     rc = elk_fence_begin(&fence, token);
     if (rc == ELK_E_FENCE_STALE) {
-        fprintf(stderr, "fence_actuator: token %" PRIu64 " refused: %" PRIu64 " was accepted already\n",
+        fprintf(stderr,
+                "fence_actuator: token %" PRIu64 " refused: %" PRIu64 " was accepted already\n",
                 token, elk_fence_highest(&fence));
         return 65;
     }
     if (rc != ELK_OK) {
         int why = rc == ELK_E_FENCE_STORAGE ? elk_fence_storage_error(&fence) : rc;
-        fprintf(stderr, "fence_actuator: token %" PRIu64 " refused: %s (%s)\n", token, elk_err_message(why),
-                argv[1]);
+        fprintf(stderr, "fence_actuator: token %" PRIu64 " refused: %s (%s)\n", token,
+                elk_err_message(why), argv[1]);
         return 66;
     }
     /* The guard is held: no lower token can start a step until elk_fence_end. */

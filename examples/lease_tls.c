@@ -29,8 +29,8 @@
 #include "elk/port_posix.h"
 #include "elk/version.h"
 
-#define STEPS 5         /* actuator steps to drive */
-#define STEP_MS 150u    /* how long one step takes */
+#define STEPS 5      /* actuator steps to drive */
+#define STEP_MS 150u /* how long one step takes */
 #define POOL_BLOCKS (2u * CONFIG_ELK_MAX_NODES + 2u)
 
 /* Everything the client needs, caller-owned and allocated once: the library never
@@ -82,7 +82,8 @@ static int setup(const char *ca, char **addrs, size_t n)
     if ((rc = elk_tls_shared_init(&gw.tls, &tc, &gw.entropy)) != ELK_OK) {
         return fail(ca, rc);
     }
-    rc = elk_pool_init(&gw.pool, gw.pool_mem, sizeof gw.pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS);
+    rc = elk_pool_init(&gw.pool, gw.pool_mem, sizeof gw.pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                       POOL_BLOCKS);
     if (rc != ELK_OK) {
         return fail("buffer pool", rc);
     }
@@ -124,7 +125,8 @@ static int drive(const char *resource)
     for (int step = 1; step <= STEPS; step++) {
         uint64_t now = elk_posix_now_ms();
         if (!elk_lock_is_held(&gw.lock, now)) {
-            fprintf(stderr, "lease_tls: lease of %s ended before step %d: stopping\n", resource, step);
+            fprintf(stderr, "lease_tls: lease of %s ended before step %d: stopping\n", resource,
+                    step);
             return 75;
         }
         printf("step %d: valve moves (%llu ms of validity left)\n", step,
@@ -145,8 +147,10 @@ int main(int argc, char **argv)
     int rc, status;
 
     if (argc < 4 || (size_t)(argc - 3) > CONFIG_ELK_MAX_NODES) {
-        fprintf(stderr, "usage: lease_tls CA_FILE RESOURCE HOST:PORT [HOST:PORT ...] (1..%u nodes)\n"
-                        "edgelock %s\n", (unsigned)CONFIG_ELK_MAX_NODES, ELK_VERSION_STRING);
+        fprintf(stderr,
+                "usage: lease_tls CA_FILE RESOURCE HOST:PORT [HOST:PORT ...] (1..%u nodes)\n"
+                "edgelock %s\n",
+                (unsigned)CONFIG_ELK_MAX_NODES, ELK_VERSION_STRING);
         return 2;
     }
     if ((rc = setup(argv[1], argv + 3, (size_t)argc - 3)) != 0) {

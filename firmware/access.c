@@ -61,8 +61,8 @@ static bool lookup_group(const char *name, gid_t *gid)
 }
 
 /* Resolve one comma-separated list into ids[]; users when is_user. */
-static int resolve_list(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, bool is_user, unsigned *ids,
-                        size_t *n, char *err, size_t errlen)
+static int resolve_list(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, bool is_user,
+                        unsigned *ids, size_t *n, char *err, size_t errlen)
 {
     const char *list = is_user ? r->allow_users : r->allow_groups;
     const char *key = is_user ? "allow_users" : "allow_groups";
@@ -75,8 +75,9 @@ static int resolve_list(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, b
         if (len > 0) {
             bool ok;
             if (*n == ELKFW_ALLOW_MAX) {
-                snprintf(err, errlen, "%s:%d: key '%s' in [resource %s]: more than %d entries (use a group)", c->path,
-                         line, key, r->name, ELKFW_ALLOW_MAX);
+                snprintf(err, errlen,
+                         "%s:%d: key '%s' in [resource %s]: more than %d entries (use a group)",
+                         c->path, line, key, r->name, ELKFW_ALLOW_MAX);
                 return ELK_E_CONFIG;
             }
             memcpy(item, p, len);
@@ -91,9 +92,12 @@ static int resolve_list(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, b
                 ids[*n] = (unsigned)g;
             }
             if (!ok) {
-                snprintf(err, errlen, "%s:%d: key '%s' in [resource %s]: no %s '%s' on this system (use a name from "
-                         "%s or a numeric id)", c->path, line, key, r->name, is_user ? "user" : "group", item,
-                         is_user ? "/etc/passwd" : "/etc/group");
+                snprintf(
+                    err, errlen,
+                    "%s:%d: key '%s' in [resource %s]: no %s '%s' on this system (use a name from "
+                    "%s or a numeric id)",
+                    c->path, line, key, r->name, is_user ? "user" : "group", item,
+                    is_user ? "/etc/passwd" : "/etc/group");
                 return ELK_E_CONFIG;
             }
             (*n)++;
@@ -138,8 +142,8 @@ int elkfw_access_socket_group(const elkfw_conf_t *c, gid_t *gid, char *err, size
         return ELK_OK;
     }
     if (!lookup_group(c->agent.socket_group, gid)) {
-        snprintf(err, errlen, "%s:%d: key 'socket_group' in [agent]: no group '%s' on this system", c->path,
-                 c->agent.socket_group_line, c->agent.socket_group);
+        snprintf(err, errlen, "%s:%d: key 'socket_group' in [agent]: no group '%s' on this system",
+                 c->path, c->agent.socket_group_line, c->agent.socket_group);
         return ELK_E_CONFIG;
     }
     return ELK_OK;
@@ -208,7 +212,8 @@ int elkfw_access_listen(const char *path, unsigned mode, gid_t gid, char *err, s
     int fd, probe;
     mode_t old_mask;
     if (strlen(path) >= sizeof sa.sun_path) {
-        snprintf(err, errlen, "control socket path '%s' is too long (at most %zu bytes)", path, sizeof sa.sun_path - 1);
+        snprintf(err, errlen, "control socket path '%s' is too long (at most %zu bytes)", path,
+                 sizeof sa.sun_path - 1);
         return -1;
     }
     memset(&sa, 0, sizeof sa);
@@ -238,8 +243,11 @@ int elkfw_access_listen(const char *path, unsigned mode, gid_t gid, char *err, s
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         int e = errno;
         umask(old_mask);
-        snprintf(err, errlen, "cannot bind the control socket %s: %s%s", path, strerror(e),
-                 e == ENOENT ? " (its directory is missing: create it, or RuntimeDirectory=elkd in the unit)" : "");
+        snprintf(
+            err, errlen, "cannot bind the control socket %s: %s%s", path, strerror(e),
+            e == ENOENT
+                ? " (its directory is missing: create it, or RuntimeDirectory=elkd in the unit)"
+                : "");
         close(fd);
         return -1;
     }

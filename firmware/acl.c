@@ -13,8 +13,9 @@
 
 #include <stdio.h>
 
-#define ELKFW_ACL_COMMANDS                                                                            \
-    "-@all +hello +auth +select +ping +eval +evalsha +script|load +set +get +incr +pexpire +del +publish " \
+#define ELKFW_ACL_COMMANDS                                                                         \
+    "-@all +hello +auth +select +ping +eval +evalsha +script|load +set +get +incr +pexpire +del "  \
+    "+publish "                                                                                    \
     "+subscribe +unsubscribe +info"
 
 int elkfw_acl_line(const elkfw_conf_t *c, const char *user, char *out, size_t cap)

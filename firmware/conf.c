@@ -24,8 +24,8 @@ static bool is_space(char c)
 /* Letters, digits and . _ - : / @: what a resource, node or gateway name may hold. */
 static bool name_char(unsigned char ch)
 {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-           ch == '_' || ch == '-' || ch == ':' || ch == '/' || ch == '@';
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+        ch == '.' || ch == '_' || ch == '-' || ch == ':' || ch == '/' || ch == '@';
 }
 
 bool elkfw_name_valid(const char *name, size_t len, size_t max)
@@ -93,7 +93,8 @@ bool elkfw_parse_duration(const char *s, size_t len, uint32_t *ms)
 
 /* Digits s[from..to) into *v (added to its value): false on any other byte or on more than
  * max_digits digits; *n gets the count. */
-static bool digits_to_end(const char *s, size_t from, size_t to, int max_digits, uint64_t *v, int *n)
+static bool digits_to_end(const char *s, size_t from, size_t to, int max_digits, uint64_t *v,
+                          int *n)
 {
     size_t i;
     *n = 0;
@@ -123,7 +124,8 @@ static bool parse_ratio(const char *s, size_t slash, size_t len, uint64_t num, u
 {
     uint64_t d = 0;
     int ddigits;
-    if (!digits_to_end(s, slash + 1, len, 6, &d, &ddigits) || ddigits == 0 || d == 0 || num == 0 || num >= d) {
+    if (!digits_to_end(s, slash + 1, len, 6, &d, &ddigits) || ddigits == 0 || d == 0 || num == 0 ||
+        num >= d) {
         return false;
     }
     *ppm = (uint32_t)(num * 1000000u / d);
@@ -230,15 +232,27 @@ const char *elkfw_mode_name(elkfw_mode_t m)
 
 /* ------------------------------------------------------------------ key tables */
 
-enum key_type { K_STR, K_DUR, K_BOOL, K_TRI, K_U32, K_PORT, K_ENUM, K_FRAC, K_NAME_ID, K_OCTAL, K_IDLIST };
+enum key_type {
+    K_STR,
+    K_DUR,
+    K_BOOL,
+    K_TRI,
+    K_U32,
+    K_PORT,
+    K_ENUM,
+    K_FRAC,
+    K_NAME_ID,
+    K_OCTAL,
+    K_IDLIST
+};
 
 typedef struct keydef {
     const char *name;
     enum key_type type;
     size_t offset;
-    size_t size;                  /* K_STR: buffer size */
-    const char *const *choices;   /* K_ENUM: NULL-terminated; index stored as int */
-    uint32_t min, max;            /* K_U32 / K_DUR bounds */
+    size_t size;                /* K_STR: buffer size */
+    const char *const *choices; /* K_ENUM: NULL-terminated; index stored as int */
+    uint32_t min, max;          /* K_U32 / K_DUR bounds */
 } keydef_t;
 
 /* Host names (letters, digits, '.', '-', '_'), IPv4, and IPv6 with an optional zone
@@ -251,8 +265,8 @@ static bool host_valid(const char *v, size_t len)
     }
     for (i = 0; i < len; i++) {
         char ch = v[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-              ch == '-' || ch == '_' || ch == ':' || ch == '%')) {
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '-' || ch == '_' || ch == ':' || ch == '%')) {
             return false;
         }
     }
@@ -284,8 +298,8 @@ static bool idlist_valid(const char *v, size_t len)
         if (ch == ',' || ch == ' ') {
             continue;
         }
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-              ch == '_' || ch == '-')) {
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-')) {
             return false;
         }
         any = true;
@@ -347,7 +361,8 @@ static const keydef_t resource_keys[] = {
     {"wait_max", K_DUR, RES(wait_max_ms), 0, NULL, 1, 600000},
     {"release_channel", K_BOOL, RES(release_channel), 0, NULL, 0, 0},
     {"allow_users", K_IDLIST, RES(allow_users), SZ(elkfw_resource_conf_t, allow_users), NULL, 0, 0},
-    {"allow_groups", K_IDLIST, RES(allow_groups), SZ(elkfw_resource_conf_t, allow_groups), NULL, 0, 0},
+    {"allow_groups", K_IDLIST, RES(allow_groups), SZ(elkfw_resource_conf_t, allow_groups), NULL, 0,
+     0},
 };
 
 static const keydef_t agent_keys[] = {
@@ -356,7 +371,8 @@ static const keydef_t agent_keys[] = {
     {"log_level", K_ENUM, AGENT(log_level), 0, level_choices, 0, 0},
     {"safety_check", K_ENUM, AGENT(safety_check), 0, safety_choices, 0, 0},
     {"socket_mode", K_OCTAL, AGENT(socket_mode), 0, NULL, 0, 0777},
-    {"socket_group", K_IDLIST, AGENT(socket_group), SZ(elkfw_agent_conf_t, socket_group), NULL, 0, 0},
+    {"socket_group", K_IDLIST, AGENT(socket_group), SZ(elkfw_agent_conf_t, socket_group), NULL, 0,
+     0},
     {"max_clients_per_uid", K_U32, AGENT(max_clients_per_uid), 0, NULL, 1, 1024},
     {"log_summary", K_DUR, AGENT(log_summary_ms), 0, NULL, 1000, 86400000},
     {"metrics_file", K_STR, AGENT(metrics_file), SZ(elkfw_agent_conf_t, metrics_file), NULL, 0, 0},
@@ -376,11 +392,11 @@ typedef struct parser {
     size_t errlen;
     int line;
     enum section_kind kind;
-    void *obj;                   /* struct the current section's keys write into */
+    void *obj; /* struct the current section's keys write into */
     const keydef_t *keys;
     size_t n_keys;
     char section[ELKFW_NAME_MAX + 16]; /* "[resource valve-1]" for messages */
-    uint32_t seen;               /* keys of the current section already set */
+    uint32_t seen;                     /* keys of the current section already set */
     int seen_line[32];
     bool fleet_seen, agent_seen;
     int fleet_line, agent_line;
@@ -448,8 +464,8 @@ static void node_defaults(elkfw_node_conf_t *n)
 }
 
 /* [fleet] or [agent]: one of each, keys written into obj. */
-static int open_single(parser_t *p, enum section_kind kind, const char *label, bool *seen, int *first_line,
-                       void *obj, const keydef_t *keys, size_t n_keys)
+static int open_single(parser_t *p, enum section_kind kind, const char *label, bool *seen,
+                       int *first_line, void *obj, const keydef_t *keys, size_t n_keys)
 {
     if (*seen) {
         return fail(p, p->line, "section %s appears twice (first on line %d)", label, *first_line);
@@ -466,7 +482,8 @@ static int open_single(parser_t *p, enum section_kind kind, const char *label, b
 
 /* The line of the section already named name (in the names at base, stride bytes apart,
  * each followed at line_off by its line), or 0. */
-static int named_line(const void *base, size_t n, size_t stride, size_t line_off, const char *name, size_t len)
+static int named_line(const void *base, size_t n, size_t stride, size_t line_off, const char *name,
+                      size_t len)
 {
     size_t i;
     for (i = 0; i < n; i++) {
@@ -481,8 +498,8 @@ static int named_line(const void *base, size_t n, size_t stride, size_t line_off
 }
 
 /* Keys from here on go into obj (section "[kind name]" in messages). */
-static void enter_named(parser_t *p, void *obj, const keydef_t *keys, size_t n_keys, const char *kind,
-                        const char *name)
+static void enter_named(parser_t *p, void *obj, const keydef_t *keys, size_t n_keys,
+                        const char *kind, const char *name)
 {
     p->obj = obj;
     p->keys = keys;
@@ -496,16 +513,19 @@ static int open_node(parser_t *p, const char *name, size_t name_len, const char 
     elkfw_node_conf_t *n;
     int first;
     if (!elkfw_name_valid(name, name_len, ELKFW_NAME_MAX - 1)) {
-        return fail(p, p->line, "node name '%s' is not valid (1-%d bytes of letters, digits and . _ - : / @)", q,
-                    ELKFW_NAME_MAX - 1);
+        return fail(p, p->line,
+                    "node name '%s' is not valid (1-%d bytes of letters, digits and . _ - : / @)",
+                    q, ELKFW_NAME_MAX - 1);
     }
     first = named_line(p->c->nodes, p->c->n_nodes, sizeof p->c->nodes[0],
-                       offsetof(elkfw_node_conf_t, line) - offsetof(elkfw_node_conf_t, name), name, name_len);
+                       offsetof(elkfw_node_conf_t, line) - offsetof(elkfw_node_conf_t, name), name,
+                       name_len);
     if (first != 0) {
         return fail(p, p->line, "section [node %s] appears twice (first on line %d)", q, first);
     }
     if (p->c->n_nodes >= CONFIG_ELK_MAX_NODES) {
-        return fail(p, p->line, "too many nodes: this build allows %d (CONFIG_ELK_MAX_NODES)", CONFIG_ELK_MAX_NODES);
+        return fail(p, p->line, "too many nodes: this build allows %d (CONFIG_ELK_MAX_NODES)",
+                    CONFIG_ELK_MAX_NODES);
     }
     n = &p->c->nodes[p->c->n_nodes++];
     node_defaults(n);
@@ -522,13 +542,16 @@ static int open_resource(parser_t *p, const char *name, size_t name_len, const c
     size_t max = elkfw_resource_name_max(p->c);
     int first;
     if (!elkfw_name_valid(name, name_len, max)) {
-        return fail(p, p->line,
-                    "resource name '%s' is not valid (1-%zu bytes of letters, digits and . _ - : / @; "
-                    "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix)", q, max);
+        return fail(
+            p, p->line,
+            "resource name '%s' is not valid (1-%zu bytes of letters, digits and . _ - : / @; "
+            "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix)",
+            q, max);
     }
-    first = named_line(p->c->resources, p->c->n_resources, sizeof p->c->resources[0],
-                       offsetof(elkfw_resource_conf_t, line) - offsetof(elkfw_resource_conf_t, name), name,
-                       name_len);
+    first =
+        named_line(p->c->resources, p->c->n_resources, sizeof p->c->resources[0],
+                   offsetof(elkfw_resource_conf_t, line) - offsetof(elkfw_resource_conf_t, name),
+                   name, name_len);
     if (first != 0) {
         return fail(p, p->line, "section [resource %s] appears twice (first on line %d)", q, first);
     }
@@ -567,18 +590,19 @@ static int open_section(parser_t *p, const char *s, size_t len)
     /* "[node a]", "[node.a]", "[resource valve-1]": kind, then a name after one
      * space (or, for the dotted form, one dot). */
     if (len == 5 && memcmp(s, "fleet", 5) == 0) {
-        return open_single(p, SEC_FLEET, "[fleet]", &p->fleet_seen, &p->fleet_line, p->c, fleet_keys,
-                           NKEYS(fleet_keys));
+        return open_single(p, SEC_FLEET, "[fleet]", &p->fleet_seen, &p->fleet_line, p->c,
+                           fleet_keys, NKEYS(fleet_keys));
     }
     if (len == 5 && memcmp(s, "agent", 5) == 0) {
-        return open_single(p, SEC_AGENT, "[agent]", &p->agent_seen, &p->agent_line, &p->c->agent, agent_keys,
-                           NKEYS(agent_keys));
+        return open_single(p, SEC_AGENT, "[agent]", &p->agent_seen, &p->agent_line, &p->c->agent,
+                           agent_keys, NKEYS(agent_keys));
     }
     p->kind = named_kind(s, len, &name_len);
     if (p->kind == SEC_NONE) {
         quote_value(q, sizeof q, s, len);
-        return fail(p, p->line,
-                    "unknown section [%s] (expected [fleet], [node NAME], [resource NAME] or [agent])", q);
+        return fail(
+            p, p->line,
+            "unknown section [%s] (expected [fleet], [node NAME], [resource NAME] or [agent])", q);
     }
     name = s + (len - name_len);
     while (name_len > 0 && is_space(name[0])) {
@@ -586,7 +610,8 @@ static int open_section(parser_t *p, const char *s, size_t len)
         name_len--;
     }
     quote_value(q, sizeof q, name, name_len);
-    return p->kind == SEC_NODE ? open_node(p, name, name_len, q) : open_resource(p, name, name_len, q);
+    return p->kind == SEC_NODE ? open_node(p, name, name_len, q)
+                               : open_resource(p, name, name_len, q);
 }
 
 /* Remember the line of the keys that whole-file checks and later lookups name. */
@@ -646,24 +671,32 @@ static int check_str_value(parser_t *p, const key_value_t *kv)
 {
     const keydef_t *kd = kv->kd;
     if (kd->type == K_IDLIST && !idlist_valid(kv->v, kv->vlen)) {
-        return fail(p, p->line,
-                    "key '%s' in %s: '%s' is not a comma-separated list of user or group names or numeric "
-                    "ids (letters, digits and . _ -)", kv->kq, p->section, kv->vq);
+        return fail(
+            p, p->line,
+            "key '%s' in %s: '%s' is not a comma-separated list of user or group names or numeric "
+            "ids (letters, digits and . _ -)",
+            kv->kq, p->section, kv->vq);
     }
     if (kd->type == K_NAME_ID && !elkfw_name_valid(kv->v, kv->vlen, kd->size - 1)) {
-        return fail(p, p->line, "key '%s' in %s: '%s' is not a valid id (letters, digits and . _ - : / @)", kv->kq,
-                    p->section, kv->vq);
-    }
-    if (p->kind == SEC_FLEET && strcmp(kd->name, "key_prefix") == 0 && !prefix_valid(kv->v, kv->vlen)) {
         return fail(p, p->line,
-                    "key '%s' in %s: '%s' must not contain braces, spaces or control bytes (the key is "
-                    "<prefix>{<resource>})", kv->kq, p->section, kv->vq);
+                    "key '%s' in %s: '%s' is not a valid id (letters, digits and . _ - : / @)",
+                    kv->kq, p->section, kv->vq);
+    }
+    if (p->kind == SEC_FLEET && strcmp(kd->name, "key_prefix") == 0 &&
+        !prefix_valid(kv->v, kv->vlen)) {
+        return fail(
+            p, p->line,
+            "key '%s' in %s: '%s' must not contain braces, spaces or control bytes (the key is "
+            "<prefix>{<resource>})",
+            kv->kq, p->section, kv->vq);
     }
     if (p->kind == SEC_NODE && strcmp(kd->name, "host") == 0 && !host_valid(kv->v, kv->vlen)) {
         /* caught here, or elkd would retry the name lookup forever */
-        return fail(p, p->line,
-                    "key '%s' in %s: '%s' is not a host name or numeric address (letters, digits and "
-                    ". - _ : %%; no spaces or control bytes)", kv->kq, p->section, kv->vq);
+        return fail(
+            p, p->line,
+            "key '%s' in %s: '%s' is not a host name or numeric address (letters, digits and "
+            ". - _ : %%; no spaces or control bytes)",
+            kv->kq, p->section, kv->vq);
     }
     return ELK_OK;
 }
@@ -673,8 +706,8 @@ static int set_str(parser_t *p, const key_value_t *kv)
 {
     int rc;
     if (kv->vlen >= kv->kd->size) {
-        return fail(p, p->line, "key '%s' in %s: value is %zu bytes long; at most %zu allowed", kv->kq, p->section,
-                    kv->vlen, kv->kd->size - 1);
+        return fail(p, p->line, "key '%s' in %s: value is %zu bytes long; at most %zu allowed",
+                    kv->kq, p->section, kv->vlen, kv->kd->size - 1);
     }
     rc = check_str_value(p, kv);
     if (rc != ELK_OK) {
@@ -689,7 +722,8 @@ static int set_octal(parser_t *p, const key_value_t *kv)
 {
     uint32_t u = 0;
     if (!parse_octal(kv->v, kv->vlen, kv->kd->max, &u)) {
-        return fail(p, p->line, "key '%s' in %s: '%s' is not an octal mode from 0 to 0777 (e.g. 0660)", kv->kq,
+        return fail(p, p->line,
+                    "key '%s' in %s: '%s' is not an octal mode from 0 to 0777 (e.g. 0660)", kv->kq,
                     p->section, kv->vq);
     }
     memcpy(kv->dst, &u, sizeof u);
@@ -700,12 +734,12 @@ static int set_duration(parser_t *p, const key_value_t *kv)
 {
     uint32_t ms;
     if (!elkfw_parse_duration(kv->v, kv->vlen, &ms)) {
-        return fail(p, p->line, "key '%s' in %s: '%s' is not a duration (use e.g. 500ms or 10s)", kv->kq,
-                    p->section, kv->vq);
+        return fail(p, p->line, "key '%s' in %s: '%s' is not a duration (use e.g. 500ms or 10s)",
+                    kv->kq, p->section, kv->vq);
     }
     if (ms < kv->kd->min || ms > kv->kd->max) {
-        return fail(p, p->line, "key '%s' in %s: %s is out of range (%lums to %lums)", kv->kq, p->section, kv->vq,
-                    (unsigned long)kv->kd->min, (unsigned long)kv->kd->max);
+        return fail(p, p->line, "key '%s' in %s: %s is out of range (%lums to %lums)", kv->kq,
+                    p->section, kv->vq, (unsigned long)kv->kd->min, (unsigned long)kv->kd->max);
     }
     memcpy(kv->dst, &ms, sizeof ms);
     return ELK_OK;
@@ -716,8 +750,9 @@ static int set_number(parser_t *p, const key_value_t *kv)
 {
     uint32_t u;
     if (!parse_u32(kv->v, kv->vlen, &u) || u < kv->kd->min || u > kv->kd->max) {
-        return fail(p, p->line, "key '%s' in %s: '%s' is not a whole number from %lu to %lu", kv->kq, p->section,
-                    kv->vq, (unsigned long)kv->kd->min, (unsigned long)kv->kd->max);
+        return fail(p, p->line, "key '%s' in %s: '%s' is not a whole number from %lu to %lu",
+                    kv->kq, p->section, kv->vq, (unsigned long)kv->kd->min,
+                    (unsigned long)kv->kd->max);
     }
     if (kv->kd->type == K_PORT) {
         uint16_t port = (uint16_t)u;
@@ -733,7 +768,8 @@ static int set_switch(parser_t *p, const key_value_t *kv)
 {
     int b = parse_bool(kv->v, kv->vlen);
     if (b < 0) {
-        return fail(p, p->line, "key '%s' in %s: '%s' is not on or off (use on/off, yes/no, true/false, 1/0)",
+        return fail(p, p->line,
+                    "key '%s' in %s: '%s' is not on or off (use on/off, yes/no, true/false, 1/0)",
                     kv->kq, p->section, kv->vq);
     }
     if (kv->kd->type == K_BOOL) {
@@ -774,16 +810,18 @@ static int set_enum(parser_t *p, const key_value_t *kv)
         }
     }
     choices_list(choices, list, sizeof list);
-    return fail(p, p->line, "key '%s' in %s: '%s' is not one of: %s", kv->kq, p->section, kv->vq, list);
+    return fail(p, p->line, "key '%s' in %s: '%s' is not one of: %s", kv->kq, p->section, kv->vq,
+                list);
 }
 
 static int set_fraction(parser_t *p, const key_value_t *kv)
 {
     uint32_t ppm;
     if (!parse_fraction(kv->v, kv->vlen, &ppm)) {
-        return fail(p, p->line,
-                    "key '%s' in %s: '%s' is not a fraction between 0 and 1 (use e.g. 0.33, 33%% or 1/3)", kv->kq,
-                    p->section, kv->vq);
+        return fail(
+            p, p->line,
+            "key '%s' in %s: '%s' is not a fraction between 0 and 1 (use e.g. 0.33, 33%% or 1/3)",
+            kv->kq, p->section, kv->vq);
     }
     memcpy(kv->dst, &ppm, sizeof ppm);
     return ELK_OK;
@@ -791,9 +829,9 @@ static int set_fraction(parser_t *p, const key_value_t *kv)
 
 /* The value setter of each key type. */
 static int (*const key_setters[])(parser_t *p, const key_value_t *kv) = {
-    [K_STR] = set_str,       [K_DUR] = set_duration, [K_BOOL] = set_switch,  [K_TRI] = set_switch,
-    [K_U32] = set_number,    [K_PORT] = set_number,  [K_ENUM] = set_enum,    [K_FRAC] = set_fraction,
-    [K_NAME_ID] = set_str,   [K_OCTAL] = set_octal,  [K_IDLIST] = set_str,
+    [K_STR] = set_str,     [K_DUR] = set_duration, [K_BOOL] = set_switch, [K_TRI] = set_switch,
+    [K_U32] = set_number,  [K_PORT] = set_number,  [K_ENUM] = set_enum,   [K_FRAC] = set_fraction,
+    [K_NAME_ID] = set_str, [K_OCTAL] = set_octal,  [K_IDLIST] = set_str,
 };
 
 /* The index of key k in the current section's table, or -1. */
@@ -816,15 +854,18 @@ static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_
 
     quote_value(kq, sizeof kq, k, klen);
     if (p->kind == SEC_NONE) {
-        return fail(p, p->line, "key '%s' outside any section (start with [fleet], [node NAME], ...)", kq);
+        return fail(p, p->line,
+                    "key '%s' outside any section (start with [fleet], [node NAME], ...)", kq);
     }
     i = find_key(p, k, klen);
     if (i < 0) {
-        return fail(p, p->line, "unknown key '%s' in %s (see the Configuration section of README.md)", kq,
+        return fail(p, p->line,
+                    "unknown key '%s' in %s (see the Configuration section of README.md)", kq,
                     p->section);
     }
     if (p->seen & (1u << i)) {
-        return fail(p, p->line, "key '%s' in %s is set twice (first on line %d)", kq, p->section, p->seen_line[i]);
+        return fail(p, p->line, "key '%s' in %s is set twice (first on line %d)", kq, p->section,
+                    p->seen_line[i]);
     }
     p->seen |= 1u << i;
     p->seen_line[i] = p->line;
@@ -860,22 +901,26 @@ static int check_lease_rule(parser_t *p, const elkfw_conf_t *c, const elkfw_reso
     if (fault == ELK_LOCK_CFG_NO_VALIDITY) {
         /* point at the key to change: the ttl if set, else the margin that eats it */
         const char *key = r->ttl_line ? "ttl"
-                          : r->stop_margin_line ? "stop_margin"
-                          : r->min_validity_line ? "min_validity" : NULL;
-        int line = r->ttl_line ? r->ttl_line
-                   : r->stop_margin_line ? r->stop_margin_line
-                   : r->min_validity_line ? r->min_validity_line : r->line;
-        return fail(p, line,
-                    "%s%s%s[resource %s]: ttl %lums leaves no validity: drift %llums + stop_margin %lums + "
-                    "min_validity %lums must be below it",
-                    key ? "key '" : "", key ? key : "", key ? "' in " : "", r->name, (unsigned long)r->ttl_ms,
-                    (unsigned long long)drift, (unsigned long)r->stop_margin_ms,
-                    (unsigned long)r->min_validity_ms);
+            : r->stop_margin_line     ? "stop_margin"
+            : r->min_validity_line    ? "min_validity"
+                                      : NULL;
+        int line = r->ttl_line     ? r->ttl_line
+            : r->stop_margin_line  ? r->stop_margin_line
+            : r->min_validity_line ? r->min_validity_line
+                                   : r->line;
+        return fail(
+            p, line,
+            "%s%s%s[resource %s]: ttl %lums leaves no validity: drift %llums + stop_margin %lums + "
+            "min_validity %lums must be below it",
+            key ? "key '" : "", key ? key : "", key ? "' in " : "", r->name,
+            (unsigned long)r->ttl_ms, (unsigned long long)drift, (unsigned long)r->stop_margin_ms,
+            (unsigned long)r->min_validity_ms);
     }
     if (fault == ELK_LOCK_CFG_RENEW_AFTER_DEADLINE) {
         return fail(p, r->line,
                     "[resource %s]: renew_fraction makes renewal start after the local deadline "
-                    "(%llums); lower it", r->name, (unsigned long long)(r->ttl_ms - drift - r->stop_margin_ms));
+                    "(%llums); lower it",
+                    r->name, (unsigned long long)(r->ttl_ms - drift - r->stop_margin_ms));
     }
     if (fault == ELK_LOCK_CFG_WAIT_RANGE) {
         return fail(p, r->line, "[resource %s]: wait_min %lums is above wait_max %lums", r->name,
@@ -884,7 +929,8 @@ static int check_lease_rule(parser_t *p, const elkfw_conf_t *c, const elkfw_reso
     return fail(p, r->line, "[resource %s]: ttl or renew_fraction out of range", r->name);
 }
 
-void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, elk_lock_config_t *out)
+void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r,
+                                elk_lock_config_t *out)
 {
     elk_lock_config_defaults(out);
     out->ttl_ms = r->ttl_ms;
@@ -908,15 +954,18 @@ static int check_fleet(parser_t *p, const elkfw_conf_t *c)
         return fail(p, 0, "no [node NAME] section: the fleet needs at least one Redis node");
     }
     if (c->mode == ELKFW_MODE_SINGLE && c->n_nodes != 1) {
-        return fail(p, 0, "[fleet] mode = single takes exactly one [node], found %zu (use mode = redlock)",
-                    c->n_nodes);
+        return fail(
+            p, 0, "[fleet] mode = single takes exactly one [node], found %zu (use mode = redlock)",
+            c->n_nodes);
     }
     if (c->mode == ELKFW_MODE_REDLOCK && c->n_nodes < 3) {
-        return fail(p, 0, "[fleet] mode = redlock needs at least 3 independent nodes, found %zu", c->n_nodes);
+        return fail(p, 0, "[fleet] mode = redlock needs at least 3 independent nodes, found %zu",
+                    c->n_nodes);
     }
     if (c->key_prefix[0] != '\0' && strpbrk(c->key_prefix, "{} \t") != NULL) {
         /* unreachable from a file (set_key checks the line); kept for callers that fill c */
-        return fail(p, 0, "[fleet] key_prefix '%s' must not contain braces or spaces", c->key_prefix);
+        return fail(p, 0, "[fleet] key_prefix '%s' must not contain braces or spaces",
+                    c->key_prefix);
     }
     if (c->n_resources == 0) {
         return fail(p, 0, "no [resource NAME] section: nothing to lock");
@@ -937,16 +986,20 @@ static int check_node_tls(parser_t *p, const elkfw_conf_t *c, elkfw_node_conf_t 
         memcpy(n->tls.key, c->tls.key, sizeof n->tls.key);
     }
     if (n->tls.ca[0] == '\0') {
-        return fail(p, n->line, "[node %s]: tls is on but no 'ca' is set (here or in [fleet])", n->name);
+        return fail(p, n->line, "[node %s]: tls is on but no 'ca' is set (here or in [fleet])",
+                    n->name);
     }
     if (n->server_name[0] == '\0' && elkfw_host_is_ip(n->host)) {
         /* the certificate name check would fail on every connection, forever */
-        return fail(p, n->line,
-                    "[node %s]: tls is on and host '%s' is an IP address: set 'server_name' to the name "
-                    "in the server's certificate", n->name, n->host);
+        return fail(
+            p, n->line,
+            "[node %s]: tls is on and host '%s' is an IP address: set 'server_name' to the name "
+            "in the server's certificate",
+            n->name, n->host);
     }
     if ((n->tls.cert[0] == '\0') != (n->tls.key[0] == '\0')) {
-        return fail(p, n->line, "[node %s]: a client 'cert' needs its 'key' and the other way round", n->name);
+        return fail(p, n->line,
+                    "[node %s]: a client 'cert' needs its 'key' and the other way round", n->name);
     }
     return ELK_OK;
 }
@@ -982,8 +1035,11 @@ static int check_resource(parser_t *p, const elkfw_conf_t *c, elkfw_resource_con
     if (r->min_validity_ms == 0) {
         r->min_validity_ms = r->ttl_ms / 5u;
     }
-    if ((r->renew_fraction_ppm + 5000u) / 10000u < 1u || (r->renew_fraction_ppm + 5000u) / 10000u > 90u) {
-        return fail(p, r->line, "[resource %s]: renew_fraction must be between 1%% and 90%% of the ttl", r->name);
+    if ((r->renew_fraction_ppm + 5000u) / 10000u < 1u ||
+        (r->renew_fraction_ppm + 5000u) / 10000u > 90u) {
+        return fail(p, r->line,
+                    "[resource %s]: renew_fraction must be between 1%% and 90%% of the ttl",
+                    r->name);
     }
     if (check_lease_rule(p, c, r) != ELK_OK) {
         return ELK_E_CONFIG;
@@ -1034,7 +1090,8 @@ static int section_line(parser_t *p, const char *line, size_t b, size_t e)
 {
     size_t sb = b + 1, se;
     if (line[e - 1] != ']') {
-        return fail(p, p->line, "section header is not closed: expected ']' at the end of the line");
+        return fail(p, p->line,
+                    "section header is not closed: expected ']' at the end of the line");
     }
     se = e - 1;
     trim(line, &sb, &se);
@@ -1120,7 +1177,8 @@ int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, si
     return check_conf(&p);
 }
 
-const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name, size_t len)
+const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name,
+                                                 size_t len)
 {
     size_t i;
     for (i = 0; i < c->n_resources; i++) {
@@ -1177,12 +1235,14 @@ static int load_password_file(elkfw_node_conf_t *nd, const char *path, char *err
         m--;
     }
     if (too_big || m >= (long)sizeof nd->password) {
-        snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' holds more than %zu bytes", path,
+        snprintf(err, errlen,
+                 "%s:%d: key 'password_file' in [node %s]: '%s' holds more than %zu bytes", path,
                  nd->password_file_line, nd->name, nd->password_file, sizeof nd->password - 1);
         return ELK_E_CONFIG;
     }
     if (m == 0 || memchr(pw, '\0', (size_t)m) != NULL || memchr(pw, '\n', (size_t)m) != NULL) {
-        snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' must hold one non-empty line", path,
+        snprintf(err, errlen,
+                 "%s:%d: key 'password_file' in [node %s]: '%s' must hold one non-empty line", path,
                  nd->password_file_line, nd->name, nd->password_file);
         return ELK_E_CONFIG;
     }
@@ -1191,28 +1251,32 @@ static int load_password_file(elkfw_node_conf_t *nd, const char *path, char *err
     explicit_bzero(pw, sizeof pw);
     if (others_read) {
         /* A secret every local account can read is no secret. */
-        snprintf(err, errlen, "%s:%d: key 'password_file' in [node %s]: '%s' is readable by every user: "
-                 "run chmod o-r '%s'", path, nd->password_file_line, nd->name, nd->password_file,
-                 nd->password_file);
+        snprintf(err, errlen,
+                 "%s:%d: key 'password_file' in [node %s]: '%s' is readable by every user: "
+                 "run chmod o-r '%s'",
+                 path, nd->password_file_line, nd->name, nd->password_file, nd->password_file);
         return ELK_E_CONFIG;
     }
     return ELK_OK;
 }
 
 /* The file's passwords: those in password files read in, none inline in a file others read. */
-static int load_passwords(elkfw_conf_t *c, const char *path, bool conf_others_read, char *err, size_t errlen)
+static int load_passwords(elkfw_conf_t *c, const char *path, bool conf_others_read, char *err,
+                          size_t errlen)
 {
     size_t i;
     for (i = 0; i < c->n_nodes; i++) {
-        if (c->nodes[i].password_file[0] != '\0' && load_password_file(&c->nodes[i], path, err, errlen) != ELK_OK) {
+        if (c->nodes[i].password_file[0] != '\0' &&
+            load_password_file(&c->nodes[i], path, err, errlen) != ELK_OK) {
             return ELK_E_CONFIG;
         }
     }
     for (i = 0; i < c->n_nodes && conf_others_read; i++) {
         if (c->nodes[i].password[0] != '\0' && c->nodes[i].password_file[0] == '\0') {
-            snprintf(err, errlen, "%s:%d: [node %s] has an inline 'password' and the file is readable by every "
-                     "user: run chmod o-r '%s', or move it to a 'password_file' only elkd can read", path,
-                     c->nodes[i].line, c->nodes[i].name, path);
+            snprintf(err, errlen,
+                     "%s:%d: [node %s] has an inline 'password' and the file is readable by every "
+                     "user: run chmod o-r '%s', or move it to a 'password_file' only elkd can read",
+                     path, c->nodes[i].line, c->nodes[i].name, path);
             return ELK_E_CONFIG;
         }
     }
@@ -1242,7 +1306,8 @@ int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
         return ELK_E_CONFIG;
     }
     if (too_big) {
-        snprintf(err, errlen, "%s: file is larger than %d bytes; is this the right file?", path, MAX_CONF);
+        snprintf(err, errlen, "%s: file is larger than %d bytes; is this the right file?", path,
+                 MAX_CONF);
         free(text);
         return ELK_E_CONFIG;
     }

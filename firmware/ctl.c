@@ -70,7 +70,8 @@ static int check_name(const char *w, size_t wl, size_t name_max, const char **wh
 }
 
 /* The resource word of a request, checked and copied into req->resource. */
-static int take_resource(const char *arg, size_t al, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+static int take_resource(const char *arg, size_t al, size_t name_max, elkfw_ctl_req_t *req,
+                         const char **why)
 {
     int rc = check_name(arg, al, name_max, why);
     if (rc == ELK_OK) {
@@ -91,7 +92,8 @@ static bool cur_word(ctl_cursor_t *c, const char **w, size_t *wl)
 }
 
 /* ACQUIRE <resource> [<wait>] and RELEASE <resource>: req->cmd says which. */
-static int req_resource_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+static int req_resource_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req,
+                             const char **why)
 {
     bool acquire = req->cmd == ELKFW_CTL_ACQUIRE;
     const char *arg, *w;
@@ -113,7 +115,8 @@ static int req_resource_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *
 }
 
 /* SUPERVISE <resource> <pgid> */
-static int req_supervise_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+static int req_supervise_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req,
+                              const char **why)
 {
     const char *arg, *w;
     size_t al, wl;
@@ -163,7 +166,8 @@ static int req_no_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, c
     return ELK_OK;
 }
 
-typedef int (*ctl_req_args_fn)(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why);
+typedef int (*ctl_req_args_fn)(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req,
+                               const char **why);
 
 /* The request verbs (matched without regard to case) and the parser of their arguments. */
 static const struct ctl_verb {
@@ -198,7 +202,8 @@ static int check_request_line(const char *line, size_t len, const char **why)
         *why = "request line too long";
         return ELK_E_CTL_TOO_LONG;
     }
-    if (memchr(line, '\0', len) != NULL || memchr(line, '\n', len) != NULL || memchr(line, '\r', len) != NULL) {
+    if (memchr(line, '\0', len) != NULL || memchr(line, '\n', len) != NULL ||
+        memchr(line, '\r', len) != NULL) {
         *why = "control characters in the request";
         return ELK_E_CTL_SYNTAX;
     }
@@ -206,7 +211,8 @@ static int check_request_line(const char *line, size_t len, const char **why)
 }
 
 /* The verb and its arguments; nothing may follow them. */
-static int parse_request_words(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req, const char **why)
+static int parse_request_words(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req,
+                               const char **why)
 {
     const struct ctl_verb *verb;
     const char *w;
@@ -332,7 +338,8 @@ static int reply_grant(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
     const char *w;
     size_t wl;
     uint64_t v;
-    if (!reply_resource(c, m) || !reply_number(c, UINT64_MAX, &m->token) || !reply_number(c, UINT32_MAX, &v)) {
+    if (!reply_resource(c, m) || !reply_number(c, UINT64_MAX, &m->token) ||
+        !reply_number(c, UINT32_MAX, &v)) {
         return ELK_E_CTL_SYNTAX;
     }
     m->deadline_ms = (uint32_t)v;
@@ -384,9 +391,12 @@ static const struct ctl_reply_word {
     const char *word;
     int (*parse)(ctl_cursor_t *c, elkfw_ctl_msg_t *m);
 } ctl_reply_words[] = {
-    {"ACQUIRED", reply_grant},           {"RENEWED", reply_grant},
-    {"RELEASED", reply_resource_event},  {"LOST", reply_resource_event},
-    {"SUPERVISED", reply_resource_event}, {"RENEW_STOPPED", reply_resource_event},
+    {"ACQUIRED", reply_grant},
+    {"RENEWED", reply_grant},
+    {"RELEASED", reply_resource_event},
+    {"LOST", reply_resource_event},
+    {"SUPERVISED", reply_resource_event},
+    {"RENEW_STOPPED", reply_resource_event},
     {"STATUS", reply_status},
 };
 
@@ -507,8 +517,9 @@ bool elkfw_linebuf_has_request(const elkfw_linebuf_t *lb, elkfw_ctl_cmd_t cmd, c
         if (nl == NULL) {
             return false;
         }
-        if (!skip && elkfw_ctl_parse_request(lb->buf + pos, (size_t)(nl - (lb->buf + pos)), name_max, &req, &why) ==
-                         ELK_OK &&
+        if (!skip &&
+            elkfw_ctl_parse_request(lb->buf + pos, (size_t)(nl - (lb->buf + pos)), name_max, &req,
+                                    &why) == ELK_OK &&
             req.cmd == cmd && strcmp(req.resource, resource) == 0) {
             return true;
         }

@@ -56,7 +56,7 @@ enum {
     EXIT_STORAGE = 66,
     EXIT_UNREACHABLE = 69,
     EXIT_NOT_ACQUIRED = 73,
-    EXIT_NOPERM = 77,       /* EX_NOPERM: allow_users / allow_groups refused this user */
+    EXIT_NOPERM = 77, /* EX_NOPERM: allow_users / allow_groups refused this user */
     EXIT_LOST = 75,
     EXIT_NOEXEC = 126,
     EXIT_NOTFOUND = 127
@@ -72,8 +72,8 @@ enum {
 /* The connection to elkd: one per elk process, owned by main and passed down. */
 typedef struct agent_link {
     const char *sock_path;
-    int fd;                 /* -1 until agent_connect */
-    elkfw_linebuf_t lb;     /* lines received, over store */
+    int fd;             /* -1 until agent_connect */
+    elkfw_linebuf_t lb; /* lines received, over store */
     char store[REPLY_BUF];
 } agent_link_t;
 
@@ -83,7 +83,6 @@ static uint64_t now_ms(void)
     clock_gettime(CLOCK_BOOTTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
-
 
 /* ------------------------------------------------------------------ connection */
 
@@ -102,13 +101,14 @@ static int agent_connect(agent_link_t *ak)
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         int e = errno;
         /* Each cause has its own remedy. */
-        const char *hint = e == EACCES     ? "elkd is running but this user may not use its socket: ask for "
-                                             "membership of the socket's group ([agent] socket_group)"
-                           : e == ENOENT     ? "no socket there: is elkd running, and is this its socket? (use "
-                                             "--socket or ELK_SOCKET)"
-                           : e == ECONNREFUSED ? "nobody listens there: elkd is not running (or crashed and left "
-                                               "its socket behind); start it"
-                                             : "is elkd running? use --socket or ELK_SOCKET";
+        const char *hint = e == EACCES
+            ? "elkd is running but this user may not use its socket: ask for "
+              "membership of the socket's group ([agent] socket_group)"
+            : e == ENOENT       ? "no socket there: is elkd running, and is this its socket? (use "
+                                  "--socket or ELK_SOCKET)"
+            : e == ECONNREFUSED ? "nobody listens there: elkd is not running (or crashed and left "
+                                  "its socket behind); start it"
+                                : "is elkd running? use --socket or ELK_SOCKET";
         elkfw_say("cannot reach elkd at %s: %s (%s)", ak->sock_path, strerror(e), hint);
         if (fd >= 0) {
             close(fd);
@@ -225,12 +225,12 @@ static uint64_t lease_deadline(const elkfw_ctl_msg_t *m, uint64_t now)
 typedef struct lease_watch {
     const char *resource;
     uint64_t deadline;
-    bool lost;             /* LOST for this resource, or SHUTDOWN, or the connection closed */
-    const char *why;       /* the cause of LOST, "elkd is shutting down", ... */
+    bool lost;       /* LOST for this resource, or SHUTDOWN, or the connection closed */
+    const char *why; /* the cause of LOST, "elkd is shutting down", ... */
     char why_buf[192];
-    uint32_t margin;       /* LOST: ms before the lease can have expired anywhere */
-    bool print;            /* elk acquire: one stdout line per event */
-    bool stopped_already;  /* run: the command was already told to stop (own deadline) */
+    uint32_t margin;      /* LOST: ms before the lease can have expired anywhere */
+    bool print;           /* elk acquire: one stdout line per event */
+    bool stopped_already; /* run: the command was already told to stop (own deadline) */
 } lease_watch_t;
 
 /* RENEWED: the deadline moves (unless the lease is already gone). */
@@ -240,7 +240,8 @@ static void watch_renewed(lease_watch_t *w, const elkfw_ctl_msg_t *m)
         w->deadline = lease_deadline(m, now_ms());
     }
     if (w->print) {
-        printf("renewed %s token=%" PRIu64 " validity_ms=%" PRIu32 "\n", m->resource, m->token, m->deadline_ms);
+        printf("renewed %s token=%" PRIu64 " validity_ms=%" PRIu32 "\n", m->resource, m->token,
+               m->deadline_ms);
     }
 }
 
@@ -273,7 +274,7 @@ static void watch_renew_stopped(lease_watch_t *w, const elkfw_ctl_msg_t *m)
 {
     int cause = elkfw_err_from_name(m->code);
     elkfw_say("%s: %s [%s]; the lease ends at its deadline unless released first", m->resource,
-        cause == ELK_E_INTERNAL ? "renewal stopped" : elk_err_message(cause), m->code);
+              cause == ELK_E_INTERNAL ? "renewal stopped" : elk_err_message(cause), m->code);
     if (w->print) {
         printf("renew_stopped %s %s\n", m->resource, m->code);
     }
@@ -352,8 +353,8 @@ static void print_err_reply(const elkfw_ctl_msg_t *m, const char *what)
 static int exit_for_err(const char *code)
 {
     int e = elkfw_err_from_name(code);
-    if (e == ELK_E_LOCK_BUSY || e == ELK_E_LOCK_TIMEOUT || e == ELK_E_FLEET_UNAVAILABLE || e == ELK_E_VALIDITY ||
-        e == ELK_E_SHUTTING_DOWN || e == ELK_E_AGENT_FULL) {
+    if (e == ELK_E_LOCK_BUSY || e == ELK_E_LOCK_TIMEOUT || e == ELK_E_FLEET_UNAVAILABLE ||
+        e == ELK_E_VALIDITY || e == ELK_E_SHUTTING_DOWN || e == ELK_E_AGENT_FULL) {
         return EXIT_NOT_ACQUIRED;
     }
     if (e == ELK_E_FORBIDDEN) {
@@ -410,8 +411,8 @@ static void wait_show(const char *sock_path, const char *resource, uint64_t wait
             }
         }
     }
-    fprintf(stderr, "\rwaiting for %s: %s, waited %" PRIu64 " s\033[K", resource, who[0] ? who : "?",
-            waited_ms / 1000u);
+    fprintf(stderr, "\rwaiting for %s: %s, waited %" PRIu64 " s\033[K", resource,
+            who[0] ? who : "?", waited_ms / 1000u);
     fflush(stderr);
 }
 
@@ -421,7 +422,8 @@ static void wait_show(const char *sock_path, const char *resource, uint64_t wait
 static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
                               elkfw_ctl_msg_t *m, bool show);
 
-static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd, elkfw_ctl_msg_t *m)
+static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
+                         elkfw_ctl_msg_t *m)
 {
     bool show = wait_ms > 0 && isatty(STDERR_FILENO);
     int rc = acquire_lease_wait(ak, resource, wait_ms, sfd, m, show);
@@ -445,7 +447,8 @@ static int acquire_reply(const char *line, size_t len, const char *resource, elk
         print_err_reply(m, what);
         return exit_for_err(m->code);
     }
-    if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 && strcmp(m->resource, resource) == 0) {
+    if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 &&
+        strcmp(m->resource, resource) == 0) {
         return EXIT_OK;
     }
     if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
@@ -520,7 +523,8 @@ static void release_and_wait(agent_link_t *ak, const char *resource)
         int rc = elkfw_linebuf_next(&ak->lb, &line, &len);
         if (rc == 1) {
             if (elkfw_ctl_parse_reply(line, len, &m) == ELK_OK &&
-                ((m.kind == ELKFW_MSG_OK && strcmp(m.word, "RELEASED") == 0) || m.kind == ELKFW_MSG_ERR)) {
+                ((m.kind == ELKFW_MSG_OK && strcmp(m.word, "RELEASED") == 0) ||
+                 m.kind == ELKFW_MSG_ERR)) {
                 return;
             }
             continue;
@@ -544,55 +548,65 @@ static int parse_wait(const char *s, uint32_t *ms)
 
 static void usage_main(FILE *f)
 {
-    fprintf(f,
-            "Usage: elk [--socket PATH] COMMAND [OPTIONS] ...\n"
-            "Leases on shared actuators through elkd (the edgelock agent).\n"
-            "\n"
-            "Commands:\n"
-            "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE\n"
-            "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until SIGINT/SIGTERM\n"
-            "  status [--json|--metrics|--watch]          leases and nodes of this agent\n"
-            "  reload                                     make elkd re-read its configuration\n"
-            "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing token;\n"
-            "                                             with CMD: run CMD holding the guard\n"
-            "\n"
-            "  --socket PATH   elkd's control socket (default $ELK_SOCKET or " ELK_DEFAULT_SOCKET ")\n"
-            "  --help          help (also after any command), --version\n"
-            "\n"
-            "Exit codes: 0 ok, 1 other error from elkd, 64 usage, 65 stale token (guard), 66 guard\n"
-            "storage error, 67 guard: lease ended/expired/other token, 68 guard busy (--wait ran out),\n"
-            "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped, 77 not allowed\n"
-            "(allow_users / allow_groups of the resource in elkd.conf),\n"
-            "126/127 CMD not executable / not found; run passes on CMD's own exit status.\n");
+    fprintf(
+        f,
+        "Usage: elk [--socket PATH] COMMAND [OPTIONS] ...\n"
+        "Leases on shared actuators through elkd (the edgelock agent).\n"
+        "\n"
+        "Commands:\n"
+        "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE\n"
+        "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until "
+        "SIGINT/SIGTERM\n"
+        "  status [--json|--metrics|--watch]          leases and nodes of this agent\n"
+        "  reload                                     make elkd re-read its configuration\n"
+        "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing "
+        "token;\n"
+        "                                             with CMD: run CMD holding the guard\n"
+        "\n"
+        "  --socket PATH   elkd's control socket (default $ELK_SOCKET or " ELK_DEFAULT_SOCKET ")\n"
+        "  --help          help (also after any command), --version\n"
+        "\n"
+        "Exit codes: 0 ok, 1 other error from elkd, 64 usage, 65 stale token (guard), 66 guard\n"
+        "storage error, 67 guard: lease ended/expired/other token, 68 guard busy (--wait ran "
+        "out),\n"
+        "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped, 77 not allowed\n"
+        "(allow_users / allow_groups of the resource in elkd.conf),\n"
+        "126/127 CMD not executable / not found; run passes on CMD's own exit status.\n");
 }
 
 static void usage_run(FILE *f)
 {
-    fprintf(f,
-            "Usage: elk run [--wait MS] RESOURCE -- CMD [ARGS...]\n"
-            "Acquire RESOURCE through elkd, run CMD while the lease holds, release when CMD and\n"
-            "everything it started in its process group have exited.\n"
-            "CMD gets ELK_RESOURCE, ELK_FENCE_TOKEN, ELK_DEADLINE_MS (validity left at start) and\n"
-            "ELK_LEASE_FILE (a file rewritten after every renewal: 'elklease 1 TOKEN DEADLINE_MS', the\n"
-            "deadline in CLOCK_BOOTTIME ms, 0 once lost) in its environment; pass ELK_FENCE_TOKEN with\n"
-            "every actuator step (elk guard checks both token and lease file).\n"
-            "CMD runs in a process group of its own, which elkd is told before CMD starts. If the lease\n"
-            "is lost, the group gets SIGTERM at once and SIGKILL when the resource's stop margin runs\n"
-            "out; elk then exits 75 and says why (the cause elkd reports). If elk itself dies (any\n"
-            "signal, even SIGKILL) or stops reading, CMD dies with it (parent-death signal) and elkd\n"
-            "stops the rest of the group before it releases the lease; if it cannot confirm the group\n"
-            "gone, it lets the lease run out instead. Processes that leave the group (setsid) escape.\n"
-            "  --wait MS   wait up to MS (or 500ms, 10s, 2m) for the lease; default: try once\n"
-            "Exit: CMD's status, or 73 not acquired, 75 lost, 69 elkd unreachable, 126/127 exec failed.\n");
+    fprintf(
+        f,
+        "Usage: elk run [--wait MS] RESOURCE -- CMD [ARGS...]\n"
+        "Acquire RESOURCE through elkd, run CMD while the lease holds, release when CMD and\n"
+        "everything it started in its process group have exited.\n"
+        "CMD gets ELK_RESOURCE, ELK_FENCE_TOKEN, ELK_DEADLINE_MS (validity left at start) and\n"
+        "ELK_LEASE_FILE (a file rewritten after every renewal: 'elklease 1 TOKEN DEADLINE_MS', "
+        "the\n"
+        "deadline in CLOCK_BOOTTIME ms, 0 once lost) in its environment; pass ELK_FENCE_TOKEN "
+        "with\n"
+        "every actuator step (elk guard checks both token and lease file).\n"
+        "CMD runs in a process group of its own, which elkd is told before CMD starts. If the "
+        "lease\n"
+        "is lost, the group gets SIGTERM at once and SIGKILL when the resource's stop margin runs\n"
+        "out; elk then exits 75 and says why (the cause elkd reports). If elk itself dies (any\n"
+        "signal, even SIGKILL) or stops reading, CMD dies with it (parent-death signal) and elkd\n"
+        "stops the rest of the group before it releases the lease; if it cannot confirm the group\n"
+        "gone, it lets the lease run out instead. Processes that leave the group (setsid) escape.\n"
+        "  --wait MS   wait up to MS (or 500ms, 10s, 2m) for the lease; default: try once\n"
+        "Exit: CMD's status, or 73 not acquired, 75 lost, 69 elkd unreachable, 126/127 exec "
+        "failed.\n");
 }
 
 static void usage_acquire(FILE *f)
 {
-    fprintf(f,
-            "Usage: elk acquire [--wait MS] RESOURCE\n"
-            "Acquire RESOURCE and hold it until this process gets SIGINT or SIGTERM (then release,\n"
-            "exit 0). Prints 'acquired RESOURCE token=T validity_ms=V' and one line per event.\n"
-            "Exit: 0 released, 73 not acquired, 75 lease lost or elkd stopped, 69 elkd unreachable.\n");
+    fprintf(
+        f,
+        "Usage: elk acquire [--wait MS] RESOURCE\n"
+        "Acquire RESOURCE and hold it until this process gets SIGINT or SIGTERM (then release,\n"
+        "exit 0). Prints 'acquired RESOURCE token=T validity_ms=V' and one line per event.\n"
+        "Exit: 0 released, 73 not acquired, 75 lease lost or elkd stopped, 69 elkd unreachable.\n");
 }
 
 static void usage_status(FILE *f)
@@ -609,10 +623,11 @@ static void usage_status(FILE *f)
 
 static void usage_reload(FILE *f)
 {
-    fprintf(f,
-            "Usage: elk reload\n"
-            "Make elkd re-read its configuration (the same as SIGHUP) and say whether it applied it.\n"
-            "Held leases go on; elkd's log tells what changed and what needs a restart.\n");
+    fprintf(
+        f,
+        "Usage: elk reload\n"
+        "Make elkd re-read its configuration (the same as SIGHUP) and say whether it applied it.\n"
+        "Held leases go on; elkd's log tells what changed and what needs a restart.\n");
 }
 
 static void usage_guard(FILE *f)
@@ -636,7 +651,8 @@ static bool want_help(int argc, char **argv)
 
 /* Options shared by run and acquire: [--wait MS] [--socket PATH] RESOURCE. Returns the
  * index of the first argument after RESOURCE, or -1. */
-static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms, const char **resource)
+static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
+                           const char **resource)
 {
     int i;
     *wait_ms = 0;
@@ -675,8 +691,9 @@ static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wa
 static bool resource_ok(const char *r)
 {
     if (!elkfw_name_valid(r, strlen(r), ELKFW_NAME_MAX - 1)) {
-        elkfw_say("'%s' is not a valid resource name (letters, digits and . _ - : / @, at most %d bytes)", r,
-            ELKFW_NAME_MAX - 1);
+        elkfw_say(
+            "'%s' is not a valid resource name (letters, digits and . _ - : / @, at most %d bytes)",
+            r, ELKFW_NAME_MAX - 1);
         return false;
     }
     return true;
@@ -717,7 +734,8 @@ static bool lease_file_create(lease_file_t *lf)
     }
     if ((size_t)snprintf(lf->dir, sizeof lf->dir, "%s/elk-run.XXXXXX", base) >= sizeof lf->dir ||
         mkdtemp(lf->dir) == NULL) {
-        elkfw_say("cannot create a directory for the lease file under %s: %s (set TMPDIR)", base, strerror(errno));
+        elkfw_say("cannot create a directory for the lease file under %s: %s (set TMPDIR)", base,
+                  strerror(errno));
         return false;
     }
     snprintf(lf->path, sizeof lf->path, "%s/lease", lf->dir);
@@ -766,9 +784,9 @@ typedef struct run_sup {
     uint64_t token;
     uint32_t stop_margin;
     int sfd;
-    pid_t child;             /* CMD; also its process group id */
-    int go_pipe;             /* write end: CMD execs once elkd supervises its group */
-    int tty;                 /* terminal handed to CMD's group, -1 if none */
+    pid_t child; /* CMD; also its process group id */
+    int go_pipe; /* write end: CMD execs once elkd supervises its group */
+    int tty;     /* terminal handed to CMD's group, -1 if none */
     bool conn_open, child_done;
     int status;
     run_stage_t stage;
@@ -787,7 +805,8 @@ static void run_stop(run_sup_t *rs, uint64_t now, const char *why, uint32_t marg
     if (rs->stage != RUN_DRIVING) {
         return;
     }
-    elkfw_say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", rs->resource, why, margin);
+    elkfw_say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", rs->resource,
+              why, margin);
     rs->w.stopped_already = true;
     (void)lease_file_write(&rs->lf, rs->token, 0);
     run_signal_group(rs, SIGTERM);
@@ -859,7 +878,8 @@ static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
         return -1;
     }
     snprintf(tokbuf, sizeof tokbuf, "%" PRIu64, rs->token);
-    snprintf(dlbuf, sizeof dlbuf, "%" PRIu64, rs->w.deadline > now_ms() ? rs->w.deadline - now_ms() : 0);
+    snprintf(dlbuf, sizeof dlbuf, "%" PRIu64,
+             rs->w.deadline > now_ms() ? rs->w.deadline - now_ms() : 0);
     child = fork();
     if (child < 0) {
         elkfw_say("fork: %s", strerror(errno));
@@ -892,7 +912,8 @@ static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
     rs->go_pipe = go[1];
     rs->child = child;
     /* Interactive: CMD's group takes the terminal, as a shell's job would. */
-    if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() && tcsetpgrp(STDIN_FILENO, child) == 0) {
+    if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() &&
+        tcsetpgrp(STDIN_FILENO, child) == 0) {
         rs->tty = STDIN_FILENO;
     }
     return child;
@@ -925,18 +946,20 @@ static bool run_hand_over(run_sup_t *rs)
 {
     agent_link_t *ak = rs->ak;
     elkfw_ctl_msg_t m;
-    if (agent_send(ak, "SUPERVISE %s %ld\n", rs->resource, (long)rs->child) != 0 || run_reply(rs, &m) == 0) {
-        elkfw_say("%s: lost the connection to elkd before the command could start; not starting it", rs->resource);
+    if (agent_send(ak, "SUPERVISE %s %ld\n", rs->resource, (long)rs->child) != 0 ||
+        run_reply(rs, &m) == 0) {
+        elkfw_say("%s: lost the connection to elkd before the command could start; not starting it",
+                  rs->resource);
         return false;
     }
     if (m.kind == ELKFW_MSG_ERR) {
-        elkfw_say("%s: elkd cannot supervise the command: %.*s [%s]; not starting it", rs->resource, (int)m.text_len,
-            m.text, m.code);
+        elkfw_say("%s: elkd cannot supervise the command: %.*s [%s]; not starting it", rs->resource,
+                  (int)m.text_len, m.text, m.code);
         return false;
     }
     if (rs->w.lost || now_ms() >= rs->w.deadline) {
         elkfw_say("%s: %s before the command could start; not starting it", rs->resource,
-            rs->w.lost ? rs->w.why : "the lease deadline passed");
+                  rs->w.lost ? rs->w.why : "the lease deadline passed");
         return false;
     }
     if (write(rs->go_pipe, "g", 1) != 1) {
@@ -958,16 +981,18 @@ static bool run_reap_group(run_sup_t *rs)
     if (!elkfw_sup_group_alive(rs->child)) {
         return true;
     }
-    elkfw_say("%s: the command exited but left processes in its group %ld; stopping them before releasing", rs->resource,
-        (long)rs->child);
+    elkfw_say("%s: the command exited but left processes in its group %ld; stopping them before "
+              "releasing",
+              rs->resource, (long)rs->child);
     run_signal_group(rs, SIGTERM);
     kill_at = now_ms() + rs->stop_margin;
     give_up = kill_at + ELKFW_SUP_KILL_GRACE_MS;
     while (elkfw_sup_group_alive(rs->child)) {
         uint64_t now = now_ms();
         if (now >= give_up) {
-            elkfw_say("%s: process group %ld is still there after SIGKILL; leaving the lease to run out", rs->resource,
-                (long)rs->child);
+            elkfw_say(
+                "%s: process group %ld is still there after SIGKILL; leaving the lease to run out",
+                rs->resource, (long)rs->child);
             return false;
         }
         if (kill_at != 0 && now >= kill_at) {
@@ -986,7 +1011,9 @@ static void run_supervise(run_sup_t *rs)
         struct pollfd p[2] = {{rs->sfd, POLLIN, 0}, {rs->conn_open ? ak->fd : -1, POLLIN, 0}};
         uint64_t now = now_ms();
         uint64_t wake = run_step(rs, now);
-        int timeout = wake == UINT64_MAX ? -1 : (wake <= now ? 0 : (int)(wake - now > 60000 ? 60000 : wake - now));
+        int timeout = wake == UINT64_MAX
+            ? -1
+            : (wake <= now ? 0 : (int)(wake - now > 60000 ? 60000 : wake - now));
         if (poll(p, 2, timeout) < 0 && errno != EINTR) {
             break;
         }
@@ -1046,7 +1073,8 @@ static int run_exit_code(const run_sup_t *rs)
 }
 
 /* What the grant and the lines behind it say: is the lease still usable now? */
-static bool lease_usable(agent_link_t *ak, lease_watch_t *w, const elkfw_ctl_msg_t *grant, bool *conn_open)
+static bool lease_usable(agent_link_t *ak, lease_watch_t *w, const elkfw_ctl_msg_t *grant,
+                         bool *conn_open)
 {
     w->deadline = lease_deadline(grant, now_ms());
     /* Whatever elkd wrote after the grant may already say the lease is gone (this process
@@ -1062,7 +1090,8 @@ static bool lease_usable(agent_link_t *ak, lease_watch_t *w, const elkfw_ctl_msg
 
 /* elk run's arguments: the index of CMD in argv (after "--"), or -1 when they are wrong
  * (said, with the usage where it helps). */
-static int run_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms, const char **resource)
+static int run_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
+                    const char **resource)
 {
     int next = parse_lock_args(ak, argc, argv, wait_ms, resource);
     if (next < 0) {
@@ -1145,8 +1174,9 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
     rs.token = m.token;
     rs.stop_margin = m.stop_margin_ms;
     if (!lease_usable(ak, &rs.w, &m, &rs.conn_open)) {
-        elkfw_say("%s: %s before the command could start (token %" PRIu64 " is stale); not starting it", rs.resource,
-            rs.w.lost ? rs.w.why : "the lease deadline passed", m.token);
+        elkfw_say("%s: %s before the command could start (token %" PRIu64
+                  " is stale); not starting it",
+                  rs.resource, rs.w.lost ? rs.w.why : "the lease deadline passed", m.token);
         if (rs.conn_open && !rs.w.lost) {
             release_and_wait(ak, rs.resource);
         }
@@ -1179,7 +1209,8 @@ static int hold_at_deadline(agent_link_t *ak, lease_watch_t *w, uint64_t *now)
     if (*now >= w->deadline) {
         printf("lost %s deadline-passed\n", w->resource);
         fflush(stdout);
-        elkfw_say("%s: lease deadline passed without word from elkd; the lease is gone", w->resource);
+        elkfw_say("%s: lease deadline passed without word from elkd; the lease is gone",
+                  w->resource);
         return EXIT_LOST;
     }
     return STEP_ON;
@@ -1282,13 +1313,14 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
         printf("lost %s %s\n", resource, w.lost ? "before-start" : "deadline-passed");
         fflush(stdout);
         elkfw_say("%s: %s right after the grant (token %" PRIu64 " is stale)", resource,
-            w.lost ? w.why : "the lease deadline passed", m.token);
+                  w.lost ? w.why : "the lease deadline passed", m.token);
         if (conn_open && !w.lost) {
             release_and_wait(ak, resource);
         }
         return EXIT_LOST;
     }
-    printf("acquired %s token=%" PRIu64 " validity_ms=%" PRIu64 "\n", resource, m.token, w.deadline - now_ms());
+    printf("acquired %s token=%" PRIu64 " validity_ms=%" PRIu64 "\n", resource, m.token,
+           w.deadline - now_ms());
     fflush(stdout);
     w.print = true;
     return acquire_hold(ak, &w, sfd);
@@ -1390,7 +1422,8 @@ static void table_print(const table_t *t)
         char up[24];
         size_t k;
         for (k = 0; k + 1 < sizeof up && t->head[c][k]; k++) {
-            up[k] = (char)(t->head[c][k] >= 'a' && t->head[c][k] <= 'z' ? t->head[c][k] - 32 : t->head[c][k]);
+            up[k] = (char)(t->head[c][k] >= 'a' && t->head[c][k] <= 'z' ? t->head[c][k] - 32
+                                                                        : t->head[c][k]);
         }
         up[k] = '\0';
         printf("  %-*s", w[c], up);
@@ -1435,7 +1468,8 @@ static int status_watch(agent_link_t *ak, unsigned long count)
                 elkfw_say("elkd closed the connection in the middle of the status");
                 return EXIT_UNREACHABLE;
             }
-            if ((copy = status_keep(&view, line, len)) != NULL && n < sizeof rows / sizeof rows[0]) {
+            if ((copy = status_keep(&view, line, len)) != NULL &&
+                n < sizeof rows / sizeof rows[0]) {
                 rows[n++] = copy;
             }
         }
@@ -1456,8 +1490,10 @@ static int status_metrics(agent_link_t *ak)
     if (agent_send(ak, "STATUS METRICS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
     }
-    if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK || strcmp(m.word, "METRICS") != 0) {
-        elkfw_say("unexpected reply from elkd (does it know STATUS METRICS?): %.*s", (int)len, line);
+    if (elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK ||
+        strcmp(m.word, "METRICS") != 0) {
+        elkfw_say("unexpected reply from elkd (does it know STATUS METRICS?): %.*s", (int)len,
+                  line);
         return EXIT_FAIL;
     }
     n = strtoul(m.text, NULL, 10);
@@ -1507,7 +1543,8 @@ static int status_request(agent_link_t *ak, bool json, elkfw_ctl_msg_t *m)
 {
     const char *line;
     size_t len;
-    if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 || agent_line(ak, &line, &len) <= 0) {
+    if (agent_send(ak, json ? "STATUS JSON\n" : "STATUS\n") != 0 ||
+        agent_line(ak, &line, &len) <= 0) {
         return EXIT_UNREACHABLE;
     }
     if (elkfw_ctl_parse_reply(line, len, m) == ELK_OK && m->kind == ELKFW_MSG_ERR) {
@@ -1629,7 +1666,8 @@ static int cmd_reload(agent_link_t *ak, int argc, char **argv)
     ok0 = json_number(m.text, m.text_len, "reloads");
     failed0 = json_number(m.text, m.text_len, "reload_failures");
     if (pid <= 1 || kill((pid_t)pid, SIGHUP) != 0) {
-        elkfw_say("cannot signal elkd (pid %" PRIu64 "): %s (run as elkd's user or root)", pid, strerror(errno));
+        elkfw_say("cannot signal elkd (pid %" PRIu64 "): %s (run as elkd's user or root)", pid,
+                  strerror(errno));
         return EXIT_FAIL;
     }
     for (until = now_ms() + 10000u; now_ms() < until; usleep(50000)) {
@@ -1671,10 +1709,8 @@ typedef struct command {
 } command_t;
 
 static const command_t commands[] = {
-    {"run", usage_run, cmd_run},
-    {"acquire", usage_acquire, cmd_acquire},
-    {"status", usage_status, cmd_status},
-    {"reload", usage_reload, cmd_reload},
+    {"run", usage_run, cmd_run},           {"acquire", usage_acquire, cmd_acquire},
+    {"status", usage_status, cmd_status},  {"reload", usage_reload, cmd_reload},
     {"guard", usage_guard, cmd_guard_any},
 };
 
@@ -1742,7 +1778,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "release") == 0) {
         /* Removed: a lease belongs to the connection that took it; another connection
          * that could drop it could stop someone else's actuator mid-step. */
-        elkfw_say("there is no 'elk release': a lease is released by the process holding it; stop that 'elk "
+        elkfw_say("there is no 'elk release': a lease is released by the process holding it; stop "
+                  "that 'elk "
                   "acquire' or 'elk run' (its pid is the holder in 'elk status')");
         return EXIT_USAGE;
     }

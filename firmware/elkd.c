@@ -74,33 +74,33 @@
 #define ELKD_SHUTDOWN_GRACE_MS 3000u
 
 typedef struct client {
-    int fd;                       /* -1: free slot */
-    pid_t pid;                    /* peer pid (SO_PEERCRED), for status */
-    elkfw_peer_t peer;            /* uid, groups and executable as of connect(), for allow lists */
-    uint64_t id;                  /* connection number, for logs */
+    int fd;            /* -1: free slot */
+    pid_t pid;         /* peer pid (SO_PEERCRED), for status */
+    elkfw_peer_t peer; /* uid, groups and executable as of connect(), for allow lists */
+    uint64_t id;       /* connection number, for logs */
     char in_store[ELK_CTL_LINE_MAX];
     elkfw_linebuf_t in;
     char out[ELKD_OUT_MAX];
     size_t out_len;
     bool close_after_flush;
-    bool drop;                    /* output overflowed or I/O failed: close now */
-    bool unresponsive;            /* dropped because it stopped reading (it may still live) */
-    char *bulk;                   /* a reply too large for out (STATUS METRICS), sent first */
+    bool drop;         /* output overflowed or I/O failed: close now */
+    bool unresponsive; /* dropped because it stopped reading (it may still live) */
+    char *bulk;        /* a reply too large for out (STATUS METRICS), sent first */
     size_t bulk_len, bulk_sent;
-    size_t cancelled_res;         /* 1 + resource whose ACQUIRE a RELEASE cancelled, 0: none */
+    size_t cancelled_res; /* 1 + resource whose ACQUIRE a RELEASE cancelled, 0: none */
 } client_t;
 
 typedef struct agent agent_t;
 
 typedef struct resource {
-    agent_t *agent;               /* back to the agent, for the lock engine's callback */
+    agent_t *agent;                    /* back to the agent, for the lock engine's callback */
     const elkfw_resource_conf_t *conf; /* &own: the settings the lock runs with */
     elkfw_resource_conf_t own;
     /* A reload changed or removed this resource while it was held or in flight: the new
      * settings (pending) apply, or the slot is freed (removing), once it is idle. */
     elkfw_resource_conf_t pending;
     bool has_pending, removing;
-    bool in_use;                  /* false: a free slot (its resource was removed) */
+    bool in_use;                   /* false: a free slot (its resource was removed) */
     uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
     elkfw_res_metrics_t metrics;
     elk_lock_t lock;
@@ -112,18 +112,18 @@ typedef struct resource {
     elkfw_sup_t sup;              /* the holder's command (elk run's process group), if told */
     /* Why the last failed round of a waiting acquire failed, so a wait that times out can
      * say what stood in the way (the library reports ELK_E_LOCK_TIMEOUT for it). */
-    int last_round_err;           /* ELK_OK: no failed round in this acquire */
+    int last_round_err; /* ELK_OK: no failed round in this acquire */
     uint8_t last_ok, last_busy, last_failed, last_nodes;
-    size_t last_ready;            /* nodes ready when that round failed */
+    size_t last_ready; /* nodes ready when that round failed */
 } resource_t;
 
 typedef struct waiter {
-    int client;                   /* slot, -1: free */
+    int client; /* slot, -1: free */
     uint64_t client_id;
     size_t res;
-    uint64_t deadline;            /* give up (ELK_E_LOCK_TIMEOUT) at this time */
+    uint64_t deadline; /* give up (ELK_E_LOCK_TIMEOUT) at this time */
     uint32_t wait_ms;
-    uint64_t seq;                 /* arrival order: the oldest waiter goes first */
+    uint64_t seq; /* arrival order: the oldest waiter goes first */
 } waiter_t;
 
 struct agent {
@@ -152,7 +152,7 @@ struct agent {
 
     resource_t res[ELKFW_MAX_RESOURCES];
     elkfw_allow_t allow[ELKFW_MAX_RESOURCES]; /* who may take res[i] (allow_users, allow_groups) */
-    gid_t socket_gid;             /* socket_group, (gid_t)-1: elkd's own */
+    gid_t socket_gid;                         /* socket_group, (gid_t)-1: elkd's own */
     size_t n_res;
     client_t clients[ELKD_MAX_CLIENTS];
     waiter_t waiters[ELKD_MAX_CLIENTS * 2];
@@ -163,32 +163,35 @@ struct agent {
     int signal_fd;
     bool shutting_down;
     uint64_t shutdown_started;
-    int ready_pipe;               /* daemon mode: tells the parent we are up (-1 if none) */
-    int level_override;           /* --log-level, which a reload keeps (-1: none) */
-    uint64_t started_at;          /* clock ms at start, for the uptime in STATUS */
+    int ready_pipe;      /* daemon mode: tells the parent we are up (-1 if none) */
+    int level_override;  /* --log-level, which a reload keeps (-1: none) */
+    uint64_t started_at; /* clock ms at start, for the uptime in STATUS */
     uint32_t reloads, reload_failures;
     char reload_error[ELKFW_ERR_MAX]; /* why the last reload kept the running config ("" ok) */
-    elkfw_notify_t notify;        /* the service manager ($NOTIFY_SOCKET), if any */
+    elkfw_notify_t notify;            /* the service manager ($NOTIFY_SOCKET), if any */
     bool ready_sent;
-    uint64_t ready_by;            /* READY=1 by then even without a quorum (said in STATUS=) */
-    char sd_status[200];          /* the last STATUS= sent */
+    uint64_t ready_by;   /* READY=1 by then even without a quorum (said in STATUS=) */
+    char sd_status[200]; /* the last STATUS= sent */
     elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
-    bool journal;                 /* stderr is the journal: lines start with <priority> */
+    bool journal; /* stderr is the journal: lines start with <priority> */
     elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
-    uint64_t metrics_next;        /* next rewrite of [agent] metrics_file */
-    bool metrics_failed;          /* the last rewrite failed (said once) */
+    uint64_t metrics_next; /* next rewrite of [agent] metrics_file */
+    bool metrics_failed;   /* the last rewrite failed (said once) */
 };
-
 
 /* ------------------------------------------------------------------ logging */
 
 static const char *level_name(int level)
 {
     switch (level) {
-    case ELK_LOG_ERROR: return "error";
-    case ELK_LOG_WARN: return "warn";
-    case ELK_LOG_INFO: return "info";
-    default: return "debug";
+    case ELK_LOG_ERROR:
+        return "error";
+    case ELK_LOG_WARN:
+        return "warn";
+    case ELK_LOG_INFO:
+        return "info";
+    default:
+        return "debug";
     }
 }
 
@@ -203,8 +206,8 @@ static void log_line(agent_t *a, int level, const char *module, const char *text
     } else if (a->journal) {
         /* the journal stamps the time itself and reads the priority from <N> */
         static const int prio[] = {3, 3, 4, 6, 7};
-        fprintf(stderr, "<%d>%s %s: %.*s\n", prio[level >= 1 && level <= 4 ? level : 4], level_name(level), module,
-                (int)len, text);
+        fprintf(stderr, "<%d>%s %s: %.*s\n", prio[level >= 1 && level <= 4 ? level : 4],
+                level_name(level), module, (int)len, text);
     } else {
         struct timespec ts;
         struct tm tm;
@@ -212,8 +215,8 @@ static void log_line(agent_t *a, int level, const char *module, const char *text
         clock_gettime(CLOCK_REALTIME, &ts); /* for people reading logs only, never for leases */
         gmtime_r(&ts.tv_sec, &tm);
         strftime(when, sizeof when, "%H:%M:%S", &tm);
-        fprintf(stderr, "%s.%03ldZ elkd %s %s: %.*s\n", when, ts.tv_nsec / 1000000L, level_name(level), module,
-                (int)len, text);
+        fprintf(stderr, "%s.%03ldZ elkd %s %s: %.*s\n", when, ts.tv_nsec / 1000000L,
+                level_name(level), module, (int)len, text);
     }
 }
 
@@ -230,15 +233,18 @@ static void lib_log_write(void *ctx, int level, const char *module, const char *
     }
     for (i = 0; level < ELK_LOG_DEBUG && strcmp(module, "node") == 0 && i < a->conf.n_nodes; i++) {
         char addr[ELKFW_STR_MAX + 16];
-        int n = snprintf(addr, sizeof addr, "%s:%u ", a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port);
-        if (n > 0 && (size_t)n <= len && memcmp(text, addr, (size_t)n) == 0 && elkfw_nodelog_quiet(&a->nodelog[i])) {
+        int n = snprintf(addr, sizeof addr, "%s:%u ", a->conf.nodes[i].host,
+                         (unsigned)a->conf.nodes[i].port);
+        if (n > 0 && (size_t)n <= len && memcmp(text, addr, (size_t)n) == 0 &&
+            elkfw_nodelog_quiet(&a->nodelog[i])) {
             level = ELK_LOG_DEBUG;
         }
     }
     log_line(a, level, module, text, len);
 }
 
-__attribute__((format(printf, 3, 4))) static void elkd_log(agent_t *a, int level, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void elkd_log(agent_t *a, int level, const char *fmt,
+                                                           ...)
 {
     char buf[1024];
     va_list ap;
@@ -257,7 +263,8 @@ __attribute__((format(printf, 3, 4))) static void elkd_log(agent_t *a, int level
 
 /* ------------------------------------------------------------------ client output */
 
-__attribute__((format(printf, 3, 4))) static void client_send(agent_t *a, int slot, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void client_send(agent_t *a, int slot, const char *fmt,
+                                                              ...)
 {
     client_t *c;
     va_list ap;
@@ -275,8 +282,9 @@ __attribute__((format(printf, 3, 4))) static void client_send(agent_t *a, int sl
     if (n < 0 || (size_t)n >= sizeof c->out - c->out_len) {
         /* A client that does not read its events cannot be told it lost a lock:
          * drop it, which releases what it holds. */
-        elkd_log(a, ELK_LOG_WARN, "client %" PRIu64 " (pid %d) does not read its replies; disconnecting it", c->id,
-             (int)c->pid);
+        elkd_log(a, ELK_LOG_WARN,
+                 "client %" PRIu64 " (pid %d) does not read its replies; disconnecting it", c->id,
+                 (int)c->pid);
         c->drop = true;
         c->unresponsive = true;
         return;
@@ -344,7 +352,8 @@ static resource_t *find_res(agent_t *a, const char *name)
 
 static bool owned_by(agent_t *a, const resource_t *r, int slot)
 {
-    return r->owner == slot && slot >= 0 && a->clients[slot].fd >= 0 && a->clients[slot].id == r->owner_id;
+    return r->owner == slot && slot >= 0 && a->clients[slot].fd >= 0 &&
+        a->clients[slot].id == r->owner_id;
 }
 
 /* A holder's command is being stopped (its client left), or a lease nobody supervises
@@ -368,15 +377,18 @@ static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     r->asked_at = now;
     rc = elk_lock_acquire(&r->lock, now, wd);
     if (rc == ELK_E_WOULD_BLOCK) {
-        elkd_log(a, ELK_LOG_DEBUG, "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
-             r->conf->name, a->clients[slot].id, wait_ms);
+        elkd_log(a, ELK_LOG_DEBUG,
+                 "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
+                 r->conf->name, a->clients[slot].id, wait_ms);
         return;
     }
     r->acquiring = false;
     if (rc == ELK_OK) {
         /* Already held by this handle: cannot happen as the agent holds once per resource;
          * answer truthfully anyway. */
-        client_send(a, slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
+        client_send(a, slot,
+                    "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32
+                    " deadline_boottime_ms=%" PRIu64 "\n",
                     r->conf->name, elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now),
                     r->conf->stop_margin_ms, elk_lock_deadline(&r->lock));
         return;
@@ -397,8 +409,7 @@ static void hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
     }
     for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
         waiter_t *w = &a->waiters[i];
-        if (w->client >= 0 && w->res == ri &&
-            (best == SIZE_MAX || w->seq < a->waiters[best].seq)) {
+        if (w->client >= 0 && w->res == ri && (best == SIZE_MAX || w->seq < a->waiters[best].seq)) {
             best = i;
         }
     }
@@ -420,10 +431,12 @@ static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why
     int rc = elk_lock_release(&r->lock, now);
     if (held) {
         elkfw_hist_add(&r->metrics.hold, now - r->granted_at);
-        elkd_log(a, ELK_LOG_INFO, "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
+        elkd_log(a, ELK_LOG_INFO,
+                 "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
                  r->conf->name, why, token, now - r->granted_at, renewals);
     } else {
-        elkd_log(a, rc == ELK_E_NOT_HELD ? ELK_LOG_DEBUG : ELK_LOG_INFO, "%s: released (%s)%s", r->conf->name, why,
+        elkd_log(a, rc == ELK_E_NOT_HELD ? ELK_LOG_DEBUG : ELK_LOG_INFO, "%s: released (%s)%s",
+                 r->conf->name, why,
                  rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
     }
     r->owner = -1;
@@ -454,7 +467,8 @@ static bool stop_command(agent_t *a, resource_t *r, uint64_t now, const char *wh
     }
     elkd_log(a, client_told ? ELK_LOG_INFO : ELK_LOG_WARN,
              "%s: %s; stopping its command (process group %d: %s, SIGKILL in %" PRIu32
-             " ms if still there) before the lease is released", r->conf->name, why, (int)r->sup.pgid,
+             " ms if still there) before the lease is released",
+             r->conf->name, why, (int)r->sup.pgid,
              client_told ? "its client sends SIGTERM" : "SIGTERM now", r->conf->stop_margin_ms);
     elkfw_sup_stop(&r->sup, now, r->conf->stop_margin_ms, !client_told);
     return true;
@@ -477,15 +491,21 @@ static void supervise_step(agent_t *a, resource_t *r, uint64_t now, uint64_t *ne
         break;
     case ELKFW_SUP_GIVE_UP:
         if (elk_lock_is_held(&r->lock, now)) {
-            elkd_log(a, ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; not releasing the lease: "
-                     "it is no longer renewed and runs out in %" PRIu32 " ms", r->conf->name, (int)r->sup.pgid,
-                     ELKFW_SUP_KILL_GRACE_MS, elk_lock_validity(&r->lock, now));
+            elkd_log(
+                a, ELK_LOG_ERROR,
+                "%s: process group %d is still there %u ms after SIGKILL; not releasing the lease: "
+                "it is no longer renewed and runs out in %" PRIu32 " ms",
+                r->conf->name, (int)r->sup.pgid, ELKFW_SUP_KILL_GRACE_MS,
+                elk_lock_validity(&r->lock, now));
             (void)elk_lock_abandon(&r->lock, now);
             r->owner = -1;
             r->shutdown_release_at = 0;
         } else {
-            elkd_log(a, ELK_LOG_ERROR, "%s: process group %d is still there %u ms after SIGKILL; its lease has already "
-                     "ended", r->conf->name, (int)r->sup.pgid, ELKFW_SUP_KILL_GRACE_MS);
+            elkd_log(
+                a, ELK_LOG_ERROR,
+                "%s: process group %d is still there %u ms after SIGKILL; its lease has already "
+                "ended",
+                r->conf->name, (int)r->sup.pgid, ELKFW_SUP_KILL_GRACE_MS);
             elkfw_sup_clear(&r->sup);
             hand_to_next_waiter(a, r, now);
         }
@@ -557,30 +577,38 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         r->acquiring = false;
         if (slot < 0 || a->shutting_down) {
             /* The client went away (or we are stopping) while the round ran. */
-            release_res(a, r, ev->now, slot < 0 ? "its client disconnected while acquiring" : "shutting down");
+            release_res(a, r, ev->now,
+                        slot < 0 ? "its client disconnected while acquiring" : "shutting down");
             return;
         }
         r->granted_at = ev->now;
-        elkd_log(a, ELK_LOG_INFO, "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
-             ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes", r->conf->name, a->clients[slot].id,
-             (unsigned)a->clients[slot].peer.uid, (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token,
-             ev->validity_ms, ev->now - r->asked_at, ev->ok, ev->node_count);
+        elkd_log(a, ELK_LOG_INFO,
+                 "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
+                 ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes",
+                 r->conf->name, a->clients[slot].id, (unsigned)a->clients[slot].peer.uid,
+                 (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token, ev->validity_ms,
+                 ev->now - r->asked_at, ev->ok, ev->node_count);
         /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
          * host shares) lets the client stop in time however late it reads this line. */
-        client_send(a, slot, "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
-                    r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
+        client_send(
+            a, slot,
+            "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
+            r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
         break;
     case ELK_LOCK_EV_ACQUIRE_FAILED:
         r->acquiring = false;
-        elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)", r->conf->name,
-             elk_err_message(ev->err), ev->ok, ev->busy, ev->failed, ev->node_count);
+        elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)",
+                 r->conf->name, elk_err_message(ev->err), ev->ok, ev->busy, ev->failed,
+                 ev->node_count);
         if (slot >= 0) {
             if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
                 char detail[320];
                 snprintf(detail, sizeof detail,
-                         "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes ready)",
-                         r->conf->name, elk_err_name(r->last_round_err), elk_err_message(r->last_round_err),
-                         r->last_ok, r->last_busy, r->last_failed, r->last_nodes, r->last_ready, a->fleet.count);
+                         "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes "
+                         "ready)",
+                         r->conf->name, elk_err_name(r->last_round_err),
+                         elk_err_message(r->last_round_err), r->last_ok, r->last_busy,
+                         r->last_failed, r->last_nodes, r->last_ready, a->fleet.count);
                 client_err(a, slot, ev->err, detail);
             } else {
                 client_err(a, slot, ev->err, r->conf->name);
@@ -596,34 +624,43 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         r->last_failed = ev->failed;
         r->last_nodes = ev->node_count;
         r->last_ready = elk_fleet_ready_count(&a->fleet);
-        elkd_log(a, ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name, elk_err_name(ev->err));
+        elkd_log(a, ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name,
+                 elk_err_name(ev->err));
         break;
     case ELK_LOCK_EV_RENEWED:
-        elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms", r->conf->name,
-             ev->renewals, ev->validity_ms);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms",
+                 r->conf->name, ev->renewals, ev->validity_ms);
         if (slot >= 0) {
-            client_send(a, slot, "EVENT RENEWED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64
-                              "\n", r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
+            client_send(a, slot,
+                        "EVENT RENEWED %s %" PRIu64 " %" PRIu32 " %" PRIu32
+                        " deadline_boottime_ms=%" PRIu64 "\n",
+                        r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms,
+                        ev->deadline);
         }
         break;
     case ELK_LOCK_EV_RENEW_FAILED:
         /* the library already logs this at warn */
-        elkd_log(a, ELK_LOG_DEBUG, "%s: renewal round failed (%s: %u ok of %u, quorum %u); retrying until the deadline",
-             r->conf->name, elk_err_name(ev->err), ev->ok, ev->node_count, ev->quorum);
+        elkd_log(
+            a, ELK_LOG_DEBUG,
+            "%s: renewal round failed (%s: %u ok of %u, quorum %u); retrying until the deadline",
+            r->conf->name, elk_err_name(ev->err), ev->ok, ev->node_count, ev->quorum);
         break;
     case ELK_LOCK_EV_RENEW_STOPPED:
         elkd_log(a, ELK_LOG_WARN, "%s: %s", r->conf->name, elk_err_message(ev->err));
         if (slot >= 0) {
-            client_send(a, slot, "EVENT RENEW_STOPPED %s %s\n", r->conf->name, elk_err_name(ev->err));
+            client_send(a, slot, "EVENT RENEW_STOPPED %s %s\n", r->conf->name,
+                        elk_err_name(ev->err));
         }
         break;
     case ELK_LOCK_EV_LOST:
-        elkd_log(a, ELK_LOG_WARN, "%s: LOST (%s), token %" PRIu64 ", held %" PRIu64 " ms; telling client %" PRIu64
-             " to stop", r->conf->name, elk_err_message(ev->err), ev->token, ev->now - r->granted_at,
-             slot >= 0 ? a->clients[slot].id : 0);
+        elkd_log(a, ELK_LOG_WARN,
+                 "%s: LOST (%s), token %" PRIu64 ", held %" PRIu64 " ms; telling client %" PRIu64
+                 " to stop",
+                 r->conf->name, elk_err_message(ev->err), ev->token, ev->now - r->granted_at,
+                 slot >= 0 ? a->clients[slot].id : 0);
         if (slot >= 0) {
-            client_send(a, slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
-                        r->conf->stop_margin_ms);
+            client_send(a, slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name,
+                        elk_err_name(ev->err), r->conf->stop_margin_ms);
         }
         /* The client stops its command on LOST; elkd does too, in case the client itself
          * is stopped or slow (the command must be gone within the stop margin). */
@@ -638,8 +675,8 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
         hand_to_next_waiter(a, r, ev->now);
         break;
     case ELK_LOCK_EV_RELEASED:
-        elkd_log(a, ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)", r->conf->name, ev->ok,
-             ev->node_count);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)",
+                 r->conf->name, ev->ok, ev->node_count);
         break;
     }
 }
@@ -678,8 +715,10 @@ static void on_node_state(void *user, elk_node_t *node, elk_node_state_t state, 
         int last = nl->last_err;
         if (elkfw_nodelog_ready(nl)) {
             span_text(now - nl->down_since, span, sizeof span);
-            elkd_log(a, ELK_LOG_INFO, "node %s (%s:%u) is back after %s down (%" PRIu32 " failed attempt%s, last "
-                     "error %s)", a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port,
+            elkd_log(a, ELK_LOG_INFO,
+                     "node %s (%s:%u) is back after %s down (%" PRIu32 " failed attempt%s, last "
+                     "error %s)",
+                     a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port,
                      span, attempts, attempts == 1 ? "" : "s", elk_err_name(last));
         }
     }
@@ -694,9 +733,11 @@ static void node_summaries(agent_t *a, uint64_t now, uint64_t *next)
         elkfw_nodelog_t *nl = &a->nodelog[i];
         if (elkfw_nodelog_summary_due(nl, now, a->conf.agent.log_summary_ms, next)) {
             span_text(now - nl->down_since, span, sizeof span);
-            elkd_log(a, ELK_LOG_WARN, "node %s (%s:%u) still down after %s: %" PRIu32 " failed attempts, last error "
-                     "%s (%s)", a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port, span,
-                     nl->attempts, elk_err_name(nl->last_err), elk_err_message(nl->last_err));
+            elkd_log(a, ELK_LOG_WARN,
+                     "node %s (%s:%u) still down after %s: %" PRIu32 " failed attempts, last error "
+                     "%s (%s)",
+                     a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port,
+                     span, nl->attempts, elk_err_name(nl->last_err), elk_err_message(nl->last_err));
         }
     }
 }
@@ -759,12 +800,14 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
     if (!json) {
         client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
         client_send(a, slot,
-                    "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64 " mode=%s nodes_ready=%zu/%zu quorum=%zu "
-                    "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32 "\n",
-                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s, elkfw_mode_name(a->conf.mode),
-                    elk_fleet_ready_count(&a->fleet), a->fleet.count, elk_client_quorum(&a->client),
-                    a->shutting_down ? "yes" : "no", clients_connected(a), ELKD_MAX_CLIENTS, a->reloads,
-                    a->reload_failures);
+                    "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64
+                    " mode=%s nodes_ready=%zu/%zu quorum=%zu "
+                    "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32
+                    "\n",
+                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
+                    elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet), a->fleet.count,
+                    elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
+                    clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
         for (i = 0; i < a->n_res; i++) {
             const resource_t *r = &a->res[i];
             if (!r->in_use) {
@@ -775,30 +818,36 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
                         " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s\n",
                         r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
                         holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-                        elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
-                        elk_lock_last_error(&r->lock) == ELK_OK ? "-" : elk_err_name(elk_lock_last_error(&r->lock)));
+                        elk_lock_validity(&r->lock, now), r->conf->ttl_ms,
+                        elk_lock_renewals(&r->lock),
+                        elk_lock_last_error(&r->lock) == ELK_OK
+                            ? "-"
+                            : elk_err_name(elk_lock_last_error(&r->lock)));
         }
         for (i = 0; i < a->fleet.count; i++) {
             const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
             node_addr(a, i, addr, sizeof addr);
-            client_send(a, slot,
-                        "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
-                        " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s votes=%s check=%s\n",
-                        a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
-                        st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-                        st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
-                        elk_client_node_votes(&a->client, i) ? "yes" : "no", elk_client_node_check(&a->client, i));
+            client_send(
+                a, slot,
+                "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
+                " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s votes=%s check=%s\n",
+                a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
+                st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
+                st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
+                elk_client_node_votes(&a->client, i) ? "yes" : "no",
+                elk_client_node_check(&a->client, i));
         }
         return;
     }
-    client_send(a, slot, "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
-                      ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
-                      "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
-                      ",\"reload_failures\":%" PRIu32 ",\"resources\":[",
-                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s, elkfw_mode_name(a->conf.mode),
-                elk_client_quorum(&a->client),
-                elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false", clients_connected(a),
-                ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
+    client_send(a, slot,
+                "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
+                ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+                "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
+                ",\"reload_failures\":%" PRIu32 ",\"resources\":[",
+                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
+                elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
+                elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false",
+                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
         if (!r->in_use) {
@@ -812,23 +861,27 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
                     holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
                     elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
                     r->conf->stop_margin_ms,
-                    elk_lock_last_error(&r->lock) == ELK_OK ? "" : elk_err_name(elk_lock_last_error(&r->lock)));
+                    elk_lock_last_error(&r->lock) == ELK_OK
+                        ? ""
+                        : elk_err_name(elk_lock_last_error(&r->lock)));
         first = false;
     }
     client_send(a, slot, "],\"nodes\":[");
     for (i = 0; i < a->fleet.count; i++) {
         const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
         node_addr(a, i, addr, sizeof addr);
-        client_send(a, slot,
-                    "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
-                    "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
-                    ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\",\"votes\":%s,\"check\":\"%s\"}",
-                    i ? "," : "", a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
-                    elk_node_is_ready(&a->nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
-                    st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-                    st->last_error == ELK_OK ? "" : elk_err_name(st->last_error),
-                    elk_client_node_votes(&a->client, i) ? "true" : "false",
-                    json_text(elk_client_node_check(&a->client, i), check, sizeof check));
+        client_send(
+            a, slot,
+            "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
+            "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
+            ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\",\"votes\":%s,\"check\":\"%s\"}",
+            i ? "," : "", a->conf.nodes[i].name, addr,
+            elk_node_state_name(elk_node_state(&a->nodes[i])),
+            elk_node_is_ready(&a->nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
+            st->last_rtt_ms, st->connects, st->failures, st->timeouts,
+            st->last_error == ELK_OK ? "" : elk_err_name(st->last_error),
+            elk_client_node_votes(&a->client, i) ? "true" : "false",
+            json_text(elk_client_node_check(&a->client, i), check, sizeof check));
     }
     client_send(a, slot, "]}\n");
 }
@@ -836,8 +889,8 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 /* ------------------------------------------------------------------ metrics */
 
 /* One exposition's view of the agent: res and nodes are the caller's arrays. */
-static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src, elkfw_metrics_res_t *res,
-                        elkfw_metrics_node_t *nodes)
+static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
+                        elkfw_metrics_res_t *res, elkfw_metrics_node_t *nodes)
 {
     size_t i;
     memset(src, 0, sizeof *src);
@@ -887,7 +940,8 @@ static void send_metrics(agent_t *a, int slot, uint64_t now)
     f = open_memstream(&body, &body_len);
     if (f == NULL || !elkfw_metrics_write(f, &src) || fclose(f) != 0 || c->bulk != NULL) {
         free(body);
-        client_err(a, slot, ELK_E_NO_RESOURCES, c->bulk != NULL ? "a metrics reply is still being sent" : "metrics");
+        client_err(a, slot, ELK_E_NO_RESOURCES,
+                   c->bulk != NULL ? "a metrics reply is still being sent" : "metrics");
         return;
     }
     for (k = 0; k < body_len; k++) {
@@ -922,8 +976,10 @@ static void metrics_step(agent_t *a, uint64_t now, uint64_t *next)
         metrics_src(a, now, &src, res, nodes);
         if (!elkfw_metrics_write_file(a->conf.agent.metrics_file, &src)) {
             if (!a->metrics_failed) {
-                elkd_log(a, ELK_LOG_WARN, "cannot write metrics_file %s: %s (retrying every %" PRIu32 " ms)",
-                         a->conf.agent.metrics_file, strerror(errno), a->conf.agent.metrics_interval_ms);
+                elkd_log(a, ELK_LOG_WARN,
+                         "cannot write metrics_file %s: %s (retrying every %" PRIu32 " ms)",
+                         a->conf.agent.metrics_file, strerror(errno),
+                         a->conf.agent.metrics_interval_ms);
             }
             a->metrics_failed = true;
         } else {
@@ -952,7 +1008,8 @@ static bool client_waits_for(agent_t *a, int slot, size_t ri)
 {
     size_t i;
     for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
-        if (a->waiters[i].client == slot && a->waiters[i].client_id == a->clients[slot].id && a->waiters[i].res == ri) {
+        if (a->waiters[i].client == slot && a->waiters[i].client_id == a->clients[slot].id &&
+            a->waiters[i].res == ri) {
             return true;
         }
     }
@@ -960,19 +1017,23 @@ static bool client_waits_for(agent_t *a, int slot, size_t ri)
 }
 
 /* SUPERVISE: the held lease drives through process group req->pgid (elkfw/supervise.h). */
-static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_ctl_req_t *req, uint64_t now)
+static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_ctl_req_t *req,
+                              uint64_t now)
 {
     char why_not[200];
     if (!owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
         client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
-    } else if (!elkfw_sup_group_allowed((pid_t)req->pgid, a->clients[slot].pid, why_not, sizeof why_not)) {
-        elkd_log(a, ELK_LOG_WARN, "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
-                 ": refused: %s", r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, req->pgid, why_not);
+    } else if (!elkfw_sup_group_allowed((pid_t)req->pgid, a->clients[slot].pid, why_not,
+                                        sizeof why_not)) {
+        elkd_log(a, ELK_LOG_WARN,
+                 "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
+                 ": refused: %s",
+                 r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, req->pgid, why_not);
         client_err(a, slot, ELK_E_CTL_SYNTAX, why_not);
     } else {
         elkfw_sup_watch(&r->sup, (pid_t)req->pgid);
-        elkd_log(a, ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64, r->conf->name,
-                 req->pgid, a->clients[slot].id);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64,
+                 r->conf->name, req->pgid, a->clients[slot].id);
         client_send(a, slot, "OK SUPERVISED %s\n", r->conf->name);
     }
 }
@@ -997,8 +1058,10 @@ static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
     } else if (r->owner >= 0 && owned_by(a, r, r->owner)) {
         char detail[256];
         snprintf(detail, sizeof detail,
-                 "%s is held by pid %d on this agent; a lease is released by the connection that took it "
-                 "(stop that process)", r->conf->name, (int)a->clients[r->owner].pid);
+                 "%s is held by pid %d on this agent; a lease is released by the connection that "
+                 "took it "
+                 "(stop that process)",
+                 r->conf->name, (int)a->clients[r->owner].pid);
         client_err(a, slot, ELK_E_NOT_HELD, detail);
     } else {
         client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
@@ -1006,13 +1069,17 @@ static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
 }
 
 /* ACQUIRE: start a round, or queue behind a local holder, or refuse. */
-static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl_req_t *req, uint64_t now)
+static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl_req_t *req,
+                            uint64_t now)
 {
     const elkfw_peer_t *peer = &a->clients[slot].peer;
     if (!elkfw_access_allowed(&a->allow[r - a->res], peer)) {
         char detail[200];
-        elkd_log(a, ELK_LOG_WARN, "%s: refused to client %" PRIu64 " (uid %u, pid %d, %s): not in allow_users or "
-                 "allow_groups", r->conf->name, a->clients[slot].id, (unsigned)peer->uid, (int)peer->pid, peer->exe);
+        elkd_log(a, ELK_LOG_WARN,
+                 "%s: refused to client %" PRIu64 " (uid %u, pid %d, %s): not in allow_users or "
+                 "allow_groups",
+                 r->conf->name, a->clients[slot].id, (unsigned)peer->uid, (int)peer->pid,
+                 peer->exe);
         snprintf(detail, sizeof detail, "resource %s, uid %u", r->conf->name, (unsigned)peer->uid);
         client_err(a, slot, ELK_E_FORBIDDEN, detail);
         return;
@@ -1025,7 +1092,8 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
         client_err(a, slot, ELK_E_ALREADY_HELD, r->conf->name);
         return;
     }
-    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now) || !res_settle(a, r)) {
+    if ((r->owner >= 0 && owned_by(a, r, r->owner)) || res_orphaned(a, r, now) ||
+        !res_settle(a, r)) {
         /* Another client of this agent has it, or its last holder's command is still being
          * stopped: queue locally, never two rounds from one gateway. */
         size_t i;
@@ -1035,11 +1103,15 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
                 snprintf(detail, sizeof detail, "%s is held by pid %d on this agent", r->conf->name,
                          (int)a->clients[r->owner].pid);
             } else if (r->has_pending) {
-                snprintf(detail, sizeof detail, "%s: its new settings from a reload apply once the last release "
-                         "round ends; retry or wait", r->conf->name);
+                snprintf(detail, sizeof detail,
+                         "%s: its new settings from a reload apply once the last release "
+                         "round ends; retry or wait",
+                         r->conf->name);
             } else {
-                snprintf(detail, sizeof detail, "%s: its last holder on this agent left; its command is being "
-                         "stopped or its lease is running out", r->conf->name);
+                snprintf(detail, sizeof detail,
+                         "%s: its last holder on this agent left; its command is being "
+                         "stopped or its lease is running out",
+                         r->conf->name);
             }
             client_err(a, slot, ELK_E_LOCK_BUSY, detail);
             r->metrics.refusals++;
@@ -1078,8 +1150,10 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
         client_send(a, slot, "OK PONG\n");
         return;
     case ELKFW_CTL_HELP:
-        client_send(a, slot, "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE <resource> <pgid> | "
-                          "STATUS [JSON|METRICS] | PING | QUIT\n");
+        client_send(a, slot,
+                    "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE "
+                    "<resource> <pgid> | "
+                    "STATUS [JSON|METRICS] | PING | QUIT\n");
         return;
     case ELKFW_CTL_QUIT:
         client_send(a, slot, "OK BYE\n");
@@ -1118,7 +1192,8 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
  * killed, or dropped for not reading): stop it first. And a client dropped for not
  * reading, with no command known, may still be driving: never release under it; let
  * the lease run out at the deadline it was given. */
-static void lease_after_client(agent_t *a, resource_t *r, const client_t *c, uint64_t now, const char *why)
+static void lease_after_client(agent_t *a, resource_t *r, const client_t *c, uint64_t now,
+                               const char *why)
 {
     char what[160];
     if (r->acquiring) {
@@ -1126,15 +1201,17 @@ static void lease_after_client(agent_t *a, resource_t *r, const client_t *c, uin
         release_res(a, r, now, "its client disconnected while acquiring");
         return;
     }
-    snprintf(what, sizeof what, "client %" PRIu64 " (pid %d) %s while holding it", c->id, (int)c->pid,
-             c->unresponsive ? "stopped reading its replies" : why);
+    snprintf(what, sizeof what, "client %" PRIu64 " (pid %d) %s while holding it", c->id,
+             (int)c->pid, c->unresponsive ? "stopped reading its replies" : why);
     if (stop_command(a, r, now, what, false)) {
         r->owner = -1;
         return;
     }
     if (c->unresponsive && elk_lock_is_held(&r->lock, now)) {
-        elkd_log(a, ELK_LOG_WARN, "%s: %s; it may still be driving: the lease is no longer renewed and runs out in %" PRIu32
-                 " ms instead of being released", r->conf->name, what, elk_lock_validity(&r->lock, now));
+        elkd_log(a, ELK_LOG_WARN,
+                 "%s: %s; it may still be driving: the lease is no longer renewed and runs out in "
+                 "%" PRIu32 " ms instead of being released",
+                 r->conf->name, what, elk_lock_validity(&r->lock, now));
         (void)elk_lock_abandon(&r->lock, now);
         r->owner = -1;
         r->shutdown_release_at = 0;
@@ -1183,7 +1260,8 @@ static void accept_clients(agent_t *a)
         int slot;
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                elkd_log(a, ELK_LOG_WARN, "accept on the control socket failed: %s", strerror(errno));
+                elkd_log(a, ELK_LOG_WARN, "accept on the control socket failed: %s",
+                         strerror(errno));
             }
             return;
         }
@@ -1192,7 +1270,8 @@ static void accept_clients(agent_t *a)
         const char *why = NULL;
         int free_slot = -1;
         if (elkfw_access_peer(fd, &peer) != ELK_OK) {
-            elkd_log(a, ELK_LOG_WARN, "control socket: no peer credentials: %s; connection refused", strerror(errno));
+            elkd_log(a, ELK_LOG_WARN, "control socket: no peer credentials: %s; connection refused",
+                     strerror(errno));
             close(fd);
             continue;
         }
@@ -1214,13 +1293,13 @@ static void accept_clients(agent_t *a)
         if (why != NULL) {
             int code = a->shutting_down ? ELK_E_SHUTTING_DOWN : ELK_E_AGENT_FULL;
             char msg[300];
-            int n = snprintf(msg, sizeof msg, "ERR %s %s%s%s\n", elk_err_name(code), elk_err_message(code),
-                             why[0] ? ": " : "", why);
+            int n = snprintf(msg, sizeof msg, "ERR %s %s%s%s\n", elk_err_name(code),
+                             elk_err_message(code), why[0] ? ": " : "", why);
             /* Answered before closing: the client reads why instead of a broken pipe. */
             (void)!send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
             if (!a->shutting_down) {
-                elkd_log(a, ELK_LOG_WARN, "connection of uid %u (pid %d, %s) refused: %s", (unsigned)peer.uid,
-                         (int)peer.pid, peer.exe, why);
+                elkd_log(a, ELK_LOG_WARN, "connection of uid %u (pid %d, %s) refused: %s",
+                         (unsigned)peer.uid, (int)peer.pid, peer.exe, why);
             }
             close(fd);
             continue;
@@ -1236,8 +1315,8 @@ static void accept_clients(agent_t *a)
         c->close_after_flush = false;
         c->cancelled_res = 0;
         elkfw_linebuf_init(&c->in, c->in_store, sizeof c->in_store);
-        elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (uid %u, pid %d, %s) connected", c->id, (unsigned)peer.uid,
-                 (int)c->pid, peer.exe);
+        elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (uid %u, pid %d, %s) connected", c->id,
+                 (unsigned)peer.uid, (int)c->pid, peer.exe);
     }
 }
 
@@ -1383,7 +1462,8 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
 {
     size_t i;
     int rc;
-    rc = elk_pool_init(&a->pool, a->pool_mem, sizeof a->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, 2u * a->conf.n_nodes + 2u);
+    rc = elk_pool_init(&a->pool, a->pool_mem, sizeof a->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                       2u * a->conf.n_nodes + 2u);
     if (rc != ELK_OK) {
         snprintf(err, errlen, "buffer pool: %s", elk_err_message(rc));
         return rc;
@@ -1403,19 +1483,21 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
             tc.key_file = nc->tls.key[0] ? nc->tls.key : NULL;
             rc = elk_tls_shared_init(&a->tls_shared[i], &tc, &a->entropy);
             if (rc != ELK_OK) {
-                snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line, nc->name,
-                         elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "", nc->tls.cert);
+                snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line,
+                         nc->name, elk_err_message(rc), nc->tls.ca,
+                         nc->tls.cert[0] ? ", cert " : "", nc->tls.cert);
                 return rc;
             }
             rc = elk_tls_conn_init(&a->tls_conn[i], &a->tls_shared[i], &tcp, &tr);
             if (rc != ELK_OK) {
-                snprintf(err, errlen, "[node %s]: TLS connection setup: %s", nc->name, elk_err_message(rc));
+                snprintf(err, errlen, "[node %s]: TLS connection setup: %s", nc->name,
+                         elk_err_message(rc));
                 return rc;
             }
             a->tls_used[i] = true;
 #else
-            snprintf(err, errlen, "%s:%d: [node %s]: tls = on but this elkd was built without TLS", a->conf.path,
-                     nc->line, nc->name);
+            snprintf(err, errlen, "%s:%d: [node %s]: tls = on but this elkd was built without TLS",
+                     a->conf.path, nc->line, nc->name);
             return ELK_E_NOT_SUPPORTED;
 #endif
         }
@@ -1449,13 +1531,13 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
         cc.mode = a->conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
         cc.on_node_state = on_node_state;
         cc.node_state_user = a;
-        cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF      ? ELK_SAFETY_OFF
-                    : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE ? ELK_SAFETY_REFUSE
-                                                                       : ELK_SAFETY_WARN;
+        cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF ? ELK_SAFETY_OFF
+            : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE    ? ELK_SAFETY_REFUSE
+                                                                   : ELK_SAFETY_WARN;
         rc = elk_client_init(&a->client, &cc, &a->fleet, &a->entropy, &a->lib_log);
         if (rc != ELK_OK) {
-            snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", a->gateway_id,
-                     a->conf.key_prefix, elk_err_message(rc));
+            snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s",
+                     a->gateway_id, a->conf.key_prefix, elk_err_message(rc));
             return rc;
         }
     }
@@ -1471,7 +1553,8 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
         r->in_use = true;
         rc = elk_lock_init(&r->lock, &a->client, rc_->name, &lc, on_lock_event, r);
         if (rc != ELK_OK) {
-            snprintf(err, errlen, "%s:%d: [resource %s]: %s", a->conf.path, rc_->line, rc_->name, elk_err_message(rc));
+            snprintf(err, errlen, "%s:%d: [resource %s]: %s", a->conf.path, rc_->line, rc_->name,
+                     elk_err_message(rc));
             return rc;
         }
         a->n_res++;
@@ -1508,7 +1591,8 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
     a->shutting_down = true;
     a->shutdown_started = now;
     (void)elkfw_notify_send(&a->notify, "STOPPING=1");
-    elkd_log(a, ELK_LOG_INFO, "%s: stopping: no new leases, telling holders, releasing every lease", why);
+    elkd_log(a, ELK_LOG_INFO, "%s: stopping: no new leases, telling holders, releasing every lease",
+             why);
     if (a->listen_fd >= 0) {
         close(a->listen_fd);
         a->listen_fd = -1;
@@ -1521,7 +1605,8 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
     }
     for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
         if (a->waiters[i].client >= 0) {
-            client_err(a, a->waiters[i].client, ELK_E_SHUTTING_DOWN, a->res[a->waiters[i].res].conf->name);
+            client_err(a, a->waiters[i].client, ELK_E_SHUTTING_DOWN,
+                       a->res[a->waiters[i].res].conf->name);
             a->waiters[i].client = -1;
         }
     }
@@ -1543,7 +1628,8 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
 
 /* ------------------------------------------------------------------ reload */
 
-static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err, size_t errlen);
+static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err,
+                     size_t errlen);
 static void pick_gateway_id(agent_t *a);
 
 /* A resource changed or removed by a reload: once nothing is held or in flight on it, its
@@ -1557,7 +1643,8 @@ static bool res_settle(agent_t *a, resource_t *r)
         return true;
     }
     if (owned_by(a, r, r->owner) || r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE ||
-        elk_lock_busy(&r->lock) || elkfw_sup_stopping(&r->sup) || elk_lock_deinit(&r->lock) != ELK_OK) {
+        elk_lock_busy(&r->lock) || elkfw_sup_stopping(&r->sup) ||
+        elk_lock_deinit(&r->lock) != ELK_OK) {
         return false;
     }
     r->owner = -1;
@@ -1571,12 +1658,15 @@ static bool res_settle(agent_t *a, resource_t *r)
     elkfw_resource_lock_config(&a->conf, &r->own, &lc);
     rc = elk_lock_init(&r->lock, &a->client, r->own.name, &lc, on_lock_event, r);
     if (rc != ELK_OK) {
-        elkd_log(a, ELK_LOG_ERROR, "%s: its new settings cannot be used (%s); the resource is out of service until "
-                 "the next reload or restart", r->conf->name, elk_err_message(rc));
+        elkd_log(a, ELK_LOG_ERROR,
+                 "%s: its new settings cannot be used (%s); the resource is out of service until "
+                 "the next reload or restart",
+                 r->conf->name, elk_err_message(rc));
         r->in_use = false;
         return true;
     }
-    elkd_log(a, ELK_LOG_INFO, "%s: new settings in force (ttl %" PRIu32 " ms, stop_margin %" PRIu32 " ms)",
+    elkd_log(a, ELK_LOG_INFO,
+             "%s: new settings in force (ttl %" PRIu32 " ms, stop_margin %" PRIu32 " ms)",
              r->conf->name, r->conf->ttl_ms, r->conf->stop_margin_ms);
     return true;
 }
@@ -1604,8 +1694,10 @@ static const char *fleet_in_use(agent_t *a)
     size_t i;
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
-        if (r->in_use && (owned_by(a, r, r->owner) || r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE ||
-                          elk_lock_busy(&r->lock) || elkfw_sup_stopping(&r->sup))) {
+        if (r->in_use &&
+            (owned_by(a, r, r->owner) || r->acquiring ||
+             elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elk_lock_busy(&r->lock) ||
+             elkfw_sup_stopping(&r->sup))) {
             return r->conf->name;
         }
     }
@@ -1644,7 +1736,8 @@ static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t
         a->conf = *old;
         pick_gateway_id(a);
         if (setup_fleet(a, err2, sizeof err2) != ELK_OK) {
-            elkd_log(a, ELK_LOG_ERROR, "reload: the running configuration cannot be set up again either: %s", err2);
+            elkd_log(a, ELK_LOG_ERROR,
+                     "reload: the running configuration cannot be set up again either: %s", err2);
         }
     }
     free(old);
@@ -1688,8 +1781,10 @@ static void reload_add(agent_t *a, const elkfw_resource_conf_t *nr)
         elkd_log(a, ELK_LOG_INFO, "%s: added (configuration reload)", nr->name);
         return;
     }
-    elkd_log(a, ELK_LOG_ERROR, "%s: not added: every resource slot is taken (removed resources still held free "
-             "theirs when released; reload again then)", nr->name);
+    elkd_log(a, ELK_LOG_ERROR,
+             "%s: not added: every resource slot is taken (removed resources still held free "
+             "theirs when released; reload again then)",
+             nr->name);
 }
 
 /* Apply the resource part of next: changed and removed resources settle once idle
@@ -1705,21 +1800,24 @@ static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
         }
         nr = elkfw_conf_resource(next, r->own.name, strlen(r->own.name));
         r->removing = nr == NULL;
-        r->has_pending = nr != NULL && (!elkfw_resource_conf_same(&r->own, nr) ||
-                                        a->conf.drift_factor_ppm != next->drift_factor_ppm ||
-                                        a->conf.drift_fixed_ms != next->drift_fixed_ms);
+        r->has_pending = nr != NULL &&
+            (!elkfw_resource_conf_same(&r->own, nr) ||
+             a->conf.drift_factor_ppm != next->drift_factor_ppm ||
+             a->conf.drift_fixed_ms != next->drift_fixed_ms);
         if (r->has_pending) {
             r->pending = *nr;
         }
         for (k = 0; r->removing && k < sizeof a->waiters / sizeof a->waiters[0]; k++) {
             if (a->waiters[k].client >= 0 && a->waiters[k].res == i) {
-                client_err(a, a->waiters[k].client, ELK_E_RESOURCE_UNKNOWN, "removed from the configuration");
+                client_err(a, a->waiters[k].client, ELK_E_RESOURCE_UNKNOWN,
+                           "removed from the configuration");
                 a->waiters[k].client = -1;
             }
         }
         if ((r->removing || r->has_pending) && owned_by(a, r, r->owner)) {
-            elkd_log(a, ELK_LOG_INFO, "%s: %s once its lease (token %" PRIu64 ") is released", r->own.name,
-                     r->removing ? "goes" : "new settings apply", elk_lock_token(&r->lock));
+            elkd_log(a, ELK_LOG_INFO, "%s: %s once its lease (token %" PRIu64 ") is released",
+                     r->own.name, r->removing ? "goes" : "new settings apply",
+                     elk_lock_token(&r->lock));
         }
     }
     a->conf = *next; /* settled resources take the new drift settings */
@@ -1764,28 +1862,36 @@ static void reload_config(agent_t *a, uint64_t now)
     } else if (read_conf(a, next, allow, &gid, err, sizeof err) == ELK_OK) {
         elkfw_reload_plan(&a->conf, next, &plan);
         if (plan.restart_key != NULL) {
-            elkd_log(a, ELK_LOG_WARN, "reload: [agent] %s changed; only a restart applies it (the running value is "
-                     "kept)", plan.restart_key);
+            elkd_log(a, ELK_LOG_WARN,
+                     "reload: [agent] %s changed; only a restart applies it (the running value is "
+                     "kept)",
+                     plan.restart_key);
             strcpy(next->agent.socket_path, a->conf.agent.socket_path);
             next->agent.log_target = a->conf.agent.log_target;
             next->agent.socket_mode = a->conf.agent.socket_mode;
             strcpy(next->agent.socket_group, a->conf.agent.socket_group);
         }
         if (plan.fleet_key != NULL && (busy = fleet_in_use(a)) != NULL) {
-            snprintf(err, sizeof err, "%s changed, which would change the quorum of held leases, and %s is held or "
-                     "in use; release it (or restart elkd) to apply that", plan.fleet_key, busy);
+            snprintf(err, sizeof err,
+                     "%s changed, which would change the quorum of held leases, and %s is held or "
+                     "in use; release it (or restart elkd) to apply that",
+                     plan.fleet_key, busy);
         } else if (plan.fleet_key != NULL) {
             rc = rebuild_fleet(a, next, err, sizeof err);
             if (rc == ELK_OK) {
-                elkd_log(a, ELK_LOG_INFO, "reload: %s changed and no lease was held: fleet set up again (%zu node%s, "
-                         "%zu resource%s)", plan.fleet_key, a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
-                         a->n_res, a->n_res == 1 ? "" : "s");
+                elkd_log(
+                    a, ELK_LOG_INFO,
+                    "reload: %s changed and no lease was held: fleet set up again (%zu node%s, "
+                    "%zu resource%s)",
+                    plan.fleet_key, a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s", a->n_res,
+                    a->n_res == 1 ? "" : "s");
             }
         } else {
             reload_resources(a, next, now);
-            elkd_log(a, ELK_LOG_INFO, "reload: %zu resource%s added, %zu changed (held leases keep their settings "
-                     "until released), %zu removed", plan.added, plan.added == 1 ? "" : "s", plan.changed,
-                     plan.removed);
+            elkd_log(a, ELK_LOG_INFO,
+                     "reload: %zu resource%s added, %zu changed (held leases keep their settings "
+                     "until released), %zu removed",
+                     plan.added, plan.added == 1 ? "" : "s", plan.changed, plan.removed);
         }
         if (err[0] == '\0') {
             reload_allow(a, next, allow);
@@ -1921,8 +2027,8 @@ static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
     }
     snprintf(msg, sizeof msg, "%s%zu/%zu nodes ready%s, %zu lease%s held, %zu client%s",
              a->ready_sent ? "STATUS=" : "READY=1\nSTATUS=", ready, a->fleet.count,
-             quorum ? "" : " (no quorum: waiting for the fleet)", held, held == 1 ? "" : "s", clients_connected(a),
-             clients_connected(a) == 1 ? "" : "s");
+             quorum ? "" : " (no quorum: waiting for the fleet)", held, held == 1 ? "" : "s",
+             clients_connected(a), clients_connected(a) == 1 ? "" : "s");
     if (strcmp(strstr(msg, "STATUS=") + 7, a->sd_status) != 0 || !a->ready_sent) {
         snprintf(a->sd_status, sizeof a->sd_status, "%s", strstr(msg, "STATUS=") + 7);
         (void)elkfw_notify_send(&a->notify, msg);
@@ -2034,7 +2140,8 @@ static void poll_dispatch(agent_t *a, const poll_set_t *ps, uint64_t now)
             break;
         case POLL_CLIENT:
             /* the slot may have been closed (and reused) by an earlier entry */
-            if (a->clients[ps->slot[i]].fd == p->fd && (p->revents & (POLLIN | POLLHUP | POLLERR))) {
+            if (a->clients[ps->slot[i]].fd == p->fd &&
+                (p->revents & (POLLIN | POLLHUP | POLLERR))) {
                 client_readable(a, ps->slot[i], now);
             }
             break;
@@ -2071,32 +2178,41 @@ static int run_loop(agent_t *a)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: elkd [-c PATH] [-f] [--log stderr|syslog] [--log-level LEVEL] [--socket PATH] [--check]\n"
-            "            [--print-acl]\n"
-            "The edgelock agent: holds leases on a Redis fleet for local programs (see elk(1)).\n"
-            "\n"
-            "  -c, --config PATH     configuration file (default " ELKD_DEFAULT_CONFIG ")\n"
-            "  -f, --foreground      stay in the foreground (default: detach once the socket is up)\n"
-            "      --log TARGET      stderr or syslog (overrides [agent] log)\n"
-            "      --log-level L     error, warn, info or debug (overrides [agent] log_level)\n"
-            "  -s, --socket PATH     control socket (overrides [agent] socket)\n"
-            "      --check           check the configuration, its TLS files and secrets, and exit\n"
-            "      --print-acl       print the least-privilege Redis ACL rule for the lock user and exit\n"
-            "  -h, --help            this text\n"
-            "  -V, --version         print the version\n"
-            "\n"
-            "Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 runtime failure, 2 bad configuration or\n"
-            "usage (with --check also unusable TLS files and secrets every user can read), 3 cannot bind\n"
-            "the control socket or give it its mode and group, 4 fleet setup failed (e.g. TLS files).\n");
+    fprintf(
+        f,
+        "Usage: elkd [-c PATH] [-f] [--log stderr|syslog] [--log-level LEVEL] [--socket PATH] "
+        "[--check]\n"
+        "            [--print-acl]\n"
+        "The edgelock agent: holds leases on a Redis fleet for local programs (see elk(1)).\n"
+        "\n"
+        "  -c, --config PATH     configuration file (default " ELKD_DEFAULT_CONFIG ")\n"
+        "  -f, --foreground      stay in the foreground (default: detach once the socket is up)\n"
+        "      --log TARGET      stderr or syslog (overrides [agent] log)\n"
+        "      --log-level L     error, warn, info or debug (overrides [agent] log_level)\n"
+        "  -s, --socket PATH     control socket (overrides [agent] socket)\n"
+        "      --check           check the configuration, its TLS files and secrets, and exit\n"
+        "      --print-acl       print the least-privilege Redis ACL rule for the lock user and "
+        "exit\n"
+        "  -h, --help            this text\n"
+        "  -V, --version         print the version\n"
+        "\n"
+        "Exit codes: 0 ok (also after SIGTERM/SIGINT), 1 runtime failure, 2 bad configuration or\n"
+        "usage (with --check also unusable TLS files and secrets every user can read), 3 cannot "
+        "bind\n"
+        "the control socket or give it its mode and group, 4 fleet setup failed (e.g. TLS "
+        "files).\n");
 }
 
 static int parse_level(const char *s)
 {
-    if (strcmp(s, "error") == 0) return ELK_LOG_ERROR;
-    if (strcmp(s, "warn") == 0) return ELK_LOG_WARN;
-    if (strcmp(s, "info") == 0) return ELK_LOG_INFO;
-    if (strcmp(s, "debug") == 0) return ELK_LOG_DEBUG;
+    if (strcmp(s, "error") == 0)
+        return ELK_LOG_ERROR;
+    if (strcmp(s, "warn") == 0)
+        return ELK_LOG_WARN;
+    if (strcmp(s, "info") == 0)
+        return ELK_LOG_INFO;
+    if (strcmp(s, "debug") == 0)
+        return ELK_LOG_DEBUG;
     return -1;
 }
 
@@ -2107,7 +2223,7 @@ static bool stderr_is_journal(void)
     unsigned long long dev, ino;
     struct stat st;
     return js != NULL && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
-           (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+        (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 /* Fork into the background; the parent exits with the child's startup result. */
@@ -2173,35 +2289,56 @@ static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
         {"config", required_argument, NULL, 'c'}, {"foreground", no_argument, NULL, 'f'},
         {"log", required_argument, NULL, 'L'},    {"log-level", required_argument, NULL, 'l'},
         {"socket", required_argument, NULL, 's'}, {"check", no_argument, NULL, 'C'},
-        {"print-acl", no_argument, NULL, 'A'},
-        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
+        {"print-acl", no_argument, NULL, 'A'},    {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
     int opt;
     memset(args, 0, sizeof *args);
     while ((opt = getopt_long(argc, argv, "c:fs:hV", opts, NULL)) != -1) {
         switch (opt) {
-        case 'c': a->conf_path = optarg; break;
-        case 'f': a->foreground = true; break;
-        case 'L': args->log_arg = optarg; break;
-        case 'l': args->level_arg = optarg; break;
-        case 's': a->socket_override = optarg; break;
-        case 'C': args->check_only = true; break;
-        case 'A': args->print_acl = true; break;
-        case 'h': usage(stdout); return ELKD_EXIT_OK;
-        case 'V': printf("elkd %s\n", ELK_VERSION_STRING); return ELKD_EXIT_OK;
-        default: usage(stderr); return ELKD_EXIT_CONFIG;
+        case 'c':
+            a->conf_path = optarg;
+            break;
+        case 'f':
+            a->foreground = true;
+            break;
+        case 'L':
+            args->log_arg = optarg;
+            break;
+        case 'l':
+            args->level_arg = optarg;
+            break;
+        case 's':
+            a->socket_override = optarg;
+            break;
+        case 'C':
+            args->check_only = true;
+            break;
+        case 'A':
+            args->print_acl = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return ELKD_EXIT_OK;
+        case 'V':
+            printf("elkd %s\n", ELK_VERSION_STRING);
+            return ELKD_EXIT_OK;
+        default:
+            usage(stderr);
+            return ELKD_EXIT_CONFIG;
         }
     }
     if (optind != argc) {
         fprintf(stderr, "elkd: unexpected argument '%s' (see elkd --help)\n", argv[optind]);
         return ELKD_EXIT_CONFIG;
     }
-    if (args->log_arg != NULL && strcmp(args->log_arg, "stderr") != 0 && strcmp(args->log_arg, "syslog") != 0) {
+    if (args->log_arg != NULL && strcmp(args->log_arg, "stderr") != 0 &&
+        strcmp(args->log_arg, "syslog") != 0) {
         fprintf(stderr, "elkd: --log must be stderr or syslog, not '%s'\n", args->log_arg);
         return ELKD_EXIT_CONFIG;
     }
     if (args->level_arg != NULL && parse_level(args->level_arg) < 0) {
-        fprintf(stderr, "elkd: --log-level must be error, warn, info or debug, not '%s'\n", args->level_arg);
+        fprintf(stderr, "elkd: --log-level must be error, warn, info or debug, not '%s'\n",
+                args->level_arg);
         return ELKD_EXIT_CONFIG;
     }
     return -1;
@@ -2235,14 +2372,16 @@ static void pick_gateway_id(agent_t *a)
  * it tries the TLS files, and all a reload checks before it applies anything (new TLS
  * material is set up for real then, and the running fleet set up again if that fails).
  * Returns ELK_OK, or ELK_E_CONFIG with the reason in err. */
-static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err, size_t errlen)
+static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err,
+                     size_t errlen)
 {
     if (elkfw_conf_load(c, a->conf_path, err, errlen) != ELK_OK) {
         return ELK_E_CONFIG;
     }
     if (a->socket_override != NULL) {
         if (strlen(a->socket_override) >= sizeof c->agent.socket_path) {
-            snprintf(err, errlen, "--socket path is longer than %zu bytes", sizeof c->agent.socket_path - 1);
+            snprintf(err, errlen, "--socket path is longer than %zu bytes",
+                     sizeof c->agent.socket_path - 1);
             return ELK_E_CONFIG;
         }
         strcpy(c->agent.socket_path, a->socket_override);
@@ -2273,16 +2412,19 @@ static int check_config(agent_t *a)
     for (i = 0; i < a->conf.n_resources; i++) {
         const elkfw_resource_conf_t *r = &a->conf.resources[i];
         if (a->allow[i].open) {
-            printf("%s: [resource %s] is open to every local user that can reach the socket (set allow_users or "
-                   "allow_groups)\n", a->conf_path, r->name);
+            printf("%s: [resource %s] is open to every local user that can reach the socket (set "
+                   "allow_users or "
+                   "allow_groups)\n",
+                   a->conf_path, r->name);
         } else {
             printf("%s: [resource %s] allow_users = %s; allow_groups = %s\n", a->conf_path, r->name,
-                   r->allow_users[0] ? r->allow_users : "-", r->allow_groups[0] ? r->allow_groups : "-");
+                   r->allow_users[0] ? r->allow_users : "-",
+                   r->allow_groups[0] ? r->allow_groups : "-");
         }
     }
     printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", a->conf_path,
-           elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s", a->conf.n_resources,
-           a->conf.n_resources == 1 ? "" : "s", a->gateway_id);
+           elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
+           a->conf.n_resources, a->conf.n_resources == 1 ? "" : "s", a->gateway_id);
     return ELKD_EXIT_OK;
 }
 
@@ -2295,8 +2437,8 @@ static int load_config(agent_t *a, const elkd_args_t *args)
         return ELKD_EXIT_CONFIG;
     }
     a->log_target = args->log_arg != NULL
-                        ? (strcmp(args->log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
-                        : a->conf.agent.log_target;
+        ? (strcmp(args->log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
+        : a->conf.agent.log_target;
     a->level_override = args->level_arg != NULL ? parse_level(args->level_arg) : -1;
     a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
     pick_gateway_id(a);
@@ -2331,9 +2473,11 @@ static int start_agent(agent_t *a)
         if (a->log_target == ELKFW_LOG_SYSLOG) {
             syslog(LOG_ERR, "%s", err);
         }
-        return fail_startup(a, rc == ELK_E_INVALID_ARG || rc == ELK_E_NAME_INVALID || rc == ELK_E_NAME_TOO_LONG
-                                   ? ELKD_EXIT_CONFIG
-                                   : ELKD_EXIT_FLEET);
+        return fail_startup(a,
+                            rc == ELK_E_INVALID_ARG || rc == ELK_E_NAME_INVALID ||
+                                    rc == ELK_E_NAME_TOO_LONG
+                                ? ELKD_EXIT_CONFIG
+                                : ELKD_EXIT_FLEET);
     }
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -2345,8 +2489,8 @@ static int start_agent(agent_t *a)
         fprintf(stderr, "elkd: signalfd: %s\n", strerror(errno));
         return fail_startup(a, ELKD_EXIT_RUNTIME);
     }
-    a->listen_fd = elkfw_access_listen(a->conf.agent.socket_path, a->conf.agent.socket_mode, a->socket_gid, err,
-                                       sizeof err);
+    a->listen_fd = elkfw_access_listen(a->conf.agent.socket_path, a->conf.agent.socket_mode,
+                                       a->socket_gid, err, sizeof err);
     if (a->listen_fd < 0) {
         fprintf(stderr, "elkd: %s\n", err);
         if (a->log_target == ELKFW_LOG_SYSLOG) {
@@ -2403,9 +2547,11 @@ static int elkd_main(agent_t *a, int argc, char **argv)
     if (!a->foreground) {
         detach_stdio(a);
     }
-    elkd_log(a, ELK_LOG_INFO, "elkd %s started: gateway %s, %s fleet of %zu node%s, %zu resource%s, socket %s",
+    elkd_log(a, ELK_LOG_INFO,
+             "elkd %s started: gateway %s, %s fleet of %zu node%s, %zu resource%s, socket %s",
              ELK_VERSION_STRING, a->gateway_id, elkfw_mode_name(a->conf.mode), a->conf.n_nodes,
-             a->conf.n_nodes == 1 ? "" : "s", a->n_res, a->n_res == 1 ? "" : "s", a->conf.agent.socket_path);
+             a->conf.n_nodes == 1 ? "" : "s", a->n_res, a->n_res == 1 ? "" : "s",
+             a->conf.agent.socket_path);
     rc = run_loop(a);
     elkfw_notify_close(&a->notify);
     teardown_fleet(a);

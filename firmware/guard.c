@@ -48,26 +48,29 @@ typedef struct guard_opts {
     char **cmd; /* NULL: check only */
 } guard_opts_t;
 
-
 void elkfw_guard_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: elk guard --state FILE [--wait DURATION] [--lease-file FILE] [TOKEN] [-- CMD [ARGS...]]\n"
-            "Actuator side of fencing: accept TOKEN (default $ELK_FENCE_TOKEN) if it is not lower than\n"
-            "the highest token ever accepted, which FILE keeps durably (written atomically, fsynced).\n"
-            "Every decision is serialised across processes by an OS lock on FILE.lock.\n"
-            "With -- CMD: check and hold. CMD runs only if TOKEN is accepted, and the guard stays held\n"
-            "until CMD exits, so no other step (a newer holder waits, an older one is refused) can\n"
-            "start while it runs. Drive the actuator only from inside CMD (see docs/guard.md).\n"
-            "  --wait DURATION     wait at most this long (500ms, 10s, ...) for a step that holds the\n"
-            "                      guard; default: as long as it takes\n"
-            "  --lease-file FILE   default $ELK_LEASE_FILE (set by elk run): refuse unless FILE says\n"
-            "                      the lease of TOKEN is current (deadline not passed, not ended)\n"
-            "Exit: 0 accepted (with CMD: CMD's own status, 128+N if it died of signal N),\n"
-            "65 refused: stale token (a newer holder drove the actuator), 66 state file unreadable,\n"
-            "corrupt or not syncable (refused: fail closed), 67 refused by the lease file (deadline\n"
-            "passed, lease ended, other token, unreadable or malformed), 68 guard busy for all of\n"
-            "--wait, 64 bad usage or token, 126/127 CMD not executable / not found.\n");
+    fprintf(
+        f,
+        "Usage: elk guard --state FILE [--wait DURATION] [--lease-file FILE] [TOKEN] [-- CMD "
+        "[ARGS...]]\n"
+        "Actuator side of fencing: accept TOKEN (default $ELK_FENCE_TOKEN) if it is not lower "
+        "than\n"
+        "the highest token ever accepted, which FILE keeps durably (written atomically, fsynced).\n"
+        "Every decision is serialised across processes by an OS lock on FILE.lock.\n"
+        "With -- CMD: check and hold. CMD runs only if TOKEN is accepted, and the guard stays "
+        "held\n"
+        "until CMD exits, so no other step (a newer holder waits, an older one is refused) can\n"
+        "start while it runs. Drive the actuator only from inside CMD (see docs/guard.md).\n"
+        "  --wait DURATION     wait at most this long (500ms, 10s, ...) for a step that holds the\n"
+        "                      guard; default: as long as it takes\n"
+        "  --lease-file FILE   default $ELK_LEASE_FILE (set by elk run): refuse unless FILE says\n"
+        "                      the lease of TOKEN is current (deadline not passed, not ended)\n"
+        "Exit: 0 accepted (with CMD: CMD's own status, 128+N if it died of signal N),\n"
+        "65 refused: stale token (a newer holder drove the actuator), 66 state file unreadable,\n"
+        "corrupt or not syncable (refused: fail closed), 67 refused by the lease file (deadline\n"
+        "passed, lease ended, other token, unreadable or malformed), 68 guard busy for all of\n"
+        "--wait, 64 bad usage or token, 126/127 CMD not executable / not found.\n");
 }
 
 /* ------------------------------------------------------------------ options */
@@ -107,7 +110,8 @@ static int guard_parse_args(int argc, char **argv, guard_opts_t *o)
             o->cmd = argv + i + 1;
             break;
         }
-        if (guard_opt(argc, argv, &i, "--state", &o->state) || guard_opt(argc, argv, &i, "--wait", &o->wait_arg) ||
+        if (guard_opt(argc, argv, &i, "--state", &o->state) ||
+            guard_opt(argc, argv, &i, "--wait", &o->wait_arg) ||
             guard_opt(argc, argv, &i, "--lease-file", &o->lease_file)) {
             continue;
         }
@@ -125,9 +129,11 @@ static int guard_parse_args(int argc, char **argv, guard_opts_t *o)
 static int guard_check_args(guard_opts_t *o)
 {
     o->wait_ms = ELK_FENCE_FILE_WAIT_FOREVER;
-    if (o->wait_arg != NULL && (!elkfw_parse_duration(o->wait_arg, strlen(o->wait_arg), &o->wait_ms) ||
-                                o->wait_ms == ELK_FENCE_FILE_WAIT_FOREVER)) {
-        elkfw_say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')", o->wait_arg);
+    if (o->wait_arg != NULL &&
+        (!elkfw_parse_duration(o->wait_arg, strlen(o->wait_arg), &o->wait_ms) ||
+         o->wait_ms == ELK_FENCE_FILE_WAIT_FOREVER)) {
+        elkfw_say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')",
+                  o->wait_arg);
         return EXIT_USAGE;
     }
     if (o->lease_file == NULL) {
@@ -145,7 +151,9 @@ static int guard_check_args(guard_opts_t *o)
         }
     }
     if (elk_fence_parse_token(o->token_arg, strlen(o->token_arg), &o->token) != ELK_OK) {
-        elkfw_say("'%s' is not a fencing token (a decimal number from 1 up; 0 means fencing is off)", o->token_arg);
+        elkfw_say(
+            "'%s' is not a fencing token (a decimal number from 1 up; 0 means fencing is off)",
+            o->token_arg);
         return EXIT_USAGE;
     }
     return 0;
@@ -153,22 +161,24 @@ static int guard_check_args(guard_opts_t *o)
 
 /* ------------------------------------------------------------------ decisions */
 
-static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence, const elk_fence_file_t *ff)
+static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence,
+                         const elk_fence_file_t *ff)
 {
     if (rc == ELK_E_FENCE_STALE) {
-        elkfw_say("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", o->token, elk_fence_highest(fence),
-             elk_err_message(rc));
+        elkfw_say("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", o->token,
+                  elk_fence_highest(fence), elk_err_message(rc));
         return ELKFW_GUARD_EXIT_STALE;
     }
     if (rc == ELK_E_FENCE_BUSY) {
-        elkfw_say("token %" PRIu64 " not decided: %s: another step held the guard for all of --wait %s (%s)", o->token,
-             o->state, o->wait_arg != NULL ? o->wait_arg : "", elk_err_message(rc));
+        elkfw_say("token %" PRIu64
+                  " not decided: %s: another step held the guard for all of --wait %s (%s)",
+                  o->token, o->state, o->wait_arg != NULL ? o->wait_arg : "", elk_err_message(rc));
         return ELKFW_GUARD_EXIT_BUSY;
     }
     if (rc == ELK_E_FENCE_STORAGE) {
         int se = elk_fence_storage_error(fence);
         elkfw_say("token %" PRIu64 " refused: %s: %s%s%s", o->token, o->state, elk_err_message(se),
-             ff->last_errno ? ": " : "", ff->last_errno ? strerror(ff->last_errno) : "");
+                  ff->last_errno ? ": " : "", ff->last_errno ? strerror(ff->last_errno) : "");
         return ELKFW_GUARD_EXIT_STORAGE;
     }
     elkfw_say("token %" PRIu64 " refused: %s", o->token, elk_err_message(rc));
@@ -192,7 +202,8 @@ static int guard_lease_check(const guard_opts_t *o)
     elkfw_lease_verdict_t v;
     int fd = open(o->lease_file, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        elkfw_say("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
+        elkfw_say("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file,
+                  strerror(errno));
         return ELKFW_GUARD_EXIT_LEASE;
     }
     do {
@@ -200,7 +211,8 @@ static int guard_lease_check(const guard_opts_t *o)
     } while (got < 0 && errno == EINTR);
     close(fd);
     if (got < 0) {
-        elkfw_say("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file, strerror(errno));
+        elkfw_say("token %" PRIu64 " refused: lease file %s: %s", o->token, o->lease_file,
+                  strerror(errno));
         return ELKFW_GUARD_EXIT_LEASE;
     }
     now = guard_boottime_ms();
@@ -209,13 +221,14 @@ static int guard_lease_check(const guard_opts_t *o)
         return 0;
     }
     if (v == ELKFW_LEASE_EXPIRED) {
-        elkfw_say("token %" PRIu64 " refused: %s %" PRIu64 " ms ago (%s)", o->token, elkfw_lease_verdict_text(v), now - dl,
-             o->lease_file);
+        elkfw_say("token %" PRIu64 " refused: %s %" PRIu64 " ms ago (%s)", o->token,
+                  elkfw_lease_verdict_text(v), now - dl, o->lease_file);
     } else if (v == ELKFW_LEASE_TOKEN) {
-        elkfw_say("token %" PRIu64 " refused: %s: %" PRIu64 " (%s)", o->token, elkfw_lease_verdict_text(v), ft,
-             o->lease_file);
+        elkfw_say("token %" PRIu64 " refused: %s: %" PRIu64 " (%s)", o->token,
+                  elkfw_lease_verdict_text(v), ft, o->lease_file);
     } else {
-        elkfw_say("token %" PRIu64 " refused: %s (%s)", o->token, elkfw_lease_verdict_text(v), o->lease_file);
+        elkfw_say("token %" PRIu64 " refused: %s (%s)", o->token, elkfw_lease_verdict_text(v),
+                  o->lease_file);
     }
     return ELKFW_GUARD_EXIT_LEASE;
 }

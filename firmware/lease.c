@@ -55,8 +55,9 @@ bool elkfw_lease_parse(const char *buf, size_t len, uint64_t *token, uint64_t *d
     return true;
 }
 
-elkfw_lease_verdict_t elkfw_lease_judge(const char *buf, size_t len, uint64_t token, uint64_t now_ms,
-                                        uint64_t *file_token, uint64_t *deadline_ms)
+elkfw_lease_verdict_t elkfw_lease_judge(const char *buf, size_t len, uint64_t token,
+                                        uint64_t now_ms, uint64_t *file_token,
+                                        uint64_t *deadline_ms)
 {
     uint64_t t = 0, d = 0;
     elkfw_lease_verdict_t v;

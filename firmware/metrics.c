@@ -11,8 +11,8 @@
 
 #include "elk/err.h"
 
-static const uint32_t hist_bounds_ms[ELKFW_HIST_BOUNDS] = {1,    5,    10,    25,    50,     100,    250,    500,
-                                                           1000, 2500, 10000, 30000, 60000, 600000, 3600000};
+static const uint32_t hist_bounds_ms[ELKFW_HIST_BOUNDS] = {
+    1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10000, 30000, 60000, 600000, 3600000};
 
 void elkfw_hist_add(elkfw_hist_t *h, uint64_t ms)
 {
@@ -49,7 +49,8 @@ static void secs(FILE *f, uint64_t ms)
     fprintf(f, "%" PRIu64 ".%03" PRIu64, ms / 1000u, ms % 1000u);
 }
 
-static void hist(FILE *f, const char *name, const char *label, const char *value, const elkfw_hist_t *h)
+static void hist(FILE *f, const char *name, const char *label, const char *value,
+                 const elkfw_hist_t *h)
 {
     uint64_t cum = 0;
     size_t i;
@@ -70,17 +71,27 @@ static void causes(FILE *f, const char *name, const char *label, const char *val
 {
     size_t i;
     for (i = 0; i < ELKFW_CAUSES_MAX && c->err[i] != 0; i++) {
-        fprintf(f, "%s{%s=\"%s\",%s=\"%s\"} %" PRIu64 "\n", name, label, value, by, elk_err_name(c->err[i]), c->n[i]);
+        fprintf(f, "%s{%s=\"%s\",%s=\"%s\"} %" PRIu64 "\n", name, label, value, by,
+                elk_err_name(c->err[i]), c->n[i]);
     }
 }
 
 typedef uint64_t (*res_get_fn)(const elkfw_metrics_res_t *r);
-static uint64_t get_grants(const elkfw_metrics_res_t *r) { return r->m->grants; }
-static uint64_t get_refusals(const elkfw_metrics_res_t *r) { return r->m->refusals; }
-static uint64_t get_held(const elkfw_metrics_res_t *r) { return r->held; }
+static uint64_t get_grants(const elkfw_metrics_res_t *r)
+{
+    return r->m->grants;
+}
+static uint64_t get_refusals(const elkfw_metrics_res_t *r)
+{
+    return r->m->refusals;
+}
+static uint64_t get_held(const elkfw_metrics_res_t *r)
+{
+    return r->held;
+}
 
-static void res_scalar(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *type, const char *help,
-                       res_get_fn get)
+static void res_scalar(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *type,
+                       const char *help, res_get_fn get)
 {
     size_t i;
     family(f, name, type, help);
@@ -90,12 +101,25 @@ static void res_scalar(FILE *f, const elkfw_metrics_src_t *s, const char *name, 
 }
 
 typedef const elkfw_hist_t *(*res_hist_fn)(const elkfw_res_metrics_t *m);
-static const elkfw_hist_t *h_wait(const elkfw_res_metrics_t *m) { return &m->wait; }
-static const elkfw_hist_t *h_hold(const elkfw_res_metrics_t *m) { return &m->hold; }
-static const elkfw_hist_t *h_round(const elkfw_res_metrics_t *m) { return &m->renew_round; }
-static const elkfw_hist_t *h_left(const elkfw_res_metrics_t *m) { return &m->validity_left; }
+static const elkfw_hist_t *h_wait(const elkfw_res_metrics_t *m)
+{
+    return &m->wait;
+}
+static const elkfw_hist_t *h_hold(const elkfw_res_metrics_t *m)
+{
+    return &m->hold;
+}
+static const elkfw_hist_t *h_round(const elkfw_res_metrics_t *m)
+{
+    return &m->renew_round;
+}
+static const elkfw_hist_t *h_left(const elkfw_res_metrics_t *m)
+{
+    return &m->validity_left;
+}
 
-static void res_hist(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *help, res_hist_fn get)
+static void res_hist(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *help,
+                     res_hist_fn get)
 {
     size_t i;
     family(f, name, "histogram", help);
@@ -124,26 +148,32 @@ static void write_agent(FILE *f, const elkfw_metrics_src_t *s)
 static void write_resources(FILE *f, const elkfw_metrics_src_t *s)
 {
     size_t i;
-    res_scalar(f, s, "elk_resource_held", "gauge", "1 while a lease on the resource is held.", get_held);
+    res_scalar(f, s, "elk_resource_held", "gauge", "1 while a lease on the resource is held.",
+               get_held);
     res_scalar(f, s, "elk_resource_grants_total", "counter", "Leases granted.", get_grants);
-    res_scalar(f, s, "elk_resource_refusals_total", "counter", "Acquire requests answered with an error.",
-               get_refusals);
+    res_scalar(f, s, "elk_resource_refusals_total", "counter",
+               "Acquire requests answered with an error.", get_refusals);
     family(f, "elk_resource_losses_total", "counter", "Leases lost while held, by cause.");
     for (i = 0; i < s->n_res; i++) {
-        causes(f, "elk_resource_losses_total", "resource", s->res[i].name, "cause", &s->res[i].m->losses);
+        causes(f, "elk_resource_losses_total", "resource", s->res[i].name, "cause",
+               &s->res[i].m->losses);
     }
-    family(f, "elk_resource_renewals_total", "counter", "Renewal rounds, confirmed (ok) or failed.");
+    family(f, "elk_resource_renewals_total", "counter",
+           "Renewal rounds, confirmed (ok) or failed.");
     for (i = 0; i < s->n_res; i++) {
-        fprintf(f, "elk_resource_renewals_total{resource=\"%s\",result=\"ok\"} %" PRIu64 "\n", s->res[i].name,
-                s->res[i].m->renewals_ok);
-        fprintf(f, "elk_resource_renewals_total{resource=\"%s\",result=\"failed\"} %" PRIu64 "\n", s->res[i].name,
-                s->res[i].m->renewals_failed);
+        fprintf(f, "elk_resource_renewals_total{resource=\"%s\",result=\"ok\"} %" PRIu64 "\n",
+                s->res[i].name, s->res[i].m->renewals_ok);
+        fprintf(f, "elk_resource_renewals_total{resource=\"%s\",result=\"failed\"} %" PRIu64 "\n",
+                s->res[i].name, s->res[i].m->renewals_failed);
     }
     res_hist(f, s, "elk_resource_acquire_wait_seconds", "Time from ACQUIRE to the grant.", h_wait);
-    res_hist(f, s, "elk_resource_hold_seconds", "Time a lease was held (grant to release or loss).", h_hold);
-    res_hist(f, s, "elk_resource_renewal_round_seconds", "Slowest reply of each confirmed renewal round.", h_round);
+    res_hist(f, s, "elk_resource_hold_seconds", "Time a lease was held (grant to release or loss).",
+             h_hold);
+    res_hist(f, s, "elk_resource_renewal_round_seconds",
+             "Slowest reply of each confirmed renewal round.", h_round);
     res_hist(f, s, "elk_resource_validity_left_seconds",
-             "Validity left after each confirmed renewal: how close the lease came to being lost.", h_left);
+             "Validity left after each confirmed renewal: how close the lease came to being lost.",
+             h_left);
 }
 
 static void write_nodes(FILE *f, const elkfw_metrics_src_t *s)
@@ -155,17 +185,22 @@ static void write_nodes(FILE *f, const elkfw_metrics_src_t *s)
     }
     family(f, "elk_node_connects_total", "counter", "Connections that became ready.");
     for (i = 0; i < s->n_nodes; i++) {
-        fprintf(f, "elk_node_connects_total{node=\"%s\"} %" PRIu32 "\n", s->nodes[i].name, s->nodes[i].connects);
+        fprintf(f, "elk_node_connects_total{node=\"%s\"} %" PRIu32 "\n", s->nodes[i].name,
+                s->nodes[i].connects);
     }
-    family(f, "elk_node_failures_total", "counter", "Connection attempts or connections that failed, by error.");
+    family(f, "elk_node_failures_total", "counter",
+           "Connection attempts or connections that failed, by error.");
     for (i = 0; i < s->n_nodes; i++) {
-        causes(f, "elk_node_failures_total", "node", s->nodes[i].name, "error", &s->nodes[i].m->failures);
+        causes(f, "elk_node_failures_total", "node", s->nodes[i].name, "error",
+               &s->nodes[i].m->failures);
     }
     family(f, "elk_node_timeouts_total", "counter", "Requests that passed their deadline.");
     for (i = 0; i < s->n_nodes; i++) {
-        fprintf(f, "elk_node_timeouts_total{node=\"%s\"} %" PRIu32 "\n", s->nodes[i].name, s->nodes[i].timeouts);
+        fprintf(f, "elk_node_timeouts_total{node=\"%s\"} %" PRIu32 "\n", s->nodes[i].name,
+                s->nodes[i].timeouts);
     }
-    family(f, "elk_node_votes_denied_total", "counter", "Replies not counted because the server failed the safety check.");
+    family(f, "elk_node_votes_denied_total", "counter",
+           "Replies not counted because the server failed the safety check.");
     for (i = 0; i < s->n_nodes; i++) {
         fprintf(f, "elk_node_votes_denied_total{node=\"%s\"} %" PRIu64 "\n", s->nodes[i].name,
                 s->nodes[i].m->votes_denied);

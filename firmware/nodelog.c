@@ -27,7 +27,8 @@ bool elkfw_nodelog_quiet(const elkfw_nodelog_t *n)
     return n->down;
 }
 
-bool elkfw_nodelog_summary_due(elkfw_nodelog_t *n, uint64_t now, uint32_t interval_ms, uint64_t *next)
+bool elkfw_nodelog_summary_due(elkfw_nodelog_t *n, uint64_t now, uint32_t interval_ms,
+                               uint64_t *next)
 {
     if (!n->down) {
         return false;

@@ -23,9 +23,12 @@ void elkfw_notify_init(elkfw_notify_t *n)
     if (usec != NULL && (wpid == NULL || strtol(wpid, NULL, 10) == (long)getpid())) {
         unsigned long long us = strtoull(usec, NULL, 10);
         /* half the timeout, as sd_watchdog_enabled(3) advises; at least every ms */
-        n->watchdog_ms = us >= 2000u ? (us / 2000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(us / 2000u)) : (us ? 1u : 0u);
+        n->watchdog_ms = us >= 2000u
+            ? (us / 2000u > UINT32_MAX ? UINT32_MAX : (uint32_t)(us / 2000u))
+            : (us ? 1u : 0u);
     }
-    if (path != NULL && (path[0] == '/' || path[0] == '@') && (len = strlen(path)) < sizeof n->addr.sun_path) {
+    if (path != NULL && (path[0] == '/' || path[0] == '@') &&
+        (len = strlen(path)) < sizeof n->addr.sun_path) {
         n->addr.sun_family = AF_UNIX;
         memcpy(n->addr.sun_path, path, len);
         if (path[0] == '@') {
@@ -46,7 +49,8 @@ bool elkfw_notify_send(elkfw_notify_t *n, const char *state)
         return true;
     }
     do {
-        w = sendto(n->fd, state, strlen(state), MSG_NOSIGNAL, (const struct sockaddr *)&n->addr, n->addr_len);
+        w = sendto(n->fd, state, strlen(state), MSG_NOSIGNAL, (const struct sockaddr *)&n->addr,
+                   n->addr_len);
     } while (w < 0 && errno == EINTR);
     return w >= 0;
 }

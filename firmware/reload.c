@@ -7,15 +7,16 @@
 static bool tls_same(const elkfw_tls_conf_t *a, const elkfw_tls_conf_t *b)
 {
     return a->on == b->on && strcmp(a->ca, b->ca) == 0 && strcmp(a->cert, b->cert) == 0 &&
-           strcmp(a->key, b->key) == 0;
+        strcmp(a->key, b->key) == 0;
 }
 
 static bool node_same(const elkfw_node_conf_t *a, const elkfw_node_conf_t *b)
 {
     return strcmp(a->name, b->name) == 0 && strcmp(a->host, b->host) == 0 && a->port == b->port &&
-           tls_same(&a->tls, &b->tls) && strcmp(a->server_name, b->server_name) == 0 &&
-           strcmp(a->user, b->user) == 0 && strcmp(a->password, b->password) == 0 && a->db == b->db &&
-           a->connect_timeout_ms == b->connect_timeout_ms && a->request_timeout_ms == b->request_timeout_ms;
+        tls_same(&a->tls, &b->tls) && strcmp(a->server_name, b->server_name) == 0 &&
+        strcmp(a->user, b->user) == 0 && strcmp(a->password, b->password) == 0 && a->db == b->db &&
+        a->connect_timeout_ms == b->connect_timeout_ms &&
+        a->request_timeout_ms == b->request_timeout_ms;
 }
 
 /* The first key of [fleet] or [node] that differs, NULL if none. */
@@ -34,7 +35,8 @@ static const char *fleet_diff(const elkfw_conf_t *a, const elkfw_conf_t *b)
     if (!tls_same(&a->tls, &b->tls)) {
         return "tls, ca, cert or key in [fleet]";
     }
-    if (a->connect_timeout_ms != b->connect_timeout_ms || a->request_timeout_ms != b->request_timeout_ms) {
+    if (a->connect_timeout_ms != b->connect_timeout_ms ||
+        a->request_timeout_ms != b->request_timeout_ms) {
         return "connect_timeout or request_timeout";
     }
     if (a->agent.safety_check != b->agent.safety_check) {
@@ -54,10 +56,10 @@ static const char *fleet_diff(const elkfw_conf_t *a, const elkfw_conf_t *b)
 bool elkfw_resource_conf_same(const elkfw_resource_conf_t *a, const elkfw_resource_conf_t *b)
 {
     return a->ttl_ms == b->ttl_ms && a->renew_fraction_ppm == b->renew_fraction_ppm &&
-           a->stop_margin_ms == b->stop_margin_ms && a->min_validity_ms == b->min_validity_ms &&
-           a->max_hold_ms == b->max_hold_ms && a->max_renewals == b->max_renewals && a->fencing == b->fencing &&
-           a->wait_min_ms == b->wait_min_ms && a->wait_max_ms == b->wait_max_ms &&
-           a->release_channel == b->release_channel;
+        a->stop_margin_ms == b->stop_margin_ms && a->min_validity_ms == b->min_validity_ms &&
+        a->max_hold_ms == b->max_hold_ms && a->max_renewals == b->max_renewals &&
+        a->fencing == b->fencing && a->wait_min_ms == b->wait_min_ms &&
+        a->wait_max_ms == b->wait_max_ms && a->release_channel == b->release_channel;
 }
 
 static const elkfw_resource_conf_t *res_named(const elkfw_conf_t *c, const char *name)
@@ -65,7 +67,8 @@ static const elkfw_resource_conf_t *res_named(const elkfw_conf_t *c, const char 
     return elkfw_conf_resource(c, name, strlen(name));
 }
 
-elkfw_res_change_t elkfw_reload_resource(const elkfw_conf_t *cur, const elkfw_conf_t *next, const char *name)
+elkfw_res_change_t elkfw_reload_resource(const elkfw_conf_t *cur, const elkfw_conf_t *next,
+                                         const char *name)
 {
     const elkfw_resource_conf_t *a = res_named(cur, name), *b = res_named(next, name);
     if (a == NULL) {
@@ -95,7 +98,8 @@ void elkfw_reload_plan(const elkfw_conf_t *cur, const elkfw_conf_t *next, elkfw_
         plan->restart_key = "socket_mode or socket_group";
     }
     plan->log_level_changed = cur->agent.log_level != next->agent.log_level;
-    plan->drift_changed = cur->drift_factor_ppm != next->drift_factor_ppm || cur->drift_fixed_ms != next->drift_fixed_ms;
+    plan->drift_changed = cur->drift_factor_ppm != next->drift_factor_ppm ||
+        cur->drift_fixed_ms != next->drift_fixed_ms;
     for (i = 0; i < cur->n_resources; i++) {
         elkfw_res_change_t ch = elkfw_reload_resource(cur, next, cur->resources[i].name);
         plan->changed += ch == ELKFW_RES_CHANGED;

@@ -48,18 +48,23 @@ bool elkfw_sup_group_allowed(pid_t pgid, pid_t peer_pid, char *why, size_t cap)
 {
     proc_stat_t leader, peer;
     if (pgid <= 1 || peer_pid <= 0) {
-        snprintf(why, cap, "%s", peer_pid <= 0 ? "the client's pid is unknown (no SO_PEERCRED)" : "pgid must be above 1");
+        snprintf(why, cap, "%s",
+                 peer_pid <= 0 ? "the client's pid is unknown (no SO_PEERCRED)"
+                               : "pgid must be above 1");
         return false;
     }
     if (!read_proc_stat(peer_pid, &peer)) {
-        snprintf(why, cap, "cannot read /proc/%ld/stat of the client (other PID namespace?)", (long)peer_pid);
+        snprintf(why, cap, "cannot read /proc/%ld/stat of the client (other PID namespace?)",
+                 (long)peer_pid);
         return false;
     }
     if (peer.pgrp == pgid) {
         return true;
     }
     if (!read_proc_stat(pgid, &leader) || leader.pgrp != pgid || leader.ppid != peer_pid) {
-        snprintf(why, cap, "process group %ld is neither the client's own nor led by a child of the client (pid %ld)",
+        snprintf(why, cap,
+                 "process group %ld is neither the client's own nor led by a child of the client "
+                 "(pid %ld)",
                  (long)pgid, (long)peer_pid);
         return false;
     }
@@ -89,7 +94,8 @@ bool elkfw_sup_group_alive(pid_t pgid)
         if (*end != '\0' || pid <= 0) {
             continue;
         }
-        if (read_proc_stat((pid_t)pid, &ps) && ps.pgrp == pgid && ps.state != 'Z' && ps.state != 'X') {
+        if (read_proc_stat((pid_t)pid, &ps) && ps.pgrp == pgid && ps.state != 'Z' &&
+            ps.state != 'X') {
             alive = true;
         }
     }

@@ -58,38 +58,43 @@ static void bar(FILE *out, unsigned long validity, unsigned long ttl, bool tty)
 
 static void header(FILE *out, const char *line, const char *clock_text)
 {
-    static const char *const keys[] = {"version", "gateway", "uptime_s", "mode", "nodes_ready", "quorum", "clients",
-                                       "shutting_down"};
+    static const char *const keys[] = {"version",     "gateway", "uptime_s", "mode",
+                                       "nodes_ready", "quorum",  "clients",  "shutting_down"};
     char v[8][FIELD_MAX];
     unsigned long s;
     fields(line, keys, v, 8);
     s = strtoul(v[2], NULL, 10);
-    fprintf(out, "elkd %s  gateway %s  up %lud%02luh%02lum%02lus  %s  nodes %s (quorum %s)  clients %s%s  %s\n",
+    fprintf(out,
+            "elkd %s  gateway %s  up %lud%02luh%02lum%02lus  %s  nodes %s (quorum %s)  clients "
+            "%s%s  %s\n",
             v[0], v[1], s / 86400u, s / 3600u % 24u, s / 60u % 60u, s % 60u, v[3], v[4], v[5], v[6],
             strcmp(v[7], "yes") == 0 ? "  SHUTTING DOWN" : "", clock_text);
 }
 
 static void resource_row(FILE *out, const char *line, bool tty)
 {
-    static const char *const keys[] = {"name", "state", "holder", "token", "validity_ms", "ttl_ms", "renewals",
-                                       "last_error"};
+    static const char *const keys[] = {"name",        "state",  "holder",   "token",
+                                       "validity_ms", "ttl_ms", "renewals", "last_error"};
     char v[8][FIELD_MAX];
     fields(line, keys, v, 8);
-    fprintf(out, "  %-16s %-10s %-18s %8s  ", v[0], v[1], v[2], strcmp(v[3], "0") == 0 ? "-" : v[3]);
+    fprintf(out, "  %-16s %-10s %-18s %8s  ", v[0], v[1], v[2],
+            strcmp(v[3], "0") == 0 ? "-" : v[3]);
     bar(out, strtoul(v[4], NULL, 10), strtoul(v[5], NULL, 10), tty);
     fprintf(out, "  %8s  %s\n", v[6], v[7]);
 }
 
 static void node_row(FILE *out, const char *line)
 {
-    static const char *const keys[] = {"name", "addr", "state", "tls", "rtt_ms", "failures", "votes", "last_error"};
+    static const char *const keys[] = {"name",   "addr",     "state", "tls",
+                                       "rtt_ms", "failures", "votes", "last_error"};
     char v[8][FIELD_MAX];
     fields(line, keys, v, 8);
-    fprintf(out, "  %-10s %-24s %-10s %-4s %6s ms  %8s  %-5s  %s\n", v[0], v[1], v[2], v[3], v[4], v[5],
-            v[6][0] ? v[6] : "-", v[7]);
+    fprintf(out, "  %-10s %-24s %-10s %-4s %6s ms  %8s  %-5s  %s\n", v[0], v[1], v[2], v[3], v[4],
+            v[5], v[6][0] ? v[6] : "-", v[7]);
 }
 
-void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty, const char *clock_text)
+void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty,
+                        const char *clock_text)
 {
     size_t i;
     if (tty) {
@@ -100,15 +105,15 @@ void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty,
             header(out, lines[i], clock_text);
         }
     }
-    fprintf(out, "\n  %-16s %-10s %-18s %8s  %-*s  %8s  %s\n", "RESOURCE", "STATE", "HOLDER", "TOKEN",
-            ELKFW_WATCH_BAR + 9, "VALIDITY", "RENEWALS", "LAST ERROR");
+    fprintf(out, "\n  %-16s %-10s %-18s %8s  %-*s  %8s  %s\n", "RESOURCE", "STATE", "HOLDER",
+            "TOKEN", ELKFW_WATCH_BAR + 9, "VALIDITY", "RENEWALS", "LAST ERROR");
     for (i = 0; i < n; i++) {
         if (strncmp(lines[i], "resource ", 9) == 0) {
             resource_row(out, lines[i], tty);
         }
     }
-    fprintf(out, "\n  %-10s %-24s %-10s %-4s %9s  %8s  %-5s  %s\n", "NODE", "ADDRESS", "STATE", "TLS", "RTT",
-            "FAILURES", "VOTES", "LAST ERROR");
+    fprintf(out, "\n  %-10s %-24s %-10s %-4s %9s  %8s  %-5s  %s\n", "NODE", "ADDRESS", "STATE",
+            "TLS", "RTT", "FAILURES", "VOTES", "LAST ERROR");
     for (i = 0; i < n; i++) {
         if (strncmp(lines[i], "node ", 5) == 0) {
             node_row(out, lines[i]);

@@ -60,8 +60,8 @@ int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
     return lk_flushed(elk_lock__abandon(lock, now), lock, now);
 }
 
-typedef char elk_lock_round_kinds_are_states[(LK_ACQUIRE == (int)ELK_LOCK_ACQUIRING &&
-                                              LK_COMMIT == (int)ELK_LOCK_COMMITTING) ? 1 : -1];
+typedef char elk_lock_round_kinds_are_states
+    [(LK_ACQUIRE == (int)ELK_LOCK_ACQUIRING && LK_COMMIT == (int)ELK_LOCK_COMMITTING) ? 1 : -1];
 
 /* ACQUIRING and COMMITTING are not stored: the foreground round's kind says so (the
  * stored state is then IDLE). */
@@ -71,14 +71,15 @@ elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
         return ELK_LOCK_IDLE;
     }
     /* LK_ACQUIRE and LK_COMMIT have the values of ACQUIRING and COMMITTING (checked above). */
-    return (unsigned)lock->fg.kind - LK_ACQUIRE <= LK_COMMIT - LK_ACQUIRE ? (elk_lock_state_t)lock->fg.kind
-                                                                            : lock->state;
+    return (unsigned)lock->fg.kind - LK_ACQUIRE <= LK_COMMIT - LK_ACQUIRE
+        ? (elk_lock_state_t)lock->fg.kind
+        : lock->state;
 }
 
 bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
 {
     return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
-           now < lock->deadline;
+        now < lock->deadline;
 }
 
 bool elk_lock_busy(const elk_lock_t *lock)

@@ -11,7 +11,8 @@
 /* CONFIG_ELK_POOL_BLOCK_SIZE too small for ELK_LOCK_REQUEST_MAX (elk/lock.h): raise it in
  * Kconfig. A node's transmit buffer is one block; an EVAL that cannot fit an empty one
  * is never sent, and no lease is ever granted. (C99 has no static_assert.) */
-typedef char elk_pool_block_must_hold_the_longest_request[(CONFIG_ELK_POOL_BLOCK_SIZE >= ELK_LOCK_REQUEST_MAX) ? 1 : -1];
+typedef char elk_pool_block_must_hold_the_longest_request
+    [(CONFIG_ELK_POOL_BLOCK_SIZE >= ELK_LOCK_REQUEST_MAX) ? 1 : -1];
 
 void elk_client_config_defaults(elk_client_config_t *cfg)
 {

@@ -116,9 +116,9 @@ static void lk_release_round(elk_lock_t *lock, uint64_t now)
 {
     lock->rel_notify = false;
     /* Past one TTL the key has expired anyway. */
-    elk_lock__round_start(lock, &lock->rel, LK_RELEASE, now,
-                          now + (lock->cfg.round_timeout_ms != 0u ? lock->cfg.round_timeout_ms
-                                                                  : lock->cfg.ttl_ms));
+    elk_lock__round_start(
+        lock, &lock->rel, LK_RELEASE, now,
+        now + (lock->cfg.round_timeout_ms != 0u ? lock->cfg.round_timeout_ms : lock->cfg.ttl_ms));
 }
 
 /* The value the (background) release will delete: the current one. */
@@ -369,19 +369,20 @@ static int lk_deadline_cause(const elk_lock_t *lock)
     if (lock->renew_stopped) {
         return lock->last_err;
     }
-    return elk_fleet_ready_count(lock->client->fleet) < elk_client_quorum(lock->client) ? ELK_E_FLEET_LOST
-                                                                                        : ELK_E_LOCK_LOST;
+    return elk_fleet_ready_count(lock->client->fleet) < elk_client_quorum(lock->client)
+        ? ELK_E_FLEET_LOST
+        : ELK_E_LOCK_LOST;
 }
 
 /* Requests a node's queue surely takes before its next flush: the in-flight limit, and
  * what one pool block (the node's tx buffer) holds of requests with the longest key
  * and a value (all queued in one poll; sent ones free their bytes at the flush). */
 #define LK_REQ_MAX_BYTES (2u * CONFIG_ELK_MAX_KEY_LEN + 64u)
-#define LK_QUEUE_ROOM                                                                       \
-    (CONFIG_ELK_POOL_BLOCK_SIZE / LK_REQ_MAX_BYTES < 1u                                      \
-         ? 1u                                                                               \
-         : (CONFIG_ELK_POOL_BLOCK_SIZE / LK_REQ_MAX_BYTES < CONFIG_ELK_NODE_MAX_INFLIGHT    \
-                ? CONFIG_ELK_POOL_BLOCK_SIZE / LK_REQ_MAX_BYTES                             \
+#define LK_QUEUE_ROOM                                                                              \
+    (CONFIG_ELK_POOL_BLOCK_SIZE / LK_REQ_MAX_BYTES < 1u                                            \
+         ? 1u                                                                                      \
+         : (CONFIG_ELK_POOL_BLOCK_SIZE / LK_REQ_MAX_BYTES < CONFIG_ELK_NODE_MAX_INFLIGHT           \
+                ? CONFIG_ELK_POOL_BLOCK_SIZE / LK_REQ_MAX_BYTES                                    \
                 : CONFIG_ELK_NODE_MAX_INFLIGHT))
 
 /* True when fewer than a quorum of ready nodes have queue room: a renewal round started
@@ -579,8 +580,9 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now)
     case ELK_LOCK_RELEASING:
         return ELK_E_NOT_HELD;
     case ELK_LOCK_LOST:
-        lock->state = (lock->rel.kind != LK_NONE || lock->lost_release_at != 0u) ? ELK_LOCK_RELEASING
-                                                                                   : ELK_LOCK_IDLE;
+        lock->state = (lock->rel.kind != LK_NONE || lock->lost_release_at != 0u)
+            ? ELK_LOCK_RELEASING
+            : ELK_LOCK_IDLE;
         return ELK_E_LOCK_LOST;
     case ELK_LOCK_HELD:
     case ELK_LOCK_RENEWING:
@@ -614,7 +616,8 @@ int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
     if (lock == NULL || lock->client == NULL) {
         return ELK_E_INVALID_ARG;
     }
-    if ((lock->state != ELK_LOCK_HELD && lock->state != ELK_LOCK_RENEWING) || now >= lock->deadline) {
+    if ((lock->state != ELK_LOCK_HELD && lock->state != ELK_LOCK_RENEWING) ||
+        now >= lock->deadline) {
         return ELK_E_NOT_HELD;
     }
     /* A renewal in flight could still move the deadline: forget it (its replies no

@@ -8,13 +8,7 @@
 #include "elk/lock.h"
 
 /* What a request (ticket) or a foreground round runs. */
-enum {
-    LK_NONE = 0,
-    LK_ACQUIRE,
-    LK_COMMIT,
-    LK_EXTEND,
-    LK_RELEASE
-};
+enum { LK_NONE = 0, LK_ACQUIRE, LK_COMMIT, LK_EXTEND, LK_RELEASE };
 
 /* lock_config.c */
 uint64_t elk_lock__drift(const elk_lock_config_t *cfg);
@@ -83,8 +77,9 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
 /* lock_log.c: a lock line "<key>: <head><what><val><after>[ token N][: <error>]" (lock
  * not NULL) or a node line "node <host>:<port>: <head><what><val><after>[: <error>]" (node,
  * lock NULL); val may be NULL; cut at CONFIG_ELK_MAX_KEY_LEN + 200 bytes. */
-void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, size_t node, const char *head,
-                   const char *what, const elk_resp_node_t *val, const char *after, int err);
+void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, size_t node,
+                   const char *head, const char *what, const elk_resp_node_t *val,
+                   const char *after, int err);
 
 /* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4).
  * Only when optimising for size: at -O2 the compiler's inlining saves instructions. */

@@ -11,12 +11,13 @@ static bool lk_log_on(const elk_client_t *client, int level)
 {
     const elk_log_t *log = client->log;
     return CONFIG_ELK_LOG_LEVEL != 0 && level <= CONFIG_ELK_LOG_LEVEL && log != NULL &&
-           log->write != NULL && level <= log->level;
+        log->write != NULL && level <= log->level;
 }
 
 /* One formatter for both kinds (each kind its own function was 200 bytes more flash). */
-void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, size_t node, const char *head,
-                   const char *what, const elk_resp_node_t *val, const char *after, int err)
+void elk_lock__log(const elk_client_t *client, int level, const elk_lock_t *lock, size_t node,
+                   const char *head, const char *what, const elk_resp_node_t *val,
+                   const char *after, int err)
 {
     char buf[CONFIG_ELK_MAX_KEY_LEN + 200u];
     elk_fmt_t f;

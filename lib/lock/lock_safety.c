@@ -23,7 +23,8 @@
 #include "lock_internal.h"
 
 /* Record node i's check result: "<head><p[0..n)>" (cut to ELK_LOCK_CHECK_TEXT_MAX - 1). */
-static void lk_check_text(elk_client_t *client, size_t i, const char *head, const uint8_t *p, size_t n)
+static void lk_check_text(elk_client_t *client, size_t i, const char *head, const uint8_t *p,
+                          size_t n)
 {
     elk_fmt_t f;
     elk_fmt_init(&f, client->node_check[i], sizeof client->node_check[i]);
@@ -73,11 +74,13 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
     if (client->node_check[i][0] != '\0') {
         if (error) {
             elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
-                          "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "", ELK_OK);
+                          "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top,
+                          "", ELK_OK);
         } else if (top != NULL && top->subtree >= 2u &&
                    !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
             elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
-                          "appendfsync is not always: a crash can lose recent locks; delay restarts by one TTL "
+                          "appendfsync is not always: a crash can lose recent locks; delay "
+                          "restarts by one TTL "
                           "(appendfsync ",
                           &reply->nodes[idx + 2u], ")", ELK_OK);
         }
@@ -87,7 +90,8 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
      * in the reply, elk/resp.h), a policy not empty */
     if (top != NULL && top->subtree >= 2u && reply->nodes[idx + 1u].len != 0u) {
         val = &reply->nodes[idx + 1u];
-        says = (elk_resp_str_eq(val, "noeviction") ? 0u : 2u) + (elk_resp_str_eq(val + 1, "1") ? 0u : 1u);
+        says = (elk_resp_str_eq(val, "noeviction") ? 0u : 2u) +
+            (elk_resp_str_eq(val + 1, "1") ? 0u : 1u);
         lk_check_text(client, i, says < 2u ? "ok" : "unsafe: maxmemory-policy ", val->str,
                       says < 2u ? 0u : val->len);
     } else {
@@ -106,8 +110,8 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
         }
     }
     if (says != 0u) {
-        elk_lock__log(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, NULL, i, head, lk_safety_says[says],
-                      val, after, ELK_OK);
+        elk_lock__log(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, NULL, i, head,
+                      lk_safety_says[says], val, after, ELK_OK);
     }
 }
 
@@ -125,7 +129,8 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
             client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
         }
         for (k = 0; k < 2u; k++) {
-            if (elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check, client) != ELK_OK) {
+            if (elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check, client) !=
+                ELK_OK) {
                 text = k == 0u ? "unchecked: request not sent" : text;
                 break;
             }

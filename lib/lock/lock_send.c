@@ -40,18 +40,24 @@ static void lk_arg(elk_resp_arg_t *a, const void *p, size_t len)
  * text, is also EVAL's argument. Lengths known at compile time: no strlen of a script
  * per request. */
 const elk_resp_arg_t elk_lock__script_load[4][3] = {
-    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE)},
-    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND)},
-    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE)},
-    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT)}};
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
+     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE)},
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
+     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND)},
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
+     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE)},
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
+     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT)}};
 static const elk_resp_arg_t lk_sha[4] = {
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_SHA1),
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT_SHA1)};
 
 /* A round kind's script in elk_lock__script_load and lk_sha: anything else than ACQUIRE, COMMIT or
  * EXTEND is RELEASE. */
-static const uint8_t lk_script_of[] = {2u, 0u, 3u, 1u, 2u}; /* NONE, ACQUIRE, COMMIT, EXTEND, RELEASE */
-typedef char elk_lock_script_kinds_in_order[(LK_ACQUIRE == 1 && LK_COMMIT == 2 && LK_EXTEND == 3 && LK_RELEASE == 4) ? 1 : -1];
+static const uint8_t lk_script_of[] = {2u, 0u, 3u, 1u,
+                                       2u}; /* NONE, ACQUIRE, COMMIT, EXTEND, RELEASE */
+typedef char elk_lock_script_kinds_in_order
+    [(LK_ACQUIRE == 1 && LK_COMMIT == 2 && LK_EXTEND == 3 && LK_RELEASE == 4) ? 1 : -1];
 
 int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
 {
@@ -111,7 +117,8 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     t->node = (uint8_t)node;
     t->kind = kind;
     t->eval = eval ? 1u : 0u;
-    rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, elk_lock__on_reply, t);
+    rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, elk_lock__on_reply,
+                       t);
     if (rc != ELK_OK) {
         t->in_use = 0;
     }
@@ -155,7 +162,8 @@ static uint8_t classify(uint8_t kind, int64_t v, uint64_t token)
 {
     switch (kind) {
     case LK_ACQUIRE:
-        return v >= 0 ? ELK_LOCK_NODE_OK : (v == ELK_LOCK_ACQUIRE_BUSY ? ELK_LOCK_NODE_BUSY : ELK_LOCK_NODE_ERROR);
+        return v >= 0 ? ELK_LOCK_NODE_OK
+                      : (v == ELK_LOCK_ACQUIRE_BUSY ? ELK_LOCK_NODE_BUSY : ELK_LOCK_NODE_ERROR);
     case LK_COMMIT:
         if (v == ELK_LOCK_COMMIT_NOT_HELD) {
             return ELK_LOCK_NODE_BUSY;

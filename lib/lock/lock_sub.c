@@ -95,7 +95,7 @@ static bool lk_is_own_value(const elk_lock_t *l, const uint8_t *p, size_t n)
         return false;
     }
     return (n == l->value_len && memcmp(p, l->value, n) == 0) ||
-           (n == l->rel_value_len && memcmp(p, l->rel_value, n) == 0);
+        (n == l->rel_value_len && memcmp(p, l->rel_value, n) == 0);
 }
 
 void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,

@@ -11,7 +11,7 @@
  * spread one nibble per byte lane: a third of the instructions of the byte loop,
  * which every acquisition runs. Elsewhere the byte loop in elk_lock__new_value, the smaller
  * code on a Cortex-M. Both write the same digits. */
-#if UINTPTR_MAX > 0xFFFFFFFFu && defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+#if UINTPTR_MAX > 0xFFFFFFFFu && defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&    \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define LK_HEX_WIDE 1
 static void lk_hex(char *out, const uint8_t *rnd)

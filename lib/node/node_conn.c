@@ -77,7 +77,7 @@ static void elk_node_set_state(elk_node_t *node, elk_node_state_t state, uint64_
 static bool elk_node_is_open(elk_node_state_t s)
 {
     return s == ELK_NODE_CONNECTING || s == ELK_NODE_AUTH || s == ELK_NODE_HELLO ||
-           s == ELK_NODE_SELECT || s == ELK_NODE_READY;
+        s == ELK_NODE_SELECT || s == ELK_NODE_READY;
 }
 
 /* Drop the connection and its buffers. Bumping epoch tells a dispatch loop further up
@@ -161,7 +161,7 @@ static uint32_t elk_node_backoff_delay(elk_node_t *node)
     half = d / 2u;
     if (node->entropy->fill(node->entropy->ctx, rnd, sizeof rnd) == ELK_OK) {
         uint32_t r = (uint32_t)rnd[0] | ((uint32_t)rnd[1] << 8) | ((uint32_t)rnd[2] << 16) |
-                     ((uint32_t)rnd[3] << 24);
+            ((uint32_t)rnd[3] << 24);
         jitter = r % (half + 1u); /* half < 2^31: 32-bit, no 64-bit division helper */
     } else {
         jitter = half; /* no entropy: the full delay, the safe side */

@@ -8,8 +8,8 @@
 /* Queue one handshake command, its words a, b, c (NULL: absent). Returns state (the
  * verdict: enter it) or why the connection fails. One argv built here rather than one
  * per command in the caller (smaller on Cortex-M). */
-static int elk_node_hs_send(elk_node_t *node, elk_node_state_t state, const char *a,
-                            const char *b, const char *c)
+static int elk_node_hs_send(elk_node_t *node, elk_node_state_t state, const char *a, const char *b,
+                            const char *c)
 {
     const char *words[3];
     elk_resp_arg_t argv[3];
@@ -60,7 +60,8 @@ static int elk_node_hs_after(elk_node_t *node, elk_node_state_t done)
 {
     if (done == ELK_NODE_CONNECTING && node->cfg.password != NULL) {
         /* AUTH [user] password */
-        return elk_node_hs_send(node, ELK_NODE_AUTH, "AUTH", node->cfg.username, node->cfg.password);
+        return elk_node_hs_send(node, ELK_NODE_AUTH, "AUTH", node->cfg.username,
+                                node->cfg.password);
     }
     if ((done == ELK_NODE_CONNECTING || done == ELK_NODE_AUTH) && node->cfg.resp3) {
         return elk_node_hs_send(node, ELK_NODE_HELLO, "HELLO", "3", NULL);
@@ -115,7 +116,8 @@ static int elk_node_hs_judge_ok(const elk_node_t *node, const elk_resp_node_t *t
         return refused;
     }
     if (top->type != ELK_RESP_SIMPLE || !elk_resp_str_eq(top, "OK")) {
-        elk_node_hs_log_refusal(node, ELK_LOG_ERROR, what, " answered with something other than +OK", top);
+        elk_node_hs_log_refusal(node, ELK_LOG_ERROR, what,
+                                " answered with something other than +OK", top);
         return ELK_E_UNEXPECTED_REPLY;
     }
     return ELK_OK;
@@ -132,7 +134,8 @@ static int elk_node_hs_judge_hello(elk_node_t *node, const elk_resp_node_t *top,
         elk_node_hs_log_refusal(node, ELK_LOG_INFO, "HELLO", " 3 refused, using RESP2", top);
     } else if (top->type != ELK_RESP_MAP && top->type != ELK_RESP_ARRAY) {
         node->stats.resp3 = false;
-        elk_node_hs_log_refusal(node, ELK_LOG_ERROR, "HELLO", " answered with something other than a map", top);
+        elk_node_hs_log_refusal(node, ELK_LOG_ERROR, "HELLO",
+                                " answered with something other than a map", top);
         return ELK_E_UNEXPECTED_REPLY;
     }
     return ELK_OK;
@@ -152,14 +155,22 @@ int elk_node__hs_reply(elk_node_t *node, const elk_resp_reply_t *reply)
     err = elk_resp_is_error(top);
     node->handshake_pending = 0;
     if (err && elk_node_hs_is_noauth(top)) {
-        elk_node_hs_log_refusal(node, ELK_LOG_ERROR, "server requires AUTH (configure a password)", "", top);
+        elk_node_hs_log_refusal(node, ELK_LOG_ERROR, "server requires AUTH (configure a password)",
+                                "", top);
         return ELK_E_AUTH;
     }
     switch (node->state) {
-    case ELK_NODE_AUTH: r = elk_node_hs_judge_ok(node, top, err, "AUTH", ELK_E_AUTH); break;
-    case ELK_NODE_HELLO: r = elk_node_hs_judge_hello(node, top, err); break;
-    case ELK_NODE_SELECT: r = elk_node_hs_judge_ok(node, top, err, "SELECT", ELK_E_SELECT); break;
-    default: return ELK_E_UNEXPECTED_REPLY;
+    case ELK_NODE_AUTH:
+        r = elk_node_hs_judge_ok(node, top, err, "AUTH", ELK_E_AUTH);
+        break;
+    case ELK_NODE_HELLO:
+        r = elk_node_hs_judge_hello(node, top, err);
+        break;
+    case ELK_NODE_SELECT:
+        r = elk_node_hs_judge_ok(node, top, err, "SELECT", ELK_E_SELECT);
+        break;
+    default:
+        return ELK_E_UNEXPECTED_REPLY;
     }
     return r != ELK_OK ? r : elk_node_hs_after(node, node->state);
 }

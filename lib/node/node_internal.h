@@ -30,7 +30,7 @@
 bool elk_node__log_on(const elk_node_t *node, int level);
 /* Callers pass a constant level: this lets the compiler drop every line above
  * CONFIG_ELK_LOG_LEVEL, formatting included (all of them at level 0). */
-#define elk_node__log_on(node, level) \
+#define elk_node__log_on(node, level)                                                              \
     ((level) <= CONFIG_ELK_LOG_LEVEL && (elk_node__log_on)((node), (level)))
 void elk_node__log_begin(const elk_node_t *node, elk_fmt_t *f, char *buf, size_t cap);
 void elk_node__log_end(const elk_node_t *node, int level, elk_fmt_t *f);
@@ -39,11 +39,11 @@ void elk_node__log_err(elk_fmt_t *f, int err);
 /* A whole line "<host>:<port> <a><b>", then ": <NAME> (<message>)" unless err is ELK_OK,
  * if a line of this level is written at all (compiled out above CONFIG_ELK_LOG_LEVEL). */
 void elk_node__log_line(const elk_node_t *node, int level, const char *a, const char *b, int err);
-#define elk_node__log_line(node, level, a, b, err)                       \
-    do {                                                                \
-        if ((level) <= CONFIG_ELK_LOG_LEVEL) {                          \
-            (elk_node__log_line)((node), (level), (a), (b), (err));     \
-        }                                                               \
+#define elk_node__log_line(node, level, a, b, err)                                                 \
+    do {                                                                                           \
+        if ((level) <= CONFIG_ELK_LOG_LEVEL) {                                                     \
+            (elk_node__log_line)((node), (level), (a), (b), (err));                                \
+        }                                                                                          \
     } while (0)
 
 /* ------------------------------------------------------------------ node_io.c */

@@ -80,8 +80,8 @@ int elk_node__io_flush(elk_node_t *node)
 
 static bool elk_node_is_pubsub_kind(const elk_resp_node_t *n)
 {
-    static const char *const kinds[] = {"message",     "pmessage",     "smessage",
-                                        "subscribe",   "unsubscribe",  "psubscribe",
+    static const char *const kinds[] = {"message",      "pmessage",    "smessage",
+                                        "subscribe",    "unsubscribe", "psubscribe",
                                         "punsubscribe", "ssubscribe",  "sunsubscribe"};
     size_t i;
     if (n->type != ELK_RESP_BULK && n->type != ELK_RESP_SIMPLE) {
@@ -100,8 +100,8 @@ static bool elk_node_io_is_push(const elk_node_t *node, const elk_resp_reply_t *
                                 const elk_resp_node_t *top, size_t ti)
 {
     return top->type == ELK_RESP_PUSH ||
-           (node->subscriber && top->type == ELK_RESP_ARRAY && top->integer >= 1 &&
-            ti + 1u < reply->count && elk_node_is_pubsub_kind(&reply->nodes[ti + 1u]));
+        (node->subscriber && top->type == ELK_RESP_ARRAY && top->integer >= 1 &&
+         ti + 1u < reply->count && elk_node_is_pubsub_kind(&reply->nodes[ti + 1u]));
 }
 
 /* Hand a reply to the oldest request in flight. Returns ELK_OK or

@@ -6,14 +6,22 @@
 const char *elk_node_state_name(elk_node_state_t state)
 {
     switch (state) {
-    case ELK_NODE_DISCONNECTED: return "disconnected";
-    case ELK_NODE_CONNECTING: return "connecting";
-    case ELK_NODE_AUTH: return "auth";
-    case ELK_NODE_HELLO: return "hello";
-    case ELK_NODE_SELECT: return "select";
-    case ELK_NODE_READY: return "ready";
-    case ELK_NODE_BACKOFF: return "backoff";
-    default: return "unknown";
+    case ELK_NODE_DISCONNECTED:
+        return "disconnected";
+    case ELK_NODE_CONNECTING:
+        return "connecting";
+    case ELK_NODE_AUTH:
+        return "auth";
+    case ELK_NODE_HELLO:
+        return "hello";
+    case ELK_NODE_SELECT:
+        return "select";
+    case ELK_NODE_READY:
+        return "ready";
+    case ELK_NODE_BACKOFF:
+        return "backoff";
+    default:
+        return "unknown";
     }
 }
 
@@ -27,7 +35,7 @@ const char *elk_node_state_name(elk_node_state_t state)
 bool elk_node__log_on(const elk_node_t *node, int level)
 {
     return node->log != NULL && node->log->write != NULL && level <= node->log->level &&
-           level <= CONFIG_ELK_LOG_LEVEL;
+        level <= CONFIG_ELK_LOG_LEVEL;
 }
 
 void elk_node__log_begin(const elk_node_t *node, elk_fmt_t *f, char *buf, size_t cap)

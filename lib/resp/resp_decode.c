@@ -55,8 +55,8 @@ void elk_resp_reader_reset(elk_resp_reader_t *r)
 static bool elk_resp_is_string(uint8_t type)
 {
     return type == ELK_RESP_SIMPLE || type == ELK_RESP_ERROR || type == ELK_RESP_BULK ||
-           type == ELK_RESP_DOUBLE || type == ELK_RESP_BLOB_ERROR || type == ELK_RESP_VERBATIM ||
-           type == ELK_RESP_BIGNUM;
+        type == ELK_RESP_DOUBLE || type == ELK_RESP_BLOB_ERROR || type == ELK_RESP_VERBATIM ||
+        type == ELK_RESP_BIGNUM;
 }
 
 /* Move the current reply (its parsed part and the bytes after it) to offset 0, and

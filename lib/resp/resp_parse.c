@@ -35,12 +35,21 @@
 #define ELK_RESP_LINE_ANY 0xffu
 #define ELK_RESP_LINE_NUM (ELK_RESP_NUM_MAX + 1u)
 static const uint8_t elk_resp_line_limit[256] = {
-    ['+'] = ELK_RESP_LINE_ANY, ['-'] = ELK_RESP_LINE_ANY,
-    [','] = ELK_RESP_LINE_ANY, ['('] = ELK_RESP_LINE_ANY,
-    ['_'] = 1, ['#'] = 2,
-    [':'] = ELK_RESP_LINE_NUM, ['$'] = ELK_RESP_LINE_NUM, ['*'] = ELK_RESP_LINE_NUM,
-    ['!'] = ELK_RESP_LINE_NUM, ['='] = ELK_RESP_LINE_NUM, ['%'] = ELK_RESP_LINE_NUM,
-    ['~'] = ELK_RESP_LINE_NUM, ['|'] = ELK_RESP_LINE_NUM, ['>'] = ELK_RESP_LINE_NUM,
+    ['+'] = ELK_RESP_LINE_ANY,
+    ['-'] = ELK_RESP_LINE_ANY,
+    [','] = ELK_RESP_LINE_ANY,
+    ['('] = ELK_RESP_LINE_ANY,
+    ['_'] = 1,
+    ['#'] = 2,
+    [':'] = ELK_RESP_LINE_NUM,
+    ['$'] = ELK_RESP_LINE_NUM,
+    ['*'] = ELK_RESP_LINE_NUM,
+    ['!'] = ELK_RESP_LINE_NUM,
+    ['='] = ELK_RESP_LINE_NUM,
+    ['%'] = ELK_RESP_LINE_NUM,
+    ['~'] = ELK_RESP_LINE_NUM,
+    ['|'] = ELK_RESP_LINE_NUM,
+    ['>'] = ELK_RESP_LINE_NUM,
 };
 
 /* Canonical decimal int64 in [p, e): optional '-', no '+', no leading zeros, no "-0",
@@ -202,9 +211,9 @@ static int elk_resp_bulk_item(elk_resp_reader_t *r, elk_resp_node_t *n, uint8_t 
     if ((uint64_t)v > UINT32_MAX || (uint64_t)v + 2u > (uint64_t)(r->cap - (body - r->start))) {
         return ELK_E_RESP_TOO_LARGE;
     }
-    elk_resp_node_set(n,
-                      t == '$' ? ELK_RESP_BULK : (t == '!' ? ELK_RESP_BLOB_ERROR : ELK_RESP_VERBATIM),
-                      r->buf + body, (size_t)v, 0);
+    elk_resp_node_set(
+        n, t == '$' ? ELK_RESP_BULK : (t == '!' ? ELK_RESP_BLOB_ERROR : ELK_RESP_VERBATIM),
+        r->buf + body, (size_t)v, 0);
     r->in_body = true;
     r->body_end = body + (size_t)v;
     return ELK_RESP_STEP_OPEN;
@@ -238,11 +247,16 @@ static int elk_resp_body(elk_resp_reader_t *r, size_t *pos)
 static uint8_t elk_resp_aggregate_type(uint8_t t)
 {
     switch (t) {
-    case '*': return ELK_RESP_ARRAY;
-    case '~': return ELK_RESP_SET;
-    case '>': return ELK_RESP_PUSH;
-    case '%': return ELK_RESP_MAP;
-    default: return ELK_RESP_ATTRIBUTE;
+    case '*':
+        return ELK_RESP_ARRAY;
+    case '~':
+        return ELK_RESP_SET;
+    case '>':
+        return ELK_RESP_PUSH;
+    case '%':
+        return ELK_RESP_MAP;
+    default:
+        return ELK_RESP_ATTRIBUTE;
     }
 }
 

@@ -31,8 +31,8 @@
 static ELK_RESP_INLINE uint64_t elk_resp_load8(const uint8_t *p)
 {
     return (uint64_t)p[0] | ((uint64_t)p[1] << 8) | ((uint64_t)p[2] << 16) |
-           ((uint64_t)p[3] << 24) | ((uint64_t)p[4] << 32) | ((uint64_t)p[5] << 40) |
-           ((uint64_t)p[6] << 48) | ((uint64_t)p[7] << 56);
+        ((uint64_t)p[3] << 24) | ((uint64_t)p[4] << 32) | ((uint64_t)p[5] << 40) |
+        ((uint64_t)p[6] << 48) | ((uint64_t)p[7] << 56);
 }
 
 /* Two bytes as a little-endian number: compared with ELK_RESP_W_CRLF. */
@@ -62,7 +62,7 @@ static ELK_RESP_INLINE uint64_t elk_resp_crlf_flags(uint64_t w)
     uint64_t cr = w ^ 0x0D0D0D0D0D0D0D0Du;
     uint64_t lf = w ^ 0x0A0A0A0A0A0A0A0Au;
     return (((cr - 0x0101010101010101u) & ~cr) | ((lf - 0x0101010101010101u) & ~lf)) &
-           0x8080808080808080u;
+        0x8080808080808080u;
 }
 
 /* Flags (bit 7) the bytes of w that are not ASCII digits. Done on all eight at once:
@@ -81,8 +81,8 @@ static ELK_RESP_INLINE uint64_t elk_resp_digits_value(uint64_t w, unsigned k)
     /* Two shifts of at most 32 bits: one of 64 (k = 0) would be undefined. */
     unsigned s = 32u - 4u * k;
     w = ((w - 0x3030303030303030u) << s) << s;
-    w = ((w & 0x0F0F0F0F0F0F0F0Fu) * 2561u) >> 8;              /* pairs: 10 * a + b */
-    w = ((w & 0x00FF00FF00FF00FFu) * 6553601u) >> 16;          /* quads: 100 * ab + cd */
+    w = ((w & 0x0F0F0F0F0F0F0F0Fu) * 2561u) >> 8;               /* pairs: 10 * a + b */
+    w = ((w & 0x00FF00FF00FF00FFu) * 6553601u) >> 16;           /* quads: 100 * ab + cd */
     return ((w & 0x0000FFFF0000FFFFu) * 42949672960001u) >> 32; /* 10000 * abcd + efgh */
 }
 
@@ -92,8 +92,8 @@ static ELK_RESP_INLINE uint64_t elk_resp_digits_value(uint64_t w, unsigned k)
 static ELK_RESP_INLINE size_t elk_resp_word_uint(const uint8_t *buf, size_t p, size_t len,
                                                  uint64_t *out)
 {
-    static const uint64_t pow10[9] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u,
-                                      10000000u, 100000000u};
+    static const uint64_t pow10[9] = {1u,      10u,      100u,      1000u,     10000u,
+                                      100000u, 1000000u, 10000000u, 100000000u};
     uint64_t w;
     uint64_t m;
     uint64_t acc;

@@ -26,7 +26,8 @@ typedef char elk_lwip_socket_first_[offsetof(elk_lwip_transport_t, sock) == 0 ? 
 static const elk_socket_options_t lwip_transport_options = {.nodelay = true, .keepalive = false};
 
 /* Address of ep as a socket address; names need LWIP_DNS (blocking lookup). */
-static int lwip_transport_address(const elk_endpoint_t *ep, struct sockaddr_storage *ss, socklen_t *len)
+static int lwip_transport_address(const elk_endpoint_t *ep, struct sockaddr_storage *ss,
+                                  socklen_t *len)
 {
     memset(ss, 0, sizeof(*ss));
 #if LWIP_IPV4

@@ -236,7 +236,8 @@ static int elk_fence_file_create_tmp(elk_fence_file_t *ff, char *tmp, size_t cap
 {
     int tries, n, fd = -1;
     for (tries = 0; tries < 16 && fd < 0; tries++) {
-        n = snprintf(tmp, cap, "%s.tmp.%ld.%lu", ff->path, (long)getpid(), (unsigned long)ff->tmp_seq++);
+        n = snprintf(tmp, cap, "%s.tmp.%ld.%lu", ff->path, (long)getpid(),
+                     (unsigned long)ff->tmp_seq++);
         if (n <= 0 || (size_t)n >= cap) {
             errno = ENAMETOOLONG;
             return -1;

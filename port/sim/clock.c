@@ -17,7 +17,8 @@ int64_t elk_sim_clock_local_us_at(const elk_sim_clock_t *c, uint64_t t_us)
     /* Split t so t * rate cannot overflow for runs of any realistic length. */
     int64_t whole = t / 1000000;
     int64_t frac = t % 1000000;
-    int64_t v = c->offset_us + t + whole * (int64_t)c->rate_ppm + (frac * (int64_t)c->rate_ppm) / 1000000;
+    int64_t v =
+        c->offset_us + t + whole * (int64_t)c->rate_ppm + (frac * (int64_t)c->rate_ppm) / 1000000;
     return v < 0 ? 0 : v;
 }
 

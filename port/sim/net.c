@@ -354,7 +354,7 @@ bool elk_sim_net_handle(elk_sim_net_t *net, const elk_sim_event_t *ev)
     }
     c = &net->conns[ev->a];
     if (ev->b != c->gen) {
-        return true;   /* the connection was closed or reopened since */
+        return true; /* the connection was closed or reopened since */
     }
     switch (ev->kind) {
     case ELK_SIM_EV_ARRIVE_UP:
@@ -382,8 +382,8 @@ int elk_sim_net_init(elk_sim_net_t *net, elk_sim_core_t *core, const elk_sim_net
                      size_t n_gw, size_t n_nodes, elk_sim_wake_fn wake_fn, void *wake_user)
 {
     size_t g, n;
-    if (net == NULL || core == NULL || params == NULL || n_gw == 0u || n_gw > ELK_SIM_MAX_GATEWAYS ||
-        n_nodes == 0u || n_nodes > ELK_SIM_MAX_NODES) {
+    if (net == NULL || core == NULL || params == NULL || n_gw == 0u ||
+        n_gw > ELK_SIM_MAX_GATEWAYS || n_nodes == 0u || n_nodes > ELK_SIM_MAX_NODES) {
         return ELK_E_INVALID_ARG;
     }
     net->core = core;
@@ -482,8 +482,8 @@ void elk_sim_net_restart(elk_sim_net_t *net, size_t node, int mode)
     }
 }
 
-int64_t elk_sim_net_publish(elk_sim_net_t *net, elk_sim_redis_t *node, const uint8_t *ch, size_t chlen,
-                            const uint8_t *msg, size_t msglen)
+int64_t elk_sim_net_publish(elk_sim_net_t *net, elk_sim_redis_t *node, const uint8_t *ch,
+                            size_t chlen, const uint8_t *msg, size_t msglen)
 {
     size_t g;
     int64_t receivers = 0;

@@ -190,8 +190,8 @@ static void cmd_set(cmd_ctx_t *x)
         elk_sim_reply_null(x->out);
         return;
     }
-    if (elk_sim_redis_set(x->node, x->argv[1].p, x->argv[1].len, x->argv[2].p, x->argv[2].len, px) ==
-        NULL) {
+    if (elk_sim_redis_set(x->node, x->argv[1].p, x->argv[1].len, x->argv[2].p, x->argv[2].len,
+                          px) == NULL) {
         elk_sim_reply_oom(x->out);
         return;
     }
@@ -335,7 +335,7 @@ static void cmd_incr(cmd_ctx_t *x)
         elk_sim_reply_oom(x->out);
         return;
     }
-    k->expire_ms = keep_expire;   /* INCR keeps a TTL */
+    k->expire_ms = keep_expire; /* INCR keeps a TTL */
     elk_sim_reply_int(x->out, v);
 }
 
@@ -358,7 +358,8 @@ static void cmd_hello(cmd_ctx_t *x)
             const char *pw = x->node->password;
             const elk_sim_bytes_t *p = &x->argv[i + 2u];
             if (pw == NULL || strlen(pw) != p->len || memcmp(pw, p->p, p->len) != 0) {
-                elk_sim_reply_error(x->out, "WRONGPASS invalid username-password pair or user is disabled.");
+                elk_sim_reply_error(
+                    x->out, "WRONGPASS invalid username-password pair or user is disabled.");
                 return;
             }
             x->conn->srv.authed = true;
@@ -371,7 +372,11 @@ static void cmd_hello(cmd_ctx_t *x)
         }
     }
     if (!x->conn->srv.authed) {
-        elk_sim_reply_error(x->out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        elk_sim_reply_error(
+            x->out,
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+            "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+            "select the RESP protocol version at the same time");
         return;
     }
     x->conn->srv.proto = (uint8_t)proto;
@@ -402,12 +407,15 @@ static void cmd_auth(cmd_ctx_t *x)
         return;
     }
     if (pw == NULL) {
-        elk_sim_reply_error(x->out, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        elk_sim_reply_error(x->out,
+                            "ERR AUTH <password> called without any password configured for the "
+                            "default user. Are you sure your configuration is correct?");
         return;
     }
     p = &x->argv[x->argc - 1u];
     if (strlen(pw) != p->len || memcmp(pw, p->p, p->len) != 0) {
-        elk_sim_reply_error(x->out, "WRONGPASS invalid username-password pair or user is disabled.");
+        elk_sim_reply_error(x->out,
+                            "WRONGPASS invalid username-password pair or user is disabled.");
         return;
     }
     x->conn->srv.authed = true;
@@ -525,7 +533,8 @@ static int find_script(const elk_sim_net_t *net, const elk_sim_bytes_t *a, bool 
     for (i = 0; i < net->n_scripts; i++) {
         const elk_sim_script_t *s = &net->scripts[i];
         if (by_sha ? hex_eq(a, s->sha1)
-                   : (s->text != NULL && strlen(s->text) == a->len && memcmp(s->text, a->p, a->len) == 0)) {
+                   : (s->text != NULL && strlen(s->text) == a->len &&
+                      memcmp(s->text, a->p, a->len) == 0)) {
             return (int)i;
         }
     }
@@ -558,7 +567,7 @@ static void cmd_eval(cmd_ctx_t *x, bool by_sha)
         elk_sim_reply_error(x->out, "ERR Number of keys can't be greater than number of args");
         return;
     }
-    x->node->script_cached |= 1u << idx;   /* EVAL caches the script, as Redis does */
+    x->node->script_cached |= 1u << idx; /* EVAL caches the script, as Redis does */
     s = &x->net->scripts[idx];
     s->fn(x->node, &x->argv[3], (size_t)numkeys, &x->argv[3u + (size_t)numkeys],
           x->argc - 3u - (size_t)numkeys, x->out, s->user);
@@ -572,7 +581,8 @@ static void cmd_script(cmd_ctx_t *x)
     } else if (x->argc == 3u && arg_is(&x->argv[1], "LOAD")) {
         int idx = find_script(x->net, &x->argv[2], false);
         if (idx < 0) {
-            elk_sim_reply_error(x->out, "ERR sim: SCRIPT LOAD of a script the simulator does not implement");
+            elk_sim_reply_error(
+                x->out, "ERR sim: SCRIPT LOAD of a script the simulator does not implement");
             return;
         }
         x->node->script_cached |= 1u << idx;
@@ -585,7 +595,8 @@ static void cmd_script(cmd_ctx_t *x)
             elk_sim_reply_int(x->out, idx >= 0 && ((x->node->script_cached >> idx) & 1u) ? 1 : 0);
         }
     } else {
-        elk_sim_reply_error(x->out, "ERR unknown subcommand or wrong number of arguments for 'script'");
+        elk_sim_reply_error(x->out,
+                            "ERR unknown subcommand or wrong number of arguments for 'script'");
     }
 }
 
@@ -604,8 +615,8 @@ void elk_sim_redis_exec(elk_sim_net_t *net, elk_sim_conn_t *conn, const elk_resp
     x.argc = 0;
     x.node->commands++;
     top = &cmd->nodes[0];
-    if (top->type != ELK_RESP_ARRAY || top->integer < 1 || (size_t)top->integer > ELK_SIM_MAX_ARGS ||
-        top->subtree != (uint32_t)top->integer) {
+    if (top->type != ELK_RESP_ARRAY || top->integer < 1 ||
+        (size_t)top->integer > ELK_SIM_MAX_ARGS || top->subtree != (uint32_t)top->integer) {
         elk_sim_reply_error(out, "ERR Protocol error: expected an array of bulk strings");
         return;
     }
@@ -658,8 +669,9 @@ static void exec_command(cmd_ctx_t *xp)
         if (x.argc != 3u) {
             wrong_args(&x);
         } else {
-            elk_sim_reply_int(out, elk_sim_net_publish(net, x.node, x.argv[1].p, x.argv[1].len,
-                                                       x.argv[2].p, x.argv[2].len));
+            elk_sim_reply_int(out,
+                              elk_sim_net_publish(net, x.node, x.argv[1].p, x.argv[1].len,
+                                                  x.argv[2].p, x.argv[2].len));
         }
     } else if (arg_is(&x.argv[0], "SUBSCRIBE")) {
         cmd_subscribe(&x);
@@ -682,7 +694,7 @@ static void exec_command(cmd_ctx_t *xp)
         } else if (!elk_sim_parse_i64(x.argv[1].p, x.argv[1].len, &db) || db < 0 || db > 15) {
             elk_sim_reply_error(out, "ERR DB index is out of range");
         } else {
-            elk_sim_reply_simple(out, "OK");   /* one key space: the sim never mixes dbs */
+            elk_sim_reply_simple(out, "OK"); /* one key space: the sim never mixes dbs */
         }
     } else if (arg_is(&x.argv[0], "CONFIG")) {
         cmd_config(&x);

@@ -73,7 +73,7 @@ static void s_extend(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
         return;
     }
     if (ttl <= 0) {
-        k->used = 0;   /* PEXPIRE with a non-positive time deletes, as in Redis */
+        k->used = 0; /* PEXPIRE with a non-positive time deletes, as in Redis */
     } else {
         k->expire_ms = elk_sim_redis_now_ms(node) + ttl;
     }

@@ -164,7 +164,8 @@ static int socket_setup(int fd, const elk_socket_options_t *opts)
     return 0;
 }
 
-int elk_socket__connect(elk_socket_t *s, const elk_socket_options_t *opts, const void *addr, uint32_t addr_len)
+int elk_socket__connect(elk_socket_t *s, const elk_socket_options_t *opts, const void *addr,
+                        uint32_t addr_len)
 {
     const struct sockaddr *sa = (const struct sockaddr *)addr;
     int fd = SOCKET_CALL(socket)(sa->sa_family, SOCKET_API_STREAM, 0);
@@ -213,7 +214,8 @@ int elk_socket__progress(void *ctx)
     if (ready == 0) {
         return 0;
     }
-    if (ready < 0 || SOCKET_CALL(getsockopt)(s->fd, SOL_SOCKET, SO_ERROR, &so_error, &so_error_len) != 0) {
+    if (ready < 0 ||
+        SOCKET_CALL(getsockopt)(s->fd, SOL_SOCKET, SO_ERROR, &so_error, &so_error_len) != 0) {
         so_error = errno;
     }
     if (so_error == 0) {

@@ -45,7 +45,8 @@ int elk_socket__fail(elk_socket_t *s, int err, int sys_errno);
  * port's socket API) with opts. Returns 1 connected, 0 in progress (progress() says
  * when it is done), or a negative elk_err_t with the failure recorded as by
  * elk_socket__fail. */
-int elk_socket__connect(elk_socket_t *s, const elk_socket_options_t *opts, const void *addr, uint32_t addr_len);
+int elk_socket__connect(elk_socket_t *s, const elk_socket_options_t *opts, const void *addr,
+                        uint32_t addr_len);
 
 /* elk_transport_t.progress: 1 connected, 0 connecting, or the connect's elk_err_t
  * (ELK_E_STATE when nothing was opened). Never blocks. */

@@ -107,14 +107,15 @@ static bool start_servers(bool want_tls, bool own)
         const char *src = __FILE__;
         const char *slash = strrchr(src, '/');
         int dirlen = slash != NULL ? (int)(slash - src) : 1;
-        snprintf(gen, sizeof gen, "sh '%.*s/../integration/gen-certs.sh' '%s' >/dev/null 2>&1", dirlen,
-                 slash != NULL ? src : ".", tmpdir);
+        snprintf(gen, sizeof gen, "sh '%.*s/../integration/gen-certs.sh' '%s' >/dev/null 2>&1",
+                 dirlen, slash != NULL ? src : ".", tmpdir);
         if (system(gen) == 0) {
             tls_port = bench_free_port();
             pids[NSERV] = bench_redis_start(tmpdir, tls_port, true, NULL);
             tls = true;
         } else {
-            fprintf(stderr, "bench_lock: certificate generation failed (%s): TLS rows skipped\n", gen);
+            fprintf(stderr, "bench_lock: certificate generation failed (%s): TLS rows skipped\n",
+                    gen);
         }
     }
     usleep(300 * 1000);
@@ -133,7 +134,7 @@ static double cpu_s(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+        ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 }
 
 static void result(const char *id, double v, const char *unit, const char *name)
@@ -170,7 +171,8 @@ static elk_ts_log_t bench_log; /* every line, stamped: gated by BENCH_VERBOSE be
 
 static const elk_log_t *blog(void)
 {
-    return getenv("BENCH_VERBOSE") != NULL ? elk_ts_log_init(&bench_log, ELK_LOG_DEBUG, true) : NULL;
+    return getenv("BENCH_VERBOSE") != NULL ? elk_ts_log_init(&bench_log, ELK_LOG_DEBUG, true)
+                                           : NULL;
 }
 
 static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
@@ -213,7 +215,8 @@ static void gw_init(gw_t *g, const uint16_t *pl, size_t n, const char *id, bool 
     memset(g, 0, sizeof *g);
     g->n = n;
     g->tls = tls;
-    int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, GW_POOL);
+    int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                           GW_POOL);
     if (rc != ELK_OK) {
         die("pool", rc);
     }
@@ -274,8 +277,8 @@ static void gw_free(gw_t *g)
 static double redis_benchmark(uint16_t port, unsigned n, const char *args)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %u --csv %s 2>/dev/null", port, n,
-             args);
+    snprintf(cmd, sizeof cmd, "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %u --csv %s 2>/dev/null",
+             port, n, args);
     /* best of 3: the machine is shared, and a limit should not be lowered by a neighbour */
     double best = 0;
     for (int r = 0; r < 3; r++) {
@@ -319,17 +322,20 @@ static int raw_connect(uint16_t port)
 
 /* Our acquire (fencing or not) and release scripts on key bench:{name} as fixed RESP text,
  * the bytes lib/lock sends (name: 5 characters); acq and rel hold 400 bytes each. */
-static void raw_scripts(const char *name, const char *val, bool fencing, char *acq, int *al, char *rel, int *rl)
+static void raw_scripts(const char *name, const char *val, bool fencing, char *acq, int *al,
+                        char *rel, int *rl)
 {
     size_t vl = strlen(val);
     *al = snprintf(acq, 400,
-                   "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{%s}\r\n$19\r\nbench:{%s}:fence\r\n"
+                   "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{%s}\r\n$"
+                   "19\r\nbench:{%s}:fence\r\n"
                    "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n%d\r\n",
                    ELK_LOCK_SCRIPT_ACQUIRE_SHA1, name, name, vl, val, fencing ? 1 : 0);
-    *rl = snprintf(rel, 400,
-                   "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{%s}\r\n$%zu\r\n%s\r\n"
-                   "$22\r\nbench:{%s}:released\r\n",
-                   ELK_LOCK_SCRIPT_RELEASE_SHA1, name, vl, val, name);
+    *rl = snprintf(
+        rel, 400,
+        "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{%s}\r\n$%zu\r\n%s\r\n"
+        "$22\r\nbench:{%s}:released\r\n",
+        ELK_LOCK_SCRIPT_RELEASE_SHA1, name, vl, val, name);
 }
 
 /* Reads one reply line (up to its LF) into buf; returns its length, 0 on EOF or error. */
@@ -368,7 +374,8 @@ static double raw_cycles(uint16_t port, unsigned n)
         if (send(raw_fd, req, len, 0) != (ssize_t)len) {
             return 0;
         }
-        size_t got = raw_line(raw_fd, buf, sizeof buf); /* ":<n>\r\n" (or an error line: then the figure is wrong) */
+        size_t got = raw_line(
+            raw_fd, buf, sizeof buf); /* ":<n>\r\n" (or an error line: then the figure is wrong) */
         if (got == 0) {
             return 0;
         }
@@ -482,31 +489,39 @@ static double cycles(const char *tag, bool tls, unsigned n, double limit, double
     qsort(lat, n, sizeof *lat, cmp_d);
     double p50 = pct(lat, n, 0.5), p99 = pct(lat, n, 0.99);
     free(lat);
-    printf("  edgelock %-5s %9.0f cycles/s (best third %.0f)  p50 %6.1f us  p99 %6.1f us\n", tls ? "TLS" : "plain",
-           cps, best, p50, p99);
+    printf("  edgelock %-5s %9.0f cycles/s (best third %.0f)  p50 %6.1f us  p99 %6.1f us\n",
+           tls ? "TLS" : "plain", cps, best, p50, p99);
     if (limit > 0) {
         printf("  %.2f of the redis-benchmark EVALSHA 2-RTT limit\n", cps / limit);
     }
     if (!tls && raw_limit != NULL && *raw_limit > 0) {
-        printf("  raw blocking loop, same command bytes: %.0f cycles/s (best third) -> edgelock best third / raw = %.2f\n",
+        printf("  raw blocking loop, same command bytes: %.0f cycles/s (best third) -> edgelock "
+               "best third / raw = %.2f\n",
                *raw_limit, best / *raw_limit);
         result("raw.same_bytes_cycle_limit", *raw_limit, "cycles/s",
-               "2-RTT limit: blocking socket loop sending our exact acquire+release EVALSHA bytes (best third)");
-        result("elk.best_cycles_per_s", best, "cycles/s", "edgelock acquire+release, best third (interleaved with the raw loop)");
-        result("elk.ratio_same_bytes_limit", best / *raw_limit, "x", "edgelock / same-bytes raw limit (best thirds)");
+               "2-RTT limit: blocking socket loop sending our exact acquire+release EVALSHA bytes "
+               "(best third)");
+        result("elk.best_cycles_per_s", best, "cycles/s",
+               "edgelock acquire+release, best third (interleaved with the raw loop)");
+        result("elk.ratio_same_bytes_limit", best / *raw_limit, "x",
+               "edgelock / same-bytes raw limit (best thirds)");
     }
     char id[64];
     snprintf(id, sizeof id, "%s.cycles_per_s", tag);
-    result(id, cps, "cycles/s", tls ? "edgelock TLS acquire+release, 1 node" : "edgelock acquire+release, 1 node");
+    result(id, cps, "cycles/s",
+           tls ? "edgelock TLS acquire+release, 1 node" : "edgelock acquire+release, 1 node");
     snprintf(id, sizeof id, "%s.p50_us", tag);
     result(id, p50, "us", tls ? "edgelock TLS cycle p50" : "edgelock cycle p50");
     snprintf(id, sizeof id, "%s.p99_us", tag);
     result(id, p99, "us", tls ? "edgelock TLS cycle p99" : "edgelock cycle p99");
     if (!tls) {
-        printf("  heap calls over %u cycles after connect: %llu malloc/calloc/realloc, %llu free (target 0)\n", n,
-               (unsigned long long)allocs, (unsigned long long)frees);
-        result("elk.heap_per_cycle", (double)allocs / n, "calls", "edgelock heap calls per cycle (lib+port, --wrap)");
-        result("elk.heap_calls_total", (double)(allocs + frees), "calls", "edgelock heap calls over the timed cycles");
+        printf("  heap calls over %u cycles after connect: %llu malloc/calloc/realloc, %llu free "
+               "(target 0)\n",
+               n, (unsigned long long)allocs, (unsigned long long)frees);
+        result("elk.heap_per_cycle", (double)allocs / n, "calls",
+               "edgelock heap calls per cycle (lib+port, --wrap)");
+        result("elk.heap_calls_total", (double)(allocs + frees), "calls",
+               "edgelock heap calls over the timed cycles");
     }
     return cps;
 }
@@ -601,7 +616,8 @@ static void stack_hwm(void)
     size_t base = stack_touched(&ga, 0); /* thread start-up and glibc's TLS block */
     size_t used = stack_touched(&ga, 1000);
     gw_free(&ga);
-    printf("  stack high-water of 1,000 lock cycles (elk_blocking_* + lib + posix port + libc): %zu bytes\n"
+    printf("  stack high-water of 1,000 lock cycles (elk_blocking_* + lib + posix port + libc): "
+           "%zu bytes\n"
            "  (painted pthread stack, minus an empty thread's %zu bytes)\n",
            used - base, base);
     result("elk.stack_hwm_bytes", (double)(used - base), "bytes",
@@ -623,7 +639,8 @@ static long server_commands(uint16_t port)
         return -1;
     }
     while (fgets(line, sizeof line, p) != NULL) {
-        if (strncmp(line, "cmdstat_evalsha:calls=", 22) == 0 || strncmp(line, "cmdstat_eval:calls=", 19) == 0 ||
+        if (strncmp(line, "cmdstat_evalsha:calls=", 22) == 0 ||
+            strncmp(line, "cmdstat_eval:calls=", 19) == 0 ||
             strncmp(line, "cmdstat_ping:calls=", 19) == 0) {
             v += atol(strchr(line, '=') + 1);
         }
@@ -716,16 +733,20 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
     }
     double cmds = c0 >= 0 && c1 >= 0 ? (double)(c1 - c0) / dt : -1;
     double renew_expect = (double)count / (ttl_ms * lc.renew_fraction_pct / 100.0 / 1000.0);
-    printf("  %5zu locks: CPU %7.3f ms/s (%.4f%% of a core)  %8.1f requests/s (renewal schedule: %.1f/s)  "
+    printf("  %5zu locks: CPU %7.3f ms/s (%.4f%% of a core)  %8.1f requests/s (renewal schedule: "
+           "%.1f/s)  "
            "still held %zu/%zu, renewed %u, renew failed %u, lost %u\n",
            count, cpu * 1e3 / dt, cpu * 100 / dt, cmds, renew_expect, still, count, many_renewed,
            many_renew_failed, many_lost);
     char id[64], name[128];
     snprintf(id, sizeof id, "elk.many%zu.cpu_ms_per_s", count);
-    snprintf(name, sizeof name, "%zu locks held, renewing (ttl %u ms): CPU (getrusage)", count, ttl_ms);
+    snprintf(name, sizeof name, "%zu locks held, renewing (ttl %u ms): CPU (getrusage)", count,
+             ttl_ms);
     result(id, cpu * 1e3 / dt, "ms/s", name);
     snprintf(id, sizeof id, "elk.many%zu.cmds_per_s", count);
-    snprintf(name, sizeof name, "%zu locks held, renewing (ttl %u ms): requests/s (EVALSHA+PING at the server)", count, ttl_ms);
+    snprintf(name, sizeof name,
+             "%zu locks held, renewing (ttl %u ms): requests/s (EVALSHA+PING at the server)", count,
+             ttl_ms);
     result(id, cmds, "req/s", name);
     for (size_t i = 0; i < count; i++) {
         elk_lock_release(&many[i], elk_posix_now_ms());
@@ -823,7 +844,8 @@ static double handoff(const uint16_t *pl, size_t n, bool channel, bool fencing, 
     gw_free(&gb);
     qsort(v, reps, sizeof *v, cmp_d);
     double p50 = pct(v, reps, 0.5);
-    printf("    (hand-off on %zu node(s), %s: min %.1f p50 %.1f p90 %.1f us; inside elk_lock_release(): mean %.1f us)\n",
+    printf("    (hand-off on %zu node(s), %s: min %.1f p50 %.1f p90 %.1f us; inside "
+           "elk_lock_release(): mean %.1f us)\n",
            n, channel ? "channel" : "polling", v[0], p50, pct(v, reps, 0.9), handoff_rel_us / reps);
     free(v);
     return p50;
@@ -873,8 +895,8 @@ int main(int argc, char **argv)
             tls_shared_up = true;
         }
     }
-    printf("bench_lock: %u cycles, %s build, loopback, RESP3, CONFIG_ELK_MAX_LOCKS=%d\n", n, ELK_BENCH_BUILD_TYPE,
-           CONFIG_ELK_MAX_LOCKS);
+    printf("bench_lock: %u cycles, %s build, loopback, RESP3, CONFIG_ELK_MAX_LOCKS=%d\n", n,
+           ELK_BENCH_BUILD_TYPE, CONFIG_ELK_MAX_LOCKS);
 
     /* BENCH_ONLY=handoff: section 5 only (for strace / perf of the hand-off path) */
     const char *only = getenv("BENCH_ONLY");
@@ -885,7 +907,8 @@ int main(int argc, char **argv)
     char args[400];
     double ping = redis_benchmark(ports[0], 20000, "-t ping");
     ping_rtt_us = ping > 0 ? 1e6 / ping : 0;
-    result("raw.ping_rtt_us", ping_rtt_us, "us", "1 PING round trip (1e6 / redis-benchmark -c 1 PING req/s)");
+    result("raw.ping_rtt_us", ping_rtt_us, "us",
+           "1 PING round trip (1e6 / redis-benchmark -c 1 PING req/s)");
     /* The client loads the scripts at connect; make sure they are there for redis-benchmark. */
     gw_init(&ga, &ports[0], 1, "gwL", false);
     elk_lock_config_t lc0;
@@ -895,23 +918,28 @@ int main(int argc, char **argv)
     /* acquire on fresh keys (the SET NX succeeds, the fence counter is incremented), the
      * release script's compare-and-delete (+ publish) on a key with our value absent. */
     snprintf(args, sizeof args,
-             "-r 100000000 EVALSHA %s 2 bench:lim{__rand_int__} bench:lim{__rand_int__}:fence gwL:0123456789abcdef "
+             "-r 100000000 EVALSHA %s 2 bench:lim{__rand_int__} bench:lim{__rand_int__}:fence "
+             "gwL:0123456789abcdef "
              "10000 1",
              ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
     double acq = redis_benchmark(ports[0], 20000, args);
     snprintf(args, sizeof args,
-             "-r 100000000 EVALSHA %s 1 bench:lim{__rand_int__} gwL:0123456789abcdef bench:lim{__rand_int__}:released",
+             "-r 100000000 EVALSHA %s 1 bench:lim{__rand_int__} gwL:0123456789abcdef "
+             "bench:lim{__rand_int__}:released",
              ELK_LOCK_SCRIPT_RELEASE_SHA1);
     double rel = redis_benchmark(ports[0], 20000, args);
     double lim_ping = ping / 2, lim_eval = acq > 0 && rel > 0 ? 1.0 / (1.0 / acq + 1.0 / rel) : 0;
     printf("\n1. limits: redis-benchmark -c 1 on the same server\n");
     printf("  PING %.0f req/s -> 2-RTT limit %.0f cycles/s\n", ping, lim_ping);
-    printf("  EVALSHA acquire %.0f req/s + EVALSHA release %.0f req/s -> limit %.0f cycles/s\n", acq, rel, lim_eval);
+    printf("  EVALSHA acquire %.0f req/s + EVALSHA release %.0f req/s -> limit %.0f cycles/s\n",
+           acq, rel, lim_eval);
     result("raw.ping_rps", ping, "req/s", "redis-benchmark -c 1 PING_MBULK");
     result("raw.ping_cycle_limit", lim_ping, "cycles/s", "2-RTT limit from PING (req/s / 2)");
-    result("raw.evalsha_acquire_rps", acq, "req/s", "redis-benchmark -c 1 EVALSHA <acquire sha> (fresh keys)");
+    result("raw.evalsha_acquire_rps", acq, "req/s",
+           "redis-benchmark -c 1 EVALSHA <acquire sha> (fresh keys)");
     result("raw.evalsha_release_rps", rel, "req/s", "redis-benchmark -c 1 EVALSHA <release sha>");
-    result("raw.evalsha_cycle_limit", lim_eval, "cycles/s", "2-RTT limit, same scripts: 1/(1/acq + 1/rel)");
+    result("raw.evalsha_cycle_limit", lim_eval, "cycles/s",
+           "2-RTT limit, same scripts: 1/(1/acq + 1/rel)");
 
     /* 2. cycles */
     printf("\n2. single node, acquire + release (2 round trips each), %u cycles\n", n);
@@ -933,15 +961,19 @@ int main(int argc, char **argv)
     unsigned reps = n / 10 < 200 ? 200 : n / 10;
     printf("\n3. acquire latency (%u acquisitions each, released in between)\n", reps);
     double l1 = latency("1 node", "elk1", &ports[0], 1, true, reps);
-    double l5 = latency("5 nodes, fencing (acquire + commit round)", "elk5", &ports[1], 5, true, reps);
+    double l5 =
+        latency("5 nodes, fencing (acquire + commit round)", "elk5", &ports[1], 5, true, reps);
     double l5nf = latency("5 nodes, no fencing (one round)", "elk5nf", &ports[1], 5, false, reps);
     printf("  ratio 5-node/1-node: fencing %.2f, no fencing %.2f\n", l5 / l1, l5nf / l1);
     double r1 = raw_fanout_p50(&ports[0], 1, reps), r5 = raw_fanout_p50(&ports[1], 5, reps);
-    printf("  same-bytes floor (blocking sockets, acquire script to all, read all): 1 node %.1f us, 5 nodes %.1f us "
+    printf("  same-bytes floor (blocking sockets, acquire script to all, read all): 1 node %.1f "
+           "us, 5 nodes %.1f us "
            "(%.2fx: 5 servers share %ld cores here)\n",
            r1, r5, r1 > 0 ? r5 / r1 : 0, sysconf(_SC_NPROCESSORS_ONLN));
-    result("raw1.acq_p50_us", r1, "us", "same-bytes floor of one acquire round, 1 node (blocking sockets)");
-    result("raw5.acq_p50_us", r5, "us", "same-bytes floor of one acquire round, 5 nodes in parallel (blocking sockets)");
+    result("raw1.acq_p50_us", r1, "us",
+           "same-bytes floor of one acquire round, 1 node (blocking sockets)");
+    result("raw5.acq_p50_us", r5, "us",
+           "same-bytes floor of one acquire round, 5 nodes in parallel (blocking sockets)");
     result("elk5.ratio_1node", l5 / l1, "x", "5-node acquire (fencing) / 1-node acquire");
     result("elk5nf.ratio_1node", l5nf / l1, "x", "5-node acquire (no fencing) / 1-node acquire");
     if (have_proxies) {
@@ -955,19 +987,22 @@ int main(int argc, char **argv)
         p5 = latency(lab, "elk5d", &proxy_ports[1], 5, true, dr);
         snprintf(lab, sizeof lab, "5 nodes via proxies, no fencing (+%s ms)", d ? d : "?");
         p5nf = latency(lab, "elk5dnf", &proxy_ports[1], 5, false, dr);
-        printf("  delayed: ratio 5-node/1-node: fencing %.2f, no fencing %.2f\n", p5 / p1, p5nf / p1);
+        printf("  delayed: ratio 5-node/1-node: fencing %.2f, no fencing %.2f\n", p5 / p1,
+               p5nf / p1);
         result("elk5d.ratio_1node", p5 / p1, "x", "delayed: 5-node (fencing) / 1-node");
         result("elk5dnf.ratio_1node", p5nf / p1, "x", "delayed: 5-node (no fencing) / 1-node");
     }
 
     /* 4. many locks */
-    printf("\n4. many locks held on 1 node, renewing (ttl 3000 ms, renew every ~1 s), 3.0 s window\n");
+    printf(
+        "\n4. many locks held on 1 node, renewing (ttl 3000 ms, renew every ~1 s), 3.0 s window\n");
     many_locks(1, 3000, 3.0);
     many_locks(MANY_MAX < 64 ? MANY_MAX : 64, 3000, 3.0);
     if (MANY_MAX >= 1024) {
         many_locks(1024, 3000, 3.0);
     } else {
-        printf("  1024 locks: needs CONFIG_ELK_MAX_LOCKS >= 1024 (build with -DELK_DEFCONFIG=tests/bench/"
+        printf("  1024 locks: needs CONFIG_ELK_MAX_LOCKS >= 1024 (build with "
+               "-DELK_DEFCONFIG=tests/bench/"
                "bench_defconfig)\n");
     }
 
@@ -983,28 +1018,37 @@ handoff_only:
     /* The hand-off starts after 20 ms of quiet (the waiter settled), so every process on
      * its path wakes from sleep: the fair yardstick is a round trip after the same quiet. */
     latency_idle_ms = 20;
-    double cold1 = latency("1 node, acquire after 20 ms idle (cold round trip)", "elk1cold", &ports[0], 1, true, 40);
+    double cold1 = latency("1 node, acquire after 20 ms idle (cold round trip)", "elk1cold",
+                           &ports[0], 1, true, 40);
     latency_idle_ms = 0;
-    printf("  hand-off with channel = %.1f cold acquire round trips\n", cold1 > 0 ? h1c / cold1 : 0);
+    printf("  hand-off with channel = %.1f cold acquire round trips\n",
+           cold1 > 0 ? h1c / cold1 : 0);
     result("elk.handoff_cold_rtts", cold1 > 0 ? h1c / cold1 : 0, "x",
            "edgelock hand-off (1 node, channel) / 1-node acquire after 20 ms idle");
-    printf("  1 node,  release channel          %9.1f us (%.1f PING round trips)\n", h1c, rtt > 0 ? h1c / rtt : 0);
+    printf("  1 node,  release channel          %9.1f us (%.1f PING round trips)\n", h1c,
+           rtt > 0 ? h1c / rtt : 0);
     printf("  1 node,  polling (50..250 ms)     %9.1f us\n", h1p);
     printf("  3 nodes, channel, fencing         %9.1f us (includes the commit round)\n", h3c);
     printf("  3 nodes, channel, no fencing      %9.1f us\n", h3cn);
     printf("  3 nodes, polling, fencing         %9.1f us\n", h3p);
     result("elk.handoff_p50_us", h1c, "us", "edgelock hand-off p50, 1 node, release channel");
-    result("elk.handoff_rtts", rtt > 0 ? h1c / rtt : 0, "RTT", "edgelock hand-off, 1 node, in PING round trips");
-    result("elk.handoff_poll_p50_us", h1p, "us", "edgelock hand-off p50, 1 node, polling 50..250 ms");
-    result("elk3.handoff_p50_us", h3c, "us", "edgelock hand-off p50, 3 nodes, channel, fencing (+commit)");
-    result("elk3nf.handoff_p50_us", h3cn, "us", "edgelock hand-off p50, 3 nodes, channel, no fencing");
+    result("elk.handoff_rtts", rtt > 0 ? h1c / rtt : 0, "RTT",
+           "edgelock hand-off, 1 node, in PING round trips");
+    result("elk.handoff_poll_p50_us", h1p, "us",
+           "edgelock hand-off p50, 1 node, polling 50..250 ms");
+    result("elk3.handoff_p50_us", h3c, "us",
+           "edgelock hand-off p50, 3 nodes, channel, fencing (+commit)");
+    result("elk3nf.handoff_p50_us", h3cn, "us",
+           "edgelock hand-off p50, 3 nodes, channel, no fencing");
     result("elk3.handoff_poll_p50_us", h3p, "us", "edgelock hand-off p50, 3 nodes, polling");
 
     if (tls_shared_up) {
         elk_tls_shared_free(&tls_shared);
     }
     printf("\nreproduce: cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release && "
-           "cmake --build build-bench -j2 --target bench_lock && build-bench/tests/bench/bench_lock %u\n", n);
+           "cmake --build build-bench -j2 --target bench_lock && "
+           "build-bench/tests/bench/bench_lock %u\n",
+           n);
     stop_all();
     return 0;
 }

@@ -91,7 +91,8 @@ static void on_reply(void *user, elk_node_t *n, int status, const elk_resp_reply
     (void)n;
     done = true;
     done_status = status;
-    if (status == ELK_OK && !(reply->nodes[0].type == ELK_RESP_SIMPLE && elk_resp_str_eq(&reply->nodes[0], "PONG"))) {
+    if (status == ELK_OK &&
+        !(reply->nodes[0].type == ELK_RESP_SIMPLE && elk_resp_str_eq(&reply->nodes[0], "PONG"))) {
         done_status = ELK_E_UNEXPECTED_REPLY;
     }
 }
@@ -106,8 +107,8 @@ static void run_loop(bool (*cond)(void), unsigned timeout_ms)
             return;
         }
         if (now >= end) {
-            fprintf(stderr, "bench: timed out (node state %s, last error %s)\n", elk_node_state_name(node.state),
-                    elk_err_name(node.stats.last_error));
+            fprintf(stderr, "bench: timed out (node state %s, last error %s)\n",
+                    elk_node_state_name(node.state), elk_err_name(node.stats.last_error));
             stop_all();
             exit(1);
         }
@@ -136,9 +137,9 @@ static double now_s(void)
 
 typedef struct result {
     double us_per_op;
-    uint64_t our_allocs, our_frees;       /* static code during the timed loop */
-    uint64_t dyn_callocs_loop;            /* shared libraries during the timed loop */
-    uint64_t dyn_callocs_connect;         /* shared libraries during connect + handshake */
+    uint64_t our_allocs, our_frees; /* static code during the timed loop */
+    uint64_t dyn_callocs_loop;      /* shared libraries during the timed loop */
+    uint64_t dyn_callocs_connect;   /* shared libraries during connect + handshake */
 } result_t;
 
 static result_t measure(const elk_transport_t *t, uint16_t port, bool tls, int n)
@@ -201,10 +202,12 @@ static double redis_benchmark(uint16_t port, bool tls, int n, char *cmd, size_t 
 {
     if (tls) {
         snprintf(cmd, cmdcap,
-                 "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %d -t ping --csv --tls --cacert %s/ca.crt --sni localhost",
+                 "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %d -t ping --csv --tls --cacert "
+                 "%s/ca.crt --sni localhost",
                  port, n, tmpdir);
     } else {
-        snprintf(cmd, cmdcap, "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %d -t ping --csv", port, n);
+        snprintf(cmd, cmdcap, "redis-benchmark -h 127.0.0.1 -p %u -c 1 -n %d -t ping --csv", port,
+                 n);
     }
     return bench_rb_rps(cmd);
 }
@@ -214,19 +217,25 @@ static const char *self_path = "bench_node_rtt";
 static void report(const char *name, const result_t *r, double rb_rps, const char *rb_cmd, int n)
 {
     double rb_us = rb_rps > 0 ? 1e6 / rb_rps : 0;
-    printf("%-5s lib/node PING round trip:      %8.1f us/op (%d sequential commands)\n", name, r->us_per_op, n);
+    printf("%-5s lib/node PING round trip:      %8.1f us/op (%d sequential commands)\n", name,
+           r->us_per_op, n);
     if (rb_us > 0) {
-        printf("%-5s redis-benchmark -c 1 PING_MBULK: %8.1f us/op (%.0f req/s)\n", name, rb_us, rb_rps);
+        printf("%-5s redis-benchmark -c 1 PING_MBULK: %8.1f us/op (%.0f req/s)\n", name, rb_us,
+               rb_rps);
         printf("%-5s ratio lib/node / redis-benchmark: %.2f\n", name, r->us_per_op / rb_us);
     } else {
         printf("%-5s redis-benchmark: no figure (command failed)\n", name);
     }
-    printf("%-5s   reproduce: %s %d   (peer alone, on a server of this run: %s)\n", name, self_path, n, rb_cmd);
-    printf("%-5s heap calls by lib/ + port/ during the %d commands: %llu allocations, %llu frees (target 0)\n",
+    printf("%-5s   reproduce: %s %d   (peer alone, on a server of this run: %s)\n", name, self_path,
+           n, rb_cmd);
+    printf("%-5s heap calls by lib/ + port/ during the %d commands: %llu allocations, %llu frees "
+           "(target 0)\n",
            name, n, (unsigned long long)r->our_allocs, (unsigned long long)r->our_frees);
-    printf("%-5s heap calls by shared libraries (mbedTLS): %llu callocs during connect+handshake, %llu during the "
+    printf("%-5s heap calls by shared libraries (mbedTLS): %llu callocs during connect+handshake, "
+           "%llu during the "
            "%d commands\n",
-           name, (unsigned long long)r->dyn_callocs_connect, (unsigned long long)r->dyn_callocs_loop, n);
+           name, (unsigned long long)r->dyn_callocs_connect,
+           (unsigned long long)r->dyn_callocs_loop, n);
 }
 
 int main(int argc, char **argv)
@@ -290,7 +299,8 @@ int main(int argc, char **argv)
         elk_posix_tcp_t tcp2;
         elk_transport_t t2;
         elk_posix_tcp_init(&tcp2, NULL, &t2);
-        if (elk_tls_shared_init(&shared, &tc, &ent) != ELK_OK || elk_tls_conn_init(&conn, &shared, &t2, &tls_t) != ELK_OK) {
+        if (elk_tls_shared_init(&shared, &tc, &ent) != ELK_OK ||
+            elk_tls_conn_init(&conn, &shared, &t2, &tls_t) != ELK_OK) {
             fprintf(stderr, "bench: TLS setup failed\n");
             stop_all();
             return 1;
@@ -299,7 +309,8 @@ int main(int argc, char **argv)
         result_t tr = measure(&tls_t, tls_port, true, n);
         rb = redis_benchmark(tls_port, true, n, cmd, sizeof cmd);
         report("tls", &tr, rb, cmd, n);
-        printf("tls   heap calls by mbedTLS for CA loading + DRBG + record buffers (elk_tls_*_init): %llu callocs\n",
+        printf("tls   heap calls by mbedTLS for CA loading + DRBG + record buffers "
+               "(elk_tls_*_init): %llu callocs\n",
                (unsigned long long)setup_callocs);
         elk_tls_conn_free(&conn);
         elk_tls_shared_free(&shared);

@@ -70,16 +70,21 @@ static uint8_t *build_stream(size_t replies, size_t *out_len)
             n = snprintf(line, sizeof line, "+OK\r\n");
         } else if (k < 11) {
             n = (k & 1u) ? snprintf(line, sizeof line, ":%u\r\n", rnd() & 1u)
-                         : snprintf(line, sizeof line, ":%u%06u\r\n", 1700u + (rnd() % 100u), rnd() % 1000000u);
+                         : snprintf(line, sizeof line, ":%u%06u\r\n", 1700u + (rnd() % 100u),
+                                    rnd() % 1000000u);
         } else if (k < 14) {
             n = snprintf(line, sizeof line, "$-1\r\n");
         } else if (k < 17) {
-            n = snprintf(line, sizeof line, "$32\r\n%08x%08x%08x%08x\r\n", rnd(), rnd(), rnd(), rnd());
+            n = snprintf(line, sizeof line, "$32\r\n%08x%08x%08x%08x\r\n", rnd(), rnd(), rnd(),
+                         rnd());
         } else if (k < 19) {
             n = snprintf(line, sizeof line, "*2\r\n:1\r\n:%u\r\n", rnd() % 100000000u);
         } else {
-            n = (rnd() & 1u) ? snprintf(line, sizeof line, "-NOSCRIPT No matching script. Please use EVAL.\r\n")
-                             : snprintf(line, sizeof line, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+            n = (rnd() & 1u)
+                ? snprintf(line, sizeof line, "-NOSCRIPT No matching script. Please use EVAL.\r\n")
+                : snprintf(
+                      line, sizeof line,
+                      "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
         }
         append(&buf, &len, &cap, line, (size_t)n);
     }
@@ -88,10 +93,10 @@ static uint8_t *build_stream(size_t replies, size_t *out_len)
 }
 
 typedef struct result {
-    double secs;       /* best round */
-    uint64_t allocs;   /* heap calls in one round */
-    size_t replies;    /* replies seen in one round */
-    uint64_t sink;     /* keeps the work observable */
+    double secs;     /* best round */
+    uint64_t allocs; /* heap calls in one round */
+    size_t replies;  /* replies seen in one round */
+    uint64_t sink;   /* keeps the work observable */
 } result_t;
 
 /* Close one timed round started at t0 with the heap count a0: keep the best time, and
@@ -129,7 +134,7 @@ static void run_ours(const uint8_t *s, size_t len, result_t *res)
         int rc;
         while ((rc = elk_resp_reader_next(&r, &rep)) == 1) {
             sink += rep.nodes[0].type + rep.count + (uint64_t)rep.nodes[rep.count - 1].integer +
-                    rep.nodes[0].len;
+                rep.nodes[0].len;
             replies++;
             elk_resp_reader_release(&r);
         }
@@ -158,10 +163,11 @@ static void run_hiredis(const uint8_t *s, size_t len, result_t *res)
         void *p;
         while (redisReaderGetReply(h, &p) == REDIS_OK && p != NULL) {
             redisReply *rep = p;
-            long long last = rep->type == REDIS_REPLY_ARRAY ? rep->element[rep->elements - 1]->integer
-                                                             : rep->integer;
+            long long last = rep->type == REDIS_REPLY_ARRAY
+                ? rep->element[rep->elements - 1]->integer
+                : rep->integer;
             sink += (uint64_t)rep->type + (rep->type == REDIS_REPLY_ARRAY ? rep->elements + 1 : 1) +
-                    (uint64_t)last + rep->len;
+                (uint64_t)last + rep->len;
             replies++;
             freeReplyObject(rep);
         }
@@ -190,14 +196,16 @@ static void run_enc_ours(size_t cmds, result_t *res, size_t *bytes)
         size_t n = 0;
         int rc;
         if (i & 1u) {
-            const elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:{valve-7}"),
-                                           ELK_RESP_ARG_STR(value), ELK_RESP_ARG_STR("NX"),
-                                           ELK_RESP_ARG_STR("PX"), elk_resp_arg_int(30000 + (int64_t)(i & 255u))};
+            const elk_resp_arg_t argv[] = {
+                ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:{valve-7}"),
+                ELK_RESP_ARG_STR(value), ELK_RESP_ARG_STR("NX"),
+                ELK_RESP_ARG_STR("PX"),  elk_resp_arg_int(30000 + (int64_t)(i & 255u))};
             rc = elk_resp_encode_command(out, sizeof out, argv, 6, &n);
         } else {
-            const elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR(sha),
-                                           ELK_RESP_ARG_STR("1"), ELK_RESP_ARG_STR("elk:{valve-7}"),
-                                           ELK_RESP_ARG_STR(value), elk_resp_arg_int(30000 + (int64_t)(i & 255u))};
+            const elk_resp_arg_t argv[] = {
+                ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR(sha),
+                ELK_RESP_ARG_STR("1"),       ELK_RESP_ARG_STR("elk:{valve-7}"),
+                ELK_RESP_ARG_STR(value),     elk_resp_arg_int(30000 + (int64_t)(i & 255u))};
             rc = elk_resp_encode_command(out, sizeof out, argv, 6, &n);
         }
         if (rc != ELK_OK) {
@@ -275,14 +283,16 @@ int main(int argc, char **argv)
     if (strcmp(ELK_BENCH_BUILD_TYPE, "Release") != 0) {
         printf("  WARNING: libelk is not a Release build; figures understate it\n");
     }
-    printf("decoder: %zu replies, %.1f MB of lock traffic, fed in %u KiB chunks, best of %d rounds\n",
-           replies, (double)len / 1e6, CHUNK / 1024u, rounds);
+    printf(
+        "decoder: %zu replies, %.1f MB of lock traffic, fed in %u KiB chunks, best of %d rounds\n",
+        replies, (double)len / 1e6, CHUNK / 1024u, rounds);
     for (int i = 0; i < rounds; i++) {
         run_ours(stream, len, &ours);
         run_hiredis(stream, len, &hi);
     }
     if (ours.replies != replies || hi.replies != replies) {
-        fprintf(stderr, "reply counts differ: ours %zu hiredis %zu of %zu\n", ours.replies, hi.replies, replies);
+        fprintf(stderr, "reply counts differ: ours %zu hiredis %zu of %zu\n", ours.replies,
+                hi.replies, replies);
         return 1;
     }
     printf("  %-24s %10s %14s %14s\n", "", "MB/s", "replies/s", "allocs/reply");
@@ -303,18 +313,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "encoders wrote different sizes: %zu vs %zu\n", ob, hb);
         return 1;
     }
-    printf("encoder: %zu commands (SET NX PX / EVALSHA, 6 args), %.1f MB, best of %d rounds\n", cmds,
-           (double)ob / 1e6, rounds);
+    printf("encoder: %zu commands (SET NX PX / EVALSHA, 6 args), %.1f MB, best of %d rounds\n",
+           cmds, (double)ob / 1e6, rounds);
     printf("  %-24s %10s %14s %14s\n", "", "MB/s", "commands/s", "allocs/cmd");
     printf("  %-24s %10.1f %14.0f %14.3f\n", "elk_resp_encode_command", (double)ob / eo.secs / 1e6,
            (double)cmds / eo.secs, (double)eo.allocs / (double)cmds);
     printf("  %-24s %10.1f %14.0f %14.3f\n", "redisFormatCommandArgv", (double)hb / eh.secs / 1e6,
            (double)cmds / eh.secs, (double)eh.allocs / (double)cmds);
     printf("  ratio elk/hiredis throughput: %.2fx\n", eh.secs / eo.secs);
-    printf("(checksums %llu %llu %llu %llu)\n", (unsigned long long)ours.sink, (unsigned long long)hi.sink,
-           (unsigned long long)eo.sink, (unsigned long long)eh.sink);
+    printf("(checksums %llu %llu %llu %llu)\n", (unsigned long long)ours.sink,
+           (unsigned long long)hi.sink, (unsigned long long)eo.sink, (unsigned long long)eh.sink);
     printf("reproduce: cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release && "
-           "cmake --build build-bench -j2 --target bench_resp && build-bench/tests/bench/bench_resp %zu %d\n",
+           "cmake --build build-bench -j2 --target bench_resp && "
+           "build-bench/tests/bench/bench_resp %zu %d\n",
            replies, rounds);
     free(stream);
     return 0;

@@ -105,7 +105,8 @@ static int serve(const char *path, const char *state)
                 if (strcmp(cmd, "open") == 0) {
                     if (open_by[0] != '\0' && strcmp(open_by, gw) != 0) {
                         overlaps++;
-                        printf("actuator: OVERLAP: %s opens while %s still has it open\n", gw, open_by);
+                        printf("actuator: OVERLAP: %s opens while %s still has it open\n", gw,
+                               open_by);
                     }
                     snprintf(open_by, sizeof open_by, "%s", gw);
                 } else if (strcmp(cmd, "close") == 0 && strcmp(open_by, gw) == 0) {
@@ -115,14 +116,16 @@ static int serve(const char *path, const char *state)
                 snprintf(reply, sizeof reply, "ACCEPTED\n");
             } else if (rc == ELK_E_FENCE_STALE) {
                 refused++;
-                printf("actuator: REFUSE  %-5s from %s with token %" PRIu64 ": stale, token %" PRIu64
-                       " was already accepted\n",
+                printf("actuator: REFUSE  %-5s from %s with token %" PRIu64
+                       ": stale, token %" PRIu64 " was already accepted\n",
                        cmd, gw, token, elk_fence_highest(&fence));
                 snprintf(reply, sizeof reply, "REFUSED stale\n");
             } else {
                 refused++;
-                printf("actuator: REFUSE  %-5s from %s with token %" PRIu64 ": %s\n", cmd, gw, token,
-                       elk_err_message(rc == ELK_E_FENCE_STORAGE ? elk_fence_storage_error(&fence) : rc));
+                printf("actuator: REFUSE  %-5s from %s with token %" PRIu64 ": %s\n", cmd, gw,
+                       token,
+                       elk_err_message(rc == ELK_E_FENCE_STORAGE ? elk_fence_storage_error(&fence)
+                                                                 : rc));
                 snprintf(reply, sizeof reply, "REFUSED %s\n", elk_err_name(rc));
             }
         }
@@ -132,8 +135,9 @@ static int serve(const char *path, const char *state)
     }
     close(fd);
     unlink(path);
-    printf("actuator: stopped: %u commands accepted, %u refused, %u overlapping sessions, highest token %" PRIu64
-           "\n", accepted, refused, overlaps, elk_fence_highest(&fence));
+    printf("actuator: stopped: %u commands accepted, %u refused, %u overlapping sessions, highest "
+           "token %" PRIu64 "\n",
+           accepted, refused, overlaps, elk_fence_highest(&fence));
     return overlaps == 0 ? 0 : 3;
 }
 
@@ -143,7 +147,8 @@ static int send_cmd(const char *path, const char *gw, const char *token, const c
     char line[256], reply[160];
     ssize_t n;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || unix_addr(&sa, path) != 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    if (fd < 0 || unix_addr(&sa, path) != 0 ||
+        connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         fprintf(stderr, "actuator send: cannot connect to %s: %s\n", path, strerror(errno));
         return 1;
     }
@@ -171,6 +176,7 @@ int main(int argc, char **argv)
     if (argc == 6 && strcmp(argv[1], "send") == 0) {
         return send_cmd(argv[2], argv[3], argv[4], argv[5]);
     }
-    fprintf(stderr, "usage: %s serve SOCKET STATEFILE | send SOCKET GATEWAY TOKEN COMMAND\n", argv[0]);
+    fprintf(stderr, "usage: %s serve SOCKET STATEFILE | send SOCKET GATEWAY TOKEN COMMAND\n",
+            argv[0]);
     return 64;
 }

@@ -82,20 +82,28 @@ static int64_t random_int(void)
         int64_t v = (int64_t)(rnd() % mod % (uint64_t)INT64_MAX); /* so -v is defined */
         return below(2) ? v : -v;
     }
-    case 0: return INT64_MAX;
-    case 1: return INT64_MIN;
-    case 2: return 0;
-    case 3: return -1;
-    case 4: return (int64_t)below(1000);
-    case 5: return -(int64_t)below(1000000);
-    default: return (int64_t)rnd();
+    case 0:
+        return INT64_MAX;
+    case 1:
+        return INT64_MIN;
+    case 2:
+        return 0;
+    case 3:
+        return -1;
+    case 4:
+        return (int64_t)below(1000);
+    case 5:
+        return -(int64_t)below(1000000);
+    default:
+        return (int64_t)rnd();
     }
 }
 
 static void gen(out_t *o, int depth)
 {
     /* Arrays more often near the top, so replies nest as deep as MAX_DEPTH. */
-    int kind = depth < 2 && below(3) == 0 ? K_ARRAY : (int)below(depth < MAX_DEPTH ? K_KINDS : K_ARRAY);
+    int kind =
+        depth < 2 && below(3) == 0 ? K_ARRAY : (int)below(depth < MAX_DEPTH ? K_KINDS : K_ARRAY);
     char text[64];
     seen[kind]++;
     switch (kind) {
@@ -167,8 +175,10 @@ static int compare(const redisReply *h, const elk_resp_node_t *nodes, size_t cou
     case REDIS_REPLY_ERROR:
     case REDIS_REPLY_STRING: {
         int want = h->type == REDIS_REPLY_STATUS ? ELK_RESP_SIMPLE
-                   : h->type == REDIS_REPLY_ERROR ? ELK_RESP_ERROR : ELK_RESP_BULK;
-        if (n->type != want || n->len != h->len || (h->len && memcmp(n->str, h->str, h->len) != 0)) {
+            : h->type == REDIS_REPLY_ERROR       ? ELK_RESP_ERROR
+                                                 : ELK_RESP_BULK;
+        if (n->type != want || n->len != h->len ||
+            (h->len && memcmp(n->str, h->str, h->len) != 0)) {
             fprintf(stderr, "string mismatch: type %d/%d len %u/%zu\n", n->type, h->type, n->len,
                     (size_t)h->len);
             return -1;
@@ -255,12 +265,14 @@ int main(int argc, char **argv)
             while ((rc = elk_resp_reader_next(&r, &rep)) == 1) {
                 void *hr = NULL;
                 if (redisReaderGetReply(h, &hr) != REDIS_OK || hr == NULL) {
-                    fprintf(stderr, "reply %lu: ours complete, hiredis not (%s)\n", matched, h->errstr);
+                    fprintf(stderr, "reply %lu: ours complete, hiredis not (%s)\n", matched,
+                            h->errstr);
                     return 1;
                 }
                 size_t i = 0;
                 if (compare(hr, rep.nodes, rep.count, &i) != 0 || i != rep.count) {
-                    fprintf(stderr, "reply %lu differs (walked %zu of %zu nodes)\n", matched, i, rep.count);
+                    fprintf(stderr, "reply %lu differs (walked %zu of %zu nodes)\n", matched, i,
+                            rep.count);
                     return 1;
                 }
                 freeReplyObject(hr);

@@ -86,9 +86,9 @@ static void on_reply(void *user, elk_node_t *node, int status, const elk_resp_re
 static void node_setup(int port)
 {
     memset(&T, 0, sizeof T);
-    assert_int_equal(elk_pool_init(&T.pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
-                                   POOL_BLOCKS),
-                     ELK_OK);
+    assert_int_equal(
+        elk_pool_init(&T.pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS),
+        ELK_OK);
     elk_posix_entropy(&T.entropy);
     elk_ts_log_init(&T.log, 0, false);
     elk_node_config_t cfg;
@@ -117,15 +117,27 @@ static int failures(void)
 {
     return (int)elk_node_stats(&T.node)->failures;
 }
-static bool three_failures(void *arg) { (void)arg; return failures() >= 3; }
-static bool is_ready(void *arg) { (void)arg; return elk_node_is_ready(&T.node); }
+static bool three_failures(void *arg)
+{
+    (void)arg;
+    return failures() >= 3;
+}
+static bool is_ready(void *arg)
+{
+    (void)arg;
+    return elk_node_is_ready(&T.node);
+}
 static bool reply_and_reconnected(void *arg)
 {
     (void)arg;
     return T.cb_calls >= 1 && failures() >= 1 && elk_node_stats(&T.node)->connects >= 2 &&
-           elk_node_is_ready(&T.node);
+        elk_node_is_ready(&T.node);
 }
-static bool reply_seen(void *arg) { (void)arg; return T.cb_calls >= 1; }
+static bool reply_seen(void *arg)
+{
+    (void)arg;
+    return T.cb_calls >= 1;
+}
 
 /* Every failure names a known error, and each reconnect waited at least the
  * lower end of the backoff window ([d/2, d], d doubling from BACKOFF_MIN). */
@@ -192,7 +204,7 @@ struct hcase {
     const char *mode;
     const char *extra; /* one extra server option, e.g. "--drip-ms=400" */
     int allowed[6];    /* acceptable first connection errors (0-terminated); none: any named */
-    bool handshake_may_pass; /* the pathology does not necessarily break AUTH */
+    bool handshake_may_pass;   /* the pathology does not necessarily break AUTH */
     bool handshake_open_issue; /* lib/node accepts it today: run only when named in
                                   ELK_FAULTS_ONLY (ctest faults.hostile_wrong_type_handshake) */
 };
@@ -227,8 +239,8 @@ static const struct hcase cases[] = {
 
 static pid_t start_server(const struct hcase *hc, const char *after, int *port)
 {
-    char *argv[8] = {ELK_HOSTILE_BIN, "--mode", (char *)hc->mode, (char *)after,
-                     (char *)hc->extra, NULL};
+    char *argv[8] = {ELK_HOSTILE_BIN, "--mode",          (char *)hc->mode,
+                     (char *)after,   (char *)hc->extra, NULL};
     pid_t pid = elk_tt_spawn(argv, port, 1, 5000);
     assert_true(pid > 0);
     current_srv = pid;
@@ -306,8 +318,8 @@ static void test_command_phase(void **state)
             fail_msg("command/%s: request failed with unnamed %d", hc->mode, T.cb_status);
         int err = first_fail_err();
         if (!err_in(err, hc->allowed) && strcmp(hc->mode, "unsolicited") != 0)
-            fail_msg("command/%s: connection dropped with %s (%d), not an expected error",
-                     hc->mode, elk_err_name(err), err);
+            fail_msg("command/%s: connection dropped with %s (%d), not an expected error", hc->mode,
+                     elk_err_name(err), err);
         check_failures_and_backoff(hc->mode);
         print_message("command/%-12s -> request %s, connection %s, reconnected\n", hc->mode,
                       elk_err_name(T.cb_status), elk_err_name(last_fail_err()));

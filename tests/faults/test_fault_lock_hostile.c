@@ -48,8 +48,14 @@ static struct {
 
 static pid_t current_srv = -1;
 
-static int acquired(void) { return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRED); }
-static int failed(void) { return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRE_FAILED); }
+static int acquired(void)
+{
+    return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRED);
+}
+static int failed(void)
+{
+    return (int)elk_ts_events_count(&T.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+}
 
 /* The token of the last grant (0: none). */
 static uint64_t token(void)
@@ -92,7 +98,8 @@ static void setup_client(int port)
     lc.ttl_ms = 3000;
     lc.stop_margin_ms = 100;
     lc.round_timeout_ms = 400;
-    assert_int_equal(elk_lock_init(&T.lock, &T.st.client, "valve", &lc, elk_ts_events_on, &T.rec), ELK_OK);
+    assert_int_equal(elk_lock_init(&T.lock, &T.st.client, "valve", &lc, elk_ts_events_on, &T.rec),
+                     ELK_OK);
 }
 
 typedef bool (*cond_fn)(void);
@@ -114,9 +121,18 @@ static bool run_until(cond_fn cond, unsigned timeout_ms)
     return elk_ts_run_client(&T.st.client, check_cond, &c, timeout_ms, 50);
 }
 
-static bool ready(void) { return elk_client_ready(&T.st.client); }
-static bool decided(void) { return acquired() + failed() > 0; }
-static bool idle(void) { return !elk_lock_busy(&T.lock); }
+static bool ready(void)
+{
+    return elk_client_ready(&T.st.client);
+}
+static bool decided(void)
+{
+    return acquired() + failed() > 0;
+}
+static bool idle(void)
+{
+    return !elk_lock_busy(&T.lock);
+}
 
 static void teardown_client(void)
 {
@@ -131,8 +147,8 @@ static void teardown_client(void)
 
 static pid_t start_server(const char *mode, const char *extra)
 {
-    char *argv[8] = {ELK_HOSTILE_BIN, "--mode", (char *)mode, "--only=EVALSHA,EVAL",
-                     (char *)extra, NULL};
+    char *argv[8] = {ELK_HOSTILE_BIN,       "--mode",      (char *)mode,
+                     "--only=EVALSHA,EVAL", (char *)extra, NULL};
     int port;
     pid_t pid = elk_tt_spawn(argv, &port, 1, 5000);
     assert_true(pid > 0);
@@ -184,18 +200,10 @@ static void test_hostile_never_grants(void **state)
         const char *mode, *extra;
     } cases[] = {
         {"wrong-type", NULL}, /* "+OK" to EVALSHA: not a counter */
-        {"garbage", "--after=0"},
-        {"huge", NULL},
-        {"huge-array", NULL},
-        {"negative", NULL},
-        {"deep", NULL},
-        {"bad-type", NULL},
-        {"truncated", NULL},
-        {"random", "--seed=3"},
-        {"endless", NULL},
-        {"silent", NULL},
-        {"close", NULL},
-        {"drip", "--drip-ms=300"},
+        {"garbage", "--after=0"}, {"huge", NULL},         {"huge-array", NULL},
+        {"negative", NULL},       {"deep", NULL},         {"bad-type", NULL},
+        {"truncated", NULL},      {"random", "--seed=3"}, {"endless", NULL},
+        {"silent", NULL},         {"close", NULL},        {"drip", "--drip-ms=300"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         one_round(cases[i].mode, cases[i].extra);

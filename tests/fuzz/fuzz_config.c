@@ -9,7 +9,11 @@
 #include "elkfw/conf.h"
 
 /* Checked in every build type (assert vanishes under NDEBUG, which fuzz builds use). */
-#define CHECK(c) do { if (!(c)) abort(); } while (0)
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
+    } while (0)
 
 static elkfw_conf_t conf;
 

@@ -10,7 +10,11 @@
 #include "elkfw/ctl.h"
 
 /* Checked in every build type (assert vanishes under NDEBUG, which fuzz builds use). */
-#define CHECK(c) do { if (!(c)) abort(); } while (0)
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
+    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -29,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     rc = elkfw_ctl_parse_reply((const char *)data, size, &msg);
     if (rc == ELK_OK && msg.text != NULL) {
-        CHECK(msg.text >= (const char *)data && msg.text + msg.text_len <= (const char *)data + size);
+        CHECK(msg.text >= (const char *)data &&
+              msg.text + msg.text_len <= (const char *)data + size);
     }
 
     /* Feed the bytes through the line assembler in fragments whose sizes come from
@@ -62,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             bool found = false;
             while ((rc = elkfw_linebuf_next(&lb, &line, &len)) == 1 || rc == ELK_E_CTL_TOO_LONG) {
                 found |= rc == 1 && elkfw_ctl_parse_request(line, len, 40, &req, &why) == ELK_OK &&
-                         req.cmd == ELKFW_CTL_RELEASE && strcmp(req.resource, "valve-1") == 0;
+                    req.cmd == ELKFW_CTL_RELEASE && strcmp(req.resource, "valve-1") == 0;
                 if (found) {
                     break;
                 }
@@ -74,8 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (rc == 1) {
                 CHECK(len < sizeof store);
                 CHECK(memchr(line, '\n', len) == NULL);
-                if (elkfw_ctl_parse_request(line, len, 40, &req, &why) == ELK_OK && req.cmd == ELKFW_CTL_ACQUIRE &&
-                    strcmp(req.resource, "valve-1") == 0) {
+                if (elkfw_ctl_parse_request(line, len, 40, &req, &why) == ELK_OK &&
+                    req.cmd == ELKFW_CTL_ACQUIRE && strcmp(req.resource, "valve-1") == 0) {
                     waiting = true; /* the rest waits behind it */
                     break;
                 }

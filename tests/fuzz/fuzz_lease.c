@@ -9,7 +9,11 @@
 #include "elkfw/lease.h"
 
 /* Checked in every build type (assert vanishes under NDEBUG, which fuzz builds use). */
-#define CHECK(c) do { if (!(c)) abort(); } while (0)
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
+    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

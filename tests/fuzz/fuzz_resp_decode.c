@@ -50,14 +50,14 @@ static void put(transcript_t *t, const void *p, size_t n)
 static int is_string_type(uint8_t type)
 {
     return type == ELK_RESP_SIMPLE || type == ELK_RESP_ERROR || type == ELK_RESP_BULK ||
-           type == ELK_RESP_DOUBLE || type == ELK_RESP_BLOB_ERROR || type == ELK_RESP_VERBATIM ||
-           type == ELK_RESP_BIGNUM;
+        type == ELK_RESP_DOUBLE || type == ELK_RESP_BLOB_ERROR || type == ELK_RESP_VERBATIM ||
+        type == ELK_RESP_BIGNUM;
 }
 
 static int is_aggregate(uint8_t type)
 {
     return type == ELK_RESP_ARRAY || type == ELK_RESP_MAP || type == ELK_RESP_SET ||
-           type == ELK_RESP_ATTRIBUTE || type == ELK_RESP_PUSH;
+        type == ELK_RESP_ATTRIBUTE || type == ELK_RESP_PUSH;
 }
 
 /* Checks the subtree rooted at i; returns the index after it. */

@@ -37,7 +37,6 @@ static int g_certs_state; /* 0 not yet, 1 ok, -1 failed */
 static int g_hooks_installed;
 static pid_t g_owner_pid;
 
-
 static bool keep_dirs(void)
 {
     const char *k = getenv("ELK_TF_KEEP");
@@ -194,7 +193,8 @@ const elk_tf_certs_t *elk_tf_certs(void)
     snprintf(cmd, sizeof cmd, "/bin/sh '%s' '%s' >/dev/null", ELK_TF_GEN_CERTS, g_certs.dir);
     int rc = system(cmd);
     if (rc != 0) {
-        fprintf(stderr, "fleet: %s failed (status %d): is openssl installed?\n", ELK_TF_GEN_CERTS, rc);
+        fprintf(stderr, "fleet: %s failed (status %d): is openssl installed?\n", ELK_TF_GEN_CERTS,
+                rc);
         rm_tree(g_certs.dir);
         g_certs_state = -1;
         return NULL;
@@ -366,7 +366,8 @@ static bool auth_ctl(const elk_tf_t *f, redisContext *c)
 {
     redisReply *r = NULL;
     if (f->opts.acl_user != NULL && f->opts.acl_rules == NULL) {
-        r = redisCommand(c, "AUTH %s %s", f->opts.acl_user, f->opts.acl_password ? f->opts.acl_password : "");
+        r = redisCommand(c, "AUTH %s %s", f->opts.acl_user,
+                         f->opts.acl_password ? f->opts.acl_password : "");
     } else if (f->opts.requirepass != NULL) {
         r = redisCommand(c, "AUTH %s", f->opts.requirepass);
     } else {
@@ -405,7 +406,8 @@ static int wait_ready(elk_tf_t *f, size_t i)
             if (log_says_in_use(s)) {
                 return -2;
             }
-            fprintf(stderr, "fleet: redis-server %zu (port %u) exited during start\n", i, (unsigned)s->port);
+            fprintf(stderr, "fleet: redis-server %zu (port %u) exited during start\n", i,
+                    (unsigned)s->port);
             print_log_tail(s);
             return -1;
         }
@@ -424,7 +426,8 @@ static int wait_ready(elk_tf_t *f, size_t i)
         }
         elk_rp_sleep_ms(10);
     }
-    fprintf(stderr, "fleet: redis-server %zu (port %u) did not answer PING in time\n", i, (unsigned)s->port);
+    fprintf(stderr, "fleet: redis-server %zu (port %u) did not answer PING in time\n", i,
+            (unsigned)s->port);
     print_log_tail(s);
     reap(s, 0);
     return -1;

@@ -54,19 +54,19 @@ extern "C" {
  * temp dir (removed at exit). All keys are EC P-256, PEM, unencrypted. */
 typedef struct elk_tf_certs {
     char dir[ELK_TF_DIR_MAX];
-    char ca_crt[ELK_TF_PATH_MAX];          /* the CA clients trust */
-    char server_crt[ELK_TF_PATH_MAX];      /* CN=localhost, SAN DNS:localhost, IP:127.0.0.1; by ca */
+    char ca_crt[ELK_TF_PATH_MAX];     /* the CA clients trust */
+    char server_crt[ELK_TF_PATH_MAX]; /* CN=localhost, SAN DNS:localhost, IP:127.0.0.1; by ca */
     char server_key[ELK_TF_PATH_MAX];
-    char wronghost_crt[ELK_TF_PATH_MAX];   /* CN/SAN wrong.example.invalid; by ca */
+    char wronghost_crt[ELK_TF_PATH_MAX]; /* CN/SAN wrong.example.invalid; by ca */
     char wronghost_key[ELK_TF_PATH_MAX];
-    char expired_crt[ELK_TF_PATH_MAX];     /* localhost, valid 2020-01-01..2020-01-02; by ca */
+    char expired_crt[ELK_TF_PATH_MAX]; /* localhost, valid 2020-01-01..2020-01-02; by ca */
     char expired_key[ELK_TF_PATH_MAX];
-    char other_ca_crt[ELK_TF_PATH_MAX];    /* a second, unrelated CA */
-    char othersrv_crt[ELK_TF_PATH_MAX];    /* localhost, signed by other_ca */
+    char other_ca_crt[ELK_TF_PATH_MAX]; /* a second, unrelated CA */
+    char othersrv_crt[ELK_TF_PATH_MAX]; /* localhost, signed by other_ca */
     char othersrv_key[ELK_TF_PATH_MAX];
-    char client_crt[ELK_TF_PATH_MAX];      /* CN=elk-client, extendedKeyUsage clientAuth; by ca */
+    char client_crt[ELK_TF_PATH_MAX]; /* CN=elk-client, extendedKeyUsage clientAuth; by ca */
     char client_key[ELK_TF_PATH_MAX];
-    char other_client_crt[ELK_TF_PATH_MAX];/* client certificate signed by other_ca */
+    char other_client_crt[ELK_TF_PATH_MAX]; /* client certificate signed by other_ca */
     char other_client_key[ELK_TF_PATH_MAX];
 } elk_tf_certs_t;
 
@@ -83,12 +83,12 @@ typedef enum elk_tf_cert {
 } elk_tf_cert_t;
 
 typedef struct elk_tf_options {
-    size_t count;                  /* servers, 1..ELK_TF_MAX_SERVERS (default 1) */
-    bool tls;                      /* --tls-port P --port 0 (default false: plain --port P) */
-    bool tls_auth_clients;         /* --tls-auth-clients yes: mutual TLS (default no) */
-    elk_tf_cert_t server_cert;     /* default ELK_TF_CERT_VALID */
-    const char *requirepass;       /* --requirepass (default user's password), or NULL */
-    const char *acl_user;          /* --user NAME on >acl_password ~* &* +@all, or NULL */
+    size_t count;              /* servers, 1..ELK_TF_MAX_SERVERS (default 1) */
+    bool tls;                  /* --tls-port P --port 0 (default false: plain --port P) */
+    bool tls_auth_clients;     /* --tls-auth-clients yes: mutual TLS (default no) */
+    elk_tf_cert_t server_cert; /* default ELK_TF_CERT_VALID */
+    const char *requirepass;   /* --requirepass (default user's password), or NULL */
+    const char *acl_user;      /* --user NAME on >acl_password ~* &* +@all, or NULL */
     const char *acl_password;
     const char *const *acl_rules;  /* NULL-terminated rules for acl_user in place of ~* &* +@all
                                       (a least-privilege user); the fixture's own connection
@@ -98,18 +98,18 @@ typedef struct elk_tf_options {
 } elk_tf_options_t;
 
 typedef struct elk_tf_server {
-    pid_t pid;                     /* 0 when not running */
-    uint16_t port;                 /* the TCP (or TLS) port clients use */
-    bool paused;                   /* SIGSTOPped */
-    char sock[ELK_TF_PATH_MAX];    /* unix socket path (fixture control channel) */
-    char log[ELK_TF_PATH_MAX];     /* redis-server's stdout/stderr */
-    redisContext *ctl;             /* lazily opened hiredis context on sock */
+    pid_t pid;                  /* 0 when not running */
+    uint16_t port;              /* the TCP (or TLS) port clients use */
+    bool paused;                /* SIGSTOPped */
+    char sock[ELK_TF_PATH_MAX]; /* unix socket path (fixture control channel) */
+    char log[ELK_TF_PATH_MAX];  /* redis-server's stdout/stderr */
+    redisContext *ctl;          /* lazily opened hiredis context on sock */
 } elk_tf_server_t;
 
 typedef struct elk_tf {
     elk_tf_options_t opts;
     size_t count;
-    char dir[ELK_TF_DIR_MAX];      /* temp dir: logs, sockets, per-server dirs */
+    char dir[ELK_TF_DIR_MAX]; /* temp dir: logs, sockets, per-server dirs */
     elk_tf_server_t servers[ELK_TF_MAX_SERVERS];
     bool started;
 } elk_tf_t;
@@ -166,10 +166,10 @@ int elk_tf_read_file(const char *path, uint8_t *buf, size_t cap, size_t *len);
  * and misbehaves in a chosen way: for "TLS handshake cut off" and similar tests.
  * Stopped by elk_tf_listener_stop and at exit. */
 typedef enum elk_tf_listener_mode {
-    ELK_TF_LISTEN_CLOSE = 0,       /* accept, then close at once */
-    ELK_TF_LISTEN_READ_CLOSE,      /* accept, read what the client sends (e.g. ClientHello), close */
-    ELK_TF_LISTEN_SILENT,          /* accept and never answer (until stopped) */
-    ELK_TF_LISTEN_REPLY_ERR        /* read, answer "-ERR unknown command\r\n" (not TLS), close */
+    ELK_TF_LISTEN_CLOSE = 0,  /* accept, then close at once */
+    ELK_TF_LISTEN_READ_CLOSE, /* accept, read what the client sends (e.g. ClientHello), close */
+    ELK_TF_LISTEN_SILENT,     /* accept and never answer (until stopped) */
+    ELK_TF_LISTEN_REPLY_ERR   /* read, answer "-ERR unknown command\r\n" (not TLS), close */
 } elk_tf_listener_mode_t;
 
 typedef struct elk_tf_listener {
@@ -189,11 +189,12 @@ void elk_tf_listener_stop(elk_tf_listener_t *l);
 /* open() then progress() until ready. The transport is left open on failure (close it). */
 int elk_tf_xport_connect(const elk_transport_t *t, const elk_endpoint_t *ep, unsigned timeout_ms);
 /* send() all len bytes. */
-int elk_tf_xport_send_all(const elk_transport_t *t, const void *buf, size_t len, unsigned timeout_ms);
+int elk_tf_xport_send_all(const elk_transport_t *t, const void *buf, size_t len,
+                          unsigned timeout_ms);
 /* recv() into buf (cap bytes, NUL-terminated when room) until the bytes received so far
  * contain terminator (or, terminator NULL, until the peer closes). *len gets the count. */
-int elk_tf_xport_recv_until(const elk_transport_t *t, uint8_t *buf, size_t cap, const char *terminator,
-                            unsigned timeout_ms, size_t *len);
+int elk_tf_xport_recv_until(const elk_transport_t *t, uint8_t *buf, size_t cap,
+                            const char *terminator, unsigned timeout_ms, size_t *len);
 
 /* PING over t and read the answer: ELK_OK when it is +PONG, ELK_E_UNEXPECTED_REPLY for
  * another answer, else the transport's error (or ELK_E_TIMEOUT). */

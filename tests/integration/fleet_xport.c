@@ -45,7 +45,8 @@ int elk_tf_xport_connect(const elk_transport_t *t, const elk_endpoint_t *ep, uns
     }
 }
 
-int elk_tf_xport_send_all(const elk_transport_t *t, const void *buf, size_t len, unsigned timeout_ms)
+int elk_tf_xport_send_all(const elk_transport_t *t, const void *buf, size_t len,
+                          unsigned timeout_ms)
 {
     uint64_t deadline = elk_posix_now_ms() + timeout_ms;
     const uint8_t *p = (const uint8_t *)buf;
@@ -67,8 +68,8 @@ int elk_tf_xport_send_all(const elk_transport_t *t, const void *buf, size_t len,
     return ELK_OK;
 }
 
-int elk_tf_xport_recv_until(const elk_transport_t *t, uint8_t *buf, size_t cap, const char *terminator,
-                            unsigned timeout_ms, size_t *len)
+int elk_tf_xport_recv_until(const elk_transport_t *t, uint8_t *buf, size_t cap,
+                            const char *terminator, unsigned timeout_ms, size_t *len)
 {
     uint64_t deadline = elk_posix_now_ms() + timeout_ms;
     size_t got = 0;

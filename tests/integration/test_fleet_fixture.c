@@ -41,7 +41,8 @@ static void test_three_servers_auth_and_acl(void **state)
 {
     (void)state;
     static elk_tf_t f;
-    static const char *const extra[] = {"--maxmemory-policy", "noeviction", "--appendfsync", "always", NULL};
+    static const char *const extra[] = {"--maxmemory-policy", "noeviction", "--appendfsync",
+                                        "always", NULL};
     elk_tf_options_t o;
     elk_tf_options_defaults(&o);
     o.count = 3;
@@ -169,9 +170,9 @@ static void test_tls_fleet_and_certs(void **state)
     (void)state;
     const elk_tf_certs_t *c = elk_tf_certs();
     assert_non_null(c);
-    const char *files[] = {c->ca_crt, c->server_crt, c->server_key, c->wronghost_crt, c->expired_crt,
-                           c->other_ca_crt, c->othersrv_crt, c->client_crt, c->client_key,
-                           c->other_client_crt};
+    const char *files[] = {c->ca_crt,      c->server_crt,      c->server_key,   c->wronghost_crt,
+                           c->expired_crt, c->other_ca_crt,    c->othersrv_crt, c->client_crt,
+                           c->client_key,  c->other_client_crt};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         static uint8_t buf[16384];
         size_t len;

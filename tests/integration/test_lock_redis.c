@@ -117,7 +117,8 @@ static bool gw_ready(void *arg)
 {
     const gw_t *g = arg;
     /* every node, not just a quorum, so each test starts from a known fleet */
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n || (g->st.subs && elk_fleet_ready_count(&g->st.sfleet) < g->n)) {
+    if (elk_fleet_ready_count(&g->st.fleet) < g->n ||
+        (g->st.subs && elk_fleet_ready_count(&g->st.sfleet) < g->n)) {
         return false;
     }
     /* and the start-up requests (SCRIPT LOAD, CONFIG GET) answered, so that a gateway
@@ -163,7 +164,8 @@ static void gw_init(gw_t *g, const gw_opts_t *o)
     assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
     g->rec.hook = on_lost;
     g->rec.hook_user = g;
-    assert_int_equal(elk_lock_init(&g->lock, &g->st.client, "door", o->lcfg, elk_ts_events_on, &g->rec), ELK_OK);
+    assert_int_equal(
+        elk_lock_init(&g->lock, &g->st.client, "door", o->lcfg, elk_ts_events_on, &g->rec), ELK_OK);
     assert_int_equal(elk_blocking_connect(&g->st.client, 5000, NULL), ELK_OK);
     (void)elk_ts_run_client(&g->st.client, gw_ready, g, 5000, 0);
     assert_int_equal(elk_fleet_ready_count(&g->st.fleet), g->n);
@@ -541,7 +543,10 @@ static int test_teardown(void **state)
 }
 
 /* One parametrised test under its own name: the parameter is its prestate. */
-#define CASE(name, fn, param) {name, fn, NULL, test_teardown, (void *)(param)}
+#define CASE(name, fn, param)                                                                      \
+    {                                                                                              \
+        name, fn, NULL, test_teardown, (void *)(param)                                             \
+    }
 
 int main(void)
 {

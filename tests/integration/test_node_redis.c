@@ -48,8 +48,11 @@ static void ctx_init(size_t count, const elk_node_config_t *cfgs)
     elk_posix_entropy(&c.entropy);
     elk_ts_log_init(&c.log, ELK_LOG_ERROR, false);
     c.count = count;
-    elk_ts_stack_opts_t o = {
-        .count = count, .node_cfgs = cfgs, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log.log};
+    elk_ts_stack_opts_t o = {.count = count,
+                             .node_cfgs = cfgs,
+                             .pool_blocks = POOL_BLOCKS,
+                             .entropy = &c.entropy,
+                             .log = &c.log.log};
     assert_int_equal(elk_ts_stack_init(&c.st, &o), ELK_OK);
 }
 
@@ -85,7 +88,9 @@ typedef elk_ts_replies_t done_t; /* completions, recorded by elk_ts_replies_on *
 static int call(size_t i, done_t *d, const elk_resp_arg_t *argv, size_t argc)
 {
     int before = d->n;
-    assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), argv, argc, 0, elk_ts_replies_on, d), ELK_OK);
+    assert_int_equal(
+        elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), argv, argc, 0, elk_ts_replies_on, d),
+        ELK_OK);
     elk_ts_goal_t g = {d, before + 1};
     assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     return before;
@@ -118,8 +123,9 @@ static void test_plain_round_trip(void **state)
     assert_false(elk_node_stats(&c.st.nodes[0])->resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
-    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:node:k"), ELK_RESP_ARG_STR("v\r\n1"),
-                            ELK_RESP_ARG_STR("PX"), elk_resp_arg_int(60000)};
+    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:node:k"),
+                            ELK_RESP_ARG_STR("v\r\n1"), ELK_RESP_ARG_STR("PX"),
+                            elk_resp_arg_int(60000)};
     int k = call(0, &d, set, 5);
     assert_int_equal(d.status[k], ELK_OK);
     assert_string_equal(d.text[k], "OK");
@@ -191,7 +197,8 @@ static void test_pipelining_100_requests(void **state)
     elk_tf_stop(&f);
 }
 
-static void auth_case(const char *user, const char *server_pass, const char *client_pass, bool expect_ok)
+static void auth_case(const char *user, const char *server_pass, const char *client_pass,
+                      bool expect_ok)
 {
     elk_tf_t f;
     elk_tf_options_t o;
@@ -269,10 +276,12 @@ static void on_push(void *user, elk_node_t *node, const elk_resp_reply_t *push)
     }
     int i = p->n++;
     p->type[i] = push->nodes[0].type;
-    snprintf(p->kind[i], sizeof p->kind[i], "%.*s", (int)push->nodes[1].len, (const char *)push->nodes[1].str);
+    snprintf(p->kind[i], sizeof p->kind[i], "%.*s", (int)push->nodes[1].len,
+             (const char *)push->nodes[1].str);
     const elk_resp_node_t *last = &push->nodes[push->count - 1];
     if (last->str != NULL) {
-        snprintf(p->payload[i], sizeof p->payload[i], "%.*s", (int)last->len, (const char *)last->str);
+        snprintf(p->payload[i], sizeof p->payload[i], "%.*s", (int)last->len,
+                 (const char *)last->str);
     } else {
         snprintf(p->payload[i], sizeof p->payload[i], "%lld", (long long)last->integer);
     }
@@ -294,8 +303,8 @@ static void resp_case(bool resp3)
     static done_t d;
     memset(&d, 0, sizeof d);
     /* A map-valued command shows which protocol the server speaks to us. */
-    elk_resp_arg_t hs[] = {ELK_RESP_ARG_STR("HSET"), ELK_RESP_ARG_STR("elk:h"), ELK_RESP_ARG_STR("f"),
-                           ELK_RESP_ARG_STR("v")};
+    elk_resp_arg_t hs[] = {ELK_RESP_ARG_STR("HSET"), ELK_RESP_ARG_STR("elk:h"),
+                           ELK_RESP_ARG_STR("f"), ELK_RESP_ARG_STR("v")};
     call(0, &d, hs, 4);
     elk_resp_arg_t hg[] = {ELK_RESP_ARG_STR("HGETALL"), ELK_RESP_ARG_STR("elk:h")};
     int k = call(0, &d, hg, 2);
@@ -365,8 +374,8 @@ static void test_hello_refused_server_side_falls_back(void **state)
     assert_int_equal(elk_node_stats(&c.st.nodes[0])->failures, 0);
     static done_t d;
     memset(&d, 0, sizeof d);
-    elk_resp_arg_t hs[] = {ELK_RESP_ARG_STR("HSET"), ELK_RESP_ARG_STR("elk:h2"), ELK_RESP_ARG_STR("f"),
-                           ELK_RESP_ARG_STR("v")};
+    elk_resp_arg_t hs[] = {ELK_RESP_ARG_STR("HSET"), ELK_RESP_ARG_STR("elk:h2"),
+                           ELK_RESP_ARG_STR("f"), ELK_RESP_ARG_STR("v")};
     call(0, &d, hs, 4);
     elk_resp_arg_t hg[] = {ELK_RESP_ARG_STR("HGETALL"), ELK_RESP_ARG_STR("elk:h2")};
     int k = call(0, &d, hg, 2);
@@ -396,7 +405,8 @@ static void test_select_db(void **state)
     assert_true(run_until(node_in_state, &want, 5000));
     static done_t d;
     memset(&d, 0, sizeof d);
-    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:db"), ELK_RESP_ARG_STR("three")};
+    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:db"),
+                            ELK_RESP_ARG_STR("three")};
     call(0, &d, set, 3);
     redisReply *r = elk_tf_cmd(&f, 0, "SELECT 3");
     freeReplyObject(r);
@@ -423,9 +433,11 @@ static void test_server_killed_mid_request_then_restarted(void **state)
     static done_t d;
     memset(&d, 0, sizeof d);
     /* BLPOP on an empty list keeps the request in flight on the server. */
-    elk_resp_arg_t blpop[] = {ELK_RESP_ARG_STR("BLPOP"), ELK_RESP_ARG_STR("elk:nothing"), elk_resp_arg_int(0)};
+    elk_resp_arg_t blpop[] = {ELK_RESP_ARG_STR("BLPOP"), ELK_RESP_ARG_STR("elk:nothing"),
+                              elk_resp_arg_int(0)};
     uint64_t now = elk_posix_now_ms();
-    assert_int_equal(elk_node_send(&c.st.nodes[0], now, blpop, 3, now + 20000, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(
+        elk_node_send(&c.st.nodes[0], now, blpop, 3, now + 20000, elk_ts_replies_on, &d), ELK_OK);
     elk_fleet_poll(&c.st.fleet, elk_posix_now_ms()); /* sent */
     assert_int_equal(elk_tf_kill(&f, 0), 0);
     elk_ts_goal_t g = {&d, 1};
@@ -462,12 +474,14 @@ static void test_server_paused_deadline_holds(void **state)
     elk_resp_arg_t get[] = {ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR("k")};
     uint64_t now = elk_posix_now_ms();
     uint64_t deadline = now + 300;
-    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline, elk_ts_replies_on, &d), ELK_OK);
-    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline + 5000, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(elk_node_send(&c.st.nodes[0], now, get, 2, deadline, elk_ts_replies_on, &d),
+                     ELK_OK);
+    assert_int_equal(
+        elk_node_send(&c.st.nodes[0], now, get, 2, deadline + 5000, elk_ts_replies_on, &d), ELK_OK);
     elk_ts_goal_t g = {&d, 2};
     assert_true(run_until(elk_ts_replies_reached, &g, 10000));
     assert_int_equal(d.status[0], ELK_E_TIMEOUT);
-    assert_true(d.at[0] >= deadline);          /* never before the deadline */
+    assert_true(d.at[0] >= deadline); /* never before the deadline */
     assert_int_equal(d.status[1], ELK_E_DISCONNECTED);
     assert_int_equal(elk_node_stats(&c.st.nodes[0])->timeouts, 1);
     /* The kernel still accepts connections for the frozen server, but HELLO gets no
@@ -505,10 +519,13 @@ static void test_fleet_of_three(void **state)
     assert_int_equal(elk_fleet_waits(&c.st.fleet, w, 3), 3);
     static done_t d;
     memset(&d, 0, sizeof d);
-    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk{x}"), ELK_RESP_ARG_STR("me"),
-                            ELK_RESP_ARG_STR("NX"), ELK_RESP_ARG_STR("PX"), elk_resp_arg_int(30000)};
+    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk{x}"),
+                            ELK_RESP_ARG_STR("me"),  ELK_RESP_ARG_STR("NX"),
+                            ELK_RESP_ARG_STR("PX"),  elk_resp_arg_int(30000)};
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), set, 6, 0, elk_ts_replies_on, &d), ELK_OK);
+        assert_int_equal(
+            elk_node_send(&c.st.nodes[i], elk_posix_now_ms(), set, 6, 0, elk_ts_replies_on, &d),
+            ELK_OK);
     }
     elk_ts_goal_t g = {&d, 3};
     assert_true(run_until(elk_ts_replies_reached, &g, 5000));

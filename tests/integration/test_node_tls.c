@@ -49,8 +49,12 @@ static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
     }
     assert_int_equal(elk_tls_shared_init(&c.shared, &tc, &c.entropy), ELK_OK);
     c.shared_ok = true;
-    elk_ts_stack_opts_t o = {
-        .count = 1, .node_cfgs = cfg, .tls = &c.shared, .pool_blocks = POOL_BLOCKS, .entropy = &c.entropy, .log = &c.log.log};
+    elk_ts_stack_opts_t o = {.count = 1,
+                             .node_cfgs = cfg,
+                             .tls = &c.shared,
+                             .pool_blocks = POOL_BLOCKS,
+                             .entropy = &c.entropy,
+                             .log = &c.log.log};
     assert_int_equal(elk_ts_stack_init(&c.st, &o), ELK_OK);
 }
 
@@ -115,7 +119,9 @@ static void test_tls_round_trip_auth_resp3_pipelined(void **state)
     elk_resp_arg_t incr[] = {ELK_RESP_ARG_STR("INCR"), ELK_RESP_ARG_STR("elk:tls:ctr")};
     int sent = 0;
     while (sent < 50) {
-        while (sent < 50 && elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), incr, 2, 0, elk_ts_replies_on, &d) == ELK_OK) {
+        while (sent < 50 &&
+               elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), incr, 2, 0, elk_ts_replies_on,
+                             &d) == ELK_OK) {
             sent++;
         }
         elk_ts_goal_t g = {&d, sent};
@@ -129,10 +135,15 @@ static void test_tls_round_trip_auth_resp3_pipelined(void **state)
     static char val[900];
     memset(val, 'q', sizeof val - 1);
     val[sizeof val - 1] = '\0';
-    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:tls:v"), elk_resp_arg_cstr(val)};
+    elk_resp_arg_t set[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("elk:tls:v"),
+                            elk_resp_arg_cstr(val)};
     elk_resp_arg_t get[] = {ELK_RESP_ARG_STR("STRLEN"), ELK_RESP_ARG_STR("elk:tls:v")};
-    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), set, 3, 0, elk_ts_replies_on, &d), ELK_OK);
-    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), get, 2, 0, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(
+        elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), set, 3, 0, elk_ts_replies_on, &d),
+        ELK_OK);
+    assert_int_equal(
+        elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), get, 2, 0, elk_ts_replies_on, &d),
+        ELK_OK);
     elk_ts_goal_t g = {&d, 52};
     assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     assert_string_equal(d.text[50], "OK");
@@ -158,7 +169,9 @@ static void test_mutual_tls(void **state)
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
-    assert_int_equal(elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), ping, 1, 0, elk_ts_replies_on, &d), ELK_OK);
+    assert_int_equal(
+        elk_node_send(&c.st.nodes[0], elk_posix_now_ms(), ping, 1, 0, elk_ts_replies_on, &d),
+        ELK_OK);
     elk_ts_goal_t g = {&d, 1};
     assert_true(run_until(elk_ts_replies_reached, &g, 5000));
     assert_string_equal(d.text[0], "PONG");
@@ -170,8 +183,8 @@ static void test_mutual_tls(void **state)
     assert_true(run_until(failed_once, NULL, 10000));
     assert_false(elk_node_is_ready(&c.st.nodes[0]));
     int err = elk_node_stats(&c.st.nodes[0])->last_error;
-    assert_true(err == ELK_E_TLS_CLIENT_CERT || err == ELK_E_TLS_HANDSHAKE_CUT || err == ELK_E_TLS ||
-                err == ELK_E_CLOSED || err == ELK_E_IO);
+    assert_true(err == ELK_E_TLS_CLIENT_CERT || err == ELK_E_TLS_HANDSHAKE_CUT ||
+                err == ELK_E_TLS || err == ELK_E_CLOSED || err == ELK_E_IO);
 #if MBEDTLS_VERSION_NUMBER >= 0x03000000 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
     /* TLS 1.3: the client's handshake ends before the server judges it, so a node with
      * nothing to send first (no AUTH, RESP2) may count as ready for that moment; the

@@ -77,7 +77,8 @@ static int connect_port(client_t *c, uint16_t port)
         return rc; /* s_server not listening yet */
     }
     print_message("    -> %s %s\n", rc == 1 ? "connected," : "refused:",
-                  rc == 1 ? elk_tls_conn_version(&c->conn) : elk_tls_conn_error_text(&c->conn, text, sizeof text));
+                  rc == 1 ? elk_tls_conn_version(&c->conn)
+                          : elk_tls_conn_error_text(&c->conn, text, sizeof text));
     return rc;
 }
 
@@ -158,8 +159,9 @@ static pid_t start_tls11_server(uint16_t port)
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
         /* SECLEVEL=0: OpenSSL 3 otherwise refuses TLS 1.1's SHA-1 signatures itself. */
-        execlp("openssl", "openssl", "s_server", "-quiet", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0", "-accept",
-               accept, "-cert", certs->server_crt, "-key", certs->server_key, (char *)NULL);
+        execlp("openssl", "openssl", "s_server", "-quiet", "-tls1_1", "-cipher",
+               "DEFAULT:@SECLEVEL=0", "-accept", accept, "-cert", certs->server_crt, "-key",
+               certs->server_key, (char *)NULL);
         _exit(127);
     }
     return pid;

@@ -142,7 +142,8 @@ static void test_large_value_partial_io(void **state)
     while (got < want) {
         size_t n;
         /* "\r\n" appears after the header and at the end; keep reading until all bytes came. */
-        assert_int_equal(elk_tf_xport_recv_until(&t, rx + got, VAL + 128 - got, "\n", TMO, &n), ELK_OK);
+        assert_int_equal(elk_tf_xport_recv_until(&t, rx + got, VAL + 128 - got, "\n", TMO, &n),
+                         ELK_OK);
         got += n;
     }
     assert_int_equal(got, want);
@@ -265,7 +266,8 @@ static void test_server_paused(void **state)
     assert_int_equal(elk_tf_pause(&fleet, 0), 0);
     assert_null(elk_tf_redis(&fleet, 0));
     assert_int_equal(elk_tf_xport_send_all(&t, "PING\r\n", 6, TMO), ELK_OK);
-    assert_int_equal(elk_tf_xport_recv_until(&t, buf, sizeof buf, "\r\n", 200, &len), ELK_E_TIMEOUT);
+    assert_int_equal(elk_tf_xport_recv_until(&t, buf, sizeof buf, "\r\n", 200, &len),
+                     ELK_E_TIMEOUT);
     assert_int_equal(len, 0);
     assert_int_equal(elk_tf_resume(&fleet, 0), 0);
     assert_int_equal(elk_tf_xport_recv_until(&t, buf, sizeof buf, "\r\n", TMO, &len), ELK_OK);

@@ -34,9 +34,9 @@ static int setup(void **state)
         o.tls = i != F_PLAIN;
         o.tls_auth_clients = i == F_MTLS;
         o.server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
-                        : i == F_WRONG_HOST ? ELK_TF_CERT_WRONG_HOST
-                        : i == F_EXPIRED    ? ELK_TF_CERT_EXPIRED
-                                            : ELK_TF_CERT_VALID;
+            : i == F_WRONG_HOST         ? ELK_TF_CERT_WRONG_HOST
+            : i == F_EXPIRED            ? ELK_TF_CERT_EXPIRED
+                                        : ELK_TF_CERT_VALID;
         if (elk_tf_start(&fleets[i], &o) != 0) {
             return -1;
         }
@@ -130,7 +130,8 @@ static int connect_and_ping(client_t *c, int f)
     }
     rc = elk_tf_xport_ping(&c->t, TMO);
     if (rc < 0) {
-        print_message("    -> after the handshake: %s\n", elk_tls_conn_error_text(&c->conn, text, sizeof text));
+        print_message("    -> after the handshake: %s\n",
+                      elk_tls_conn_error_text(&c->conn, text, sizeof text));
     }
     return rc == ELK_OK ? 1 : rc;
 }
@@ -221,7 +222,8 @@ static void test_tls_large_value(void **state)
     size_t want = (size_t)lh + VAL + 2, got = 0;
     while (got < want) {
         size_t n;
-        assert_int_equal(elk_tf_xport_recv_until(&c.t, rx + got, VAL + 128 - got, "\n", TMO, &n), ELK_OK);
+        assert_int_equal(elk_tf_xport_recv_until(&c.t, rx + got, VAL + 128 - got, "\n", TMO, &n),
+                         ELK_OK);
         got += n;
     }
     assert_int_equal(got, want);
@@ -441,7 +443,8 @@ static void test_mtls_with_client_cert(void **state)
     assert_int_equal(client_init(&c, &cfg), ELK_OK);
     assert_int_equal(connect_and_ping(&c, F_MTLS), ELK_E_TLS);
     char text[512];
-    assert_non_null(strstr(elk_tls_conn_error_text(&c.conn, text, sizeof text), "client certificate"));
+    assert_non_null(
+        strstr(elk_tls_conn_error_text(&c.conn, text, sizeof text), "client certificate"));
     client_free(&c);
 }
 
@@ -505,7 +508,8 @@ static void test_bad_config(void **state)
     cfg.ca_file = "/nonexistent/ca.crt";
     assert_int_equal(elk_tls_shared_init(&sh, &cfg, &ent), ELK_E_TLS_CONFIG);
     /* Garbage PEM. */
-    static const char junk[] = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n";
+    static const char junk[] =
+        "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n";
     memset(&cfg, 0, sizeof cfg);
     cfg.ca_pem = (const uint8_t *)junk;
     cfg.ca_pem_len = sizeof junk;
@@ -594,7 +598,8 @@ static void test_shared_config_many_connections(void **state)
         uint8_t buf[32];
         size_t len;
         assert_int_equal(elk_tf_xport_send_all(&t[i], "PING\r\n", 6, TMO), ELK_OK);
-        assert_int_equal(elk_tf_xport_recv_until(&t[i], buf, sizeof buf, "\r\n", TMO, &len), ELK_OK);
+        assert_int_equal(elk_tf_xport_recv_until(&t[i], buf, sizeof buf, "\r\n", TMO, &len),
+                         ELK_OK);
         assert_string_equal((char *)buf, "+PONG\r\n");
         elk_tls_conn_free(&conn[i]);
     }
@@ -682,7 +687,8 @@ static void test_tls_server_killed(void **state)
     assert_int_equal(elk_tf_kill(&fleets[F_VALID], 0), 0);
     uint8_t buf[32];
     size_t len;
-    assert_int_equal(elk_tf_xport_recv_until(&c.t, buf, sizeof buf, "\r\n", TMO, &len), ELK_E_CLOSED);
+    assert_int_equal(elk_tf_xport_recv_until(&c.t, buf, sizeof buf, "\r\n", TMO, &len),
+                     ELK_E_CLOSED);
     assert_int_equal(elk_tf_restart(&fleets[F_VALID], 0), 0);
     assert_int_equal(connect_to(&c, F_VALID, "localhost"), 1);
     ping(&c);

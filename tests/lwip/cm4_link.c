@@ -139,7 +139,8 @@ static uint8_t client_pool_mem[CONFIG_ELK_POOL_BLOCK_COUNT * CONFIG_ELK_POOL_BLO
 
 static int run_client(void)
 {
-    static const elk_transport_t off = {NULL, off_open, off_progress, off_send, off_recv, off_close, off_wait};
+    static const elk_transport_t off = {NULL,     off_open,  off_progress, off_send,
+                                        off_recv, off_close, off_wait};
     static uint32_t trng_state = 0x2545F491u;
     elk_lwip_entropy_t entropy_ctx;
     elk_entropy_t entropy;

@@ -56,7 +56,8 @@ static const char *env(const char *name)
 {
     const char *v = getenv(name);
     if (v == NULL || *v == '\0') {
-        fprintf(stderr, "lwip_redis_roundtrip: %s is not set; run it through redis_roundtrip.sh\n", name);
+        fprintf(stderr, "lwip_redis_roundtrip: %s is not set; run it through redis_roundtrip.sh\n",
+                name);
         exit(1);
     }
     return v;
@@ -254,8 +255,8 @@ static void ping_set_get(const elk_transport_t *t)
     send_all(t, ping, sizeof(ping) - 1);
     expect_reply(t, "+PONG\r\n");
 
-    int n = snprintf(cmd, sizeof(cmd), "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(key),
-                     key, strlen(val), val);
+    int n = snprintf(cmd, sizeof(cmd), "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
+                     strlen(key), key, strlen(val), val);
     send_all(t, cmd, (size_t)n);
     expect_reply(t, "+OK\r\n");
 
@@ -284,7 +285,8 @@ static void test_plain_roundtrip(void **state)
     elk_lwip_transport_init(&ctx, &t);
 
     uint64_t before = now_ms();
-    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL), 1);
+    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL),
+                     1);
     ping_set_get(&t);
     assert_true(now_ms() >= before);
 
@@ -323,9 +325,11 @@ static void test_plain_large_value(void **state)
     elk_lwip_transport_t ctx;
     elk_transport_t t;
     elk_lwip_transport_init(&ctx, &t);
-    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL), 1);
+    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL),
+                     1);
 
-    int n = snprintf(cmd, sizeof(cmd), "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%d\r\n", strlen(key), key, VLEN);
+    int n = snprintf(cmd, sizeof(cmd), "*3\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$%d\r\n", strlen(key), key,
+                     VLEN);
     memcpy(cmd + n, value, VLEN);
     memcpy(cmd + n + VLEN, "\r\n", 2);
     send_all(&t, cmd, (size_t)n + VLEN + 2);
@@ -360,7 +364,8 @@ static void test_connect_refused(void **state)
     uint8_t b[4];
     assert_int_equal(t.send(t.ctx, b, sizeof(b)), ELK_E_STATE);
     /* The same context connects fine afterwards. */
-    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL), 1);
+    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL),
+                     1);
     t.close(t.ctx);
 }
 
@@ -370,7 +375,8 @@ static void test_peer_close(void **state)
     elk_lwip_transport_t ctx;
     elk_transport_t t;
     elk_lwip_transport_init(&ctx, &t);
-    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL), 1);
+    assert_int_equal(connect_transport(&t, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_PORT"), NULL),
+                     1);
     const char quit[] = "*1\r\n$4\r\nQUIT\r\n";
     send_all(&t, quit, sizeof(quit) - 1);
     expect_reply(&t, "+OK\r\n");
@@ -435,7 +441,8 @@ static void test_tls_roundtrip(void **state)
     elk_lwip_transport_init(&tcp_ctx, &tcp);
     assert_int_equal(elk_tls_conn_init(&conn, &shared, &tcp, &tls), ELK_OK);
 
-    int rc = connect_transport(&tls, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_TLS_PORT"), env("ELK_TLS_NAME"));
+    int rc = connect_transport(&tls, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_TLS_PORT"),
+                               env("ELK_TLS_NAME"));
     if (rc != 1) {
         char text[256];
         fprintf(stderr, "TLS connect: %s\n", elk_tls_conn_error_text(&conn, text, sizeof(text)));
@@ -450,7 +457,8 @@ static void test_tls_roundtrip(void **state)
 
     /* A wrong name must fail verification over lwIP as it does over the kernel. */
     assert_int_equal(elk_tls_conn_init(&conn, &shared, &tcp, &tls), ELK_OK);
-    rc = connect_transport(&tls, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_TLS_PORT"), "wrong.elk.test");
+    rc = connect_transport(&tls, env("ELK_REDIS_HOST"), env_port("ELK_REDIS_TLS_PORT"),
+                           "wrong.elk.test");
     assert_int_equal(rc, ELK_E_TLS_HOSTNAME);
     tls.close(tls.ctx);
     elk_tls_conn_free(&conn);
@@ -503,7 +511,8 @@ typedef struct lwip_fleet {
     elk_node_t nodes[FLEET_N];
     elk_fleet_t fleet;
     elk_pool_t pool;
-    uint8_t pool_mem[CONFIG_ELK_POOL_BLOCK_COUNT * CONFIG_ELK_POOL_BLOCK_SIZE] __attribute__((aligned(8)));
+    uint8_t pool_mem[CONFIG_ELK_POOL_BLOCK_COUNT * CONFIG_ELK_POOL_BLOCK_SIZE]
+        __attribute__((aligned(8)));
     elk_client_t client;
     uint16_t ports[FLEET_N];
 } lwip_fleet_t;
@@ -571,8 +580,8 @@ static void fleet_start(lwip_fleet_t *f)
         f->ports[i] = (uint16_t)strtol(tok, NULL, 10);
         tok = strtok_r(NULL, ",", &save);
     }
-    assert_int_equal(elk_pool_init(&f->pool, f->pool_mem, sizeof(f->pool_mem), CONFIG_ELK_POOL_BLOCK_SIZE,
-                                   CONFIG_ELK_POOL_BLOCK_COUNT),
+    assert_int_equal(elk_pool_init(&f->pool, f->pool_mem, sizeof(f->pool_mem),
+                                   CONFIG_ELK_POOL_BLOCK_SIZE, CONFIG_ELK_POOL_BLOCK_COUNT),
                      ELK_OK);
     for (size_t i = 0; i < FLEET_N; i++) {
         elk_node_config_t nc;
@@ -582,7 +591,8 @@ static void fleet_start(lwip_fleet_t *f)
         nc.connect_timeout_ms = 5000;
         nc.request_timeout_ms = 3000;
         elk_lwip_transport_init(&f->tctx[i], &f->t[i]);
-        assert_int_equal(elk_node_init(&f->nodes[i], &nc, &f->t[i], &f->pool, &entropy, NULL), ELK_OK);
+        assert_int_equal(elk_node_init(&f->nodes[i], &nc, &f->t[i], &f->pool, &entropy, NULL),
+                         ELK_OK);
     }
     assert_int_equal(elk_fleet_init(&f->fleet, f->nodes, FLEET_N), ELK_OK);
     elk_client_config_t cc;

@@ -16,7 +16,7 @@
 typedef struct script {
     const uint32_t *words;
     size_t n, next;
-    size_t fail_at;      /* call index that reports a fault; SIZE_MAX: never */
+    size_t fail_at; /* call index that reports a fault; SIZE_MAX: never */
     size_t calls;
 } script_t;
 
@@ -35,8 +35,8 @@ static int scripted_rng(void *user, uint32_t *word)
 static void test_fill_assembles_words_after_baseline(void **state)
 {
     (void)state;
-    const uint32_t words[] = {0xAAAAAAAAu, 0x03020100u, 0x07060504u, 0x0B0A0908u, 0x0F0E0D0Cu,
-                              0x13121110u};
+    const uint32_t words[] = {0xAAAAAAAAu, 0x03020100u, 0x07060504u,
+                              0x0B0A0908u, 0x0F0E0D0Cu, 0x13121110u};
     script_t s = {words, 6, 0, SIZE_MAX, 0};
     elk_lwip_entropy_t e;
     elk_entropy_t ent;

@@ -460,7 +460,8 @@ static void test_wait(void **state)
 {
     (void)state;
     fake_reset();
-    elk_lwip_waiter_t w[3] = {{7, ELK_WAIT_READ, 9}, {-1, ELK_WAIT_READ, 9}, {8, ELK_WAIT_READ | ELK_WAIT_WRITE, 9}};
+    elk_lwip_waiter_t w[3] = {
+        {7, ELK_WAIT_READ, 9}, {-1, ELK_WAIT_READ, 9}, {8, ELK_WAIT_READ | ELK_WAIT_WRITE, 9}};
 
     /* Only the valid sockets go to lwip_poll, with the timeout; errors count as both. */
     f.poll_ret = 1;

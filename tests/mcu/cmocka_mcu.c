@@ -22,11 +22,12 @@ void mcu_cm_fail(const char *file, int line, const char *fmt, ...)
     longjmp(mcu_cm_jump, 1);
 }
 
-void mcu_cm_int(intmax_t a, intmax_t b, int want_equal, const char *ea, const char *eb, const char *file,
-                int line)
+void mcu_cm_int(intmax_t a, intmax_t b, int want_equal, const char *ea, const char *eb,
+                const char *file, int line)
 {
     if ((a == b) != (want_equal != 0)) {
-        mcu_cm_fail(file, line, "%s (%" PRIdMAX ") %s %s (%" PRIdMAX ")", ea, a, want_equal ? "!=" : "==", eb, b);
+        mcu_cm_fail(file, line, "%s (%" PRIdMAX ") %s %s (%" PRIdMAX ")", ea, a,
+                    want_equal ? "!=" : "==", eb, b);
     }
 }
 
@@ -66,8 +67,8 @@ static int run_one(const struct CMUnitTest *t)
     return 0;
 }
 
-int mcu_cm_run(const char *group, const struct CMUnitTest *tests, unsigned n, CMFixtureFunction setup,
-               CMFixtureFunction teardown)
+int mcu_cm_run(const char *group, const struct CMUnitTest *tests, unsigned n,
+               CMFixtureFunction setup, CMFixtureFunction teardown)
 {
     void *state = NULL;
     unsigned i;

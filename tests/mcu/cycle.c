@@ -24,7 +24,7 @@
  * (--probe 0 leaves out the stack-probe pass, for callgrind: every cycle_run call
  * is then a measured one, after one warm-up cycle.)
  */
-#define _POSIX_C_SOURCE 200809L   /* pthread_attr_setstack on the host */
+#define _POSIX_C_SOURCE 200809L /* pthread_attr_setstack on the host */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -42,7 +42,7 @@
 
 static struct bench {
     elk_sim_core_t core;
-    elk_sim_event_t events[8192];   /* superseded wakes stay queued until their time */
+    elk_sim_event_t events[8192]; /* superseded wakes stay queued until their time */
     elk_sim_net_t net;
     elk_sim_scripts_t scripts;
     elk_sim_clock_t clock;
@@ -56,11 +56,11 @@ static struct bench {
     elk_lock_t lock;
     uint64_t wake_at;
     bool acquired;
-    uint32_t lib_ticks;   /* timer ticks spent inside lib calls */
-    uint32_t port_ticks;  /* of which inside the transport (port/sim's client side) */
+    uint32_t lib_ticks;  /* timer ticks spent inside lib calls */
+    uint32_t port_ticks; /* of which inside the transport (port/sim's client side) */
     elk_transport_t inner[NODES];
-    bool probe;           /* stack-probe pass: no timing */
-    size_t lib_stack;     /* deepest lib call, bytes below its caller's stack pointer */
+    bool probe;       /* stack-probe pass: no timing */
+    size_t lib_stack; /* deepest lib call, bytes below its caller's stack pointer */
 } b;
 
 /* ------------------------------------------------------------------ counters */
@@ -76,7 +76,7 @@ static void ticks_start(void)
 }
 static inline uint32_t ticks(void)
 {
-    return ~TIMER0_VALUE;   /* counts down */
+    return ~TIMER0_VALUE; /* counts down */
 }
 extern uint32_t __stack_limit[];
 static uint32_t *stack_limit(void)
@@ -91,7 +91,7 @@ static inline uint32_t ticks(void)
 {
     return 0;
 }
-static uint32_t *host_stack_base;   /* set by main: the painted thread stack */
+static uint32_t *host_stack_base; /* set by main: the painted thread stack */
 static uint32_t *stack_limit(void)
 {
     return host_stack_base;
@@ -141,11 +141,11 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 }
 
 /* The transport, wrapped so its share of a lib call can be told apart. */
-#define IN_PORT(ctx, call)                                      \
-    elk_transport_t *t_ = (elk_transport_t *)(ctx);             \
-    uint32_t t0_ = ticks();                                     \
-    __typeof__(t_->call) r_ = t_->call;                         \
-    b.port_ticks += ticks() - t0_;                              \
+#define IN_PORT(ctx, call)                                                                         \
+    elk_transport_t *t_ = (elk_transport_t *)(ctx);                                                \
+    uint32_t t0_ = ticks();                                                                        \
+    __typeof__(t_->call) r_ = t_->call;                                                            \
+    b.port_ticks += ticks() - t0_;                                                                 \
     return r_
 
 static int w_open(void *ctx, const elk_endpoint_t *ep)
@@ -185,7 +185,8 @@ static elk_transport_t wrapped(uint32_t n)
 
 static int setup(void)
 {
-    static const elk_sim_net_params_t net = {.delay_min_us = 50, .delay_max_us = 50, .retry_us = 200000};
+    static const elk_sim_net_params_t net = {
+        .delay_min_us = 50, .delay_max_us = 50, .retry_us = 200000};
     elk_client_config_t cc;
     elk_lock_config_t lc;
     uint32_t n;
@@ -207,7 +208,8 @@ static int setup(void)
         elk_sim_clock_init(&b.net.nodes[n].clock, &b.core.now_us, INT64_C(1700000000000000), 0);
     }
     elk_sim_clock_init(&b.clock, &b.core.now_us, INT64_C(1000000000), 0);
-    rc = elk_pool_init(&b.pool, b.pool_mem, sizeof b.pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS);
+    rc = elk_pool_init(&b.pool, b.pool_mem, sizeof b.pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                       POOL_BLOCKS);
     for (n = 0; rc == ELK_OK && n < NODES; n++) {
         elk_node_config_t nc;
         elk_transport_t t = wrapped(n);
@@ -271,19 +273,19 @@ static void probe_end(uintptr_t sp, uintptr_t top)
 }
 
 /* One lib call: its ticks go to lib_ticks, or (probe pass) its stack depth to lib_stack. */
-#define IN_LIB(expr)                                   \
-    do {                                               \
-        if (b.probe) {                                 \
-            uintptr_t sp_, top_;                       \
-            CURRENT_SP(sp_);                           \
-            top_ = probe_paint();                      \
-            expr;                                      \
-            probe_end(sp_, top_);                      \
-        } else {                                       \
-            uint32_t t0_ = ticks();                    \
-            expr;                                      \
-            b.lib_ticks += ticks() - t0_;              \
-        }                                              \
+#define IN_LIB(expr)                                                                               \
+    do {                                                                                           \
+        if (b.probe) {                                                                             \
+            uintptr_t sp_, top_;                                                                   \
+            CURRENT_SP(sp_);                                                                       \
+            top_ = probe_paint();                                                                  \
+            expr;                                                                                  \
+            probe_end(sp_, top_);                                                                  \
+        } else {                                                                                   \
+            uint32_t t0_ = ticks();                                                                \
+            expr;                                                                                  \
+            b.lib_ticks += ticks() - t0_;                                                          \
+        }                                                                                          \
     } while (0)
 
 /* Runs events until done() holds (or the queue is empty: a setup error). */
@@ -302,7 +304,8 @@ static bool run_until(bool (*done)(void))
         b.wake_at = UINT64_MAX;
         IN_LIB(next = elk_client_poll(&b.client, now_ms()));
         if (next != 0u && next != UINT64_MAX) {
-            net_wake(NULL, 0, elk_sim_clock_true_at(&b.clock, next > now_ms() ? next : now_ms() + 1u));
+            net_wake(NULL, 0,
+                     elk_sim_clock_true_at(&b.clock, next > now_ms() ? next : now_ms() + 1u));
         }
     }
     return true;
@@ -369,11 +372,11 @@ static int measure(uint32_t cycles, uint32_t shift, bool probe)
     }
     ticks_start();
     cal = calibrate();
-    if (cycle_run(1) != 0) {   /* connect + handshakes + script loads: not a cycle */
+    if (cycle_run(1) != 0) { /* connect + handshakes + script loads: not a cycle */
         printf("cycle: warm-up cycle failed\n");
         return 1;
     }
-    b.probe = probe;   /* pass 1: stack depth of every lib call */
+    b.probe = probe; /* pass 1: stack depth of every lib call */
     if (probe && cycle_run(cycles) != 0) {
         printf("cycle: probe pass failed\n");
         return 1;
@@ -396,29 +399,35 @@ static int measure(uint32_t cycles, uint32_t shift, bool probe)
     printf("cycle: %" PRIu32 " acquire+release cycles, 3 nodes, fencing on\n", cycles);
     printf("  simulated time per cycle: %" PRIu64 " us\n", (b.core.now_us - sim0) / cycles);
     if (probe) {
-        printf("  stack high-water of a lib call (deepest of every call in %" PRIu32 " cycles): %zu bytes\n",
+        printf("  stack high-water of a lib call (deepest of every call in %" PRIu32
+               " cycles): %zu bytes\n",
                cycles, b.lib_stack);
     }
     printf("  stack high-water of the cycles, the simulated servers included: %zu bytes\n", stack);
     if (cal != 0u) {
         /* ticks = instructions * 2^shift / 40 */
         uint64_t scale = (uint64_t)1u << shift;
-        printf("  calibration: 2,000,000 loop instructions read as %" PRIu64 " (icount shift %" PRIu32 ")\n",
+        printf("  calibration: 2,000,000 loop instructions read as %" PRIu64
+               " (icount shift %" PRIu32 ")\n",
                (uint64_t)cal * 40u / scale, shift);
         printf("  instructions per cycle, whole (lib + port/sim servers + network): %" PRIu64 "\n",
                (uint64_t)total * 40u / scale / cycles);
         printf("  instructions per cycle, inside lib calls (lib + transport): %" PRIu64 "\n",
                (uint64_t)lib * 40u / scale / cycles);
-        printf("  instructions per cycle, lib/ alone (inside lib calls, less the transport): %" PRIu64 "\n",
-               (uint64_t)(lib - port) * 40u / scale / cycles);
+        printf(
+            "  instructions per cycle, lib/ alone (inside lib calls, less the transport): %" PRIu64
+            "\n",
+            (uint64_t)(lib - port) * 40u / scale / cycles);
     }
-    printf("  sizeof: elk_node_t %zu, elk_fleet_t %zu, elk_client_t %zu, elk_lock_t %zu, elk_pool_t %zu,"
+    printf("  sizeof: elk_node_t %zu, elk_fleet_t %zu, elk_client_t %zu, elk_lock_t %zu, "
+           "elk_pool_t %zu,"
            " pool blocks %zu; 3-node total %zu bytes\n",
            sizeof(elk_node_t), sizeof(elk_fleet_t), sizeof(elk_client_t), sizeof(elk_lock_t),
            sizeof(elk_pool_t), sizeof b.pool_mem,
-           NODES * sizeof(elk_node_t) + sizeof(elk_fleet_t) + sizeof(elk_client_t) + sizeof(elk_lock_t) +
-               sizeof(elk_pool_t) + sizeof b.pool_mem);
-    printf("  sizeof the simulated servers and network (elk_sim_net_t): %zu bytes\n", sizeof(elk_sim_net_t));
+           NODES * sizeof(elk_node_t) + sizeof(elk_fleet_t) + sizeof(elk_client_t) +
+               sizeof(elk_lock_t) + sizeof(elk_pool_t) + sizeof b.pool_mem);
+    printf("  sizeof the simulated servers and network (elk_sim_net_t): %zu bytes\n",
+           sizeof(elk_sim_net_t));
     return 0;
 }
 
@@ -463,7 +472,8 @@ int main(int argc, char **argv)
     host_cycles = arg_u32(argc, argv, "--cycles", 200);
     host_probe = arg_u32(argc, argv, "--probe", 1) != 0u;
     host_stack_base = host_stack;
-    if (pthread_attr_init(&a) != 0 || pthread_attr_setstack(&a, host_stack, sizeof host_stack) != 0 ||
+    if (pthread_attr_init(&a) != 0 ||
+        pthread_attr_setstack(&a, host_stack, sizeof host_stack) != 0 ||
         pthread_create(&t, &a, host_thread, NULL) != 0) {
         printf("cycle: cannot start the measuring thread\n");
         return 1;

@@ -22,15 +22,15 @@
 #include "semihost.h"
 
 typedef struct sink {
-    char *buf;      /* string sink, or NULL for a console stream */
+    char *buf; /* string sink, or NULL for a console stream */
     size_t size;
-    size_t n;       /* characters produced (what snprintf returns) */
+    size_t n; /* characters produced (what snprintf returns) */
     int fd;
 } sink_t;
 
 typedef struct spec {
     bool left, zero, plus, space, alt;
-    int width, prec;   /* prec -1: none */
+    int width, prec; /* prec -1: none */
 } spec_t;
 
 static struct {
@@ -67,7 +67,8 @@ static void put_n(sink_t *s, char c, int n)
 }
 
 /* prefix (sign, 0x), then body, padded to the width as the flags say. */
-static void emit(sink_t *s, const spec_t *sp, const char *prefix, const char *body, int len, int zeros)
+static void emit(sink_t *s, const spec_t *sp, const char *prefix, const char *body, int len,
+                 int zeros)
 {
     int plen = (int)strlen(prefix);
     int pad = sp->width - plen - zeros - len;
@@ -132,7 +133,7 @@ static void fmt_double(sink_t *s, spec_t sp, double d)
     uint64_t ip, frac, scale = 1;
     int prec = sp.prec < 0 ? 6 : (sp.prec > 9 ? 9 : sp.prec);
     int i, len;
-    if (d != d || d > 1e18 || d < -1e18) {   /* NaN, or beyond this formatter's range */
+    if (d != d || d > 1e18 || d < -1e18) { /* NaN, or beyond this formatter's range */
         sp.zero = false;
         emit(s, &sp, prefix, d != d ? "nan" : "inf", 3, 0);
         return;
@@ -230,22 +231,32 @@ static const char *parse_len(const char *f, int *len)
 static uint64_t arg_unsigned(va_list *ap, int len)
 {
     switch (len) {
-    case 1: return va_arg(*ap, unsigned long);
-    case 2: return va_arg(*ap, unsigned long long);
-    case 3: return va_arg(*ap, size_t);
-    case 4: return va_arg(*ap, uintmax_t);
-    default: return va_arg(*ap, unsigned int);
+    case 1:
+        return va_arg(*ap, unsigned long);
+    case 2:
+        return va_arg(*ap, unsigned long long);
+    case 3:
+        return va_arg(*ap, size_t);
+    case 4:
+        return va_arg(*ap, uintmax_t);
+    default:
+        return va_arg(*ap, unsigned int);
     }
 }
 
 static int64_t arg_signed(va_list *ap, int len)
 {
     switch (len) {
-    case 1: return va_arg(*ap, long);
-    case 2: return va_arg(*ap, long long);
-    case 3: return va_arg(*ap, ptrdiff_t);
-    case 4: return va_arg(*ap, intmax_t);
-    default: return va_arg(*ap, int);
+    case 1:
+        return va_arg(*ap, long);
+    case 2:
+        return va_arg(*ap, long long);
+    case 3:
+        return va_arg(*ap, ptrdiff_t);
+    case 4:
+        return va_arg(*ap, intmax_t);
+    default:
+        return va_arg(*ap, int);
     }
 }
 
@@ -258,10 +269,18 @@ static void conv(sink_t *s, const spec_t *sp, char c, int len, va_list *ap)
         fmt_int(s, *sp, v < 0 ? 0u - (uint64_t)v : (uint64_t)v, v < 0, 10u, false);
         break;
     }
-    case 'u': fmt_int(s, *sp, arg_unsigned(ap, len), false, 10u, false); break;
-    case 'x': fmt_int(s, *sp, arg_unsigned(ap, len), false, 16u, false); break;
-    case 'X': fmt_int(s, *sp, arg_unsigned(ap, len), false, 16u, true); break;
-    case 'o': fmt_int(s, *sp, arg_unsigned(ap, len), false, 8u, false); break;
+    case 'u':
+        fmt_int(s, *sp, arg_unsigned(ap, len), false, 10u, false);
+        break;
+    case 'x':
+        fmt_int(s, *sp, arg_unsigned(ap, len), false, 16u, false);
+        break;
+    case 'X':
+        fmt_int(s, *sp, arg_unsigned(ap, len), false, 16u, true);
+        break;
+    case 'o':
+        fmt_int(s, *sp, arg_unsigned(ap, len), false, 8u, false);
+        break;
     case 'p': {
         spec_t p = *sp;
         p.alt = true;
@@ -269,7 +288,9 @@ static void conv(sink_t *s, const spec_t *sp, char c, int len, va_list *ap)
         break;
     }
     case 'f':
-    case 'F': fmt_double(s, *sp, va_arg(*ap, double)); break;
+    case 'F':
+        fmt_double(s, *sp, va_arg(*ap, double));
+        break;
     case 'c': {
         char ch = (char)va_arg(*ap, int);
         emit(s, sp, "", &ch, 1, 0);
@@ -288,7 +309,7 @@ static void conv(sink_t *s, const spec_t *sp, char c, int len, va_list *ap)
         emit(s, sp, "", str, (int)n, 0);
         break;
     }
-    default:   /* %% and anything unknown: printed as it is */
+    default: /* %% and anything unknown: printed as it is */
         put(s, c);
         break;
     }
@@ -329,7 +350,7 @@ int vsnprintf(char *buf, size_t size, const char *f, va_list ap)
     sink_t s = {buf, size, 0, 0};
     char dummy;
     if (size == 0u) {
-        s.buf = &dummy;   /* count only */
+        s.buf = &dummy; /* count only */
     }
     return format(&s, f, ap);
 }
@@ -346,7 +367,7 @@ int snprintf(char *buf, size_t size, const char *f, ...)
 
 int vsprintf(char *buf, const char *f, va_list ap)
 {
-    sink_t s = {buf, (size_t)INT32_MAX, 0, 0};   /* the caller vouches for the room */
+    sink_t s = {buf, (size_t)INT32_MAX, 0, 0}; /* the caller vouches for the room */
     return format(&s, f, ap);
 }
 

@@ -25,9 +25,9 @@ static int sh_call(int op, void *arg)
 /* ":tt" is the host console; mode 4 ("w") is its stdout, mode 8 ("a") its stderr. */
 static int sh_console(int fd)
 {
-    static int handles[3] = {-1, -1, -1};   /* host handles, opened on first use */
+    static int handles[3] = {-1, -1, -1}; /* host handles, opened on first use */
     if (handles[fd] < 0) {
-        uint32_t block[3] = {(uint32_t)(uintptr_t)":tt", fd == 2 ? 8u : 4u, 3u};
+        uint32_t block[3] = {(uint32_t)(uintptr_t) ":tt", fd == 2 ? 8u : 4u, 3u};
         handles[fd] = sh_call(SYS_OPEN, block);
     }
     return handles[fd];

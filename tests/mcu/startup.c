@@ -22,9 +22,22 @@ void mcu_fault_handler(void) __attribute__((noreturn));
 enum { MCU_MAX_ARGS = 64 };
 
 __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void) = {
-    (void (*)(void))(uintptr_t)__stack_top, Reset_Handler, mcu_fault_handler, mcu_fault_handler,
-    mcu_fault_handler, mcu_fault_handler, mcu_fault_handler, 0, 0, 0, 0,
-    mcu_fault_handler, mcu_fault_handler, 0, mcu_fault_handler, mcu_fault_handler,
+    (void (*)(void))(uintptr_t)__stack_top,
+    Reset_Handler,
+    mcu_fault_handler,
+    mcu_fault_handler,
+    mcu_fault_handler,
+    mcu_fault_handler,
+    mcu_fault_handler,
+    0,
+    0,
+    0,
+    0,
+    mcu_fault_handler,
+    mcu_fault_handler,
+    0,
+    mcu_fault_handler,
+    mcu_fault_handler,
 };
 
 void mcu_fault_handler(void)

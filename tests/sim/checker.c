@@ -10,8 +10,8 @@
 #include "sim_world.h"
 
 static const char *const kind_names[V_KINDS] = {
-    "mutual_exclusion", "fence_backwards", "fence_accepted_lower",
-    "late_lost", "drive_after_deadline", "liveness",
+    "mutual_exclusion", "fence_backwards",      "fence_accepted_lower",
+    "late_lost",        "drive_after_deadline", "liveness",
 };
 
 const char *sim_violation_name(int kind)
@@ -120,8 +120,9 @@ void sim_check_drive(sim_world_t *w, sim_gw_t *g, uint64_t local_now)
         if (a->first[g->id] < a->end[h] && a->first[h] < a->end[g->id] &&
             a->reported[g->id] != g->lease) {
             a->reported[g->id] = g->lease;
-            snprintf(msg, sizeof msg, "gw%u (hold %" PRIu64 ") drove at %" PRIu64
-                     "us while gw%u (hold %" PRIu64 ") occupied [%" PRIu64 ",%" PRIu64 ")",
+            snprintf(msg, sizeof msg,
+                     "gw%u (hold %" PRIu64 ") drove at %" PRIu64 "us while gw%u (hold %" PRIu64
+                     ") occupied [%" PRIu64 ",%" PRIu64 ")",
                      g->id, g->lease, t, h, a->lease_of[h], a->first[h], a->end[h]);
             sim_violation(w, V_MUTEX, msg);
             break;
@@ -166,8 +167,9 @@ void sim_check_lost(sim_world_t *w, sim_gw_t *g, uint64_t ev_now)
 void sim_check_lost_missing(sim_world_t *w, sim_gw_t *g, uint64_t now)
 {
     char msg[120];
-    snprintf(msg, sizeof msg, "gw%u: still held at local %" PRIu64 " with deadline %" PRIu64
-             " and no LOST event", g->id, now, g->deadline);
+    snprintf(msg, sizeof msg,
+             "gw%u: still held at local %" PRIu64 " with deadline %" PRIu64 " and no LOST event",
+             g->id, now, g->deadline);
     sim_violation(w, V_LATE_LOST, msg);
-    g->lost = true;   /* report once per hold */
+    g->lost = true; /* report once per hold */
 }

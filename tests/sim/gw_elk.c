@@ -9,7 +9,8 @@
 
 #define TICK_MS 10u
 
-static const char *const resource_names[SIM_MAX_RESOURCES] = {"valve0", "valve1", "valve2", "valve3"};
+static const char *const resource_names[SIM_MAX_RESOURCES] = {"valve0", "valve1", "valve2",
+                                                              "valve3"};
 
 static uint64_t think_ms(sim_gw_t *g)
 {
@@ -25,8 +26,9 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
         g->token = ev->token;
         g->deadline = ev->deadline;
         g->phase = GW_HOLD;
-        g->work_until = g->lease_bound ? UINT64_MAX
-                                       : ev->now + elk_sim_rng_range(&g->rng, 20, (uint64_t)w->opt.ttl_ms * 5u / 2u);
+        g->work_until = g->lease_bound
+            ? UINT64_MAX
+            : ev->now + elk_sim_rng_range(&g->rng, 20, (uint64_t)w->opt.ttl_ms * 5u / 2u);
         g->next_tick = ev->now;
         sim_check_acquired(w, g, ev->token);
         break;

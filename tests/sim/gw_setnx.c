@@ -28,7 +28,6 @@ static const char *key_of(const sim_gw_t *g)
     return keys[g->resource];
 }
 
-
 static void on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     sim_gw_t *g = (sim_gw_t *)user;
@@ -121,7 +120,8 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             *next = g->think_until;
             return false;
         }
-        snprintf(g->c_new, sizeof g->c_new, "%llu", (unsigned long long)(wall + w->opt.ttl_ms + 1u));
+        snprintf(g->c_new, sizeof g->c_new, "%llu",
+                 (unsigned long long)(wall + w->opt.ttl_ms + 1u));
         if (send_cmd(g, now, "SETNX", g->c_new)) {
             g->phase = GW_C_SETNX;
         } else {
@@ -146,7 +146,8 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
         }
         if (r->is_bulk && strtoull(r->bulk, NULL, 10) < wall) {
             snprintf(g->c_seen, sizeof g->c_seen, "%s", r->bulk);
-            snprintf(g->c_new, sizeof g->c_new, "%llu", (unsigned long long)(wall + w->opt.ttl_ms + 1u));
+            snprintf(g->c_new, sizeof g->c_new, "%llu",
+                     (unsigned long long)(wall + w->opt.ttl_ms + 1u));
             if (send_cmd(g, now, "GETSET", g->c_new)) {
                 g->phase = GW_C_GETSET;
                 return true;

@@ -11,7 +11,7 @@
 
 #include "sim_world.h"
 
-static sim_world_t world;   /* a few MB: static, never on the stack */
+static sim_world_t world; /* a few MB: static, never on the stack */
 
 static const char *const control_names[] = {"none", "no-drift-margin", "drift-beyond-bound",
                                             "naive-fence", "setnx-getset"};
@@ -59,8 +59,8 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 static bool is_numeric_option(const char *a)
 {
-    static const char *const names[] = {"--seed", "--runs", "--gateways", "--nodes", "--resources",
-                                        "--drift", "--duration-ms", "--ttl-ms"};
+    static const char *const names[] = {"--seed",      "--runs",  "--gateways",    "--nodes",
+                                        "--resources", "--drift", "--duration-ms", "--ttl-ms"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(a, names[i]) == 0) {
@@ -157,7 +157,7 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
     case CTRL_DRIFT_BEYOND:
         /* Exclusion breaks, but the guard must still refuse every stale command. */
         return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_ACCEPTED_LOW] == 0u &&
-               t->refused > 0u;
+            t->refused > 0u;
     case CTRL_NAIVE_FENCE:
         return t->violations[V_FENCE_BACKWARDS] > 0u;
     default:
@@ -190,7 +190,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!sim_profile_get(o.faults, &world.prof)) {
-        fprintf(stderr, "elk-sim: unknown fault profile '%s' (%s)\n", o.faults, sim_profile_names());
+        fprintf(stderr, "elk-sim: unknown fault profile '%s' (%s)\n", o.faults,
+                sim_profile_names());
         return 2;
     }
     if (o.resources > o.gateways) {
@@ -205,7 +206,8 @@ int main(int argc, char **argv)
         uint64_t v = 0;
         int rc = sim_run(&world, seed);
         if (rc != ELK_OK) {
-            fprintf(stderr, "elk-sim: seed %" PRIu64 ": setup failed: %s\n", seed, elk_err_message(rc));
+            fprintf(stderr, "elk-sim: seed %" PRIu64 ": setup failed: %s\n", seed,
+                    elk_err_message(rc));
             return 1;
         }
         for (k = 0; k < V_KINDS; k++) {
@@ -238,8 +240,8 @@ int main(int argc, char **argv)
              * run that finds what it looks for names a few unless --quiet. */
             if ((!o.expect_violations && failing_runs <= 10u) ||
                 (o.expect_violations && !o.quiet && failing_runs <= 3u)) {
-                fprintf(stderr, "%s seed %" PRIu64 ": %s\n", o.expect_violations ? "caught" : "FAIL",
-                        seed, world.first_violation);
+                fprintf(stderr, "%s seed %" PRIu64 ": %s\n",
+                        o.expect_violations ? "caught" : "FAIL", seed, world.first_violation);
                 if (!o.expect_violations) {
                     replay_hint(&o, seed);
                 }
@@ -251,13 +253,13 @@ int main(int argc, char **argv)
     sim_h = (double)total.sim_us / 3.6e9;
     printf("elk-sim: %" PRIu64 " runs (seeds %" PRIu64 "..%" PRIu64 "), %u gateways, %u nodes, "
            "%u resources, faults %s, drift %u ppm, control %s\n",
-           total.runs, o.seed, o.seed + (o.runs ? o.runs - 1u : 0u), o.gateways, o.nodes, o.resources,
-           o.faults, o.drift_ppm, control_names[o.control]);
+           total.runs, o.seed, o.seed + (o.runs ? o.runs - 1u : 0u), o.gateways, o.nodes,
+           o.resources, o.faults, o.drift_ppm, control_names[o.control]);
     printf("  lock cycles (grants) %" PRIu64 ", renewals %" PRIu64 ", losses %" PRIu64
            ", failed acquires %" PRIu64 ", drive commands %" PRIu64 ", stale refused %" PRIu64
            ", token drops after data loss %" PRIu64 "\n",
-           total.cycles, total.renewals, total.losses, total.acquire_failed, total.drives, total.refused,
-           total.fence_excused);
+           total.cycles, total.renewals, total.losses, total.acquire_failed, total.drives,
+           total.refused, total.fence_excused);
     printf("  violations:");
     for (k = 0; k < V_KINDS; k++) {
         printf(" %s %" PRIu64, sim_violation_name(k), total.violations[k]);

@@ -25,20 +25,20 @@
 
 typedef enum sim_control {
     CTRL_NONE = 0,
-    CTRL_NO_DRIFT_MARGIN,    /* lock drift margin 0 while clocks drift within the bound */
-    CTRL_DRIFT_BEYOND,       /* clocks drift 20x beyond the bound the lock is told */
-    CTRL_NAIVE_FENCE,        /* COMMIT never raises counters: naive max-over-quorum tokens */
-    CTRL_SETNX_GETSET        /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
+    CTRL_NO_DRIFT_MARGIN, /* lock drift margin 0 while clocks drift within the bound */
+    CTRL_DRIFT_BEYOND,    /* clocks drift 20x beyond the bound the lock is told */
+    CTRL_NAIVE_FENCE,     /* COMMIT never raises counters: naive max-over-quorum tokens */
+    CTRL_SETNX_GETSET     /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
 } sim_control_t;
 
 /* Violation kinds, in report order. */
 enum {
-    V_MUTEX = 0,          /* two gateways drove one actuator at overlapping moments */
-    V_FENCE_BACKWARDS,    /* a new holder got a token not above the previous holder's */
-    V_FENCE_ACCEPTED_LOW, /* the guard accepted a token below one it had accepted */
-    V_LATE_LOST,          /* LOST fired after the local deadline (and not because of a pause) */
+    V_MUTEX = 0,            /* two gateways drove one actuator at overlapping moments */
+    V_FENCE_BACKWARDS,      /* a new holder got a token not above the previous holder's */
+    V_FENCE_ACCEPTED_LOW,   /* the guard accepted a token below one it had accepted */
+    V_LATE_LOST,            /* LOST fired after the local deadline (and not because of a pause) */
     V_DRIVE_AFTER_DEADLINE, /* a gateway drove at or after its deadline or after LOST */
-    V_LIVENESS,           /* nobody got the lock within the bound after faults healed */
+    V_LIVENESS,             /* nobody got the lock within the bound after faults healed */
     V_KINDS
 };
 
@@ -49,12 +49,12 @@ typedef struct sim_options {
     uint32_t nodes;
     uint32_t resources;
     const char *faults;
-    uint32_t drift_ppm;       /* bound on the rate difference of any two clocks */
+    uint32_t drift_ppm; /* bound on the rate difference of any two clocks */
     sim_control_t control;
     bool trace;
     bool expect_violations;
     bool quiet;
-    uint32_t duration_ms;     /* fault phase; a calm phase follows */
+    uint32_t duration_ms; /* fault phase; a calm phase follows */
     uint32_t ttl_ms;
 } sim_options_t;
 
@@ -63,17 +63,17 @@ typedef struct sim_profile {
     elk_sim_net_params_t net;
     uint32_t partition_every_ms, partition_min_ms, partition_max_ms;
     uint32_t crash_every_ms, restart_min_ms, restart_max_ms;
-    uint32_t lose_ppm;        /* share of crashes that lose the data (restart delayed) */
+    uint32_t lose_ppm; /* share of crashes that lose the data (restart delayed) */
     uint32_t pause_every_ms, pause_min_ms, pause_max_ms;
     uint32_t jump_every_ms, jump_max_ms;
-    uint32_t forward_ppm;     /* share of jumps that go forward (drift-beyond-bound control only) */
+    uint32_t forward_ppm; /* share of jumps that go forward (drift-beyond-bound control only) */
 } sim_profile_t;
 
 typedef enum gw_phase {
     GW_THINK = 0,
     GW_WANT,
     GW_HOLD,
-    GW_STOPPING,              /* actuator told to stop; release once it is safe */
+    GW_STOPPING, /* actuator told to stop; release once it is safe */
     /* SETNX+GETSET control client */
     GW_C_SETNX,
     GW_C_GET,
@@ -98,10 +98,10 @@ typedef struct sim_gw {
     uint8_t id;
     uint8_t resource;
     char name[16];
-    elk_sim_clock_t clock;      /* monotonic: what lib/ sees */
-    elk_sim_clock_t wall;       /* wall clock: only the SETNX+GETSET control reads it */
+    elk_sim_clock_t clock; /* monotonic: what lib/ sees */
+    elk_sim_clock_t wall;  /* wall clock: only the SETNX+GETSET control reads it */
     elk_sim_rng_t rng_entropy;
-    elk_sim_rng_t rng;          /* behaviour */
+    elk_sim_rng_t rng; /* behaviour */
     elk_entropy_t entropy;
     uint8_t pool_mem[SIM_POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
     elk_pool_t pool;
@@ -110,33 +110,33 @@ typedef struct sim_gw {
     elk_client_t client;
     elk_lock_t lock;
     gw_phase_t phase;
-    uint64_t think_until, work_until, next_tick;   /* local ms */
-    bool lease_bound;           /* never renews: works until its deadline, then LOST */
-    uint64_t lease;             /* checker's id of the current hold, 0 if none */
-    uint64_t token, deadline;   /* as the lock API reported them */
+    uint64_t think_until, work_until, next_tick; /* local ms */
+    bool lease_bound;         /* never renews: works until its deadline, then LOST */
+    uint64_t lease;           /* checker's id of the current hold, 0 if none */
+    uint64_t token, deadline; /* as the lock API reported them */
     bool lost;
     /* pauses */
-    uint64_t paused_until;      /* true us */
+    uint64_t paused_until; /* true us */
     uint64_t pause_start;
     bool resume_pending;
     bool in_resume_step;
     /* wake-ups */
-    uint64_t wake_at;           /* earliest queued wake, true us */
+    uint64_t wake_at; /* earliest queued wake, true us */
     /* control client */
     char c_value[24], c_seen[24], c_new[24];
-    uint64_t c_hold_until;      /* wall ms */
+    uint64_t c_hold_until; /* wall ms */
     sim_setnx_reply_t c_reply;
     bool c_have_reply;
 } sim_gw_t;
 
 typedef struct sim_actuator {
     elk_fence_t guard;
-    uint64_t stored;            /* the guard's "durable" storage */
+    uint64_t stored; /* the guard's "durable" storage */
     uint64_t max_accepted;
-    uint64_t last_grant_token;  /* token of the latest ACQUIRED on this resource */
-    uint64_t first[ELK_SIM_MAX_GATEWAYS], end[ELK_SIM_MAX_GATEWAYS];   /* true us, per holder */
+    uint64_t last_grant_token; /* token of the latest ACQUIRED on this resource */
+    uint64_t first[ELK_SIM_MAX_GATEWAYS], end[ELK_SIM_MAX_GATEWAYS]; /* true us, per holder */
     uint64_t lease_of[ELK_SIM_MAX_GATEWAYS];
-    uint64_t reported[ELK_SIM_MAX_GATEWAYS];   /* hold already counted as overlapping */
+    uint64_t reported[ELK_SIM_MAX_GATEWAYS]; /* hold already counted as overlapping */
 } sim_actuator_t;
 
 typedef struct sim_stats {
@@ -156,14 +156,14 @@ typedef struct sim_world {
     sim_gw_t gw[ELK_SIM_MAX_GATEWAYS];
     sim_actuator_t act[SIM_MAX_RESOURCES];
     uint8_t block_count[ELK_SIM_MAX_GATEWAYS][ELK_SIM_MAX_NODES];
-    bool data_lost;                            /* some node restarted empty in this run */
-    const char *password;                      /* nodes require AUTH in this run, or NULL */
+    bool data_lost;       /* some node restarted empty in this run */
+    const char *password; /* nodes require AUTH in this run, or NULL */
     uint64_t calm_from, end_at, last_grant_at;
     bool calm_granted;
     uint64_t lease_seq;
     uint64_t hash;
-    bool queue_overflow;        /* an event was lost: the run is invalid */
-    sim_stats_t run;            /* this run */
+    bool queue_overflow; /* an event was lost: the run is invalid */
+    sim_stats_t run;     /* this run */
     char first_violation[200];
     FILE *trace;
 } sim_world_t;

@@ -44,7 +44,7 @@ static void test_overlapping_holds_are_one_violation(void **state)
     grant(&w.gw[0], 1, 1000);
     w.core.now_us = 0;
     sim_check_drive(&w, &w.gw[0], 10);
-    w.core.now_us = 30000;   /* gw0's last command keeps the actuator busy until 50 ms */
+    w.core.now_us = 30000; /* gw0's last command keeps the actuator busy until 50 ms */
     sim_check_drive(&w, &w.gw[0], 40);
     grant(&w.gw[1], 2, 1000);
     w.core.now_us = 45000;
@@ -52,7 +52,7 @@ static void test_overlapping_holds_are_one_violation(void **state)
     assert_int_equal(w.run.violations[V_MUTEX], 1);
     w.core.now_us = 46000;
     sim_check_drive(&w, &w.gw[1], 51);
-    assert_int_equal(w.run.violations[V_MUTEX], 1);   /* counted once per hold */
+    assert_int_equal(w.run.violations[V_MUTEX], 1); /* counted once per hold */
     assert_true(w.first_violation[0] != '\0');
 }
 
@@ -63,7 +63,7 @@ static void test_handover_after_stop_margin_is_fine(void **state)
     w.core.now_us = 0;
     sim_check_drive(&w, &w.gw[0], 10);
     grant(&w.gw[1], 2, 1000);
-    w.core.now_us = 20000;   /* exactly when gw0's actuator is safe */
+    w.core.now_us = 20000; /* exactly when gw0's actuator is safe */
     sim_check_drive(&w, &w.gw[1], 30);
     grant(&w.gw[2], 3, 1000);
     w.core.now_us = 40000;
@@ -82,7 +82,7 @@ static void test_token_not_above_previous_holder(void **state)
     assert_int_equal(w.run.violations[V_FENCE_BACKWARDS], 1);
     grant(&w.gw[2], 3, 1000);
     assert_int_equal(w.run.violations[V_FENCE_BACKWARDS], 2);
-    w.data_lost = true;   /* after a node restarted empty a drop is a liveness cost */
+    w.data_lost = true; /* after a node restarted empty a drop is a liveness cost */
     grant(&w.gw[0], 2, 1000);
     assert_int_equal(w.run.violations[V_FENCE_BACKWARDS], 2);
     assert_int_equal(w.run.fence_excused, 1);
@@ -98,7 +98,7 @@ static void test_guard_that_forgets_is_caught(void **state)
     w.core.now_us = 100000;
     sim_check_drive(&w, &w.gw[1], 100);
     w.core.now_us = 200000;
-    sim_check_drive(&w, &w.gw[0], 200);   /* stale: the real guard refuses it */
+    sim_check_drive(&w, &w.gw[0], 200); /* stale: the real guard refuses it */
     assert_int_equal(w.run.refused, 1);
     assert_int_equal(w.run.violations[V_FENCE_ACCEPTED_LOW], 0);
     /* A guard whose storage lost its value accepts the stale token: caught. */
@@ -119,7 +119,7 @@ static void test_lost_late_and_drive_after_deadline(void **state)
     sim_check_lost(&w, &w.gw[0], 501);
     assert_int_equal(w.run.violations[V_LATE_LOST], 1);
     grant(&w.gw[0], 3, 500);
-    w.gw[0].in_resume_step = true;   /* paused across the deadline: first wake after it */
+    w.gw[0].in_resume_step = true; /* paused across the deadline: first wake after it */
     sim_check_lost(&w, &w.gw[0], 900);
     assert_int_equal(w.run.violations[V_LATE_LOST], 1);
     w.gw[0].in_resume_step = false;
@@ -130,7 +130,7 @@ static void test_lost_late_and_drive_after_deadline(void **state)
     assert_int_equal(w.run.violations[V_DRIVE_AFTER_DEADLINE], 1);
     grant(&w.gw[2], 5, 900);
     sim_check_lost(&w, &w.gw[2], 600);
-    sim_check_drive(&w, &w.gw[2], 601);   /* before the deadline but after LOST */
+    sim_check_drive(&w, &w.gw[2], 601); /* before the deadline but after LOST */
     assert_int_equal(w.run.violations[V_DRIVE_AFTER_DEADLINE], 2);
     sim_check_lost_missing(&w, &w.gw[1], 801);
     assert_int_equal(w.run.violations[V_LATE_LOST], 2);

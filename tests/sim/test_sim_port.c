@@ -89,9 +89,9 @@ static void test_clock_rate_offset_and_inverse(void **state)
     uint64_t now = 0;
     elk_sim_clock_t fast, slow;
     (void)state;
-    elk_sim_clock_init(&fast, &now, 5000, 10000);   /* +1% */
+    elk_sim_clock_init(&fast, &now, 5000, 10000);       /* +1% */
     elk_sim_clock_init(&slow, &now, 123456789, -20000); /* -2% */
-    now = 1000000; /* 1 s true */
+    now = 1000000;                                      /* 1 s true */
     assert_int_equal(elk_sim_clock_local_us_at(&fast, now), 5000 + 1000000 + 10000);
     assert_int_equal(elk_sim_clock_local_us_at(&slow, now), 123456789 + 1000000 - 20000);
     elk_clock_t k = elk_sim_clock_iface(&fast);
@@ -104,9 +104,9 @@ static void test_clock_rate_offset_and_inverse(void **state)
         assert_true(elk_sim_clock_local_us_at(&slow, t) / 1000 >= (int64_t)(l + 123456));
         assert_true(elk_sim_clock_local_us_at(&slow, t - 1) / 1000 < (int64_t)(l + 123456));
     }
-    elk_sim_clock_jump(&fast, 2000000);   /* wall clock steps 2 s forward */
+    elk_sim_clock_jump(&fast, 2000000); /* wall clock steps 2 s forward */
     assert_int_equal(elk_sim_clock_local_us_at(&fast, now), 2005000 + 1010000);
-    elk_sim_clock_jump(&fast, -9000000);  /* far back: readings clamp at 0, never negative */
+    elk_sim_clock_jump(&fast, -9000000); /* far back: readings clamp at 0, never negative */
     assert_int_equal(elk_sim_clock_local_us_at(&fast, now), 0);
 }
 
@@ -133,7 +133,8 @@ static int setup_net(void **state)
     assert_int_equal(elk_sim_queue_init(&core.queue, evs, 4096), ELK_OK);
     assert_int_equal(elk_sim_net_init(&net, &core, &p, 2, 3, on_wake, NULL), ELK_OK);
     elk_sim_scripts_init(&scripts, &net, false);
-    assert_int_equal(elk_sim_net_set_scripts(&net, scripts.entry, ELK_SIM_EDGELOCK_SCRIPTS), ELK_OK);
+    assert_int_equal(elk_sim_net_set_scripts(&net, scripts.entry, ELK_SIM_EDGELOCK_SCRIPTS),
+                     ELK_OK);
     wakes = 0;
     return 0;
 }
@@ -236,10 +237,10 @@ static void test_scripts_evalsha_noscript_and_restart(void **state)
                               elk_resp_arg_cstr(ELK_LOCK_SCRIPT_ACQUIRE)};
     char reply[256];
     assert_non_null(strstr(call_argv(&t, argv, 3), ELK_LOCK_SCRIPT_ACQUIRE_SHA1));
-    assert_string_equal(call(&t, cmd), ":1\r\n");                 /* taken, counter 1 */
-    assert_string_equal(call(&t, cmd), ":-1\r\n");                /* busy */
+    assert_string_equal(call(&t, cmd), ":1\r\n");  /* taken, counter 1 */
+    assert_string_equal(call(&t, cmd), ":-1\r\n"); /* busy */
     snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence gw0:aa 9", ELK_LOCK_SCRIPT_COMMIT_SHA1);
-    assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0);     /* not loaded yet */
+    assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0); /* not loaded yet */
     /* Crash: the client sees the connection closed; after a restart (data kept) the
      * key survives but the script cache does not. */
     elk_sim_net_crash(&net, 1);
@@ -274,7 +275,7 @@ static void test_partition_delays_but_never_reorders(void **state)
     assert_int_equal(elk_resp_encode_command(buf, sizeof buf, a2, 2, &len), ELK_OK);
     assert_int_equal(t.send(t.ctx, buf, len), (int32_t)len);
     run_until(core.now_us + 500000);
-    assert_int_equal(t.recv(t.ctx, (uint8_t *)reply, sizeof reply), 0);   /* nothing crosses */
+    assert_int_equal(t.recv(t.ctx, (uint8_t *)reply, sizeof reply), 0); /* nothing crosses */
     elk_sim_net_partition(&net, 1, 0, false);
     run_until(core.now_us + 200000);
     int32_t n = t.recv(t.ctx, (uint8_t *)reply, sizeof reply - 1);
@@ -288,7 +289,8 @@ static void test_commit_noop_control_leaves_counters(void **state)
     char cmd[512];
     (void)state;
     elk_transport_t t = connect_to(0, 2);
-    elk_resp_arg_t argv[3] = {elk_resp_arg_cstr("SCRIPT"), elk_resp_arg_cstr("LOAD"), elk_resp_arg_cstr(ELK_LOCK_SCRIPT_COMMIT)};
+    elk_resp_arg_t argv[3] = {elk_resp_arg_cstr("SCRIPT"), elk_resp_arg_cstr("LOAD"),
+                              elk_resp_arg_cstr(ELK_LOCK_SCRIPT_COMMIT)};
     (void)call_argv(&t, argv, 3); /* asserts a reply came */
     assert_string_equal(call(&t, "SET L v PX 10000"), "+OK\r\n");
     snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence v 9", ELK_LOCK_SCRIPT_COMMIT_SHA1);

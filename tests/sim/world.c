@@ -48,7 +48,8 @@ void sim_trace(sim_world_t *w, const char *what, uint64_t a, uint64_t b, uint64_
     hash_u64(w, b);
     hash_u64(w, c);
     if (w->trace != NULL) {
-        fprintf(w->trace, "%10" PRIu64 ".%03" PRIu64 " ms  %-10s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+        fprintf(w->trace,
+                "%10" PRIu64 ".%03" PRIu64 " ms  %-10s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
                 w->core.now_us / 1000u, w->core.now_us % 1000u, what, a, b, c);
     }
 }
@@ -90,8 +91,8 @@ static void put_printable(FILE *f, const uint8_t *p, size_t n)
 }
 
 /* --trace only: every command a node runs, with its reply. */
-static void print_command(void *user, uint8_t node, uint8_t gw, const elk_sim_bytes_t *argv, size_t argc,
-                          const uint8_t *reply, size_t reply_len)
+static void print_command(void *user, uint8_t node, uint8_t gw, const elk_sim_bytes_t *argv,
+                          size_t argc, const uint8_t *reply, size_t reply_len)
 {
     sim_world_t *w = (sim_world_t *)user;
     size_t i;
@@ -108,8 +109,8 @@ static void print_command(void *user, uint8_t node, uint8_t gw, const elk_sim_by
 
 static uint64_t every(sim_world_t *w, uint32_t mean_ms)
 {
-    return w->core.now_us + elk_sim_rng_range(&w->core.rng, (uint64_t)mean_ms * 500u,
-                                               (uint64_t)mean_ms * 1500u);
+    return w->core.now_us +
+        elk_sim_rng_range(&w->core.rng, (uint64_t)mean_ms * 500u, (uint64_t)mean_ms * 1500u);
 }
 
 static uint32_t pick_mask(sim_world_t *w, uint32_t count)
@@ -126,7 +127,8 @@ static void fault_partition(sim_world_t *w)
     const sim_profile_t *p = &w->prof;
     uint32_t gm = pick_mask(w, w->opt.gateways), nm = pick_mask(w, w->opt.nodes);
     uint32_t g, n;
-    uint64_t len = elk_sim_rng_range(&w->core.rng, p->partition_min_ms, p->partition_max_ms) * 1000u;
+    uint64_t len =
+        elk_sim_rng_range(&w->core.rng, p->partition_min_ms, p->partition_max_ms) * 1000u;
     for (g = 0; g < w->opt.gateways; g++) {
         for (n = 0; n < w->opt.nodes; n++) {
             if (((gm >> g) & 1u) && ((nm >> n) & 1u)) {
@@ -227,11 +229,11 @@ static void gw_event(sim_world_t *w, sim_gw_t *g, uint64_t at)
 {
     uint64_t now_ms, next_ms = UINT64_MAX;
     if (at != g->wake_at) {
-        return;   /* superseded by an earlier wake that already ran */
+        return; /* superseded by an earlier wake that already ran */
     }
     g->wake_at = UINT64_MAX;
     if (w->core.now_us < g->paused_until) {
-        sim_gw_wake(w, g, g->paused_until);   /* stopped: its code does not run */
+        sim_gw_wake(w, g, g->paused_until); /* stopped: its code does not run */
         return;
     }
     g->in_resume_step = g->resume_pending;
@@ -246,7 +248,7 @@ static void gw_event(sim_world_t *w, sim_gw_t *g, uint64_t at)
     if (next_ms != UINT64_MAX) {
         uint64_t t;
         if (next_ms <= now_ms) {
-            next_ms = now_ms + 1u;   /* never spin at one instant */
+            next_ms = now_ms + 1u; /* never spin at one instant */
         }
         t = elk_sim_clock_true_at(&g->clock, next_ms);
         sim_gw_wake(w, g, t);
@@ -261,7 +263,7 @@ static void setup_clocks(sim_world_t *w, uint64_t *seeder)
     if (w->opt.control == CTRL_DRIFT_BEYOND) {
         bound *= 20u;
         if (bound > 500000u) {
-            bound = 500000u;   /* +-25 %: clocks still run forwards */
+            bound = 500000u; /* +-25 %: clocks still run forwards */
         }
     }
     elk_sim_rng_seed(&r, elk_sim_splitmix64(seeder));
@@ -303,7 +305,8 @@ int sim_run(sim_world_t *w, uint64_t seed)
     elk_sim_rng_seed(&w->core.rng, elk_sim_splitmix64(&seeder));
     rc = elk_sim_queue_init(&w->core.queue, w->events, SIM_EVENTS);
     if (rc == ELK_OK) {
-        rc = elk_sim_net_init(&w->net, &w->core, &w->prof.net, w->opt.gateways, w->opt.nodes, net_wake, w);
+        rc = elk_sim_net_init(&w->net, &w->core, &w->prof.net, w->opt.gateways, w->opt.nodes,
+                              net_wake, w);
     }
     if (rc != ELK_OK) {
         return rc;
@@ -343,7 +346,8 @@ int sim_run(sim_world_t *w, uint64_t seed)
         g->pause_start = 0;
         g->resume_pending = g->in_resume_step = false;
         g->wake_at = UINT64_MAX;
-        rc = w->opt.control == CTRL_SETNX_GETSET ? sim_gw_setup_setnx(w, g) : sim_gw_setup_elk(w, g);
+        rc =
+            w->opt.control == CTRL_SETNX_GETSET ? sim_gw_setup_setnx(w, g) : sim_gw_setup_elk(w, g);
         if (rc != ELK_OK) {
             return rc;
         }
@@ -424,7 +428,7 @@ int sim_run(sim_world_t *w, uint64_t seed)
         }
     }
     if (w->queue_overflow || w->net.dropped_events > 0u) {
-        return ELK_E_SIM_QUEUE_FULL;   /* an event was dropped: the run proves nothing */
+        return ELK_E_SIM_QUEUE_FULL; /* an event was dropped: the run proves nothing */
     }
     if (!w->calm_granted) {
         sim_violation(w, V_LIVENESS, "no gateway acquired the lock after the faults healed");

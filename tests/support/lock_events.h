@@ -14,8 +14,8 @@
 #define ELK_TS_MAX_EVENTS 256
 
 typedef struct elk_ts_events {
-    size_t n;                              /* events recorded (at most ELK_TS_MAX_EVENTS) */
-    size_t dropped;                        /* events that did not fit */
+    size_t n;                               /* events recorded (at most ELK_TS_MAX_EVENTS) */
+    size_t dropped;                         /* events that did not fit */
     elk_lock_event_t ev[ELK_TS_MAX_EVENTS]; /* copies; ev[i].nodes points into nodes[i] */
     elk_lock_node_result_t nodes[ELK_TS_MAX_EVENTS][CONFIG_ELK_MAX_NODES];
     /* Optional: called after recording, with hook_user (e.g. to look at the servers the

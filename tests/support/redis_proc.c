@@ -45,7 +45,8 @@ uint16_t elk_rp_free_port(void)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
     uint16_t port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0) {
         port = ntohs(a.sin_port);
     }
     close(fd);
@@ -63,8 +64,8 @@ static size_t rp_opt(const char **argv, size_t n, const char *name, const char *
 }
 
 /* argv for o into argv (RP_MAX_ARGS), with its strings in portbuf and userpw. */
-static void rp_argv(const elk_rp_opts_t *o, const char **argv, char *portbuf, size_t portcap, char *userpw,
-                    size_t pwcap)
+static void rp_argv(const elk_rp_opts_t *o, const char **argv, char *portbuf, size_t portcap,
+                    char *userpw, size_t pwcap)
 {
     size_t n = 0;
     snprintf(portbuf, portcap, "%u", (unsigned)o->port);
@@ -97,7 +98,8 @@ static void rp_argv(const elk_rp_opts_t *o, const char **argv, char *portbuf, si
             argv[n++] = rules[k];
         }
     }
-    for (size_t k = 0; o->extra_args != NULL && o->extra_args[k] != NULL && n < RP_MAX_ARGS - 1; k++) {
+    for (size_t k = 0; o->extra_args != NULL && o->extra_args[k] != NULL && n < RP_MAX_ARGS - 1;
+         k++) {
         argv[n++] = o->extra_args[k];
     }
     argv[n] = NULL;
@@ -155,7 +157,8 @@ static bool rp_ping(uint16_t port, unsigned timeout_ms)
     a.sin_port = htons(port);
     char buf[8];
     size_t got = 0;
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
         while (got < 7) {
             ssize_t n = recv(fd, buf + got, 7 - got, 0);
             if (n <= 0) {

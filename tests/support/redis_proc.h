@@ -21,18 +21,18 @@ extern "C" {
 
 /* How to start one server. Zero it, then set what applies; NULL strings are left out. */
 typedef struct elk_rp_opts {
-    uint16_t port;                 /* the TCP port, or the TLS port when tls (then --port 0) */
+    uint16_t port; /* the TCP port, or the TLS port when tls (then --port 0) */
     bool tls;
-    const char *tls_cert;          /* --tls-cert-file, --tls-key-file, --tls-ca-cert-file */
+    const char *tls_cert; /* --tls-cert-file, --tls-key-file, --tls-ca-cert-file */
     const char *tls_key;
     const char *tls_ca;
-    bool tls_auth_clients;         /* --tls-auth-clients yes (default no) */
-    const char *unixsocket;        /* --unixsocket (mode 700) */
-    const char *dir;               /* --dir: its working directory */
-    const char *log_path;          /* stdout and stderr appended there; NULL: /dev/null */
-    const char *loglevel;          /* --loglevel (default notice) */
-    const char *requirepass;       /* --requirepass */
-    const char *acl_user;          /* --user NAME on >acl_password, then acl_rules */
+    bool tls_auth_clients;   /* --tls-auth-clients yes (default no) */
+    const char *unixsocket;  /* --unixsocket (mode 700) */
+    const char *dir;         /* --dir: its working directory */
+    const char *log_path;    /* stdout and stderr appended there; NULL: /dev/null */
+    const char *loglevel;    /* --loglevel (default notice) */
+    const char *requirepass; /* --requirepass */
+    const char *acl_user;    /* --user NAME on >acl_password, then acl_rules */
     const char *acl_password;
     const char *const *acl_rules;  /* NULL-terminated ACL rules (default ~* &* +@all) */
     const char *const *extra_args; /* NULL-terminated, appended to the argv */

@@ -5,7 +5,8 @@
 #include <string.h>
 
 /* The transport for connection i of set k (0 main, 1 subscriber): TCP, or TLS over it. */
-static int ts_transport(elk_ts_stack_t *s, size_t k, size_t i, void *tls, const elk_transport_t **out)
+static int ts_transport(elk_ts_stack_t *s, size_t k, size_t i, void *tls,
+                        const elk_transport_t **out)
 {
     int rc = elk_posix_tcp_init(&s->tcp[k][i], NULL, &s->tcp_t[k][i]);
     *out = &s->tcp_t[k][i];
@@ -60,8 +61,8 @@ int elk_ts_stack_init(elk_ts_stack_t *s, const elk_ts_stack_opts_t *o)
     s->subs = o->subscribers;
     s->tls = o->tls != NULL;
     s->pool_blocks = blocks;
-    int rc = elk_pool_init(&s->pool, s->pool_mem, blocks * CONFIG_ELK_POOL_BLOCK_SIZE, CONFIG_ELK_POOL_BLOCK_SIZE,
-                           blocks);
+    int rc = elk_pool_init(&s->pool, s->pool_mem, blocks * CONFIG_ELK_POOL_BLOCK_SIZE,
+                           CONFIG_ELK_POOL_BLOCK_SIZE, blocks);
     if (rc == ELK_OK) {
         rc = ts_nodes(s, o, 0, s->nodes);
     }
@@ -165,7 +166,8 @@ static uint64_t ts_poll(const ts_target_t *t, uint64_t now, elk_wait_t *w, size_
     return next;
 }
 
-static bool ts_run(const ts_target_t *t, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms)
+static bool ts_run(const ts_target_t *t, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                   unsigned max_wait_ms)
 {
     uint64_t end = elk_posix_now_ms() + timeout_ms;
     for (;;) {
@@ -190,25 +192,28 @@ static bool ts_run(const ts_target_t *t, elk_ts_cond_fn cond, void *arg, unsigne
     }
 }
 
-bool elk_ts_run_client(elk_client_t *c, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms)
+bool elk_ts_run_client(elk_client_t *c, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                       unsigned max_wait_ms)
 {
     ts_target_t t = {.client = c};
     return ts_run(&t, cond, arg, timeout_ms, max_wait_ms);
 }
 
-bool elk_ts_run_fleet(elk_fleet_t *f, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms)
+bool elk_ts_run_fleet(elk_fleet_t *f, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                      unsigned max_wait_ms)
 {
     ts_target_t t = {.fleet = f};
     return ts_run(&t, cond, arg, timeout_ms, max_wait_ms);
 }
 
-bool elk_ts_run_node(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms)
+bool elk_ts_run_node(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                     unsigned max_wait_ms)
 {
     return elk_ts_run_node_at(n, cond, arg, timeout_ms, max_wait_ms, NULL);
 }
 
-bool elk_ts_run_node_at(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms,
-                        uint64_t *now)
+bool elk_ts_run_node_at(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                        unsigned max_wait_ms, uint64_t *now)
 {
     ts_target_t t = {.node = n, .now = now};
     return ts_run(&t, cond, arg, timeout_ms, max_wait_ms);

@@ -29,14 +29,14 @@ typedef struct elk_ts_stack_opts {
     const elk_endpoint_t *endpoints;    /* count endpoints (copied into each node's config) */
     const elk_node_config_t *node_cfg;  /* one config for every node (endpoint replaced), or NULL */
     const elk_node_config_t *node_cfgs; /* or count configs, used as they are */
-    void *tls;                          /* an elk_tls_shared_t: every connection over TLS; NULL: plain */
-    bool subscribers;                   /* also a subscriber fleet (for RESP2 release messages) */
-    const char *gateway_id;             /* NULL: no client, only the fleet */
-    const char *key_prefix;             /* client key prefix (NULL: the default) */
-    elk_lock_mode_t mode;               /* client mode (ignored without a client) */
-    size_t pool_blocks;                 /* 0: ELK_TS_POOL_BLOCKS */
-    elk_entropy_t *entropy;             /* required */
-    elk_log_t *log;                     /* may be NULL */
+    void *tls;              /* an elk_tls_shared_t: every connection over TLS; NULL: plain */
+    bool subscribers;       /* also a subscriber fleet (for RESP2 release messages) */
+    const char *gateway_id; /* NULL: no client, only the fleet */
+    const char *key_prefix; /* client key prefix (NULL: the default) */
+    elk_lock_mode_t mode;   /* client mode (ignored without a client) */
+    size_t pool_blocks;     /* 0: ELK_TS_POOL_BLOCKS */
+    elk_entropy_t *entropy; /* required */
+    elk_log_t *log;         /* may be NULL */
 } elk_ts_stack_opts_t;
 
 typedef struct elk_ts_stack {
@@ -92,12 +92,15 @@ typedef bool (*elk_ts_cond_fn)(void *arg);
 /* Drive the client (its fleets), the fleet or the node until cond(arg) holds, checked
  * after every poll, or timeout_ms pass. max_wait_ms > 0 caps one wait (for conditions
  * that do not come from I/O). Returns whether cond held. */
-bool elk_ts_run_client(elk_client_t *c, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms);
-bool elk_ts_run_fleet(elk_fleet_t *f, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms);
-bool elk_ts_run_node(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms);
+bool elk_ts_run_client(elk_client_t *c, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                       unsigned max_wait_ms);
+bool elk_ts_run_fleet(elk_fleet_t *f, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                      unsigned max_wait_ms);
+bool elk_ts_run_node(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                     unsigned max_wait_ms);
 /* elk_ts_run_node that also stores, before each poll, the clock value it hands the node in
  * *now (for tests that stamp callbacks with the node's own clock, not the wall's). */
-bool elk_ts_run_node_at(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms, unsigned max_wait_ms,
-                        uint64_t *now);
+bool elk_ts_run_node_at(elk_node_t *n, elk_ts_cond_fn cond, void *arg, unsigned timeout_ms,
+                        unsigned max_wait_ms, uint64_t *now);
 
 #endif /* ELK_TEST_STACK_H */

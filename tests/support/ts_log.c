@@ -15,8 +15,8 @@ static void ts_log_write(void *ctx, int level, const char *module, const char *t
     if (l->stamp) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        fprintf(stderr, "  %ld.%06ld [%s %d] %.*s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, module, level,
-                (int)len, text);
+        fprintf(stderr, "  %ld.%06ld [%s %d] %.*s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, module,
+                level, (int)len, text);
     } else {
         fprintf(stderr, "  [%s %d] %.*s\n", module, level, (int)len, text);
     }

@@ -12,9 +12,9 @@
 #include "elk/platform.h"
 
 typedef struct elk_ts_log {
-    elk_log_t log;  /* hand &x.log to the library; its ctx points back here */
-    int loud_upto;  /* levels <= this print even without ELK_TEST_VERBOSE (0: none) */
-    bool stamp;     /* prefix each line with CLOCK_MONOTONIC seconds.microseconds */
+    elk_log_t log; /* hand &x.log to the library; its ctx points back here */
+    int loud_upto; /* levels <= this print even without ELK_TEST_VERBOSE (0: none) */
+    bool stamp;    /* prefix each line with CLOCK_MONOTONIC seconds.microseconds */
 } elk_ts_log_t;
 
 /* Set l up as a sink at ELK_LOG_DEBUG (the sink filters, not the library); returns &l->log.

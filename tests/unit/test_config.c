@@ -68,55 +68,54 @@ static void test_full_file(void **state)
 {
     (void)state;
     char err[ELKFW_ERR_MAX];
-    const char *text =
-        "# a comment\n"
-        "; another\n"
-        "\n"
-        "[fleet]\n"
-        "mode = redlock\n"
-        "gateway_id = gw-7\n"
-        "key_prefix = plant1:\n"
-        "tls = on\n"
-        "ca = /etc/elk/ca.pem\n"
-        "cert = /etc/elk/client.pem\n"
-        "key = /etc/elk/client.key\n"
-        "connect_timeout = 3s\n"
-        "request_timeout = 250ms\n"
-        "drift_factor = 0.02\n"
-        "drift_fixed = 5\n"
-        "[node.1]\n"
-        "  host   =   10.0.0.1  \r\n"
-        "port = 6380\n"
-        "sni = redis1.example\n"
-        "user = elk\n"
-        "password = \" sp#ce \"\n"
-        "db = 3\n"
-        "[node 2]\n"
-        "host = 10.0.0.2\n"
-        "tls = off\n"
-        "request_timeout = 2s\n"
-        "[node 3]\n"
-        "host = 10.0.0.3\n"
-        "server_name = r3\n"
-        "ca = /other/ca.pem\n"
-        "[resource valve-1]\n"
-        "ttl = 30s\n"
-        "renew_fraction = 1/4\n"
-        "stop_margin = 2s\n"
-        "min_validity = 1s\n"
-        "max_hold = 1h\n"
-        "max_renewals = 100\n"
-        "fencing = off\n"
-        "wait_min = 10ms\n"
-        "wait_max = 1s\n"
-        "release_channel = yes\n"
-        "[resource door/a]\n"
-        "renew_fraction = 40%\n"
-        "[agent]\n"
-        "socket = /tmp/elkd.sock\n"
-        "log = syslog\n"
-        "log_level = debug\n"
-        "safety_check = refuse\n";
+    const char *text = "# a comment\n"
+                       "; another\n"
+                       "\n"
+                       "[fleet]\n"
+                       "mode = redlock\n"
+                       "gateway_id = gw-7\n"
+                       "key_prefix = plant1:\n"
+                       "tls = on\n"
+                       "ca = /etc/elk/ca.pem\n"
+                       "cert = /etc/elk/client.pem\n"
+                       "key = /etc/elk/client.key\n"
+                       "connect_timeout = 3s\n"
+                       "request_timeout = 250ms\n"
+                       "drift_factor = 0.02\n"
+                       "drift_fixed = 5\n"
+                       "[node.1]\n"
+                       "  host   =   10.0.0.1  \r\n"
+                       "port = 6380\n"
+                       "sni = redis1.example\n"
+                       "user = elk\n"
+                       "password = \" sp#ce \"\n"
+                       "db = 3\n"
+                       "[node 2]\n"
+                       "host = 10.0.0.2\n"
+                       "tls = off\n"
+                       "request_timeout = 2s\n"
+                       "[node 3]\n"
+                       "host = 10.0.0.3\n"
+                       "server_name = r3\n"
+                       "ca = /other/ca.pem\n"
+                       "[resource valve-1]\n"
+                       "ttl = 30s\n"
+                       "renew_fraction = 1/4\n"
+                       "stop_margin = 2s\n"
+                       "min_validity = 1s\n"
+                       "max_hold = 1h\n"
+                       "max_renewals = 100\n"
+                       "fencing = off\n"
+                       "wait_min = 10ms\n"
+                       "wait_max = 1s\n"
+                       "release_channel = yes\n"
+                       "[resource door/a]\n"
+                       "renew_fraction = 40%\n"
+                       "[agent]\n"
+                       "socket = /tmp/elkd.sock\n"
+                       "log = syslog\n"
+                       "log_level = debug\n"
+                       "safety_check = refuse\n";
     assert_int_equal(parse(text, err), ELK_OK);
     assert_int_equal(conf.mode, ELKFW_MODE_REDLOCK);
     assert_string_equal(conf.gateway_id, "gw-7");
@@ -128,7 +127,7 @@ static void test_full_file(void **state)
     assert_string_equal(conf.nodes[0].host, "10.0.0.1");
     assert_int_equal(conf.nodes[0].port, 6380);
     assert_int_equal(conf.nodes[0].tls.on, 1);
-    assert_string_equal(conf.nodes[0].tls.ca, "/etc/elk/ca.pem");   /* inherited */
+    assert_string_equal(conf.nodes[0].tls.ca, "/etc/elk/ca.pem"); /* inherited */
     assert_string_equal(conf.nodes[0].tls.cert, "/etc/elk/client.pem");
     assert_string_equal(conf.nodes[0].server_name, "redis1.example");
     assert_string_equal(conf.nodes[0].user, "elk");
@@ -207,64 +206,94 @@ static void test_error_messages_lines(void **state)
 {
     (void)state;
     expect_error(MIN "[resource valve-2]\nttl = 10x\n",
-                 "elkd.conf:5: key 'ttl' in [resource valve-2]: '10x' is not a duration (use e.g. 500ms or 10s)");
-    expect_error("host = x\n", "elkd.conf:1: key 'host' outside any section (start with [fleet], [node NAME], ...)");
-    expect_error("[fleet\n", "elkd.conf:1: section header is not closed: expected ']' at the end of the line");
+                 "elkd.conf:5: key 'ttl' in [resource valve-2]: '10x' is not a duration (use e.g. "
+                 "500ms or 10s)");
+    expect_error(
+        "host = x\n",
+        "elkd.conf:1: key 'host' outside any section (start with [fleet], [node NAME], ...)");
+    expect_error("[fleet\n",
+                 "elkd.conf:1: section header is not closed: expected ']' at the end of the line");
     expect_error("[bogus]\n",
-                 "elkd.conf:1: unknown section [bogus] (expected [fleet], [node NAME], [resource NAME] or [agent])");
+                 "elkd.conf:1: unknown section [bogus] (expected [fleet], [node NAME], [resource "
+                 "NAME] or [agent])");
     expect_error("[node]\n",
-                 "elkd.conf:1: unknown section [node] (expected [fleet], [node NAME], [resource NAME] or [agent])");
-    expect_error("[fleet]\n[fleet]\n", "elkd.conf:2: section [fleet] appears twice (first on line 1)");
-    expect_error("[agent]\n\n[agent]\n", "elkd.conf:3: section [agent] appears twice (first on line 1)");
-    expect_error(NODE1 "[node a]\n", "elkd.conf:3: section [node a] appears twice (first on line 1)");
-    expect_error(MIN "[resource valve-1]\n", "elkd.conf:4: section [resource valve-1] appears twice (first on line 3)");
+                 "elkd.conf:1: unknown section [node] (expected [fleet], [node NAME], [resource "
+                 "NAME] or [agent])");
+    expect_error("[fleet]\n[fleet]\n",
+                 "elkd.conf:2: section [fleet] appears twice (first on line 1)");
+    expect_error("[agent]\n\n[agent]\n",
+                 "elkd.conf:3: section [agent] appears twice (first on line 1)");
+    expect_error(NODE1 "[node a]\n",
+                 "elkd.conf:3: section [node a] appears twice (first on line 1)");
+    expect_error(MIN "[resource valve-1]\n",
+                 "elkd.conf:4: section [resource valve-1] appears twice (first on line 3)");
     expect_error("[node a b]\n",
-                 "elkd.conf:1: node name 'a b' is not valid (1-63 bytes of letters, digits and . _ - : / @)");
+                 "elkd.conf:1: node name 'a b' is not valid (1-63 bytes of letters, digits and . _ "
+                 "- : / @)");
     expect_error("[resource a{b}]\n",
-                 "elkd.conf:1: resource name 'a{b}' is not valid (1-63 bytes of letters, digits and . _ - : / @; "
+                 "elkd.conf:1: resource name 'a{b}' is not valid (1-63 bytes of letters, digits "
+                 "and . _ - : / @; "
                  "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix)");
-    expect_error("[fleet]\nfoo = 1\n",
-                 "elkd.conf:2: unknown key 'foo' in [fleet] (see the Configuration section of README.md)");
-    expect_error(NODE1 "host = y\n", "elkd.conf:3: key 'host' in [node a] is set twice (first on line 2)");
-    expect_error("[fleet]\njust words\n", "elkd.conf:2: 'just words' is not 'key = value' or a [section]");
+    expect_error(
+        "[fleet]\nfoo = 1\n",
+        "elkd.conf:2: unknown key 'foo' in [fleet] (see the Configuration section of README.md)");
+    expect_error(NODE1 "host = y\n",
+                 "elkd.conf:3: key 'host' in [node a] is set twice (first on line 2)");
+    expect_error("[fleet]\njust words\n",
+                 "elkd.conf:2: 'just words' is not 'key = value' or a [section]");
     expect_error("[fleet]\n = x\n", "elkd.conf:2: missing key name before '='");
     expect_error("[fleet]\nmode = multi\n",
                  "elkd.conf:2: key 'mode' in [fleet]: 'multi' is not one of: single, redlock");
-    expect_error("[agent]\nlog = file\n", "elkd.conf:2: key 'log' in [agent]: 'file' is not one of: stderr, syslog");
-    expect_error("[agent]\nlog_level = loud\n",
-                 "elkd.conf:2: key 'log_level' in [agent]: 'loud' is not one of: error, warn, info, debug");
-    expect_error("[agent]\nsafety_check = maybe\n",
-                 "elkd.conf:2: key 'safety_check' in [agent]: 'maybe' is not one of: warn, refuse, off");
-    expect_error("[node a]\nport = 70000\n",
-                 "elkd.conf:2: key 'port' in [node a]: '70000' is not a whole number from 1 to 65535");
-    expect_error("[node a]\nport = 0\n", "elkd.conf:2: key 'port' in [node a]: '0' is not a whole number from 1 to 65535");
-    expect_error("[node a]\ndb = x\n", "elkd.conf:2: key 'db' in [node a]: 'x' is not a whole number from 0 to 65535");
+    expect_error("[agent]\nlog = file\n",
+                 "elkd.conf:2: key 'log' in [agent]: 'file' is not one of: stderr, syslog");
+    expect_error(
+        "[agent]\nlog_level = loud\n",
+        "elkd.conf:2: key 'log_level' in [agent]: 'loud' is not one of: error, warn, info, debug");
+    expect_error(
+        "[agent]\nsafety_check = maybe\n",
+        "elkd.conf:2: key 'safety_check' in [agent]: 'maybe' is not one of: warn, refuse, off");
+    expect_error(
+        "[node a]\nport = 70000\n",
+        "elkd.conf:2: key 'port' in [node a]: '70000' is not a whole number from 1 to 65535");
+    expect_error("[node a]\nport = 0\n",
+                 "elkd.conf:2: key 'port' in [node a]: '0' is not a whole number from 1 to 65535");
+    expect_error("[node a]\ndb = x\n",
+                 "elkd.conf:2: key 'db' in [node a]: 'x' is not a whole number from 0 to 65535");
     expect_error("[node a]\ntls = maybe\n",
-                 "elkd.conf:2: key 'tls' in [node a]: 'maybe' is not on or off (use on/off, yes/no, true/false, 1/0)");
-    expect_error("[resource r]\nttl = 50ms\n",
-                 "elkd.conf:2: key 'ttl' in [resource r]: 50ms is out of range (100ms to 86400000ms)");
+                 "elkd.conf:2: key 'tls' in [node a]: 'maybe' is not on or off (use on/off, "
+                 "yes/no, true/false, 1/0)");
+    expect_error(
+        "[resource r]\nttl = 50ms\n",
+        "elkd.conf:2: key 'ttl' in [resource r]: 50ms is out of range (100ms to 86400000ms)");
     expect_error("[resource r]\nrenew_fraction = 1.5\n",
-                 "elkd.conf:2: key 'renew_fraction' in [resource r]: '1.5' is not a fraction between 0 and 1 "
+                 "elkd.conf:2: key 'renew_fraction' in [resource r]: '1.5' is not a fraction "
+                 "between 0 and 1 "
                  "(use e.g. 0.33, 33% or 1/3)");
     expect_error("[resource r]\nfencing = nope\n",
-                 "elkd.conf:2: key 'fencing' in [resource r]: 'nope' is not on or off (use on/off, yes/no, true/false, 1/0)");
+                 "elkd.conf:2: key 'fencing' in [resource r]: 'nope' is not on or off (use on/off, "
+                 "yes/no, true/false, 1/0)");
     expect_error("[fleet]\ngateway_id = gw 1\n",
-                 "elkd.conf:2: key 'gateway_id' in [fleet]: 'gw 1' is not a valid id (letters, digits and . _ - : / @)");
-    expect_error("[fleet]\ngateway_id = 0123456789012345678901234567890123\n",
-                 "elkd.conf:2: key 'gateway_id' in [fleet]: value is 34 bytes long; at most 32 allowed");
+                 "elkd.conf:2: key 'gateway_id' in [fleet]: 'gw 1' is not a valid id (letters, "
+                 "digits and . _ - : / @)");
+    expect_error(
+        "[fleet]\ngateway_id = 0123456789012345678901234567890123\n",
+        "elkd.conf:2: key 'gateway_id' in [fleet]: value is 34 bytes long; at most 32 allowed");
     {
         char text[600], msg[300];
         memset(text, 0, sizeof text);
         strcpy(text, "[agent]\nsocket = /");
         memset(text + strlen(text), 'x', 200);
         strcat(text, "\n");
-        snprintf(msg, sizeof msg, "elkd.conf:2: key 'socket' in [agent]: value is 201 bytes long; at most 107 allowed");
+        snprintf(
+            msg, sizeof msg,
+            "elkd.conf:2: key 'socket' in [agent]: value is 201 bytes long; at most 107 allowed");
         expect_error(text, msg);
     }
     {
         static const char nul[] = "[fleet]\nmode = si\0ngle\n";
         char err[ELKFW_ERR_MAX];
-        assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", nul, sizeof nul - 1, err, sizeof err), ELK_E_CONFIG);
+        assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", nul, sizeof nul - 1, err, sizeof err),
+                         ELK_E_CONFIG);
         assert_string_equal(err, "elkd.conf:2: line contains a NUL byte (is this a text file?)");
     }
 }
@@ -274,42 +303,51 @@ static void test_error_messages_whole_file(void **state)
     (void)state;
     expect_error("", "elkd.conf: no [node NAME] section: the fleet needs at least one Redis node");
     expect_error(NODE1, "elkd.conf: no [resource NAME] section: nothing to lock");
-    expect_error("[fleet]\nmode=single\n" NODE1 "[node b]\nhost=h\n" RES1,
-                 "elkd.conf: [fleet] mode = single takes exactly one [node], found 2 (use mode = redlock)");
+    expect_error(
+        "[fleet]\nmode=single\n" NODE1 "[node b]\nhost=h\n" RES1,
+        "elkd.conf: [fleet] mode = single takes exactly one [node], found 2 (use mode = redlock)");
     expect_error("[fleet]\nmode=redlock\n" NODE1 "[node b]\nhost=h\n" RES1,
                  "elkd.conf: [fleet] mode = redlock needs at least 3 independent nodes, found 2");
     expect_error("[fleet]\nkey_prefix = a{b\n" MIN,
-                 "elkd.conf:2: key 'key_prefix' in [fleet]: 'a{b' must not contain braces, spaces or control "
+                 "elkd.conf:2: key 'key_prefix' in [fleet]: 'a{b' must not contain braces, spaces "
+                 "or control "
                  "bytes (the key is <prefix>{<resource>})");
     expect_error("[fleet]\nmode = single\nkey_prefix = \"a b\"\n" MIN,
-                 "elkd.conf:3: key 'key_prefix' in [fleet]: 'a b' must not contain braces, spaces or control "
+                 "elkd.conf:3: key 'key_prefix' in [fleet]: 'a b' must not contain braces, spaces "
+                 "or control "
                  "bytes (the key is <prefix>{<resource>})");
     expect_error("[node a]\nhost = redis 1.local\n" RES1,
-                 "elkd.conf:2: key 'host' in [node a]: 'redis 1.local' is not a host name or numeric address "
+                 "elkd.conf:2: key 'host' in [node a]: 'redis 1.local' is not a host name or "
+                 "numeric address "
                  "(letters, digits and . - _ : %; no spaces or control bytes)");
     expect_error("[node a]\nport = 1\nhost = r\x01x\n" RES1,
                  "elkd.conf:3: key 'host' in [node a]: 'r?x' is not a host name or numeric address "
                  "(letters, digits and . - _ : %; no spaces or control bytes)");
-    expect_error("[node a]\nhost = \"10.0.0.1 \"\n" RES1,
-                 "elkd.conf:2: key 'host' in [node a]: '10.0.0.1 ' is not a host name or numeric address "
-                 "(letters, digits and . - _ : %; no spaces or control bytes)");
+    expect_error(
+        "[node a]\nhost = \"10.0.0.1 \"\n" RES1,
+        "elkd.conf:2: key 'host' in [node a]: '10.0.0.1 ' is not a host name or numeric address "
+        "(letters, digits and . - _ : %; no spaces or control bytes)");
     expect_error("[node a]\nhost = a/b\n" RES1,
                  "elkd.conf:2: key 'host' in [node a]: 'a/b' is not a host name or numeric address "
                  "(letters, digits and . - _ : %; no spaces or control bytes)");
     expect_error("[node a]\nport=1\n" RES1, "elkd.conf:1: [node a]: key 'host' is required");
     expect_error(NODE1 "password = x\npassword_file = /p\n" RES1,
                  "elkd.conf:1: [node a]: set 'password' or 'password_file', not both");
-    expect_error(NODE1 "tls = on\n" RES1, "elkd.conf:1: [node a]: tls is on but no 'ca' is set (here or in [fleet])");
+    expect_error(NODE1 "tls = on\n" RES1,
+                 "elkd.conf:1: [node a]: tls is on but no 'ca' is set (here or in [fleet])");
     expect_error(NODE1 "tls = on\nca = /ca\nserver_name = r1\ncert = /c\n" RES1,
                  "elkd.conf:1: [node a]: a client 'cert' needs its 'key' and the other way round");
-    expect_error(NODE1 "[resource r]\nwait_min = 10ms\nttl = 1000ms\nstop_margin = 900ms\n",
-                 "elkd.conf:5: key 'ttl' in [resource r]: ttl 1000ms leaves no validity: drift 12ms + "
-                 "stop_margin 900ms + min_validity 200ms must be below it");
+    expect_error(
+        NODE1 "[resource r]\nwait_min = 10ms\nttl = 1000ms\nstop_margin = 900ms\n",
+        "elkd.conf:5: key 'ttl' in [resource r]: ttl 1000ms leaves no validity: drift 12ms + "
+        "stop_margin 900ms + min_validity 200ms must be below it");
     expect_error(NODE1 "[resource r]\nfencing = on\nstop_margin = 9s\n",
-                 "elkd.conf:5: key 'stop_margin' in [resource r]: ttl 10000ms leaves no validity: drift 102ms + "
+                 "elkd.conf:5: key 'stop_margin' in [resource r]: ttl 10000ms leaves no validity: "
+                 "drift 102ms + "
                  "stop_margin 9000ms + min_validity 2000ms must be below it");
     expect_error(NODE1 "[resource r]\nttl = 1s\nstop_margin=500ms\nrenew_fraction = 0.9\n",
-                 "elkd.conf:3: [resource r]: renew_fraction makes renewal start after the local deadline (488ms); lower it");
+                 "elkd.conf:3: [resource r]: renew_fraction makes renewal start after the local "
+                 "deadline (488ms); lower it");
     expect_error(NODE1 "[resource r]\nrenew_fraction = 0.001\n",
                  "elkd.conf:3: [resource r]: renew_fraction must be between 1% and 90% of the ttl");
     expect_error(NODE1 "[resource r]\nwait_min = 2s\nwait_max = 1s\n",
@@ -330,7 +368,8 @@ static void test_too_many(void **state)
         snprintf(sec, sizeof sec, "[node n%d]\nhost = h\n", i);
         strcat(text, sec);
     }
-    snprintf(msg, sizeof msg, "elkd.conf:%d: too many nodes: this build allows %d (CONFIG_ELK_MAX_NODES)",
+    snprintf(msg, sizeof msg,
+             "elkd.conf:%d: too many nodes: this build allows %d (CONFIG_ELK_MAX_NODES)",
              2 * CONFIG_ELK_MAX_NODES + 1, CONFIG_ELK_MAX_NODES);
     expect_error(text, msg);
 
@@ -340,8 +379,8 @@ static void test_too_many(void **state)
         snprintf(sec, sizeof sec, "[resource r%d]\n", i);
         strcat(text, sec);
     }
-    snprintf(msg, sizeof msg, "elkd.conf:%d: too many resources: at most %d", ELKFW_MAX_RESOURCES + 3,
-             ELKFW_MAX_RESOURCES);
+    snprintf(msg, sizeof msg, "elkd.conf:%d: too many resources: at most %d",
+             ELKFW_MAX_RESOURCES + 3, ELKFW_MAX_RESOURCES);
     expect_error(text, msg);
 }
 
@@ -396,8 +435,10 @@ static void test_load_file_and_password_file(void **state)
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
     {
         char expect[400];
-        snprintf(expect, sizeof expect,
-                 "%s:3: key 'password_file' in [node a]: cannot read '%s': No such file or directory", path, pw);
+        snprintf(
+            expect, sizeof expect,
+            "%s:3: key 'password_file' in [node a]: cannot read '%s': No such file or directory",
+            path, pw);
         assert_string_equal(err, expect);
     }
     /* password file with more than a password */
@@ -409,8 +450,8 @@ static void test_load_file_and_password_file(void **state)
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
     {
         char expect[400];
-        snprintf(expect, sizeof expect, "%s:3: key 'password_file' in [node a]: '%s' holds more than 255 bytes",
-                 path, pw);
+        snprintf(expect, sizeof expect,
+                 "%s:3: key 'password_file' in [node a]: '%s' holds more than 255 bytes", path, pw);
         assert_string_equal(err, expect);
     }
     f = fopen(pw, "w");
@@ -430,7 +471,8 @@ static void test_load_file_and_password_file(void **state)
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
     {
         char expect[400];
-        snprintf(expect, sizeof expect, "%s: cannot read the configuration: No such file or directory", path);
+        snprintf(expect, sizeof expect,
+                 "%s: cannot read the configuration: No such file or directory", path);
         assert_string_equal(err, expect);
     }
     /* a huge file is refused before parsing */
@@ -455,7 +497,8 @@ static void test_sample_config_parses(void **state)
     size_t n;
     FILE *f;
     assert_non_null(slash);
-    snprintf(path, sizeof path, "%.*s/../../firmware/elkd.conf.sample", (int)(slash - __FILE__), __FILE__);
+    snprintf(path, sizeof path, "%.*s/../../firmware/elkd.conf.sample", (int)(slash - __FILE__),
+             __FILE__);
     f = fopen(path, "rb");
     assert_non_null(f);
     n = fread(text, 1, sizeof text, f);
@@ -475,7 +518,8 @@ static void test_small_error_buffer_is_terminated(void **state)
     (void)state;
     char err[16];
     memset(err, 'Z', sizeof err);
-    assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", "[bogus]\n", 8, err, sizeof err), ELK_E_CONFIG);
+    assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", "[bogus]\n", 8, err, sizeof err),
+                     ELK_E_CONFIG);
     assert_int_equal(strlen(err), sizeof err - 1);
     assert_int_equal(elkfw_conf_parse(&conf, "elkd.conf", "[bogus]\n", 8, NULL, 0), ELK_E_CONFIG);
 }
@@ -487,23 +531,30 @@ static void test_safety_rule_boundary(void **state)
     (void)state;
     char err[ELKFW_ERR_MAX];
     /* drift = 1% of 1000 + 2 = 12 ms */
-    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nmin_validity = 688ms\n", err),
-                     ELK_E_CONFIG);
+    assert_int_equal(
+        parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nmin_validity = 688ms\n", err),
+        ELK_E_CONFIG);
     assert_non_null(strstr(err, "leaves no validity"));
-    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nmin_validity = 687ms\n", err),
-                     ELK_OK);
+    assert_int_equal(
+        parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nmin_validity = 687ms\n", err),
+        ELK_OK);
     /* Where rounding decides: 1% of 1001 ms is 10.01 ms, so the drift allowance is 11 + 2 =
      * 13 ms (rounded up, as the lease engine computes it), and 13 + 788 + 200 = 1001 leaves
      * nothing. A check that rounds down (12 ms) passed this file, and elkd then failed to
      * set up the lock it had just called valid. */
-    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1001ms\nstop_margin = 788ms\nmin_validity = 200ms\nrenew_fraction = 10%\n", err),
+    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1001ms\nstop_margin = 788ms\nmin_validity = "
+                                 "200ms\nrenew_fraction = 10%\n",
+                           err),
                      ELK_E_CONFIG);
     assert_non_null(strstr(err, "drift 13ms"));
-    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1001ms\nstop_margin = 787ms\nmin_validity = 200ms\nrenew_fraction = 10%\n", err),
+    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1001ms\nstop_margin = 787ms\nmin_validity = "
+                                 "200ms\nrenew_fraction = 10%\n",
+                           err),
                      ELK_OK);
     /* The first renewal would come after the deadline (1000 - 12 - 300 = 688 ms). */
-    assert_int_equal(parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nrenew_fraction = 69%\n", err),
-                     ELK_E_CONFIG);
+    assert_int_equal(
+        parse(NODE1 "[resource r]\nttl = 1000ms\nstop_margin = 300ms\nrenew_fraction = 69%\n", err),
+        ELK_E_CONFIG);
     assert_non_null(strstr(err, "renewal start after the local deadline"));
 }
 
@@ -518,8 +569,10 @@ static void test_secrets_readable_by_others(void **state)
     assert_int_equal(chmod(path, 0644), 0);
     assert_int_equal(chmod(pw, 0644), 0);
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
-    snprintf(expect, sizeof expect,
-             "%s:3: key 'password_file' in [node a]: '%s' is readable by every user: run chmod o-r '%s'", path, pw, pw);
+    snprintf(
+        expect, sizeof expect,
+        "%s:3: key 'password_file' in [node a]: '%s' is readable by every user: run chmod o-r '%s'",
+        path, pw, pw);
     assert_string_equal(err, expect);
     assert_int_equal(chmod(pw, 0640), 0); /* group elkd may read it: fine */
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
@@ -530,8 +583,10 @@ static void test_secrets_readable_by_others(void **state)
     assert_int_equal(chmod(path, 0644), 0);
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
     snprintf(expect, sizeof expect,
-             "%s:1: [node a] has an inline 'password' and the file is readable by every user: run chmod o-r '%s', "
-             "or move it to a 'password_file' only elkd can read", path, path);
+             "%s:1: [node a] has an inline 'password' and the file is readable by every user: run "
+             "chmod o-r '%s', "
+             "or move it to a 'password_file' only elkd can read",
+             path, path);
     assert_string_equal(err, expect);
     assert_int_equal(chmod(path, 0640), 0);
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
@@ -546,13 +601,16 @@ static void test_tls_ip_needs_server_name(void **state)
     (void)state;
     char err[ELKFW_ERR_MAX];
     expect_error(NODE1 "tls = on\nca = /ca\n" RES1,
-                 "elkd.conf:1: [node a]: tls is on and host '127.0.0.1' is an IP address: set 'server_name' to the "
+                 "elkd.conf:1: [node a]: tls is on and host '127.0.0.1' is an IP address: set "
+                 "'server_name' to the "
                  "name in the server's certificate");
     expect_error("[node a]\nhost = ::1\ntls = on\nca = /ca\n" RES1,
-                 "elkd.conf:1: [node a]: tls is on and host '::1' is an IP address: set 'server_name' to the "
+                 "elkd.conf:1: [node a]: tls is on and host '::1' is an IP address: set "
+                 "'server_name' to the "
                  "name in the server's certificate");
     assert_int_equal(parse(NODE1 "tls = on\nca = /ca\nserver_name = redis1\n" RES1, err), ELK_OK);
-    assert_int_equal(parse("[node a]\nhost = redis1.example\ntls = on\nca = /ca\n" RES1, err), ELK_OK);
+    assert_int_equal(parse("[node a]\nhost = redis1.example\ntls = on\nca = /ca\n" RES1, err),
+                     ELK_OK);
     assert_int_equal(parse(NODE1 RES1, err), ELK_OK); /* no TLS: an IP is fine */
 }
 
@@ -565,8 +623,12 @@ static void test_access_keys(void **state)
     assert_int_equal(parse(NODE1 RES1, err), ELK_OK);
     assert_int_equal(conf.agent.socket_mode, 0660);
     assert_int_equal(conf.agent.max_clients_per_uid, 0);
-    assert_int_equal(parse(NODE1 RES1 "allow_users = root, 65534\nallow_groups = 0\n[agent]\nsocket_mode = 0600\n"
-                           "socket_group = root\nmax_clients_per_uid = 3\n", err), ELK_OK);
+    assert_int_equal(
+        parse(NODE1 RES1
+              "allow_users = root, 65534\nallow_groups = 0\n[agent]\nsocket_mode = 0600\n"
+              "socket_group = root\nmax_clients_per_uid = 3\n",
+              err),
+        ELK_OK);
     assert_int_equal(conf.agent.socket_mode, 0600);
     assert_string_equal(conf.agent.socket_group, "root");
     assert_int_equal(conf.agent.max_clients_per_uid, 3);
@@ -591,22 +653,30 @@ static void test_access_keys(void **state)
         assert_true(elkfw_access_allowed(&allow[0], &peer));
     }
     expect_error(NODE1 RES1 "[agent]\nsocket_mode = 0668\n",
-                 "elkd.conf:5: key 'socket_mode' in [agent]: '0668' is not an octal mode from 0 to 0777 (e.g. 0660)");
+                 "elkd.conf:5: key 'socket_mode' in [agent]: '0668' is not an octal mode from 0 to "
+                 "0777 (e.g. 0660)");
     expect_error(NODE1 RES1 "[agent]\nsocket_mode = 1777\n",
-                 "elkd.conf:5: key 'socket_mode' in [agent]: '1777' is not an octal mode from 0 to 0777 (e.g. 0660)");
+                 "elkd.conf:5: key 'socket_mode' in [agent]: '1777' is not an octal mode from 0 to "
+                 "0777 (e.g. 0660)");
     expect_error(NODE1 RES1 "allow_users = bob;rm\n",
-                 "elkd.conf:4: key 'allow_users' in [resource valve-1]: 'bob;rm' is not a comma-separated list of "
+                 "elkd.conf:4: key 'allow_users' in [resource valve-1]: 'bob;rm' is not a "
+                 "comma-separated list of "
                  "user or group names or numeric ids (letters, digits and . _ -)");
     assert_int_equal(parse(NODE1 RES1 "allow_users = no-such-user-elk18\n", err), ELK_OK);
     assert_int_equal(elkfw_access_resolve(&conf, allow, err, sizeof err), ELK_E_CONFIG);
-    assert_string_equal(err, "elkd.conf:4: key 'allow_users' in [resource valve-1]: no user 'no-such-user-elk18' on "
-                             "this system (use a name from /etc/passwd or a numeric id)");
-    assert_int_equal(parse(NODE1 RES1 "[agent]\nsocket_group = no-such-group-elk18\n", err), ELK_OK);
+    assert_string_equal(
+        err,
+        "elkd.conf:4: key 'allow_users' in [resource valve-1]: no user 'no-such-user-elk18' on "
+        "this system (use a name from /etc/passwd or a numeric id)");
+    assert_int_equal(parse(NODE1 RES1 "[agent]\nsocket_group = no-such-group-elk18\n", err),
+                     ELK_OK);
     {
         gid_t g;
         assert_int_equal(elkfw_access_socket_group(&conf, &g, err, sizeof err), ELK_E_CONFIG);
-        assert_string_equal(err, "elkd.conf:5: key 'socket_group' in [agent]: no group 'no-such-group-elk18' on this "
-                                 "system");
+        assert_string_equal(
+            err,
+            "elkd.conf:5: key 'socket_group' in [agent]: no group 'no-such-group-elk18' on this "
+            "system");
     }
 }
 
@@ -615,12 +685,16 @@ static void test_acl_line(void **state)
 {
     (void)state;
     char err[ELKFW_ERR_MAX], line[600];
-    assert_int_equal(parse("[fleet]\nkey_prefix = plant1:\n" NODE1 "user = locker\npassword = s3cret\n" RES1, err),
+    assert_int_equal(parse("[fleet]\nkey_prefix = plant1:\n" NODE1
+                           "user = locker\npassword = s3cret\n" RES1,
+                           err),
                      ELK_OK);
     elkfw_acl_line(&conf, conf.nodes[0].user, line, sizeof line);
-    assert_string_equal(line, "ACL SETUSER locker reset on >PASSWORD -@all +hello +auth +select +ping +eval +evalsha "
-                              "+script|load +set +get +incr +pexpire +del +publish +subscribe +unsubscribe +info "
-                              "~plant1:* &plant1:*");
+    assert_string_equal(
+        line,
+        "ACL SETUSER locker reset on >PASSWORD -@all +hello +auth +select +ping +eval +evalsha "
+        "+script|load +set +get +incr +pexpire +del +publish +subscribe +unsubscribe +info "
+        "~plant1:* &plant1:*");
     assert_null(strstr(line, "s3cret"));
 }
 

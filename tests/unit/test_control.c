@@ -71,18 +71,22 @@ static void test_requests_bad(void **state)
     assert_int_equal(req("ACQUIRE a{b}", &r, &why), ELK_E_NAME_INVALID);
     assert_string_equal(why, "resource name may hold only letters, digits and . _ - : / @");
     assert_int_equal(req("ACQUIRE caf\xc3\xa9", &r, &why), ELK_E_NAME_INVALID);
-    assert_int_equal(req("ACQUIRE 0123456789012345678901234567890123456789X", &r, &why), ELK_E_NAME_TOO_LONG);
-    assert_string_equal(why, "resource name too long for CONFIG_ELK_MAX_KEY_LEN and the key prefix");
+    assert_int_equal(req("ACQUIRE 0123456789012345678901234567890123456789X", &r, &why),
+                     ELK_E_NAME_TOO_LONG);
+    assert_string_equal(why,
+                        "resource name too long for CONFIG_ELK_MAX_KEY_LEN and the key prefix");
     assert_int_equal(req("ACQUIRE 0123456789012345678901234567890123456789", &r, &why), ELK_OK);
     {
         static const char nul[] = "ACQUIRE a\0b";
-        assert_int_equal(elkfw_ctl_parse_request(nul, sizeof nul - 1, 40, &r, &why), ELK_E_CTL_SYNTAX);
+        assert_int_equal(elkfw_ctl_parse_request(nul, sizeof nul - 1, 40, &r, &why),
+                         ELK_E_CTL_SYNTAX);
         assert_string_equal(why, "control characters in the request");
     }
     {
         char big[ELK_CTL_LINE_MAX + 8];
         memset(big, 'A', sizeof big);
-        assert_int_equal(elkfw_ctl_parse_request(big, sizeof big, 40, &r, &why), ELK_E_CTL_TOO_LONG);
+        assert_int_equal(elkfw_ctl_parse_request(big, sizeof big, 40, &r, &why),
+                         ELK_E_CTL_TOO_LONG);
     }
     assert_int_equal(elkfw_ctl_parse_request(NULL, 0, 40, &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(elkfw_ctl_parse_request("PING", 4, 40, &r, NULL), ELK_OK);
@@ -141,20 +145,27 @@ static void test_replies(void **state)
     /* the absolute deadline (CLOCK_BOOTTIME ms) as an optional key=value word */
     assert_int_equal(rep("OK ACQUIRED valve-1 1 2 3", &m), ELK_OK);
     assert_int_equal(m.deadline_boottime_ms, 0);
-    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=123456789", &m), ELK_OK);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=123456789", &m),
+                     ELK_OK);
     assert_int_equal(m.token, 7);
     assert_int_equal(m.deadline_ms, 1500);
     assert_int_equal(m.stop_margin_ms, 300);
     assert_true(m.deadline_boottime_ms == 123456789u);
-    assert_int_equal(rep("EVENT RENEWED valve-1 7 1500 300 deadline_boottime_ms=99 future=x", &m), ELK_OK);
+    assert_int_equal(rep("EVENT RENEWED valve-1 7 1500 300 deadline_boottime_ms=99 future=x", &m),
+                     ELK_OK);
     assert_true(m.deadline_boottime_ms == 99u);
-    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 future=1 deadline_boottime_ms=5", &m), ELK_OK);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 future=1 deadline_boottime_ms=5", &m),
+                     ELK_OK);
     assert_true(m.deadline_boottime_ms == 5u);
-    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=", &m), ELK_E_CTL_SYNTAX);
-    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=0", &m), ELK_E_CTL_SYNTAX);
-    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=1x", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=", &m),
+                     ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=0", &m),
+                     ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 deadline_boottime_ms=1x", &m),
+                     ELK_E_CTL_SYNTAX);
     assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 300 =5", &m), ELK_E_CTL_SYNTAX);
-    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 deadline_boottime_ms=5", &m), ELK_E_CTL_SYNTAX);
+    assert_int_equal(rep("OK ACQUIRED valve-1 7 1500 deadline_boottime_ms=5", &m),
+                     ELK_E_CTL_SYNTAX);
     assert_int_equal(rep("EVENT LOST valve-1 ELK_E_LOCK_LOST 500", &m), ELK_OK);
     assert_int_equal(m.stop_margin_ms, 500);
     assert_int_equal(rep("EVENT LOST valve-1 ELK_E_LOCK_LOST 5x", &m), ELK_E_CTL_SYNTAX);
@@ -226,7 +237,8 @@ static void test_linebuf_has_request(void **state)
     assert_int_equal(elkfw_linebuf_next(&lb, &line, &len), 1); /* the ACQUIRE, handed out */
     assert_true(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v1", 40));
     assert_false(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v2", 40)); /* no newline yet */
-    assert_false(elkfw_linebuf_has_request(&lb, ELKFW_CTL_ACQUIRE, "v1", 40)); /* handed out already */
+    assert_false(
+        elkfw_linebuf_has_request(&lb, ELKFW_CTL_ACQUIRE, "v1", 40)); /* handed out already */
     assert_false(elkfw_linebuf_has_request(&lb, ELKFW_CTL_RELEASE, "v1x", 40));
     /* an overlong line whose tail reads like a RELEASE */
     elkfw_linebuf_init(&lb, storage, sizeof storage);

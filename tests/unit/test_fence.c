@@ -12,12 +12,12 @@
 
 typedef struct mem_storage {
     uint64_t value;
-    int load_rc;      /* returned by load when non-zero */
-    int store_rc;     /* returned by store when non-zero */
+    int load_rc;                  /* returned by load when non-zero */
+    int store_rc;                 /* returned by store when non-zero */
     bool store_writes_on_failure; /* a store that fails after the write reached the medium */
     int loads, stores;
-    int lock_rc;      /* returned by lock when non-zero */
-    bool locked;      /* the lock is held (by anyone) */
+    int lock_rc; /* returned by lock when non-zero */
+    bool locked; /* the lock is held (by anyone) */
     int locks, unlocks;
     bool load_unlocked, store_unlocked; /* a load or store ran without the lock */
 } mem_storage_t;

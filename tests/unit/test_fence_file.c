@@ -147,20 +147,21 @@ static void test_corrupt_files(void **state)
     snprintf(good, sizeof good, "elkfence 1 42 %08x\n", elk_fence_file_crc32("elkfence 1 42", 13));
     expect_corrupt(fx, "");
     expect_corrupt(fx, "garbage\n");
-    expect_corrupt(fx, "elkfence 1 42 00000000\n");               /* wrong checksum */
-    snprintf(line, sizeof line, "elkfence 1 43 %s", good + 14);    /* value changed, old checksum */
+    expect_corrupt(fx, "elkfence 1 42 00000000\n");             /* wrong checksum */
+    snprintf(line, sizeof line, "elkfence 1 43 %s", good + 14); /* value changed, old checksum */
     expect_corrupt(fx, line);
     snprintf(line, sizeof line, "%.*s", (int)strlen(good) - 1, good); /* no newline: torn */
     expect_corrupt(fx, line);
-    snprintf(line, sizeof line, "%sX", good);                       /* trailing junk */
+    snprintf(line, sizeof line, "%sX", good); /* trailing junk */
     expect_corrupt(fx, line);
-    snprintf(line, sizeof line, "elkfence 1 042 %08x\n", elk_fence_file_crc32("elkfence 1 042", 14));
-    expect_corrupt(fx, line);                                       /* leading zero */
+    snprintf(line, sizeof line, "elkfence 1 042 %08x\n",
+             elk_fence_file_crc32("elkfence 1 042", 14));
+    expect_corrupt(fx, line); /* leading zero */
     snprintf(line, sizeof line, "elkfence 2 42 %08x\n", elk_fence_file_crc32("elkfence 2 42", 13));
-    expect_corrupt(fx, line);                                       /* unknown version */
+    expect_corrupt(fx, line); /* unknown version */
     snprintf(line, sizeof line, "elkfence 1 42 %08X\n", elk_fence_file_crc32("elkfence 1 42", 13));
     if (strcmp(line, good) != 0) {
-        expect_corrupt(fx, line);                                   /* upper-case hex */
+        expect_corrupt(fx, line); /* upper-case hex */
     }
     /* and the good one loads */
     write_raw(fx->path, good);
@@ -379,10 +380,10 @@ static void test_inherited_lock(void **state)
     assert_int_equal(elk_fence_begin(&fa, 5), ELK_OK);
     elk_fence_file_set_wait(&b, 0);
     elk_fence_file_set_inherited(&b, a.lock_fd);
-    assert_int_equal(elk_fence_check(&fb, 6), ELK_OK);        /* no wait for the parent */
+    assert_int_equal(elk_fence_check(&fb, 6), ELK_OK); /* no wait for the parent */
     assert_int_equal(elk_fence_check(&fb, 5), ELK_E_FENCE_STALE);
     elk_fence_file_set_wait(&c, 0);
-    elk_fence_file_set_inherited(&c, 0); /* stdin: not the lock file */
+    elk_fence_file_set_inherited(&c, 0);                         /* stdin: not the lock file */
     assert_int_equal(elk_fence_check(&fc, 7), ELK_E_FENCE_BUSY); /* the parent still holds it */
     assert_int_equal(elk_fence_end(&fa), ELK_OK);
     assert_int_equal(elk_fence_check(&fc, 7), ELK_OK);

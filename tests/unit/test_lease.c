@@ -34,13 +34,13 @@ static void test_parse_rejects(void **state)
 {
     static const char *bad[] = {
         "",
-        "elklease 1 5 6",             /* no newline */
-        "elklease 1 5 6\n\n",         /* two lines */
-        "elklease 1 5 6 \n",          /* trailing space */
-        "elklease 1 5  6\n",          /* two spaces */
-        "elklease 1 5\n",             /* no deadline */
-        "elklease 2 5 6\n",           /* other version */
-        "elklease 1 05 6\n",          /* leading zero */
+        "elklease 1 5 6",     /* no newline */
+        "elklease 1 5 6\n\n", /* two lines */
+        "elklease 1 5 6 \n",  /* trailing space */
+        "elklease 1 5  6\n",  /* two spaces */
+        "elklease 1 5\n",     /* no deadline */
+        "elklease 2 5 6\n",   /* other version */
+        "elklease 1 05 6\n",  /* leading zero */
         "elklease 1 5 06\n",
         "elklease 1 -5 6\n",
         "elklease 1 +5 6\n",
@@ -73,13 +73,16 @@ static void test_judge(void **state)
     assert_int_equal(elkfw_lease_judge(l, n, 9, 999, &t, &d), ELKFW_LEASE_OK);
     assert_int_equal(t, 9);
     assert_int_equal(d, 1000);
-    assert_int_equal(elkfw_lease_judge(l, n, 9, 1000, NULL, NULL), ELKFW_LEASE_EXPIRED); /* now >= deadline */
+    assert_int_equal(elkfw_lease_judge(l, n, 9, 1000, NULL, NULL),
+                     ELKFW_LEASE_EXPIRED); /* now >= deadline */
     assert_int_equal(elkfw_lease_judge(l, n, 9, 5000, NULL, NULL), ELKFW_LEASE_EXPIRED);
     assert_int_equal(elkfw_lease_judge(l, n, 8, 10, &t, NULL), ELKFW_LEASE_TOKEN);
     assert_int_equal(t, 9);
     assert_int_equal(elkfw_lease_judge(l, n, 10, 10, NULL, NULL), ELKFW_LEASE_TOKEN);
-    assert_int_equal(elkfw_lease_judge("elklease 1 9 0\n", 15, 9, 0, NULL, NULL), ELKFW_LEASE_ENDED);
-    assert_int_equal(elkfw_lease_judge("elklease 1 0 1000\n", 18, 9, 0, NULL, NULL), ELKFW_LEASE_TOKEN);
+    assert_int_equal(elkfw_lease_judge("elklease 1 9 0\n", 15, 9, 0, NULL, NULL),
+                     ELKFW_LEASE_ENDED);
+    assert_int_equal(elkfw_lease_judge("elklease 1 0 1000\n", 18, 9, 0, NULL, NULL),
+                     ELKFW_LEASE_TOKEN);
     assert_int_equal(elkfw_lease_judge("junk", 4, 9, 0, &t, &d), ELKFW_LEASE_MALFORMED);
     assert_int_equal(t, 0);
     assert_int_equal(d, 0);

@@ -41,11 +41,12 @@ static void test_drift_examples(void **state)
 static void test_drift_matches_64bit_division(void **state)
 {
     (void)state;
-    const uint32_t edges[] = {0u, 1u, 2u, 999999u, 1000000u, 1000001u, 65535u, 65536u,
-                              0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    const uint32_t edges[] = {0u,     1u,     2u,          999999u,     1000000u,    1000001u,
+                              65535u, 65536u, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
         for (size_t j = 0; j < sizeof edges / sizeof edges[0]; j++) {
-            assert_int_equal(drift_of(edges[i], edges[j], 3), expected_drift(edges[i], edges[j], 3));
+            assert_int_equal(drift_of(edges[i], edges[j], 3),
+                             expected_drift(edges[i], edges[j], 3));
         }
     }
     uint64_t x = 0x9E3779B97F4A7C15u; /* xorshift: deterministic, no libc rand */

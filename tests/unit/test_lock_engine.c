@@ -63,11 +63,11 @@ static uint64_t NOW(void)
 
 /* What a test's world is made of; a field left out is the common case. */
 typedef struct world_opts {
-    size_t nodes;                 /* fake servers, 0 meaning 1; mode SINGLE for one, else REDLOCK */
+    size_t nodes; /* fake servers, 0 meaning 1; mode SINGLE for one, else REDLOCK */
     const elk_lock_config_t *lcfg; /* NULL: the lock defaults */
-    bool resp3;                   /* the nodes speak RESP3 (else RESP2) */
-    bool two;                     /* a second gateway (gwB, W.lock2) on the same servers */
-    bool subs;                    /* RESP2 subscriber connections for the first gateway */
+    bool resp3;                    /* the nodes speak RESP3 (else RESP2) */
+    bool two;                      /* a second gateway (gwB, W.lock2) on the same servers */
+    bool subs;                     /* RESP2 subscriber connections for the first gateway */
 } world_opts_t;
 
 /* world_setup(.nodes = 3, .lcfg = &c, .two = true): designated initialisers. */
@@ -103,9 +103,11 @@ static void world_setup_opts(const world_opts_t *o)
         }
         cc.subscribers = &W.hs.fleet;
     }
-    assert_int_equal(elk_client_init(&W.client, &cc, &W.h.fleet, &W.h.entropy_if, &W.h.log_if), ELK_OK);
+    assert_int_equal(elk_client_init(&W.client, &cc, &W.h.fleet, &W.h.entropy_if, &W.h.log_if),
+                     ELK_OK);
     cc.subscribers = NULL;
-    assert_int_equal(elk_lock_init(&W.lock, &W.client, "valve", lcfg, elk_ts_events_on, &W.rec), ELK_OK);
+    assert_int_equal(elk_lock_init(&W.lock, &W.client, "valve", lcfg, elk_ts_events_on, &W.rec),
+                     ELK_OK);
     W.two = two;
     if (two) {
         node_harness_init(&W.h2, n, &nc);
@@ -114,9 +116,10 @@ static void world_setup_opts(const world_opts_t *o)
             lfr_attach(&W.srv[i], &W.h2.ft[i]);
         }
         cc.gateway_id = "gwB";
-        assert_int_equal(elk_client_init(&W.client2, &cc, &W.h2.fleet, &W.h2.entropy_if, &W.h2.log_if),
-                         ELK_OK);
-        assert_int_equal(elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, elk_ts_events_on, &W.rec2), ELK_OK);
+        assert_int_equal(
+            elk_client_init(&W.client2, &cc, &W.h2.fleet, &W.h2.entropy_if, &W.h2.log_if), ELK_OK);
+        assert_int_equal(
+            elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, elk_ts_events_on, &W.rec2), ELK_OK);
     }
 }
 
@@ -212,7 +215,8 @@ static void test_config_and_names(void **state)
     char longname[CONFIG_ELK_MAX_KEY_LEN + 2];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    assert_int_equal(elk_lock_init(&l2, &W.client, longname, NULL, NULL, NULL), ELK_E_NAME_TOO_LONG);
+    assert_int_equal(elk_lock_init(&l2, &W.client, longname, NULL, NULL, NULL),
+                     ELK_E_NAME_TOO_LONG);
     assert_string_equal(elk_lock_key(&W.lock), "t:{valve}");
     assert_string_equal(elk_lock_state_name(ELK_LOCK_RENEWING), "renewing");
     assert_string_equal(elk_lock_event_name(ELK_LOCK_EV_LOST), "lost");
@@ -227,7 +231,8 @@ static void test_config_and_names(void **state)
     assert_int_equal(elk_client_init(&c3, &cc, &h3.fleet, &h3.entropy_if, NULL), ELK_E_INVALID_ARG);
     cc.mode = ELK_MODE_REDLOCK;
     cc.gateway_id = "bad id";
-    assert_int_equal(elk_client_init(&c3, &cc, &h3.fleet, &h3.entropy_if, NULL), ELK_E_NAME_INVALID);
+    assert_int_equal(elk_client_init(&c3, &cc, &h3.fleet, &h3.entropy_if, NULL),
+                     ELK_E_NAME_INVALID);
 }
 
 static void test_single_acquire_release(void **state)
@@ -837,7 +842,7 @@ static void test_lost_cause_fleet_unreachable(void **state)
 static void test_lost_causes_are_distinct(void **state)
 {
     (void)state;
-    const int causes[] = {ELK_E_LOCK_LOST, ELK_E_FLEET_LOST, ELK_E_LOCK_TAKEN,
+    const int causes[] = {ELK_E_LOCK_LOST, ELK_E_FLEET_LOST,   ELK_E_LOCK_TAKEN,
                           ELK_E_MAX_HOLD,  ELK_E_MAX_RENEWALS, ELK_E_LOCK_ABANDONED};
     const size_t n = sizeof causes / sizeof causes[0];
     for (size_t i = 0; i < n; i++) {
@@ -1014,7 +1019,7 @@ static void test_own_release_does_not_wake(void **state)
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 1900), ELK_E_WOULD_BLOCK);
     run_until(t0 + 1700);
-    assert_true(W.srv[2].publish >= 3);              /* its own partial releases published */
+    assert_true(W.srv[2].publish >= 3); /* its own partial releases published */
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RETRY), 4); /* t0, +500, +1000, +1500 only */
     assert_int_equal(W.srv[2].acquire_calls, 4);
 }
@@ -1045,7 +1050,7 @@ static void test_release_channel_resp2_subscriber(void **state)
     pump();
     const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
     assert_non_null(ev);
-    assert_int_equal(ev->now, t0 + 100); /* woken by the message, not the 500 ms retry */
+    assert_int_equal(ev->now, t0 + 100);      /* woken by the message, not the 500 ms retry */
     assert_string_equal(W.srv[0].sub[1], ""); /* unsubscribed once acquired */
 
     /* without subscriber connections a RESP2 waiter falls back to its retry delay */
@@ -1125,7 +1130,8 @@ static void test_safety_check(void **state)
     assert_true(fake_log_contains(&W.h.log, "allkeys-lru"));
     assert_true(fake_log_contains(&W.h.log, "appendfsync"));
     assert_true(fake_log_contains(&W.h.log, "no AOF persistence"));
-    assert_string_equal(elk_client_node_check(&W.client, 0), "unsafe: maxmemory-policy allkeys-lru");
+    assert_string_equal(elk_client_node_check(&W.client, 0),
+                        "unsafe: maxmemory-policy allkeys-lru");
     assert_true(elk_client_ready(&W.client)); /* WARN: still used */
 
     /* REFUSE: the node counts as failed */
@@ -1135,7 +1141,8 @@ static void test_safety_check(void **state)
     pump();
     assert_false(elk_client_ready(&W.client));
     assert_false(elk_client_node_votes(&W.client, 0));
-    assert_string_equal(elk_client_node_check(&W.client, 0), "unsafe: maxmemory-policy volatile-lru");
+    assert_string_equal(elk_client_node_check(&W.client, 0),
+                        "unsafe: maxmemory-policy volatile-lru");
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
     const elk_lock_event_t *ev = last_ev(&W.rec);
@@ -1150,7 +1157,8 @@ static void test_safety_check(void **state)
     pump();
     assert_true(fake_log_contains(&W.h.log, "safety check impossible"));
     assert_false(elk_client_ready(&W.client));
-    assert_int_equal(strncmp(elk_client_node_check(&W.client, 0), "unchecked: ERR The user executing", 33), 0);
+    assert_int_equal(
+        strncmp(elk_client_node_check(&W.client, 0), "unchecked: ERR The user executing", 33), 0);
 
     /* REFUSE with CONFIG refused but INFO allowed: checked from INFO, the node votes */
     world_setup(.lcfg = &c);

@@ -26,8 +26,8 @@ static void sha1_block(uint32_t h[5], const uint8_t *p)
 {
     uint32_t w[80];
     for (int i = 0; i < 16; i++) {
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-               p[4 * i + 3];
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+            (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
     }
     for (int i = 16; i < 80; i++) {
         w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
@@ -146,8 +146,8 @@ static void test_scripts_shape(void **state)
 static void test_longest_request_fits_the_bound(void **state)
 {
     (void)state;
-    static const char *scripts[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND, ELK_LOCK_SCRIPT_RELEASE,
-                                    ELK_LOCK_SCRIPT_COMMIT};
+    static const char *scripts[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND,
+                                    ELK_LOCK_SCRIPT_RELEASE, ELK_LOCK_SCRIPT_COMMIT};
     char key[CONFIG_ELK_MAX_KEY_LEN + 1], value[ELK_LOCK_VALUE_MAX + 1];
     uint8_t buf[ELK_LOCK_REQUEST_MAX + 256];
     size_t longest = 0;
@@ -157,8 +157,9 @@ static void test_longest_request_fits_the_bound(void **state)
     value[sizeof value - 1] = '\0';
     for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
         /* the widest argument list of any script: 2 keys, value, a 20-digit number, a flag */
-        elk_resp_arg_t argv[8] = {elk_resp_arg_cstr("EVAL"), elk_resp_arg_cstr(scripts[i]), elk_resp_arg_int(2),
-                                  elk_resp_arg_cstr(key),    elk_resp_arg_cstr(key),       elk_resp_arg_cstr(value),
+        elk_resp_arg_t argv[8] = {elk_resp_arg_cstr("EVAL"),   elk_resp_arg_cstr(scripts[i]),
+                                  elk_resp_arg_int(2),         elk_resp_arg_cstr(key),
+                                  elk_resp_arg_cstr(key),      elk_resp_arg_cstr(value),
                                   elk_resp_arg_int(INT64_MAX), elk_resp_arg_cstr("1")};
         size_t len = 0;
         assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 8, &len), ELK_OK);

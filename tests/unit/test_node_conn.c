@@ -73,8 +73,10 @@ static void test_init_rejects_bad_arguments(void **state)
     node_harness_init(&h, 1, NULL);
     elk_node_t n;
     elk_node_config_t c = base_cfg();
-    assert_int_equal(elk_node_init(NULL, &c, &h.tr[0], &h.pool, &h.entropy_if, NULL), ELK_E_INVALID_ARG);
-    assert_int_equal(elk_node_init(&n, NULL, &h.tr[0], &h.pool, &h.entropy_if, NULL), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_node_init(NULL, &c, &h.tr[0], &h.pool, &h.entropy_if, NULL),
+                     ELK_E_INVALID_ARG);
+    assert_int_equal(elk_node_init(&n, NULL, &h.tr[0], &h.pool, &h.entropy_if, NULL),
+                     ELK_E_INVALID_ARG);
     assert_int_equal(elk_node_init(&n, &c, NULL, &h.pool, &h.entropy_if, NULL), ELK_E_INVALID_ARG);
     assert_int_equal(elk_node_init(&n, &c, &h.tr[0], NULL, &h.entropy_if, NULL), ELK_E_INVALID_ARG);
     assert_int_equal(elk_node_init(&n, &c, &h.tr[0], &h.pool, NULL, NULL), ELK_E_INVALID_ARG);
@@ -82,7 +84,8 @@ static void test_init_rejects_bad_arguments(void **state)
     bad.recv = NULL;
     assert_int_equal(elk_node_init(&n, &c, &bad, &h.pool, &h.entropy_if, NULL), ELK_E_INVALID_ARG);
     c.endpoint.host = NULL;
-    assert_int_equal(elk_node_init(&n, &c, &h.tr[0], &h.pool, &h.entropy_if, NULL), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_node_init(&n, &c, &h.tr[0], &h.pool, &h.entropy_if, NULL),
+                     ELK_E_INVALID_ARG);
     /* A zeroed config gets the documented defaults, not a spinning zero backoff. */
     memset(&c, 0, sizeof c);
     c.endpoint.host = "127.0.0.1";
@@ -235,9 +238,10 @@ static void test_auth_user_and_password(void **state)
     elk_node_t *n = setup1(&c);
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_AUTH);
-    assert_true(fake_transport_sent_eq(&h.ft[0], "*3\r\n$4\r\nAUTH\r\n$2\r\ngw\r\n$6\r\ns3cret\r\n"));
-    assert_int_equal(elk_node_send(n, h.clock.now, (elk_resp_arg_t[]){ELK_RESP_ARG_STR("PING")}, 1, 0,
-                                   reply_rec_cb, NULL),
+    assert_true(
+        fake_transport_sent_eq(&h.ft[0], "*3\r\n$4\r\nAUTH\r\n$2\r\ngw\r\n$6\r\ns3cret\r\n"));
+    assert_int_equal(elk_node_send(n, h.clock.now, (elk_resp_arg_t[]){ELK_RESP_ARG_STR("PING")}, 1,
+                                   0, reply_rec_cb, NULL),
                      ELK_E_NOT_CONNECTED);
     fake_transport_push_rx_split(&h.ft[0], "+OK\r\n", 2);
     node_harness_advance(&h, 5);
@@ -268,14 +272,15 @@ static void test_auth_refused(void **state)
     c.password = "wrong";
     elk_node_t *n = setup1(&c);
     node_harness_poll(&h);
-    fake_transport_push_rx_str(&h.ft[0],
-                               "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    fake_transport_push_rx_str(
+        &h.ft[0], "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
     assert_int_equal(elk_node_stats(n)->last_error, ELK_E_AUTH);
     assert_int_equal(elk_node_stats(n)->connects, 0);
     assert_int_equal(h.ft[0].close_calls, 1);
-    assert_true(fake_log_contains(&h.log, "AUTH refused: WRONGPASS invalid username-password pair"));
+    assert_true(
+        fake_log_contains(&h.log, "AUTH refused: WRONGPASS invalid username-password pair"));
     assert_int_equal(sr.err[sr.n - 1], ELK_E_AUTH);
 }
 
@@ -286,7 +291,8 @@ static void test_auth_password_only_refused(void **state)
     c.password = "nope";
     elk_node_t *n = setup1(&c);
     node_harness_poll(&h);
-    fake_transport_push_rx_str(&h.ft[0], "-ERR AUTH <password> called without any password configured\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               "-ERR AUTH <password> called without any password configured\r\n");
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
     assert_int_equal(elk_node_stats(n)->last_error, ELK_E_AUTH);
@@ -303,12 +309,9 @@ static void test_handshake_wrong_reply_types(void **state)
         uint32_t db;
         const char *reply;
     } cases[] = {
-        {"pw", false, 0, ":1\r\n"},
-        {"pw", false, 0, "$2\r\nOK\r\n"},
-        {NULL, true, 0, "$5\r\nhello\r\n"},
-        {NULL, true, 0, "+OK\r\n"},
-        {NULL, false, 2, ":0\r\n"},
-        {NULL, false, 2, "+NOPE\r\n"},
+        {"pw", false, 0, ":1\r\n"},         {"pw", false, 0, "$2\r\nOK\r\n"},
+        {NULL, true, 0, "$5\r\nhello\r\n"}, {NULL, true, 0, "+OK\r\n"},
+        {NULL, false, 2, ":0\r\n"},         {NULL, false, 2, "+NOPE\r\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         elk_node_config_t c = base_cfg();
@@ -334,10 +337,11 @@ static void test_hello3_accepted(void **state)
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_HELLO);
     assert_true(fake_transport_sent_eq(&h.ft[0], "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n"));
-    fake_transport_push_rx_split(&h.ft[0],
-                                 "%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.11\r\n"
-                                 "$5\r\nproto\r\n:3\r\n",
-                                 7);
+    fake_transport_push_rx_split(
+        &h.ft[0],
+        "%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.11\r\n"
+        "$5\r\nproto\r\n:3\r\n",
+        7);
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_READY);
     assert_true(elk_node_stats(n)->resp3);
@@ -351,7 +355,8 @@ static void test_hello3_refused_falls_back_to_resp2(void **state)
     c.resp3 = true;
     elk_node_t *n = setup1(&c);
     node_harness_poll(&h);
-    fake_transport_push_rx_str(&h.ft[0], "-ERR unknown command 'HELLO', with args beginning with: '3'\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               "-ERR unknown command 'HELLO', with args beginning with: '3'\r\n");
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_READY);
     assert_false(elk_node_stats(n)->resp3);
@@ -366,8 +371,10 @@ static void test_hello_noauth_is_an_auth_failure_not_a_fallback(void **state)
     c.resp3 = true; /* no password configured, but the server wants one */
     elk_node_t *n = setup1(&c);
     node_harness_poll(&h);
-    fake_transport_push_rx_str(&h.ft[0], "-NOAUTH HELLO must be called with the client already authenticated, "
-                                         "otherwise the HELLO <proto> AUTH <user> <pass> option can be used\r\n");
+    fake_transport_push_rx_str(
+        &h.ft[0],
+        "-NOAUTH HELLO must be called with the client already authenticated, "
+        "otherwise the HELLO <proto> AUTH <user> <pass> option can be used\r\n");
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
     assert_int_equal(elk_node_stats(n)->last_error, ELK_E_AUTH);
@@ -412,7 +419,8 @@ static void test_full_handshake_sequence(void **state)
     fake_transport_push_rx_str(&h.ft[0], "+OK\r\n");
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_READY);
-    int want[] = {ELK_NODE_CONNECTING, ELK_NODE_AUTH, ELK_NODE_HELLO, ELK_NODE_SELECT, ELK_NODE_READY};
+    int want[] = {ELK_NODE_CONNECTING, ELK_NODE_AUTH, ELK_NODE_HELLO, ELK_NODE_SELECT,
+                  ELK_NODE_READY};
     assert_int_equal(sr.n, 5);
     for (int i = 0; i < 5; i++) {
         assert_int_equal(sr.state[i], want[i]);
@@ -472,11 +480,11 @@ static void test_handshake_counts_against_connect_timeout(void **state)
     c.connect_timeout_ms = 300;
     elk_node_t *n = setup1(&c);
     fake_transport_script_progress(&h.ft[0], 0);
-    node_harness_poll(&h);                /* t=1000 connecting */
-    node_harness_advance(&h, 200);        /* t=1200 AUTH sent */
+    node_harness_poll(&h);         /* t=1000 connecting */
+    node_harness_advance(&h, 200); /* t=1200 AUTH sent */
     assert_int_equal(elk_node_state(n), ELK_NODE_AUTH);
     assert_int_equal(node_harness_advance(&h, 50), 1300); /* deadline counts from 1000 */
-    node_harness_advance(&h, 50);         /* t=1300: the whole sequence took too long */
+    node_harness_advance(&h, 50); /* t=1300: the whole sequence took too long */
     assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
     assert_int_equal(elk_node_stats(n)->last_error, ELK_E_CONNECT_TIMEOUT);
 }
@@ -639,8 +647,10 @@ static void send_on_ready(void *user, elk_node_t *node, elk_node_state_t st, int
 {
     on_state(user, node, st, err);
     if (st == ELK_NODE_READY) {
-        elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"), ELK_RESP_ARG_STR("return 1")};
-        assert_int_equal(elk_node_send(node, h.clock.now, argv, 3, 0, reply_rec_cb, &ready_rec), ELK_OK);
+        elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
+                                 ELK_RESP_ARG_STR("return 1")};
+        assert_int_equal(elk_node_send(node, h.clock.now, argv, 3, 0, reply_rec_cb, &ready_rec),
+                         ELK_OK);
     }
 }
 
@@ -658,7 +668,8 @@ static void test_state_handler_may_send_on_ready(void **state)
     node_harness_poll(&h);
     assert_int_equal(elk_node_state(n), ELK_NODE_READY);
     /* Sent in the same poll that reached READY. */
-    assert_true(fake_transport_sent_eq(&h.ft[0], "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$8\r\nreturn 1\r\n"));
+    assert_true(
+        fake_transport_sent_eq(&h.ft[0], "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$8\r\nreturn 1\r\n"));
     fake_transport_push_rx_str(&h.ft[0], "$40\r\ne0e1f9fabfc9d4800c877a703b823ac0578ff8db\r\n");
     node_harness_poll(&h);
     assert_int_equal(ready_rec.n, 1);

@@ -59,7 +59,8 @@ static void test_poll_drives_every_node_and_waits_list_them(void **state)
     assert_int_equal(elk_fleet_waits(&h.fleet, w, 1), 1); /* respects max */
     /* A request on node 2 with an earlier deadline becomes the next time. */
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
-    assert_int_equal(elk_node_send(&h.nodes[2], h.clock.now, ping, 1, h.clock.now + 10, NULL, NULL), ELK_OK);
+    assert_int_equal(elk_node_send(&h.nodes[2], h.clock.now, ping, 1, h.clock.now + 10, NULL, NULL),
+                     ELK_OK);
     assert_int_equal(node_harness_poll(&h), h.clock.now + 10);
     fake_transport_push_rx_str(&h.ft[2], "+PONG\r\n");
     node_harness_poll(&h);

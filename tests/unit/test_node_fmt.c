@@ -39,7 +39,8 @@ static void test_integer_limits(void **state)
     elk_fmt_int(&f, INT64_MAX);
     elk_fmt_str(&f, "|");
     elk_fmt_uint(&f, UINT64_MAX);
-    assert_string_equal(elk_fmt_cstr(&f), "-9223372036854775808|9223372036854775807|18446744073709551615");
+    assert_string_equal(elk_fmt_cstr(&f),
+                        "-9223372036854775808|9223372036854775807|18446744073709551615");
 }
 
 static void test_unprintable_bytes_are_masked(void **state)
@@ -50,7 +51,9 @@ static void test_unprintable_bytes_are_masked(void **state)
     elk_fmt_init(&f, buf, sizeof buf);
     const uint8_t evil[] = {'o', 'k', '\r', '\n', 0x1b, '[', 0x00, 0xff, '!'};
     elk_fmt_bytes(&f, evil, sizeof evil);
-    assert_string_equal(elk_fmt_cstr(&f), "ok???[?" "?!");
+    assert_string_equal(elk_fmt_cstr(&f),
+                        "ok???[?"
+                        "?!");
 }
 
 static void test_truncates_without_overflow(void **state)

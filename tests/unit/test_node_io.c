@@ -59,7 +59,8 @@ static void test_send_puts_exact_resp_on_the_wire(void **state)
     node_harness_poll(&h);
     size_t len;
     const uint8_t *sent = fake_transport_sent(&h.ft[0], &len);
-    const char want[] = "*5\r\n$3\r\nSET\r\n$5\r\nlk{r}\r\n$3\r\na\0b\r\n$2\r\nPX\r\n$5\r\n10000\r\n";
+    const char want[] =
+        "*5\r\n$3\r\nSET\r\n$5\r\nlk{r}\r\n$3\r\na\0b\r\n$2\r\nPX\r\n$5\r\n10000\r\n";
     assert_int_equal(len, sizeof want - 1);
     assert_memory_equal(sent, want, len);
     assert_int_equal(rec.n, 0);
@@ -162,7 +163,8 @@ static void test_each_pipelined_reply_goes_to_the_request_that_asked(void **stat
     for (int i = 0; i < 3; i++) {
         char key[2] = {(char)('a' + i), '\0'};
         elk_resp_arg_t argv[2] = {elk_resp_arg_cstr("GET"), elk_resp_arg_cstr(key)};
-        assert_int_equal(elk_node_send(n, h.clock.now, argv, 2, 0, tag_cb, (void *)&tags[i]), ELK_OK);
+        assert_int_equal(elk_node_send(n, h.clock.now, argv, 2, 0, tag_cb, (void *)&tags[i]),
+                         ELK_OK);
     }
     node_harness_poll(&h);
     /* All three answers arrive in one read: the oldest request gets the first. */
@@ -305,7 +307,8 @@ static void test_command_larger_than_block(void **state)
     memset(big, 'x', sizeof big);
     elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("k"),
                              elk_resp_arg_bytes(big, sizeof big)};
-    assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec), ELK_E_BUF_TOO_SMALL);
+    assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec),
+                     ELK_E_BUF_TOO_SMALL);
     assert_int_equal(elk_node_inflight(n), 0);
     assert_int_equal(h.ft[0].tx_total, 0);
     /* The node is still usable. */
@@ -318,14 +321,16 @@ static void test_short_writes_and_tx_block_full(void **state)
     elk_node_t *n = ready_node(false);
     static uint8_t val[CONFIG_ELK_POOL_BLOCK_SIZE * 2 / 5];
     memset(val, 'v', sizeof val);
-    elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("k"), elk_resp_arg_bytes(val, sizeof val)};
-    fake_transport_script_send(&h.ft[0], 7);   /* a short write */
-    fake_transport_script_send(&h.ft[0], 0);   /* then the socket buffer is full */
+    elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("SET"), ELK_RESP_ARG_STR("k"),
+                             elk_resp_arg_bytes(val, sizeof val)};
+    fake_transport_script_send(&h.ft[0], 7); /* a short write */
+    fake_transport_script_send(&h.ft[0], 0); /* then the socket buffer is full */
     fake_transport_script_send(&h.ft[0], 0);
     assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec), ELK_OK);
     assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec), ELK_OK);
     /* A third does not fit next to two unsent ones. */
-    assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec), ELK_E_QUEUE_FULL);
+    assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec),
+                     ELK_E_QUEUE_FULL);
     node_harness_poll(&h);
     size_t len;
     fake_transport_sent(&h.ft[0], &len);
@@ -334,7 +339,8 @@ static void test_short_writes_and_tx_block_full(void **state)
     elk_node_wait(n, &ev);
     assert_true(ev & ELK_WAIT_WRITE);
     /* After the first 7 bytes left, still no room for the third (only 7 bytes freed). */
-    assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec), ELK_E_QUEUE_FULL);
+    assert_int_equal(elk_node_send(n, h.clock.now, argv, 3, 0, reply_rec_cb, &rec),
+                     ELK_E_QUEUE_FULL);
     node_harness_poll(&h); /* would block again */
     node_harness_poll(&h); /* default: everything goes */
     fake_transport_sent(&h.ft[0], &len);
@@ -395,7 +401,7 @@ typedef struct {
     int type[16];
     char kind[16][32];
     char payload[16][32];
-    int close_on;  /* close the node inside the handler on this push (1-based), 0 never */
+    int close_on; /* close the node inside the handler on this push (1-based), 0 never */
 } push_rec_t;
 static push_rec_t pr;
 
@@ -441,10 +447,13 @@ static void test_resp3_push_goes_to_handler_not_to_requests(void **state)
     assert_true(fake_transport_sent_eq(&h.ft[0],
                                        "*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\nlk{r}:released\r\n"
                                        "*2\r\n$3\r\nGET\r\n$1\r\na\r\n"));
-    fake_transport_push_rx_str(&h.ft[0], ">3\r\n$9\r\nsubscribe\r\n$14\r\nlk{r}:released\r\n:1\r\n");
-    fake_transport_push_rx_str(&h.ft[0], ">3\r\n$7\r\nmessage\r\n$14\r\nlk{r}:released\r\n$4\r\nfree\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               ">3\r\n$9\r\nsubscribe\r\n$14\r\nlk{r}:released\r\n:1\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               ">3\r\n$7\r\nmessage\r\n$14\r\nlk{r}:released\r\n$4\r\nfree\r\n");
     fake_transport_push_rx_split(&h.ft[0], "$3\r\nval\r\n", 4);
-    fake_transport_push_rx_str(&h.ft[0], ">3\r\n$7\r\nmessage\r\n$14\r\nlk{r}:released\r\n$5\r\nagain\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               ">3\r\n$7\r\nmessage\r\n$14\r\nlk{r}:released\r\n$5\r\nagain\r\n");
     uint64_t next = node_harness_poll(&h);
     assert_int_equal(pr.n, 3);
     assert_int_equal(pr.type[0], ELK_RESP_PUSH);
@@ -465,7 +474,8 @@ static void test_resp2_subscriber_mode(void **state)
     memset(&pr, 0, sizeof pr);
     elk_node_on_push(n, on_push, &pr);
     elk_node_set_subscriber(n, true);
-    elk_resp_arg_t sub[] = {ELK_RESP_ARG_STR("SUBSCRIBE"), ELK_RESP_ARG_STR("a"), ELK_RESP_ARG_STR("b")};
+    elk_resp_arg_t sub[] = {ELK_RESP_ARG_STR("SUBSCRIBE"), ELK_RESP_ARG_STR("a"),
+                            ELK_RESP_ARG_STR("b")};
     assert_int_equal(elk_node_send_noreply(n, sub, 3), ELK_OK);
     send_cmd2(n, "PING", NULL, 0);
     node_harness_poll(&h);
@@ -473,7 +483,8 @@ static void test_resp2_subscriber_mode(void **state)
     fake_transport_push_rx_str(&h.ft[0], "*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n");
     fake_transport_push_rx_str(&h.ft[0], "*2\r\n$4\r\npong\r\n$0\r\n\r\n"); /* PING's reply */
     fake_transport_push_rx_str(&h.ft[0], "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$5\r\nhello\r\n");
-    fake_transport_push_rx_str(&h.ft[0], "*4\r\n$8\r\npmessage\r\n$2\r\na*\r\n$2\r\nab\r\n$1\r\nz\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               "*4\r\n$8\r\npmessage\r\n$2\r\na*\r\n$2\r\nab\r\n$1\r\nz\r\n");
     node_harness_poll(&h);
     assert_int_equal(pr.n, 4);
     assert_int_equal(pr.type[0], ELK_RESP_ARRAY);
@@ -624,7 +635,8 @@ static void test_malformed_reply_drops_connection_then_reconnects(void **state)
     assert_int_equal(rec.status[2], ELK_E_DISCONNECTED);
     assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
     assert_int_equal(elk_node_stats(n)->last_error, ELK_E_RESP_PROTOCOL);
-    assert_true(fake_log_contains(&h.log, "bad reply, dropping the connection: ELK_E_RESP_PROTOCOL"));
+    assert_true(
+        fake_log_contains(&h.log, "bad reply, dropping the connection: ELK_E_RESP_PROTOCOL"));
     assert_true(next >= now + 50 && next <= now + 100);
     fake_clock_set(&h.clock, next);
     fake_transport_clear_rx(&h.ft[0]);
@@ -674,7 +686,8 @@ static void test_reply_with_too_many_elements(void **state)
     }
     node_harness_poll(&h);
     assert_int_equal(rec.n, 1);
-    assert_true(rec.status[0] == ELK_E_RESP_TOO_MANY_NODES || rec.status[0] == ELK_E_RESP_TOO_LARGE);
+    assert_true(rec.status[0] == ELK_E_RESP_TOO_MANY_NODES ||
+                rec.status[0] == ELK_E_RESP_TOO_LARGE);
     assert_int_equal(elk_node_state(n), ELK_NODE_BACKOFF);
 }
 

@@ -48,7 +48,8 @@ static void test_no_summary_without_new_attempts(void **state)
     uint64_t next = UINT64_MAX;
     (void)state;
     elkfw_nodelog_failed(&n, -41, 0, IV);
-    assert_false(elkfw_nodelog_summary_due(&n, IV, IV, &next)); /* only the first failure: said already */
+    assert_false(
+        elkfw_nodelog_summary_due(&n, IV, IV, &next)); /* only the first failure: said already */
     elkfw_nodelog_failed(&n, -41, IV + 1, IV);
     assert_true(elkfw_nodelog_summary_due(&n, 2 * IV, IV, &next));
     assert_int_equal(n.attempts, 2);

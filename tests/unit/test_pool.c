@@ -23,7 +23,8 @@ static void test_init_rejects_bad_arguments(void **state)
     assert_int_equal(elk_pool_init(&p, mem, sizeof mem, BLOCK, 0), ELK_E_INVALID_ARG);
     assert_int_equal(elk_pool_init(&p, mem, sizeof mem, 4, BLOCKS), ELK_E_INVALID_ARG);
     assert_int_equal(elk_pool_init(&p, mem, sizeof mem - 1, BLOCK, BLOCKS), ELK_E_INVALID_ARG);
-    assert_int_equal(elk_pool_init(&p, mem, sizeof mem, BLOCK, ELK_POOL_MAX_BLOCKS + 1), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_pool_init(&p, mem, sizeof mem, BLOCK, ELK_POOL_MAX_BLOCKS + 1),
+                     ELK_E_INVALID_ARG);
 }
 
 static void test_get_until_empty_then_reuse(void **state)

@@ -45,7 +45,8 @@ static int reset(void **state)
 
 static void test_reads_boottime(void **state)
 {
-    reset(state); /* here, not only in setup: a static build wraps the runner's own clock calls too */
+    reset(
+        state); /* here, not only in setup: a static build wraps the runner's own clock calls too */
     assert_int_equal(elk_posix_now_ms(), 5123u);
     assert_int_equal(g_calls, 1);
     assert_int_equal(g_ids[0], CLOCK_BOOTTIME);

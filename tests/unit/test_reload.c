@@ -107,7 +107,8 @@ static void test_node_list_and_restart_keys(void **state)
     elkfw_reload_plan_t p;
     (void)state;
     parse_with(&cur, NULL, NULL);
-    parse_with(&next, "[resource valve]", "[node d]\nhost = 127.0.0.1\nport = 7005\n[resource valve]");
+    parse_with(&next, "[resource valve]",
+               "[node d]\nhost = 127.0.0.1\nport = 7005\n[resource valve]");
     elkfw_reload_plan(&cur, &next, &p);
     assert_string_equal(p.fleet_key, "the node list");
     parse_with(&next, "socket = /run/x.sock", "socket = /run/y.sock");

@@ -28,7 +28,8 @@ static fixture_t fx;
 static void setup_reader(size_t cap, size_t max_nodes, size_t max_depth)
 {
     memset(&fx, 0, sizeof fx);
-    assert_int_equal(elk_resp_reader_init(&fx.r, fx.buf, cap, fx.nodes, max_nodes, max_depth), ELK_OK);
+    assert_int_equal(elk_resp_reader_init(&fx.r, fx.buf, cap, fx.nodes, max_nodes, max_depth),
+                     ELK_OK);
 }
 
 /* Feed all of s at once and return what next() says. */
@@ -81,8 +82,12 @@ static void test_simple_error_integer(void **state)
     static const struct {
         const char *in;
         int64_t v;
-    } ints[] = {{":0\r\n", 0}, {":1\r\n", 1}, {":-1\r\n", -1}, {":1234567\r\n", 1234567},
-                {":9223372036854775807\r\n", INT64_MAX}, {":-9223372036854775808\r\n", INT64_MIN}};
+    } ints[] = {{":0\r\n", 0},
+                {":1\r\n", 1},
+                {":-1\r\n", -1},
+                {":1234567\r\n", 1234567},
+                {":9223372036854775807\r\n", INT64_MAX},
+                {":-9223372036854775808\r\n", INT64_MIN}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         n = one(ints[i].in, strlen(ints[i].in));
         assert_int_equal(n->type, ELK_RESP_INTEGER);
@@ -182,8 +187,9 @@ static void test_bulk_and_nulls(void **state)
 static void test_resp3_scalars(void **state)
 {
     (void)state;
-    static const char *doubles[] = {"1.5", "0", "-0.25", "inf", "-inf", "+inf", "nan", "1e10",
-                                    "1.23E-5", "+3", "10.0e+3", "17976931348623157e292"};
+    static const char *doubles[] = {"1.5",     "0",    "-0.25",   "inf",
+                                    "-inf",    "+inf", "nan",     "1e10",
+                                    "1.23E-5", "+3",   "10.0e+3", "17976931348623157e292"};
     for (size_t i = 0; i < sizeof doubles / sizeof doubles[0]; i++) {
         char line[64];
         int m = snprintf(line, sizeof line, ",%s\r\n", doubles[i]);
@@ -315,7 +321,10 @@ typedef struct bad_case {
     int rc;
 } bad_case_t;
 
-#define BAD(lit, rc) {(lit), sizeof(lit) - 1u, (rc)}
+#define BAD(lit, rc)                                                                               \
+    {                                                                                              \
+        (lit), sizeof(lit) - 1u, (rc)                                                              \
+    }
 
 static void test_malformed(void **state)
 {
@@ -324,11 +333,11 @@ static void test_malformed(void **state)
         BAD("?\r\n", ELK_E_RESP_PROTOCOL),
         BAD("OK\r\n", ELK_E_RESP_PROTOCOL),
         BAD("\r\n", ELK_E_RESP_PROTOCOL),
-        BAD("+OK\n", ELK_E_RESP_PROTOCOL),       /* bare LF */
+        BAD("+OK\n", ELK_E_RESP_PROTOCOL), /* bare LF */
         BAD("+O\nK\r\n", ELK_E_RESP_PROTOCOL),
-        BAD("+OK\rX", ELK_E_RESP_PROTOCOL),      /* CR not followed by LF */
+        BAD("+OK\rX", ELK_E_RESP_PROTOCOL), /* CR not followed by LF */
         BAD(":\r\n", ELK_E_RESP_LENGTH),
-        BAD(":01\r\n", ELK_E_RESP_LENGTH),       /* leading zero */
+        BAD(":01\r\n", ELK_E_RESP_LENGTH), /* leading zero */
         BAD(":-0\r\n", ELK_E_RESP_LENGTH),
         BAD(":+1\r\n", ELK_E_RESP_LENGTH),
         BAD(":-\r\n", ELK_E_RESP_LENGTH),
@@ -337,7 +346,7 @@ static void test_malformed(void **state)
         BAD(":9223372036854775808\r\n", ELK_E_RESP_LENGTH),  /* INT64_MAX + 1 */
         BAD(":-9223372036854775809\r\n", ELK_E_RESP_LENGTH), /* INT64_MIN - 1 */
         BAD(":99999999999999999999\r\n", ELK_E_RESP_LENGTH),
-        BAD(":123456789012345678901", ELK_E_RESP_LENGTH),     /* too long for any int64, no CR yet */
+        BAD(":123456789012345678901", ELK_E_RESP_LENGTH), /* too long for any int64, no CR yet */
         BAD("$-2\r\n", ELK_E_RESP_LENGTH),
         BAD("$01\r\na\r\n", ELK_E_RESP_LENGTH),
         BAD("$+1\r\na\r\n", ELK_E_RESP_LENGTH),
@@ -345,7 +354,7 @@ static void test_malformed(void **state)
         BAD("$3\r\nabcd\r\n", ELK_E_RESP_LENGTH),   /* body longer than declared */
         BAD("$3\r\nab\r\n\r\n", ELK_E_RESP_LENGTH), /* shorter: CR LF not where declared */
         BAD("$3\r\nabc\n\r", ELK_E_RESP_LENGTH),
-        BAD("!-1\r\n", ELK_E_RESP_LENGTH),          /* null only where RESP has one */
+        BAD("!-1\r\n", ELK_E_RESP_LENGTH), /* null only where RESP has one */
         BAD("=-1\r\n", ELK_E_RESP_LENGTH),
         BAD("%-1\r\n", ELK_E_RESP_LENGTH),
         BAD("~-1\r\n", ELK_E_RESP_LENGTH),
@@ -354,7 +363,7 @@ static void test_malformed(void **state)
         BAD("*-2\r\n", ELK_E_RESP_LENGTH),
         BAD("*1x\r\n", ELK_E_RESP_LENGTH),
         BAD("_x\r\n", ELK_E_RESP_PROTOCOL),
-        BAD("_xy", ELK_E_RESP_PROTOCOL),         /* known bad before any CR arrives */
+        BAD("_xy", ELK_E_RESP_PROTOCOL), /* known bad before any CR arrives */
         BAD("#x\r\n", ELK_E_RESP_PROTOCOL),
         BAD("#\r\n", ELK_E_RESP_PROTOCOL),
         BAD("#tt\r\n", ELK_E_RESP_PROTOCOL),
@@ -486,7 +495,8 @@ static void test_too_large(void **state)
     assert_int_equal(PARSE("+abcdef\r"), ELK_E_RESP_TOO_LARGE);
     /* feed itself refuses bytes beyond the free space, taking none of them. */
     setup_reader(8, MAXN, 8);
-    assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)"+abcdefgh", 9), ELK_E_RESP_TOO_LARGE);
+    assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)"+abcdefgh", 9),
+                     ELK_E_RESP_TOO_LARGE);
     assert_int_equal(fx.r.len, 0);
     /* ... counting what it already holds: 5 unread bytes leave room for 3, not 8. */
     setup_reader(8, MAXN, 8);
@@ -653,25 +663,24 @@ static void test_lazy_compaction(void **state)
 /* ------------------------------------------------------------ fragmentation */
 
 /* A stream of replies of every type, as a lock client sees them (and some more). */
-static const char stream[] =
-    "+OK\r\n"
-    ":1\r\n"
-    "$-1\r\n"
-    "$32\r\n0123456789abcdef0123456789abcdef\r\n"
-    "-NOSCRIPT No matching script. Please use EVAL.\r\n"
-    "*3\r\n:7\r\n$-1\r\n*2\r\n+a\r\n$0\r\n\r\n"
-    "*-1\r\n"
-    "_\r\n"
-    ",3.25e-2\r\n"
-    "#t\r\n"
-    "!10\r\nERR failed\r\n"
-    "=9\r\ntxt:a\r\nb\r\r\n"
-    "(-123456789012345678901234567890\r\n"
-    "%2\r\n$4\r\nrole\r\n+master\r\n+id\r\n:-9223372036854775808\r\n"
-    "~2\r\n:1\r\n:2\r\n"
-    "|1\r\n+ttl\r\n:30\r\n>3\r\n+message\r\n+ch\r\n$4\r\n\r\n\r\n\r\n"
-    "*2\r\n|0\r\n%0\r\n~0\r\n"
-    ":9223372036854775807\r\n";
+static const char stream[] = "+OK\r\n"
+                             ":1\r\n"
+                             "$-1\r\n"
+                             "$32\r\n0123456789abcdef0123456789abcdef\r\n"
+                             "-NOSCRIPT No matching script. Please use EVAL.\r\n"
+                             "*3\r\n:7\r\n$-1\r\n*2\r\n+a\r\n$0\r\n\r\n"
+                             "*-1\r\n"
+                             "_\r\n"
+                             ",3.25e-2\r\n"
+                             "#t\r\n"
+                             "!10\r\nERR failed\r\n"
+                             "=9\r\ntxt:a\r\nb\r\r\n"
+                             "(-123456789012345678901234567890\r\n"
+                             "%2\r\n$4\r\nrole\r\n+master\r\n+id\r\n:-9223372036854775808\r\n"
+                             "~2\r\n:1\r\n:2\r\n"
+                             "|1\r\n+ttl\r\n:30\r\n>3\r\n+message\r\n+ch\r\n$4\r\n\r\n\r\n\r\n"
+                             "*2\r\n|0\r\n%0\r\n~0\r\n"
+                             ":9223372036854775807\r\n";
 
 /* One line per reply: every field that a reply carries, strings in hex. */
 static size_t transcript(const elk_resp_reply_t *rep, char *out, size_t cap)
@@ -703,7 +712,8 @@ static int run_split(const char *data, size_t len, const size_t *cut, size_t ncu
     out[0] = 0;
     for (size_t c = 0; c <= ncut; c++) {
         size_t to = c < ncut ? cut[c] : len;
-        assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)data + from, to - from), ELK_OK);
+        assert_int_equal(elk_resp_reader_feed(&fx.r, (const uint8_t *)data + from, to - from),
+                         ELK_OK);
         from = to;
         while ((rc = elk_resp_reader_next(&fx.r, &fx.reply)) == 1) {
             o += transcript(&fx.reply, out + o, cap - o);
@@ -768,14 +778,16 @@ static void test_errors_same_when_split(void **state)
         BAD("+OK\r\n*2\r\n:1\r\n:01\r\n", ELK_E_RESP_LENGTH),
         BAD("+OK\r\n$3\r\nabcd\r\n", ELK_E_RESP_LENGTH),
         BAD(":1\r\n+a\nb\r\n", ELK_E_RESP_PROTOCOL),
-        BAD(":1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", ELK_E_RESP_TOO_DEEP),
+        BAD(":1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
+            ELK_E_RESP_TOO_DEEP),
         BAD("+OK\r\n$999999\r\n", ELK_E_RESP_TOO_LARGE),
         BAD("#t\r\n:12345678901234567890123\r\n", ELK_E_RESP_LENGTH),
     };
     static size_t cut[64];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len = cases[i].len;
-        assert_int_equal(run_split(cases[i].in, len, NULL, 0, whole_out, sizeof whole_out), cases[i].rc);
+        assert_int_equal(run_split(cases[i].in, len, NULL, 0, whole_out, sizeof whole_out),
+                         cases[i].rc);
         for (size_t a = 1; a < len; a++) {
             cut[0] = a;
             assert_int_equal(run_split(cases[i].in, len, cut, 1, split_out, sizeof split_out),

@@ -63,10 +63,12 @@ static void test_format_int_matches_printf(void **state)
 static void test_encode_command_exact(void **state)
 {
     (void)state;
-    const elk_resp_arg_t argv[] = {
-        ELK_RESP_ARG_STR("SET"), elk_resp_arg_cstr("lock{valve}"),
-        elk_resp_arg_bytes((const uint8_t *)"a\r\nb\0c", 6), ELK_RESP_ARG_STR("NX"),
-        ELK_RESP_ARG_STR("PX"), elk_resp_arg_int(30000)};
+    const elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("SET"),
+                                   elk_resp_arg_cstr("lock{valve}"),
+                                   elk_resp_arg_bytes((const uint8_t *)"a\r\nb\0c", 6),
+                                   ELK_RESP_ARG_STR("NX"),
+                                   ELK_RESP_ARG_STR("PX"),
+                                   elk_resp_arg_int(30000)};
     static const char want[] = "*6\r\n$3\r\nSET\r\n$11\r\nlock{valve}\r\n$6\r\na\r\nb\0c\r\n"
                                "$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n";
     uint8_t buf[128];
@@ -137,15 +139,16 @@ static void test_encode_command_matches_writer(void **state)
 {
     (void)state;
     static uint8_t body[1100];
-    static const int64_t ints[] = {0, 7, -7, 9, 10, 99, 100, 123456789, 1234567890,
-                                   -1234567890, INT64_MAX, INT64_MIN};
+    static const int64_t ints[] = {0,   7,         -7,         9,           10,        99,
+                                   100, 123456789, 1234567890, -1234567890, INT64_MAX, INT64_MIN};
     for (size_t i = 0; i < sizeof body; i++) {
         body[i] = (uint8_t)('a' + i % 26u);
     }
     for (size_t len = 0; len < sizeof body; len += len < 120u ? 1u : 97u) {
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-            const elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("EVALSHA"), elk_resp_arg_bytes(body, len),
-                                           elk_resp_arg_int(ints[k]), elk_resp_arg_bytes(body, len % 13u),
+            const elk_resp_arg_t argv[] = {ELK_RESP_ARG_STR("EVALSHA"),
+                                           elk_resp_arg_bytes(body, len), elk_resp_arg_int(ints[k]),
+                                           elk_resp_arg_bytes(body, len % 13u),
                                            elk_resp_arg_int(ints[(k + 5u) % 12u])};
             static uint8_t want[1400];
             static uint8_t got[1400 + 8];

@@ -30,8 +30,8 @@ size_t fuzz_resp_decode_check(const uint8_t *in, size_t size, int *rc);
 
 /* Its parameter bytes: buffer capacity index (7, 16, 64, 300, 1024, 4096, ...), node limit
  * index (1, 2, 4, 16, 64, ...), depth 1..16. Returns the replies; *rc the final code. */
-static size_t agree(const uint8_t *s, size_t len, unsigned cap_i, unsigned nodes_i,
-                    unsigned depth, int *rc)
+static size_t agree(const uint8_t *s, size_t len, unsigned cap_i, unsigned nodes_i, unsigned depth,
+                    int *rc)
 {
     static uint8_t in[4 + 4096];
     assert_true(len <= sizeof in - 4u && cap_i < 8u && nodes_i < 8u && depth >= 1u && depth <= 16u);
@@ -49,17 +49,73 @@ static size_t agree(const uint8_t *s, size_t len, unsigned cap_i, unsigned nodes
 /* Pieces that sit right next to a fast-path decision: digit counts around 1, 2, 8 and 16,
  * leading zeros, signs, missing or bare CR/LF, null forms, bulk bodies one byte off. */
 static const char *const pieces[] = {
-    "+OK\r\n", "+O\r\n", "+OK\r", "+OK\n", "+OKK\r\n", "+\r\n", "-ERR x\r\n",
-    "-NOSCRIPT No matching script. Please use EVAL.\r\n", ":0\r\n", ":1\r\n", ":9\r\n", ":a\r\n",
-    ":-\r\n", ":-1\r\n", ":-0\r\n", ":00\r\n", ":01\r\n", ":10\r\n", ":42\r\n", ":1234567\r\n",
-    ":12345678\r\n", ":123456789\r\n", ":1234567890123456\r\n", ":12345678901234567\r\n",
-    ":0123456789\r\n", ":9223372036854775807\r\n", ":9223372036854775808\r\n", ":1\r", ":1\n",
-    ":\r\n", ":1x\r\n", "$-1\r\n", "$-2\r\n", "$-1\r", "$-10\r\n", "$0\r\n\r\n", "$1\r\nx\r\n",
-    "$2\r\nxy\r\n", "$32\r\n0123456789abcdef0123456789abcdef\r\n", "$3\r\nab\r\n",
-    "$3\r\nabcd\r\n", "$03\r\nabc\r\n", "$10\r\n0123456789\r\n", "$100\r\n", "*0\r\n", "*-1\r\n",
-    "*1\r\n", "*2\r\n", "*3\r\n", "*10\r\n", "*01\r\n", "_\r\n", "#t\r\n", ",1.5\r\n", "%1\r\n",
-    "~1\r\n", ">1\r\n", "|1\r\n", "(123\r\n", "=7\r\ntxt:abc\r\n", "\r\n", "x", "\r", "\n",
-    "*2\r\n:1\r\n:12345678\r\n", "*2\r\n$-1\r\n+OK\r\n", "*1\r\n*1\r\n:1\r\n",
+    "+OK\r\n",
+    "+O\r\n",
+    "+OK\r",
+    "+OK\n",
+    "+OKK\r\n",
+    "+\r\n",
+    "-ERR x\r\n",
+    "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+    ":0\r\n",
+    ":1\r\n",
+    ":9\r\n",
+    ":a\r\n",
+    ":-\r\n",
+    ":-1\r\n",
+    ":-0\r\n",
+    ":00\r\n",
+    ":01\r\n",
+    ":10\r\n",
+    ":42\r\n",
+    ":1234567\r\n",
+    ":12345678\r\n",
+    ":123456789\r\n",
+    ":1234567890123456\r\n",
+    ":12345678901234567\r\n",
+    ":0123456789\r\n",
+    ":9223372036854775807\r\n",
+    ":9223372036854775808\r\n",
+    ":1\r",
+    ":1\n",
+    ":\r\n",
+    ":1x\r\n",
+    "$-1\r\n",
+    "$-2\r\n",
+    "$-1\r",
+    "$-10\r\n",
+    "$0\r\n\r\n",
+    "$1\r\nx\r\n",
+    "$2\r\nxy\r\n",
+    "$32\r\n0123456789abcdef0123456789abcdef\r\n",
+    "$3\r\nab\r\n",
+    "$3\r\nabcd\r\n",
+    "$03\r\nabc\r\n",
+    "$10\r\n0123456789\r\n",
+    "$100\r\n",
+    "*0\r\n",
+    "*-1\r\n",
+    "*1\r\n",
+    "*2\r\n",
+    "*3\r\n",
+    "*10\r\n",
+    "*01\r\n",
+    "_\r\n",
+    "#t\r\n",
+    ",1.5\r\n",
+    "%1\r\n",
+    "~1\r\n",
+    ">1\r\n",
+    "|1\r\n",
+    "(123\r\n",
+    "=7\r\ntxt:abc\r\n",
+    "\r\n",
+    "x",
+    "\r",
+    "\n",
+    "*2\r\n:1\r\n:12345678\r\n",
+    "*2\r\n$-1\r\n+OK\r\n",
+    "*1\r\n*1\r\n:1\r\n",
 };
 #define N_PIECES (sizeof pieces / sizeof pieces[0])
 
@@ -149,7 +205,8 @@ static void test_random_streams_agree(void **state)
     int rc;
     /* Mostly pieces that are whole replies on their own, so most streams run long. */
     for (size_t i = 0; i < N_PIECES; i++) {
-        if (agree((const uint8_t *)pieces[i], strlen(pieces[i]), CAP_4096, NODES_64, 4, &rc) == 1u &&
+        if (agree((const uint8_t *)pieces[i], strlen(pieces[i]), CAP_4096, NODES_64, 4, &rc) ==
+                1u &&
             rc == 0) {
             valid[n_valid++] = i;
         }
@@ -159,8 +216,8 @@ static void test_random_streams_agree(void **state)
         size_t len = 0;
         int count = 1 + (int)(rng() % 12u);
         for (int k = 0; k < count; k++) {
-            const char *p = rng() % 8u != 0u ? pieces[valid[rng() % n_valid]]
-                                               : pieces[rng() % N_PIECES];
+            const char *p =
+                rng() % 8u != 0u ? pieces[valid[rng() % n_valid]] : pieces[rng() % N_PIECES];
             size_t n = strlen(p);
             if (len + n > sizeof s) {
                 break;

@@ -115,7 +115,8 @@ static void test_stop_sequence(void **state)
     elkfw_sup_stop(&sup, t0, 200, true);
     assert_int_equal(sup.stage, ELKFW_SUP_TERM_SENT);
     usleep(50000);
-    assert_int_equal(elkfw_sup_step(&sup, t0 + 100, &next), ELKFW_SUP_STOPPING); /* stubborn: still there */
+    assert_int_equal(elkfw_sup_step(&sup, t0 + 100, &next),
+                     ELKFW_SUP_STOPPING); /* stubborn: still there */
     assert_true(next <= t0 + 200);
     assert_int_equal(sup.stage, ELKFW_SUP_TERM_SENT);
     assert_int_equal(elkfw_sup_step(&sup, t0 + 200, &next), ELKFW_SUP_STOPPING);
@@ -139,7 +140,8 @@ static void test_give_up_after_the_bound(void **state)
     sup.stage = ELKFW_SUP_KILL_SENT;
     sup.give_up_at = t0 + 100;
     kill(child, SIGSTOP);
-    assert_int_equal(elkfw_sup_step(&sup, t0 + 100 + ELKFW_SUP_KILL_GRACE_MS, &next), ELKFW_SUP_GIVE_UP);
+    assert_int_equal(elkfw_sup_step(&sup, t0 + 100 + ELKFW_SUP_KILL_GRACE_MS, &next),
+                     ELKFW_SUP_GIVE_UP);
     assert_int_equal(sup.stage, ELKFW_SUP_GAVE_UP);
     assert_int_equal(elkfw_sup_step(&sup, t0 + 5000, &next), ELKFW_SUP_IDLE); /* reported once */
     kill(child, SIGKILL);

@@ -15,8 +15,8 @@
 
 #include "elkfw/conf.h"
 
-#define ELKFW_ALLOW_MAX 16       /* users, and groups, one resource may list */
-#define ELKFW_PEER_GROUPS 64     /* supplementary groups of a peer that are looked at */
+#define ELKFW_ALLOW_MAX 16   /* users, and groups, one resource may list */
+#define ELKFW_PEER_GROUPS 64 /* supplementary groups of a peer that are looked at */
 
 /* One resource's allow lists, resolved to ids. open: no list, every peer may take it. */
 typedef struct elkfw_allow {
@@ -31,10 +31,10 @@ typedef struct elkfw_allow {
 typedef struct elkfw_peer {
     pid_t pid;
     uid_t uid;
-    gid_t gid;                   /* primary group */
+    gid_t gid; /* primary group */
     gid_t groups[ELKFW_PEER_GROUPS];
-    size_t n_groups;             /* supplementary groups (SO_PEERGROUPS; 0 if unsupported) */
-    char exe[128];               /* /proc/<pid>/exe at accept, or "?" (another user's, unreadable) */
+    size_t n_groups; /* supplementary groups (SO_PEERGROUPS; 0 if unsupported) */
+    char exe[128];   /* /proc/<pid>/exe at accept, or "?" (another user's, unreadable) */
 } elkfw_peer_t;
 
 /* Resolve every resource's allow_users / allow_groups of c (names through the user and

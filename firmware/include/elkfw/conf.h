@@ -19,20 +19,24 @@
 #include "elk/err.h"
 #include "elk/lock.h"
 
-#define ELKFW_NAME_MAX 64         /* node and resource names, including the NUL */
-#define ELKFW_STR_MAX 256         /* host, paths, user, password, server name */
-#define ELKFW_SOCKET_MAX 108      /* sun_path size on Linux */
+#define ELKFW_NAME_MAX 64    /* node and resource names, including the NUL */
+#define ELKFW_STR_MAX 256    /* host, paths, user, password, server name */
+#define ELKFW_SOCKET_MAX 108 /* sun_path size on Linux */
 #define ELKFW_MAX_RESOURCES 32
 #define ELKFW_PREFIX_MAX 64
-#define ELKFW_ERR_MAX 512         /* size of an error message buffer that always fits */
+#define ELKFW_ERR_MAX 512 /* size of an error message buffer that always fits */
 
 typedef enum { ELKFW_MODE_SINGLE = 0, ELKFW_MODE_REDLOCK = 1 } elkfw_mode_t;
 typedef enum { ELKFW_LOG_STDERR = 0, ELKFW_LOG_SYSLOG = 1 } elkfw_log_target_t;
-typedef enum { ELKFW_SAFETY_WARN = 0, ELKFW_SAFETY_REFUSE = 1, ELKFW_SAFETY_OFF = 2 } elkfw_safety_t;
+typedef enum {
+    ELKFW_SAFETY_WARN = 0,
+    ELKFW_SAFETY_REFUSE = 1,
+    ELKFW_SAFETY_OFF = 2
+} elkfw_safety_t;
 
 /* TLS settings; in [fleet] they are the defaults every node inherits. */
 typedef struct elkfw_tls_conf {
-    int on;                        /* 1 on, 0 off, -1 not set (inherit) */
+    int on; /* 1 on, 0 off, -1 not set (inherit) */
     char ca[ELKFW_STR_MAX];
     char cert[ELKFW_STR_MAX];
     char key[ELKFW_STR_MAX];
@@ -41,27 +45,27 @@ typedef struct elkfw_tls_conf {
 typedef struct elkfw_node_conf {
     char name[ELKFW_NAME_MAX];
     char host[ELKFW_STR_MAX];
-    uint16_t port;                 /* default 6379 */
+    uint16_t port; /* default 6379 */
     elkfw_tls_conf_t tls;
     char server_name[ELKFW_STR_MAX]; /* SNI + certificate name; empty: host */
     char user[ELKFW_STR_MAX];
     char password[ELKFW_STR_MAX];
     char password_file[ELKFW_STR_MAX]; /* read by elkfw_conf_load into password */
     uint32_t db;
-    uint32_t connect_timeout_ms;   /* 0: [fleet] default */
+    uint32_t connect_timeout_ms; /* 0: [fleet] default */
     uint32_t request_timeout_ms;
-    int line;                      /* line of the section header, for messages */
+    int line; /* line of the section header, for messages */
     int password_file_line;
 } elkfw_node_conf_t;
 
 typedef struct elkfw_resource_conf {
     char name[ELKFW_NAME_MAX];
     uint32_t ttl_ms;
-    uint32_t renew_fraction_ppm;   /* renew after this share of the ttl (1e6 = all of it) */
-    uint32_t stop_margin_ms;       /* time the actuator needs to reach its safe state */
+    uint32_t renew_fraction_ppm; /* renew after this share of the ttl (1e6 = all of it) */
+    uint32_t stop_margin_ms;     /* time the actuator needs to reach its safe state */
     uint32_t min_validity_ms;
-    uint32_t max_hold_ms;          /* 0: unlimited */
-    uint32_t max_renewals;         /* 0: unlimited */
+    uint32_t max_hold_ms;  /* 0: unlimited */
+    uint32_t max_renewals; /* 0: unlimited */
     bool fencing;
     uint32_t wait_min_ms, wait_max_ms; /* random retry delay range while waiting */
     bool release_channel;
@@ -76,20 +80,20 @@ typedef struct elkfw_resource_conf {
 
 typedef struct elkfw_agent_conf {
     char socket_path[ELKFW_SOCKET_MAX];
-    uint32_t socket_mode;          /* permission bits of the socket (default 0660) */
+    uint32_t socket_mode;              /* permission bits of the socket (default 0660) */
     char socket_group[ELKFW_NAME_MAX]; /* group name or gid; empty: elkd's own group */
-    uint32_t max_clients_per_uid;  /* 0: half of elkd's client slots */
+    uint32_t max_clients_per_uid;      /* 0: half of elkd's client slots */
     int socket_group_line;
     elkfw_log_target_t log_target;
-    int log_level;                 /* ELK_LOG_ERROR..ELK_LOG_DEBUG */
+    int log_level; /* ELK_LOG_ERROR..ELK_LOG_DEBUG */
     elkfw_safety_t safety_check;
-    uint32_t log_summary_ms;       /* a node still down is summed up at most this often */
+    uint32_t log_summary_ms;          /* a node still down is summed up at most this often */
     char metrics_file[ELKFW_STR_MAX]; /* Prometheus text file, rewritten atomically; "": none */
-    uint32_t metrics_interval_ms;  /* how often metrics_file is rewritten */
+    uint32_t metrics_interval_ms;     /* how often metrics_file is rewritten */
 } elkfw_agent_conf_t;
 
 typedef struct elkfw_conf {
-    char path[ELKFW_STR_MAX];      /* file name used in messages */
+    char path[ELKFW_STR_MAX]; /* file name used in messages */
     /* [fleet] */
     elkfw_mode_t mode;
     char gateway_id[CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1]; /* empty: elkd uses the host name */
@@ -116,8 +120,8 @@ void elkfw_conf_defaults(elkfw_conf_t *c);
  * messages) into c, then check it as a whole (node count for the mode, margins that
  * leave validity, ...). No I/O: password_file is recorded, not read. Returns ELK_OK,
  * or ELK_E_CONFIG with the reason in err (always NUL-terminated, errlen >= 1). */
-int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, size_t len,
-                     char *err, size_t errlen);
+int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, size_t len, char *err,
+                     size_t errlen);
 
 /* Read path, parse it and read every password_file. Same result contract. */
 int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen);
@@ -136,13 +140,15 @@ size_t elkfw_resource_name_max(const elkfw_conf_t *c);
 
 /* The lease engine's settings for resource r of c (the conversion elkd uses, and that the
  * file's check runs elk_lock_config_explain on, so both apply one safety rule). */
-void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r, elk_lock_config_t *out);
+void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r,
+                                elk_lock_config_t *out);
 
 /* True if host (NUL-terminated) is a numeric IPv4 or IPv6 address. */
 bool elkfw_host_is_ip(const char *host);
 
 /* Find a resource by name (len bytes); NULL if not configured. */
-const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name, size_t len);
+const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name,
+                                                 size_t len);
 
 /* Names for enums, for status and messages. */
 const char *elkfw_mode_name(elkfw_mode_t m);

@@ -21,18 +21,19 @@
  * configuration (per resource at most ~330 bytes, per node ~330 plus its host name). A
  * client's receive buffer of this size holds any line; elkd sizes its per-client output
  * queue from it. */
-#define ELK_CTL_REPLY_MAX \
-    (512u + CONFIG_ELK_GATEWAY_ID_MAX_LEN + ELKFW_MAX_RESOURCES * 384u + CONFIG_ELK_MAX_NODES * (384u + ELKFW_STR_MAX))
+#define ELK_CTL_REPLY_MAX                                                                          \
+    (512u + CONFIG_ELK_GATEWAY_ID_MAX_LEN + ELKFW_MAX_RESOURCES * 384u +                           \
+     CONFIG_ELK_MAX_NODES * (384u + ELKFW_STR_MAX))
 
 typedef enum elkfw_ctl_cmd {
-    ELKFW_CTL_ACQUIRE = 1, /* ACQUIRE <resource> [<wait>] */
-    ELKFW_CTL_RELEASE,     /* RELEASE <resource> */
-    ELKFW_CTL_STATUS,      /* STATUS */
-    ELKFW_CTL_STATUS_JSON, /* STATUS JSON */
-    ELKFW_CTL_PING,        /* PING */
-    ELKFW_CTL_HELP,        /* HELP */
-    ELKFW_CTL_QUIT,        /* QUIT */
-    ELKFW_CTL_SUPERVISE,   /* SUPERVISE <resource> <pgid> */
+    ELKFW_CTL_ACQUIRE = 1,   /* ACQUIRE <resource> [<wait>] */
+    ELKFW_CTL_RELEASE,       /* RELEASE <resource> */
+    ELKFW_CTL_STATUS,        /* STATUS */
+    ELKFW_CTL_STATUS_JSON,   /* STATUS JSON */
+    ELKFW_CTL_PING,          /* PING */
+    ELKFW_CTL_HELP,          /* HELP */
+    ELKFW_CTL_QUIT,          /* QUIT */
+    ELKFW_CTL_SUPERVISE,     /* SUPERVISE <resource> <pgid> */
     ELKFW_CTL_STATUS_METRICS /* STATUS METRICS: "OK METRICS <n>" then n lines (Prometheus text) */
 } elkfw_ctl_cmd_t;
 

@@ -44,8 +44,9 @@ bool elkfw_lease_parse(const char *buf, size_t len, uint64_t *token, uint64_t *d
  * *file_token and *deadline_ms (either may be NULL) get the parsed values (0 when
  * malformed) for the caller's message. Checks in order: malformed, ended, token,
  * expired. */
-elkfw_lease_verdict_t elkfw_lease_judge(const char *buf, size_t len, uint64_t token, uint64_t now_ms,
-                                        uint64_t *file_token, uint64_t *deadline_ms);
+elkfw_lease_verdict_t elkfw_lease_judge(const char *buf, size_t len, uint64_t token,
+                                        uint64_t now_ms, uint64_t *file_token,
+                                        uint64_t *deadline_ms);
 
 /* Write the line for (token, deadline_ms) into buf (cap bytes, NUL-terminated).
  * Returns its length without the NUL, or 0 if cap is too small. For the writer

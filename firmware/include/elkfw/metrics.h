@@ -26,24 +26,24 @@ typedef struct elkfw_hist {
 } elkfw_hist_t;
 
 typedef struct elkfw_causes {
-    int err[ELKFW_CAUSES_MAX];     /* 0: free slot */
+    int err[ELKFW_CAUSES_MAX]; /* 0: free slot */
     uint64_t n[ELKFW_CAUSES_MAX];
 } elkfw_causes_t;
 
 typedef struct elkfw_res_metrics {
-    uint64_t grants, refusals;     /* ACQUIRE answered with a lease / with an error */
+    uint64_t grants, refusals; /* ACQUIRE answered with a lease / with an error */
     uint64_t renewals_ok, renewals_failed;
-    elkfw_causes_t losses;         /* by LOST cause */
-    elkfw_hist_t wait;             /* ACQUIRE to grant */
-    elkfw_hist_t hold;             /* grant to release or loss */
-    elkfw_hist_t renew_round;      /* slowest reply of each confirmed renewal round */
-    elkfw_hist_t validity_left;    /* validity after each confirmed renewal */
+    elkfw_causes_t losses;      /* by LOST cause */
+    elkfw_hist_t wait;          /* ACQUIRE to grant */
+    elkfw_hist_t hold;          /* grant to release or loss */
+    elkfw_hist_t renew_round;   /* slowest reply of each confirmed renewal round */
+    elkfw_hist_t validity_left; /* validity after each confirmed renewal */
 } elkfw_res_metrics_t;
 
 typedef struct elkfw_node_metrics {
-    elkfw_causes_t failures;       /* connection failures by error */
-    uint64_t votes_denied;         /* round replies not counted: the server failed the safety check */
-    elkfw_hist_t rtt;              /* every reply in a lease round */
+    elkfw_causes_t failures; /* connection failures by error */
+    uint64_t votes_denied;   /* round replies not counted: the server failed the safety check */
+    elkfw_hist_t rtt;        /* every reply in a lease round */
 } elkfw_node_metrics_t;
 
 void elkfw_hist_add(elkfw_hist_t *h, uint64_t ms);

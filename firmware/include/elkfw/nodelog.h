@@ -12,11 +12,11 @@
 #include <stdint.h>
 
 typedef struct elkfw_nodelog {
-    bool down;             /* a failure was reported and the node has not been ready since */
+    bool down; /* a failure was reported and the node has not been ready since */
     uint64_t down_since;
     uint64_t next_summary;
-    uint32_t attempts;     /* failed attempts since it went down */
-    uint32_t summarized;   /* attempts already in a summary */
+    uint32_t attempts;   /* failed attempts since it went down */
+    uint32_t summarized; /* attempts already in a summary */
     int last_err;
 } elkfw_nodelog_t;
 
@@ -32,6 +32,7 @@ bool elkfw_nodelog_quiet(const elkfw_nodelog_t *n);
 
 /* True if a "still down" summary is due at now (new attempts since the last one and the
  * interval passed); marks it given. Lowers *next to the next time to ask. */
-bool elkfw_nodelog_summary_due(elkfw_nodelog_t *n, uint64_t now, uint32_t interval_ms, uint64_t *next);
+bool elkfw_nodelog_summary_due(elkfw_nodelog_t *n, uint64_t now, uint32_t interval_ms,
+                               uint64_t *next);
 
 #endif /* ELKFW_NODELOG_H */

@@ -19,11 +19,11 @@
 #include <sys/un.h>
 
 typedef struct elkfw_notify {
-    int fd;                       /* -1: no manager to tell */
+    int fd; /* -1: no manager to tell */
     struct sockaddr_un addr;
     socklen_t addr_len;
-    uint32_t watchdog_ms;         /* ping interval (half of $WATCHDOG_USEC), 0: no watchdog */
-    uint64_t next_ping;           /* caller's clock ms of the next WATCHDOG=1 */
+    uint32_t watchdog_ms; /* ping interval (half of $WATCHDOG_USEC), 0: no watchdog */
+    uint64_t next_ping;   /* caller's clock ms of the next WATCHDOG=1 */
 } elkfw_notify_t;
 
 /* Read $NOTIFY_SOCKET, $WATCHDOG_USEC and $WATCHDOG_PID (the watchdog is ours only if it

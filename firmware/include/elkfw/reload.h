@@ -26,10 +26,10 @@
 #include "elkfw/conf.h"
 
 typedef struct elkfw_reload_plan {
-    const char *fleet_key;    /* first changed key that alters the quorum, NULL if none */
-    const char *restart_key;  /* first changed key only a restart applies, NULL if none */
+    const char *fleet_key;   /* first changed key that alters the quorum, NULL if none */
+    const char *restart_key; /* first changed key only a restart applies, NULL if none */
     bool log_level_changed;
-    bool drift_changed;       /* drift_factor or drift_fixed: every resource's lock settings */
+    bool drift_changed; /* drift_factor or drift_fixed: every resource's lock settings */
     size_t added, changed, removed; /* resources */
 } elkfw_reload_plan_t;
 
@@ -41,12 +41,14 @@ typedef enum elkfw_res_change {
 } elkfw_res_change_t;
 
 /* Compare the running configuration cur with next; fills *plan. Both stay unchanged. */
-void elkfw_reload_plan(const elkfw_conf_t *cur, const elkfw_conf_t *next, elkfw_reload_plan_t *plan);
+void elkfw_reload_plan(const elkfw_conf_t *cur, const elkfw_conf_t *next,
+                       elkfw_reload_plan_t *plan);
 
 /* How resource name (NUL-terminated) changes from cur to next: SAME, CHANGED (a key of it,
  * or the fleet's drift settings, differ), ADDED (only in next) or REMOVED (only in cur).
  * SAME for a name in neither. */
-elkfw_res_change_t elkfw_reload_resource(const elkfw_conf_t *cur, const elkfw_conf_t *next, const char *name);
+elkfw_res_change_t elkfw_reload_resource(const elkfw_conf_t *cur, const elkfw_conf_t *next,
+                                         const char *name);
 
 /* True if two resource sections give a lease the same settings (names and line numbers
  * are not compared). */

@@ -33,7 +33,7 @@ typedef enum elkfw_sup_stage {
 } elkfw_sup_stage_t;
 
 typedef struct elkfw_sup {
-    pid_t pgid;          /* 0: none */
+    pid_t pgid; /* 0: none */
     elkfw_sup_stage_t stage;
     uint64_t kill_at;    /* TERM_SENT: when to send SIGKILL */
     uint64_t give_up_at; /* TERM_SENT, KILL_SENT: when to stop waiting for the group */

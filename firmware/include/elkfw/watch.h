@@ -17,7 +17,8 @@
 /* Draw one frame to out from n STATUS lines (NUL-terminated, without '\n'). tty: clear
  * the screen first and draw the validity bars with block characters; otherwise plain
  * ASCII lines and a blank line after the frame. clock_text is shown in the header. */
-void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty, const char *clock_text);
+void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty,
+                        const char *clock_text);
 
 /* The value of key in one "kind key=value ..." line, copied to buf (cap bytes, always
  * NUL-terminated); false (buf "") if the key is not there. */

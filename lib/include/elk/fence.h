@@ -80,10 +80,10 @@ typedef struct elk_fence_storage {
 typedef struct elk_fence {
     /* Internal: read through the functions below. */
     elk_fence_storage_t storage;
-    uint64_t highest;     /* highest token known to be durable */
-    bool loaded;          /* false: must (re)load from storage before deciding */
-    bool held;            /* between a successful elk_fence_begin and elk_fence_end */
-    int storage_err;      /* last error the storage callbacks returned, ELK_OK if none */
+    uint64_t highest; /* highest token known to be durable */
+    bool loaded;      /* false: must (re)load from storage before deciding */
+    bool held;        /* between a successful elk_fence_begin and elk_fence_end */
+    int storage_err;  /* last error the storage callbacks returned, ELK_OK if none */
 } elk_fence_t;
 
 /* Set up a guard over storage (copied; its ctx stays the caller's) and load the

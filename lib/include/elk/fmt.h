@@ -16,10 +16,10 @@ extern "C" {
 #endif
 
 typedef struct elk_fmt {
-    char *buf;        /* caller-owned; not NUL-terminated unless elk_fmt_cstr is called */
+    char *buf; /* caller-owned; not NUL-terminated unless elk_fmt_cstr is called */
     size_t cap;
-    size_t len;       /* bytes written so far (<= cap) */
-    bool truncated;   /* something did not fit */
+    size_t len;     /* bytes written so far (<= cap) */
+    bool truncated; /* something did not fit */
 } elk_fmt_t;
 
 /* Start building into buf[0..cap). buf may be NULL with cap 0 (everything truncates). */

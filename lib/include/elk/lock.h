@@ -56,12 +56,14 @@ extern "C" {
  * CONFIG_ELK_POOL_BLOCK_SIZE must be at least this; the library does not build
  * otherwise (a smaller block could never send the request: no lease, ever). */
 #define ELK_LOCK_MAX_(a, b) ((a) > (b) ? (a) : (b))
-#define ELK_LOCK_SCRIPT_LEN_MAX                                                                  \
-    (ELK_LOCK_MAX_(ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),   \
-                   ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) - \
+#define ELK_LOCK_SCRIPT_LEN_MAX                                                                    \
+    (ELK_LOCK_MAX_(                                                                                \
+         ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),           \
+         ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) -         \
      1u)
-#define ELK_LOCK_REQUEST_MAX                                                               \
-    (4u + 8u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 2u * CONFIG_ELK_MAX_KEY_LEN + ELK_LOCK_VALUE_MAX + 20u)
+#define ELK_LOCK_REQUEST_MAX                                                                       \
+    (4u + 8u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 2u * CONFIG_ELK_MAX_KEY_LEN +              \
+     ELK_LOCK_VALUE_MAX + 20u)
 
 /* Safety check result kept per node (elk_client_node_check; truncated, NUL-terminated). */
 #define ELK_LOCK_CHECK_TEXT_MAX 64u
@@ -96,29 +98,29 @@ typedef enum elk_lock_state {
     ELK_LOCK_HELD,       /* held, now < deadline */
     ELK_LOCK_RENEWING,   /* held, renewal round in flight or being retried */
     ELK_LOCK_RELEASING,  /* not held; the release round still runs in the background */
-    ELK_LOCK_WAITING,    /* not held; busy or unavailable, retry scheduled before the wait deadline */
-    ELK_LOCK_LOST        /* the deadline passed without a confirmed renewal (until release/acquire) */
+    ELK_LOCK_WAITING, /* not held; busy or unavailable, retry scheduled before the wait deadline */
+    ELK_LOCK_LOST     /* the deadline passed without a confirmed renewal (until release/acquire) */
 } elk_lock_state_t;
 
 /* Per-resource settings. Fill with elk_lock_config_defaults, then change fields. */
 typedef struct elk_lock_config {
-    uint32_t ttl_ms;              /* lease TTL set on the servers (default CONFIG_ELK_DEFAULT_TTL_MS) */
-    uint32_t renew_fraction_pct;  /* renew at t_send + ttl*pct/100; 0 = never renew
+    uint32_t ttl_ms; /* lease TTL set on the servers (default CONFIG_ELK_DEFAULT_TTL_MS) */
+    uint32_t renew_fraction_pct; /* renew at t_send + ttl*pct/100; 0 = never renew
                                      (default CONFIG_ELK_RENEW_FRACTION_PCT) */
-    uint32_t drift_factor_ppm;    /* default CONFIG_ELK_DRIFT_FACTOR_PPM */
-    uint32_t drift_fixed_ms;      /* default CONFIG_ELK_DRIFT_FIXED_MS */
-    uint32_t stop_margin_ms;      /* time the actuator needs to reach its safe state (default 0) */
-    uint32_t min_validity_ms;     /* a round leaving less than this is a failure (default 0:
+    uint32_t drift_factor_ppm;   /* default CONFIG_ELK_DRIFT_FACTOR_PPM */
+    uint32_t drift_fixed_ms;     /* default CONFIG_ELK_DRIFT_FIXED_MS */
+    uint32_t stop_margin_ms;     /* time the actuator needs to reach its safe state (default 0) */
+    uint32_t min_validity_ms;    /* a round leaving less than this is a failure (default 0:
                                      any validity > 0) */
-    uint32_t max_hold_ms;         /* stop renewing once held this long in total; 0 = no cap */
-    uint32_t max_renewals;        /* stop renewing after this many renewals; 0 = no cap */
-    uint32_t wait_min_ms;         /* retry delay range while waiting (default 50..250 ms) */
+    uint32_t max_hold_ms;        /* stop renewing once held this long in total; 0 = no cap */
+    uint32_t max_renewals;       /* stop renewing after this many renewals; 0 = no cap */
+    uint32_t wait_min_ms;        /* retry delay range while waiting (default 50..250 ms) */
     uint32_t wait_max_ms;
-    uint32_t round_timeout_ms;    /* cap on one round's per-node request time; 0 = the latest
+    uint32_t round_timeout_ms; /* cap on one round's per-node request time; 0 = the latest
                                      useful moment (acquire: deadline - min_validity; renew:
                                      deadline). Default 0. */
-    bool fencing;                 /* fencing counter + token (default true); off: token 0 */
-    bool use_release_channel;     /* waiters SUBSCRIBE to the release channel (RESP3 nodes;
+    bool fencing;              /* fencing counter + token (default true); off: token 0 */
+    bool use_release_channel;  /* waiters SUBSCRIBE to the release channel (RESP3 nodes;
                                      RESP2 nodes fall back to retry delays). Default true. */
 } elk_lock_config_t;
 
@@ -167,12 +169,12 @@ typedef struct elk_lock_node_result {
 } elk_lock_node_result_t;
 
 typedef enum elk_lock_event_type {
-    ELK_LOCK_EV_ACQUIRED = 1,  /* token, deadline, validity_ms set */
-    ELK_LOCK_EV_ACQUIRE_FAILED,/* err: ELK_E_LOCK_BUSY, ELK_E_FLEET_UNAVAILABLE, ELK_E_LOCK_TIMEOUT,
+    ELK_LOCK_EV_ACQUIRED = 1,   /* token, deadline, validity_ms set */
+    ELK_LOCK_EV_ACQUIRE_FAILED, /* err: ELK_E_LOCK_BUSY, ELK_E_FLEET_UNAVAILABLE, ELK_E_LOCK_TIMEOUT,
                                   ELK_E_VALIDITY, ELK_E_ENTROPY, ELK_E_BUF_TOO_SMALL */
-    ELK_LOCK_EV_RETRY,         /* a round failed while waiting; err says why; a retry is scheduled */
-    ELK_LOCK_EV_RENEWED,       /* deadline moved: deadline, validity_ms, renewals set */
-    ELK_LOCK_EV_RENEW_FAILED,  /* one renewal round failed (err); retried until the deadline */
+    ELK_LOCK_EV_RETRY,        /* a round failed while waiting; err says why; a retry is scheduled */
+    ELK_LOCK_EV_RENEWED,      /* deadline moved: deadline, validity_ms, renewals set */
+    ELK_LOCK_EV_RENEW_FAILED, /* one renewal round failed (err); retried until the deadline */
     ELK_LOCK_EV_RENEW_STOPPED, /* a cap was reached (err ELK_E_MAX_HOLD or ELK_E_MAX_RENEWALS): no
                                   more renewals; LOST follows at the deadline unless released first */
     ELK_LOCK_EV_LOST,          /* stop the actuator now. err names the cause: ELK_E_LOCK_LOST (the
@@ -189,15 +191,15 @@ typedef enum elk_lock_event_type {
 /* An event. Everything it points to is valid only during the callback. */
 typedef struct elk_lock_event {
     elk_lock_event_type_t type;
-    int err;                             /* ELK_OK or the reason (see the types above) */
-    uint64_t now;                        /* the poll time at which it fired */
-    uint64_t token;                      /* fencing token (0 with fencing off) */
-    uint64_t deadline;                   /* local deadline (held: drive only while now < deadline) */
-    uint32_t validity_ms;                /* deadline - now, 0 if past */
-    uint32_t renewals;                   /* renewals confirmed in this hold */
-    uint8_t ok, busy, failed;            /* node counts in the round reported */
-    uint8_t quorum;                      /* nodes needed */
-    uint8_t node_count;                  /* entries in nodes[] (the fleet size) */
+    int err;                  /* ELK_OK or the reason (see the types above) */
+    uint64_t now;             /* the poll time at which it fired */
+    uint64_t token;           /* fencing token (0 with fencing off) */
+    uint64_t deadline;        /* local deadline (held: drive only while now < deadline) */
+    uint32_t validity_ms;     /* deadline - now, 0 if past */
+    uint32_t renewals;        /* renewals confirmed in this hold */
+    uint8_t ok, busy, failed; /* node counts in the round reported */
+    uint8_t quorum;           /* nodes needed */
+    uint8_t node_count;       /* entries in nodes[] (the fleet size) */
     const elk_lock_node_result_t *nodes; /* per-node detail of the round reported */
 } elk_lock_event_t;
 
@@ -208,26 +210,26 @@ typedef void (*elk_lock_event_fn)(void *user, struct elk_lock *lock, const elk_l
 /* A request ticket: the user pointer of one request handed to a node. Internal. */
 typedef struct elk_lock_ticket {
     struct elk_lock *lock;
-    uint32_t seq;     /* round the request belongs to; replies of older rounds are ignored */
-    uint8_t node;     /* index in the fleet */
-    uint8_t kind;     /* which script (internal) */
+    uint32_t seq; /* round the request belongs to; replies of older rounds are ignored */
+    uint8_t node; /* index in the fleet */
+    uint8_t kind; /* which script (internal) */
     uint8_t in_use;
-    uint8_t eval;     /* already the EVAL fallback */
+    uint8_t eval; /* already the EVAL fallback */
 } elk_lock_ticket_t;
 
 /* One round of requests across the fleet (internal): a foreground round (acquire,
  * commit, extend) or a background release. The same type, sends, replies and resends
  * serve both; a lock has one of each. */
 typedef struct elk_lock_round {
-    uint64_t t_send;                   /* first request handed over (deadlines, rtt) */
-    uint64_t limit;                    /* request deadline; a release gives up then */
-    uint32_t seq;                      /* replies of other rounds are ignored */
+    uint64_t t_send; /* first request handed over (deadlines, rtt) */
+    uint64_t limit;  /* request deadline; a release gives up then */
+    uint32_t seq;    /* replies of other rounds are ignored */
     /* Per node bits (CONFIG_ELK_MAX_NODES is at most 15): */
-    uint16_t pending_mask;             /* reply awaited */
-    uint16_t eval_mask;                /* NOSCRIPT answered, resend as EVAL */
-    uint16_t unsent_mask;              /* not connected or queue full when sent (a release
+    uint16_t pending_mask; /* reply awaited */
+    uint16_t eval_mask;    /* NOSCRIPT answered, resend as EVAL */
+    uint16_t unsent_mask;  /* not connected or queue full when sent (a release
                                           resends it once the node is back) */
-    uint8_t kind;                      /* script of the round (internal); 0: none runs */
+    uint8_t kind;          /* script of the round (internal); 0: none runs */
     elk_lock_node_result_t results[CONFIG_ELK_MAX_NODES];
 } elk_lock_round_t;
 
@@ -236,34 +238,34 @@ typedef struct elk_lock_round {
  * 16-bit Thumb loads and stores reach (bytes up to offset 31, words up to 124). */
 typedef struct elk_lock {
     struct elk_client *client;
-    elk_lock_state_t state;             /* while an acquire or commit round runs: IDLE (the
+    elk_lock_state_t state; /* while an acquire or commit round runs: IDLE (the
                                            round's kind says ACQUIRING / COMMITTING) */
     bool renew_stopped;
-    bool subscribed;                    /* SUBSCRIBE sent for this wait */
-    bool wake_now;                      /* a release message arrived: retry at once */
-    bool waiting;                       /* acquire was asked to wait (wait_deadline > now) */
-    bool rel_notify;                    /* fire RELEASED when the release round ends */
+    bool subscribed; /* SUBSCRIBE sent for this wait */
+    bool wake_now;   /* a release message arrived: retry at once */
+    bool waiting;    /* acquire was asked to wait (wait_deadline > now) */
+    bool rel_notify; /* fire RELEASED when the release round ends */
     uint16_t key_len, value_len, rel_value_len; /* of key, value, rel_value below */
     uint16_t lost_value_len;
-    int last_err;                       /* reason of the last failed acquire or the loss */
-    uint32_t gen;                       /* round number generator */
+    int last_err; /* reason of the last failed acquire or the loss */
+    uint32_t gen; /* round number generator */
     uint32_t renewals;
     uint32_t hold_count;
-    uint32_t sub_mask;                  /* subscribed on the command connection */
-    uint32_t sub2_mask;                 /* subscribed on the RESP2 subscriber connection */
-    uint32_t span_ms;                   /* ttl - drift - stop_margin, from cfg at init */
+    uint32_t sub_mask;  /* subscribed on the command connection */
+    uint32_t sub2_mask; /* subscribed on the RESP2 subscriber connection */
+    uint32_t span_ms;   /* ttl - drift - stop_margin, from cfg at init */
     elk_lock_config_t cfg;
     elk_lock_event_fn on_event;
     void *user;
-    uint64_t acquired_at;               /* t_send of the acquiring round (max_hold) */
-    uint64_t deadline;                  /* held until (exclusive) */
+    uint64_t acquired_at; /* t_send of the acquiring round (max_hold) */
+    uint64_t deadline;    /* held until (exclusive) */
     uint64_t next_renew;
-    uint64_t next_retry;                /* waiting: next attempt; renewing: next round */
+    uint64_t next_retry; /* waiting: next attempt; renewing: next round */
     uint64_t wait_deadline;
-    uint64_t lost_release_at;           /* after a loss: release once the actuator has stopped */
+    uint64_t lost_release_at; /* after a loss: release once the actuator has stopped */
     uint64_t token;
-    elk_lock_round_t fg;                /* acquire, commit or extend round */
-    elk_lock_round_t rel;               /* background release of rel_value */
+    elk_lock_round_t fg;  /* acquire, commit or extend round */
+    elk_lock_round_t rel; /* background release of rel_value */
     /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
     char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
     char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */
@@ -276,11 +278,11 @@ typedef struct elk_lock {
 
 /* Client settings. Strings are owned by the caller and must outlive the client. */
 typedef struct elk_client_config {
-    const char *gateway_id;        /* put in front of every lock value; 1..CONFIG_ELK_GATEWAY_ID_MAX_LEN
+    const char *gateway_id; /* put in front of every lock value; 1..CONFIG_ELK_GATEWAY_ID_MAX_LEN
                                       bytes, no ':' needed, no spaces */
-    const char *key_prefix;        /* e.g. "elk:" (may be ""), prepended to "{<resource>}" */
-    elk_lock_mode_t mode;          /* SINGLE needs a fleet of exactly one node */
-    elk_safety_policy_t safety;    /* server settings check on each (re)connection (default WARN) */
+    const char *key_prefix; /* e.g. "elk:" (may be ""), prepended to "{<resource>}" */
+    elk_lock_mode_t mode;   /* SINGLE needs a fleet of exactly one node */
+    elk_safety_policy_t safety; /* server settings check on each (re)connection (default WARN) */
     /* Optional: node state changes are forwarded here (the client registers its own
      * handlers on every node, replacing any set before elk_client_init). */
     elk_node_state_fn on_node_state;
@@ -310,12 +312,12 @@ typedef struct elk_client {
     uint8_t node_unsafe[CONFIG_ELK_MAX_NODES]; /* no vote: 1 refused by the safety check,
                                                    2 check pending (policy REFUSE) */
     uint8_t sub_fresh[CONFIG_ELK_MAX_NODES];   /* subscriber connection just became READY */
-    uint64_t now;                               /* time of the poll in progress */
-    uint64_t next_wake;                         /* what the last poll returned; 0: poll now */
+    uint64_t now;                              /* time of the poll in progress */
+    uint64_t next_wake;                        /* what the last poll returned; 0: poll now */
     bool in_poll;
-    bool dirty;                                 /* replies recorded, not yet evaluated */
-    bool due;                                   /* an API call queued requests to write */
-    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];    /* the fields above stay at short offsets */
+    bool dirty;                              /* replies recorded, not yet evaluated */
+    bool due;                                /* an API call queued requests to write */
+    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS]; /* the fields above stay at short offsets */
     char node_check[CONFIG_ELK_MAX_NODES][ELK_LOCK_CHECK_TEXT_MAX]; /* elk_client_node_check */
 } elk_client_t;
 

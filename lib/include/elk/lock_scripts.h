@@ -29,13 +29,13 @@
  *          -1 when the key exists (held by another holder, or by an older value of ours).
  * Usage: EVALSHA <sha> 2 <lock key> <fence key> <value> <ttl> <0|1>
  */
-#define ELK_LOCK_SCRIPT_ACQUIRE                                              \
-    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"     \
-    "  if ARGV[3] == '1' then\n"                                              \
-    "    return redis.call('INCR', KEYS[2])\n"                                \
-    "  end\n"                                                                 \
-    "  return 0\n"                                                            \
-    "end\n"                                                                   \
+#define ELK_LOCK_SCRIPT_ACQUIRE                                                                    \
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"                           \
+    "  if ARGV[3] == '1' then\n"                                                                   \
+    "    return redis.call('INCR', KEYS[2])\n"                                                     \
+    "  end\n"                                                                                      \
+    "  return 0\n"                                                                                 \
+    "end\n"                                                                                        \
     "return -1\n"
 #define ELK_LOCK_SCRIPT_ACQUIRE_SHA1 "e989a5eba400ab808255f92d6a124c4c232cc057"
 
@@ -47,10 +47,10 @@
  *          0 when the key is absent or holds another value (nothing changed).
  * Usage: EVALSHA <sha> 1 <lock key> <value> <ttl>
  */
-#define ELK_LOCK_SCRIPT_EXTEND                                               \
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                         \
-    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                      \
-    "end\n"                                                                   \
+#define ELK_LOCK_SCRIPT_EXTEND                                                                     \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                                              \
+    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                                           \
+    "end\n"                                                                                        \
     "return 0\n"
 #define ELK_LOCK_SCRIPT_EXTEND_SHA1 "3a32323a05c08607e6bc7842cfeea9552d0b61f5"
 
@@ -62,12 +62,12 @@
  *          0 when the key is absent or holds another value (nothing deleted, nothing published).
  * Usage: EVALSHA <sha> 1 <lock key> <value> <channel>
  */
-#define ELK_LOCK_SCRIPT_RELEASE                                              \
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                         \
-    "  redis.call('DEL', KEYS[1])\n"                                          \
-    "  redis.call('PUBLISH', ARGV[2], ARGV[1])\n"                             \
-    "  return 1\n"                                                            \
-    "end\n"                                                                   \
+#define ELK_LOCK_SCRIPT_RELEASE                                                                    \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                                              \
+    "  redis.call('DEL', KEYS[1])\n"                                                               \
+    "  redis.call('PUBLISH', ARGV[2], ARGV[1])\n"                                                  \
+    "  return 1\n"                                                                                 \
+    "end\n"                                                                                        \
     "return 0\n"
 #define ELK_LOCK_SCRIPT_RELEASE_SHA1 "30a131e10e5f46d6264cd277c30b25a24d414107"
 
@@ -80,16 +80,16 @@
  *          a missing counter counting as 0.
  * Usage: EVALSHA <sha> 2 <lock key> <fence key> <value> <token>
  */
-#define ELK_LOCK_SCRIPT_COMMIT                                               \
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"                         \
-    "  return -1\n"                                                           \
-    "end\n"                                                                   \
-    "local c = tonumber(redis.call('GET', KEYS[2]) or '0')\n"                 \
-    "local t = tonumber(ARGV[2])\n"                                           \
-    "if t > c then\n"                                                         \
-    "  redis.call('SET', KEYS[2], ARGV[2])\n"                                 \
-    "  return t\n"                                                            \
-    "end\n"                                                                   \
+#define ELK_LOCK_SCRIPT_COMMIT                                                                     \
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"                                              \
+    "  return -1\n"                                                                                \
+    "end\n"                                                                                        \
+    "local c = tonumber(redis.call('GET', KEYS[2]) or '0')\n"                                      \
+    "local t = tonumber(ARGV[2])\n"                                                                \
+    "if t > c then\n"                                                                              \
+    "  redis.call('SET', KEYS[2], ARGV[2])\n"                                                      \
+    "  return t\n"                                                                                 \
+    "end\n"                                                                                        \
     "return c\n"
 #define ELK_LOCK_SCRIPT_COMMIT_SHA1 "284393303295f650049f99df650592d84dda614f"
 
@@ -100,15 +100,16 @@
  * Needs +info in the user's ACL (docs/redis-acl.md). Sent once per connection with EVAL.
  * Usage: EVAL <script> 0
  */
-#define ELK_LOCK_SCRIPT_SAFETY                                                                    \
-    "local m = redis.call('INFO', 'memory')\n"                                                    \
-    "local p = redis.call('INFO', 'persistence')\n"                                               \
-    "return {string.match(m, 'maxmemory_policy:([%w%-]+)') or '', string.match(p, 'aof_enabled:(%d)') or ''}\n"
+#define ELK_LOCK_SCRIPT_SAFETY                                                                     \
+    "local m = redis.call('INFO', 'memory')\n"                                                     \
+    "local p = redis.call('INFO', 'persistence')\n"                                                \
+    "return {string.match(m, 'maxmemory_policy:([%w%-]+)') or '', string.match(p, "                \
+    "'aof_enabled:(%d)') or ''}\n"
 /* Sent with EVAL only; the simulated Redis (port/sim) knows the script by it too. */
 #define ELK_LOCK_SCRIPT_SAFETY_SHA1 "d206dc35c4d61604dd323b5d6e07c678d853f472"
 
 /* Reply values of the scripts, by name. */
-#define ELK_LOCK_ACQUIRE_BUSY (-1)   /* ACQUIRE: key exists */
+#define ELK_LOCK_ACQUIRE_BUSY (-1)    /* ACQUIRE: key exists */
 #define ELK_LOCK_COMMIT_NOT_HELD (-1) /* COMMIT: value no longer stands */
 
 /* Key suffixes after "<prefix>{<resource>}". */

@@ -33,7 +33,7 @@ extern "C" {
 
 typedef enum elk_node_state {
     ELK_NODE_DISCONNECTED = 0,
-    ELK_NODE_CONNECTING,   /* transport open + progress (TCP connect, TLS handshake) */
+    ELK_NODE_CONNECTING, /* transport open + progress (TCP connect, TLS handshake) */
     ELK_NODE_AUTH,
     ELK_NODE_HELLO,
     ELK_NODE_SELECT,
@@ -69,19 +69,20 @@ typedef void (*elk_node_push_fn)(void *user, struct elk_node *node, const elk_re
  * the connection is torn down and before the in-flight requests are failed. On READY
  * the handler may already call elk_node_send (e.g. SCRIPT LOAD, re-SUBSCRIBE); it may
  * also call elk_node_close. */
-typedef void (*elk_node_state_fn)(void *user, struct elk_node *node, elk_node_state_t state, int err);
+typedef void (*elk_node_state_fn)(void *user, struct elk_node *node, elk_node_state_t state,
+                                  int err);
 
 typedef struct elk_node_config {
-    elk_endpoint_t endpoint;       /* strings owned by the caller, alive as long as the node */
-    const char *username;          /* ACL user, or NULL for password-only AUTH */
-    const char *password;          /* NULL: no AUTH */
-    uint32_t db;                   /* SELECT db when non-zero */
-    bool resp3;                    /* try HELLO 3 (falls back to RESP2 if refused) */
-    uint32_t connect_timeout_ms;   /* TCP + TLS + AUTH/HELLO/SELECT, default 2000 */
-    uint32_t request_timeout_ms;   /* default per-request deadline, default 1000 */
-    uint32_t backoff_min_ms;       /* first reconnect delay, default 100 */
-    uint32_t backoff_max_ms;       /* cap, default 5000 (raised to backoff_min_ms if below) */
-} elk_node_config_t;               /* elk_node_init treats a 0 timeout/backoff as its default */
+    elk_endpoint_t endpoint;     /* strings owned by the caller, alive as long as the node */
+    const char *username;        /* ACL user, or NULL for password-only AUTH */
+    const char *password;        /* NULL: no AUTH */
+    uint32_t db;                 /* SELECT db when non-zero */
+    bool resp3;                  /* try HELLO 3 (falls back to RESP2 if refused) */
+    uint32_t connect_timeout_ms; /* TCP + TLS + AUTH/HELLO/SELECT, default 2000 */
+    uint32_t request_timeout_ms; /* default per-request deadline, default 1000 */
+    uint32_t backoff_min_ms;     /* first reconnect delay, default 100 */
+    uint32_t backoff_max_ms;     /* cap, default 5000 (raised to backoff_min_ms if below) */
+} elk_node_config_t;             /* elk_node_init treats a 0 timeout/backoff as its default */
 
 /* Fill cfg with defaults (all zero/NULL, timeouts as documented above). */
 void elk_node_config_defaults(elk_node_config_t *cfg);
@@ -93,13 +94,13 @@ typedef struct elk_node_request {
 } elk_node_request_t;
 
 typedef struct elk_node_stats {
-    uint32_t connects;        /* successful connections */
-    uint32_t failures;        /* connection attempts or connections that failed */
-    uint32_t timeouts;        /* requests that passed their deadline */
-    uint32_t last_rtt_ms;     /* round trip of the most recent reply */
-    int last_error;           /* most recent failure (elk_err_t), ELK_OK if none */
-    bool tls;                 /* set by the caller when the transport is TLS (for status) */
-    bool resp3;               /* HELLO 3 accepted */
+    uint32_t connects;    /* successful connections */
+    uint32_t failures;    /* connection attempts or connections that failed */
+    uint32_t timeouts;    /* requests that passed their deadline */
+    uint32_t last_rtt_ms; /* round trip of the most recent reply */
+    int last_error;       /* most recent failure (elk_err_t), ELK_OK if none */
+    bool tls;             /* set by the caller when the transport is TLS (for status) */
+    bool resp3;           /* HELLO 3 accepted */
 } elk_node_stats_t;
 
 typedef struct elk_node {
@@ -113,22 +114,22 @@ typedef struct elk_node {
     uint64_t state_since;
     uint64_t next_attempt;
     uint32_t backoff_ms;
-    uint8_t *tx;                   /* pool block: encoded requests not yet sent */
+    uint8_t *tx; /* pool block: encoded requests not yet sent */
     size_t tx_len, tx_sent;
-    uint8_t *rx;                   /* pool block: reply bytes (RESP reader buffer) */
-    uint16_t head, count;          /* ring of in-flight requests */
-    uint16_t unsent;               /* newest in-flight requests not all written yet */
-    uint8_t handshake_pending;     /* internal handshake replies still expected */
+    uint8_t *rx;               /* pool block: reply bytes (RESP reader buffer) */
+    uint16_t head, count;      /* ring of in-flight requests */
+    uint16_t unsent;           /* newest in-flight requests not all written yet */
+    uint8_t handshake_pending; /* internal handshake replies still expected */
     elk_node_push_fn on_push;
     void *push_user;
     elk_node_state_fn on_state;
     void *state_user;
     elk_node_stats_t stats;
-    uint8_t index;                 /* position in its fleet */
-    bool subscriber;               /* RESP2 pub/sub arrays go to on_push */
-    uint8_t in_poll;               /* guards against a nested elk_node_poll */
-    uint32_t epoch;                /* bumped on every teardown: callbacks that closed the node */
-    uint64_t connect_started;      /* start of the current connect (connect timeout base) */
+    uint8_t index;            /* position in its fleet */
+    bool subscriber;          /* RESP2 pub/sub arrays go to on_push */
+    uint8_t in_poll;          /* guards against a nested elk_node_poll */
+    uint32_t epoch;           /* bumped on every teardown: callbacks that closed the node */
+    uint64_t connect_started; /* start of the current connect (connect timeout base) */
     /* The large members last: the small ones above stay within short load/store offsets
      * (smaller code on Cortex-M). */
     elk_resp_reader_t reader;
@@ -217,14 +218,14 @@ void elk_node_on_state(elk_node_t *node, elk_node_state_fn fn, void *user);
 
 /* The nodes of one deployment, driven together from one loop. */
 typedef struct elk_fleet {
-    elk_node_t *nodes;   /* caller-owned array */
-    size_t count;        /* <= CONFIG_ELK_MAX_NODES */
+    elk_node_t *nodes; /* caller-owned array */
+    size_t count;      /* <= CONFIG_ELK_MAX_NODES */
 } elk_fleet_t;
 
 /* One descriptor to wait on. */
 typedef struct elk_wait {
     int fd;
-    unsigned events;     /* ELK_WAIT_* */
+    unsigned events; /* ELK_WAIT_* */
 } elk_wait_t;
 
 /* Wrap count already-initialised nodes (their index fields are set here).

@@ -20,15 +20,11 @@ extern "C" {
 #endif
 
 /* Readiness a transport waits for before its next call can make progress. */
-enum elk_wait_events {
-    ELK_WAIT_NONE = 0,
-    ELK_WAIT_READ = 1u << 0,
-    ELK_WAIT_WRITE = 1u << 1
-};
+enum elk_wait_events { ELK_WAIT_NONE = 0, ELK_WAIT_READ = 1u << 0, ELK_WAIT_WRITE = 1u << 1 };
 
 /* Where to connect. Strings are owned by the caller and must outlive the connection. */
 typedef struct elk_endpoint {
-    const char *host;        /* numeric address or (where the port resolves names) a name */
+    const char *host; /* numeric address or (where the port resolves names) a name */
     uint16_t port;
     const char *server_name; /* TLS SNI and certificate name check; NULL means use host */
 } elk_endpoint_t;
@@ -74,12 +70,7 @@ typedef struct elk_entropy {
 } elk_entropy_t;
 
 /* Log levels, matching syslog's order of severity. */
-enum elk_log_level {
-    ELK_LOG_ERROR = 1,
-    ELK_LOG_WARN = 2,
-    ELK_LOG_INFO = 3,
-    ELK_LOG_DEBUG = 4
-};
+enum elk_log_level { ELK_LOG_ERROR = 1, ELK_LOG_WARN = 2, ELK_LOG_INFO = 3, ELK_LOG_DEBUG = 4 };
 
 /* A log sink. text is not NUL-terminated and is valid only during the call;
  * module names the lib/ module ("node", "lock", ...). write may be NULL (no logging). */

@@ -23,12 +23,12 @@ extern "C" {
 #define ELK_POOL_MAX_BLOCKS 1024u
 
 typedef struct elk_pool {
-    uint8_t *mem;          /* caller's memory: count * block_size bytes */
+    uint8_t *mem; /* caller's memory: count * block_size bytes */
     size_t block_size;
     uint16_t count;
     uint16_t in_use;
-    uint16_t high_water;   /* most blocks ever in use at once */
-    uint16_t next_hint;    /* where the next search for a free block starts */
+    uint16_t high_water; /* most blocks ever in use at once */
+    uint16_t next_hint;  /* where the next search for a free block starts */
     uint32_t used[ELK_POOL_MAX_BLOCKS / 32u];
 } elk_pool_t;
 

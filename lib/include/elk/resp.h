@@ -38,7 +38,10 @@ typedef struct elk_resp_arg {
 } elk_resp_arg_t;
 
 /* Helpers to build an argument list without a heap. */
-#define ELK_RESP_ARG_STR(s) {(const uint8_t *)(s), sizeof(s) - 1u, 0, false}
+#define ELK_RESP_ARG_STR(s)                                                                        \
+    {                                                                                              \
+        (const uint8_t *)(s), sizeof(s) - 1u, 0, false                                             \
+    }
 
 /* Argument from bytes (not copied). Inline: built in place in the caller's argv, where
  * a call would return a copy (about 20 bytes of flash per argument on Cortex-M). */
@@ -68,10 +71,10 @@ static inline elk_resp_arg_t elk_resp_arg_int(int64_t v)
 }
 
 typedef struct elk_resp_writer {
-    uint8_t *buf;  /* caller-owned */
+    uint8_t *buf; /* caller-owned */
     size_t cap;
-    size_t len;    /* bytes needed so far; bytes written is min(len, cap) */
-    bool invalid;  /* a NULL pointer with a non-zero length was written: finish refuses */
+    size_t len;   /* bytes needed so far; bytes written is min(len, cap) */
+    bool invalid; /* a NULL pointer with a non-zero length was written: finish refuses */
 } elk_resp_writer_t;
 
 /* Start writing into buf[0..cap). buf may be NULL with cap 0 to only measure. */
@@ -98,23 +101,23 @@ size_t elk_resp_format_int(int64_t v, uint8_t out[20]);
 /* ---------------------------------------------------------------- decoder */
 
 typedef enum elk_resp_type {
-    ELK_RESP_SIMPLE = 1,   /* +text       str */
-    ELK_RESP_ERROR,        /* -text       str */
-    ELK_RESP_INTEGER,      /* :n          integer */
-    ELK_RESP_BULK,         /* $n bytes    str */
-    ELK_RESP_NULL_BULK,    /* $-1 */
-    ELK_RESP_ARRAY,        /* *n          count children */
-    ELK_RESP_NULL_ARRAY,   /* *-1 */
-    ELK_RESP_NULL,         /* _  (RESP3) */
-    ELK_RESP_DOUBLE,       /* ,text       str (as sent: "1.5", "inf", "-inf", "nan") */
-    ELK_RESP_BOOLEAN,      /* #t / #f     integer 1 / 0 */
-    ELK_RESP_BLOB_ERROR,   /* !n bytes    str */
-    ELK_RESP_VERBATIM,     /* =n fmt:data str = data, format = 3-byte format */
-    ELK_RESP_BIGNUM,       /* (digits     str */
-    ELK_RESP_MAP,          /* %n          count = 2n children: key, value, key, value ... */
-    ELK_RESP_SET,          /* ~n          count children */
-    ELK_RESP_ATTRIBUTE,    /* |n          count = 2n children; annotates the value after it */
-    ELK_RESP_PUSH          /* >n          count children (out-of-band: pub/sub, invalidation) */
+    ELK_RESP_SIMPLE = 1, /* +text       str */
+    ELK_RESP_ERROR,      /* -text       str */
+    ELK_RESP_INTEGER,    /* :n          integer */
+    ELK_RESP_BULK,       /* $n bytes    str */
+    ELK_RESP_NULL_BULK,  /* $-1 */
+    ELK_RESP_ARRAY,      /* *n          count children */
+    ELK_RESP_NULL_ARRAY, /* *-1 */
+    ELK_RESP_NULL,       /* _  (RESP3) */
+    ELK_RESP_DOUBLE,     /* ,text       str (as sent: "1.5", "inf", "-inf", "nan") */
+    ELK_RESP_BOOLEAN,    /* #t / #f     integer 1 / 0 */
+    ELK_RESP_BLOB_ERROR, /* !n bytes    str */
+    ELK_RESP_VERBATIM,   /* =n fmt:data str = data, format = 3-byte format */
+    ELK_RESP_BIGNUM,     /* (digits     str */
+    ELK_RESP_MAP,        /* %n          count = 2n children: key, value, key, value ... */
+    ELK_RESP_SET,        /* ~n          count children */
+    ELK_RESP_ATTRIBUTE,  /* |n          count = 2n children; annotates the value after it */
+    ELK_RESP_PUSH        /* >n          count children (out-of-band: pub/sub, invalidation) */
 } elk_resp_type_t;
 
 /*
@@ -124,12 +127,12 @@ typedef enum elk_resp_type {
  * enclosing aggregate.
  */
 typedef struct elk_resp_node {
-    const uint8_t *str;  /* view into the reader's buffer (strings, errors, doubles, bignums) */
-    int64_t integer;     /* INTEGER value; BOOLEAN 0/1; aggregates: number of direct children */
-    uint32_t len;        /* length of str */
-    uint32_t subtree;    /* number of nodes after this one that belong to it (0 for scalars) */
-    uint8_t type;        /* elk_resp_type_t */
-    char format[3];      /* VERBATIM only: "txt", "mkd", ... */
+    const uint8_t *str; /* view into the reader's buffer (strings, errors, doubles, bignums) */
+    int64_t integer;    /* INTEGER value; BOOLEAN 0/1; aggregates: number of direct children */
+    uint32_t len;       /* length of str */
+    uint32_t subtree;   /* number of nodes after this one that belong to it (0 for scalars) */
+    uint8_t type;       /* elk_resp_type_t */
+    char format[3];     /* VERBATIM only: "txt", "mkd", ... */
 } elk_resp_node_t;
 
 /* One complete reply: nodes[0] is the top-level value (or an ATTRIBUTE before it). */
@@ -140,9 +143,9 @@ typedef struct elk_resp_reply {
 
 /* An open aggregate during parsing. */
 typedef struct elk_resp_frame {
-    uint32_t node;       /* index of the aggregate node */
-    uint32_t remaining;  /* children still to come */
-    uint8_t attribute;   /* 1 if this frame is an ATTRIBUTE */
+    uint32_t node;      /* index of the aggregate node */
+    uint32_t remaining; /* children still to come */
+    uint8_t attribute;  /* 1 if this frame is an ATTRIBUTE */
 } elk_resp_frame_t;
 
 #ifndef ELK_RESP_READER_MAX_DEPTH
@@ -150,26 +153,26 @@ typedef struct elk_resp_frame {
 #endif
 
 typedef struct elk_resp_reader {
-    uint8_t *buf;          /* caller-owned byte buffer */
+    uint8_t *buf; /* caller-owned byte buffer */
     size_t cap;
-    size_t len;            /* bytes held */
-    size_t pos;            /* start of the element being parsed */
+    size_t len; /* bytes held */
+    size_t pos; /* start of the element being parsed */
     /* scan may lag behind pos while a reply is out; release brings it up. */
-    size_t scan;           /* where the CRLF search resumes (never re-scans) */
+    size_t scan; /* where the CRLF search resumes (never re-scans) */
     elk_resp_node_t *nodes;
     size_t max_nodes;
     size_t n_nodes;
-    size_t max_depth;      /* <= ELK_RESP_READER_MAX_DEPTH */
+    size_t max_depth; /* <= ELK_RESP_READER_MAX_DEPTH */
     size_t depth;
     elk_resp_frame_t stack[ELK_RESP_READER_MAX_DEPTH];
-    int error;             /* sticky: once malformed, the stream cannot be resynchronised */
-    bool in_body;          /* waiting for the body of the last node (bulk, blob error, verbatim) */
-    size_t body_end;       /* offset where that body's CR LF must be */
-    size_t start;          /* offset where the reply being parsed begins */
+    int error;       /* sticky: once malformed, the stream cannot be resynchronised */
+    bool in_body;    /* waiting for the body of the last node (bulk, blob error, verbatim) */
+    size_t body_end; /* offset where that body's CR LF must be */
+    size_t start;    /* offset where the reply being parsed begins */
     /* Apart from the other flags: release writes it as one byte, and next() must read
      * it back as one byte, not as part of a wider load of its neighbours (that would
      * miss the store-to-load forwarding and wait for the store to retire). */
-    bool reply_out;        /* a reply was returned and not yet released */
+    bool reply_out; /* a reply was returned and not yet released */
 } elk_resp_reader_t;
 
 /* Set up a reader. buf (cap bytes) and nodes (max_nodes entries) are caller-owned and

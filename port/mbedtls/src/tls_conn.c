@@ -144,7 +144,8 @@ static int tls_open(void *ctx, const elk_endpoint_t *ep)
     /* Sets SNI and the name the certificate must carry; there is no "skip" path. */
     ret = mbedtls_ssl_set_hostname(&c->ssl, name);
     if (ret != 0) {
-        return conn_fail(c, ret == MBEDTLS_ERR_SSL_ALLOC_FAILED ? ELK_E_NO_RESOURCES : ELK_E_INVALID_ARG, ret);
+        return conn_fail(
+            c, ret == MBEDTLS_ERR_SSL_ALLOC_FAILED ? ELK_E_NO_RESOURCES : ELK_E_INVALID_ARG, ret);
     }
     mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);
     ret = c->inner.open(c->inner.ctx, ep);
@@ -225,10 +226,12 @@ static int tls_progress(void *ctx)
 static bool tls13_cert_verdict(const elk_tls_conn_t *c, int ret)
 {
 #if ELK_MBEDTLS_3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
-    bool closed = ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == 0 ||
-                  ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
-                   c->inner_err == ELK_E_CLOSED);
-    return closed && !c->rx_app && mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
+    bool closed = ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF ||
+        ret == 0 ||
+        ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
+         c->inner_err == ELK_E_CLOSED);
+    return closed && !c->rx_app &&
+        mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
 #else
     (void)c;
     (void)ret;
@@ -245,7 +248,8 @@ static int map_record_error(elk_tls_conn_t *c, int ret)
     if (ret == 0 || ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY) {
         return conn_fail(c, ELK_E_CLOSED, ret);
     }
-    if ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) && c->inner_err < 0) {
+    if ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
+        c->inner_err < 0) {
         return conn_fail(c, c->inner_err, ret);
     }
     if (ret == MBEDTLS_ERR_SSL_ALLOC_FAILED) {
@@ -400,9 +404,9 @@ int elk_tls_conn_init(elk_tls_conn_t *c, elk_tls_shared_t *shared, const elk_tra
 {
     int ret;
 
-    if (c == NULL || shared == NULL || !shared->ready || inner == NULL || out == NULL || inner->open == NULL ||
-        inner->progress == NULL || inner->send == NULL || inner->recv == NULL || inner->close == NULL ||
-        inner->wait == NULL) {
+    if (c == NULL || shared == NULL || !shared->ready || inner == NULL || out == NULL ||
+        inner->open == NULL || inner->progress == NULL || inner->send == NULL ||
+        inner->recv == NULL || inner->close == NULL || inner->wait == NULL) {
         return ELK_E_INVALID_ARG;
     }
     memset(c, 0, sizeof *c);

@@ -23,7 +23,7 @@
 static int map_cert_refusal(const elk_tls_conn_t *c, int ret)
 {
     bool refused = ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF ||
-                   c->inner_err == ELK_E_CLOSED;
+        c->inner_err == ELK_E_CLOSED;
     if (!c->shared->has_cert && (refused || ret == 0)) {
         return ELK_E_TLS_CLIENT_CERT;
     }
@@ -79,7 +79,8 @@ int elk_tls_map_handshake_error(const elk_tls_conn_t *c, int ret)
     if (ret == MBEDTLS_ERR_SSL_CONN_EOF || c->inner_err == ELK_E_CLOSED) {
         return ELK_E_TLS_HANDSHAKE_CUT;
     }
-    if ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) && c->inner_err < 0) {
+    if ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
+        c->inner_err < 0) {
         return c->inner_err;
     }
     if (ret == MBEDTLS_ERR_SSL_ALLOC_FAILED) {
@@ -134,18 +135,21 @@ char *elk_tls_conn_error_text(const elk_tls_conn_t *c, char *buf, size_t len)
             err = elk_tls_conn_stall_reason(c);
         }
         if (err == ELK_E_TLS && c->cert_requested && c->shared->has_cert) {
-            hint = " [the server asked for our client certificate, then ended the handshake: is the "
-                   "certificate signed by a CA the server trusts, and not expired?]";
+            hint =
+                " [the server asked for our client certificate, then ended the handshake: is the "
+                "certificate signed by a CA the server trusts, and not expired?]";
         } else if (err == ELK_E_TLS_VERSION && c->sniff.old_version) {
-            hint = " [the server chose TLS 1.1 or older: allow TLS 1.2 there (Redis: tls-protocols \"TLSv1.2 TLSv1.3\")]";
+            hint = " [the server chose TLS 1.1 or older: allow TLS 1.2 there (Redis: tls-protocols "
+                   "\"TLSv1.2 TLSv1.3\")]";
         } else if (err == ELK_E_TLS_VERSION) {
             hint = " [the server refused every version we offer: TLS 1.2" ELK_TLS_OFFER_13 "]";
         } else if (err == ELK_E_TLS_NOT_TLS && !c->rx_any) {
-            hint = " [no byte came back after the ClientHello: a plain (non-TLS) port, or a stalled server]";
+            hint = " [no byte came back after the ClientHello: a plain (non-TLS) port, or a "
+                   "stalled server]";
         }
         n = snprintf(buf, len, "%s (%s)%s%s%s%s%s%s", elk_err_message(err), elk_err_name(err),
-                     mb[0] ? ": mbedTLS: " : "", mb, vinfo[0] ? " [certificate: " : "", vinfo, vinfo[0] ? "]" : "",
-                     hint);
+                     mb[0] ? ": mbedTLS: " : "", mb, vinfo[0] ? " [certificate: " : "", vinfo,
+                     vinfo[0] ? "]" : "", hint);
     }
     if (n < 0) {
         buf[0] = '\0';

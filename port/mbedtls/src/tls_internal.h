@@ -13,7 +13,13 @@
 
 #include "elk/port_mbedtls.h"
 
-enum elk_tls_state { ELK_TLS_CLOSED = 0, ELK_TLS_CONNECTING, ELK_TLS_HANDSHAKING, ELK_TLS_READY, ELK_TLS_FAILED };
+enum elk_tls_state {
+    ELK_TLS_CLOSED = 0,
+    ELK_TLS_CONNECTING,
+    ELK_TLS_HANDSHAKING,
+    ELK_TLS_READY,
+    ELK_TLS_FAILED
+};
 
 /* Turn a failed mbedtls_ssl_handshake() result into the most specific elk_err_t. */
 int elk_tls_map_handshake_error(const elk_tls_conn_t *conn, int mbedtls_ret);

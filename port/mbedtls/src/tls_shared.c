@@ -56,7 +56,8 @@ static int load_key(elk_tls_shared_t *s, const elk_tls_config_t *cfg)
     if (cfg->key_pem != NULL) {
         const unsigned char *pwd = (const unsigned char *)cfg->key_password;
         size_t pwd_len = pwd != NULL ? strlen(cfg->key_password) : 0;
-        return mbedtls_pk_parse_key(&s->key, cfg->key_pem, parse_len(cfg->key_pem, cfg->key_pem_len), pwd,
+        return mbedtls_pk_parse_key(&s->key, cfg->key_pem,
+                                    parse_len(cfg->key_pem, cfg->key_pem_len), pwd,
                                     pwd_len ELK_PK_RNG(s));
     }
     return mbedtls_pk_parse_keyfile(&s->key, cfg->key_file, cfg->key_password ELK_PK_RNG(s));
@@ -132,8 +133,8 @@ static int load_own_cert(elk_tls_shared_t *s, const elk_tls_config_t *cfg)
 
 static int build_conf(elk_tls_shared_t *s)
 {
-    int ret = mbedtls_ssl_config_defaults(&s->conf, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM,
-                                          MBEDTLS_SSL_PRESET_DEFAULT);
+    int ret = mbedtls_ssl_config_defaults(&s->conf, MBEDTLS_SSL_IS_CLIENT,
+                                          MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
     if (ret != 0) {
         return shared_fail(s, ELK_E_TLS_CONFIG, ret);
     }
@@ -152,7 +153,8 @@ static int build_conf(elk_tls_shared_t *s)
     return ELK_OK;
 }
 
-int elk_tls_shared_init(elk_tls_shared_t *s, const elk_tls_config_t *cfg, const elk_entropy_t *entropy)
+int elk_tls_shared_init(elk_tls_shared_t *s, const elk_tls_config_t *cfg,
+                        const elk_entropy_t *entropy)
 {
     int ret;
 
@@ -184,7 +186,8 @@ int elk_tls_shared_init(elk_tls_shared_t *s, const elk_tls_config_t *cfg, const 
     if (ret != 0) {
         return shared_fail(s, ELK_E_ENTROPY, ret);
     }
-    ret = mbedtls_ctr_drbg_seed(&s->drbg, entropy_cb, &s->entropy, elk_tls_pers, sizeof elk_tls_pers - 1u);
+    ret = mbedtls_ctr_drbg_seed(&s->drbg, entropy_cb, &s->entropy, elk_tls_pers,
+                                sizeof elk_tls_pers - 1u);
     if (ret != 0) {
         return shared_fail(s, ELK_E_ENTROPY, ret);
     }

@@ -45,7 +45,9 @@ static void hs_byte(elk_tls_sniff_t *s, uint8_t b)
     if (s->hs_type == HS_SERVER_HELLO) {
         if (s->hs_pos == 0) {
             s->hs_ver_hi = b;
-        } else if (s->hs_pos == 1u && (s->hs_ver_hi < TLS12_MAJOR || (s->hs_ver_hi == TLS12_MAJOR && b < TLS12_MINOR))) {
+        } else if (s->hs_pos == 1u &&
+                   (s->hs_ver_hi < TLS12_MAJOR ||
+                    (s->hs_ver_hi == TLS12_MAJOR && b < TLS12_MINOR))) {
             s->old_version = true;
         }
     }

@@ -14,7 +14,8 @@
 #include "socket_transport.h"
 
 /* The opaque address slot must hold any address getaddrinfo can return. */
-typedef char elk_posix_addr_fits_[(sizeof(((elk_posix_addr_t *)0)->u.bytes) >= sizeof(struct sockaddr_storage)) ? 1 : -1];
+typedef char elk_posix_addr_fits_
+    [(sizeof(((elk_posix_addr_t *)0)->u.bytes) >= sizeof(struct sockaddr_storage)) ? 1 : -1];
 /* ctx is handed to port/socket as its elk_socket_t. */
 typedef char elk_posix_socket_first_[offsetof(elk_posix_tcp_t, sock) == 0 ? 1 : -1];
 
@@ -120,7 +121,8 @@ void elk_posix_tcp_options_defaults(elk_posix_tcp_options_t *opts)
     opts->keepalive_count = 3;
 }
 
-int elk_posix_tcp_init(elk_posix_tcp_t *tcp, const elk_posix_tcp_options_t *opts, elk_transport_t *out)
+int elk_posix_tcp_init(elk_posix_tcp_t *tcp, const elk_posix_tcp_options_t *opts,
+                       elk_transport_t *out)
 {
     if (tcp == NULL || out == NULL) {
         return ELK_E_INVALID_ARG;

@@ -69,8 +69,8 @@ struct dir {
     uint64_t last_release; /* keeps order when jitter would reorder */
     double tokens;         /* throttle bucket */
     uint64_t refill_at;
-    uint64_t bytes;        /* forwarded */
-    bool eof;              /* source closed */
+    uint64_t bytes; /* forwarded */
+    bool eof;       /* source closed */
 };
 
 struct conn {
@@ -219,8 +219,8 @@ static void accept_client(int lfd, uint64_t now)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(upstream_port),
-                                 .sin_addr = upstream_addr};
+        struct sockaddr_in sa = {
+            .sin_family = AF_INET, .sin_port = htons(upstream_port), .sin_addr = upstream_addr};
         int rc = connect(sfd, (struct sockaddr *)&sa, sizeof sa);
         if (rc < 0 && errno != EINPROGRESS) {
             close(sfd);
@@ -349,7 +349,8 @@ static uint64_t next_wake(uint64_t now)
                 continue;
             uint64_t t = d->head->release_at;
             if (F.throttle_bps && d->tokens < 1.0) {
-                uint64_t need = (uint64_t)((1.0 - d->tokens) * 1000.0 / (double)F.throttle_bps) + 1u;
+                uint64_t need =
+                    (uint64_t)((1.0 - d->tokens) * 1000.0 / (double)F.throttle_bps) + 1u;
                 if (t < now + need)
                     t = now + need;
             }
@@ -488,15 +489,17 @@ static void ctl_command(struct ctl *cl, char *line)
                   "throttle=%llu blackhole=%d hold=%d refuse=%d cut_pending=%ld",
                   open_conns(), (unsigned long long)S.accepted, (unsigned long long)S.dropped,
                   (unsigned long long)S.refused, (unsigned long long)S.cut,
-                  (unsigned long long)S.discarded, (unsigned long long)up,
-                  (unsigned long long)down, F.delay_ms[UP], F.delay_ms[DOWN], F.jitter_ms,
-                  (unsigned long long)F.throttle_bps, F.blackhole, F.hold, F.refuse, F.cut_bytes);
+                  (unsigned long long)S.discarded, (unsigned long long)up, (unsigned long long)down,
+                  F.delay_ms[UP], F.delay_ms[DOWN], F.jitter_ms, (unsigned long long)F.throttle_bps,
+                  F.blackhole, F.hold, F.refuse, F.cut_bytes);
     } else if (!strcmp(cmd, "quit")) {
         ctl_reply(cl, "OK bye");
         quit_requested = true;
     } else {
-        ctl_reply(cl, "ERR unknown command '%s' (delay jitter throttle blackhole hold refuse drop "
-                      "cut pass status quit)", cmd);
+        ctl_reply(cl,
+                  "ERR unknown command '%s' (delay jitter throttle blackhole hold refuse drop "
+                  "cut pass status quit)",
+                  cmd);
     }
 }
 
@@ -541,14 +544,19 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"upstream", required_argument, 0, 'u'}, {"upstream-host", required_argument, 0, 'H'},
-        {"listen", required_argument, 0, 'l'},   {"control", required_argument, 0, 'c'},
-        {"delay", required_argument, 0, 'd'},    {"jitter", required_argument, 0, 'j'},
-        {"throttle", required_argument, 0, 't'}, {"blackhole", no_argument, 0, 'b'},
-        {"hold", no_argument, 0, 'o'},           {"refuse", no_argument, 0, 'r'},
-        {"seed", required_argument, 0, 's'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"upstream", required_argument, 0, 'u'},
+                                         {"upstream-host", required_argument, 0, 'H'},
+                                         {"listen", required_argument, 0, 'l'},
+                                         {"control", required_argument, 0, 'c'},
+                                         {"delay", required_argument, 0, 'd'},
+                                         {"jitter", required_argument, 0, 'j'},
+                                         {"throttle", required_argument, 0, 't'},
+                                         {"blackhole", no_argument, 0, 'b'},
+                                         {"hold", no_argument, 0, 'o'},
+                                         {"refuse", no_argument, 0, 'r'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     uint64_t up_port = 0, listen_port = 0, ctl_port = 0, v;
     bool have_up = false;
     const char *up_host = "127.0.0.1";
@@ -561,7 +569,9 @@ int main(int argc, char **argv)
                 goto bad;
             have_up = true;
             break;
-        case 'H': up_host = optarg; break;
+        case 'H':
+            up_host = optarg;
+            break;
         case 'l':
             if (!parse_u64(optarg, &listen_port) || listen_port > 65535)
                 goto bad;
@@ -584,23 +594,34 @@ int main(int argc, char **argv)
             if (!parse_u64(optarg, &F.throttle_bps))
                 goto bad;
             break;
-        case 'b': F.blackhole = true; break;
-        case 'o': F.hold = true; break;
-        case 'r': F.refuse = true; break;
+        case 'b':
+            F.blackhole = true;
+            break;
+        case 'o':
+            F.hold = true;
+            break;
+        case 'r':
+            F.refuse = true;
+            break;
         case 's':
             if (!parse_u64(optarg, &v))
                 goto bad;
             rng_state = v ? v : 1;
             break;
-        case 'h': usage(stdout); return 0;
-        default: goto bad;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            goto bad;
         }
     }
     if (!have_up)
         goto bad;
     if (inet_pton(AF_INET, up_host, &upstream_addr) != 1 || !is_loopback(upstream_addr)) {
-        fprintf(stderr, "elk-faultproxy: upstream host '%s' refused: only numeric 127.0.0.0/8 "
-                        "addresses are allowed\n", up_host);
+        fprintf(stderr,
+                "elk-faultproxy: upstream host '%s' refused: only numeric 127.0.0.0/8 "
+                "addresses are allowed\n",
+                up_host);
         return 2;
     }
     upstream_port = (uint16_t)up_port;
@@ -703,7 +724,8 @@ int main(int argc, char **argv)
                 socklen_t el = sizeof err;
                 getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &err, &el);
                 if (err) {
-                    conn_close(c, true); /* upstream down: the client sees RST as with a dead server */
+                    conn_close(c,
+                               true); /* upstream down: the client sees RST as with a dead server */
                     continue;
                 }
                 c->connecting = false;

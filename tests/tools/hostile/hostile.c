@@ -77,8 +77,9 @@ enum mode {
 };
 
 static const char *const mode_names[M_COUNT_] = {
-    "valid", "random",      "truncated", "huge",    "huge-array", "negative", "deep", "wrong-type",
-    "unsolicited", "endless", "drip",    "garbage", "bad-type",   "silent",   "close"};
+    "valid",    "random",  "truncated",  "huge",        "huge-array",
+    "negative", "deep",    "wrong-type", "unsolicited", "endless",
+    "drip",     "garbage", "bad-type",   "silent",      "close"};
 
 struct conn {
     bool used;
@@ -153,9 +154,10 @@ static void valid_reply(char *buf, size_t cap, const char *cmd, const char *arg1
         snprintf(buf, cap, "+PONG\r\n");
     else if (!strcasecmp(cmd, "HELLO")) {
         if (arg1 && !strcmp(arg1, "3"))
-            snprintf(buf, cap,
-                     "%%7\r\n+server\r\n+redis\r\n+version\r\n+7.0.15\r\n+proto\r\n:3\r\n+id\r\n:7\r\n"
-                     "+mode\r\n+standalone\r\n+role\r\n+master\r\n+modules\r\n*0\r\n");
+            snprintf(
+                buf, cap,
+                "%%7\r\n+server\r\n+redis\r\n+version\r\n+7.0.15\r\n+proto\r\n:3\r\n+id\r\n:7\r\n"
+                "+mode\r\n+standalone\r\n+role\r\n+master\r\n+modules\r\n*0\r\n");
         else
             snprintf(buf, cap,
                      "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n"
@@ -240,15 +242,23 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
         c->close_after = true;
         break;
     }
-    case M_HUGE: out_str(c, "$9999999999999999999\r\n"); break;
-    case M_HUGE_ARRAY: out_str(c, "*2147483648\r\n"); break;
-    case M_NEGATIVE: out_str(c, "$-2\r\n"); break;
+    case M_HUGE:
+        out_str(c, "$9999999999999999999\r\n");
+        break;
+    case M_HUGE_ARRAY:
+        out_str(c, "*2147483648\r\n");
+        break;
+    case M_NEGATIVE:
+        out_str(c, "$-2\r\n");
+        break;
     case M_DEEP:
         for (int i = 0; i < 100000; i++)
             out_str(c, "*1\r\n");
         out_str(c, ":1\r\n");
         break;
-    case M_WRONG_TYPE: out_str(c, wrong_reply(cmd)); break;
+    case M_WRONG_TYPE:
+        out_str(c, wrong_reply(cmd));
+        break;
     case M_UNSOLICITED:
         out_str(c, valid);
         out_str(c, ":42\r\n");
@@ -264,11 +274,19 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
             c->next_drip = now + drip_ms;
         }
         break;
-    case M_GARBAGE: out_str(c, "+OK\r\n\x01\xff garbage \x00\r\n$$$\r\n"); break;
-    case M_BAD_TYPE: out_str(c, "@what\r\n"); break;
-    case M_SILENT: break;
-    case M_CLOSE: c->close_after = true; break;
-    default: break;
+    case M_GARBAGE:
+        out_str(c, "+OK\r\n\x01\xff garbage \x00\r\n$$$\r\n");
+        break;
+    case M_BAD_TYPE:
+        out_str(c, "@what\r\n");
+        break;
+    case M_SILENT:
+        break;
+    case M_CLOSE:
+        c->close_after = true;
+        break;
+    default:
+        break;
     }
 }
 
@@ -376,8 +394,9 @@ static bool flush_out(struct conn *c, uint64_t now)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: elk-hostile-server --mode MODE [--port PORT] [--after N] [--seed N]\n"
-               "                          [--drip-ms MS] [--only CMD,CMD...]\nmodes:");
+    fprintf(f,
+            "usage: elk-hostile-server --mode MODE [--port PORT] [--after N] [--seed N]\n"
+            "                          [--drip-ms MS] [--only CMD,CMD...]\nmodes:");
     for (int i = 0; i < M_COUNT_; i++)
         fprintf(f, " %s", mode_names[i]);
     fprintf(f, "\nPrints the port on stdout. Listens on 127.0.0.1 only.\n");
@@ -411,17 +430,33 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'p': port = strtol(optarg, NULL, 10); break;
-        case 'a': after = strtol(optarg, NULL, 10); break;
-        case 's': rng_state = strtoull(optarg, NULL, 10); if (!rng_state) rng_state = 1; break;
-        case 'd': drip_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'o': only_cmds = optarg; break;
+        case 'p':
+            port = strtol(optarg, NULL, 10);
+            break;
+        case 'a':
+            after = strtol(optarg, NULL, 10);
+            break;
+        case 's':
+            rng_state = strtoull(optarg, NULL, 10);
+            if (!rng_state)
+                rng_state = 1;
+            break;
+        case 'd':
+            drip_ms = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'o':
+            only_cmds = optarg;
+            break;
         case 'L':
             for (int i = 0; i < M_COUNT_; i++)
                 printf("%s\n", mode_names[i]);
             return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (!have_mode || port < 0 || port > 65535) {

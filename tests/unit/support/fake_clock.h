@@ -21,9 +21,9 @@ extern "C" {
 #endif
 
 typedef struct fake_clock {
-    uint64_t now;        /* current time, ms; tests may also write it directly */
-    uint64_t step;       /* added after every now_ms() read (default 0: frozen) */
-    unsigned reads;      /* now_ms() calls so far */
+    uint64_t now;   /* current time, ms; tests may also write it directly */
+    uint64_t step;  /* added after every now_ms() read (default 0: frozen) */
+    unsigned reads; /* now_ms() calls so far */
 } fake_clock_t;
 
 /* Start at start_ms with no auto-step. */

@@ -23,12 +23,12 @@ extern "C" {
 #endif
 
 typedef struct fake_entropy {
-    uint64_t state;      /* splitmix64 state */
-    bool fixed;          /* every byte is fixed_byte instead of the stream */
+    uint64_t state; /* splitmix64 state */
+    bool fixed;     /* every byte is fixed_byte instead of the stream */
     uint8_t fixed_byte;
-    unsigned fail;       /* fill() calls still to fail with ELK_E_ENTROPY */
-    unsigned calls;      /* fill() calls so far (including failed ones) */
-    size_t bytes;        /* bytes handed out so far */
+    unsigned fail;  /* fill() calls still to fail with ELK_E_ENTROPY */
+    unsigned calls; /* fill() calls so far (including failed ones) */
+    size_t bytes;   /* bytes handed out so far */
 } fake_entropy_t;
 
 /* Seeded stream; the same seed gives the same bytes in every run. */

@@ -27,11 +27,11 @@ extern "C" {
 #define FAKE_LOG_CAP 16384u
 
 typedef struct fake_log {
-    char text[FAKE_LOG_CAP + 1];   /* NUL-terminated */
+    char text[FAKE_LOG_CAP + 1]; /* NUL-terminated */
     size_t len;
-    unsigned lines;                /* lines written since init/clear */
-    unsigned by_level[5];          /* lines per level (index = ELK_LOG_*) */
-    int level;                     /* handed to lib/ in elk_log_t.level */
+    unsigned lines;       /* lines written since init/clear */
+    unsigned by_level[5]; /* lines per level (index = ELK_LOG_*) */
+    int level;            /* handed to lib/ in elk_log_t.level */
 } fake_log_t;
 
 /* Empty capture; lib/ formats messages up to and including level. */

@@ -170,13 +170,13 @@ elk_transport_t fake_transport_iface(fake_transport_t *ft)
     return t;
 }
 
-#define FT_ENQUEUE(ft, q, head, n, value)                                   \
-    do {                                                                    \
-        if ((ft)->n >= FAKE_TRANSPORT_STEPS) {                              \
-            fake_die("script queue full (FAKE_TRANSPORT_STEPS)");           \
-        }                                                                   \
-        (ft)->q[((ft)->head + (ft)->n) % FAKE_TRANSPORT_STEPS] = (value);   \
-        (ft)->n++;                                                          \
+#define FT_ENQUEUE(ft, q, head, n, value)                                                          \
+    do {                                                                                           \
+        if ((ft)->n >= FAKE_TRANSPORT_STEPS) {                                                     \
+            fake_die("script queue full (FAKE_TRANSPORT_STEPS)");                                  \
+        }                                                                                          \
+        (ft)->q[((ft)->head + (ft)->n) % FAKE_TRANSPORT_STEPS] = (value);                          \
+        (ft)->n++;                                                                                 \
     } while (0)
 
 void fake_transport_script_open(fake_transport_t *ft, int result)

@@ -39,10 +39,10 @@
 extern "C" {
 #endif
 
-#define FAKE_TRANSPORT_RX_CAP 65536u   /* bytes queued for recv() and not yet read */
-#define FAKE_TRANSPORT_TX_CAP 65536u   /* recorded sent bytes not yet cleared/popped */
-#define FAKE_TRANSPORT_STEPS 512u      /* entries in each scripted queue */
-#define FAKE_CMD_MAX_ARGS 32u          /* arguments decoded by fake_transport_pop_command */
+#define FAKE_TRANSPORT_RX_CAP 65536u /* bytes queued for recv() and not yet read */
+#define FAKE_TRANSPORT_TX_CAP 65536u /* recorded sent bytes not yet cleared/popped */
+#define FAKE_TRANSPORT_STEPS 512u    /* entries in each scripted queue */
+#define FAKE_CMD_MAX_ARGS 32u        /* arguments decoded by fake_transport_pop_command */
 
 typedef struct fake_transport fake_transport_t;
 
@@ -54,7 +54,7 @@ typedef void (*fake_transport_send_hook)(void *user, fake_transport_t *ft, const
 /* One entry of the recv() script: bytes [off, off+len) of rx, or a bare result. */
 typedef struct fake_rx_step {
     size_t off, len;
-    int32_t result;   /* used when len == 0: 0 (would block) or a negative elk_err_t */
+    int32_t result; /* used when len == 0: 0 (would block) or a negative elk_err_t */
 } fake_rx_step_t;
 
 struct fake_transport {
@@ -72,17 +72,17 @@ struct fake_transport {
 
     /* recording */
     uint8_t tx[FAKE_TRANSPORT_TX_CAP];
-    size_t tx_len;          /* bytes held in tx (not yet cleared or popped) */
-    size_t tx_total;        /* bytes ever accepted by send() */
-    bool tx_overflow;       /* more was sent than tx can hold: recording incomplete */
+    size_t tx_len;    /* bytes held in tx (not yet cleared or popped) */
+    size_t tx_total;  /* bytes ever accepted by send() */
+    bool tx_overflow; /* more was sent than tx can hold: recording incomplete */
 
     /* observable state, read freely by tests */
-    bool is_open;           /* between a successful open() and close() */
-    bool ready;             /* progress() returned 1 since the last open() */
-    elk_endpoint_t last_endpoint;  /* copy of what open() got (strings not copied) */
+    bool is_open;                 /* between a successful open() and close() */
+    bool ready;                   /* progress() returned 1 since the last open() */
+    elk_endpoint_t last_endpoint; /* copy of what open() got (strings not copied) */
     unsigned open_calls, progress_calls, send_calls, recv_calls, close_calls, wait_calls;
-    int fd;                 /* what wait() reports; default 42 */
-    unsigned wait_events;   /* ELK_WAIT_* reported by wait() when open; default READ */
+    int fd;               /* what wait() reports; default 42 */
+    unsigned wait_events; /* ELK_WAIT_* reported by wait() when open; default READ */
 
     fake_transport_send_hook on_send;
     void *on_send_user;

@@ -176,7 +176,8 @@ static void lfr_record(lfr_server_t *s, const char *which, const char *value, bo
 }
 
 /* Run script `which` with KEYS/ARGV starting at argument `first` of cmd. */
-static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd, size_t first)
+static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd,
+                    size_t first)
 {
     char k1[LFR_STR], k2[LFR_STR], a1[LFR_STR], a2[LFR_STR], a3[LFR_STR];
     char nk[16];
@@ -256,16 +257,23 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
 
 static const char *lfr_by_sha(const char *sha)
 {
-    if (strcmp(sha, ELK_LOCK_SCRIPT_ACQUIRE_SHA1) == 0) return "acquire";
-    if (strcmp(sha, ELK_LOCK_SCRIPT_EXTEND_SHA1) == 0) return "extend";
-    if (strcmp(sha, ELK_LOCK_SCRIPT_RELEASE_SHA1) == 0) return "release";
-    if (strcmp(sha, ELK_LOCK_SCRIPT_COMMIT_SHA1) == 0) return "commit";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_ACQUIRE_SHA1) == 0)
+        return "acquire";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_EXTEND_SHA1) == 0)
+        return "extend";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_RELEASE_SHA1) == 0)
+        return "release";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_COMMIT_SHA1) == 0)
+        return "commit";
     return NULL;
 }
 
 static const char *lfr_by_text(const fake_cmd_t *cmd, size_t i)
 {
-    static const struct { const char *text; const char *name; } t[] = {
+    static const struct {
+        const char *text;
+        const char *name;
+    } t[] = {
         {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},
         {ELK_LOCK_SCRIPT_EXTEND, "extend"},
         {ELK_LOCK_SCRIPT_RELEASE, "release"},
@@ -292,11 +300,13 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
             return;
         }
         lfr_run(s, c, which, cmd, 2);
-    } else if (fake_cmd_is(cmd, "EVAL") && cmd->argc > 1 && cmd->len[1] == strlen(ELK_LOCK_SCRIPT_SAFETY) &&
+    } else if (fake_cmd_is(cmd, "EVAL") && cmd->argc > 1 &&
+               cmd->len[1] == strlen(ELK_LOCK_SCRIPT_SAFETY) &&
                memcmp(cmd->argv[1], ELK_LOCK_SCRIPT_SAFETY, cmd->len[1]) == 0) {
         s->info++; /* the safety check's INFO script, not a lock script */
         if (s->info_disabled) {
-            lfr_str_reply(s, c, "-", "ERR The user executing the script can't run this command or subcommand");
+            lfr_str_reply(s, c, "-",
+                          "ERR The user executing the script can't run this command or subcommand");
             return;
         }
         char b[256];
@@ -321,11 +331,11 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
             s->scripts_loaded = true;
         }
         const char *which = cmd->argc > 2 ? lfr_by_text(cmd, 2) : NULL;
-        const char *sha = which == NULL                  ? "0"
-                          : strcmp(which, "acquire") == 0 ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
-                          : strcmp(which, "extend") == 0  ? ELK_LOCK_SCRIPT_EXTEND_SHA1
-                          : strcmp(which, "release") == 0 ? ELK_LOCK_SCRIPT_RELEASE_SHA1
-                                                          : ELK_LOCK_SCRIPT_COMMIT_SHA1;
+        const char *sha = which == NULL     ? "0"
+            : strcmp(which, "acquire") == 0 ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
+            : strcmp(which, "extend") == 0  ? ELK_LOCK_SCRIPT_EXTEND_SHA1
+            : strcmp(which, "release") == 0 ? ELK_LOCK_SCRIPT_RELEASE_SHA1
+                                            : ELK_LOCK_SCRIPT_COMMIT_SHA1;
         char b[64];
         size_t len = 0;
         lfr_bulk(b, sizeof b, &len, sha);
@@ -338,7 +348,7 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         }
         lfr_arg(cmd, 2, a);
         const char *val = strcmp(a, "maxmemory-policy") == 0 ? s->maxmemory_policy
-                          : strcmp(a, "appendonly") == 0     ? "no"
+            : strcmp(a, "appendonly") == 0                   ? "no"
                                                              : "everysec";
         char b[256];
         size_t len = (size_t)snprintf(b, sizeof b, "*2\r\n");

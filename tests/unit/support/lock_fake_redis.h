@@ -32,37 +32,37 @@
 
 /* One script call as the server received it (the first LFR_LOG are kept). */
 typedef struct lfr_call {
-    char which[8];      /* "acquire", "extend", "release", "commit" */
+    char which[8];       /* "acquire", "extend", "release", "commit" */
     char value[LFR_STR]; /* ARGV[1]: the lease value the call carries */
-    bool eval;          /* sent as EVAL (the script text), not EVALSHA */
-    uint64_t at;        /* server time when it ran */
+    bool eval;           /* sent as EVAL (the script text), not EVALSHA */
+    uint64_t at;         /* server time when it ran */
 } lfr_call_t;
 
 typedef struct lfr_entry {
     bool used;
     char key[LFR_STR];
     char val[LFR_STR];
-    uint64_t expire_at;   /* 0: no expiry */
+    uint64_t expire_at; /* 0: no expiry */
 } lfr_entry_t;
 
 typedef struct lfr_server {
-    const uint64_t *now;                 /* the test clock (server time = client time) */
+    const uint64_t *now; /* the test clock (server time = client time) */
     lfr_entry_t kv[LFR_KEYS];
     fake_transport_t *conn[LFR_CONNS];
-    bool resp3[LFR_CONNS];               /* HELLO 3 seen on this connection */
-    char sub[LFR_CONNS][LFR_STR];        /* channel subscribed ("" none) */
-    char held[LFR_CONNS][LFR_HELD];      /* replies kept back while hold is on */
+    bool resp3[LFR_CONNS];          /* HELLO 3 seen on this connection */
+    char sub[LFR_CONNS][LFR_STR];   /* channel subscribed ("" none) */
+    char held[LFR_CONNS][LFR_HELD]; /* replies kept back while hold is on */
     size_t held_len[LFR_CONNS];
     size_t nconn;
     /* faults */
-    bool silent;                         /* swallow commands, answer nothing */
-    bool hold;                           /* keep replies until lfr_flush */
-    bool scripts_loaded;                 /* false: EVALSHA answers NOSCRIPT until loaded */
-    bool forget_scripts;                 /* SCRIPT LOAD is ignored (keeps NOSCRIPT coming) */
-    bool config_disabled;                /* CONFIG answers an error */
-    bool info_disabled;                  /* INFO answers NOPERM */
-    const char *maxmemory_policy;        /* default "noeviction" */
-    const char *error_reply;             /* non-NULL: every EVAL/EVALSHA answers -<this> */
+    bool silent;                  /* swallow commands, answer nothing */
+    bool hold;                    /* keep replies until lfr_flush */
+    bool scripts_loaded;          /* false: EVALSHA answers NOSCRIPT until loaded */
+    bool forget_scripts;          /* SCRIPT LOAD is ignored (keeps NOSCRIPT coming) */
+    bool config_disabled;         /* CONFIG answers an error */
+    bool info_disabled;           /* INFO answers NOPERM */
+    const char *maxmemory_policy; /* default "noeviction" */
+    const char *error_reply;      /* non-NULL: every EVAL/EVALSHA answers -<this> */
     /* counters */
     unsigned evalsha, eval, noscript, script_load, config_get, info, subscribe, publish;
     unsigned acquire_calls, extend_calls, release_calls, commit_calls;

@@ -72,10 +72,10 @@ uint64_t node_harness_advance(node_harness_t *h, uint64_t ms);
 #define REPLY_REC_TEXT 64u
 
 typedef struct reply_rec {
-    size_t n;                               /* completions so far */
-    int status[REPLY_REC_MAX];              /* status of each completion, in order */
-    int type[REPLY_REC_MAX];                /* top-level elk_resp_type_t, 0 if no reply */
-    int64_t integer[REPLY_REC_MAX];         /* INTEGER value / aggregate child count */
+    size_t n;                       /* completions so far */
+    int status[REPLY_REC_MAX];      /* status of each completion, in order */
+    int type[REPLY_REC_MAX];        /* top-level elk_resp_type_t, 0 if no reply */
+    int64_t integer[REPLY_REC_MAX]; /* INTEGER value / aggregate child count */
     char text[REPLY_REC_MAX][REPLY_REC_TEXT];
     /* optional hook run after recording (e.g. send again, close the node) */
     void (*then)(struct reply_rec *rec, elk_node_t *node, int status);

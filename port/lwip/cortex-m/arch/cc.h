@@ -19,7 +19,13 @@
 
 typedef uint32_t sys_prot_t;
 
-#define LWIP_PLATFORM_DIAG(x) do { } while (0)
-#define LWIP_PLATFORM_ASSERT(x) do { for (;;) { } } while (0)
+#define LWIP_PLATFORM_DIAG(x)                                                                      \
+    do {                                                                                           \
+    } while (0)
+#define LWIP_PLATFORM_ASSERT(x)                                                                    \
+    do {                                                                                           \
+        for (;;) {                                                                                 \
+        }                                                                                          \
+    } while (0)
 
 #endif /* ELK_CORTEX_M_ARCH_CC_H */

@@ -15,13 +15,18 @@ typedef void *sys_mbox_t;
 typedef void *sys_thread_t;
 
 #define SYS_MBOX_NULL NULL
-#define SYS_SEM_NULL  NULL
+#define SYS_SEM_NULL NULL
 
-#define sys_sem_valid(sem)           ((sem) != NULL && *(sem) != NULL)
-#define sys_sem_set_invalid(sem)     do { if ((sem) != NULL) { *(sem) = NULL; } } while (0)
-#define sys_mutex_valid(mutex)       sys_sem_valid(mutex)
+#define sys_sem_valid(sem) ((sem) != NULL && *(sem) != NULL)
+#define sys_sem_set_invalid(sem)                                                                   \
+    do {                                                                                           \
+        if ((sem) != NULL) {                                                                       \
+            *(sem) = NULL;                                                                         \
+        }                                                                                          \
+    } while (0)
+#define sys_mutex_valid(mutex) sys_sem_valid(mutex)
 #define sys_mutex_set_invalid(mutex) sys_sem_set_invalid(mutex)
-#define sys_mbox_valid(mbox)         sys_sem_valid(mbox)
-#define sys_mbox_set_invalid(mbox)   sys_sem_set_invalid(mbox)
+#define sys_mbox_valid(mbox) sys_sem_valid(mbox)
+#define sys_mbox_set_invalid(mbox) sys_sem_set_invalid(mbox)
 
 #endif /* ELK_CORTEX_M_ARCH_SYS_ARCH_H */

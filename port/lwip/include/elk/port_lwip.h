@@ -34,7 +34,7 @@ extern "C" {
 /* Connection state of one lwIP transport: port/socket's, shared with port/posix.
  * Fields are internal. */
 typedef struct elk_lwip_transport {
-    elk_socket_t sock;   /* sock.fd is the lwIP socket number (not an OS descriptor) */
+    elk_socket_t sock; /* sock.fd is the lwIP socket number (not an OS descriptor) */
 } elk_lwip_transport_t;
 
 /* Prepare ctx (caller-owned, alive as long as the transport is used) and fill *out
@@ -51,9 +51,9 @@ int elk_lwip_transport_errno(const elk_lwip_transport_t *ctx);
 
 /* One lwIP socket to wait on (from an elk_transport_t's wait()). */
 typedef struct elk_lwip_waiter {
-    int sock;            /* lwIP socket number; entries with sock < 0 are ignored */
-    unsigned events;     /* ELK_WAIT_* wanted */
-    unsigned ready;      /* out: ELK_WAIT_* that are ready (errors and hang-ups count as both) */
+    int sock;        /* lwIP socket number; entries with sock < 0 are ignored */
+    unsigned events; /* ELK_WAIT_* wanted */
+    unsigned ready;  /* out: ELK_WAIT_* that are ready (errors and hang-ups count as both) */
 } elk_lwip_waiter_t;
 
 /* Most sockets one elk_lwip_wait call takes (lwIP's own default netconn count is 4;
@@ -73,8 +73,8 @@ int elk_lwip_wait(elk_lwip_waiter_t *waiters, size_t n, uint32_t timeout_ms);
  * context extends it to 64 bits. It must be read at least once per wrap period
  * (any lib/ poll loop does so many times a second). Fields are internal. */
 typedef struct elk_lwip_clock {
-    uint32_t last;       /* last raw tick seen */
-    uint32_t wraps;      /* times the raw tick wrapped */
+    uint32_t last;  /* last raw tick seen */
+    uint32_t wraps; /* times the raw tick wrapped */
     bool started;
 } elk_lwip_clock_t;
 
@@ -100,7 +100,7 @@ typedef int (*elk_lwip_rng_fn)(void *user, uint32_t *word);
 typedef struct elk_lwip_entropy {
     elk_lwip_rng_fn rng;
     void *user;
-    uint32_t last;       /* previous word, for the continuous (stuck-output) test */
+    uint32_t last; /* previous word, for the continuous (stuck-output) test */
     bool primed;
 } elk_lwip_entropy_t;
 

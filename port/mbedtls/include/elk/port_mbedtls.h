@@ -65,16 +65,16 @@ extern "C" {
  * All pointers are read only during elk_tls_shared_init.
  */
 typedef struct elk_tls_config {
-    const char *ca_file;           /* required (file or buffer): CA(s) the server must chain to */
+    const char *ca_file; /* required (file or buffer): CA(s) the server must chain to */
     const uint8_t *ca_pem;
     size_t ca_pem_len;
-    const char *cert_file;         /* optional client certificate (mutual TLS) */
+    const char *cert_file; /* optional client certificate (mutual TLS) */
     const uint8_t *cert_pem;
     size_t cert_pem_len;
-    const char *key_file;          /* its private key; required when a certificate is set */
+    const char *key_file; /* its private key; required when a certificate is set */
     const uint8_t *key_pem;
     size_t key_pem_len;
-    const char *key_password;      /* for an encrypted key, else NULL */
+    const char *key_password; /* for an encrypted key, else NULL */
     /* Optional diagnosis of a plain-TCP server on the TLS port. A plain Redis does not
      * answer a ClientHello at all (it waits for a newline that never comes), so without
      * a clock that case looks like a slow server and ends in the caller's connect
@@ -96,58 +96,58 @@ typedef struct elk_tls_shared {
     mbedtls_x509_crt cert;
     mbedtls_pk_context key;
     mbedtls_ctr_drbg_context drbg;
-    elk_entropy_t entropy;         /* copy of the injected source (its ctx stays the caller's) */
-    elk_clock_t clock;             /* copy of cfg->clock, or now_ms NULL */
+    elk_entropy_t entropy; /* copy of the injected source (its ctx stays the caller's) */
+    elk_clock_t clock;     /* copy of cfg->clock, or now_ms NULL */
     uint32_t silent_ms;
     bool has_cert;
     bool ready;
-    int last_mbedtls_err;          /* of the last failed call in elk_tls_shared_init */
+    int last_mbedtls_err; /* of the last failed call in elk_tls_shared_init */
 } elk_tls_shared_t;
 
 /* What the port reads from the server's plaintext handshake records as they pass
  * through (mbedTLS 3.x has no public accessor for it): a CertificateRequest, a
  * ServerHello below TLS 1.2, a protocol_version alert. Internal to the port. */
 typedef struct elk_tls_sniff {
-    uint8_t hdr[5];                /* record header being collected */
+    uint8_t hdr[5]; /* record header being collected */
     uint8_t hdr_n;
-    uint8_t hs_hdr_n;              /* handshake message header bytes seen (0..4) */
+    uint8_t hs_hdr_n; /* handshake message header bytes seen (0..4) */
     uint8_t hs_type;
-    uint8_t hs_ver_hi;             /* first body byte of a ServerHello */
-    uint16_t rec_left;             /* body bytes left in the current record */
-    uint16_t rec_pos;              /* body bytes seen of the current record */
-    uint32_t hs_left;              /* body bytes left in the current handshake message */
+    uint8_t hs_ver_hi; /* first body byte of a ServerHello */
+    uint16_t rec_left; /* body bytes left in the current record */
+    uint16_t rec_pos;  /* body bytes seen of the current record */
+    uint32_t hs_left;  /* body bytes left in the current handshake message */
     uint32_t hs_pos;
-    bool off;                      /* encrypted records started: nothing more to read */
-    bool encrypted;                /* an application_data record came (TLS 1.3 flight) */
-    bool cert_request;             /* the server sent a CertificateRequest (TLS 1.2) */
-    bool old_version;              /* the server chose a protocol below TLS 1.2 */
-    bool version_alert;            /* the server sent a protocol_version alert */
+    bool off;           /* encrypted records started: nothing more to read */
+    bool encrypted;     /* an application_data record came (TLS 1.3 flight) */
+    bool cert_request;  /* the server sent a CertificateRequest (TLS 1.2) */
+    bool old_version;   /* the server chose a protocol below TLS 1.2 */
+    bool version_alert; /* the server sent a protocol_version alert */
 } elk_tls_sniff_t;
 
 /* One TLS connection. Caller-allocated; fields internal to the port. */
 typedef struct elk_tls_conn {
     mbedtls_ssl_context ssl;
     elk_tls_shared_t *shared;
-    elk_transport_t inner;         /* copy; its ctx stays owned by the caller */
-    uint8_t state;                 /* closed, connecting, handshaking, ready, failed */
-    bool setup;                    /* ssl set up (record buffers allocated) */
-    bool rx_any;                   /* any byte received during this handshake */
-    bool rx_not_tls;               /* the first byte received was no TLS record type */
-    bool hello_out;                /* ClientHello fully handed to the inner transport */
-    bool silent_close;             /* closed while the server had said nothing */
-    bool done;                     /* the last handshake completed */
-    bool cert_requested;           /* the server sent a CertificateRequest (mutual TLS) */
-    bool tx_unflushed;             /* a record is only partly handed to the inner transport */
-    bool rx_app;                   /* application data received since the handshake */
-    bool final_flight;             /* we sent after the server's encrypted flight (TLS 1.3) */
+    elk_transport_t inner; /* copy; its ctx stays owned by the caller */
+    uint8_t state;         /* closed, connecting, handshaking, ready, failed */
+    bool setup;            /* ssl set up (record buffers allocated) */
+    bool rx_any;           /* any byte received during this handshake */
+    bool rx_not_tls;       /* the first byte received was no TLS record type */
+    bool hello_out;        /* ClientHello fully handed to the inner transport */
+    bool silent_close;     /* closed while the server had said nothing */
+    bool done;             /* the last handshake completed */
+    bool cert_requested;   /* the server sent a CertificateRequest (mutual TLS) */
+    bool tx_unflushed;     /* a record is only partly handed to the inner transport */
+    bool rx_app;           /* application data received since the handshake */
+    bool final_flight;     /* we sent after the server's encrypted flight (TLS 1.3) */
     elk_tls_sniff_t sniff;
-    uint64_t hello_at;             /* when hello_out became true (shared clock) */
-    unsigned want;                 /* ELK_WAIT_* the last mbedTLS call is waiting for */
-    int inner_err;                 /* negative elk_err_t from the inner transport, else 0 */
+    uint64_t hello_at; /* when hello_out became true (shared clock) */
+    unsigned want;     /* ELK_WAIT_* the last mbedTLS call is waiting for */
+    int inner_err;     /* negative elk_err_t from the inner transport, else 0 */
     int last_mbedtls_err;
-    int last_err;                  /* last negative elk_err_t, ELK_OK if none */
-    size_t pending_len;            /* bytes mbedTLS holds encrypted from a blocked send */
-    uint32_t verify_flags;         /* mbedtls_ssl_get_verify_result() of the last handshake */
+    int last_err;          /* last negative elk_err_t, ELK_OK if none */
+    size_t pending_len;    /* bytes mbedTLS holds encrypted from a blocked send */
+    uint32_t verify_flags; /* mbedtls_ssl_get_verify_result() of the last handshake */
 } elk_tls_conn_t;
 
 /*
@@ -158,7 +158,8 @@ typedef struct elk_tls_conn {
  * ELK_E_ENTROPY (DRBG seeding failed). On failure nothing needs freeing, but calling
  * elk_tls_shared_free is harmless.
  */
-int elk_tls_shared_init(elk_tls_shared_t *shared, const elk_tls_config_t *cfg, const elk_entropy_t *entropy);
+int elk_tls_shared_init(elk_tls_shared_t *shared, const elk_tls_config_t *cfg,
+                        const elk_entropy_t *entropy);
 
 /* Release everything elk_tls_shared_init loaded (call only after that init, whatever it
  * returned). Free every connection that uses it first. */

@@ -42,7 +42,8 @@ int elk_blocking_release(elk_client_t *client, elk_lock_t *lock, uint32_t timeou
  * the end, or at once the reason it is not (the cause LOST reported: ELK_E_LOCK_LOST,
  * ELK_E_FLEET_LOST, ELK_E_LOCK_TAKEN, ELK_E_MAX_HOLD, ELK_E_MAX_RENEWALS, ...; or
  * ELK_E_NOT_HELD when it was not held to begin with). */
-int elk_blocking_hold(elk_client_t *client, elk_lock_t *lock, uint32_t ms, const elk_clock_t *clock);
+int elk_blocking_hold(elk_client_t *client, elk_lock_t *lock, uint32_t ms,
+                      const elk_clock_t *clock);
 
 /* One step of the loop the calls above use: sleep in elk_posix_wait on the fleet's
  * descriptors until elk_client_next_wake (at once after an acquire/release queued

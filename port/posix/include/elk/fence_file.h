@@ -41,12 +41,12 @@ extern "C" {
 #define ELK_FENCE_FILE_WAIT_FOREVER UINT32_MAX
 
 typedef struct elk_fence_file {
-    const char *path;   /* caller-owned, alive as long as the storage is used */
-    int last_errno;     /* errno of the last failed system call, 0 if none (for messages) */
-    int lock_fd;        /* descriptor of "<path>.lock" while locked, else -1 */
-    uint32_t wait_ms;   /* how long lock waits (default: forever) */
-    uint32_t tmp_seq;   /* the <n> of the next temp name (unique within this process) */
-    int inherited_fd;   /* a descriptor of "<path>.lock" a parent may hold locked, or -1 */
+    const char *path; /* caller-owned, alive as long as the storage is used */
+    int last_errno;   /* errno of the last failed system call, 0 if none (for messages) */
+    int lock_fd;      /* descriptor of "<path>.lock" while locked, else -1 */
+    uint32_t wait_ms; /* how long lock waits (default: forever) */
+    uint32_t tmp_seq; /* the <n> of the next temp name (unique within this process) */
+    int inherited_fd; /* a descriptor of "<path>.lock" a parent may hold locked, or -1 */
 } elk_fence_file_t;
 
 /* Bind ff to path and fill *storage with callbacks for elk_fence_init (load, store,

@@ -59,7 +59,7 @@ typedef struct elk_posix_addr {
 
 /* One TCP connection. Caller-allocated; fields are internal to the port. */
 typedef struct elk_posix_tcp {
-    elk_socket_t sock;            /* port/socket's transport state; first, as ctx is it */
+    elk_socket_t sock; /* port/socket's transport state; first, as ctx is it */
     uint8_t addr_count, addr_next;
     elk_posix_addr_t addrs[ELK_POSIX_TCP_MAX_ADDRS];
     elk_posix_tcp_options_t opts;
@@ -91,7 +91,8 @@ void elk_posix_tcp_options_defaults(elk_posix_tcp_options_t *opts);
  *             READ once connected; -1 when closed or failed.
  * Returns ELK_OK or ELK_E_INVALID_ARG.
  */
-int elk_posix_tcp_init(elk_posix_tcp_t *tcp, const elk_posix_tcp_options_t *opts, elk_transport_t *out);
+int elk_posix_tcp_init(elk_posix_tcp_t *tcp, const elk_posix_tcp_options_t *opts,
+                       elk_transport_t *out);
 
 /* errno (or getaddrinfo EAI_* code, negative) behind the last error, for logs; 0 if none. */
 int elk_posix_tcp_last_errno(const elk_posix_tcp_t *tcp);

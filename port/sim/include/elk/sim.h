@@ -36,17 +36,17 @@ extern "C" {
 #define ELK_SIM_MAX_GATEWAYS 16u
 #define ELK_SIM_MAX_NODES 7u
 #define ELK_SIM_MAX_CONNS (ELK_SIM_MAX_GATEWAYS * ELK_SIM_MAX_NODES)
-#define ELK_SIM_PIPE_CAP 4096u          /* bytes per direction in flight + unread; power of 2 */
-#define ELK_SIM_PIPE_SEGS 64u           /* segments in flight per direction */
-#define ELK_SIM_SESSION_BUF 4096u       /* server-side command buffer per connection */
-#define ELK_SIM_SESSION_NODES 32u       /* RESP nodes of one command */
-#define ELK_SIM_KEYS 64u                /* keys per Redis node */
-#define ELK_SIM_KEY_MAX 128u            /* key bytes */
-#define ELK_SIM_VAL_MAX 128u            /* value bytes */
-#define ELK_SIM_SUBS 4u                 /* channels one connection may subscribe to */
-#define ELK_SIM_MAX_SCRIPTS 8u          /* native scripts known to a net */
-#define ELK_SIM_MAX_ARGS 24u            /* arguments of one command */
-#define ELK_SIM_PORT_BASE 7000u         /* endpoint port of node i is PORT_BASE + i */
+#define ELK_SIM_PIPE_CAP 4096u    /* bytes per direction in flight + unread; power of 2 */
+#define ELK_SIM_PIPE_SEGS 64u     /* segments in flight per direction */
+#define ELK_SIM_SESSION_BUF 4096u /* server-side command buffer per connection */
+#define ELK_SIM_SESSION_NODES 32u /* RESP nodes of one command */
+#define ELK_SIM_KEYS 64u          /* keys per Redis node */
+#define ELK_SIM_KEY_MAX 128u      /* key bytes */
+#define ELK_SIM_VAL_MAX 128u      /* value bytes */
+#define ELK_SIM_SUBS 4u           /* channels one connection may subscribe to */
+#define ELK_SIM_MAX_SCRIPTS 8u    /* native scripts known to a net */
+#define ELK_SIM_MAX_ARGS 24u      /* arguments of one command */
+#define ELK_SIM_PORT_BASE 7000u   /* endpoint port of node i is PORT_BASE + i */
 
 /* ------------------------------------------------------------ PRNG / entropy */
 
@@ -76,7 +76,7 @@ elk_entropy_t elk_sim_rng_entropy(elk_sim_rng_t *rng);
  * are monotonic and never jump).
  */
 typedef struct elk_sim_clock {
-    const uint64_t *true_now_us;   /* the world's true time (caller-owned) */
+    const uint64_t *true_now_us; /* the world's true time (caller-owned) */
     int64_t offset_us;
     int32_t rate_ppm;
 } elk_sim_clock_t;
@@ -99,22 +99,22 @@ elk_clock_t elk_sim_clock_iface(elk_sim_clock_t *c);
 
 /* Kinds below 100 belong to port/sim; programs use 100 and above. */
 enum elk_sim_event_kind {
-    ELK_SIM_EV_ARRIVE_UP = 1,     /* a = conn: gateway->node bytes arrive; b = conn generation */
-    ELK_SIM_EV_ARRIVE_DOWN = 2,   /* a = conn: node->gateway bytes arrive */
-    ELK_SIM_EV_CONNECT = 3,       /* a = conn: connect attempt resolves */
+    ELK_SIM_EV_ARRIVE_UP = 1,   /* a = conn: gateway->node bytes arrive; b = conn generation */
+    ELK_SIM_EV_ARRIVE_DOWN = 2, /* a = conn: node->gateway bytes arrive */
+    ELK_SIM_EV_CONNECT = 3,     /* a = conn: connect attempt resolves */
     ELK_SIM_EV_USER = 100
 };
 
 typedef struct elk_sim_event {
     uint64_t at_us;
-    uint64_t seq;    /* insertion order: ties in time resolve the same way every run */
+    uint64_t seq; /* insertion order: ties in time resolve the same way every run */
     uint32_t kind;
     uint32_t a;
     uint64_t b;
 } elk_sim_event_t;
 
 typedef struct elk_sim_queue {
-    elk_sim_event_t *ev;   /* caller-owned array of cap entries */
+    elk_sim_event_t *ev; /* caller-owned array of cap entries */
     size_t cap;
     size_t len;
     uint64_t next_seq;
@@ -137,26 +137,26 @@ typedef struct elk_sim_key {
     uint8_t vlen;
     uint8_t key[ELK_SIM_KEY_MAX];
     uint8_t val[ELK_SIM_VAL_MAX];
-    int64_t expire_ms;     /* on the node's own clock; 0 = no expiry */
+    int64_t expire_ms; /* on the node's own clock; 0 = no expiry */
 } elk_sim_key_t;
 
 /* What node restarts do with the dataset. */
 enum elk_sim_restart {
-    ELK_SIM_RESTART_KEEP = 0,   /* persisted with fsync always: keys and counters survive */
-    ELK_SIM_RESTART_LOSE = 1    /* no persistence: empty after restart */
+    ELK_SIM_RESTART_KEEP = 0, /* persisted with fsync always: keys and counters survive */
+    ELK_SIM_RESTART_LOSE = 1  /* no persistence: empty after restart */
 };
 
 typedef struct elk_sim_redis {
     uint8_t index;
     bool up;
-    elk_sim_clock_t clock;              /* the server's wall clock: expiry runs on it */
+    elk_sim_clock_t clock; /* the server's wall clock: expiry runs on it */
     elk_sim_key_t keys[ELK_SIM_KEYS];
-    uint32_t script_cached;             /* bit i: script i of the net's table is cached */
-    const char *password;               /* NULL: no AUTH configured (as default Redis) */
-    const char *maxmemory_policy;       /* CONFIG GET answers */
+    uint32_t script_cached;       /* bit i: script i of the net's table is cached */
+    const char *password;         /* NULL: no AUTH configured (as default Redis) */
+    const char *maxmemory_policy; /* CONFIG GET answers */
     const char *appendonly;
     const char *appendfsync;
-    uint64_t commands;                  /* statistics */
+    uint64_t commands; /* statistics */
     uint64_t restarts;
 } elk_sim_redis_t;
 
@@ -165,7 +165,7 @@ typedef struct elk_sim_session {
     elk_resp_reader_t reader;
     uint8_t buf[ELK_SIM_SESSION_BUF];
     elk_resp_node_t nodes[ELK_SIM_SESSION_NODES];
-    uint8_t proto;                      /* 2 or 3 */
+    uint8_t proto; /* 2 or 3 */
     uint8_t nsubs;
     uint8_t sub_len[ELK_SIM_SUBS];
     uint8_t sub[ELK_SIM_SUBS][ELK_SIM_KEY_MAX];
@@ -197,8 +197,8 @@ typedef void (*elk_sim_script_fn)(elk_sim_redis_t *node, const elk_sim_bytes_t *
                                   void *user);
 
 typedef struct elk_sim_script {
-    const char *sha1;       /* 40 lowercase hex digits, as EVALSHA sends it */
-    const char *text;       /* the Lua text, as EVAL sends it */
+    const char *sha1; /* 40 lowercase hex digits, as EVALSHA sends it */
+    const char *text; /* the Lua text, as EVAL sends it */
     elk_sim_script_fn fn;
     void *user;
 } elk_sim_script_t;
@@ -236,32 +236,32 @@ void elk_sim_reply_oom(elk_sim_reply_t *out);
 
 /* Delay, loss and reset behaviour of every connection. Probabilities in ppm. */
 typedef struct elk_sim_net_params {
-    uint32_t delay_min_us;     /* one-way delay, uniform in [min, max] ... */
+    uint32_t delay_min_us; /* one-way delay, uniform in [min, max] ... */
     uint32_t delay_max_us;
-    uint32_t tail_ppm;         /* ... plus, with this probability, a heavy tail */
+    uint32_t tail_ppm; /* ... plus, with this probability, a heavy tail */
     uint32_t tail_max_us;
-    uint32_t stall_ppm;        /* a segment is lost: TCP retransmits after a stall */
+    uint32_t stall_ppm; /* a segment is lost: TCP retransmits after a stall */
     uint32_t stall_min_us;
     uint32_t stall_max_us;
-    uint32_t reset_ppm;        /* a segment resets the connection */
-    uint32_t retry_us;         /* retransmission interval while partitioned */
+    uint32_t reset_ppm; /* a segment resets the connection */
+    uint32_t retry_us;  /* retransmission interval while partitioned */
 } elk_sim_net_params_t;
 
 enum elk_sim_conn_state {
     ELK_SIM_CONN_CLOSED = 0,
     ELK_SIM_CONN_CONNECTING,
     ELK_SIM_CONN_OPEN,
-    ELK_SIM_CONN_FAILED          /* reset, refused or peer gone: err says which */
+    ELK_SIM_CONN_FAILED /* reset, refused or peer gone: err says which */
 };
 
 typedef struct elk_sim_pipe {
     uint8_t buf[ELK_SIM_PIPE_CAP];
-    uint32_t rd, dl, wr;                 /* cumulative: read <= delivered <= written */
+    uint32_t rd, dl, wr; /* cumulative: read <= delivered <= written */
     uint64_t seg_at[ELK_SIM_PIPE_SEGS];
     uint32_t seg_end[ELK_SIM_PIPE_SEGS];
     uint8_t seg_head, seg_count;
-    uint64_t last_at;                    /* TCP never reorders: arrivals are monotonic */
-    bool scheduled;                      /* the head segment has an event queued */
+    uint64_t last_at; /* TCP never reorders: arrivals are monotonic */
+    bool scheduled;   /* the head segment has an event queued */
 } elk_sim_pipe_t;
 
 typedef struct elk_sim_conn {
@@ -269,11 +269,11 @@ typedef struct elk_sim_conn {
     uint16_t id;
     uint8_t gw;
     uint8_t node;
-    uint8_t state;                       /* enum elk_sim_conn_state */
-    int err;                             /* for FAILED */
-    uint32_t gen;                        /* bumps on open/close: stale events are ignored */
-    elk_sim_pipe_t up;                   /* gateway -> node */
-    elk_sim_pipe_t down;                 /* node -> gateway */
+    uint8_t state;       /* enum elk_sim_conn_state */
+    int err;             /* for FAILED */
+    uint32_t gen;        /* bumps on open/close: stale events are ignored */
+    elk_sim_pipe_t up;   /* gateway -> node */
+    elk_sim_pipe_t down; /* node -> gateway */
     elk_sim_session_t srv;
     uint64_t bytes_up, bytes_down;
 } elk_sim_conn_t;
@@ -288,9 +288,9 @@ typedef void (*elk_sim_cmd_fn)(void *user, uint8_t node, uint8_t gw, const elk_s
                                size_t argc, const uint8_t *reply, size_t reply_len);
 
 typedef struct elk_sim_core {
-    uint64_t now_us;             /* true time */
+    uint64_t now_us; /* true time */
     elk_sim_queue_t queue;
-    elk_sim_rng_t rng;           /* network and fault randomness */
+    elk_sim_rng_t rng; /* network and fault randomness */
 } elk_sim_core_t;
 
 typedef struct elk_sim_net {
@@ -299,15 +299,15 @@ typedef struct elk_sim_net {
     uint8_t n_gw, n_nodes;
     elk_sim_conn_t conns[ELK_SIM_MAX_CONNS];
     elk_sim_redis_t nodes[ELK_SIM_MAX_NODES];
-    uint32_t blocked[ELK_SIM_MAX_GATEWAYS];   /* bit n: gateway cannot reach node n */
+    uint32_t blocked[ELK_SIM_MAX_GATEWAYS]; /* bit n: gateway cannot reach node n */
     const elk_sim_script_t *scripts;
     size_t n_scripts;
     elk_sim_wake_fn wake;
     void *wake_user;
-    elk_sim_cmd_fn on_command;                /* optional, NULL by default */
+    elk_sim_cmd_fn on_command; /* optional, NULL by default */
     void *cmd_user;
-    uint64_t resets, stalls;                  /* statistics */
-    uint64_t dropped_events;                  /* queue full: the run is invalid if non-zero */
+    uint64_t resets, stalls; /* statistics */
+    uint64_t dropped_events; /* queue full: the run is invalid if non-zero */
 } elk_sim_net_t;
 
 /* Set up a net of n_gw gateways and n_nodes Redis nodes (all up, empty, clocks

@@ -19,8 +19,8 @@ extern "C" {
 #define ELK_SIM_EDGELOCK_SCRIPTS 5u
 
 typedef struct elk_sim_scripts {
-    elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS];   /* ACQUIRE, EXTEND, RELEASE, COMMIT, SAFETY */
-    bool commit_noop;   /* negative control: COMMIT answers as usual but never raises a counter */
+    elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS]; /* ACQUIRE, EXTEND, RELEASE, COMMIT, SAFETY */
+    bool commit_noop; /* negative control: COMMIT answers as usual but never raises a counter */
 } elk_sim_scripts_t;
 
 /* Fill tbl (caller-owned, must outlive the net's use of it). RELEASE publishes

@@ -21,25 +21,25 @@ extern "C" {
 
 /* Socket options applied to every connection. */
 typedef struct elk_socket_options {
-    bool nodelay;                 /* TCP_NODELAY: requests are small and latency matters; a
+    bool nodelay;                  /* TCP_NODELAY: requests are small and latency matters; a
                                      socket that refuses it fails the connect (ELK_E_IO) */
-    bool keepalive;               /* SO_KEEPALIVE, to notice a dead peer on an idle link;
+    bool keepalive;                /* SO_KEEPALIVE, to notice a dead peer on an idle link;
                                      best effort, like the three timers below (port/lwip
                                      leaves it off: lib/'s request deadlines notice a
                                      dead server) */
-    uint16_t keepalive_idle_s;    /* TCP_KEEPIDLE, 0: the stack's own */
-    uint16_t keepalive_interval_s;/* TCP_KEEPINTVL, 0: the stack's own */
-    uint16_t keepalive_count;     /* TCP_KEEPCNT, 0: the stack's own */
+    uint16_t keepalive_idle_s;     /* TCP_KEEPIDLE, 0: the stack's own */
+    uint16_t keepalive_interval_s; /* TCP_KEEPINTVL, 0: the stack's own */
+    uint16_t keepalive_count;      /* TCP_KEEPCNT, 0: the stack's own */
 } elk_socket_options_t;
 
 /* One TCP connection over a socket API. Fields are internal to port/socket. */
 typedef struct elk_socket {
-    int fd;              /* OS descriptor (posix) or lwIP socket number; -1 when closed */
-    uint8_t state;       /* closed, connecting, connected, failed */
-    bool want_write;     /* the last send would have blocked: wait for writability too */
-    int last_err;        /* last negative elk_err_t (what progress() repeats after a failed
+    int fd;          /* OS descriptor (posix) or lwIP socket number; -1 when closed */
+    uint8_t state;   /* closed, connecting, connected, failed */
+    bool want_write; /* the last send would have blocked: wait for writability too */
+    int last_err;    /* last negative elk_err_t (what progress() repeats after a failed
                             connect), ELK_OK if none */
-    int last_errno;      /* errno (posix resolution: EAI_* code) behind last_err, for logs */
+    int last_errno;  /* errno (posix resolution: EAI_* code) behind last_err, for logs */
 } elk_socket_t;
 
 #ifdef __cplusplus
