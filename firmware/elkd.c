@@ -565,69 +565,72 @@ static void lease_metrics(agent_t *a, resource_t *r, const elk_lock_event_t *ev)
     }
 }
 
-static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+/* A grant: the client gets the lease with its absolute deadline (or, gone meanwhile, the
+ * lease is given back at once). */
+static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
 {
-    resource_t *r = user;
-    agent_t *a = r->agent;
-    int slot = owned_by(a, r, r->owner) ? r->owner : -1;
-    (void)lock;
-    lease_metrics(a, r, ev);
-    switch (ev->type) {
-    case ELK_LOCK_EV_ACQUIRED:
-        r->acquiring = false;
-        if (slot < 0 || a->shutting_down) {
-            /* The client went away (or we are stopping) while the round ran. */
-            release_res(a, r, ev->now,
-                        slot < 0 ? "its client disconnected while acquiring" : "shutting down");
-            return;
+    r->acquiring = false;
+    if (slot < 0 || a->shutting_down) {
+        /* The client went away (or we are stopping) while the round ran. */
+        release_res(a, r, ev->now,
+                    slot < 0 ? "its client disconnected while acquiring" : "shutting down");
+        return;
+    }
+    r->granted_at = ev->now;
+    elkd_log(a, ELK_LOG_INFO,
+             "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
+             ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes",
+             r->conf->name, a->clients[slot].id, (unsigned)a->clients[slot].peer.uid,
+             (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token, ev->validity_ms,
+             ev->now - r->asked_at, ev->ok, ev->node_count);
+    /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
+     * host shares) lets the client stop in time however late it reads this line. */
+    client_send(a, slot,
+                "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64
+                "\n",
+                r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
+}
+
+static void lease_not_acquired(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
+{
+    r->acquiring = false;
+    elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)",
+             r->conf->name, elk_err_message(ev->err), ev->ok, ev->busy, ev->failed, ev->node_count);
+    if (slot >= 0) {
+        if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
+            char detail[320];
+            snprintf(detail, sizeof detail,
+                     "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes "
+                     "ready)",
+                     r->conf->name, elk_err_name(r->last_round_err),
+                     elk_err_message(r->last_round_err), r->last_ok, r->last_busy, r->last_failed,
+                     r->last_nodes, r->last_ready, a->fleet.count);
+            client_err(a, slot, ev->err, detail);
+        } else {
+            client_err(a, slot, ev->err, r->conf->name);
         }
-        r->granted_at = ev->now;
-        elkd_log(a, ELK_LOG_INFO,
-                 "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
-                 ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes",
-                 r->conf->name, a->clients[slot].id, (unsigned)a->clients[slot].peer.uid,
-                 (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token, ev->validity_ms,
-                 ev->now - r->asked_at, ev->ok, ev->node_count);
-        /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
-         * host shares) lets the client stop in time however late it reads this line. */
-        client_send(
-            a, slot,
-            "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
-            r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
-        break;
-    case ELK_LOCK_EV_ACQUIRE_FAILED:
-        r->acquiring = false;
-        elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)",
-                 r->conf->name, elk_err_message(ev->err), ev->ok, ev->busy, ev->failed,
-                 ev->node_count);
-        if (slot >= 0) {
-            if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
-                char detail[320];
-                snprintf(detail, sizeof detail,
-                         "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes "
-                         "ready)",
-                         r->conf->name, elk_err_name(r->last_round_err),
-                         elk_err_message(r->last_round_err), r->last_ok, r->last_busy,
-                         r->last_failed, r->last_nodes, r->last_ready, a->fleet.count);
-                client_err(a, slot, ev->err, detail);
-            } else {
-                client_err(a, slot, ev->err, r->conf->name);
-            }
-        }
-        r->owner = -1;
-        hand_to_next_waiter(a, r, ev->now);
-        break;
-    case ELK_LOCK_EV_RETRY:
-        r->last_round_err = ev->err;
-        r->last_ok = ev->ok;
-        r->last_busy = ev->busy;
-        r->last_failed = ev->failed;
-        r->last_nodes = ev->node_count;
-        r->last_ready = elk_fleet_ready_count(&a->fleet);
-        elkd_log(a, ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name,
-                 elk_err_name(ev->err));
-        break;
-    case ELK_LOCK_EV_RENEWED:
+    }
+    r->owner = -1;
+    hand_to_next_waiter(a, r, ev->now);
+}
+
+/* A failed round of a waiting acquire: kept, so a wait that times out can say why. */
+static void lease_round_failed(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
+{
+    (void)slot;
+    r->last_round_err = ev->err;
+    r->last_ok = ev->ok;
+    r->last_busy = ev->busy;
+    r->last_failed = ev->failed;
+    r->last_nodes = ev->node_count;
+    r->last_ready = elk_fleet_ready_count(&a->fleet);
+    elkd_log(a, ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name,
+             elk_err_name(ev->err));
+}
+
+static void lease_renew_event(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
+{
+    if (ev->type == ELK_LOCK_EV_RENEWED) {
         elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms",
                  r->conf->name, ev->renewals, ev->validity_ms);
         if (slot >= 0) {
@@ -637,42 +640,69 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
                         r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms,
                         ev->deadline);
         }
-        break;
-    case ELK_LOCK_EV_RENEW_FAILED:
+    } else if (ev->type == ELK_LOCK_EV_RENEW_FAILED) {
         /* the library already logs this at warn */
         elkd_log(
             a, ELK_LOG_DEBUG,
             "%s: renewal round failed (%s: %u ok of %u, quorum %u); retrying until the deadline",
             r->conf->name, elk_err_name(ev->err), ev->ok, ev->node_count, ev->quorum);
-        break;
-    case ELK_LOCK_EV_RENEW_STOPPED:
+    } else {
         elkd_log(a, ELK_LOG_WARN, "%s: %s", r->conf->name, elk_err_message(ev->err));
         if (slot >= 0) {
             client_send(a, slot, "EVENT RENEW_STOPPED %s %s\n", r->conf->name,
                         elk_err_name(ev->err));
         }
+    }
+}
+
+static void lease_lost(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
+{
+    elkd_log(a, ELK_LOG_WARN,
+             "%s: LOST (%s), token %" PRIu64 ", held %" PRIu64 " ms; telling client %" PRIu64
+             " to stop",
+             r->conf->name, elk_err_message(ev->err), ev->token, ev->now - r->granted_at,
+             slot >= 0 ? a->clients[slot].id : 0);
+    if (slot >= 0) {
+        client_send(a, slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name, elk_err_name(ev->err),
+                    r->conf->stop_margin_ms);
+    }
+    /* The client stops its command on LOST; elkd does too, in case the client itself
+     * is stopped or slow (the command must be gone within the stop margin). */
+    (void)stop_command(a, r, ev->now, "lease lost", slot >= 0);
+    if (r->sup.stage == ELKFW_SUP_GAVE_UP) {
+        elkfw_sup_clear(&r->sup);
+    }
+    /* Clear the LOST state so the resource can be taken again. */
+    (void)elk_lock_release(&r->lock, ev->now);
+    r->owner = -1;
+    r->acquiring = false;
+    hand_to_next_waiter(a, r, ev->now);
+}
+
+static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    resource_t *r = user;
+    agent_t *a = r->agent;
+    int slot = owned_by(a, r, r->owner) ? r->owner : -1;
+    (void)lock;
+    lease_metrics(a, r, ev);
+    switch (ev->type) {
+    case ELK_LOCK_EV_ACQUIRED:
+        lease_granted(a, r, slot, ev);
+        break;
+    case ELK_LOCK_EV_ACQUIRE_FAILED:
+        lease_not_acquired(a, r, slot, ev);
+        break;
+    case ELK_LOCK_EV_RETRY:
+        lease_round_failed(a, r, slot, ev);
+        break;
+    case ELK_LOCK_EV_RENEWED:
+    case ELK_LOCK_EV_RENEW_FAILED:
+    case ELK_LOCK_EV_RENEW_STOPPED:
+        lease_renew_event(a, r, slot, ev);
         break;
     case ELK_LOCK_EV_LOST:
-        elkd_log(a, ELK_LOG_WARN,
-                 "%s: LOST (%s), token %" PRIu64 ", held %" PRIu64 " ms; telling client %" PRIu64
-                 " to stop",
-                 r->conf->name, elk_err_message(ev->err), ev->token, ev->now - r->granted_at,
-                 slot >= 0 ? a->clients[slot].id : 0);
-        if (slot >= 0) {
-            client_send(a, slot, "EVENT LOST %s %s %" PRIu32 "\n", r->conf->name,
-                        elk_err_name(ev->err), r->conf->stop_margin_ms);
-        }
-        /* The client stops its command on LOST; elkd does too, in case the client itself
-         * is stopped or slow (the command must be gone within the stop margin). */
-        (void)stop_command(a, r, ev->now, "lease lost", slot >= 0);
-        if (r->sup.stage == ELKFW_SUP_GAVE_UP) {
-            elkfw_sup_clear(&r->sup);
-        }
-        /* Clear the LOST state so the resource can be taken again. */
-        (void)elk_lock_release(&r->lock, ev->now);
-        r->owner = -1;
-        r->acquiring = false;
-        hand_to_next_waiter(a, r, ev->now);
+        lease_lost(a, r, slot, ev);
         break;
     case ELK_LOCK_EV_RELEASED:
         elkd_log(a, ELK_LOG_DEBUG, "%s: release round finished (%u of %u nodes confirmed)",
@@ -1458,89 +1488,97 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
 
 /* ------------------------------------------------------------------ setup */
 
-static int setup_fleet(agent_t *a, char *err, size_t errlen)
+/* Node i's TLS layer over its TCP transport *tcp (tls = on): *tr becomes the TLS one. */
+static int setup_node_tls(agent_t *a, size_t i, elk_transport_t *tcp, elk_transport_t *tr,
+                          char *err, size_t errlen)
+{
+    const elkfw_node_conf_t *nc = &a->conf.nodes[i];
+#ifdef ELKD_TLS
+    int rc;
+    elk_tls_config_t tc;
+    memset(&tc, 0, sizeof tc);
+    tc.ca_file = nc->tls.ca;
+    tc.cert_file = nc->tls.cert[0] ? nc->tls.cert : NULL;
+    tc.key_file = nc->tls.key[0] ? nc->tls.key : NULL;
+    rc = elk_tls_shared_init(&a->tls_shared[i], &tc, &a->entropy);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line,
+                 nc->name, elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "",
+                 nc->tls.cert);
+        return rc;
+    }
+    rc = elk_tls_conn_init(&a->tls_conn[i], &a->tls_shared[i], tcp, tr);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "[node %s]: TLS connection setup: %s", nc->name, elk_err_message(rc));
+        return rc;
+    }
+    a->tls_used[i] = true;
+    return ELK_OK;
+#else
+    (void)tcp;
+    (void)tr;
+    snprintf(err, errlen, "%s:%d: [node %s]: tls = on but this elkd was built without TLS",
+             a->conf.path, nc->line, nc->name);
+    return ELK_E_NOT_SUPPORTED;
+#endif
+}
+
+static int setup_node(agent_t *a, size_t i, char *err, size_t errlen)
+{
+    const elkfw_node_conf_t *nc = &a->conf.nodes[i];
+    elk_node_config_t cfg;
+    elk_transport_t tcp, tr;
+    int rc;
+    elk_posix_tcp_init(&a->tcp[i], NULL, &tcp);
+    tr = tcp;
+    if (nc->tls.on == 1 && (rc = setup_node_tls(a, i, &tcp, &tr, err, errlen)) != ELK_OK) {
+        return rc;
+    }
+    elk_node_config_defaults(&cfg);
+    cfg.endpoint.host = nc->host;
+    cfg.endpoint.port = nc->port;
+    cfg.endpoint.server_name = nc->server_name[0] ? nc->server_name : NULL;
+    cfg.username = nc->user[0] ? nc->user : NULL;
+    cfg.password = nc->password[0] ? nc->password : NULL;
+    cfg.db = nc->db;
+    cfg.resp3 = CONFIG_ELK_RESP3 ? true : false;
+    cfg.connect_timeout_ms = nc->connect_timeout_ms;
+    cfg.request_timeout_ms = nc->request_timeout_ms;
+    rc = elk_node_init(&a->nodes[i], &cfg, &tr, &a->pool, &a->entropy, &a->lib_log);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "[node %s]: %s", nc->name, elk_err_message(rc));
+        return rc;
+    }
+    a->nodes[i].stats.tls = nc->tls.on == 1; /* node.h: the caller sets it, for status */
+    return ELK_OK;
+}
+
+static int setup_client(agent_t *a, char *err, size_t errlen)
+{
+    int rc;
+    elk_client_config_t cc;
+    elk_client_config_defaults(&cc);
+    cc.gateway_id = a->gateway_id;
+    cc.key_prefix = a->conf.key_prefix;
+    cc.mode = a->conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
+    cc.on_node_state = on_node_state;
+    cc.node_state_user = a;
+    cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF ? ELK_SAFETY_OFF
+        : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE    ? ELK_SAFETY_REFUSE
+                                                               : ELK_SAFETY_WARN;
+    rc = elk_client_init(&a->client, &cc, &a->fleet, &a->entropy, &a->lib_log);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", a->gateway_id,
+                 a->conf.key_prefix, elk_err_message(rc));
+        return rc;
+    }
+    return ELK_OK;
+}
+
+static int setup_resources(agent_t *a, char *err, size_t errlen)
 {
     size_t i;
     int rc;
-    rc = elk_pool_init(&a->pool, a->pool_mem, sizeof a->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
-                       2u * a->conf.n_nodes + 2u);
-    if (rc != ELK_OK) {
-        snprintf(err, errlen, "buffer pool: %s", elk_err_message(rc));
-        return rc;
-    }
-    for (i = 0; i < a->conf.n_nodes; i++) {
-        const elkfw_node_conf_t *nc = &a->conf.nodes[i];
-        elk_node_config_t cfg;
-        elk_transport_t tcp, tr;
-        elk_posix_tcp_init(&a->tcp[i], NULL, &tcp);
-        tr = tcp;
-        if (nc->tls.on == 1) {
-#ifdef ELKD_TLS
-            elk_tls_config_t tc;
-            memset(&tc, 0, sizeof tc);
-            tc.ca_file = nc->tls.ca;
-            tc.cert_file = nc->tls.cert[0] ? nc->tls.cert : NULL;
-            tc.key_file = nc->tls.key[0] ? nc->tls.key : NULL;
-            rc = elk_tls_shared_init(&a->tls_shared[i], &tc, &a->entropy);
-            if (rc != ELK_OK) {
-                snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line,
-                         nc->name, elk_err_message(rc), nc->tls.ca,
-                         nc->tls.cert[0] ? ", cert " : "", nc->tls.cert);
-                return rc;
-            }
-            rc = elk_tls_conn_init(&a->tls_conn[i], &a->tls_shared[i], &tcp, &tr);
-            if (rc != ELK_OK) {
-                snprintf(err, errlen, "[node %s]: TLS connection setup: %s", nc->name,
-                         elk_err_message(rc));
-                return rc;
-            }
-            a->tls_used[i] = true;
-#else
-            snprintf(err, errlen, "%s:%d: [node %s]: tls = on but this elkd was built without TLS",
-                     a->conf.path, nc->line, nc->name);
-            return ELK_E_NOT_SUPPORTED;
-#endif
-        }
-        elk_node_config_defaults(&cfg);
-        cfg.endpoint.host = nc->host;
-        cfg.endpoint.port = nc->port;
-        cfg.endpoint.server_name = nc->server_name[0] ? nc->server_name : NULL;
-        cfg.username = nc->user[0] ? nc->user : NULL;
-        cfg.password = nc->password[0] ? nc->password : NULL;
-        cfg.db = nc->db;
-        cfg.resp3 = CONFIG_ELK_RESP3 ? true : false;
-        cfg.connect_timeout_ms = nc->connect_timeout_ms;
-        cfg.request_timeout_ms = nc->request_timeout_ms;
-        rc = elk_node_init(&a->nodes[i], &cfg, &tr, &a->pool, &a->entropy, &a->lib_log);
-        if (rc != ELK_OK) {
-            snprintf(err, errlen, "[node %s]: %s", nc->name, elk_err_message(rc));
-            return rc;
-        }
-        a->nodes[i].stats.tls = nc->tls.on == 1; /* node.h: the caller sets it, for status */
-    }
-    rc = elk_fleet_init(&a->fleet, a->nodes, a->conf.n_nodes);
-    if (rc != ELK_OK) {
-        snprintf(err, errlen, "fleet: %s", elk_err_message(rc));
-        return rc;
-    }
-    {
-        elk_client_config_t cc;
-        elk_client_config_defaults(&cc);
-        cc.gateway_id = a->gateway_id;
-        cc.key_prefix = a->conf.key_prefix;
-        cc.mode = a->conf.mode == ELKFW_MODE_REDLOCK ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
-        cc.on_node_state = on_node_state;
-        cc.node_state_user = a;
-        cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF ? ELK_SAFETY_OFF
-            : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE    ? ELK_SAFETY_REFUSE
-                                                                   : ELK_SAFETY_WARN;
-        rc = elk_client_init(&a->client, &cc, &a->fleet, &a->entropy, &a->lib_log);
-        if (rc != ELK_OK) {
-            snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s",
-                     a->gateway_id, a->conf.key_prefix, elk_err_message(rc));
-            return rc;
-        }
-    }
     for (i = 0; i < a->conf.n_resources; i++) {
         const elkfw_resource_conf_t *rc_ = &a->conf.resources[i];
         elk_lock_config_t lc;
@@ -1560,6 +1598,30 @@ static int setup_fleet(agent_t *a, char *err, size_t errlen)
         a->n_res++;
     }
     return ELK_OK;
+}
+
+static int setup_fleet(agent_t *a, char *err, size_t errlen)
+{
+    size_t i;
+    int rc;
+    rc = elk_pool_init(&a->pool, a->pool_mem, sizeof a->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                       2u * a->conf.n_nodes + 2u);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "buffer pool: %s", elk_err_message(rc));
+        return rc;
+    }
+    for (i = 0; i < a->conf.n_nodes; i++) {
+        if ((rc = setup_node(a, i, err, errlen)) != ELK_OK) {
+            return rc;
+        }
+    }
+    rc = elk_fleet_init(&a->fleet, a->nodes, a->conf.n_nodes);
+    if (rc != ELK_OK) {
+        snprintf(err, errlen, "fleet: %s", elk_err_message(rc));
+        return rc;
+    }
+    rc = setup_client(a, err, errlen);
+    return rc != ELK_OK ? rc : setup_resources(a, err, errlen);
 }
 
 static void teardown_fleet(agent_t *a)
