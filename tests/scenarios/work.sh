@@ -11,14 +11,20 @@
 unset LD_PRELOAD FAKETIME
 gw=$1 ticks=$2 tick=$3
 tok=${ELK_FENCE_TOKEN:-0}
+# Times come from bash's $EPOCHREALTIME, not $(date ...): elk run stops the whole process
+# group with SIGTERM, and a `date` child killed by it left a line without its time.
 act() { # act EVENT: for a tick, guard + log line under one hold of the guard
+  local t
   if [ "$1" = tick ]; then
     "$ELK" guard --state "$ACT_STATE" "$tok" -- \
-      sh -c 'echo "$(date +%s%N) $1 $2 tick accepted" >> "$ACT_LOG"' _ "$gw" "$tok" 2>/dev/null && return
-    echo "$(date +%s%N) $gw $tok tick refused" >>"$ACT_LOG"
+      bash -c 't=${EPOCHREALTIME/./}; echo "${t}000 $1 $2 tick accepted" >> "$ACT_LOG"' _ "$gw" "$tok" \
+      2>/dev/null && return
+    t=${EPOCHREALTIME/./}
+    echo "${t}000 $gw $tok tick refused" >>"$ACT_LOG"
     return
   fi
-  echo "$(date +%s%N) $gw $tok $1 -" >>"$ACT_LOG"
+  t=${EPOCHREALTIME/./}
+  echo "${t}000 $gw $tok $1 -" >>"$ACT_LOG"
 }
 stopping=0
 trap 'stopping=1' TERM INT
