@@ -167,7 +167,7 @@ time.sleep(120)   # holds the connection, reads nothing more
 PY
 E_PID=$!
 track $E_PID
-wait_until 30 grep -q '^OK ACQUIRED' "$M/e.out"
+wait_until 30 file_has '^OK ACQUIRED' "$M/e.out"
 check_contains "e) unsupervised client got the lease" "OK ACQUIRED valve-1" "$(cat "$M/e.out")"
 # wait for elkd to drop the client (one more such line than before), whichever way it
 # then treats the lease
@@ -175,7 +175,7 @@ for _ in $(seq 1 2400); do
   [ "$(grep -c "does not read its replies" "$ELK_T_DIR/elkd.log")" -gt "$drops_before" ] && break
   sleep 0.05
 done
-wait_until 30 grep -q "stopped reading its replies while holding it; it may still be driving: the lease is no longer renewed" "$ELK_T_DIR/elkd.log"
+wait_until 30 file_has "stopped reading its replies while holding it; it may still be driving: the lease is no longer renewed" "$ELK_T_DIR/elkd.log"
 check "e) elkd let the unread client's lease run out instead of releasing it" 0 $?
 "$ELK" --socket "$SOCK_b" run --wait 30s valve-1 -- true
 check "e) the lease comes free once it has run out" 0 $?
@@ -228,7 +228,7 @@ track $g_run
 wait_for 30 '[ "$(wc -l < "$d/pids")" -ge 2 ]'
 kill -STOP $g_run
 for n in 1 2 3; do eval "kill -STOP \$REDIS_PID_r$n"; done
-wait_for 30 'grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log"'
+wait_for 30 'file_has "valve-1: LOST" "$ELK_T_DIR/elkd.log"'
 grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log"; check "g) elkd saw the lease lost" 0 $?
 wait_for 30 '[ -z "$(alive $(cat "$d/pids"))" ]'
 check "g) the command of the stopped elk run is gone after the stop margin" "" "$(alive $(cat "$d/pids"))"

@@ -72,7 +72,7 @@ wait $H; check "first holder exits 0" 0 $?
 # A client that dies releases its lease.
 "$ELK" --socket "$SOCK" acquire door > "$ELK_T_DIR/acq.out" &
 A=$!
-wait_for 30 'grep -q acquired "$ELK_T_DIR/acq.out" 2>/dev/null'
+wait_for 30 'file_has acquired "$ELK_T_DIR/acq.out"'
 check_contains "elk acquire prints the token" "acquired door token=" "$(cat "$ELK_T_DIR/acq.out")"
 wait_for 8 '[ "$(rcli $REDIS_PORT_b exists "t:{door}")" = 1 ]' # b may be the third of the quorum
 check "door locked on node b" 1 "$(rcli $REDIS_PORT_b exists 't:{door}')"
@@ -84,14 +84,14 @@ E run door -- true; check "door free again" 0 $?
 # elk acquire + SIGTERM releases cleanly.
 "$ELK" --socket "$SOCK" acquire door > "$ELK_T_DIR/acq2.out" &
 A=$!
-wait_for 30 'grep -q acquired "$ELK_T_DIR/acq2.out" 2>/dev/null'
+wait_for 30 'file_has acquired "$ELK_T_DIR/acq2.out"'
 kill -TERM $A; wait $A; check "elk acquire exits 0 on SIGTERM" 0 $?
 check_contains "elk acquire reports the release" "released door" "$(cat "$ELK_T_DIR/acq2.out")"
 
 # there is no 'elk release' (a lease belongs to its connection): it says how to release
 "$ELK" --socket "$SOCK" acquire door > "$ELK_T_DIR/acq3.out" &
 A=$!
-wait_for 30 'grep -q acquired "$ELK_T_DIR/acq3.out" 2>/dev/null'
+wait_for 30 'file_has acquired "$ELK_T_DIR/acq3.out"'
 out=$(E release door 2>&1); rc=$?
 check "elk release: usage error" 64 $rc
 check_contains "elk release: says how to release" "stop that 'elk acquire' or 'elk run'" "$out"

@@ -19,7 +19,7 @@ M="$ELK_T_DIR/marks"; mkdir -p "$M"
 A=$!
 "$ELK" --socket "$SOCK" run r2 -- sh -c "trap 'touch $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!
-wait_for 30 'grep -q acquired "$M/acq.out" 2>/dev/null && [ -e "$M/started" ]'
+wait_for 30 'file_has acquired "$M/acq.out" && [ -e "$M/started" ]'
 check "r1 held in Redis" 1 "$(rcli $REDIS_PORT_a exists 'elk:{r1}')"
 check "r2 held in Redis" 1 "$(rcli $REDIS_PORT_a exists 'elk:{r2}')"
 kill -TERM $ELKD_PID

@@ -37,13 +37,13 @@ started=$(awk '$2 == "gw-a" && $4 == "start"' "$ACT_LOG" | wc -l)
 check "gw-a's command has not started while its elk run is paused" 0 "$started"
 tokA=$(res_field gw-a valve token)
 for p in p1 p2 p3; do pctl $p blackhole >/dev/null; done
-wait_until 60 grep -q "LOST" "$S_DIR/elkd-gw-a.log"
+wait_until 60 file_has "LOST" "$S_DIR/elkd-gw-a.log"
 grep -q "LOST" "$S_DIR/elkd-gw-a.log"; check_true "elkd gw-a lost the lease and wrote EVENT LOST" $?
 # gw-b takes the valve, but has not driven it yet (the worst moment for a stale holder)
 "$ELK" --socket "$S_DIR/gw-b.sock" acquire --wait 60s valve >"$S_DIR/acq-b.out" 2>&1 &
 AB=$!
 track $AB
-wait_until 60 grep -q acquired "$S_DIR/acq-b.out"
+wait_until 60 file_has acquired "$S_DIR/acq-b.out"
 tokB=$(sed -n 's/.*token=\([0-9]*\).*/\1/p' "$S_DIR/acq-b.out")
 [ -n "$tokB" ]; check_true "gw-b holds the valve now (token ${tokB:-none}, gw-a's was $tokA)" $?
 kill -CONT $RA

@@ -22,7 +22,7 @@ act_init
 elk_gw gw-a run valve -- "$WORK" gw-a 0 0.05 >"$S_DIR/run-a.log" 2>&1 &
 R=$!
 track $R
-wait_until 30 grep -q ' tick accepted' "$ACT_LOG"
+wait_until 30 file_has ' tick accepted' "$ACT_LOG"
 grep -q ' tick accepted' "$ACT_LOG"; check_true "gw-a holds the lease and drives the actuator" $?
 # Let one renewal happen first, so the blackhole hits a lease that is being kept alive.
 wait_for 30 '[ "$(res_field gw-a valve renewals)" -ge 1 ] 2>/dev/null'

@@ -66,7 +66,7 @@ grep -Eo "retry in [0-9]+ ms" "$S_DIR/elkd-gw-a.log" | awk '{print $3}' | tr '\n
 timeout 30 "$ELK" --socket "$S_DIR/gw-a.sock" acquire valve </dev/null >"$S_DIR/acq.out" 2>&1 &
 AQ=$!
 track $AQ
-wait_for 30 'grep -q acquired "$S_DIR/acq.out"'
+wait_for 30 'file_has acquired "$S_DIR/acq.out"'
 grep -q "acquired valve token=" "$S_DIR/acq.out"; check_true "elk acquire (no wait) succeeds again" $?
 kill -TERM $AQ; wait $AQ; check "elk acquire releases on SIGTERM (exit 0)" 0 $?
 act_check --tag s4; check "actuator log: no overlap, no stale accept" 0 $?

@@ -88,6 +88,11 @@ wait_until() {
   done
 }
 
+# file_has PATTERN FILE: grep -q that is simply false while FILE does not exist yet (grep's
+# own 2 for a missing file would end a wait_until at once: a background writer's redirect
+# may not have created the file when the wait starts).
+file_has() { [ -f "$2" ] && grep -q -- "$1" "$2"; }
+
 # wait_for SECONDS 'CONDITION': wait_until for a shell condition, evaluated afresh each time
 # (single-quote it so that $(...) and variables are read on every try)
 wait_for() { wait_until "$1" eval "$2"; }
