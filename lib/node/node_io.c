@@ -78,21 +78,24 @@ int elk_node__io_flush(elk_node_t *node)
     return ELK_OK;
 }
 
-static bool elk_node_is_pubsub_kind(const elk_resp_node_t *n)
+/* The pub/sub kind of a reply element: the index in kinds (from ELK_NODE_KIND_CONFIRM on
+ * a (un)subscribe confirmation), or -1 if it is none. */
+#define ELK_NODE_KIND_CONFIRM 3
+static int elk_node_pubsub_kind(const elk_resp_node_t *n)
 {
     static const char *const kinds[] = {"message",      "pmessage",    "smessage",
                                         "subscribe",    "unsubscribe", "psubscribe",
                                         "punsubscribe", "ssubscribe",  "sunsubscribe"};
-    size_t i;
+    int i;
     if (n->type != ELK_RESP_BULK && n->type != ELK_RESP_SIMPLE) {
-        return false;
+        return -1;
     }
-    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    for (i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++) {
         if (elk_resp_str_eq(n, kinds[i])) {
-            return true;
+            return i;
         }
     }
-    return false;
+    return -1;
 }
 
 /* A RESP3 push, or in subscriber mode a RESP2 pub/sub array; top is its node ti. */
@@ -101,7 +104,59 @@ static bool elk_node_io_is_push(const elk_node_t *node, const elk_resp_reply_t *
 {
     return top->type == ELK_RESP_PUSH ||
         (node->subscriber && top->type == ELK_RESP_ARRAY && top->integer >= 1 &&
-         ti + 1u < reply->count && elk_node_is_pubsub_kind(&reply->nodes[ti + 1u]));
+         ti + 1u < reply->count && elk_node_pubsub_kind(&reply->nodes[ti + 1u]) >= 0);
+}
+
+/* The oldest unconfirmed no-reply command got its answer: drop it. Replies still due
+ * before it (none in a stream in step) are due before the next one too. */
+static void elk_node_io_nr_pop(elk_node_t *node)
+{
+    uint16_t left = node->nr_before[node->nr_head];
+    node->nr_head = (uint8_t)((node->nr_head + 1u) % ELK_NODE_MAX_NOREPLY);
+    node->nr_count--;
+    if (node->nr_count != 0u) {
+        node->nr_before[node->nr_head] = (uint16_t)(node->nr_before[node->nr_head] + left);
+    }
+}
+
+/* A push: a (un)subscribe confirmation confirms the oldest no-reply command; messages
+ * leave them alone. Then on to on_push. */
+static void elk_node_io_push(elk_node_t *node, const elk_resp_reply_t *reply, size_t ti)
+{
+    if (node->nr_count != 0u && ti + 1u < reply->count &&
+        elk_node_pubsub_kind(&reply->nodes[ti + 1u]) >= ELK_NODE_KIND_CONFIRM) {
+        elk_node_io_nr_pop(node);
+    }
+    if (node->on_push != NULL) {
+        node->on_push(node->push_user, node, reply);
+    }
+}
+
+/* The in-order reply due to the oldest no-reply command: only a refusal (an error) can
+ * be one. It is logged and handed to on_push, never to a request (every later reply
+ * would go to the request before its own). Returns ELK_OK or ELK_E_UNEXPECTED_REPLY. */
+static int elk_node_io_refused(elk_node_t *node, const elk_resp_reply_t *reply,
+                               const elk_resp_node_t *top)
+{
+    if (!elk_resp_is_error(top)) {
+        elk_node__log_line(node, ELK_LOG_ERROR, "reply where a (UN)SUBSCRIBE answer was due", "",
+                           ELK_E_UNEXPECTED_REPLY);
+        return ELK_E_UNEXPECTED_REPLY;
+    }
+    elk_node_io_nr_pop(node);
+    if (elk_node__log_on(node, ELK_LOG_WARN)) {
+        char buf[ELK_NODE_LOG_LINE];
+        elk_fmt_t f;
+        elk_node__log_begin(node, &f, buf, sizeof buf);
+        elk_fmt_str(&f, "(UN)SUBSCRIBE refused: ");
+        elk_fmt_bytes(&f, top->str, top->len);
+        elk_fmt_str(&f, "; grant the channel pattern or set release_channel = off");
+        elk_node__log_end(node, ELK_LOG_WARN, &f);
+    }
+    if (node->on_push != NULL) {
+        node->on_push(node->push_user, node, reply);
+    }
+    return ELK_OK;
 }
 
 /* Hand a reply to the oldest request in flight. Returns ELK_OK or
@@ -144,14 +199,18 @@ static int elk_node_io_route(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
         return ELK_E_UNEXPECTED_REPLY;
     }
     if (elk_node_io_is_push(node, &rx->reply, top, ti)) {
-        if (node->on_push != NULL) {
-            node->on_push(node->push_user, node, &rx->reply);
-        }
+        elk_node_io_push(node, &rx->reply, ti);
         return ELK_OK;
     }
     if (node->state == ELK_NODE_AUTH || node->state == ELK_NODE_HELLO ||
         node->state == ELK_NODE_SELECT) {
         return ELK_NODE__RX_HANDSHAKE;
+    }
+    if (node->nr_count != 0u) {
+        if (node->nr_before[node->nr_head] == 0u) {
+            return elk_node_io_refused(node, &rx->reply, top);
+        }
+        node->nr_before[node->nr_head]--;
     }
     return elk_node_io_answer(node, now, &rx->reply);
 }
@@ -253,11 +312,27 @@ int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, si
 
 int elk_node_send_noreply(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc)
 {
+    int r;
     if (node == NULL || argv == NULL || argc == 0u) {
         return ELK_E_INVALID_ARG;
     }
     if (node->state != ELK_NODE_READY) {
         return ELK_E_NOT_CONNECTED;
     }
-    return elk_node__io_encode(node, argv, argc);
+    if (node->nr_count >= ELK_NODE_MAX_NOREPLY) {
+        return ELK_E_QUEUE_FULL;
+    }
+    r = elk_node__io_encode(node, argv, argc);
+    if (r == ELK_OK) {
+        /* Its answer comes after those of all requests queued so far, less those the
+         * earlier unconfirmed no-reply commands already wait for. */
+        uint16_t before = node->count;
+        uint8_t i;
+        for (i = 0; i < node->nr_count; i++) {
+            before = (uint16_t)(before - node->nr_before[(node->nr_head + i) % ELK_NODE_MAX_NOREPLY]);
+        }
+        node->nr_before[(node->nr_head + node->nr_count) % ELK_NODE_MAX_NOREPLY] = before;
+        node->nr_count++;
+    }
+    return r;
 }

@@ -103,6 +103,9 @@ typedef struct elk_node_stats {
     bool resp3;           /* HELLO 3 accepted */
 } elk_node_stats_t;
 
+/* Unconfirmed no-reply commands ((UN)SUBSCRIBE) one node tracks at a time. */
+#define ELK_NODE_MAX_NOREPLY 8u
+
 typedef struct elk_node {
     /* Internal: the node module owns these fields; read them through functions. */
     elk_node_config_t cfg;
@@ -134,6 +137,11 @@ typedef struct elk_node {
      * (smaller code on Cortex-M). */
     elk_resp_reader_t reader;
     elk_node_request_t inflight[CONFIG_ELK_NODE_MAX_INFLIGHT];
+    /* FIFO of unconfirmed no-reply commands: for each, the in-order replies still due
+     * before its own answer (counted from the one before it). A refusal is an in-order
+     * error, so it must not be matched to a request. */
+    uint16_t nr_before[ELK_NODE_MAX_NOREPLY];
+    uint8_t nr_head, nr_count;
     uint64_t sent_at[CONFIG_ELK_NODE_MAX_INFLIGHT];
     elk_resp_node_t reply_nodes[CONFIG_ELK_RESP_MAX_NODES];
 } elk_node_t;
@@ -157,10 +165,13 @@ int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, si
                   uint64_t deadline, elk_node_reply_fn cb, void *user);
 
 /* Queue a command that gets no in-order reply: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE,
- * PUNSUBSCRIBE, whose confirmations arrive as pushes (RESP3) or, in subscriber mode, as
- * RESP2 pub/sub arrays, both delivered to on_push. Takes no in-flight slot and has no
- * deadline. Returns ELK_OK, ELK_E_INVALID_ARG, ELK_E_NOT_CONNECTED, ELK_E_QUEUE_FULL
- * (tx block full of unsent bytes), ELK_E_BUF_TOO_SMALL. */
+ * PUNSUBSCRIBE of ONE channel, whose confirmation arrives as a push (RESP3) or, in
+ * subscriber mode, as a RESP2 pub/sub array, both delivered to on_push. If the server
+ * refuses it (an in-order error such as -NOPERM), the error is logged and delivered to
+ * on_push (its top node is an error), never to a request: later replies stay matched.
+ * Takes no in-flight slot and has no deadline. Returns ELK_OK, ELK_E_INVALID_ARG,
+ * ELK_E_NOT_CONNECTED, ELK_E_QUEUE_FULL (tx block full of unsent bytes, or
+ * ELK_NODE_MAX_NOREPLY commands still unconfirmed), ELK_E_BUF_TOO_SMALL. */
 int elk_node_send_noreply(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc);
 
 /* RESP2 pub/sub: when on, every reply that is an array whose first element is
