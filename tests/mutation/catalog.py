@@ -191,7 +191,7 @@ MUTANTS = [
     dict(id="node.noreply-refusal-to-request", file=N + "node_io.c",
          old="    if (node->nr_count != 0u) {\n        if (node->nr_before[node->nr_head] == 0u) {",
          new="    if (node->nr_count == 255u) {\n        if (node->nr_before[node->nr_head] == 0u) {",
-         tests=["unit.test_node_io"], why="a refused SUBSCRIBE's error goes to a request: every later reply shifts by one"),
+         tests=["unit.test_node_io", ENG], why="a refused SUBSCRIBE's error goes to a request: every later reply shifts by one"),
     dict(id="node.deadline-exclusive", file=N + "node_conn.c",
          old="% CONFIG_ELK_NODE_MAX_INFLIGHT].deadline <= now) {",
          new="% CONFIG_ELK_NODE_MAX_INFLIGHT].deadline < now) {",
