@@ -148,9 +148,10 @@ static int elk_node_io_refused(elk_node_t *node, const elk_resp_reply_t *reply,
         char buf[ELK_NODE_LOG_LINE];
         elk_fmt_t f;
         elk_node__log_begin(node, &f, buf, sizeof buf);
-        elk_fmt_str(&f, "(UN)SUBSCRIBE refused: ");
+        /* The advice first: a long server text is cut at the end of the line. */
+        elk_fmt_str(&f, "(UN)SUBSCRIBE refused (grant the channel pattern &<prefix>* or set "
+                        "release_channel = off): ");
         elk_fmt_bytes(&f, top->str, top->len);
-        elk_fmt_str(&f, "; grant the channel pattern or set release_channel = off");
         elk_node__log_end(node, ELK_LOG_WARN, &f);
     }
     if (node->on_push != NULL) {

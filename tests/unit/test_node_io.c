@@ -525,7 +525,8 @@ static void test_refused_subscribe_does_not_shift_replies(void **state)
     assert_string_equal(rec.text[1], "vb");
     assert_int_equal(pr.n, 1);
     assert_int_equal(pr.type[0], ELK_RESP_ERROR);
-    assert_true(fake_log_contains(&h.log, "SUBSCRIBE refused: NOPERM"));
+    assert_true(fake_log_contains(&h.log, "SUBSCRIBE refused (grant the channel pattern"));
+    assert_true(fake_log_contains(&h.log, "release_channel = off): NOPERM this user"));
     assert_int_equal(elk_node_state(n), ELK_NODE_READY);
     /* Confirmed or refused, it is no longer outstanding: the next error is a request's. */
     send_cmd2(n, "GET", "c", 0);

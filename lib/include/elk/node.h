@@ -60,7 +60,8 @@ typedef void (*elk_node_reply_fn)(void *user, struct elk_node *node, int status,
 /* Out-of-band message: a RESP3 push (pub/sub message or subscribe confirmation,
  * invalidation), or, on a node in subscriber mode (elk_node_set_subscriber), a RESP2
  * pub/sub array ["message", channel, payload], ["subscribe", channel, n], ... The
- * reply's nodes[0] is the top-level PUSH/ARRAY. Views valid during the call. The
+ * reply's nodes[0] is the top-level PUSH/ARRAY, or an error: the server refused an
+ * elk_node_send_noreply command (e.g. -NOPERM). Views valid during the call. The
  * handler may call elk_node_send / elk_node_send_noreply / elk_node_close. */
 typedef void (*elk_node_push_fn)(void *user, struct elk_node *node, const elk_resp_reply_t *push);
 
