@@ -138,10 +138,11 @@ typedef struct elk_node {
      * (smaller code on Cortex-M). */
     elk_resp_reader_t reader;
     elk_node_request_t inflight[CONFIG_ELK_NODE_MAX_INFLIGHT];
-    /* FIFO of unconfirmed no-reply commands: for each, the in-order replies still due
-     * before its own answer (counted from the one before it). A refusal is an in-order
-     * error, so it must not be matched to a request. */
-    uint16_t nr_before[ELK_NODE_MAX_NOREPLY];
+    /* FIFO of unconfirmed no-reply commands: for each, the value nr_answered (in-order
+     * replies read, modulo 2^16) will have when its own answer is due. A refusal is an
+     * in-order error, so it must not be matched to a request. */
+    uint16_t nr_due[ELK_NODE_MAX_NOREPLY];
+    uint16_t nr_answered;
     uint8_t nr_head, nr_count;
     uint64_t sent_at[CONFIG_ELK_NODE_MAX_INFLIGHT];
     elk_resp_node_t reply_nodes[CONFIG_ELK_RESP_MAX_NODES];
