@@ -120,8 +120,9 @@ static void elk_node_io_log_refused(elk_node_t *node, const elk_resp_node_t *top
         elk_fmt_t f;
         elk_node__log_begin(node, &f, buf, sizeof buf);
         /* The advice first: a long server text is cut at the end of the line. */
-        elk_fmt_str(&f, "(UN)SUBSCRIBE refused (grant the channel pattern &<prefix>* or set "
-                        "release_channel = off): ");
+        elk_fmt_str(&f,
+                    "(UN)SUBSCRIBE refused (grant the channel pattern &<prefix>* or set "
+                    "release_channel = off): ");
         elk_fmt_bytes(&f, top->str, top->len);
         elk_node__log_end(node, ELK_LOG_WARN, &f);
     }

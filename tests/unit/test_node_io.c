@@ -514,8 +514,9 @@ static void test_refused_subscribe_does_not_shift_replies(void **state)
     send_cmd2(n, "GET", "b", 0);
     node_harness_poll(&h);
     fake_transport_push_rx_str(&h.ft[0], "$2\r\nva\r\n");
-    fake_transport_push_rx_str(&h.ft[0], "-NOPERM this user has no permissions to access one "
-                                         "of the channels used as arguments\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               "-NOPERM this user has no permissions to access one "
+                               "of the channels used as arguments\r\n");
     fake_transport_push_rx_str(&h.ft[0], "$2\r\nvb\r\n");
     node_harness_poll(&h);
     assert_int_equal(rec.n, 2);

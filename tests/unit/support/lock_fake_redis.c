@@ -362,8 +362,9 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         bool sub = fake_cmd_is(cmd, "SUBSCRIBE");
         s->subscribe += sub ? 1u : 0u;
         if (sub && s->sub_refused) {
-            lfr_str_reply(s, c, "-", "NOPERM this user has no permissions to access one of the "
-                                     "channels used as arguments");
+            lfr_str_reply(s, c, "-",
+                          "NOPERM this user has no permissions to access one of the "
+                          "channels used as arguments");
             return;
         }
         lfr_arg(cmd, 1, a);
