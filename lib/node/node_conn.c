@@ -99,6 +99,7 @@ static void elk_node_teardown(elk_node_t *node)
     node->tx_sent = 0;
     node->unsent = 0;
     node->handshake_pending = 0;
+    node->nr_count = 0; /* a new connection has no (UN)SUBSCRIBE outstanding */
     node->epoch++;
 }
 

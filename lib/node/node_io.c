@@ -78,30 +78,54 @@ int elk_node__io_flush(elk_node_t *node)
     return ELK_OK;
 }
 
-static bool elk_node_is_pubsub_kind(const elk_resp_node_t *n)
+/* The pub/sub kind of reply element ti + 1 (the first of the array at ti): its index in
+ * kinds (from ELK_NODE_KIND_CONFIRM on a (un)subscribe confirmation), or -1 if none. */
+#define ELK_NODE_KIND_CONFIRM 3
+static int elk_node_pubsub_kind(const elk_resp_reply_t *reply, size_t ti)
 {
     static const char *const kinds[] = {"message",      "pmessage",    "smessage",
                                         "subscribe",    "unsubscribe", "psubscribe",
                                         "punsubscribe", "ssubscribe",  "sunsubscribe"};
-    size_t i;
-    if (n->type != ELK_RESP_BULK && n->type != ELK_RESP_SIMPLE) {
-        return false;
+    const elk_resp_node_t *n;
+    int i;
+    if (ti + 1u >= reply->count) {
+        return -1;
     }
-    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    n = &reply->nodes[ti + 1u];
+    if (n->type != ELK_RESP_BULK && n->type != ELK_RESP_SIMPLE) {
+        return -1;
+    }
+    for (i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++) {
         if (elk_resp_str_eq(n, kinds[i])) {
-            return true;
+            return i;
         }
     }
-    return false;
+    return -1;
 }
 
-/* A RESP3 push, or in subscriber mode a RESP2 pub/sub array; top is its node ti. */
-static bool elk_node_io_is_push(const elk_node_t *node, const elk_resp_reply_t *reply,
-                                const elk_resp_node_t *top, size_t ti)
+/* A reply where none may come: the stream is out of step and every later match would
+ * be wrong. */
+static int elk_node_io_unexpected(elk_node_t *node)
 {
-    return top->type == ELK_RESP_PUSH ||
-        (node->subscriber && top->type == ELK_RESP_ARRAY && top->integer >= 1 &&
-         ti + 1u < reply->count && elk_node_is_pubsub_kind(&reply->nodes[ti + 1u]));
+    elk_node__log_line(node, ELK_LOG_ERROR, "reply with no request pending", "", ELK_OK);
+    return ELK_E_UNEXPECTED_REPLY;
+}
+
+/* The in-order reply due to the oldest no-reply command, an error: the server refused
+ * it. Logged with the server's text; the caller hands it to on_push. */
+static void elk_node_io_log_refused(elk_node_t *node, const elk_resp_node_t *top)
+{
+    if (elk_node__log_on(node, ELK_LOG_WARN)) {
+        char buf[ELK_NODE_LOG_LINE];
+        elk_fmt_t f;
+        elk_node__log_begin(node, &f, buf, sizeof buf);
+        /* The advice first: a long server text is cut at the end of the line. */
+        elk_fmt_str(&f,
+                    "(UN)SUBSCRIBE refused (grant the channel pattern &<prefix>* or set "
+                    "release_channel = off): ");
+        elk_fmt_bytes(&f, top->str, top->len);
+        elk_node__log_end(node, ELK_LOG_WARN, &f);
+    }
 }
 
 /* Hand a reply to the oldest request in flight. Returns ELK_OK or
@@ -110,10 +134,7 @@ static int elk_node_io_answer(elk_node_t *node, uint64_t now, const elk_resp_rep
 {
     elk_node_request_t req;
     if (node->count == 0u) {
-        /* A reply nobody asked for: the stream is out of step and every later match
-         * would be wrong. */
-        elk_node__log_line(node, ELK_LOG_ERROR, "reply with no request pending", "", ELK_OK);
-        return ELK_E_UNEXPECTED_REPLY;
+        return elk_node_io_unexpected(node); /* a reply nobody asked for */
     }
     req = node->inflight[node->head];
     {
@@ -132,28 +153,51 @@ static int elk_node_io_answer(elk_node_t *node, uint64_t now, const elk_resp_rep
     return ELK_OK;
 }
 
-/* Route rx->reply: a push to on_push, a handshake reply back to the caller, any other
- * reply to its request. Returns ELK_OK, ELK_NODE__RX_HANDSHAKE or a negative code.
- * Callbacks may close the node; the caller checks epoch. */
+/* Route rx->reply: a push to on_push, a handshake reply back to the caller, a refused
+ * no-reply command to on_push, any other reply to its request. Returns ELK_OK,
+ * ELK_NODE__RX_HANDSHAKE or a negative code. Callbacks may close the node; the caller
+ * checks epoch. */
 static int elk_node_io_route(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
 {
     size_t ti = 0;
     const elk_resp_node_t *top = elk_resp_reply_top(&rx->reply, &ti);
+    int kind;
     if (top == NULL) {
         rx->head_status = ELK_E_UNEXPECTED_REPLY; /* only attributes: the head's reply is bad */
         return ELK_E_UNEXPECTED_REPLY;
     }
-    if (elk_node_io_is_push(node, &rx->reply, top, ti)) {
-        if (node->on_push != NULL) {
-            node->on_push(node->push_user, node, &rx->reply);
+    kind = top->type == ELK_RESP_PUSH || (node->subscriber && top->type == ELK_RESP_ARRAY)
+        ? elk_node_pubsub_kind(&rx->reply, ti)
+        : -1;
+    /* A RESP3 push, or in subscriber mode a RESP2 pub/sub array: a confirmation answers
+     * the oldest no-reply command, a message leaves them be. */
+    if (top->type != ELK_RESP_PUSH && (top->integer < 1 || kind < 0)) {
+        if (node->state == ELK_NODE_AUTH || node->state == ELK_NODE_HELLO ||
+            node->state == ELK_NODE_SELECT) {
+            return ELK_NODE__RX_HANDSHAKE;
         }
-        return ELK_OK;
+        /* nr_answered counts modulo 2^16 (no-reply commands queued are never more than
+         * CONFIG_ELK_NODE_MAX_INFLIGHT replies apart). */
+        if (node->nr_count == 0u || node->nr_due[node->nr_head] != node->nr_answered) {
+            node->nr_answered++;
+            return elk_node_io_answer(node, now, &rx->reply);
+        }
+        /* Its answer is due: only a refusal (an error) can be one. Never a request's:
+         * every later reply would go to the request before its own. */
+        if (!elk_resp_is_error(top)) {
+            return elk_node_io_unexpected(node);
+        }
+        elk_node_io_log_refused(node, top);
+        kind = ELK_NODE_KIND_CONFIRM;
     }
-    if (node->state == ELK_NODE_AUTH || node->state == ELK_NODE_HELLO ||
-        node->state == ELK_NODE_SELECT) {
-        return ELK_NODE__RX_HANDSHAKE;
+    if (kind >= ELK_NODE_KIND_CONFIRM && node->nr_count != 0u) {
+        node->nr_head = (uint8_t)((node->nr_head + 1u) % ELK_NODE_MAX_NOREPLY);
+        node->nr_count--;
     }
-    return elk_node_io_answer(node, now, &rx->reply);
+    if (node->on_push != NULL) {
+        node->on_push(node->push_user, node, &rx->reply);
+    }
+    return ELK_OK;
 }
 
 /* Route every complete reply already read. Returns ELK_NODE__RX_IDLE when none is
@@ -223,21 +267,29 @@ int elk_node__io_pump(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
     return ELK_NODE__RX_MORE;
 }
 
-int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, size_t argc,
-                  uint64_t deadline, elk_node_reply_fn cb, void *user)
+/* The checks and the encoding elk_node_send (noreply false) and elk_node_send_noreply
+ * share. Returns ELK_OK or the error they return. */
+static ELK_NODE_NOINLINE int elk_node_io_queue(elk_node_t *node, const elk_resp_arg_t *argv,
+                                               size_t argc, bool noreply)
 {
-    size_t slot;
-    int r;
     if (node == NULL || argv == NULL || argc == 0u) {
         return ELK_E_INVALID_ARG;
     }
     if (node->state != ELK_NODE_READY) {
         return ELK_E_NOT_CONNECTED;
     }
-    if (node->count >= CONFIG_ELK_NODE_MAX_INFLIGHT) {
+    if (noreply ? node->nr_count >= ELK_NODE_MAX_NOREPLY
+                : node->count >= CONFIG_ELK_NODE_MAX_INFLIGHT) {
         return ELK_E_QUEUE_FULL;
     }
-    r = elk_node__io_encode(node, argv, argc);
+    return elk_node__io_encode(node, argv, argc);
+}
+
+int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, size_t argc,
+                  uint64_t deadline, elk_node_reply_fn cb, void *user)
+{
+    size_t slot;
+    int r = elk_node_io_queue(node, argv, argc, false);
     if (r != ELK_OK) {
         return r;
     }
@@ -253,11 +305,12 @@ int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, si
 
 int elk_node_send_noreply(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc)
 {
-    if (node == NULL || argv == NULL || argc == 0u) {
-        return ELK_E_INVALID_ARG;
+    int r = elk_node_io_queue(node, argv, argc, true);
+    if (r == ELK_OK) {
+        /* Its answer is due after those of every request queued so far. */
+        node->nr_due[(node->nr_head + node->nr_count) % ELK_NODE_MAX_NOREPLY] =
+            (uint16_t)(node->nr_answered + node->count);
+        node->nr_count++;
     }
-    if (node->state != ELK_NODE_READY) {
-        return ELK_E_NOT_CONNECTED;
-    }
-    return elk_node__io_encode(node, argv, argc);
+    return r;
 }

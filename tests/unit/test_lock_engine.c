@@ -974,6 +974,41 @@ static void test_release_channel_handoff(void **state)
     assert_true(elk_lock_token(&W.lock) > elk_lock_token(&W.lock2) || elk_lock_token(&W.lock) == 2);
 }
 
+/* An ACL user without the channel permission: every SUBSCRIBE is refused (-NOPERM, an
+ * in-order error). The refusal must not be taken for the answer to a request (the
+ * connection would fail on the reply left over, reconnect, resubscribe, fail again):
+ * the waiter keeps its connections and falls back to its retry delay. */
+static void test_refused_subscribe_keeps_connections_and_retries(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.wait_min_ms = 500;
+    c.wait_max_ms = 500;
+    world_setup(.nodes = 3, .lcfg = &c, .resp3 = true, .two = true);
+    for (size_t i = 0; i < 3; i++) {
+        W.srv[i].sub_refused = true;
+    }
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock2, NOW()));
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 1200); /* retries at +500, +1000 while lock2 renews */
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    assert_true(elk_lock_is_held(&W.lock2, NOW()));
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(W.srv[i].subscribe >= 1);
+        assert_int_equal(elk_node_stats(&W.h.nodes[i])->failures, 0);
+        assert_int_equal(elk_node_stats(&W.h.nodes[i])->connects, 1);
+        assert_true(elk_node_is_ready(&W.h.nodes[i]));
+    }
+    assert_int_equal(elk_lock_release(&W.lock2, NOW()), ELK_OK);
+    run_until(t0 + 2100);
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+}
+
 /* The release message arrives while a retry round is in flight (and is answered
  * "busy"): the waiter must retry at once, not after its retry delay. */
 static void test_release_message_during_retry_round(void **state)
@@ -1622,6 +1657,7 @@ int main(void)
         cmocka_unit_test(test_caps_stop_renewal),
         cmocka_unit_test(test_wait_retry_then_timeout),
         cmocka_unit_test(test_release_channel_handoff),
+        cmocka_unit_test(test_refused_subscribe_keeps_connections_and_retries),
         cmocka_unit_test(test_release_message_during_retry_round),
         cmocka_unit_test(test_own_release_does_not_wake),
         cmocka_unit_test(test_release_channel_resp2_subscriber),

@@ -498,6 +498,79 @@ static void test_resp2_subscriber_mode(void **state)
     assert_int_equal(elk_node_state(n), ELK_NODE_READY);
 }
 
+/* A refused SUBSCRIBE is answered in order (-NOPERM), not by a push: that error is the
+ * SUBSCRIBE's, logged and handed to on_push. It must not go to the oldest request, or
+ * every later reply goes to the request before its own (a renewal confirmed by another
+ * request's reply). */
+static void test_refused_subscribe_does_not_shift_replies(void **state)
+{
+    (void)state;
+    elk_node_t *n = ready_node(true);
+    memset(&pr, 0, sizeof pr);
+    elk_node_on_push(n, on_push, &pr);
+    elk_resp_arg_t sub[] = {ELK_RESP_ARG_STR("SUBSCRIBE"), ELK_RESP_ARG_STR("lk{r}:released")};
+    send_cmd2(n, "GET", "a", 0);
+    assert_int_equal(elk_node_send_noreply(n, sub, 2), ELK_OK);
+    send_cmd2(n, "GET", "b", 0);
+    node_harness_poll(&h);
+    fake_transport_push_rx_str(&h.ft[0], "$2\r\nva\r\n");
+    fake_transport_push_rx_str(&h.ft[0],
+                               "-NOPERM this user has no permissions to access one "
+                               "of the channels used as arguments\r\n");
+    fake_transport_push_rx_str(&h.ft[0], "$2\r\nvb\r\n");
+    node_harness_poll(&h);
+    assert_int_equal(rec.n, 2);
+    assert_int_equal(rec.type[0], ELK_RESP_BULK);
+    assert_string_equal(rec.text[0], "va");
+    assert_int_equal(rec.type[1], ELK_RESP_BULK);
+    assert_string_equal(rec.text[1], "vb");
+    assert_int_equal(pr.n, 1);
+    assert_int_equal(pr.type[0], ELK_RESP_ERROR);
+    assert_true(fake_log_contains(&h.log, "SUBSCRIBE refused (grant the channel pattern"));
+    assert_true(fake_log_contains(&h.log, "release_channel = off): NOPERM this user"));
+    assert_int_equal(elk_node_state(n), ELK_NODE_READY);
+    /* Confirmed or refused, it is no longer outstanding: the next error is a request's. */
+    send_cmd2(n, "GET", "c", 0);
+    node_harness_poll(&h);
+    fake_transport_push_rx_str(&h.ft[0], "-ERR c\r\n");
+    node_harness_poll(&h);
+    assert_int_equal(rec.n, 3);
+    assert_int_equal(rec.type[2], ELK_RESP_ERROR);
+    assert_int_equal(pr.n, 1);
+}
+
+/* Where a SUBSCRIBE's answer is due, a success reply means the stream is out of step. */
+static void test_success_reply_where_subscribe_answer_due_fails_connection(void **state)
+{
+    (void)state;
+    elk_node_t *n = ready_node(true);
+    elk_resp_arg_t sub[] = {ELK_RESP_ARG_STR("SUBSCRIBE"), ELK_RESP_ARG_STR("ch")};
+    assert_int_equal(elk_node_send_noreply(n, sub, 2), ELK_OK);
+    send_cmd2(n, "GET", "a", 0);
+    node_harness_poll(&h);
+    fake_transport_push_rx_str(&h.ft[0], "$2\r\nva\r\n");
+    node_harness_poll(&h);
+    assert_int_equal(rec.n, 1);
+    assert_int_equal(rec.status[0], ELK_E_DISCONNECTED);
+    assert_int_not_equal(elk_node_state(n), ELK_NODE_READY);
+}
+
+/* Unconfirmed no-reply commands are bounded; a confirmation frees a place. */
+static void test_noreply_queue_full(void **state)
+{
+    (void)state;
+    elk_node_t *n = ready_node(true);
+    elk_resp_arg_t sub[] = {ELK_RESP_ARG_STR("SUBSCRIBE"), ELK_RESP_ARG_STR("ch")};
+    for (unsigned i = 0; i < ELK_NODE_MAX_NOREPLY; i++) {
+        assert_int_equal(elk_node_send_noreply(n, sub, 2), ELK_OK);
+    }
+    assert_int_equal(elk_node_send_noreply(n, sub, 2), ELK_E_QUEUE_FULL);
+    node_harness_poll(&h);
+    fake_transport_push_rx_str(&h.ft[0], ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n");
+    node_harness_poll(&h);
+    assert_int_equal(elk_node_send_noreply(n, sub, 2), ELK_OK);
+}
+
 static void test_resp2_message_without_subscriber_mode_is_unexpected(void **state)
 {
     (void)state;
@@ -822,6 +895,9 @@ int main(void)
         cmocka_unit_test(test_peer_close_fails_inflight),
         cmocka_unit_test(test_resp3_push_goes_to_handler_not_to_requests),
         cmocka_unit_test(test_resp2_subscriber_mode),
+        cmocka_unit_test(test_refused_subscribe_does_not_shift_replies),
+        cmocka_unit_test(test_success_reply_where_subscribe_answer_due_fails_connection),
+        cmocka_unit_test(test_noreply_queue_full),
         cmocka_unit_test(test_resp2_message_without_subscriber_mode_is_unexpected),
         cmocka_unit_test(test_callback_sends_again),
         cmocka_unit_test(test_callback_closes_node),

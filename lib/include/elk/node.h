@@ -60,7 +60,8 @@ typedef void (*elk_node_reply_fn)(void *user, struct elk_node *node, int status,
 /* Out-of-band message: a RESP3 push (pub/sub message or subscribe confirmation,
  * invalidation), or, on a node in subscriber mode (elk_node_set_subscriber), a RESP2
  * pub/sub array ["message", channel, payload], ["subscribe", channel, n], ... The
- * reply's nodes[0] is the top-level PUSH/ARRAY. Views valid during the call. The
+ * reply's nodes[0] is the top-level PUSH/ARRAY, or an error: the server refused an
+ * elk_node_send_noreply command (e.g. -NOPERM). Views valid during the call. The
  * handler may call elk_node_send / elk_node_send_noreply / elk_node_close. */
 typedef void (*elk_node_push_fn)(void *user, struct elk_node *node, const elk_resp_reply_t *push);
 
@@ -103,6 +104,9 @@ typedef struct elk_node_stats {
     bool resp3;           /* HELLO 3 accepted */
 } elk_node_stats_t;
 
+/* Unconfirmed no-reply commands ((UN)SUBSCRIBE) one node tracks at a time. */
+#define ELK_NODE_MAX_NOREPLY 8u
+
 typedef struct elk_node {
     /* Internal: the node module owns these fields; read them through functions. */
     elk_node_config_t cfg;
@@ -134,6 +138,12 @@ typedef struct elk_node {
      * (smaller code on Cortex-M). */
     elk_resp_reader_t reader;
     elk_node_request_t inflight[CONFIG_ELK_NODE_MAX_INFLIGHT];
+    /* FIFO of unconfirmed no-reply commands: for each, the value nr_answered (in-order
+     * replies read, modulo 2^16) will have when its own answer is due. A refusal is an
+     * in-order error, so it must not be matched to a request. */
+    uint16_t nr_due[ELK_NODE_MAX_NOREPLY];
+    uint16_t nr_answered;
+    uint8_t nr_head, nr_count;
     uint64_t sent_at[CONFIG_ELK_NODE_MAX_INFLIGHT];
     elk_resp_node_t reply_nodes[CONFIG_ELK_RESP_MAX_NODES];
 } elk_node_t;
@@ -157,10 +167,13 @@ int elk_node_send(elk_node_t *node, uint64_t now, const elk_resp_arg_t *argv, si
                   uint64_t deadline, elk_node_reply_fn cb, void *user);
 
 /* Queue a command that gets no in-order reply: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE,
- * PUNSUBSCRIBE, whose confirmations arrive as pushes (RESP3) or, in subscriber mode, as
- * RESP2 pub/sub arrays, both delivered to on_push. Takes no in-flight slot and has no
- * deadline. Returns ELK_OK, ELK_E_INVALID_ARG, ELK_E_NOT_CONNECTED, ELK_E_QUEUE_FULL
- * (tx block full of unsent bytes), ELK_E_BUF_TOO_SMALL. */
+ * PUNSUBSCRIBE of ONE channel, whose confirmation arrives as a push (RESP3) or, in
+ * subscriber mode, as a RESP2 pub/sub array, both delivered to on_push. If the server
+ * refuses it (an in-order error such as -NOPERM), the error is logged and delivered to
+ * on_push (its top node is an error), never to a request: later replies stay matched.
+ * Takes no in-flight slot and has no deadline. Returns ELK_OK, ELK_E_INVALID_ARG,
+ * ELK_E_NOT_CONNECTED, ELK_E_QUEUE_FULL (tx block full of unsent bytes, or
+ * ELK_NODE_MAX_NOREPLY commands still unconfirmed), ELK_E_BUF_TOO_SMALL. */
 int elk_node_send_noreply(elk_node_t *node, const elk_resp_arg_t *argv, size_t argc);
 
 /* RESP2 pub/sub: when on, every reply that is an array whose first element is

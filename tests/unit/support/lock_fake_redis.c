@@ -361,6 +361,12 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
     } else if (fake_cmd_is(cmd, "SUBSCRIBE") || fake_cmd_is(cmd, "UNSUBSCRIBE")) {
         bool sub = fake_cmd_is(cmd, "SUBSCRIBE");
         s->subscribe += sub ? 1u : 0u;
+        if (sub && s->sub_refused) {
+            lfr_str_reply(s, c, "-",
+                          "NOPERM this user has no permissions to access one of the "
+                          "channels used as arguments");
+            return;
+        }
         lfr_arg(cmd, 1, a);
         snprintf(s->sub[c], sizeof s->sub[c], "%s", sub ? a : "");
         char b[256];

@@ -63,6 +63,7 @@ typedef struct lfr_server {
     bool info_disabled;           /* INFO answers NOPERM */
     const char *maxmemory_policy; /* default "noeviction" */
     const char *error_reply;      /* non-NULL: every EVAL/EVALSHA answers -<this> */
+    bool sub_refused;             /* SUBSCRIBE answers -NOPERM (an ACL without the channel) */
     /* counters */
     unsigned evalsha, eval, noscript, script_load, config_get, info, subscribe, publish;
     unsigned acquire_calls, extend_calls, release_calls, commit_calls;
