@@ -8,7 +8,11 @@
 # line of an accepted tick is written while no other tick can be decided. No flock(1): the
 # guard serialises itself across processes. A refused tick is logged after the guard returns.
 # The gateway's clock may be faked (libfaketime): the actuator's must not be.
-unset LD_PRELOAD FAKETIME
+# The gateway's clock may be faked (libfaketime) for elk run, and so for this shell: start
+# again without it, since the log's times are read by this very shell ($EPOCHREALTIME).
+if [ -n "${LD_PRELOAD:-}${FAKETIME:-}" ]; then
+  exec env -u LD_PRELOAD -u FAKETIME bash "$0" "$@"
+fi
 gw=$1 ticks=$2 tick=$3
 tok=${ELK_FENCE_TOKEN:-0}
 # Times come from bash's $EPOCHREALTIME, not $(date ...): elk run stops the whole process
