@@ -41,8 +41,8 @@ static const char *const lk_safety_says[] = {
     "",
     "no AOF persistence: a restart loses locks; delay restarts by one TTL",
     "eviction can delete lock keys; set maxmemory-policy noeviction, now ",
-    "no AOF persistence (a restart loses locks; delay restarts by one TTL) and eviction can delete "
-    "lock keys; set maxmemory-policy noeviction, now ",
+    ("no AOF persistence (a restart loses locks; delay restarts by one TTL) and eviction can "
+     "delete lock keys; set maxmemory-policy noeviction, now "),
     "safety check impossible (grant +info, docs/redis-acl.md): ",
 };
 
