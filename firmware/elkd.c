@@ -699,6 +699,8 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
     case ELK_LOCK_EV_RENEWED:
     case ELK_LOCK_EV_RENEW_FAILED:
     case ELK_LOCK_EV_RENEW_STOPPED:
+    case ELK_LOCK_EV_SUSPECT:   /* issue 20: own handling (EVENT SUSPECT) to come */
+    case ELK_LOCK_EV_RECOVERED: /* issue 20: own handling (EVENT RECOVERED) to come */
         lease_renew_event(a, r, slot, ev);
         break;
     case ELK_LOCK_EV_LOST:

@@ -151,3 +151,25 @@ const char *elk_lock_value(const elk_lock_t *lock)
 {
     return lock != NULL ? lock->value : "";
 }
+
+int elk_lock_keepalive(elk_lock_t *lock, uint64_t now)
+{
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (!lk_held_state(lock)) {
+        return ELK_E_NOT_HELD;
+    }
+    lock->keepalive_at = now;
+    return ELK_OK;
+}
+
+int elk_lock_set_keepalive(elk_lock_t *lock, uint64_t now, uint32_t interval_ms)
+{
+    if (lock == NULL || lock->client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    lock->cfg.keepalive_ms = interval_ms;
+    lock->keepalive_at = now;
+    return ELK_OK;
+}

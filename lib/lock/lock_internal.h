@@ -74,6 +74,19 @@ size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
 /* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
 
+/* lock_hygiene.c: vote hygiene (docs/design.md "Masters that restart or jump").
+ * Node i just became READY: send the PROBE (before any request of the locks). */
+void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now);
+/* ELK_OK when node i may get a request of round kind `kind` (LK_*) now, else why not:
+ * ELK_E_UNSAFE_SERVER, ELK_E_SERVER_UNCHECKED (safety check), ELK_E_NODE_QUARANTINED. */
+int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now);
+/* A reply of node i to a round of lock sent at t_send carried the server's TIME,
+ * server_ms, read between t_send and now. Returns false when the server's clock ran
+ * ahead beyond lock's drift bound since the node's last reading: the reply then counts
+ * as ERROR ELK_E_CLOCK_JUMP, and the node is quarantined. Backward jumps are logged. */
+bool elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
+                        uint64_t t_send, uint64_t now);
+
 /* lock_log.c: a lock line "<key>: <head><what><val><after>[ token N][: <error>]" (lock
  * not NULL) or a node line "node <host>:<port>: <head><what><val><after>[: <error>]" (node,
  * lock NULL); val may be NULL; cut at CONFIG_ELK_MAX_KEY_LEN + 200 bytes. */

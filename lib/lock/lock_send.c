@@ -75,8 +75,9 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     bool release;
     int rc;
 
-    if (client->node_unsafe[node]) {
-        return client->node_unsafe[node] == 1u ? ELK_E_UNSAFE_SERVER : ELK_E_SERVER_UNCHECKED;
+    rc = elk_lock__node_vote(client, node, kind, now);
+    if (rc != ELK_OK) {
+        return rc;
     }
     if (!elk_node_is_ready(&client->fleet->nodes[node])) {
         return ELK_E_NOT_CONNECTED;

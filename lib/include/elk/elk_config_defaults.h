@@ -30,6 +30,10 @@
 #ifndef CONFIG_ELK_DEFAULT_TTL_MS
 #define CONFIG_ELK_DEFAULT_TTL_MS 10000
 #endif
+/* Cap on one hold (renewals stop after it) when the caller gives none; 0: none. */
+#ifndef CONFIG_ELK_DEFAULT_MAX_HOLD_MS
+#define CONFIG_ELK_DEFAULT_MAX_HOLD_MS 3600000
+#endif
 /* Clock drift allowance, parts per million of the TTL (10000: Redlock's 0.01). */
 #ifndef CONFIG_ELK_DRIFT_FACTOR_PPM
 #define CONFIG_ELK_DRIFT_FACTOR_PPM 10000

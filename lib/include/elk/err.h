@@ -85,6 +85,17 @@ extern "C" {
       "lease lost: too few nodes were reachable to renew it before the deadline")                  \
     X(ELK_E_LOCK_ABANDONED, -93,                                                                   \
       "lease given up: renewal was stopped because its holder could not be confirmed stopped")     \
+    X(ELK_E_LOCK_DELAY, -94,                                                                       \
+      "lock-delay: the last lease ended without a release; no grant until lock_delay after it "    \
+      "could last have been valid")                                                                \
+    X(ELK_E_NODE_QUARANTINED, -95,                                                                 \
+      "node quarantined: it restarted (or its restart cannot be ruled out) or its clock jumped; "  \
+      "no vote until the longest lease could have expired (see STATUS)")                           \
+    X(ELK_E_CLOCK_JUMP, -96,                                                                       \
+      "node's clock ran ahead beyond the drift bound: its vote is not counted and it is "          \
+      "quarantined; check NTP on that server")                                                     \
+    X(ELK_E_KEEPALIVE_MISSED, -97,                                                                 \
+      "the work holding the lease missed its keepalive: renewal stopped (hung command?)")          \
     /* fencing */                                                                                  \
     X(ELK_E_FENCE_STALE, -100, "fencing token lower than one already accepted: refused")           \
     X(ELK_E_FENCE_STORAGE, -101, "fencing state storage failed (read, write or sync)")             \

@@ -50,9 +50,9 @@ extern "C" {
 /* Longest lock value: "<gateway id>:<32 hex>". */
 #define ELK_LOCK_VALUE_MAX (CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1u + 2u * ELK_LOCK_RANDOM_BYTES)
 /* Longest request the engine sends: EVAL of its longest script (after NOSCRIPT) with
- * two keys of CONFIG_ELK_MAX_KEY_LEN, a lock value and a 20-digit number, each of at
- * most 8 RESP arguments framed in at most 9 bytes ("$" + 5 digits + 2 CRLF), plus the
- * array header. A node's transmit buffer is one pool block, so
+ * three keys of CONFIG_ELK_MAX_KEY_LEN, a lock value and two 10-digit numbers and a flag
+ * (ACQUIRE), each of at most 10 RESP arguments framed in at most 9 bytes ("$" + 5 digits
+ * + 2 CRLF), plus the array header. A node's transmit buffer is one pool block, so
  * CONFIG_ELK_POOL_BLOCK_SIZE must be at least this; the library does not build
  * otherwise (a smaller block could never send the request: no lease, ever). */
 #define ELK_LOCK_MAX_(a, b) ((a) > (b) ? (a) : (b))
@@ -62,8 +62,8 @@ extern "C" {
          ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) -         \
      1u)
 #define ELK_LOCK_REQUEST_MAX                                                                       \
-    (4u + 8u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 2u * CONFIG_ELK_MAX_KEY_LEN +              \
-     ELK_LOCK_VALUE_MAX + 20u)
+    (5u + 10u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 3u * CONFIG_ELK_MAX_KEY_LEN +             \
+     ELK_LOCK_VALUE_MAX + 21u)
 
 /* Safety check result kept per node (elk_client_node_check; truncated, NUL-terminated). */
 #define ELK_LOCK_CHECK_TEXT_MAX 64u
@@ -99,7 +99,10 @@ typedef enum elk_lock_state {
     ELK_LOCK_RENEWING,   /* held, renewal round in flight or being retried */
     ELK_LOCK_RELEASING,  /* not held; the release round still runs in the background */
     ELK_LOCK_WAITING, /* not held; busy or unavailable, retry scheduled before the wait deadline */
-    ELK_LOCK_LOST     /* the deadline passed without a confirmed renewal (until release/acquire) */
+    ELK_LOCK_LOST,    /* the deadline passed without a confirmed renewal (until release/acquire) */
+    ELK_LOCK_SUSPECT  /* held (now < deadline), but a renewal round missed its quorum: retried
+                         until the deadline; the actuator may go to a safe position early.
+                         Only elk_lock_state() reports it (elk_lock_is_held() stays true). */
 } elk_lock_state_t;
 
 /* Per-resource settings. Fill with elk_lock_config_defaults, then change fields. */
@@ -112,13 +115,23 @@ typedef struct elk_lock_config {
     uint32_t stop_margin_ms;     /* time the actuator needs to reach its safe state (default 0) */
     uint32_t min_validity_ms;    /* a round leaving less than this is a failure (default 0:
                                      any validity > 0) */
-    uint32_t max_hold_ms;        /* stop renewing once held this long in total; 0 = no cap */
+    uint32_t max_hold_ms;        /* stop renewing once held this long in total; 0 = no cap
+                                     (default CONFIG_ELK_DEFAULT_MAX_HOLD_MS) */
     uint32_t max_renewals;       /* stop renewing after this many renewals; 0 = no cap */
     uint32_t wait_min_ms;        /* retry delay range while waiting (default 50..250 ms) */
     uint32_t wait_max_ms;
     uint32_t round_timeout_ms; /* cap on one round's per-node request time; 0 = the latest
                                      useful moment (acquire: deadline - min_validity; renew:
                                      deadline). Default 0. */
+    uint32_t lock_delay_ms;    /* after a lease ends without a release (holder crashed or lost
+                                     it), no new grant until this long after it could last have
+                                     been valid; kept by the servers (a marker key), so it holds
+                                     across gateways. 0 (default): no delay */
+    uint32_t keepalive_ms;     /* 0 (default): off. Otherwise renewal needs proof of life: a
+                                     renewal round starts only if elk_lock_keepalive was called
+                                     within the last keepalive_ms; a miss stops renewal
+                                     (RENEW_STOPPED, LOST at the deadline with
+                                     ELK_E_KEEPALIVE_MISSED) */
     bool fencing;              /* fencing counter + token (default true); off: token 0 */
     bool use_release_channel;  /* waiters SUBSCRIBE to the release channel (RESP3 nodes;
                                      RESP2 nodes fall back to retry delays). Default true. */
@@ -165,6 +178,8 @@ typedef struct elk_lock_node_result {
                                           ELK_E_TIMEOUT, ELK_E_UNSAFE_SERVER, ... */
     int64_t value;                     /* the script's integer reply (token, counter, 0/1) */
     uint32_t rtt_ms;                   /* reply time - round t_send */
+    int64_t server_ms;                 /* the server's TIME in the reply (ACQUIRE, EXTEND), 0
+                                          if none: for the clock check */
     char text[ELK_LOCK_NODE_TEXT_MAX]; /* server error text (truncated), "" if none */
 } elk_lock_node_result_t;
 
@@ -185,7 +200,12 @@ typedef enum elk_lock_event_type {
                                   ELK_E_MAX_RENEWALS, ELK_E_LOCK_ABANDONED (elk_lock_abandon). The
                                   engine deletes its keys stop_margin_ms later (once the actuator
                                   must have stopped), not before, so no successor starts early. */
-    ELK_LOCK_EV_RELEASED       /* the background release round ended (per-node detail in nodes) */
+    ELK_LOCK_EV_RELEASED,      /* the background release round ended (per-node detail in nodes) */
+    ELK_LOCK_EV_SUSPECT,       /* a renewal round missed its quorum while the deadline has not
+                                  passed: still held until deadline (validity_ms says how long),
+                                  retried; err says why. Fires once per suspect spell. */
+    ELK_LOCK_EV_RECOVERED      /* a renewal confirmed the lease after SUSPECT: HELD again
+                                  (deadline, validity_ms, renewals set; RENEWED does not fire) */
 } elk_lock_event_type_t;
 
 /* An event. Everything it points to is valid only during the callback. */
@@ -264,8 +284,9 @@ typedef struct elk_lock {
     uint64_t wait_deadline;
     uint64_t lost_release_at; /* after a loss: release once the actuator has stopped */
     uint64_t token;
-    elk_lock_round_t fg;  /* acquire, commit or extend round */
-    elk_lock_round_t rel; /* background release of rel_value */
+    uint64_t keepalive_at; /* last elk_lock_keepalive (or set_keepalive, or the acquire) */
+    elk_lock_round_t fg;   /* acquire, commit or extend round */
+    elk_lock_round_t rel;  /* background release of rel_value */
     /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
     char key[CONFIG_ELK_MAX_KEY_LEN + 1u];
     char value[ELK_LOCK_VALUE_MAX + 1u];     /* value of the current acquisition */
@@ -296,9 +317,18 @@ typedef struct elk_client_config {
      * them. NULL: waiters on RESP2 nodes use retry delays only (RESP3 nodes share the
      * command connection and need nothing here). */
     elk_fleet_t *subscribers;
+    /* Vote hygiene (docs/design.md "Masters that restart or jump"): a node that restarted
+     * (or whose restart cannot be ruled out) or whose clock ran ahead gets no vote for
+     * quarantine_ms. Default true; false only for negative controls and old servers. */
+    bool vote_hygiene;
+    /* The quarantine: at least the longest lease TTL plus drift (plus lock_delay) any
+     * gateway uses on this fleet. 0 (default): the longest ttl + drift + lock_delay over
+     * the locks registered with this client. */
+    uint32_t quarantine_ms;
 } elk_client_config_t;
 
-/* Fill cfg with defaults: gateway_id "gw", key_prefix "elk:", REDLOCK, WARN. */
+/* Fill cfg with defaults: gateway_id "gw", key_prefix "elk:", REDLOCK, WARN, vote
+ * hygiene on, quarantine_ms 0 (automatic). */
 void elk_client_config_defaults(elk_client_config_t *cfg);
 
 /* A lock client over a fleet. Caller-owned; fields are internal. */
@@ -350,8 +380,19 @@ size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max)
 const char *elk_client_node_check(const elk_client_t *client, size_t node);
 
 /* True when node `node` may vote: not refused by the safety check nor waiting for it
- * under ELK_SAFETY_REFUSE (whether it is connected is elk_node_is_ready's business). */
+ * under ELK_SAFETY_REFUSE, not waiting for its hygiene probe, not quarantined (whether it
+ * is connected is elk_node_is_ready's business). */
 bool elk_client_node_votes(const elk_client_t *client, size_t node);
+
+/* Vote hygiene of fleet node `node`: the local time (the caller's ms clock) until which it
+ * is quarantined (no vote: it restarted, or its restart cannot be ruled out, or its clock
+ * ran ahead), 0 when it is not. */
+uint64_t elk_client_node_quarantine(const elk_client_t *client, size_t node);
+
+/* Vote hygiene of fleet node `node` as text for STATUS (client-owned, valid until the next
+ * poll): "ok", "off", "pending" (probe not answered), "quarantined: restarted 2 s ago",
+ * "quarantined: clock ran 5000 ms ahead", ... "" for a bad index. */
+const char *elk_client_node_hygiene(const elk_client_t *client, size_t node);
 
 /* True when at least a quorum of nodes is READY (acquire can succeed). */
 bool elk_client_ready(const elk_client_t *client);
@@ -401,7 +442,16 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now);
  * the deadline already passed) or ELK_E_INVALID_ARG. */
 int elk_lock_abandon(elk_lock_t *lock, uint64_t now);
 
-/* State, and whether the actuator may be driven now (HELD/RENEWING and now < deadline). */
+/* Proof that the work holding the lease is alive (keepalive_ms, elk/lock.h). Returns
+ * ELK_OK, ELK_E_NOT_HELD (not held), ELK_E_INVALID_ARG. Cheap: no request is sent. */
+int elk_lock_keepalive(elk_lock_t *lock, uint64_t now);
+
+/* Change the keepalive interval of lock (0: off) from now on, for this and later holds;
+ * counts as a keepalive. Returns ELK_OK or ELK_E_INVALID_ARG. */
+int elk_lock_set_keepalive(elk_lock_t *lock, uint64_t now, uint32_t interval_ms);
+
+/* State (SUSPECT while held after a renewal round missed its quorum), and whether the
+ * actuator may be driven now (HELD/RENEWING/SUSPECT and now < deadline). */
 elk_lock_state_t elk_lock_state(const elk_lock_t *lock);
 bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now);
 /* Requests or a background round still in flight (the object must stay alive). */

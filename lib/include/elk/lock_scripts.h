@@ -11,9 +11,13 @@
  * Key layout (one hash tag, so all keys of a resource land in one cluster slot):
  *   lock key      <prefix>{<resource>}
  *   fence counter <prefix>{<resource>}:fence      (never expires)
+ *   delay marker  <prefix>{<resource>}:delay      (lock_delay; expires ttl + lock_delay
+ *                                                  after the last acquire or renewal)
  *   channel       <prefix>{<resource>}:released   (pub/sub, not a key)
+ *   fleet marker  <prefix>marker                  (vote hygiene; never expires)
  *
- * Every script replies with an integer; no script ever returns an error on its own
+ * ACQUIRE and EXTEND reply {result, server_ms}, the others an integer (PROBE and SAFETY
+ * an array of fields); no script ever returns an error on its own
  * (a Redis error reply means the server refused to run it: NOSCRIPT, OOM, READONLY...).
  * Lock values are opaque strings "<gateway id>:<32 hex digits>".
  */
@@ -21,55 +25,84 @@
 #define ELK_LOCK_SCRIPTS_H
 
 /*
- * ACQUIRE: take the lease if free; with fencing, bump the node's counter.
- *   KEYS[1] lock key          KEYS[2] fence counter key
+ * ACQUIRE: take the lease if free and no lock-delay marker stands; with fencing, bump the
+ * node's counter; with a lock delay, leave a marker that outlives the lease by it.
+ *   KEYS[1] lock key          KEYS[2] fence counter key   KEYS[3] lock-delay marker key
  *   ARGV[1] lock value        ARGV[2] ttl in ms (decimal)   ARGV[3] "1" fencing on, "0" off
- * Returns: the counter after INCR (>= 1) when the lease was taken with fencing on;
+ *   ARGV[4] lock delay in ms (decimal, "0": no marker is left)
+ * Returns {result, server_ms}: server_ms is the server's TIME in ms (for the clock check,
+ *   docs/design.md "Masters that restart or jump"); result is
+ *          the counter after INCR (>= 1) when the lease was taken with fencing on;
  *          0 when taken with fencing off (the counter is not touched);
- *          -1 when the key exists (held by another holder, or by an older value of ours).
- * Usage: EVALSHA <sha> 2 <lock key> <fence key> <value> <ttl> <0|1>
+ *          -1 when the key exists (held by another holder, or by an older value of ours);
+ *          -2 when a lock-delay marker stands: a holder's lease ended without a release
+ *             and lock_delay has not passed since it could last have been valid.
+ * A marker is honoured whatever this caller's own lock delay (ARGV[4]) is.
+ * Usage: EVALSHA <sha> 3 <lock key> <fence key> <delay key> <value> <ttl> <0|1> <delay>
  */
 #define ELK_LOCK_SCRIPT_ACQUIRE                                                                    \
-    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"                           \
-    "  if ARGV[3] == '1' then\n"                                                                   \
-    "    return redis.call('INCR', KEYS[2])\n"                                                     \
-    "  end\n"                                                                                      \
-    "  return 0\n"                                                                                 \
+    "local t = redis.call('TIME')\n"                                                               \
+    "local n = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                            \
+    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"                                                 \
+    "  return {-1, n}\n"                                                                           \
     "end\n"                                                                                        \
-    "return -1\n"
-#define ELK_LOCK_SCRIPT_ACQUIRE_SHA1 "e989a5eba400ab808255f92d6a124c4c232cc057"
+    "if redis.call('EXISTS', KEYS[3]) == 1 then\n"                                                 \
+    "  return {-2, n}\n"                                                                           \
+    "end\n"                                                                                        \
+    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"                                         \
+    "if ARGV[4] ~= '0' then\n"                                                                     \
+    "  redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2] + ARGV[4])\n"                             \
+    "end\n"                                                                                        \
+    "if ARGV[3] == '1' then\n"                                                                     \
+    "  return {redis.call('INCR', KEYS[2]), n}\n"                                                  \
+    "end\n"                                                                                        \
+    "return {0, n}\n"
+#define ELK_LOCK_SCRIPT_ACQUIRE_SHA1 "92db0369be582f19fafef38898a9ecbd7bfd344f"
 
 /*
- * EXTEND (renewal): compare-and-extend.
- *   KEYS[1] lock key
+ * EXTEND (renewal): compare-and-extend; the lock-delay marker is pushed out with the key.
+ *   KEYS[1] lock key          KEYS[2] lock-delay marker key
  *   ARGV[1] lock value        ARGV[2] new ttl in ms (decimal), counted from now on the server
- * Returns: 1 when the key held ARGV[1] and its expiry was reset to ARGV[2] ms;
+ *   ARGV[3] lock delay in ms ("0": the marker is not touched)
+ * Returns {result, server_ms} (server_ms as for ACQUIRE); result is
+ *          1 when the key held ARGV[1] and its expiry was reset to ARGV[2] ms;
  *          0 when the key is absent or holds another value (nothing changed).
- * Usage: EVALSHA <sha> 1 <lock key> <value> <ttl>
+ * Usage: EVALSHA <sha> 2 <lock key> <delay key> <value> <ttl> <delay>
  */
 #define ELK_LOCK_SCRIPT_EXTEND                                                                     \
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                                              \
-    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                                           \
+    "local t = redis.call('TIME')\n"                                                               \
+    "local n = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                            \
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"                                              \
+    "  return {0, n}\n"                                                                            \
     "end\n"                                                                                        \
-    "return 0\n"
-#define ELK_LOCK_SCRIPT_EXTEND_SHA1 "3a32323a05c08607e6bc7842cfeea9552d0b61f5"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                                                    \
+    "if ARGV[3] ~= '0' then\n"                                                                     \
+    "  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2] + ARGV[3])\n"                             \
+    "end\n"                                                                                        \
+    "return {1, n}\n"
+#define ELK_LOCK_SCRIPT_EXTEND_SHA1 "9be2eb86d80ce9286be96f8bcfe87c9db90865c7"
 
 /*
- * RELEASE: compare-and-delete, then wake waiters.
- *   KEYS[1] lock key
+ * RELEASE: compare-and-delete (a clean release also deletes this holder's lock-delay
+ * marker), then wake waiters.
+ *   KEYS[1] lock key          KEYS[2] lock-delay marker key
  *   ARGV[1] lock value        ARGV[2] release channel name (<prefix>{<resource>}:released)
  * Returns: 1 when the key held ARGV[1]; it was deleted and ARGV[1] was PUBLISHed on ARGV[2];
- *          0 when the key is absent or holds another value (nothing deleted, nothing published).
- * Usage: EVALSHA <sha> 1 <lock key> <value> <channel>
+ *          0 when the key is absent or holds another value (nothing deleted, nothing published;
+ *          the marker is still deleted if it holds ARGV[1]).
+ * Usage: EVALSHA <sha> 2 <lock key> <delay key> <value> <channel>
  */
 #define ELK_LOCK_SCRIPT_RELEASE                                                                    \
+    "if redis.call('GET', KEYS[2]) == ARGV[1] then\n"                                              \
+    "  redis.call('DEL', KEYS[2])\n"                                                               \
+    "end\n"                                                                                        \
     "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                                              \
     "  redis.call('DEL', KEYS[1])\n"                                                               \
     "  redis.call('PUBLISH', ARGV[2], ARGV[1])\n"                                                  \
     "  return 1\n"                                                                                 \
     "end\n"                                                                                        \
     "return 0\n"
-#define ELK_LOCK_SCRIPT_RELEASE_SHA1 "30a131e10e5f46d6264cd277c30b25a24d414107"
+#define ELK_LOCK_SCRIPT_RELEASE_SHA1 "dbc0cef131775aeebf83d77df31c49cbc4b7c9e3"
 
 /*
  * COMMIT (Redlock fencing, second round): raise the node's counter to the token.
@@ -108,12 +141,45 @@
 /* Sent with EVAL only; the simulated Redis (port/sim) knows the script by it too. */
 #define ELK_LOCK_SCRIPT_SAFETY_SHA1 "d206dc35c4d61604dd323b5d6e07c678d853f472"
 
+/*
+ * PROBE (vote hygiene): what a node says about its own restarts and clock, read once per
+ * connection, before the node may vote (docs/design.md "Masters that restart or jump").
+ *   KEYS[1] the fleet's marker key (<prefix>marker): never expires, so a restart without
+ *           persistence loses it. Created here when missing, holding the server's run_id
+ *           (or ARGV[1] when INFO is not allowed).
+ *   ARGV[1] a random id (32 hex digits) for a server that does not tell its run_id
+ * Returns {run_id, uptime_in_seconds, marker, aof_enabled, server_ms}: the first four as
+ *   strings, "" when not known (INFO refused by the ACL, field missing; marker "" when it
+ *   was missing and has just been created); server_ms the server's TIME in ms (integer).
+ * Needs +info for run_id/uptime/aof (without it a new connection cannot rule out a recent
+ * restart, docs/redis-acl.md). Sent with EVAL only; port/sim knows it by the SHA1 too.
+ * Usage: EVAL <script> 1 <marker key> <random id>
+ */
+#define ELK_LOCK_SCRIPT_PROBE                                                                      \
+    "local s = redis.pcall('INFO', 'server')\n"                                                    \
+    "local p = redis.pcall('INFO', 'persistence')\n"                                               \
+    "if type(s) ~= 'string' then s = '' end\n"                                                     \
+    "if type(p) ~= 'string' then p = '' end\n"                                                     \
+    "local id = string.match(s, 'run_id:(%x+)') or ''\n"                                           \
+    "local m = redis.call('GET', KEYS[1])\n"                                                       \
+    "if not m then\n"                                                                              \
+    "  redis.call('SET', KEYS[1], id ~= '' and id or ARGV[1])\n"                                   \
+    "end\n"                                                                                        \
+    "local t = redis.call('TIME')\n"                                                               \
+    "return {id, string.match(s, 'uptime_in_seconds:(%d+)') or '', m or '',\n"                     \
+    "  string.match(p, 'aof_enabled:(%d)') or '', t[1] * 1000 + math.floor(t[2] / 1000)}\n"
+#define ELK_LOCK_SCRIPT_PROBE_SHA1 "b9e955ed867c64d3609982ff0967a47445e0277e"
+
 /* Reply values of the scripts, by name. */
 #define ELK_LOCK_ACQUIRE_BUSY (-1)    /* ACQUIRE: key exists */
+#define ELK_LOCK_ACQUIRE_DELAYED (-2) /* ACQUIRE: a lock-delay marker stands */
 #define ELK_LOCK_COMMIT_NOT_HELD (-1) /* COMMIT: value no longer stands */
 
 /* Key suffixes after "<prefix>{<resource>}". */
 #define ELK_LOCK_FENCE_SUFFIX ":fence"
 #define ELK_LOCK_CHANNEL_SUFFIX ":released"
+#define ELK_LOCK_DELAY_SUFFIX ":delay"
+/* The fleet's marker key is "<prefix>" ELK_LOCK_MARKER_NAME (no braces: no resource's). */
+#define ELK_LOCK_MARKER_NAME "marker"
 
 #endif /* ELK_LOCK_SCRIPTS_H */
