@@ -87,7 +87,8 @@ elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
 
 bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
 {
-    return lk_held_state(lock) && now < lock->deadline;
+    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
+        now < lock->deadline;
 }
 
 bool elk_lock_busy(const elk_lock_t *lock)

@@ -60,8 +60,8 @@ static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint6
     elk_lock_event_t ev;
     bool held = (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
 
-    bool warn = type == ELK_LOCK_EV_LOST || type == ELK_LOCK_EV_RENEW_FAILED ||
-        type == ELK_LOCK_EV_SUSPECT;
+    bool warn =
+        type == ELK_LOCK_EV_LOST || type == ELK_LOCK_EV_RENEW_FAILED || type == ELK_LOCK_EV_SUSPECT;
 
     elk_lock__log(lock->client, warn ? ELK_LOG_WARN : ELK_LOG_INFO, lock, 0,
                   elk_lock_event_name(type), "", NULL, "", err);
@@ -672,9 +672,9 @@ int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
         lk_end_round(lock, now);
     }
     lock->state = ELK_LOCK_HELD;
-    lock->suspect = false;
     lock->renew_stopped = true;
     lock->last_err = ELK_E_LOCK_ABANDONED;
+    lock->suspect = false; /* it ends here, renewed or not */
     lk_mark_due(lock);
     return ELK_OK;
 }
