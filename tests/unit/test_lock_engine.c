@@ -1643,6 +1643,16 @@ static void test_deadline_is_exclusive_without_poll(void **state)
 
 /* ------------------------------------------- issue 20: SUSPECT, keepalive, lock-delay */
 
+/* Connect (first call), then acquire at once and take the replies: the hold's start. */
+static uint64_t acquire_now(void)
+{
+    pump();
+    uint64_t t = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    return t;
+}
+
 /* Every server of the first n answers its scripts with an error (or, msg NULL, normally
  * again). The connections stay up: rounds fail at once, not at their limit. */
 static void servers_fail(size_t first, size_t n, const char *msg)
@@ -1670,10 +1680,7 @@ static void test_suspect_then_recovered(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(300); /* span 245, renew every 99, retry every 15 */
     world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t0 = acquire_now();
     uint64_t tok = elk_lock_token(&W.lock);
     servers_fail(1, 2, "ERR boom");
     run_until(t0 + 98);
@@ -1745,10 +1752,7 @@ static void test_suspect_until_lost(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
     world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t0 = acquire_now();
     servers_fail(0, 2, "ERR boom");
     run_until(t0 + 245);
     assert_int_equal(W.rec.ev[1].type, ELK_LOCK_EV_SUSPECT); /* right after ACQUIRED */
@@ -1767,9 +1771,7 @@ static void test_suspect_until_lost(void **state)
     run_until(NOW() + 100);
     /* a fresh hold starts plain, and a miss of its own is a new spell */
     size_t suspects = count_ev(&W.rec, ELK_LOCK_EV_SUSPECT);
-    uint64_t t1 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t1, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t1 = acquire_now();
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_HELD);
     servers_fail(0, 2, "ERR boom");
     run_until(t1 + 99);
@@ -1782,10 +1784,7 @@ static void test_suspect_until_lost(void **state)
     c = cfg_ttl(1000);
     world_setup(.lcfg = &c);
     W.h.nodes[0].cfg.request_timeout_ms = 60000;
-    pump();
-    t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    t0 = acquire_now();
     W.srv[0].hold = true;
     run_until(t0 + 938);
     assert_int_equal(W.srv[0].extend_calls, 1);
@@ -1837,10 +1836,7 @@ static void test_keepalive_missed_stops_renewal(void **state)
     /* the boundary: a renewal due exactly keepalive_ms after the hold began still runs */
     c.keepalive_ms = 99;
     world_setup(.lcfg = &c);
-    pump();
-    t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    t0 = acquire_now();
     run_until(t0 + 99);
     assert_int_equal(W.srv[0].extend_calls, 1);
     assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_RENEWED);
@@ -1890,9 +1886,7 @@ static void test_keepalive_kept_renews(void **state)
     assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
     run_until(NOW() + 100);
     size_t renewed = count_ev(&W.rec, ELK_LOCK_EV_RENEWED);
-    uint64_t t1 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t1, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t1 = acquire_now();
     run_until(t1 + 99);
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), renewed); /* 99 > 60: stopped */
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_STOPPED), 2);
@@ -1907,10 +1901,7 @@ static void test_keepalive_stops_retries_too(void **state)
     elk_lock_config_t c = cfg_ttl(300); /* renew at 99, retries every 15 ms */
     c.keepalive_ms = 120;
     world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t0 = acquire_now();
     servers_fail(1, 2, "ERR boom");
     run_until(t0 + 244);
     /* rounds at 99 (SUSPECT) and 114 (RENEW_FAILED); the retry due at 129 > 120 stops */
