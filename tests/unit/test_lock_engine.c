@@ -2023,6 +2023,56 @@ static void test_no_lock_delay_no_marker(void **state)
     assert_null(lfr_get(&W.srv[0], "t:{valve}:delay"));
 }
 
+/* An acquire refused by a busy quorum says ELK_E_LOCK_DELAY when any busy reply was a
+ * lock-delay marker (last_err, ACQUIRE_FAILED, each RETRY of a waiter), ELK_E_LOCK_BUSY
+ * when none was. */
+static void test_lock_delay_reported(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(.nodes = 3, .lcfg = &c);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}:delay", "gone:1", 5000); /* an unclean end's marker */
+    lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);      /* an ordinary holder */
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->err, ELK_E_LOCK_DELAY);
+    assert_int_equal(ev->busy, 2);
+    assert_int_equal(ev->nodes[1].err, ELK_OK); /* one delay among the busy is enough */
+    assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_LOCK_DELAY);
+    /* the same quorum busy with no marker: plain busy */
+    lfr_del(&W.srv[0], "t:{valve}:delay");
+    lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
+    run_until(NOW() + 10);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->err, ELK_E_LOCK_BUSY);
+    assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_LOCK_BUSY);
+
+    /* a waiter: every round refused by the markers says so, then the grant comes once
+     * they are gone */
+    world_setup(.nodes = 3, .lcfg = &c);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}:delay", "gone:1", 300);
+    lfr_set(&W.srv[1], "t:{valve}:delay", "gone:1", 300);
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 2000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 1000);
+    ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_true(ev->now >= t0 + 300);
+    assert_true(count_ev(&W.rec, ELK_LOCK_EV_RETRY) >= 1);
+    for (size_t i = 0; i < W.rec.n; i++) {
+        if (W.rec.ev[i].type == ELK_LOCK_EV_RETRY) {
+            assert_int_equal(W.rec.ev[i].err, ELK_E_LOCK_DELAY);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2078,6 +2128,7 @@ int main(void)
         cmocka_unit_test(test_keepalive_missed_stops_renewal),
         cmocka_unit_test(test_keepalive_kept_renews),
         cmocka_unit_test(test_keepalive_stops_retries_too),
+        cmocka_unit_test(test_lock_delay_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
