@@ -293,7 +293,7 @@ typedef struct elk_lock {
     uint64_t wait_deadline;
     uint64_t lost_release_at; /* after a loss: release once the actuator has stopped */
     uint64_t token;
-    uint64_t keepalive_at; /* last elk_lock_keepalive (or set_keepalive, or the acquire) */
+    uint64_t keepalive_at; /* last elk_lock_keepalive (or set_keepalive, or the hold's start) */
     elk_lock_round_t fg;   /* acquire, commit or extend round */
     elk_lock_round_t rel;  /* background release of rel_value */
     /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
@@ -459,7 +459,8 @@ int elk_lock_abandon(elk_lock_t *lock, uint64_t now);
 int elk_lock_keepalive(elk_lock_t *lock, uint64_t now);
 
 /* Change the keepalive interval of lock (0: off) from now on, for this and later holds;
- * counts as a keepalive. Returns ELK_OK or ELK_E_INVALID_ARG. */
+ * counts as a keepalive (a renewal already stopped for a missed one stays stopped). Each
+ * hold starts with a fresh keepalive (at ACQUIRED). Returns ELK_OK or ELK_E_INVALID_ARG. */
 int elk_lock_set_keepalive(elk_lock_t *lock, uint64_t now, uint32_t interval_ms);
 
 /* State (SUSPECT while held after a renewal round missed its quorum), and whether the
