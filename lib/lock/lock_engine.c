@@ -59,7 +59,6 @@ static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint6
         type == ELK_LOCK_EV_RELEASED ? lock->rel.results : lock->fg.results;
     elk_lock_event_t ev;
     bool held = (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
-
     bool warn =
         type == ELK_LOCK_EV_LOST || type == ELK_LOCK_EV_RENEW_FAILED || type == ELK_LOCK_EV_SUSPECT;
 
