@@ -2073,6 +2073,41 @@ static void test_lock_delay_reported(void **state)
     }
 }
 
+/* An unclean end (here abandon, LOST at the deadline) with lock_delay: no release is sent
+ * after the loss (RELEASE would delete the marker), so the next holder is refused with
+ * ELK_E_LOCK_DELAY until lock_delay after the lease could last have been valid on the
+ * server, and granted after that. */
+static void test_lock_delay_survives_loss(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000); /* deadline t_send + 938, key ttl 1000 */
+    c.lock_delay_ms = 700;
+    world_setup(.lcfg = &c, .two = true);
+    uint64_t t0 = acquire_now();
+    assert_int_equal(elk_lock_abandon(&W.lock, NOW()), ELK_OK);
+    run_until(t0 + 938);
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_LOST);
+    assert_int_equal(ev->err, ELK_E_LOCK_ABANDONED);
+    assert_false(elk_lock_busy(&W.lock)); /* nothing deferred */
+    run_until(t0 + 1000);                 /* the key expires on the server; the marker stands */
+    assert_int_equal(W.srv[0].release_calls, 0);
+    assert_null(lfr_get(&W.srv[0], "t:{valve}"));
+    assert_non_null(lfr_get(&W.srv[0], "t:{valve}:delay"));
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    ev = last_ev(&W.rec2);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->err, ELK_E_LOCK_DELAY);
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), t0 + 3000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 3000);
+    ev = find_ev(&W.rec2, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_true(ev->now >= t0 + 1700);
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_LOCK_LOST);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2129,6 +2164,7 @@ int main(void)
         cmocka_unit_test(test_keepalive_kept_renews),
         cmocka_unit_test(test_keepalive_stops_retries_too),
         cmocka_unit_test(test_lock_delay_reported),
+        cmocka_unit_test(test_lock_delay_survives_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,7 +205,9 @@ typedef enum elk_lock_event_type {
                                   ELK_E_MAX_RENEWALS, ELK_E_KEEPALIVE_MISSED,
                                   ELK_E_LOCK_ABANDONED (elk_lock_abandon). The
                                   engine deletes its keys stop_margin_ms later (once the actuator
-                                  must have stopped), not before, so no successor starts early. */
+                                  must have stopped), not before, so no successor starts early;
+                                  with lock_delay_ms it leaves them to expire (a release would
+                                  delete the lock-delay marker). */
     ELK_LOCK_EV_RELEASED,      /* the background release round ended (per-node detail in nodes) */
     ELK_LOCK_EV_SUSPECT,       /* a renewal round missed its quorum while the deadline has not
                                   passed: still held until deadline (validity_ms says how long),
