@@ -70,7 +70,20 @@ typedef struct lfr_server {
     /* every script call, in order (a test can check the value each one carried) */
     lfr_call_t log[LFR_LOG];
     size_t nlog;
+    /* Vote hygiene: what the PROBE script reports (all zero: a server up for a day, run
+     * 1, no AOF, its clock on the test clock). info_disabled empties run_id, uptime, aof. */
+    unsigned run;            /* restarts so far: run_id is this + 1 as 40 digits */
+    bool restarted;          /* uptime counts from restarted_at (else one day more) */
+    uint64_t restarted_at;   /* test time of the last lfr_restart */
+    bool aof;                /* aof_enabled "1" (and lfr_restart keeps the data) */
+    int64_t clock_offset_ms; /* the server's TIME is LFR_EPOCH_MS + test clock + this */
+    bool probe_silent;       /* the PROBE gets no reply (the client's request times out) */
+    const char *probe_raw;   /* non-NULL: the PROBE's reply is these raw RESP bytes */
+    unsigned probe;          /* PROBE calls */
 } lfr_server_t;
+
+/* The server's TIME at test time 0 (a plausible Unix time in ms). */
+#define LFR_EPOCH_MS 1700000000000LL
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
 /* Attach a client connection (a node's scripted transport). Returns its index. */
@@ -88,5 +101,11 @@ void lfr_del(lfr_server_t *s, const char *key);
 int64_t lfr_pttl(lfr_server_t *s, const char *key);
 /* Integer value of key (0 when absent). */
 int64_t lfr_int(lfr_server_t *s, const char *key);
+/* The server's TIME in ms now (LFR_EPOCH_MS + test clock + clock_offset_ms). */
+int64_t lfr_time_ms(const lfr_server_t *s);
+/* Restart the server now: a new run_id, uptime from 0, scripts forgotten, every open
+ * connection closed (the client reconnects), and every key lost unless keep_data (a
+ * restart from AOF; set aof too for the PROBE to say so). */
+void lfr_restart(lfr_server_t *s, bool keep_data);
 
 #endif /* LOCK_FAKE_REDIS_H */
