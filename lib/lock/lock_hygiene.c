@@ -128,6 +128,7 @@ static int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_config_t *cfg
     uint64_t most = lr - h->ref_ls;                /* the two readings at most this far apart */
     int64_t least = (int64_t)ls - (int64_t)h->ref_lr; /* and at least this far */
     uint64_t mag = least < 0 ? (uint64_t)-least : (uint64_t)least;
+    int64_t drift;
     if (lr < h->ref_ls || most > UINT32_MAX) {
         return 0; /* out of order, or 49 days without a reading: nothing to compare */
     }
@@ -135,7 +136,8 @@ static int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_config_t *cfg
         return srv - (int64_t)most;
     }
     /* least - drift(|least|): the server's elapsed time may be that much shorter */
-    if (srv < 2 * least - (least < 0 ? -lk_with_drift(cfg, mag) : lk_with_drift(cfg, mag))) {
+    drift = lk_with_drift(cfg, mag) - (int64_t)mag;
+    if (srv < least - drift) {
         return srv - least;
     }
     return 0;

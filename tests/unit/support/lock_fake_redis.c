@@ -413,7 +413,7 @@ void lfr_restart(lfr_server_t *s, bool keep_data)
 }
 
 /* EVAL of ELK_LOCK_SCRIPT_PROBE (KEYS[1] marker, ARGV[1] random id): returns true when cmd
- * was the probe (answered, or swallowed by probe_silent). */
+ * was the probe (and is answered). */
 static bool lfr_probe(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
 {
     if (!fake_cmd_is(cmd, "EVAL") || cmd->argc != 5 ||
@@ -422,9 +422,6 @@ static bool lfr_probe(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         return false;
     }
     s->probe++;
-    if (s->probe_silent) {
-        return true;
-    }
     if (s->probe_raw != NULL) {
         lfr_out(s, c, s->probe_raw, strlen(s->probe_raw));
         return true;

@@ -77,7 +77,6 @@ typedef struct lfr_server {
     uint64_t restarted_at;   /* test time of the last lfr_restart */
     bool aof;                /* aof_enabled "1" (and lfr_restart keeps the data) */
     int64_t clock_offset_ms; /* the server's TIME is LFR_EPOCH_MS + test clock + this */
-    bool probe_silent;       /* the PROBE gets no reply (the client's request times out) */
     const char *probe_raw;   /* non-NULL: the PROBE's reply is these raw RESP bytes */
     unsigned probe;          /* PROBE calls */
 } lfr_server_t;
