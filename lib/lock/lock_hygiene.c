@@ -228,6 +228,14 @@ static bool lk_kept(const elk_resp_node_t *f)
         elk_resp_str_eq(&f[3], "1");
 }
 
+/* Why the probe's reply quarantines a node (lk_probe_rule). */
+static const char *const lk_probe_says[] = {
+    "restart not ruled out (no +info)",
+    "probe failed: uptime ",
+    "data lost (marker gone) in this run",
+    "restarted ",
+};
+
 /* The probe's reply f[0..4] = {run_id, uptime_s, marker, aof_enabled, server_ms}: decide
  * node i's vote (file comment), take server_ms as its clock reference. */
 static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f)
@@ -242,6 +250,9 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
     bool same_run = run != 0u && run == h->run_hash;
     bool same_marker = marker == h->marker_hash;
     uint64_t up = 0;
+    uint64_t cut = 0;
+    unsigned why = 4u; /* no quarantine */
+    const char *after = "";
     if (!(run != 0u ? same_run : same_marker)) {
         h->has_ref = false; /* another run (or maybe): its clock says nothing of the old one */
     }
@@ -249,19 +260,21 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
     (void)lk_reading(client, i, &strict, f[4].integer, h->probe_at, lr);
     h->run_hash = run;
     h->marker_hash = marker;
+    /* One quarantine call for the four reasons (each call site costs flash). */
     if (run == 0u) {
-        if (!same_marker) {
-            lk_quarantine(client, i, lr, lr + w, "restart not ruled out (no +info)", NULL, -1,
-                          "");
-        }
+        why = same_marker ? 4u : 0u;
     } else if (!lk_uptime_ms(&f[1], &up)) {
-        lk_quarantine(client, i, lr, lr + w, "probe failed: uptime ", &f[1], -1, "");
+        why = 1u;
     } else if (same_run && !same_marker) {
-        /* the same run lost the marker: its data was flushed, not restarted */
-        lk_quarantine(client, i, lr, lr + w, "data lost (marker gone) in this run", NULL, -1, "");
+        why = 2u; /* the same run lost the marker: its data was flushed, not restarted */
     } else if (up < w && !lk_kept(f)) {
-        lk_quarantine(client, i, lr, lr + w - up, "restarted ", NULL, (int64_t)(up / 1000u),
-                      " s ago");
+        why = 3u;
+        cut = up;
+        after = " s ago";
+    }
+    if (why < 4u) {
+        lk_quarantine(client, i, lr, lr + w - cut, lk_probe_says[why], why == 1u ? &f[1] : NULL,
+                      why == 3u ? (int64_t)(up / 1000u) : -1, after);
     }
 }
 
