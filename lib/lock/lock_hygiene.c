@@ -292,7 +292,6 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
     }
     client->hygiene[i].pending = false;
     client->dirty = true; /* a waiting round may now reach its quorum */
-    elk_lock__preload(client, i, client->now); /* the probe's bytes are out: room now */
     /* {4 strings, integer}: an array of 5 scalars (an error has no children) */
     for (k = 0; top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 5 &&
          top->subtree == 5u && k < 5u;

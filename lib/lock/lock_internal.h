@@ -70,9 +70,6 @@ void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, siz
 
 /* lock_client.c: index of node in the client's fleet (SIZE_MAX if not one of them). */
 size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
-/* SCRIPT LOAD of the four scripts on node i (one that does not fit the send buffer is
- * skipped: it costs a NOSCRIPT round trip later). */
-void elk_lock__preload(elk_client_t *client, size_t i, uint64_t now);
 
 /* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);

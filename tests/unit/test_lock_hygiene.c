@@ -163,6 +163,12 @@ static int acquire_once(size_t g)
     return ev->type == ELK_LOCK_EV_ACQUIRED ? ELK_OK : ev->err;
 }
 
+/* Node i's TIME now, in ms. */
+static int64_t srv_time(size_t i)
+{
+    return (int64_t)T.now + T.srv[i].wall_offset_ms;
+}
+
 static const char *HY(size_t g, size_t i)
 {
     return elk_client_node_hygiene(C(g), i);
@@ -411,7 +417,7 @@ static void test_clock_check_bounds(void **state)
     setup(.nodes = 1);
     pump(); /* the probe's TIME is the reference: read between t0 and t0 (same poll) */
     uint64_t t0 = T.now;
-    int64_t s0 = lfr_time_ms(&T.srv[0]);
+    int64_t s0 = srv_time(0);
     /* 1000 ms later locally: the server may show 1000 + 1% + 2 = 1012 ms more */
     T.now = t0 + 1000;
     assert_true(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1012, t0 + 990, T.now));
@@ -453,7 +459,7 @@ static void test_clock_readings_out_of_order(void **state)
     setup(.nodes = 1);
     pump();
     uint64_t t0 = T.now;
-    int64_t s0 = lfr_time_ms(&T.srv[0]);
+    int64_t s0 = srv_time(0);
     T.now = t0 + 110;
     /* round B sent at +105 read the clock at +106; round A sent at +100 read it at +101 */
     assert_true(elk_lock__clock_ok(C(0), L(0), 0, s0 + 106, t0 + 105, T.now));
@@ -471,7 +477,7 @@ static void test_probe_sees_jump_across_reconnect(void **state)
     setup(.nodes = 1);
     pump();
     assert_string_equal(HY(0, 0), "ok");
-    T.srv[0].clock_offset_ms += 5000;
+    T.srv[0].wall_offset_ms += 5000;
     drop(0);
     run_until(T.now + 150);
     assert_int_equal(T.srv[0].probe, 2);
@@ -480,7 +486,7 @@ static void test_probe_sees_jump_across_reconnect(void **state)
     assert_string_equal(HY(0, 0), "ok");
     /* a new run with another clock: no comparison, no quarantine (data kept from AOF) */
     T.srv[0].aof = true;
-    T.srv[0].clock_offset_ms += 5000;
+    T.srv[0].wall_offset_ms += 5000;
     lfr_restart(&T.srv[0], true);
     run_until(T.now + 150);
     assert_int_equal(T.srv[0].probe, 3);

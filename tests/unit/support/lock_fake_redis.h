@@ -2,7 +2,8 @@
 /*
  * A tiny in-memory Redis for lease-engine unit tests. It answers, on scripted
  * transports (fake_transport.h), exactly the commands lib/lock sends: EVALSHA/EVAL of
- * the four scripts in elk/lock_scripts.h (run natively here), SCRIPT LOAD, CONFIG
+ * the four lease scripts in elk/lock_scripts.h (run natively here; ACQUIRE and EXTEND
+ * answer {result, server TIME}, with the lock-delay marker), SCRIPT LOAD, CONFIG
  * GET, HELLO, SUBSCRIBE/UNSUBSCRIBE, plus PUBLISH from the release script to
  * subscribed connections (RESP3 pushes, or RESP2 pub/sub arrays). Several connections (one per client) may share one
  * server, so two clients can contend.
@@ -63,7 +64,11 @@ typedef struct lfr_server {
     bool info_disabled;           /* INFO answers NOPERM */
     const char *maxmemory_policy; /* default "noeviction" */
     const char *error_reply;      /* non-NULL: every EVAL/EVALSHA answers -<this> */
+    const char *raw_reply;        /* non-NULL: every lease script answers these RESP bytes (a
+                                     reply of the wrong shape) */
     bool sub_refused;             /* SUBSCRIBE answers -NOPERM (an ACL without the channel) */
+    int64_t wall_offset_ms;       /* the server's TIME is the test clock plus this (lfr_init
+                                     sets a realistic epoch; a test may jump it) */
     /* counters */
     unsigned evalsha, eval, noscript, script_load, config_get, info, subscribe, publish;
     unsigned acquire_calls, extend_calls, release_calls, commit_calls;
@@ -71,18 +76,14 @@ typedef struct lfr_server {
     lfr_call_t log[LFR_LOG];
     size_t nlog;
     /* Vote hygiene: what the PROBE script reports (all zero: a server up for a day, run
-     * 1, no AOF, its clock on the test clock). info_disabled empties run_id, uptime, aof. */
+     * 1, no AOF; TIME as wall_offset_ms says). info_disabled empties run_id, uptime, aof. */
     unsigned run;            /* restarts so far: run_id is this + 1 as 40 digits */
     bool restarted;          /* uptime counts from restarted_at (else one day more) */
     uint64_t restarted_at;   /* test time of the last lfr_restart */
     bool aof;                /* aof_enabled "1" (and lfr_restart keeps the data) */
-    int64_t clock_offset_ms; /* the server's TIME is LFR_EPOCH_MS + test clock + this */
     const char *probe_raw;   /* non-NULL: the PROBE's reply is these raw RESP bytes */
     unsigned probe;          /* PROBE calls */
 } lfr_server_t;
-
-/* The server's TIME at test time 0 (a plausible Unix time in ms). */
-#define LFR_EPOCH_MS 1700000000000LL
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
 /* Attach a client connection (a node's scripted transport). Returns its index. */
@@ -100,8 +101,6 @@ void lfr_del(lfr_server_t *s, const char *key);
 int64_t lfr_pttl(lfr_server_t *s, const char *key);
 /* Integer value of key (0 when absent). */
 int64_t lfr_int(lfr_server_t *s, const char *key);
-/* The server's TIME in ms now (LFR_EPOCH_MS + test clock + clock_offset_ms). */
-int64_t lfr_time_ms(const lfr_server_t *s);
 /* Restart the server now: a new run_id, uptime from 0, scripts forgotten, every open
  * connection closed (the client reconnects), and every key lost unless keep_data (a
  * restart from AOF; set aof too for the PROBE to say so). */
