@@ -493,6 +493,75 @@ static void test_probe_sees_jump_across_reconnect(void **state)
     assert_string_equal(HY(0, 0), "ok");
 }
 
+/* The renewal of gateway A after node 0's TIME moved by `jump` ms beyond the local clock:
+ * the RENEWED event of that round (NULL if none). */
+static const elk_lock_event_t *renew_after_jump(int64_t jump)
+{
+    setup();
+    pump();
+    assert_int_equal(acquire_once(0), ELK_OK);
+    size_t renewed = elk_ts_events_count(&T.gw[0].rec, ELK_LOCK_EV_RENEWED);
+    T.srv[0].wall_offset_ms += jump;
+    uint64_t next = elk_lock_deadline(L(0)); /* a renewal comes well before */
+    run_until(next - 300);
+    for (size_t k = 0; k < T.gw[0].rec.n; k++) {
+        if (T.gw[0].rec.ev[k].type == ELK_LOCK_EV_RENEWED && renewed-- == 0u) {
+            return &T.gw[0].rec.ev[k]; /* the first renewal after the jump */
+        }
+    }
+    return NULL;
+}
+
+/* A forward jump beyond the bound: the node's EXTEND reply counts as not holding (ERROR
+ * ELK_E_CLOCK_JUMP), the node is quarantined; the other two renew the lease. */
+static void test_renewal_reply_jump_ahead_not_counted(void **state)
+{
+    (void)state;
+    const elk_lock_event_t *ev = renew_after_jump(5000);
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_ERROR);
+    assert_int_equal(ev->nodes[0].err, ELK_E_CLOCK_JUMP);
+    assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_OK);
+    assert_int_equal(ev->ok, 2);
+    assert_true(strncmp(HY(0, 0), "quarantined: clock ran 500", 26) == 0);
+    /* the next renewal does not even ask the quarantined node */
+    unsigned asked = T.srv[0].extend_calls;
+    run_until(T.now + 400);
+    assert_int_equal(T.srv[0].extend_calls, asked);
+    assert_true(elk_lock_is_held(L(0), T.now));
+}
+
+/* Jumps within the bound, or backward, keep the node's vote. */
+static void test_renewal_reply_small_or_backward_jump_counts(void **state)
+{
+    (void)state;
+    const elk_lock_event_t *ev = renew_after_jump(4); /* 1% of ~330 ms + 2 ms allowed */
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
+    assert_string_equal(HY(0, 0), "ok");
+    ev = renew_after_jump(-5000);
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
+    assert_string_equal(HY(0, 0), "ok");
+    assert_true(logged(0, "clock went back"));
+}
+
+/* An ACQUIRE reply from a node whose clock ran ahead does not count either. */
+static void test_acquire_reply_jump_ahead_not_counted(void **state)
+{
+    (void)state;
+    setup(.nodes = 3);
+    pump();
+    T.srv[1].wall_offset_ms += 60000;
+    T.srv[2].wall_offset_ms += 60000;
+    T.now += 100;
+    assert_int_equal(acquire_once(0), ELK_E_FLEET_UNAVAILABLE);
+    const elk_lock_event_t *ev = elk_ts_events_last(&T.gw[0].rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->nodes[1].err, ELK_E_CLOCK_JUMP);
+    assert_int_equal(ev->nodes[2].err, ELK_E_CLOCK_JUMP);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
+}
+
 /* A release always goes, also to a quarantined node (deleting our own value is safe). */
 static void test_release_goes_to_quarantined_node(void **state)
 {
@@ -542,6 +611,9 @@ int main(void)
         cmocka_unit_test(test_clock_check_bounds),
         cmocka_unit_test(test_clock_readings_out_of_order),
         cmocka_unit_test(test_probe_sees_jump_across_reconnect),
+        cmocka_unit_test(test_renewal_reply_jump_ahead_not_counted),
+        cmocka_unit_test(test_renewal_reply_small_or_backward_jump_counts),
+        cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
         cmocka_unit_test(test_release_goes_to_quarantined_node),
         cmocka_unit_test(test_queries_bad_args),
     };
