@@ -36,7 +36,8 @@ static struct {
     size_t nodes, gws;
     lfr_server_t srv[NODES_MAX];
     gateway_t gw[2];
-    bool overlap; /* two gateways held the lease at one moment */
+    bool overlap;  /* two gateways held the lease at one moment */
+    size_t served; /* commands the servers executed */
 } T;
 
 typedef struct opts {
@@ -122,7 +123,9 @@ static uint64_t pump(void)
             T.overlap = true;
         }
         for (size_t i = 0; i < T.nodes; i++) {
-            moved += lfr_serve(&T.srv[i]);
+            size_t n = lfr_serve(&T.srv[i]);
+            T.served += n;
+            moved += n;
             for (size_t g = 0; g < T.gws; g++) {
                 moved += fake_transport_rx_pending(&T.gw[g].h.ft[i]);
             }
@@ -562,6 +565,30 @@ static void test_acquire_reply_jump_ahead_not_counted(void **state)
     assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
 }
 
+/* What the checks cost on the wire: one request per connection (the probe), none per
+ * renewal (TIME is read inside EXTEND): a renewal round is one request per node. */
+static void test_cost_per_connection_and_renewal(void **state)
+{
+    (void)state;
+    setup();
+    pump();
+    for (size_t i = 0; i < T.nodes; i++) {
+        assert_int_equal(T.srv[i].probe, 1);
+    }
+    assert_int_equal(acquire_once(0), ELK_OK);
+    run_until(T.now + 100); /* the commit round and the last preloads are done */
+    size_t served = T.served;
+    unsigned extends = T.srv[0].extend_calls + T.srv[1].extend_calls + T.srv[2].extend_calls;
+    run_until(T.now + 2000);
+    unsigned rounds = elk_lock_renewals(L(0));
+    unsigned now_extends = T.srv[0].extend_calls + T.srv[1].extend_calls + T.srv[2].extend_calls;
+    assert_true(rounds >= 5u);
+    assert_int_equal(now_extends - extends, T.served - served); /* nothing but EXTEND */
+    assert_int_equal(T.srv[0].probe, 1);
+    printf("cost: %u probe(s) per connection; %zu requests in %u renewal rounds on %zu nodes\n",
+           T.srv[0].probe, T.served - served, rounds, T.nodes);
+}
+
 /* A release always goes, also to a quarantined node (deleting our own value is safe). */
 static void test_release_goes_to_quarantined_node(void **state)
 {
@@ -614,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_renewal_reply_jump_ahead_not_counted),
         cmocka_unit_test(test_renewal_reply_small_or_backward_jump_counts),
         cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
+        cmocka_unit_test(test_cost_per_connection_and_renewal),
         cmocka_unit_test(test_release_goes_to_quarantined_node),
         cmocka_unit_test(test_queries_bad_args),
     };
