@@ -87,9 +87,9 @@ static void setup_opts(const opts_t *o)
         cc.mode = T.nodes > 1u ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
         cc.vote_hygiene = !o->hygiene_off;
         cc.quarantine_ms = o->quarantine_ms;
-        assert_int_equal(elk_client_init(&gw->client, &cc, &gw->h.fleet, &gw->h.entropy_if,
-                                         &gw->h.log_if),
-                         ELK_OK);
+        assert_int_equal(
+            elk_client_init(&gw->client, &cc, &gw->h.fleet, &gw->h.entropy_if, &gw->h.log_if),
+            ELK_OK);
         assert_int_equal(
             elk_lock_init(&gw->lock, &gw->client, "valve", &lc, elk_ts_events_on, &gw->rec),
             ELK_OK);
@@ -302,8 +302,8 @@ static void test_kept_data_votes_at_once(void **state)
     }
     pump();
     assert_string_equal(HY(0, 0), "ok"); /* up for a day */
-    lfr_restart(&T.srv[0], true);         /* AOF: marker of run 1 kept */
-    lfr_restart(&T.srv[1], false);        /* AOF on, but its data is gone */
+    lfr_restart(&T.srv[0], true);        /* AOF: marker of run 1 kept */
+    lfr_restart(&T.srv[1], false);       /* AOF on, but its data is gone */
     lfr_restart(&T.srv[2], true);
     run_until(T.now + 150);
     assert_string_equal(HY(0, 0), "ok");
@@ -321,7 +321,8 @@ static void test_marker_of_this_run_is_no_proof(void **state)
         T.srv[i].aof = true;
     }
     pump(); /* A's probe runs first and writes the marker, B's finds it */
-    assert_string_equal(lfr_get(&T.srv[0], "elk:marker"), "0000000000000000000000000000000000000002");
+    assert_string_equal(lfr_get(&T.srv[0], "elk:marker"),
+                        "0000000000000000000000000000000000000002");
     assert_string_equal(HY(0, 0), "quarantined: restarted 0 s ago");
     assert_string_equal(HY(1, 0), "quarantined: restarted 0 s ago");
 }
@@ -371,7 +372,8 @@ static void test_probe_failures_fail_closed(void **state)
     T.srv[2].silent = true; /* no reply at all (a reply out of order would be another's) */
     uint64_t t0 = T.now;
     pump();
-    assert_string_equal(HY(0, 0), "quarantined: probe failed: NOPERM this user has no permissions ");
+    assert_string_equal(HY(0, 0),
+                        "quarantined: probe failed: NOPERM this user has no permissions ");
     assert_string_equal(HY(0, 1), "quarantined: probe failed: ELK_E_UNEXPECTED_REPLY");
     assert_int_equal(elk_client_node_quarantine(C(0), 1), t0 + W_DEFAULT);
     assert_string_equal(HY(0, 2), "pending");

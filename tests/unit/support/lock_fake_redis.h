@@ -77,12 +77,12 @@ typedef struct lfr_server {
     size_t nlog;
     /* Vote hygiene: what the PROBE script reports (all zero: a server up for a day, run
      * 1, no AOF; TIME as wall_offset_ms says). info_disabled empties run_id, uptime, aof. */
-    unsigned run;            /* restarts so far: run_id is this + 1 as 40 digits */
-    bool restarted;          /* uptime counts from restarted_at (else one day more) */
-    uint64_t restarted_at;   /* test time of the last lfr_restart */
-    bool aof;                /* aof_enabled "1" (and lfr_restart keeps the data) */
-    const char *probe_raw;   /* non-NULL: the PROBE's reply is these raw RESP bytes */
-    unsigned probe;          /* PROBE calls */
+    unsigned run;          /* restarts so far: run_id is this + 1 as 40 digits */
+    bool restarted;        /* uptime counts from restarted_at (else one day more) */
+    uint64_t restarted_at; /* test time of the last lfr_restart */
+    bool aof;              /* aof_enabled "1" (and lfr_restart keeps the data) */
+    const char *probe_raw; /* non-NULL: the PROBE's reply is these raw RESP bytes */
+    unsigned probe;        /* PROBE calls */
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
