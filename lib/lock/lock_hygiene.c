@@ -130,9 +130,9 @@ static LK_NOINLINE int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_c
     int64_t srv = server_ms - h->ref_server;
     uint64_t most = lr - h->ref_ls;                   /* the two readings at most this far apart */
     int64_t least = (int64_t)ls - (int64_t)h->ref_lr; /* and at least this far */
-    uint64_t mag = least < 0 ? (uint64_t)-least : (uint64_t)least;
+    uint64_t mag = least < 0 ? (uint64_t)-least : (uint64_t)least; /* <= most unless < 0 */
     int64_t drift;
-    if (lr < h->ref_ls || most > UINT32_MAX) {
+    if (lr < h->ref_ls || most > UINT32_MAX || mag > UINT32_MAX) {
         return 0; /* out of order, or 49 days without a reading: nothing to compare */
     }
     if (srv > lk_with_drift(cfg, most)) {
