@@ -70,7 +70,8 @@ static void setup_opts(const opts_t *o)
     lc.lock_delay_ms = o->lock_delay_ms;
     for (size_t i = 0; i < T.nodes; i++) {
         lfr_init(&T.srv[i], &T.now);
-        T.srv[i].info_disabled = o->no_info;
+        T.srv[i].info_disabled = o->no_info; /* the safety check's INFO too */
+        T.srv[i].probe_no_info = o->no_info;
         if (o->fresh) {
             lfr_restart(&T.srv[i], false); /* nothing attached yet: closes nothing */
         }

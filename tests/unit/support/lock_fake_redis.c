@@ -464,7 +464,7 @@ static bool lfr_probe(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
     char key[LFR_STR], id[LFR_STR], run_id[48] = "", uptime[24] = "", marker[LFR_STR] = "";
     lfr_arg(cmd, 3, key);
     lfr_arg(cmd, 4, id);
-    if (!s->info_disabled) {
+    if (!s->probe_no_info) {
         uint64_t up = (*s->now - s->restarted_at) / 1000u + (s->restarted ? 0u : 86400u);
         snprintf(run_id, sizeof run_id, "%040u", s->run + 1u);
         snprintf(uptime, sizeof uptime, "%llu", (unsigned long long)up);
@@ -480,7 +480,7 @@ static bool lfr_probe(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
     lfr_bulk(b, sizeof b, &len, run_id);
     lfr_bulk(b, sizeof b, &len, uptime);
     lfr_bulk(b, sizeof b, &len, marker);
-    lfr_bulk(b, sizeof b, &len, s->info_disabled ? "" : s->aof ? "1" : "0");
+    lfr_bulk(b, sizeof b, &len, s->probe_no_info ? "" : s->aof ? "1" : "0");
     len += (size_t)snprintf(b + len, sizeof b - len, ":%lld\r\n", (long long)lfr_time_ms(s));
     lfr_out(s, c, b, len);
     return true;
