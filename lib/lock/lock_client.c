@@ -276,7 +276,11 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
     w = elk_fleet_flush(client->fleet, now);
     next = w < next ? w : next;
     for (i = 0; i < client->fleet->count; i++) {
-        if (client->preloaded[i] < 4u && elk_node_is_ready(&client->fleet->nodes[i])) {
+        if ((client->safety_due[i] || client->preloaded[i] < 4u) &&
+            elk_node_is_ready(&client->fleet->nodes[i])) {
+            if (client->safety_due[i]) {
+                elk_lock__safety_start(client, i, now); /* first: it decides the vote */
+            }
             lk_preload(client, i, now); /* what did not fit before that flush */
             w = elk_fleet_flush(client->fleet, now);
             next = w < next ? w : next;
