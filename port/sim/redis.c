@@ -24,6 +24,15 @@ int64_t elk_sim_redis_now_ms(const elk_sim_redis_t *node)
     return elk_sim_clock_local_us_at(&node->clock, *node->clock.true_now_us) / 1000;
 }
 
+int64_t elk_sim_redis_uptime_ms(const elk_sim_redis_t *node)
+{
+    /* Both readings with today's offset give the elapsed wall time without steps; the
+     * steps since the start are added back, as two real readings would contain them. */
+    int64_t ran = elk_sim_clock_local_us_at(&node->clock, *node->clock.true_now_us) -
+        elk_sim_clock_local_us_at(&node->clock, node->started_us);
+    return (node->up_before_us + ran + node->jumped_us) / 1000;
+}
+
 bool elk_sim_parse_i64(const uint8_t *p, size_t len, int64_t *out)
 {
     size_t i = 0;

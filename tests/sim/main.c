@@ -13,8 +13,8 @@
 
 static sim_world_t world; /* a few MB: static, never on the stack */
 
-static const char *const control_names[] = {"none", "no-drift-margin", "drift-beyond-bound",
-                                            "naive-fence", "setnx-getset"};
+static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
+                                            "naive-fence", "setnx-getset",    "no-vote-hygiene"};
 
 static void usage(FILE *f)
 {
@@ -32,7 +32,8 @@ static void usage(FILE *f)
             "  --duration-ms D      fault phase of each run (default 30000); a calm phase follows\n"
             "  --ttl-ms T           lease TTL (default 1000)\n"
             "  --control C          negative control: no-drift-margin | drift-beyond-bound |\n"
-            "                       naive-fence | setnx-getset\n"
+            "                       naive-fence | setnx-getset | no-vote-hygiene (with\n"
+            "                       --faults hostile-masters: restarted or jumped masters vote)\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --quiet              print only the summary\n"
@@ -153,6 +154,7 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
     switch (o->control) {
     case CTRL_NO_DRIFT_MARGIN:
     case CTRL_SETNX_GETSET:
+    case CTRL_NO_VOTE_HYGIENE:
         return t->violations[V_MUTEX] > 0u;
     case CTRL_DRIFT_BEYOND:
         /* Exclusion breaks, but the guard must still refuse every stale command. */

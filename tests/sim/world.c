@@ -168,9 +168,12 @@ static void fault_crash(sim_world_t *w)
     if (elk_sim_rng_chance(&w->core.rng, p->lose_ppm)) {
         /* Without persistence a node may come back only after every key it could
          * have held has expired (it cannot be renewed while down): the delayed
-         * restart Redlock requires. Then it never forgets a live lease. */
+         * restart Redlock requires. Then it never forgets a live lease. Profiles with
+         * lose_at_once leave that to the clients' vote hygiene (issue 20). */
         mode = ELK_SIM_RESTART_LOSE;
-        delay += (uint64_t)w->opt.ttl_ms * 1500u;
+        if (!p->lose_at_once) {
+            delay += (uint64_t)w->opt.ttl_ms * 1500u;
+        }
     }
     elk_sim_net_crash(&w->net, n);
     sim_trace(w, "crash", n, (uint64_t)mode, delay);
@@ -193,19 +196,38 @@ static void fault_pause(sim_world_t *w)
     sim_gw_wake(w, g, g->paused_until);
 }
 
+/* A forward jump of the jumper's wall clock (forward_jumps profiles), in us: 1..jump_ttl_max
+ * TTLs, or (small_jump_ppm) 1..4 times just over the lease's drift margin, ttl * drift + the
+ * 2 ms fixed allowance gw_elk.c gives every lock. */
+static int64_t forward_jump_us(sim_world_t *w)
+{
+    const sim_profile_t *p = &w->prof;
+    uint64_t ttl = w->opt.ttl_ms;
+    uint64_t margin = ttl * w->opt.drift_ppm / 1000000u + 2u;
+    if (elk_sim_rng_chance(&w->core.rng, p->small_jump_ppm)) {
+        return (int64_t)elk_sim_rng_range(&w->core.rng, margin + 1u, 4u * margin + 4u) * 1000;
+    }
+    return (int64_t)elk_sim_rng_range(&w->core.rng, ttl, ttl * p->jump_ttl_max) * 1000;
+}
+
 static void fault_jump(sim_world_t *w)
 {
     const sim_profile_t *p = &w->prof;
-    uint32_t n = (uint32_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
+    uint32_t n = p->forward_jumps ? w->jumper
+                                  : (uint32_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
     int64_t delta = (int64_t)elk_sim_rng_range(&w->core.rng, 1, p->jump_max_ms) * 1000;
     /* A forward jump shortens every lease on that node beyond any drift margin; with
      * a holder on a bare majority one such node is enough for a second grant
      * (Redlock's known limit). So forward jumps belong to the drift-beyond-bound
-     * control only; backward jumps lengthen leases (safe, costs liveness). */
-    if (w->opt.control != CTRL_DRIFT_BEYOND || !elk_sim_rng_chance(&w->core.rng, p->forward_ppm)) {
+     * control and to profiles that test the clients' clock check (forward_jumps);
+     * backward jumps lengthen leases (safe, costs liveness). */
+    if (p->forward_jumps && elk_sim_rng_chance(&w->core.rng, p->forward_ppm)) {
+        delta = forward_jump_us(w);
+    } else if (w->opt.control != CTRL_DRIFT_BEYOND ||
+               !elk_sim_rng_chance(&w->core.rng, p->forward_ppm)) {
         delta = -delta;
     }
-    elk_sim_clock_jump(&w->net.nodes[n].clock, delta);
+    elk_sim_net_clock_jump(&w->net, n, delta);
     sim_trace(w, "jump", n, (uint64_t)delta, 0);
 }
 
@@ -324,6 +346,10 @@ int sim_run(sim_world_t *w, uint64_t seed)
         w->net.nodes[i].password = w->password;
     }
     sim_check_reset(w);
+    w->jumper = 0;
+    if (w->prof.forward_jumps) {
+        w->jumper = (uint8_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
+    }
     w->calm_from = (uint64_t)w->opt.duration_ms * 1000u;
     w->end_at = w->calm_from + ((uint64_t)w->opt.ttl_ms * 4u + 4000u) * 1000u;
 
