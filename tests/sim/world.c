@@ -305,6 +305,29 @@ static void setup_clocks(sim_world_t *w, uint64_t *seeder)
     }
 }
 
+/* The first tick of each kind of fault the profile has, and the one master whose clock
+ * jumps forward (forward_jumps profiles). */
+static void schedule_faults(sim_world_t *w)
+{
+    const sim_profile_t *p = &w->prof;
+    if (p->partition_every_ms) {
+        push(w, every(w, p->partition_every_ms), EV_PART_TICK, 0, 0);
+    }
+    if (p->crash_every_ms) {
+        push(w, every(w, p->crash_every_ms), EV_CRASH_TICK, 0, 0);
+    }
+    if (p->pause_every_ms) {
+        push(w, every(w, p->pause_every_ms), EV_PAUSE_TICK, 0, 0);
+    }
+    if (p->jump_every_ms) {
+        push(w, every(w, p->jump_every_ms), EV_JUMP_TICK, 0, 0);
+    }
+    w->jumper = 0;
+    if (p->forward_jumps) {
+        w->jumper = (uint8_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
+    }
+}
+
 int sim_run(sim_world_t *w, uint64_t seed)
 {
     uint64_t seeder = seed;
@@ -346,10 +369,6 @@ int sim_run(sim_world_t *w, uint64_t seed)
         w->net.nodes[i].password = w->password;
     }
     sim_check_reset(w);
-    w->jumper = 0;
-    if (w->prof.forward_jumps) {
-        w->jumper = (uint8_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
-    }
     w->calm_from = (uint64_t)w->opt.duration_ms * 1000u;
     w->end_at = w->calm_from + ((uint64_t)w->opt.ttl_ms * 4u + 4000u) * 1000u;
 
@@ -379,18 +398,7 @@ int sim_run(sim_world_t *w, uint64_t seed)
         }
         sim_gw_wake(w, g, elk_sim_rng_range(&g->rng, 0, 100000u));
     }
-    if (w->prof.partition_every_ms) {
-        push(w, every(w, w->prof.partition_every_ms), EV_PART_TICK, 0, 0);
-    }
-    if (w->prof.crash_every_ms) {
-        push(w, every(w, w->prof.crash_every_ms), EV_CRASH_TICK, 0, 0);
-    }
-    if (w->prof.pause_every_ms) {
-        push(w, every(w, w->prof.pause_every_ms), EV_PAUSE_TICK, 0, 0);
-    }
-    if (w->prof.jump_every_ms) {
-        push(w, every(w, w->prof.jump_every_ms), EV_JUMP_TICK, 0, 0);
-    }
+    schedule_faults(w);
     push(w, w->calm_from, EV_CALM, 0, 0);
     push(w, w->end_at, EV_END, 0, 0);
 
