@@ -224,6 +224,10 @@ int main(int argc, char **argv)
         total.drives += world.run.drives;
         total.refused += world.run.refused;
         total.fence_excused += world.run.fence_excused;
+        total.crashes += world.run.crashes;
+        total.empty_restarts += world.run.empty_restarts;
+        total.jumps += world.run.jumps;
+        total.forward_jumps += world.run.forward_jumps;
         total.events += world.run.events;
         total.sim_us += world.run.sim_us;
         /* Combine per-run hashes in order: the summary hash covers every run. */
@@ -262,6 +266,9 @@ int main(int argc, char **argv)
            ", token drops after data loss %" PRIu64 "\n",
            total.cycles, total.renewals, total.losses, total.acquire_failed, total.drives,
            total.refused, total.fence_excused);
+    printf("  node faults: %" PRIu64 " crashes (%" PRIu64 " restarted empty), %" PRIu64
+           " wall-clock jumps (%" PRIu64 " forward)\n",
+           total.crashes, total.empty_restarts, total.jumps, total.forward_jumps);
     printf("  violations:");
     for (k = 0; k < V_KINDS; k++) {
         printf(" %s %" PRIu64, sim_violation_name(k), total.violations[k]);

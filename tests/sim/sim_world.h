@@ -153,6 +153,8 @@ typedef struct sim_stats {
     uint64_t runs, cycles, renewals, losses, acquire_failed, drives, refused, fence_excused;
     uint64_t events, sim_us;
     uint64_t violations[V_KINDS];
+    /* node faults injected (world.c) */
+    uint64_t crashes, empty_restarts, jumps, forward_jumps;
 } sim_stats_t;
 
 typedef struct sim_world {

@@ -176,6 +176,8 @@ static void fault_crash(sim_world_t *w)
         }
     }
     elk_sim_net_crash(&w->net, n);
+    w->run.crashes++;
+    w->run.empty_restarts += mode == ELK_SIM_RESTART_LOSE ? 1u : 0u;
     sim_trace(w, "crash", n, (uint64_t)mode, delay);
     push(w, w->core.now_us + delay, EV_RESTART, n, (uint64_t)mode);
 }
@@ -228,6 +230,8 @@ static void fault_jump(sim_world_t *w)
         delta = -delta;
     }
     elk_sim_net_clock_jump(&w->net, n, delta);
+    w->run.jumps++;
+    w->run.forward_jumps += delta > 0 ? 1u : 0u;
     sim_trace(w, "jump", n, (uint64_t)delta, 0);
 }
 
