@@ -12,7 +12,8 @@ void elk_sim_redis_init(elk_sim_redis_t *node, uint8_t index, const uint64_t *tr
     memset(node, 0, sizeof *node);
     node->index = index;
     node->up = true;
-    elk_sim_clock_init(&node->clock, true_now_us, 0, 0);
+    /* A wall clock: Unix time, 2023-11-14 at true time 0, as TIME would say. */
+    elk_sim_clock_init(&node->clock, true_now_us, ELK_SIM_WALL_EPOCH_US, 0);
     node->password = NULL;
     node->maxmemory_policy = "noeviction";
     node->appendonly = "yes";

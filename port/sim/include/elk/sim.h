@@ -48,6 +48,8 @@ extern "C" {
 #define ELK_SIM_MAX_ARGS 24u      /* arguments of one command */
 #define ELK_SIM_PORT_BASE 7000u   /* endpoint port of node i is PORT_BASE + i */
 #define ELK_SIM_RUN_ID_LEN 40u    /* INFO server's run_id: 40 hex digits, as Redis */
+/* A node's wall clock at true time 0 unless the caller sets it: Unix time in us (2023-11-14). */
+#define ELK_SIM_WALL_EPOCH_US INT64_C(1700000000000000)
 /* Uptime a node already has when a net is set up: up an hour before the run began, so
  * only restarts during the run make a node look freshly started. */
 #define ELK_SIM_UPTIME_AT_INIT_US (UINT64_C(3600) * 1000000u)
@@ -327,7 +329,7 @@ typedef struct elk_sim_net {
 } elk_sim_net_t;
 
 /* Set up a net of n_gw gateways and n_nodes Redis nodes (all up, empty, clocks
- * exact; the caller adjusts node clocks afterwards). Returns ELK_OK or ELK_E_INVALID_ARG. */
+ * exact at ELK_SIM_WALL_EPOCH_US; the caller adjusts node clocks afterwards). Returns ELK_OK or ELK_E_INVALID_ARG. */
 int elk_sim_net_init(elk_sim_net_t *net, elk_sim_core_t *core, const elk_sim_net_params_t *params,
                      size_t n_gw, size_t n_nodes, elk_sim_wake_fn wake, void *wake_user);
 /* Register the native scripts (table owned by the caller, up to ELK_SIM_MAX_SCRIPTS). */
