@@ -121,11 +121,13 @@ static bool gw_ready(void *arg)
         (g->st.subs && elk_fleet_ready_count(&g->st.sfleet) < g->n)) {
         return false;
     }
-    /* and the start-up requests (SCRIPT LOAD, CONFIG GET) answered, so that a gateway
-     * left unpolled while the next one connects has nothing in flight to time out */
+    /* and the start-up requests (PROBE, SCRIPT LOAD, CONFIG GET) answered, so that a
+     * gateway left unpolled while the next one connects has nothing in flight to time out;
+     * and every node votes: a freshly started server is quarantined for about a TTL (vote
+     * hygiene: it cannot be told from one that restarted empty) */
     size_t busy = 0;
     for (size_t i = 0; i < g->n; i++) {
-        busy += elk_node_inflight(&g->st.nodes[i]);
+        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
     }
     return busy == 0;
 }
@@ -166,8 +168,9 @@ static void gw_init(gw_t *g, const gw_opts_t *o)
     g->rec.hook_user = g;
     assert_int_equal(
         elk_lock_init(&g->lock, &g->st.client, "door", o->lcfg, elk_ts_events_on, &g->rec), ELK_OK);
-    assert_int_equal(elk_blocking_connect(&g->st.client, 5000, NULL), ELK_OK);
-    (void)elk_ts_run_client(&g->st.client, gw_ready, g, 5000, 0);
+    /* generous: the quarantine of a fresh fleet (ttl + drift) comes first */
+    assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
+    (void)elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0);
     assert_int_equal(elk_fleet_ready_count(&g->st.fleet), g->n);
     if (o->subs) {
         assert_int_equal(elk_fleet_ready_count(&g->st.sfleet), g->n);

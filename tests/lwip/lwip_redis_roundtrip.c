@@ -623,9 +623,11 @@ static void test_lock_cycle(void **state)
     assert_int_equal(elk_lock_init(&a, &f.client, resource, &lc, on_lock_event, &ea), ELK_OK);
     assert_int_equal(elk_lock_init(&b, &f.client, resource, &lc, on_lock_event, &eb), ELK_OK);
 
-    /* All three nodes connect (TCP through lwIP, then the RESP handshake). */
+    /* All three nodes connect (TCP through lwIP, then the RESP handshake) and vote: a
+     * freshly started server is quarantined for about a TTL (vote hygiene). */
     uint64_t deadline = now_ms() + OP_TIMEOUT_MS;
-    while (elk_fleet_ready_count(&f.fleet) < FLEET_N) {
+    while (elk_fleet_ready_count(&f.fleet) < FLEET_N || !elk_client_node_votes(&f.client, 0) ||
+           !elk_client_node_votes(&f.client, 1) || !elk_client_node_votes(&f.client, 2)) {
         assert_true(now_ms() < deadline);
         (void)elk_client_poll(&f.client, now_ms());
         (void)elk_lwip_wait(NULL, 0, 10);
