@@ -28,8 +28,13 @@ start_elkd() {
   ELKD_PID=$SUP_EPID
 }
 
-# wait_ready: until every node of the local elkd is ready
-all_ready() { "$ELK" --socket "$SOCK" status 2>/dev/null | grep -q "nodes_ready=\([0-9]*\)/\1 "; }
+# wait_ready: until every node of the local elkd is ready and votes (vote hygiene keeps a
+# freshly started redis-server out for about a TTL: it cannot be told from one that
+# restarted empty)
+all_ready() {
+  "$ELK" --socket "$SOCK" status 2>/dev/null | grep -q "nodes_ready=\([0-9]*\)/\1 " &&
+    ! "$ELK" --socket "$SOCK" status --json 2>/dev/null | grep -q '"votes":false'
+}
 wait_ready() {
   wait_until 60 all_ready && return 0
   echo "fleet not ready"; "$ELK" --socket "$SOCK" status; exit 1
