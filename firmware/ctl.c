@@ -137,9 +137,9 @@ static int req_resource_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *
     int rc;
     if (!cur_word(c, &arg, &al)) {
         *why = req->cmd == ELKFW_CTL_ACQUIRE
-                   ? "usage: ACQUIRE <resource> [<wait>] [keepalive=<interval>]"
-                   : (req->cmd == ELKFW_CTL_RELEASE ? "usage: RELEASE <resource>"
-                                                    : "usage: KEEPALIVE <resource>");
+            ? "usage: ACQUIRE <resource> [<wait>] [keepalive=<interval>]"
+            : (req->cmd == ELKFW_CTL_RELEASE ? "usage: RELEASE <resource>"
+                                             : "usage: KEEPALIVE <resource>");
         return ELK_E_CTL_SYNTAX;
     }
     rc = take_resource(arg, al, name_max, req, why);

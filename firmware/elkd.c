@@ -112,10 +112,10 @@ typedef struct resource {
     elkfw_sup_t sup;              /* the holder's command (elk run's process group), if told */
     /* Why the last failed round of a waiting acquire failed, so a wait that times out can
      * say what stood in the way (the library reports ELK_E_LOCK_TIMEOUT for it). */
-    int last_round_err; /* ELK_OK: no failed round in this acquire */
-    uint32_t keepalive_ms;   /* this hold's keepalive interval (ACQUIRE keepalive=, or conf) */
-    bool keepalive_missed;   /* renewal stopped: the holder's KEEPALIVE came too late */
-    uint64_t suspect_since;  /* SUSPECT spell started at (0: not suspect), for the log */
+    int last_round_err;     /* ELK_OK: no failed round in this acquire */
+    uint32_t keepalive_ms;  /* this hold's keepalive interval (ACQUIRE keepalive=, or conf) */
+    bool keepalive_missed;  /* renewal stopped: the holder's KEEPALIVE came too late */
+    uint64_t suspect_since; /* SUSPECT spell started at (0: not suspect), for the log */
     uint8_t last_ok, last_busy, last_failed, last_nodes;
     size_t last_ready; /* nodes ready when that round failed */
 } resource_t;
@@ -967,8 +967,7 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
                 a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
                 st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
                 st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
-                elk_client_node_votes(&a->client, i) ? "yes" : "no",
-                hyg,
+                elk_client_node_votes(&a->client, i) ? "yes" : "no", hyg,
                 elk_client_node_check(&a->client, i));
         }
         return;

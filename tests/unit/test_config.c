@@ -773,11 +773,13 @@ static void test_warnings(void **state)
                      ELK_OK);
     pos = 0;
     assert_true(elkfw_conf_warning(&conf, &pos, w, sizeof w));
-    assert_string_equal(w, "elkd.conf:4: warning: [resource valve-1] max_hold = 0: a hung holder "
-                           "keeps the resource forever; set a cap (e.g. max_hold = 1h)");
+    assert_string_equal(w,
+                        "elkd.conf:4: warning: [resource valve-1] max_hold = 0: a hung holder "
+                        "keeps the resource forever; set a cap (e.g. max_hold = 1h)");
     assert_true(elkfw_conf_warning(&conf, &pos, w, sizeof w));
-    assert_string_equal(w, "elkd.conf:7: warning: [resource c] max_hold = 0: a hung holder keeps "
-                           "the resource forever; set a cap (e.g. max_hold = 1h)");
+    assert_string_equal(w,
+                        "elkd.conf:7: warning: [resource c] max_hold = 0: a hung holder keeps "
+                        "the resource forever; set a cap (e.g. max_hold = 1h)");
     assert_false(elkfw_conf_warning(&conf, &pos, w, sizeof w));
     assert_false(elkfw_conf_warning(&conf, &pos, w, sizeof w)); /* stays at the end */
 

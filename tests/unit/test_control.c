@@ -121,8 +121,7 @@ static void test_keepalive_requests(void **state)
     assert_int_equal(req("ACQUIRE valve-1 10 keepalive=99999999999", &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(req("ACQUIRE valve-1 10 heartbeat=1", &r, &why), ELK_E_CTL_SYNTAX);
     assert_string_equal(why, "usage: ACQUIRE <resource> [<wait>] [keepalive=<interval>]");
-    assert_int_equal(req("ACQUIRE valve-1 10 keepalive=1 keepalive=2", &r, &why),
-                     ELK_E_CTL_SYNTAX);
+    assert_int_equal(req("ACQUIRE valve-1 10 keepalive=1 keepalive=2", &r, &why), ELK_E_CTL_SYNTAX);
     assert_string_equal(why, "unexpected extra words after the command");
     assert_int_equal(r.cmd, 0);
     assert_int_equal(r.keepalive_ms, 0); /* nothing half-filled on error */
@@ -167,7 +166,8 @@ static void test_suspect_replies(void **state)
                      ELK_E_CTL_SYNTAX);
     /* RECOVERED has RENEWED's shape */
     {
-        static const char l[] = "EVENT RECOVERED valve-1 17 8801 1000 deadline_boottime_ms=91239801";
+        static const char l[] =
+            "EVENT RECOVERED valve-1 17 8801 1000 deadline_boottime_ms=91239801";
         assert_int_equal(elkfw_ctl_parse_reply(l, sizeof l - 1, &m), ELK_OK);
         assert_string_equal(m.word, "RECOVERED");
         assert_string_equal(m.resource, "valve-1");
@@ -176,7 +176,8 @@ static void test_suspect_replies(void **state)
         assert_int_equal(m.stop_margin_ms, 1000);
         assert_true(m.deadline_boottime_ms == 91239801u);
     }
-    assert_int_equal(elkfw_ctl_parse_reply("EVENT RECOVERED valve-1 17", strlen("EVENT RECOVERED valve-1 17"), &m),
+    assert_int_equal(elkfw_ctl_parse_reply("EVENT RECOVERED valve-1 17",
+                                           strlen("EVENT RECOVERED valve-1 17"), &m),
                      ELK_E_CTL_SYNTAX);
     {
         static const char l[] = "EVENT RENEW_STOPPED valve-1 ELK_E_KEEPALIVE_MISSED";
@@ -185,8 +186,8 @@ static void test_suspect_replies(void **state)
         assert_string_equal(m.code, "ELK_E_KEEPALIVE_MISSED");
         assert_int_equal(elkfw_err_from_name(m.code), ELK_E_KEEPALIVE_MISSED);
     }
-    assert_int_equal(elkfw_ctl_parse_reply("OK KEEPALIVE valve-1", strlen("OK KEEPALIVE valve-1"), &m),
-                     ELK_OK);
+    assert_int_equal(
+        elkfw_ctl_parse_reply("OK KEEPALIVE valve-1", strlen("OK KEEPALIVE valve-1"), &m), ELK_OK);
     assert_int_equal(m.kind, ELKFW_MSG_OK);
     assert_string_equal(m.word, "KEEPALIVE");
     assert_string_equal(m.resource, "valve-1");

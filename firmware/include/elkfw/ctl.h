@@ -26,14 +26,14 @@
      CONFIG_ELK_MAX_NODES * (640u + ELKFW_STR_MAX))
 
 typedef enum elkfw_ctl_cmd {
-    ELKFW_CTL_ACQUIRE = 1,   /* ACQUIRE <resource> [<wait>] [keepalive=<interval>] */
-    ELKFW_CTL_RELEASE,       /* RELEASE <resource> */
-    ELKFW_CTL_STATUS,        /* STATUS */
-    ELKFW_CTL_STATUS_JSON,   /* STATUS JSON */
-    ELKFW_CTL_PING,          /* PING */
-    ELKFW_CTL_HELP,          /* HELP */
-    ELKFW_CTL_QUIT,          /* QUIT */
-    ELKFW_CTL_SUPERVISE,     /* SUPERVISE <resource> <pgid> */
+    ELKFW_CTL_ACQUIRE = 1,    /* ACQUIRE <resource> [<wait>] [keepalive=<interval>] */
+    ELKFW_CTL_RELEASE,        /* RELEASE <resource> */
+    ELKFW_CTL_STATUS,         /* STATUS */
+    ELKFW_CTL_STATUS_JSON,    /* STATUS JSON */
+    ELKFW_CTL_PING,           /* PING */
+    ELKFW_CTL_HELP,           /* HELP */
+    ELKFW_CTL_QUIT,           /* QUIT */
+    ELKFW_CTL_SUPERVISE,      /* SUPERVISE <resource> <pgid> */
     ELKFW_CTL_STATUS_METRICS, /* STATUS METRICS: "OK METRICS <n>" then n lines (Prometheus text) */
     ELKFW_CTL_KEEPALIVE       /* KEEPALIVE <resource>: the work holding it is alive */
 } elkfw_ctl_cmd_t;
