@@ -1176,15 +1176,19 @@ static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_c
     }
 }
 
-/* KEEPALIVE: the work behind this connection's lease is alive (elk_lock_keepalive). */
+/* KEEPALIVE: the work behind this connection's lease is alive (elk_lock_keepalive). One
+ * that comes after renewal stopped for a missed keepalive is refused: it is too late. */
 static void request_keepalive(agent_t *a, int slot, resource_t *r, uint64_t now)
 {
-    if (!owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now) ||
-        elk_lock_keepalive(&r->lock, now) != ELK_OK) {
-        client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
-    } else if (r->keepalive_missed) {
-        /* too late: renewal has stopped and does not start again */
-        client_err(a, slot, ELK_E_KEEPALIVE_MISSED, r->conf->name);
+    int rc = ELK_E_NOT_HELD;
+    if (owned_by(a, r, slot) && !r->acquiring && elk_lock_is_held(&r->lock, now)) {
+        rc = elk_lock_keepalive(&r->lock, now);
+    }
+    if (rc == ELK_OK && r->keepalive_missed) {
+        rc = ELK_E_KEEPALIVE_MISSED;
+    }
+    if (rc != ELK_OK) {
+        client_err(a, slot, rc, r->conf->name);
     } else {
         client_send(a, slot, "OK KEEPALIVE %s\n", r->conf->name);
     }
