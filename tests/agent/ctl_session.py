@@ -11,6 +11,8 @@ One step a line:
   expect NAME SECS WORDS...
                      wait up to SECS for a line starting with WORDS (e.g. "EVENT LOST valve-1"),
                      print "NAME -> <that line>" or "NAME -> TIMEOUT"
+  lines NAME LINE    write LINE (STATUS, STATUS METRICS) and print its "OK <WORD> <n>" answer's
+                     n lines, each as "NAME: <line>"
   pause SECS         read (and keep) lines for SECS seconds
   keepalive NAME RES SECS EVERY_MS
                      for SECS seconds send KEEPALIVE RES every EVERY_MS ms, reading every line;
@@ -91,6 +93,16 @@ def main():
         elif op == "expect":
             name, secs, prefix = words[1], float(words[2]), " ".join(words[3:])
             print("%s -> %s" % (name, sess.expect(prefix, secs)), flush=True)
+        elif op == "lines":
+            name, line = words[1], raw.split(None, 2)[2].rstrip("\n")
+            sess.send(line)
+            head = sess.reply() or ""
+            parts = head.split()
+            n = int(parts[2]) if len(parts) == 3 and parts[0] == "OK" and parts[2].isdigit() else 0
+            if n == 0:
+                print("%s -> %s" % (name, head), flush=True)
+            for _ in range(n):
+                print("%s: %s" % (name, sess.line(30)), flush=True)
         elif op == "pause":
             end = time.monotonic() + float(words[1])
             while time.monotonic() < end and not sess.closed:

@@ -116,9 +116,9 @@ grep -q "valve-1: no KEEPALIVE from client [0-9]* within 300 ms: renewal stopped
 check "elkd logged the missed keepalive" 0 $?
 
 # STATUS: vote hygiene per node (text, JSON), the metrics of issue 20.
-st=$("$ELK" --socket "$SOCK" status)
+st=$(printf 'lines st STATUS\n' | session)
 echo "$st"
-check_contains "STATUS node line has hygiene=" " hygiene=" "$(echo "$st" | grep '^node name=a ')"
+check_contains "STATUS node line has hygiene=" " hygiene=" "$(echo "$st" | grep '^st: node name=a ')"
 js=$("$ELK" --socket "$SOCK" status --json)
 check_contains "JSON node has hygiene" '"hygiene":"' "$js"
 check_contains "JSON node has quarantined_ms" '"quarantined_ms":' "$js"

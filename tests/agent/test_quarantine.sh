@@ -17,7 +17,7 @@ stop_margin = 200ms
 [agent]
 socket = $SOCK
 CONF
-node_line() { "$ELK" --socket "$SOCK" status | grep '^node name=a '; }
+node_line() { printf 'lines st STATUS\n' | session | grep '^st: node name=a '; }
 # a just-started server is new too: wait for its first quarantine to end
 wait_for 60 'node_line | grep -q " hygiene=ok "'; check "the node votes once its first quarantine is over" 0 $?
 out=$(printf 'ask got ACQUIRE valve-1 30s\nask rel RELEASE valve-1\n' | session)

@@ -20,7 +20,7 @@ CONF
 } >"$C"
 start_elkd "$C"
 wait_ready
-res_line() { "$ELK" --socket "$SOCK" status | grep '^resource name=valve-1 '; }
+res_line() { printf 'lines st STATUS\n' | session | grep '^st: resource name=valve-1 '; }
 
 session >"$ELK_T_DIR/held.out" <<'S' &
 ask acquired ACQUIRE valve-1 60s
