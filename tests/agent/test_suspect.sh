@@ -4,6 +4,7 @@
 # the lease SUSPECT: the holder gets EVENT SUSPECT <resource> <ms_left> <CODE_NAME>, STATUS
 # says state=suspect, elk_lease_suspect_total counts it; once the nodes answer again the
 # next renewal confirms it: EVENT RECOVERED (RENEWED's fields), state held again.
+# (SIGSTOP would not do: a renewal round waits for its replies up to the deadline.)
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 session() { python3 "$(dirname "$0")/ctl_session.py" "$SOCK"; }
@@ -32,11 +33,13 @@ sp=$!
 track $sp
 wait_for 90 'file_has "acquired ->" "$ELK_T_DIR/held.out"'
 check_contains "granted" "acquired -> OK ACQUIRED valve-1 " "$(cat "$ELK_T_DIR/held.out")"
-# two of three masters stop answering: the next renewal round misses its quorum
-kill -STOP "$REDIS_PID_b" "$REDIS_PID_c"
+# two of three masters refuse the scripts (the ACL takes EVAL and EVALSHA away) and say
+# so at once: the next renewal round misses its quorum well before the deadline
+acl() { local n p; for n in b c; do eval "p=\$REDIS_PORT_$n"; rcli "$p" acl setuser default "$1" "$2" >/dev/null; done; }
+acl -evalsha -eval
 wait_for 60 'file_has "suspect ->" "$ELK_T_DIR/held.out"'
 st=$(res_line)
-kill -CONT "$REDIS_PID_b" "$REDIS_PID_c"
+acl +evalsha +eval
 echo "$st"
 check_contains "STATUS says suspect while it is" " state=suspect " "$st"
 m=$("$ELK" --socket "$SOCK" status --metrics)
