@@ -1065,6 +1065,29 @@ static int check_resource(parser_t *p, const elkfw_conf_t *c, elkfw_resource_con
     return ELK_OK;
 }
 
+/* A quarantine set by hand must outlast every lease this file's resources can have on a
+ * node: ttl + drift + lock_delay. Shorter, a node restarted empty would vote again while a
+ * lease it forgot can still be valid on the others. */
+static int check_quarantine(parser_t *p, const elkfw_conf_t *c)
+{
+    size_t i;
+    for (i = 0; c->quarantine_ms != 0 && i < c->n_resources; i++) {
+        const elkfw_resource_conf_t *r = &c->resources[i];
+        elk_lock_config_t lc;
+        uint64_t need;
+        elkfw_resource_lock_config(c, r, &lc);
+        need = (uint64_t)r->ttl_ms + elk_lock_config_drift(&lc) + r->lock_delay_ms;
+        if (c->quarantine_ms < need) {
+            return fail(p, 0,
+                        "[fleet] quarantine %lums is shorter than ttl + drift + lock_delay of "
+                        "[resource %s] (%llums): a restarted node would vote while a lease it lost "
+                        "may still be valid; raise it or use 0 (automatic)",
+                        (unsigned long)c->quarantine_ms, r->name, (unsigned long long)need);
+        }
+    }
+    return ELK_OK;
+}
+
 bool elkfw_conf_warning(const elkfw_conf_t *c, size_t *pos, char *out, size_t cap)
 {
     while (*pos <= c->n_resources) {
@@ -1105,6 +1128,9 @@ static int check_conf(parser_t *p)
         if (check_resource(p, c, &c->resources[i]) != ELK_OK) {
             return ELK_E_CONFIG;
         }
+    }
+    if (check_quarantine(p, c) != ELK_OK) {
+        return ELK_E_CONFIG;
     }
     if (c->agent.socket_path[0] == '\0') {
         return fail(p, 0, "[agent] socket must not be empty");

@@ -756,6 +756,12 @@ static void test_issue20_keys(void **state)
     expect_error("[fleet]\nquarantine = 2d\n",
                  "elkd.conf:2: key 'quarantine' in [fleet]: '2d' is not a duration (use e.g. "
                  "500ms or 10s)");
+    /* a quarantine by hand must outlast ttl + drift + lock_delay (10s + 102ms + 1s here) */
+    expect_error("[fleet]\nquarantine = 11s\n" MIN "lock_delay = 1s\n",
+                 "elkd.conf: [fleet] quarantine 11000ms is shorter than ttl + drift + lock_delay "
+                 "of [resource valve-1] (11102ms): a restarted node would vote while a lease it "
+                 "lost may still be valid; raise it or use 0 (automatic)");
+    assert_int_equal(parse("[fleet]\nquarantine = 11102ms\n" MIN "lock_delay = 1s\n", err), ELK_OK);
     expect_error(MIN "lock_delay = 1s\nlock_delay = 2s\n",
                  "elkd.conf:5: key 'lock_delay' in [resource valve-1] is set twice (first on "
                  "line 4)");
