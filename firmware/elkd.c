@@ -895,32 +895,31 @@ static uint64_t quarantine_left(agent_t *a, size_t i, uint64_t now)
     return until > now ? until - now : 0;
 }
 
-/* Node i's vote hygiene for its STATUS line: " hygiene=<text>" (spaces as '_': values
- * hold none) and, while it is quarantined, " quarantined_ms=<left>
- * quarantined_until=<local time>". */
-static void node_hygiene_words(agent_t *a, size_t i, uint64_t now, char *buf, size_t cap)
+/* Node i's vote hygiene for its STATUS line: " hygiene=<text>", its spaces written as '_'
+ * (values hold none) and, while it is quarantined, ";_until_<local time>_(in_<N>_s)"
+ * appended. One word: `elk status` tables take a fixed number of columns. */
+static void node_hygiene_word(agent_t *a, size_t i, uint64_t now, char *buf, size_t cap)
 {
     uint64_t left = quarantine_left(a, i, now);
-    char text[128], when[40] = "-";
+    const char *text = elk_client_node_hygiene(&a->client, i);
     size_t k;
-    snprintf(text, sizeof text, "%s", elk_client_node_hygiene(&a->client, i));
-    for (k = 0; text[k] != '\0'; k++) {
-        text[k] = text[k] == ' ' || text[k] == '\t' ? '_' : text[k];
-    }
+    int n;
     if (left == 0) {
-        snprintf(buf, cap, " hygiene=%s", text[0] ? text : "-");
-        return;
-    }
-    {
+        n = snprintf(buf, cap, " hygiene=%s", text[0] ? text : "-");
+    } else {
         /* the lease clock is monotonic: the wall-clock moment is for people only */
         time_t t = time(NULL) + (time_t)((left + 999u) / 1000u);
         struct tm tm;
+        char when[16] = "?";
         if (localtime_r(&t, &tm) != NULL) {
-            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S%z", &tm);
+            strftime(when, sizeof when, "%H:%M:%S", &tm);
         }
+        n = snprintf(buf, cap, " hygiene=%s; until %s (in %" PRIu64 " s)", text, when,
+                     (left + 999u) / 1000u);
     }
-    snprintf(buf, cap, " hygiene=%s quarantined_ms=%" PRIu64 " quarantined_until=%s",
-             text[0] ? text : "-", left, when);
+    for (k = 1; n > 0 && k < (size_t)n && k < cap && buf[k] != '\0'; k++) {
+        buf[k] = buf[k] == ' ' || buf[k] == '\t' ? '_' : buf[k];
+    }
 }
 
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
@@ -959,7 +958,7 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         for (i = 0; i < a->fleet.count; i++) {
             const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
             node_addr(a, i, addr, sizeof addr);
-            node_hygiene_words(a, i, now, hyg, sizeof hyg);
+            node_hygiene_word(a, i, now, hyg, sizeof hyg);
             client_send(
                 a, slot,
                 "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32

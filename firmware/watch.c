@@ -84,24 +84,17 @@ static void resource_row(FILE *out, const char *line, bool tty)
     fprintf(out, "  %8s  %s\n", v[6], v[7]);
 }
 
-/* The hygiene word of a node line with its spaces back ('_' on the wire), and how long a
- * quarantine has left: "quarantined: restarted 2 s ago (12 s left)". */
+/* The hygiene word of a node line with its spaces back ('_' on the wire):
+ * "quarantined: restarted 2 s ago; until 07:31:02 (in 12 s)". */
 static void hygiene_text(const char *line, char *out, size_t cap)
 {
-    char v[FIELD_MAX], left[FIELD_MAX];
     size_t i;
-    if (!elkfw_watch_field(line, "hygiene", v, sizeof v)) {
+    if (!elkfw_watch_field(line, "hygiene", out, cap)) {
         snprintf(out, cap, "-");
         return;
     }
-    for (i = 0; v[i] != '\0'; i++) {
-        v[i] = v[i] == '_' ? ' ' : v[i];
-    }
-    if (elkfw_watch_field(line, "quarantined_ms", left, sizeof left)) {
-        unsigned long ms = strtoul(left, NULL, 10);
-        snprintf(out, cap, "%s (%lu s left)", v, (ms + 999u) / 1000u);
-    } else {
-        snprintf(out, cap, "%s", v);
+    for (i = 0; out[i] != '\0'; i++) {
+        out[i] = out[i] == '_' ? ' ' : out[i];
     }
 }
 

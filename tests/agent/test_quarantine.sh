@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Issue 20, elkd side: a node restarted empty is quarantined and elkd shows it: STATUS
-# `hygiene=quarantined...` with `quarantined_ms` / `quarantined_until`, JSON
+# `hygiene=quarantined:..._until_<time>_(in_<N>_s)`, JSON
 # "quarantined_ms" > 0, the metric elk_node_quarantined 1; no grant meanwhile; once the
 # quarantine is over the node votes again and the resource is granted.
 ELKD=$1 ELK=$2
@@ -23,20 +23,26 @@ wait_for 60 'node_line | grep -q " hygiene=ok "'; check "the node votes once its
 out=$(printf 'ask got ACQUIRE valve-1 30s\nask rel RELEASE valve-1\n' | session)
 check_contains "granted while the node votes" "got -> OK ACQUIRED valve-1 " "$out"
 
+qtotal() { printf 'lines m STATUS METRICS\n' | session | sed -n 's/^m: elk_node_quarantines_total{node="a"} //p'; }
+q0=$(qtotal)
 # restart the server empty, on its port
 kill -KILL "$REDIS_PID_a"; wait "$REDIS_PID_a" 2>/dev/null; untrack "$REDIS_PID_a"
 sup_redis a "$REDIS_PORT_a" plain
 REDIS_PID_a=$SUP_RPID
-wait_for 60 'node_line | grep -q "quarantined_ms="'; check "STATUS shows the restarted node quarantined" 0 $?
+wait_for 60 'node_line | grep -q " hygiene=quarantined"'; check "STATUS shows the restarted node quarantined" 0 $?
 nl=$(node_line); echo "$nl"
-check_contains "its hygiene says why" " hygiene=quarantined" "$nl"
-check_contains "and until when" " quarantined_until=" "$nl"
+check_contains "its hygiene says why" " hygiene=quarantined:_restarted" "$nl"
+echo "$nl" | grep -q " hygiene=quarantined:[^ ]*;_until_[0-9][0-9]:[0-9][0-9]:[0-9][0-9]_(in_[0-9]*_s) "
+check "and until when" 0 $?
 check_contains "it has no vote" " votes=no " "$nl"
 js=$("$ELK" --socket "$SOCK" status --json)
 q=$(echo "$js" | python3 -c 'import json,sys; t=sys.stdin.read(); t=t[t.index("{"):]; print(json.loads(t)["nodes"][0]["quarantined_ms"])')
 [ "${q:-0}" -gt 0 ]; check "JSON quarantined_ms > 0 ($q)" 0 $?
 m=$("$ELK" --socket "$SOCK" status --metrics)
 check_contains "metric elk_node_quarantined 1" 'elk_node_quarantined{node="a"} 1' "$m"
+q1=$(qtotal)
+[ "${q1:-0}" -gt "${q0:-0}" ]; check "elk_node_quarantines_total counts the quarantine (${q0:-none} -> ${q1:-none})" 0 $?
+check_contains "metric elk_node_clock_jumps_total" 'elk_node_clock_jumps_total{node="a"} ' "$m"
 out=$(printf 'ask refused ACQUIRE valve-1 0\n' | session)
 echo "$out"
 case "$out" in
