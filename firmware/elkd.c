@@ -179,8 +179,9 @@ struct agent {
     elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
     bool journal; /* stderr is the journal: lines start with <priority> */
     elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
-    uint64_t metrics_next; /* next rewrite of [agent] metrics_file */
-    bool metrics_failed;   /* the last rewrite failed (said once) */
+    uint64_t quarantine_until[CONFIG_ELK_MAX_NODES]; /* last seen quarantine end, 0: none */
+    uint64_t metrics_next;                           /* next rewrite of [agent] metrics_file */
+    bool metrics_failed;                             /* the last rewrite failed (said once) */
 };
 
 /* ------------------------------------------------------------------ logging */
@@ -1921,6 +1922,7 @@ static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t
     pick_gateway_id(a);
     memset(a->nodelog, 0, sizeof a->nodelog);
     memset(a->node_metrics, 0, sizeof a->node_metrics);
+    memset(a->quarantine_until, 0, sizeof a->quarantine_until);
     rc = setup_fleet(a, err, errlen);
     if (rc != ELK_OK) {
         teardown_fleet(a);
@@ -2243,6 +2245,25 @@ static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
 
 /* One step of the agent by the clock: the lock engine, local waiters, resources,
  * client output. Returns the time of the next step, or 0 once a shutdown is complete. */
+/* Vote hygiene: the library warns when it quarantines a node; elkd says when the
+ * quarantine is over, and wakes up for that moment. */
+static void hygiene_step(agent_t *a, uint64_t now, uint64_t *next)
+{
+    size_t i;
+    for (i = 0; i < a->fleet.count; i++) {
+        uint64_t until = elk_client_node_quarantine(&a->client, i);
+        if (until > now) {
+            a->quarantine_until[i] = until;
+            *next = until < *next ? until : *next;
+        } else if (a->quarantine_until[i] != 0) {
+            a->quarantine_until[i] = 0;
+            elkd_log(a, ELK_LOG_INFO, "node %s (%s:%u): quarantine over, it may vote again (%s)",
+                     a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port,
+                     elk_client_node_hygiene(&a->client, i));
+        }
+    }
+}
+
 static uint64_t agent_tick(agent_t *a, uint64_t now)
 {
     uint64_t next = elk_client_poll(&a->client, now);
@@ -2253,6 +2274,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     settle_reloaded(a, now, &next);
     notify_state(a, now, &next);
     node_summaries(a, now, &next);
+    hygiene_step(a, now, &next);
     metrics_step(a, now, &next);
     if (serve_waiting_requests(a, now)) {
         next = now; /* an ACQUIRE among them queued requests the next poll sends */

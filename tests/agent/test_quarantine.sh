@@ -50,6 +50,8 @@ case "$out" in
   *) ok "no grant from a quarantined node" ;;
 esac
 wait_for 60 'node_line | grep -q " hygiene=ok "'; check "the quarantine ends" 0 $?
+wait_for 30 'grep -c "node a (127.0.0.1:$REDIS_PORT_a): quarantine over, it may vote again (ok)" "$ELK_T_DIR/elkd.log" | grep -q "^2$"'
+check "elkd logged the end of both quarantines" 0 $?
 out=$(printf 'ask again ACQUIRE valve-1 30s\n' | session)
 check_contains "granted again after the quarantine" "again -> OK ACQUIRED valve-1 " "$out"
 m=$("$ELK" --socket "$SOCK" status --metrics)
