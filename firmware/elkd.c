@@ -923,6 +923,52 @@ static void node_hygiene_word(agent_t *a, size_t i, uint64_t now, char *buf, siz
     }
 }
 
+/* STATUS: "OK STATUS <n>", then the agent, each resource and each node on a line. */
+static void send_status_text(agent_t *a, int slot, uint64_t now)
+{
+    size_t i;
+    char holder[32], addr[300], hyg[256];
+    uint64_t uptime_s = (now - a->started_at) / 1000u;
+    client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
+    client_send(a, slot,
+                "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64
+                " mode=%s nodes_ready=%zu/%zu quorum=%zu "
+                "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32 "\n",
+                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
+                elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet), a->fleet.count,
+                elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
+                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
+    for (i = 0; i < a->n_res; i++) {
+        const resource_t *r = &a->res[i];
+        if (!r->in_use) {
+            continue;
+        }
+        client_send(a, slot,
+                    "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
+                    " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s\n",
+                    r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                    holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
+                    elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
+                    elk_lock_last_error(&r->lock) == ELK_OK
+                        ? "-"
+                        : elk_err_name(elk_lock_last_error(&r->lock)));
+    }
+    for (i = 0; i < a->fleet.count; i++) {
+        const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
+        node_addr(a, i, addr, sizeof addr);
+        node_hygiene_word(a, i, now, hyg, sizeof hyg);
+        client_send(a, slot,
+                    "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
+                    " failures=%" PRIu32 " timeouts=%" PRIu32
+                    " last_error=%s votes=%s%s check=%s\n",
+                    a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
+                    st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures,
+                    st->timeouts, st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
+                    elk_client_node_votes(&a->client, i) ? "yes" : "no", hyg,
+                    elk_client_node_check(&a->client, i));
+    }
+}
+
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
@@ -930,46 +976,7 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
     char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX], hyg[256];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
     if (!json) {
-        client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
-        client_send(a, slot,
-                    "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64
-                    " mode=%s nodes_ready=%zu/%zu quorum=%zu "
-                    "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32
-                    "\n",
-                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
-                    elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet), a->fleet.count,
-                    elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
-                    clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
-        for (i = 0; i < a->n_res; i++) {
-            const resource_t *r = &a->res[i];
-            if (!r->in_use) {
-                continue;
-            }
-            client_send(a, slot,
-                        "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
-                        " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s\n",
-                        r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-                        holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-                        elk_lock_validity(&r->lock, now), r->conf->ttl_ms,
-                        elk_lock_renewals(&r->lock),
-                        elk_lock_last_error(&r->lock) == ELK_OK
-                            ? "-"
-                            : elk_err_name(elk_lock_last_error(&r->lock)));
-        }
-        for (i = 0; i < a->fleet.count; i++) {
-            const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
-            node_addr(a, i, addr, sizeof addr);
-            node_hygiene_word(a, i, now, hyg, sizeof hyg);
-            client_send(
-                a, slot,
-                "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
-                " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s votes=%s%s check=%s\n",
-                a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
-                st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-                st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
-                elk_client_node_votes(&a->client, i) ? "yes" : "no", hyg,
-                elk_client_node_check(&a->client, i));
-        }
+        send_status_text(a, slot, now);
         return;
     }
     client_send(a, slot,
