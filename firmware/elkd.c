@@ -889,6 +889,12 @@ static const char *json_text(const char *s, char *out, size_t cap)
     return out;
 }
 
+/* The keepalive interval of r: its hold's while held, else what a plain ACQUIRE gets. */
+static uint32_t res_keepalive(const resource_t *r, uint64_t now)
+{
+    return elk_lock_is_held(&r->lock, now) ? r->keepalive_ms : r->conf->keepalive_ms;
+}
+
 /* ms until node i may vote again after a quarantine (0: not quarantined). */
 static uint64_t quarantine_left(agent_t *a, size_t i, uint64_t now)
 {
@@ -945,13 +951,15 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
         }
         client_send(a, slot,
                     "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
-                    " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s\n",
+                    " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s keepalive_ms=%" PRIu32
+                    " lock_delay_ms=%" PRIu32 "\n",
                     r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
                     holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
                     elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
                     elk_lock_last_error(&r->lock) == ELK_OK
                         ? "-"
-                        : elk_err_name(elk_lock_last_error(&r->lock)));
+                        : elk_err_name(elk_lock_last_error(&r->lock)),
+                    res_keepalive(r, now), r->conf->lock_delay_ms);
     }
     for (i = 0; i < a->fleet.count; i++) {
         const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
@@ -993,17 +1001,19 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         if (!r->in_use) {
             continue;
         }
-        client_send(a, slot,
-                    "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
-                    ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
-                    ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\"}",
-                    first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-                    holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-                    elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
-                    r->conf->stop_margin_ms,
-                    elk_lock_last_error(&r->lock) == ELK_OK
-                        ? ""
-                        : elk_err_name(elk_lock_last_error(&r->lock)));
+        client_send(
+            a, slot,
+            "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
+            ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
+            ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\",\"keepalive_ms\":%" PRIu32
+            ",\"lock_delay_ms\":%" PRIu32 "}",
+            first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+            holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
+            elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
+            r->conf->stop_margin_ms,
+            elk_lock_last_error(&r->lock) == ELK_OK ? ""
+                                                    : elk_err_name(elk_lock_last_error(&r->lock)),
+            res_keepalive(r, now), r->conf->lock_delay_ms);
         first = false;
     }
     client_send(a, slot, "],\"nodes\":[");

@@ -75,6 +75,8 @@ track $held_pid
 wait_for 40 'file_has "first ->" "$ELK_T_DIR/held.out"'
 other=$(printf 'ask other KEEPALIVE valve-1\n' | session)
 check_contains "KEEPALIVE from a connection that does not hold it" "ERR ELK_E_NOT_HELD" "$other"
+st=$(printf 'lines st STATUS\n' | session | grep '^st: resource name=valve-1 ')
+check_contains "STATUS shows the hold's keepalive" " keepalive_ms=1500 " "$st"
 wait_until 60 gone $held_pid
 out=$(cat "$ELK_T_DIR/held.out")
 echo "$out"
