@@ -89,6 +89,10 @@ static uint64_t get_held(const elkfw_metrics_res_t *r)
 {
     return r->held;
 }
+static uint64_t get_suspects(const elkfw_metrics_res_t *r)
+{
+    return r->m->suspects;
+}
 
 static void res_scalar(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *type,
                        const char *help, res_get_fn get)
@@ -166,6 +170,10 @@ static void write_resources(FILE *f, const elkfw_metrics_src_t *s)
         fprintf(f, "elk_resource_renewals_total{resource=\"%s\",result=\"failed\"} %" PRIu64 "\n",
                 s->res[i].name, s->res[i].m->renewals_failed);
     }
+    res_scalar(f, s, "elk_lease_suspect_total", "counter",
+               "Times a held lease became SUSPECT: a renewal round missed its quorum before the "
+               "deadline.",
+               get_suspects);
     res_hist(f, s, "elk_resource_acquire_wait_seconds", "Time from ACQUIRE to the grant.", h_wait);
     res_hist(f, s, "elk_resource_hold_seconds", "Time a lease was held (grant to release or loss).",
              h_hold);
@@ -174,6 +182,53 @@ static void write_resources(FILE *f, const elkfw_metrics_src_t *s)
     res_hist(f, s, "elk_resource_validity_left_seconds",
              "Validity left after each confirmed renewal: how close the lease came to being lost.",
              h_left);
+}
+
+typedef uint64_t (*node_get_fn)(const elkfw_metrics_node_t *n);
+static uint64_t get_quarantined(const elkfw_metrics_node_t *n)
+{
+    return n->quarantined;
+}
+static uint64_t get_quarantines(const elkfw_metrics_node_t *n)
+{
+    return n->quarantines;
+}
+static uint64_t get_clock_jumps(const elkfw_metrics_node_t *n)
+{
+    return n->clock_jumps;
+}
+
+static void node_scalar(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *type,
+                        const char *help, node_get_fn get)
+{
+    size_t i;
+    family(f, name, type, help);
+    for (i = 0; i < s->n_nodes; i++) {
+        fprintf(f, "%s{node=\"%s\"} %" PRIu64 "\n", name, s->nodes[i].name, get(&s->nodes[i]));
+    }
+}
+
+/* Vote hygiene per node; the counters only when the library keeps them. */
+static void write_hygiene(FILE *f, const elkfw_metrics_src_t *s)
+{
+    size_t i;
+    bool stats = false;
+    node_scalar(f, s, "elk_node_quarantined", "gauge",
+                "1 while the node has no vote: it restarted (or may have), or its clock jumped "
+                "ahead.",
+                get_quarantined);
+    for (i = 0; i < s->n_nodes; i++) {
+        stats = stats || s->nodes[i].hygiene_stats;
+    }
+    if (stats) {
+        node_scalar(f, s, "elk_node_quarantines_total", "counter",
+                    "Quarantines begun or extended: restarts, unverifiable restarts, failed "
+                    "probes and clock jumps.",
+                    get_quarantines);
+        node_scalar(f, s, "elk_node_clock_jumps_total", "counter",
+                    "Server clock jumps seen: ahead beyond the drift bound, or back.",
+                    get_clock_jumps);
+    }
 }
 
 static void write_nodes(FILE *f, const elkfw_metrics_src_t *s)
@@ -205,6 +260,7 @@ static void write_nodes(FILE *f, const elkfw_metrics_src_t *s)
         fprintf(f, "elk_node_votes_denied_total{node=\"%s\"} %" PRIu64 "\n", s->nodes[i].name,
                 s->nodes[i].m->votes_denied);
     }
+    write_hygiene(f, s);
     family(f, "elk_node_rtt_seconds", "histogram", "Round trip of each reply in a lease round.");
     for (i = 0; i < s->n_nodes; i++) {
         hist(f, "elk_node_rtt_seconds", "node", s->nodes[i].name, &s->nodes[i].m->rtt);
