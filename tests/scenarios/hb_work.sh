@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The holder's command under `elk run --heartbeat` (scenario 12): work.sh drives the actuator,
 # while a writer proves it alive on $ELK_HEARTBEAT_FD, one byte every 0.2 s.
-# hb_work.sh GATEWAY TICKS TICK_SECONDS HEARTBEAT_SECONDS MODE
-#   HEARTBEAT_SECONDS  how long the proof goes on (-1: as long as the command runs); after
+# hb_work.sh GATEWAY TICKS TICK_SECONDS HEARTBEAT_MS MODE
+#   HEARTBEAT_MS       how long the proof goes on (-1: as long as the command runs); after
 #                      that the command hangs as far as elk can tell, but keeps driving
 #   MODE term          the command stops on SIGTERM (work.sh's own handling)
 #        ignore-term   it ignores SIGTERM (a hung program): only SIGKILL ends it
@@ -12,7 +12,7 @@ gw=$1 ticks=$2 tick=$3 hb=$4 mode=$5
 [ -n "${ELK_HEARTBEAT_FD:-}" ] || { echo "hb_work.sh: no ELK_HEARTBEAT_FD" >&2; exit 2; }
 echo $$ >"$S_DIR/hb-pid"
 (
-  end=$((${EPOCHREALTIME/./} / 1000 + hb * 1000))
+  end=$((${EPOCHREALTIME/./} / 1000 + hb))
   while [ "$hb" -lt 0 ] || [ $((${EPOCHREALTIME/./} / 1000)) -lt $end ]; do
     printf . >&"$ELK_HEARTBEAT_FD" || exit 0
     t=${EPOCHREALTIME/./}

@@ -33,7 +33,7 @@ hung() { # hung term|ignore-term
   local v=$1 rcA rcB tokA tokB pid last start_b out
   say "== $v: the command stops proving itself alive after 1.5 s"
   two_gateways $TTL $STOP
-  run_bg gw-a RA --heartbeat ${HB}ms valve -- "$HBWORK" gw-a 0 0.05 1.5 "$v"
+  run_bg gw-a RA --heartbeat ${HB}ms valve -- "$HBWORK" gw-a 0 0.05 1500 "$v"
   tokA=$(wait_tick gw-a) || { bad "$v: gw-a never drove the actuator"; teardown; return; }
   act_mark
   run_bg gw-b RB --wait 60s valve -- "$WORK" gw-b 10 0.05
