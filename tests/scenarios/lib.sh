@@ -229,3 +229,10 @@ warm_up() {
   local i
   for i in $(seq 1 "$3"); do elk_gw "$1" run --wait 2s "$2" -- true || bad "warm-up grant $i failed"; done
 }
+# all_vote GW N: N nodes of GW vote (a freshly started server is quarantined by the vote
+# hygiene until the longest lease could have run out: a scenario that needs every vote waits)
+all_vote() { [ "$(elk_gw "$1" status 2>/dev/null | grep -c '^node .* votes=yes')" -ge "$2" ]; }
+wait_all_vote() { local gw; for gw in "$@"; do wait_until 60 all_vote "$gw" 3 || bad "$gw: not every node votes"; done; }
+# busy_for GW RESOURCE: the exit status of one `elk run` attempt on RESOURCE (73: not
+# acquired); unlike `elk acquire` it never stays holding when the attempt succeeds
+busy_for() { elk_gw "$1" run "$2" -- true >/dev/null 2>&1; }

@@ -22,6 +22,7 @@ S_FLEET_EXTRA="quarantine = 10s"
 hook="$S_DIR/hooks.log"
 
 two_gateways $TTL $STOP
+wait_all_vote gw-a gw-b
 warm_up gw-a valve 5
 say "1. node 1 restarted empty while gw-a holds the valve"
 run_bg gw-a RA --on-suspect "echo suspect \$ELK_RESOURCE \$ELK_TOKEN \$ELK_TIME_LEFT_MS >> $hook" \
@@ -40,7 +41,7 @@ done
 wait_renewals_of gw-a valve 2; check_true "the lease stays: gw-a renews on nodes 2 and 3" $?
 st=$(res_field gw-a valve state)
 case "$st" in held | renewing) ok "lease still held ($st)" ;; *) bad "lease state $st" ;; esac
-elk_gw gw-b acquire valve >/dev/null 2>&1
+busy_for gw-b valve
 check "gw-b cannot take it (exit 73)" 73 $?
 
 say "2. node 2 restarted empty too, node 1 still quarantined"

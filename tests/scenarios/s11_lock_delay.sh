@@ -47,6 +47,7 @@ variant() { # variant delay|control
 lock_delay = ${DELAY}ms"
   for n in 1 2 3; do start_redis r$n; done
   for gw in gw-a gw-b; do gateway $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"; done
+  wait_all_vote gw-a gw-b
   hold_bg gw-a HA "ACQUIRE valve 10s"
   wait_until 30 hold_seen gw-a ACQUIRED; check_true "$v: gw-a holds the valve" $?
   wait_until 30 hold_seen gw-a RENEWED; check_true "$v: gw-a renewed it" $?

@@ -33,6 +33,7 @@ hung() { # hung term|ignore-term
   local v=$1 rcA rcB tokA tokB pid last start_b out
   say "== $v: the command stops proving itself alive after 1.5 s"
   two_gateways $TTL $STOP
+  wait_all_vote gw-a gw-b
   run_bg gw-a RA --heartbeat ${HB}ms valve -- "$HBWORK" gw-a 0 0.05 1500 "$v"
   tokA=$(wait_tick gw-a) || { bad "$v: gw-a never drove the actuator"; teardown; return; }
   act_mark
@@ -71,13 +72,14 @@ alive() {
   local rcA n0 out
   say "== alive: the command proves itself alive all along (negative control)"
   two_gateways $TTL $STOP
+  wait_all_vote gw-a gw-b
   # 150 ticks of at least 0.1 s: over 7 TTLs
   run_bg gw-a RA --heartbeat ${HB}ms valve -- "$HBWORK" gw-a 150 0.1 -1 term
   wait_tick gw-a >/dev/null || { bad "alive: gw-a never drove the actuator"; teardown; return; }
   n0=$(renewals_of gw-a valve)
   # 4 TTLs at one renewal every third of the TTL: 12 renewals
   wait_renewals_of gw-a valve 12; check_true "alive: the lease is kept over 4 TTLs (12 renewals)" $?
-  elk_gw gw-b acquire valve >/dev/null 2>&1
+  busy_for gw-b valve
   check "alive: gw-b cannot take it (exit 73)" 73 $?
   figure alive_renewals "$(($(renewals_of gw-a valve) - n0))"
   wait_until 120 gone "$RA"
