@@ -194,7 +194,7 @@ for n in d.get("nodes", []):
         print(str(v).lower() if isinstance(v, bool) else v)' "$2" "$3"
 }
 # node_line GW NODE: GW's text STATUS line of node NODE
-node_line() { elk_gw "$1" status 2>/dev/null | grep "^node name=$2 "; }
+node_line() { ctl "$1" --quiet-ms 150 STATUS | grep "^node name=$2 "; }
 # node_quarantined GW NODE: 0 while NODE is quarantined in GW's STATUS (JSON quarantined_ms > 0)
 node_quarantined() { [ "$(node_json "$1" "$2" quarantined_ms)" -gt 0 ] 2>/dev/null; }
 node_free() { [ "$(node_json "$1" "$2" quarantined_ms)" = 0 ]; }
@@ -231,7 +231,7 @@ warm_up() {
 }
 # all_vote GW N: N nodes of GW vote (a freshly started server is quarantined by the vote
 # hygiene until the longest lease could have run out: a scenario that needs every vote waits)
-all_vote() { [ "$(elk_gw "$1" status 2>/dev/null | grep -c '^node .* votes=yes')" -ge "$2" ]; }
+all_vote() { [ "$(ctl "$1" --quiet-ms 150 STATUS | grep -c '^node .* votes=yes')" -ge "$2" ]; }
 wait_all_vote() { local gw; for gw in "$@"; do wait_until 60 all_vote "$gw" 3 || bad "$gw: not every node votes"; done; }
 # busy_for GW RESOURCE: the exit status of one `elk run` attempt on RESOURCE (73: not
 # acquired); unlike `elk acquire` it never stays holding when the attempt succeeds
