@@ -415,6 +415,15 @@ MUTANTS = [
          old='    elk_lock__safety_start(client, i, now);\n    for (k = 0; k < client->lock_count; k++) {\n        elk_lock__resubscribe(client->locks[k], i);\n    }\n    client->preloaded[i] = 0;\n    lk_preload(client, i, now);\n',
          new='    for (k = 0; k < client->lock_count; k++) {\n        elk_lock__resubscribe(client->locks[k], i);\n    }\n    client->preloaded[i] = 0;\n    lk_preload(client, i, now);\n    elk_lock__safety_start(client, i, now);\n',
          tests=[ENG], why="the check queued behind SUBSCRIBE and the preloads does not fit: under refuse the node never votes"),
+    # ------------------------------------------------ script replies and lock-delay (issue 20)
+    dict(id="reply.bare-integer-accepted", file=L + "lock_send.c",
+         old="    if (top->type != ELK_RESP_ARRAY || top->integer != 2 || top->subtree != 2u) {",
+         new="    if (top->type == ELK_RESP_INTEGER) {\n        return top;\n    }\n    if (top->type != ELK_RESP_ARRAY || top->integer != 2 || top->subtree != 2u) {",
+         tests=[ENG], why="a reply without the server's clock counts (the clock check is skipped)"),
+    dict(id="lockdelay.not-sent", file=L + "lock_send.c",
+         old="argv[argc++].ival = (int64_t)lock->cfg.lock_delay_ms;",
+         new="argv[argc++].ival = 0;",
+         tests=[ENG], why="lock_delay configured but never reaches the servers: no marker"),
     # ------------------------------------------------ local authorization (firmware, issue 18)
     dict(id="access.open-to-all", file="firmware/access.c",
          old="    if (a->open) {\n        return true;\n    }",

@@ -225,6 +225,10 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
         lfr_str_reply(s, c, "-", s->error_reply);
         return;
     }
+    if (s->raw_reply) {
+        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
+        return;
+    }
     if (strcmp(which, "acquire") == 0) {
         /* KEYS: lock, fence, delay marker; ARGV: value, ttl, fencing, lock delay */
         if (lfr_get(s, k1) != NULL) {

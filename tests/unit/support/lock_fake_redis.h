@@ -64,6 +64,8 @@ typedef struct lfr_server {
     bool info_disabled;           /* INFO answers NOPERM */
     const char *maxmemory_policy; /* default "noeviction" */
     const char *error_reply;      /* non-NULL: every EVAL/EVALSHA answers -<this> */
+    const char *raw_reply;        /* non-NULL: every lease script answers these RESP bytes (a
+                                     reply of the wrong shape) */
     bool sub_refused;             /* SUBSCRIBE answers -NOPERM (an ACL without the channel) */
     int64_t wall_offset_ms;       /* the server's TIME is the test clock plus this (lfr_init
                                      sets a realistic epoch; a test may jump it) */
