@@ -2,7 +2,8 @@
 /*
  * elk: command-line client of elkd, and the actuator-side fencing guard.
  *
- *   elk run [--wait MS] RESOURCE -- CMD [ARGS...]   flock(1) across the fleet
+ *   elk run [--wait MS] [--on-suspect/--on-lost HOOK] [--heartbeat D] RESOURCE -- CMD...
+ *                                                    flock(1) across the fleet
  *   elk acquire [--wait MS] RESOURCE                 hold until SIGINT/SIGTERM
  *   elk status [--json]
  *   elk guard --state FILE [TOKEN] [-- CMD...]        accept or refuse a fencing token;
@@ -649,7 +650,7 @@ static void usage_run(FILE *f)
 {
     fprintf(
         f,
-        "Usage: elk run [--wait MS] [--on-suspect CMD] [--on-lost CMD] [--hook-timeout D]\n"
+        "Usage: elk run [--wait MS] [--on-suspect HOOK] [--on-lost HOOK] [--hook-timeout D]\n"
         "               [--heartbeat D] RESOURCE -- CMD [ARGS...]\n"
         "Acquire RESOURCE through elkd, run CMD while the lease holds, release when CMD and\n"
         "everything it started in its process group have exited.\n"
@@ -667,9 +668,9 @@ static void usage_run(FILE *f)
         "stops the rest of the group before it releases the lease; if it cannot confirm the group\n"
         "gone, it lets the lease run out instead. Processes that leave the group (setsid) escape.\n"
         "  --wait MS   wait up to MS (or 500ms, 10s, 2m) for the lease; default: try once\n"
-        "  --on-suspect CMD  run CMD (/bin/sh -c, own process group, output on stderr) when a\n"
+        "  --on-suspect HOOK  run HOOK (/bin/sh -c, own process group, output on stderr) when a\n"
         "              renewal misses its quorum while the lease still holds (SUSPECT)\n"
-        "  --on-lost CMD     run CMD when the lease is lost (or the command is stopped for a\n"
+        "  --on-lost HOOK     run HOOK when the lease is lost (or the command is stopped for a\n"
         "              missed heartbeat), before the command gets SIGTERM: a safe-position step.\n"
         "              Hooks get ELK_EVENT (suspect|lost), ELK_RESOURCE, ELK_TOKEN and\n"
         "              ELK_TIME_LEFT_MS; the lease is not released while one runs\n"
