@@ -1034,6 +1034,7 @@ static uint64_t run_step_extras(run_sup_t *rs, uint64_t now, uint64_t wake)
         rs->conn_open = false;
         rs->w.lost = true;
         rs->w.why = "lost the connection to elkd; the lease can no longer be trusted";
+        wake = now; /* stop the command at once, not at the next timeout */
     }
     if (rs->stage == RUN_DRIVING && elkfw_hb_next(&rs->hb) < wake) {
         wake = elkfw_hb_next(&rs->hb);
