@@ -164,6 +164,9 @@ gateway() {
   start_elkd "$gw" "$S_DIR/$gw.conf" "$@"
   set -- $ports
   wait_nodes "$gw" $# || { bad "$gw never saw its $# node(s) ready"; finish; }
+  # and voting: vote hygiene quarantines a server whose uptime is below the longest lease
+  # (a fresh one, as here) until that has passed (issue 20, docs/design.md)
+  wait_until 60 all_vote "$gw" $# || { bad "$gw never saw its $# node(s) vote"; finish; }
 }
 # proxied_fleet: redis servers r1..r3, each behind an elk-faultproxy p1..p3
 proxied_fleet() {
