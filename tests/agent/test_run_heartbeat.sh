@@ -39,6 +39,7 @@ R=$!
 wait_for 30 '[ -s "$M/pid" ]'
 t0=$(now_ms)
 wait_until 60 gone $R; check "elk run ends when the heartbeat stops" 0 $?
+kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
 wait $R; rc=$?
 check "exit 75 after a missed heartbeat" 75 $rc
 E run valve-1 -- true 2>"$ELK_T_DIR/next.err"; rc=$?
@@ -59,6 +60,7 @@ E run --heartbeat 1s valve-1 -- sh -c "trap 'touch $M/term' TERM; echo \$\$ > $M
 R=$!
 wait_for 30 '[ -s "$M/pid" ]'
 wait_until 60 gone $R; check "elk run ends (stubborn command)" 0 $?
+kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
 wait $R; rc=$?
 check "exit 75 (stubborn command)" 75 $rc
 [ -e "$M/term" ]; check "the stubborn command got SIGTERM first" 0 $?
