@@ -330,6 +330,8 @@ static const keydef_t fleet_keys[] = {
     {"request_timeout", K_DUR, FLEET(request_timeout_ms), 0, NULL, 1, 600000},
     {"drift_factor", K_FRAC, FLEET(drift_factor_ppm), 0, NULL, 0, 0},
     {"drift_fixed", K_DUR, FLEET(drift_fixed_ms), 0, NULL, 0, 10000},
+    {"vote_hygiene", K_BOOL, FLEET(vote_hygiene), 0, NULL, 0, 0},
+    {"quarantine", K_DUR, FLEET(quarantine_ms), 0, NULL, 0, 86400000},
 };
 
 static const keydef_t node_keys[] = {
@@ -360,6 +362,8 @@ static const keydef_t resource_keys[] = {
     {"wait_min", K_DUR, RES(wait_min_ms), 0, NULL, 1, 600000},
     {"wait_max", K_DUR, RES(wait_max_ms), 0, NULL, 1, 600000},
     {"release_channel", K_BOOL, RES(release_channel), 0, NULL, 0, 0},
+    {"lock_delay", K_DUR, RES(lock_delay_ms), 0, NULL, 0, 86400000},
+    {"keepalive", K_DUR, RES(keepalive_ms), 0, NULL, 0, 86400000},
     {"allow_users", K_IDLIST, RES(allow_users), SZ(elkfw_resource_conf_t, allow_users), NULL, 0, 0},
     {"allow_groups", K_IDLIST, RES(allow_groups), SZ(elkfw_resource_conf_t, allow_groups), NULL, 0,
      0},
@@ -434,6 +438,8 @@ void elkfw_conf_defaults(elkfw_conf_t *c)
     c->request_timeout_ms = 1000;
     c->drift_factor_ppm = CONFIG_ELK_DRIFT_FACTOR_PPM;
     c->drift_fixed_ms = CONFIG_ELK_DRIFT_FIXED_MS;
+    c->vote_hygiene = true;
+    c->quarantine_ms = 0;
     strcpy(c->agent.socket_path, "/run/elkd/elkd.sock");
     c->agent.socket_mode = 0660;
     c->agent.log_target = ELKFW_LOG_STDERR;
@@ -451,6 +457,7 @@ static void resource_defaults(elkfw_resource_conf_t *r)
     r->stop_margin_ms = 500;
     r->min_validity_ms = 0; /* filled in the check: a fifth of the ttl unless set */
     r->fencing = true;
+    r->max_hold_ms = CONFIG_ELK_DEFAULT_MAX_HOLD_MS;
     r->wait_min_ms = 50;
     r->wait_max_ms = 200;
     r->release_channel = false;
@@ -625,6 +632,8 @@ static void note_key_line(parser_t *p, const char *name)
         {SEC_RESOURCE, "ttl", offsetof(elkfw_resource_conf_t, ttl_line)},
         {SEC_RESOURCE, "stop_margin", offsetof(elkfw_resource_conf_t, stop_margin_line)},
         {SEC_RESOURCE, "min_validity", offsetof(elkfw_resource_conf_t, min_validity_line)},
+        {SEC_RESOURCE, "max_hold", offsetof(elkfw_resource_conf_t, max_hold_line)},
+        {SEC_FLEET, "vote_hygiene", offsetof(elkfw_conf_t, vote_hygiene_line)},
         {SEC_RESOURCE, "allow_users", offsetof(elkfw_resource_conf_t, allow_users_line)},
         {SEC_RESOURCE, "allow_groups", offsetof(elkfw_resource_conf_t, allow_groups_line)},
         {SEC_NODE, "password_file", offsetof(elkfw_node_conf_t, password_file_line)},
@@ -945,6 +954,8 @@ void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf
     out->wait_max_ms = r->wait_max_ms;
     out->fencing = r->fencing;
     out->use_release_channel = r->release_channel;
+    out->lock_delay_ms = r->lock_delay_ms;
+    out->keepalive_ms = r->keepalive_ms;
 }
 
 /* The fleet as a whole: enough nodes for the mode, something to lock. */
@@ -1044,11 +1055,61 @@ static int check_resource(parser_t *p, const elkfw_conf_t *c, elkfw_resource_con
     if (check_lease_rule(p, c, r) != ELK_OK) {
         return ELK_E_CONFIG;
     }
+    if (r->max_hold_line == 0 && r->max_hold_ms < r->ttl_ms) {
+        r->max_hold_ms = r->ttl_ms; /* the default cap, for a lease longer than it */
+    }
     if (r->max_hold_ms != 0 && r->max_hold_ms < r->ttl_ms) {
         return fail(p, r->line, "[resource %s]: max_hold %lums is shorter than ttl %lums", r->name,
                     (unsigned long)r->max_hold_ms, (unsigned long)r->ttl_ms);
     }
     return ELK_OK;
+}
+
+/* A quarantine set by hand must outlast every lease this file's resources can have on a
+ * node: ttl + drift + lock_delay. Shorter, a node restarted empty would vote again while a
+ * lease it forgot can still be valid on the others. */
+static int check_quarantine(parser_t *p, const elkfw_conf_t *c)
+{
+    size_t i;
+    for (i = 0; c->quarantine_ms != 0 && i < c->n_resources; i++) {
+        const elkfw_resource_conf_t *r = &c->resources[i];
+        elk_lock_config_t lc;
+        uint64_t need;
+        elkfw_resource_lock_config(c, r, &lc);
+        need = (uint64_t)r->ttl_ms + elk_lock_config_drift(&lc) + r->lock_delay_ms;
+        if (c->quarantine_ms < need) {
+            return fail(p, 0,
+                        "[fleet] quarantine %lums is shorter than ttl + drift + lock_delay of "
+                        "[resource %s] (%llums): a restarted node would vote while a lease it lost "
+                        "may still be valid; raise it or use 0 (automatic)",
+                        (unsigned long)c->quarantine_ms, r->name, (unsigned long long)need);
+        }
+    }
+    return ELK_OK;
+}
+
+bool elkfw_conf_warning(const elkfw_conf_t *c, size_t *pos, char *out, size_t cap)
+{
+    while (*pos <= c->n_resources) {
+        size_t i = (*pos)++;
+        if (i < c->n_resources && c->resources[i].max_hold_ms == 0) {
+            const elkfw_resource_conf_t *r = &c->resources[i];
+            snprintf(out, cap,
+                     "%s:%d: warning: [resource %s] max_hold = 0: a hung holder keeps the "
+                     "resource forever; set a cap (e.g. max_hold = 1h)",
+                     c->path, r->max_hold_line ? r->max_hold_line : r->line, r->name);
+            return true;
+        }
+        if (i == c->n_resources && !c->vote_hygiene) {
+            snprintf(out, cap,
+                     "%s:%d: warning: [fleet] vote_hygiene = off: a master that restarted empty "
+                     "or whose clock jumped ahead keeps its vote and two holders can overlap "
+                     "(for negative controls only)",
+                     c->path, c->vote_hygiene_line);
+            return true;
+        }
+    }
+    return false;
 }
 
 static int check_conf(parser_t *p)
@@ -1067,6 +1128,9 @@ static int check_conf(parser_t *p)
         if (check_resource(p, c, &c->resources[i]) != ELK_OK) {
             return ELK_E_CONFIG;
         }
+    }
+    if (check_quarantine(p, c) != ELK_OK) {
+        return ELK_E_CONFIG;
     }
     if (c->agent.socket_path[0] == '\0') {
         return fail(p, 0, "[agent] socket must not be empty");

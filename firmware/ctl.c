@@ -91,27 +91,62 @@ static bool cur_word(ctl_cursor_t *c, const char **w, size_t *wl)
     return next_word(&c->p, c->end, w, wl);
 }
 
-/* ACQUIRE <resource> [<wait>] and RELEASE <resource>: req->cmd says which. */
+/* ACQUIRE's words after the resource: [<wait>] [keepalive=<interval>]. A word that is
+ * neither is left for the caller, which refuses extra words. */
+static int req_acquire_options(ctl_cursor_t *c, elkfw_ctl_req_t *req, const char **why)
+{
+    static const char ka[] = "keepalive=";
+    const size_t kl = sizeof ka - 1;
+    bool wait_seen = false, ka_seen = false;
+    const char *w;
+    size_t wl;
+    for (;;) {
+        const char *before = c->p;
+        if (!cur_word(c, &w, &wl)) {
+            return ELK_OK;
+        }
+        if (!ka_seen && wl >= kl && strncasecmp(w, ka, kl) == 0) {
+            if (!elkfw_parse_duration(w + kl, wl - kl, &req->keepalive_ms)) {
+                *why = "keepalive must be a duration: keepalive=<ms>, or e.g. keepalive=2s";
+                return ELK_E_CTL_SYNTAX;
+            }
+            ka_seen = true;
+        } else if (!wait_seen && !ka_seen && memchr(w, '=', wl) == NULL) {
+            if (!elkfw_parse_duration(w, wl, &req->wait_ms)) {
+                *why = "wait must be a duration: milliseconds, or e.g. 500ms or 10s";
+                return ELK_E_CTL_SYNTAX;
+            }
+            wait_seen = true;
+        } else if (memchr(w, '=', wl) != NULL && !ka_seen) {
+            *why = "usage: ACQUIRE <resource> [<wait>] [keepalive=<interval>]";
+            return ELK_E_CTL_SYNTAX;
+        } else {
+            c->p = before; /* not ours: the caller refuses it */
+            return ELK_OK;
+        }
+    }
+}
+
+/* ACQUIRE <resource> [<wait>] [keepalive=<interval>], RELEASE <resource> and KEEPALIVE
+ * <resource>: req->cmd says which. */
 static int req_resource_args(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t *req,
                              const char **why)
 {
-    bool acquire = req->cmd == ELKFW_CTL_ACQUIRE;
-    const char *arg, *w;
-    size_t al, wl;
+    const char *arg;
+    size_t al;
     int rc;
     if (!cur_word(c, &arg, &al)) {
-        *why = acquire ? "usage: ACQUIRE <resource> [<wait>]" : "usage: RELEASE <resource>";
+        *why = req->cmd == ELKFW_CTL_ACQUIRE
+            ? "usage: ACQUIRE <resource> [<wait>] [keepalive=<interval>]"
+            : (req->cmd == ELKFW_CTL_RELEASE ? "usage: RELEASE <resource>"
+                                             : "usage: KEEPALIVE <resource>");
         return ELK_E_CTL_SYNTAX;
     }
     rc = take_resource(arg, al, name_max, req, why);
-    if (rc != ELK_OK) {
+    if (rc != ELK_OK || req->cmd != ELKFW_CTL_ACQUIRE) {
         return rc;
     }
-    if (acquire && cur_word(c, &w, &wl) && !elkfw_parse_duration(w, wl, &req->wait_ms)) {
-        *why = "wait must be a duration: milliseconds, or e.g. 500ms or 10s";
-        return ELK_E_CTL_SYNTAX;
-    }
-    return ELK_OK;
+    return req_acquire_options(c, req, why);
 }
 
 /* SUPERVISE <resource> <pgid> */
@@ -177,6 +212,7 @@ static const struct ctl_verb {
 } ctl_verbs[] = {
     {"ACQUIRE", ELKFW_CTL_ACQUIRE, req_resource_args},
     {"RELEASE", ELKFW_CTL_RELEASE, req_resource_args},
+    {"KEEPALIVE", ELKFW_CTL_KEEPALIVE, req_resource_args},
     {"SUPERVISE", ELKFW_CTL_SUPERVISE, req_supervise_args},
     {"STATUS", ELKFW_CTL_STATUS, req_status_args},
     {"PING", ELKFW_CTL_PING, req_no_args},
@@ -224,7 +260,7 @@ static int parse_request_words(ctl_cursor_t *c, size_t name_max, elkfw_ctl_req_t
     }
     verb = find_verb(w, wl);
     if (verb == NULL) {
-        *why = "commands: ACQUIRE RELEASE SUPERVISE STATUS PING HELP QUIT";
+        *why = "commands: ACQUIRE RELEASE KEEPALIVE SUPERVISE STATUS PING HELP QUIT";
         return ELK_E_CTL_UNKNOWN;
     }
     req->cmd = verb->cmd;
@@ -332,7 +368,8 @@ static int reply_grant_options(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
     return ELK_OK;
 }
 
-/* ACQUIRED, RENEWED: <resource> <token> <deadline_ms> [<stop_margin_ms>] [key=value ...] */
+/* ACQUIRED, RENEWED, RECOVERED: <resource> <token> <deadline_ms> [<stop_margin_ms>]
+ * [key=value ...] */
 static int reply_grant(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
 {
     const char *w;
@@ -353,7 +390,7 @@ static int reply_grant(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
     return reply_grant_options(c, m);
 }
 
-/* RELEASED, LOST, SUPERVISED, RENEW_STOPPED: <resource> [<CODE_NAME> [<ms>]] */
+/* RELEASED, LOST, SUPERVISED, KEEPALIVE, RENEW_STOPPED: <resource> [<CODE_NAME> [<ms>]] */
 static int reply_resource_event(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
 {
     const char *w;
@@ -375,6 +412,20 @@ static int reply_resource_event(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
     return ELK_OK;
 }
 
+/* SUSPECT: <resource> <validity_ms> <CODE_NAME> [key=value ...] */
+static int reply_suspect(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
+{
+    const char *w;
+    size_t wl;
+    uint64_t v;
+    if (!reply_resource(c, m) || !reply_number(c, UINT32_MAX, &v) || !cur_word(c, &w, &wl) ||
+        !copy_word(m->code, sizeof m->code, w, wl) || memchr(w, '=', wl) != NULL) {
+        return ELK_E_CTL_SYNTAX;
+    }
+    m->deadline_ms = (uint32_t)v;
+    return reply_grant_options(c, m);
+}
+
 /* STATUS <count> */
 static int reply_status(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
 {
@@ -393,6 +444,9 @@ static const struct ctl_reply_word {
 } ctl_reply_words[] = {
     {"ACQUIRED", reply_grant},
     {"RENEWED", reply_grant},
+    {"RECOVERED", reply_grant},
+    {"SUSPECT", reply_suspect},
+    {"KEEPALIVE", reply_resource_event},
     {"RELEASED", reply_resource_event},
     {"LOST", reply_resource_event},
     {"SUPERVISED", reply_resource_event},

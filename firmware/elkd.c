@@ -112,7 +112,10 @@ typedef struct resource {
     elkfw_sup_t sup;              /* the holder's command (elk run's process group), if told */
     /* Why the last failed round of a waiting acquire failed, so a wait that times out can
      * say what stood in the way (the library reports ELK_E_LOCK_TIMEOUT for it). */
-    int last_round_err; /* ELK_OK: no failed round in this acquire */
+    int last_round_err;     /* ELK_OK: no failed round in this acquire */
+    uint32_t keepalive_ms;  /* this hold's keepalive interval (ACQUIRE keepalive=, or conf) */
+    bool keepalive_missed;  /* renewal stopped: the holder's KEEPALIVE came too late */
+    uint64_t suspect_since; /* SUSPECT spell started at (0: not suspect), for the log */
     uint8_t last_ok, last_busy, last_failed, last_nodes;
     size_t last_ready; /* nodes ready when that round failed */
 } resource_t;
@@ -123,7 +126,8 @@ typedef struct waiter {
     size_t res;
     uint64_t deadline; /* give up (ELK_E_LOCK_TIMEOUT) at this time */
     uint32_t wait_ms;
-    uint64_t seq; /* arrival order: the oldest waiter goes first */
+    uint32_t keepalive_ms; /* its ACQUIRE's keepalive= (0: the resource's) */
+    uint64_t seq;          /* arrival order: the oldest waiter goes first */
 } waiter_t;
 
 struct agent {
@@ -175,8 +179,9 @@ struct agent {
     elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
     bool journal; /* stderr is the journal: lines start with <priority> */
     elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
-    uint64_t metrics_next; /* next rewrite of [agent] metrics_file */
-    bool metrics_failed;   /* the last rewrite failed (said once) */
+    uint64_t quarantine_until[CONFIG_ELK_MAX_NODES]; /* last seen quarantine end, 0: none */
+    uint64_t metrics_next;                           /* next rewrite of [agent] metrics_file */
+    bool metrics_failed;                             /* the last rewrite failed (said once) */
 };
 
 /* ------------------------------------------------------------------ logging */
@@ -366,10 +371,27 @@ static bool res_orphaned(agent_t *a, const resource_t *r, uint64_t now)
     return !owned_by(a, r, r->owner) && elk_lock_is_held(&r->lock, now);
 }
 
-static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms, uint64_t now)
+/* The grant line: OK ACQUIRED, EVENT RENEWED and EVENT RECOVERED have one shape. */
+static void send_grant(agent_t *a, int slot, const char *what, const resource_t *r, uint64_t token,
+                       uint32_t validity_ms, uint64_t deadline)
+{
+    /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
+     * host shares) lets the client stop in time however late it reads this line. */
+    client_send(a, slot,
+                "%s %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64 "\n",
+                what, r->conf->name, token, validity_ms, r->conf->stop_margin_ms, deadline);
+}
+
+/* keepalive_ms: this hold's keepalive interval asked for (0: the resource's setting). */
+static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
+                          uint32_t keepalive_ms, uint64_t now)
 {
     int rc;
     uint64_t wd = wait_ms > 0 ? now + wait_ms : 0;
+    r->keepalive_ms = keepalive_ms != 0 ? keepalive_ms : r->conf->keepalive_ms;
+    r->keepalive_missed = false;
+    r->suspect_since = 0;
+    (void)elk_lock_set_keepalive(&r->lock, now, r->keepalive_ms);
     r->owner = slot;
     r->owner_id = a->clients[slot].id;
     r->acquiring = true;
@@ -386,11 +408,8 @@ static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     if (rc == ELK_OK) {
         /* Already held by this handle: cannot happen as the agent holds once per resource;
          * answer truthfully anyway. */
-        client_send(a, slot,
-                    "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32
-                    " deadline_boottime_ms=%" PRIu64 "\n",
-                    r->conf->name, elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now),
-                    r->conf->stop_margin_ms, elk_lock_deadline(&r->lock));
+        send_grant(a, slot, "OK ACQUIRED", r, elk_lock_token(&r->lock),
+                   elk_lock_validity(&r->lock, now), elk_lock_deadline(&r->lock));
         return;
     }
     r->owner = -1;
@@ -418,7 +437,7 @@ static void hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
         a->waiters[best].client = -1;
         if (a->clients[w.client].fd >= 0 && a->clients[w.client].id == w.client_id) {
             uint32_t left = w.deadline > now ? (uint32_t)(w.deadline - now) : 0;
-            start_acquire(a, r, w.client, left, now);
+            start_acquire(a, r, w.client, left, w.keepalive_ms, now);
         }
     }
 }
@@ -548,7 +567,12 @@ static void lease_metrics(agent_t *a, resource_t *r, const elk_lock_event_t *ev)
     case ELK_LOCK_EV_ACQUIRE_FAILED:
         m->refusals++;
         break;
+    case ELK_LOCK_EV_SUSPECT:
+        m->suspects++;
+        m->renewals_failed++; /* SUSPECT stands for the spell's first failed round */
+        break;
     case ELK_LOCK_EV_RENEWED:
+    case ELK_LOCK_EV_RECOVERED:
         m->renewals_ok++;
         elkfw_hist_add(&m->renew_round, round);
         elkfw_hist_add(&m->validity_left, ev->validity_ms);
@@ -577,18 +601,21 @@ static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_ev
         return;
     }
     r->granted_at = ev->now;
+    /* The hold starts now: its keepalive interval counts from here. */
+    (void)elk_lock_set_keepalive(&r->lock, ev->now, r->keepalive_ms);
     elkd_log(a, ELK_LOG_INFO,
              "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
              ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes",
              r->conf->name, a->clients[slot].id, (unsigned)a->clients[slot].peer.uid,
              (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token, ev->validity_ms,
              ev->now - r->asked_at, ev->ok, ev->node_count);
-    /* The absolute deadline (our clock is CLOCK_BOOTTIME, which every process on this
-     * host shares) lets the client stop in time however late it reads this line. */
-    client_send(a, slot,
-                "OK ACQUIRED %s %" PRIu64 " %" PRIu32 " %" PRIu32 " deadline_boottime_ms=%" PRIu64
-                "\n",
-                r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms, ev->deadline);
+    if (r->keepalive_ms != 0) {
+        elkd_log(a, ELK_LOG_INFO,
+                 "%s: renewal needs a KEEPALIVE from client %" PRIu64 " at least every %" PRIu32
+                 " ms",
+                 r->conf->name, a->clients[slot].id, r->keepalive_ms);
+    }
+    send_grant(a, slot, "OK ACQUIRED", r, ev->token, ev->validity_ms, ev->deadline);
 }
 
 static void lease_not_acquired(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
@@ -634,11 +661,7 @@ static void lease_renew_event(agent_t *a, resource_t *r, int slot, const elk_loc
         elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms",
                  r->conf->name, ev->renewals, ev->validity_ms);
         if (slot >= 0) {
-            client_send(a, slot,
-                        "EVENT RENEWED %s %" PRIu64 " %" PRIu32 " %" PRIu32
-                        " deadline_boottime_ms=%" PRIu64 "\n",
-                        r->conf->name, ev->token, ev->validity_ms, r->conf->stop_margin_ms,
-                        ev->deadline);
+            send_grant(a, slot, "EVENT RENEWED", r, ev->token, ev->validity_ms, ev->deadline);
         }
     } else if (ev->type == ELK_LOCK_EV_RENEW_FAILED) {
         /* the library already logs this at warn */
@@ -647,11 +670,50 @@ static void lease_renew_event(agent_t *a, resource_t *r, int slot, const elk_loc
             "%s: renewal round failed (%s: %u ok of %u, quorum %u); retrying until the deadline",
             r->conf->name, elk_err_name(ev->err), ev->ok, ev->node_count, ev->quorum);
     } else {
-        elkd_log(a, ELK_LOG_WARN, "%s: %s", r->conf->name, elk_err_message(ev->err));
+        r->keepalive_missed = ev->err == ELK_E_KEEPALIVE_MISSED;
+        if (r->keepalive_missed) {
+            elkd_log(a, ELK_LOG_WARN,
+                     "%s: no KEEPALIVE from client %" PRIu64 " within %" PRIu32
+                     " ms: renewal stopped, the lease runs out in %" PRIu32 " ms (%s)",
+                     r->conf->name, slot >= 0 ? a->clients[slot].id : 0, r->keepalive_ms,
+                     ev->validity_ms, elk_err_message(ev->err));
+        } else {
+            elkd_log(a, ELK_LOG_WARN, "%s: %s", r->conf->name, elk_err_message(ev->err));
+        }
         if (slot >= 0) {
             client_send(a, slot, "EVENT RENEW_STOPPED %s %s\n", r->conf->name,
                         elk_err_name(ev->err));
         }
+    }
+}
+
+/* SUSPECT: a renewal round missed its quorum before the deadline. Still held (and still
+ * retried), but the holder may want its actuator in a safe position already. */
+static void lease_suspect(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
+{
+    r->suspect_since = ev->now;
+    elkd_log(a, ELK_LOG_WARN,
+             "%s: SUSPECT: a renewal round missed its quorum (%s: %u ok of %u, quorum %u); "
+             "still valid %" PRIu32 " ms, retrying until the deadline; telling client %" PRIu64,
+             r->conf->name, elk_err_name(ev->err), ev->ok, ev->node_count, ev->quorum,
+             ev->validity_ms, slot >= 0 ? a->clients[slot].id : 0);
+    if (slot >= 0) {
+        client_send(a, slot, "EVENT SUSPECT %s %" PRIu32 " %s\n", r->conf->name, ev->validity_ms,
+                    elk_err_name(ev->err));
+    }
+}
+
+/* RECOVERED: a renewal confirmed the lease after SUSPECT; told like RENEWED. */
+static void lease_recovered(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
+{
+    elkd_log(a, ELK_LOG_INFO,
+             "%s: recovered after %" PRIu64 " ms suspect: renewed (%" PRIu32
+             " renewals), valid %" PRIu32 " ms",
+             r->conf->name, r->suspect_since != 0 ? ev->now - r->suspect_since : 0, ev->renewals,
+             ev->validity_ms);
+    r->suspect_since = 0;
+    if (slot >= 0) {
+        send_grant(a, slot, "EVENT RECOVERED", r, ev->token, ev->validity_ms, ev->deadline);
     }
 }
 
@@ -699,9 +761,13 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
     case ELK_LOCK_EV_RENEWED:
     case ELK_LOCK_EV_RENEW_FAILED:
     case ELK_LOCK_EV_RENEW_STOPPED:
-    case ELK_LOCK_EV_SUSPECT:   /* issue 20: own handling (EVENT SUSPECT) to come */
-    case ELK_LOCK_EV_RECOVERED: /* issue 20: own handling (EVENT RECOVERED) to come */
         lease_renew_event(a, r, slot, ev);
+        break;
+    case ELK_LOCK_EV_SUSPECT:
+        lease_suspect(a, r, slot, ev);
+        break;
+    case ELK_LOCK_EV_RECOVERED:
+        lease_recovered(a, r, slot, ev);
         break;
     case ELK_LOCK_EV_LOST:
         lease_lost(a, r, slot, ev);
@@ -823,52 +889,102 @@ static const char *json_text(const char *s, char *out, size_t cap)
     return out;
 }
 
+/* The keepalive interval of r: its hold's while held, else what a plain ACQUIRE gets. */
+static uint32_t res_keepalive(const resource_t *r, uint64_t now)
+{
+    return elk_lock_is_held(&r->lock, now) ? r->keepalive_ms : r->conf->keepalive_ms;
+}
+
+/* ms until node i may vote again after a quarantine (0: not quarantined). */
+static uint64_t quarantine_left(agent_t *a, size_t i, uint64_t now)
+{
+    uint64_t until = elk_client_node_quarantine(&a->client, i);
+    return until > now ? until - now : 0;
+}
+
+/* Node i's vote hygiene for its STATUS line: " hygiene=<text>", its spaces written as '_'
+ * (values hold none) and, while it is quarantined, ";_until_<local time>_(in_<N>_s)"
+ * appended. One word: `elk status` tables take a fixed number of columns. */
+static void node_hygiene_word(agent_t *a, size_t i, uint64_t now, char *buf, size_t cap)
+{
+    uint64_t left = quarantine_left(a, i, now);
+    const char *text = elk_client_node_hygiene(&a->client, i);
+    size_t k;
+    int n;
+    if (left == 0) {
+        n = snprintf(buf, cap, " hygiene=%s", text[0] ? text : "-");
+    } else {
+        /* the lease clock is monotonic: the wall-clock moment is for people only */
+        time_t t = time(NULL) + (time_t)((left + 999u) / 1000u);
+        struct tm tm;
+        char when[16] = "?";
+        if (localtime_r(&t, &tm) != NULL) {
+            strftime(when, sizeof when, "%H:%M:%S", &tm);
+        }
+        n = snprintf(buf, cap, " hygiene=%s; until %s (in %" PRIu64 " s)", text, when,
+                     (left + 999u) / 1000u);
+    }
+    for (k = 1; n > 0 && k < (size_t)n && k < cap && buf[k] != '\0'; k++) {
+        buf[k] = buf[k] == ' ' || buf[k] == '\t' ? '_' : buf[k];
+    }
+}
+
+/* STATUS: "OK STATUS <n>", then the agent, each resource and each node on a line. */
+static void send_status_text(agent_t *a, int slot, uint64_t now)
+{
+    size_t i;
+    char holder[32], addr[300], hyg[256];
+    uint64_t uptime_s = (now - a->started_at) / 1000u;
+    client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
+    client_send(a, slot,
+                "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64
+                " mode=%s nodes_ready=%zu/%zu quorum=%zu "
+                "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32 "\n",
+                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
+                elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet), a->fleet.count,
+                elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
+                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
+    for (i = 0; i < a->n_res; i++) {
+        const resource_t *r = &a->res[i];
+        if (!r->in_use) {
+            continue;
+        }
+        client_send(a, slot,
+                    "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
+                    " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s keepalive_ms=%" PRIu32
+                    " lock_delay_ms=%" PRIu32 "\n",
+                    r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                    holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
+                    elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
+                    elk_lock_last_error(&r->lock) == ELK_OK
+                        ? "-"
+                        : elk_err_name(elk_lock_last_error(&r->lock)),
+                    res_keepalive(r, now), r->conf->lock_delay_ms);
+    }
+    for (i = 0; i < a->fleet.count; i++) {
+        const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
+        node_addr(a, i, addr, sizeof addr);
+        node_hygiene_word(a, i, now, hyg, sizeof hyg);
+        client_send(a, slot,
+                    "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
+                    " failures=%" PRIu32 " timeouts=%" PRIu32
+                    " last_error=%s votes=%s%s check=%s\n",
+                    a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
+                    st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures,
+                    st->timeouts, st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
+                    elk_client_node_votes(&a->client, i) ? "yes" : "no", hyg,
+                    elk_client_node_check(&a->client, i));
+    }
+}
+
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
     bool first = true;
-    char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX];
+    char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX], hyg[256];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
     if (!json) {
-        client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
-        client_send(a, slot,
-                    "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64
-                    " mode=%s nodes_ready=%zu/%zu quorum=%zu "
-                    "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32
-                    "\n",
-                    a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
-                    elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet), a->fleet.count,
-                    elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
-                    clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
-        for (i = 0; i < a->n_res; i++) {
-            const resource_t *r = &a->res[i];
-            if (!r->in_use) {
-                continue;
-            }
-            client_send(a, slot,
-                        "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
-                        " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s\n",
-                        r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-                        holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-                        elk_lock_validity(&r->lock, now), r->conf->ttl_ms,
-                        elk_lock_renewals(&r->lock),
-                        elk_lock_last_error(&r->lock) == ELK_OK
-                            ? "-"
-                            : elk_err_name(elk_lock_last_error(&r->lock)));
-        }
-        for (i = 0; i < a->fleet.count; i++) {
-            const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
-            node_addr(a, i, addr, sizeof addr);
-            client_send(
-                a, slot,
-                "node name=%s addr=%s state=%s tls=%s rtt_ms=%" PRIu32 " connects=%" PRIu32
-                " failures=%" PRIu32 " timeouts=%" PRIu32 " last_error=%s votes=%s check=%s\n",
-                a->conf.nodes[i].name, addr, elk_node_state_name(elk_node_state(&a->nodes[i])),
-                st->tls ? "yes" : "no", st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-                st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error),
-                elk_client_node_votes(&a->client, i) ? "yes" : "no",
-                elk_client_node_check(&a->client, i));
-        }
+        send_status_text(a, slot, now);
         return;
     }
     client_send(a, slot,
@@ -885,17 +1001,19 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         if (!r->in_use) {
             continue;
         }
-        client_send(a, slot,
-                    "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
-                    ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
-                    ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\"}",
-                    first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-                    holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-                    elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
-                    r->conf->stop_margin_ms,
-                    elk_lock_last_error(&r->lock) == ELK_OK
-                        ? ""
-                        : elk_err_name(elk_lock_last_error(&r->lock)));
+        client_send(
+            a, slot,
+            "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
+            ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
+            ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\",\"keepalive_ms\":%" PRIu32
+            ",\"lock_delay_ms\":%" PRIu32 "}",
+            first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+            holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
+            elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
+            r->conf->stop_margin_ms,
+            elk_lock_last_error(&r->lock) == ELK_OK ? ""
+                                                    : elk_err_name(elk_lock_last_error(&r->lock)),
+            res_keepalive(r, now), r->conf->lock_delay_ms);
         first = false;
     }
     client_send(a, slot, "],\"nodes\":[");
@@ -906,14 +1024,17 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
             a, slot,
             "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
             "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
-            ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\",\"votes\":%s,\"check\":\"%s\"}",
+            ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\",\"votes\":%s,\"check\":\"%s\","
+            "\"hygiene\":\"%s\",\"quarantined_ms\":%" PRIu64 "}",
             i ? "," : "", a->conf.nodes[i].name, addr,
             elk_node_state_name(elk_node_state(&a->nodes[i])),
             elk_node_is_ready(&a->nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
             st->last_rtt_ms, st->connects, st->failures, st->timeouts,
             st->last_error == ELK_OK ? "" : elk_err_name(st->last_error),
             elk_client_node_votes(&a->client, i) ? "true" : "false",
-            json_text(elk_client_node_check(&a->client, i), check, sizeof check));
+            json_text(elk_client_node_check(&a->client, i), check, sizeof check),
+            json_text(elk_client_node_hygiene(&a->client, i), hyg, sizeof hyg),
+            quarantine_left(a, i, now));
     }
     client_send(a, slot, "]}\n");
 }
@@ -946,11 +1067,13 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
     }
     for (i = 0; i < a->fleet.count; i++) {
         const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
+        memset(&nodes[i], 0, sizeof nodes[i]);
         nodes[i].name = a->conf.nodes[i].name;
         nodes[i].ready = elk_node_is_ready(&a->nodes[i]);
         nodes[i].connects = st->connects;
         nodes[i].failures = st->failures;
         nodes[i].timeouts = st->timeouts;
+        nodes[i].quarantined = quarantine_left(a, i, now) > 0;
         nodes[i].m = &a->node_metrics[i];
     }
     src->n_nodes = a->fleet.count;
@@ -1070,6 +1193,24 @@ static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_c
     }
 }
 
+/* KEEPALIVE: the work behind this connection's lease is alive (elk_lock_keepalive). One
+ * that comes after renewal stopped for a missed keepalive is refused: it is too late. */
+static void request_keepalive(agent_t *a, int slot, resource_t *r, uint64_t now)
+{
+    int rc = ELK_E_NOT_HELD;
+    if (owned_by(a, r, slot) && !r->acquiring && elk_lock_is_held(&r->lock, now)) {
+        rc = elk_lock_keepalive(&r->lock, now);
+    }
+    if (rc == ELK_OK && r->keepalive_missed) {
+        rc = ELK_E_KEEPALIVE_MISSED;
+    }
+    if (rc != ELK_OK) {
+        client_err(a, slot, rc, r->conf->name);
+    } else {
+        client_send(a, slot, "OK KEEPALIVE %s\n", r->conf->name);
+    }
+}
+
 /* RELEASE: a lease, or a wait for one, of this connection. */
 static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
 {
@@ -1156,6 +1297,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
                 a->waiters[i].res = (size_t)(r - a->res);
                 a->waiters[i].deadline = now + req->wait_ms;
                 a->waiters[i].wait_ms = req->wait_ms;
+                a->waiters[i].keepalive_ms = req->keepalive_ms;
                 a->waiters[i].seq = ++a->next_waiter_seq;
                 return;
             }
@@ -1164,7 +1306,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
         return;
     }
     r->owner = -1;
-    start_acquire(a, r, slot, req->wait_ms, now);
+    start_acquire(a, r, slot, req->wait_ms, req->keepalive_ms, now);
 }
 
 static void handle_request(agent_t *a, int slot, const char *line, size_t len, uint64_t now)
@@ -1183,8 +1325,8 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
         return;
     case ELKFW_CTL_HELP:
         client_send(a, slot,
-                    "OK HELP ACQUIRE <resource> [<wait>] | RELEASE <resource> | SUPERVISE "
-                    "<resource> <pgid> | "
+                    "OK HELP ACQUIRE <resource> [<wait>] [keepalive=<interval>] | RELEASE "
+                    "<resource> | KEEPALIVE <resource> | SUPERVISE <resource> <pgid> | "
                     "STATUS [JSON|METRICS] | PING | QUIT\n");
         return;
     case ELKFW_CTL_QUIT:
@@ -1201,6 +1343,7 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
     case ELKFW_CTL_ACQUIRE:
     case ELKFW_CTL_RELEASE:
     case ELKFW_CTL_SUPERVISE:
+    case ELKFW_CTL_KEEPALIVE:
         break;
     }
     r = find_res(a, req.resource);
@@ -1210,6 +1353,8 @@ static void handle_request(agent_t *a, int slot, const char *line, size_t len, u
     }
     if (req.cmd == ELKFW_CTL_SUPERVISE) {
         request_supervise(a, slot, r, &req, now);
+    } else if (req.cmd == ELKFW_CTL_KEEPALIVE) {
+        request_keepalive(a, slot, r, now);
     } else if (req.cmd == ELKFW_CTL_RELEASE) {
         request_release(a, slot, r, now);
     } else {
@@ -1568,6 +1713,8 @@ static int setup_client(agent_t *a, char *err, size_t errlen)
     cc.safety = a->conf.agent.safety_check == ELKFW_SAFETY_OFF ? ELK_SAFETY_OFF
         : a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE    ? ELK_SAFETY_REFUSE
                                                                : ELK_SAFETY_WARN;
+    cc.vote_hygiene = a->conf.vote_hygiene;
+    cc.quarantine_ms = a->conf.quarantine_ms;
     rc = elk_client_init(&a->client, &cc, &a->fleet, &a->entropy, &a->lib_log);
     if (rc != ELK_OK) {
         snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", a->gateway_id,
@@ -1792,6 +1939,7 @@ static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t
     pick_gateway_id(a);
     memset(a->nodelog, 0, sizeof a->nodelog);
     memset(a->node_metrics, 0, sizeof a->node_metrics);
+    memset(a->quarantine_until, 0, sizeof a->quarantine_until);
     rc = setup_fleet(a, err, errlen);
     if (rc != ELK_OK) {
         teardown_fleet(a);
@@ -1910,6 +2058,17 @@ static void reload_allow(agent_t *a, const elkfw_conf_t *next, const elkfw_allow
     }
 }
 
+/* A valid but risky configuration (max_hold = 0, ...) is said in the log too, not only
+ * by --check: at start and after each reload. */
+static void log_conf_warnings(agent_t *a)
+{
+    char w[ELKFW_ERR_MAX];
+    size_t pos = 0;
+    while (elkfw_conf_warning(&a->conf, &pos, w, sizeof w)) {
+        elkd_log(a, ELK_LOG_WARN, "%s", w);
+    }
+}
+
 static void reload_config(agent_t *a, uint64_t now)
 {
     elkfw_conf_t *next = malloc(sizeof *next);
@@ -1971,6 +2130,7 @@ static void reload_config(agent_t *a, uint64_t now)
     }
     a->reloads++;
     a->reload_error[0] = '\0';
+    log_conf_warnings(a);
     a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
     a->lib_log.level = a->log_level;
 }
@@ -2102,6 +2262,25 @@ static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
 
 /* One step of the agent by the clock: the lock engine, local waiters, resources,
  * client output. Returns the time of the next step, or 0 once a shutdown is complete. */
+/* Vote hygiene: the library warns when it quarantines a node; elkd says when the
+ * quarantine is over, and wakes up for that moment. */
+static void hygiene_step(agent_t *a, uint64_t now, uint64_t *next)
+{
+    size_t i;
+    for (i = 0; i < a->fleet.count; i++) {
+        uint64_t until = elk_client_node_quarantine(&a->client, i);
+        if (until > now) {
+            a->quarantine_until[i] = until;
+            *next = until < *next ? until : *next;
+        } else if (a->quarantine_until[i] != 0) {
+            a->quarantine_until[i] = 0;
+            elkd_log(a, ELK_LOG_INFO, "node %s (%s:%u): quarantine over, it may vote again (%s)",
+                     a->conf.nodes[i].name, a->conf.nodes[i].host, (unsigned)a->conf.nodes[i].port,
+                     elk_client_node_hygiene(&a->client, i));
+        }
+    }
+}
+
 static uint64_t agent_tick(agent_t *a, uint64_t now)
 {
     uint64_t next = elk_client_poll(&a->client, now);
@@ -2112,6 +2291,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     settle_reloaded(a, now, &next);
     notify_state(a, now, &next);
     node_summaries(a, now, &next);
+    hygiene_step(a, now, &next);
     metrics_step(a, now, &next);
     if (serve_waiting_requests(a, now)) {
         next = now; /* an ACQUIRE among them queued requests the next poll sends */
@@ -2463,7 +2643,7 @@ static int read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gi
 static int check_config(agent_t *a)
 {
     char err[ELKFW_ERR_MAX];
-    size_t i;
+    size_t i, pos = 0;
     int rc;
     elk_posix_clock(&a->clock);
     elk_posix_entropy(&a->entropy);
@@ -2485,6 +2665,10 @@ static int check_config(agent_t *a)
                    r->allow_users[0] ? r->allow_users : "-",
                    r->allow_groups[0] ? r->allow_groups : "-");
         }
+    }
+    /* risky but valid: said, and --check still passes */
+    while (elkfw_conf_warning(&a->conf, &pos, err, sizeof err)) {
+        printf("%s\n", err);
     }
     printf("%s: configuration ok (%s, %zu node%s, %zu resource%s, gateway %s)\n", a->conf_path,
            elkfw_mode_name(a->conf.mode), a->conf.n_nodes, a->conf.n_nodes == 1 ? "" : "s",
@@ -2543,6 +2727,7 @@ static int start_agent(agent_t *a)
                                 ? ELKD_EXIT_CONFIG
                                 : ELKD_EXIT_FLEET);
     }
+    log_conf_warnings(a);
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);

@@ -89,6 +89,10 @@ static uint64_t get_held(const elkfw_metrics_res_t *r)
 {
     return r->held;
 }
+static uint64_t get_suspects(const elkfw_metrics_res_t *r)
+{
+    return r->m->suspects;
+}
 
 static void res_scalar(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *type,
                        const char *help, res_get_fn get)
@@ -166,6 +170,10 @@ static void write_resources(FILE *f, const elkfw_metrics_src_t *s)
         fprintf(f, "elk_resource_renewals_total{resource=\"%s\",result=\"failed\"} %" PRIu64 "\n",
                 s->res[i].name, s->res[i].m->renewals_failed);
     }
+    res_scalar(f, s, "elk_lease_suspect_total", "counter",
+               "Times a held lease became SUSPECT: a renewal round missed its quorum before the "
+               "deadline.",
+               get_suspects);
     res_hist(f, s, "elk_resource_acquire_wait_seconds", "Time from ACQUIRE to the grant.", h_wait);
     res_hist(f, s, "elk_resource_hold_seconds", "Time a lease was held (grant to release or loss).",
              h_hold);
@@ -174,6 +182,35 @@ static void write_resources(FILE *f, const elkfw_metrics_src_t *s)
     res_hist(f, s, "elk_resource_validity_left_seconds",
              "Validity left after each confirmed renewal: how close the lease came to being lost.",
              h_left);
+}
+
+/* Vote hygiene per node; the counters only when the library keeps them. */
+static void write_hygiene(FILE *f, const elkfw_metrics_src_t *s)
+{
+    size_t i;
+    bool stats = false;
+    family(f, "elk_node_quarantined", "gauge",
+           "1 while the node has no vote: it restarted (or may have), or its clock jumped ahead.");
+    for (i = 0; i < s->n_nodes; i++) {
+        fprintf(f, "elk_node_quarantined{node=\"%s\"} %d\n", s->nodes[i].name,
+                s->nodes[i].quarantined ? 1 : 0);
+        stats = stats || s->nodes[i].hygiene_stats;
+    }
+    if (!stats) {
+        return;
+    }
+    family(f, "elk_node_quarantines_total", "counter",
+           "Quarantines begun: restarts, unverifiable restarts and clock jumps.");
+    for (i = 0; i < s->n_nodes; i++) {
+        fprintf(f, "elk_node_quarantines_total{node=\"%s\"} %" PRIu64 "\n", s->nodes[i].name,
+                s->nodes[i].quarantines);
+    }
+    family(f, "elk_node_clock_jumps_total", "counter",
+           "Replies whose server clock ran ahead of the local clock beyond the drift bound.");
+    for (i = 0; i < s->n_nodes; i++) {
+        fprintf(f, "elk_node_clock_jumps_total{node=\"%s\"} %" PRIu64 "\n", s->nodes[i].name,
+                s->nodes[i].clock_jumps);
+    }
 }
 
 static void write_nodes(FILE *f, const elkfw_metrics_src_t *s)
@@ -205,6 +242,7 @@ static void write_nodes(FILE *f, const elkfw_metrics_src_t *s)
         fprintf(f, "elk_node_votes_denied_total{node=\"%s\"} %" PRIu64 "\n", s->nodes[i].name,
                 s->nodes[i].m->votes_denied);
     }
+    write_hygiene(f, s);
     family(f, "elk_node_rtt_seconds", "histogram", "Round trip of each reply in a lease round.");
     for (i = 0; i < s->n_nodes; i++) {
         hist(f, "elk_node_rtt_seconds", "node", s->nodes[i].name, &s->nodes[i].m->rtt);

@@ -42,6 +42,9 @@ static const char *fleet_diff(const elkfw_conf_t *a, const elkfw_conf_t *b)
     if (a->agent.safety_check != b->agent.safety_check) {
         return "safety_check";
     }
+    if (a->vote_hygiene != b->vote_hygiene || a->quarantine_ms != b->quarantine_ms) {
+        return "vote_hygiene or quarantine";
+    }
     if (a->n_nodes != b->n_nodes) {
         return "the node list";
     }
@@ -59,7 +62,8 @@ bool elkfw_resource_conf_same(const elkfw_resource_conf_t *a, const elkfw_resour
         a->stop_margin_ms == b->stop_margin_ms && a->min_validity_ms == b->min_validity_ms &&
         a->max_hold_ms == b->max_hold_ms && a->max_renewals == b->max_renewals &&
         a->fencing == b->fencing && a->wait_min_ms == b->wait_min_ms &&
-        a->wait_max_ms == b->wait_max_ms && a->release_channel == b->release_channel;
+        a->wait_max_ms == b->wait_max_ms && a->release_channel == b->release_channel &&
+        a->lock_delay_ms == b->lock_delay_ms && a->keepalive_ms == b->keepalive_ms;
 }
 
 static const elkfw_resource_conf_t *res_named(const elkfw_conf_t *c, const char *name)

@@ -3,6 +3,7 @@
 #include "elkfw/watch.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,14 +84,29 @@ static void resource_row(FILE *out, const char *line, bool tty)
     fprintf(out, "  %8s  %s\n", v[6], v[7]);
 }
 
+/* The hygiene word of a node line with its spaces back ('_' on the wire):
+ * "quarantined: restarted 2 s ago; until 07:31:02 (in 12 s)". */
+static void hygiene_text(const char *line, char *out, size_t cap)
+{
+    size_t i;
+    if (!elkfw_watch_field(line, "hygiene", out, cap)) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    for (i = 0; out[i] != '\0'; i++) {
+        out[i] = out[i] == '_' ? ' ' : out[i];
+    }
+}
+
 static void node_row(FILE *out, const char *line)
 {
     static const char *const keys[] = {"name",   "addr",     "state", "tls",
                                        "rtt_ms", "failures", "votes", "last_error"};
-    char v[8][FIELD_MAX];
+    char v[8][FIELD_MAX], hyg[2 * FIELD_MAX];
     fields(line, keys, v, 8);
-    fprintf(out, "  %-10s %-24s %-10s %-4s %6s ms  %8s  %-5s  %s\n", v[0], v[1], v[2], v[3], v[4],
-            v[5], v[6][0] ? v[6] : "-", v[7]);
+    hygiene_text(line, hyg, sizeof hyg);
+    fprintf(out, "  %-10s %-24s %-10s %-4s %6s ms  %8s  %-5s  %-14s  %s\n", v[0], v[1], v[2], v[3],
+            v[4], v[5], v[6][0] ? v[6] : "-", v[7], hyg);
 }
 
 void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty,
@@ -112,8 +128,8 @@ void elkfw_watch_render(FILE *out, const char *const *lines, size_t n, bool tty,
             resource_row(out, lines[i], tty);
         }
     }
-    fprintf(out, "\n  %-10s %-24s %-10s %-4s %9s  %8s  %-5s  %s\n", "NODE", "ADDRESS", "STATE",
-            "TLS", "RTT", "FAILURES", "VOTES", "LAST ERROR");
+    fprintf(out, "\n  %-10s %-24s %-10s %-4s %9s  %8s  %-5s  %-14s  %s\n", "NODE", "ADDRESS",
+            "STATE", "TLS", "RTT", "FAILURES", "VOTES", "LAST ERROR", "HYGIENE");
     for (i = 0; i < n; i++) {
         if (strncmp(lines[i], "node ", 5) == 0) {
             node_row(out, lines[i]);

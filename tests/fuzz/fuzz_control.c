@@ -28,7 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     rc = elkfw_ctl_parse_request((const char *)data, size, 40, &req, &why);
     CHECK(why != NULL);
-    if (rc == ELK_OK && (req.cmd == ELKFW_CTL_ACQUIRE || req.cmd == ELKFW_CTL_RELEASE)) {
+    if (rc == ELK_OK &&
+        (req.cmd == ELKFW_CTL_ACQUIRE || req.cmd == ELKFW_CTL_RELEASE ||
+         req.cmd == ELKFW_CTL_KEEPALIVE)) {
         CHECK(elkfw_name_valid(req.resource, strlen(req.resource), 40));
     }
     rc = elkfw_ctl_parse_reply((const char *)data, size, &msg);

@@ -699,6 +699,104 @@ static void test_acl_line(void **state)
     assert_null(strstr(line, "s3cret"));
 }
 
+/* Issue 20: lock_delay, keepalive, max_hold's finite default, vote_hygiene, quarantine. */
+static void test_issue20_keys(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX];
+    elk_lock_config_t lc;
+    /* defaults: no lock-delay, no keepalive, max_hold capped, hygiene on, quarantine auto */
+    assert_int_equal(parse(MIN, err), ELK_OK);
+    assert_int_equal(conf.resources[0].lock_delay_ms, 0);
+    assert_int_equal(conf.resources[0].keepalive_ms, 0);
+    assert_int_equal(conf.resources[0].max_hold_ms, CONFIG_ELK_DEFAULT_MAX_HOLD_MS);
+    assert_true(conf.vote_hygiene);
+    assert_int_equal(conf.quarantine_ms, 0);
+    elkfw_resource_lock_config(&conf, &conf.resources[0], &lc);
+    assert_int_equal(lc.lock_delay_ms, 0);
+    assert_int_equal(lc.keepalive_ms, 0);
+    assert_int_equal(lc.max_hold_ms, CONFIG_ELK_DEFAULT_MAX_HOLD_MS);
+
+    assert_int_equal(parse("[fleet]\nvote_hygiene = off\nquarantine = 30s\n" MIN
+                           "lock_delay = 2500ms\nkeepalive = 3s\nmax_hold = 0\n",
+                           err),
+                     ELK_OK);
+    assert_false(conf.vote_hygiene);
+    assert_int_equal(conf.quarantine_ms, 30000);
+    assert_int_equal(conf.resources[0].lock_delay_ms, 2500);
+    assert_int_equal(conf.resources[0].keepalive_ms, 3000);
+    assert_int_equal(conf.resources[0].max_hold_ms, 0);
+    elkfw_resource_lock_config(&conf, &conf.resources[0], &lc);
+    assert_int_equal(lc.lock_delay_ms, 2500);
+    assert_int_equal(lc.keepalive_ms, 3000);
+    assert_int_equal(lc.max_hold_ms, 0);
+
+    /* a ttl beyond the default cap raises the default, never an explicit value */
+    assert_int_equal(parse(MIN "ttl = 2h\n", err), ELK_OK);
+    assert_int_equal(conf.resources[0].max_hold_ms, 7200000);
+
+    expect_error(MIN "lock_delay = 5 s\n",
+                 "elkd.conf:4: key 'lock_delay' in [resource valve-1]: '5 s' is not a duration "
+                 "(use e.g. 500ms or 10s)");
+    expect_error(MIN "lock_delay = 2d\n",
+                 "elkd.conf:4: key 'lock_delay' in [resource valve-1]: '2d' is not a duration "
+                 "(use e.g. 500ms or 10s)");
+    expect_error(MIN "lock_delay = 25h\n",
+                 "elkd.conf:4: key 'lock_delay' in [resource valve-1]: 25h is out of range (0ms "
+                 "to 86400000ms)");
+    expect_error(MIN "keepalive = -1\n",
+                 "elkd.conf:4: key 'keepalive' in [resource valve-1]: '-1' is not a duration "
+                 "(use e.g. 500ms or 10s)");
+    expect_error("[fleet]\nvote_hygiene = maybe\n",
+                 "elkd.conf:2: key 'vote_hygiene' in [fleet]: 'maybe' is not on or off (use "
+                 "on/off, yes/no, true/false, 1/0)");
+    expect_error("[fleet]\nquarantine = auto\n",
+                 "elkd.conf:2: key 'quarantine' in [fleet]: 'auto' is not a duration (use e.g. "
+                 "500ms or 10s)");
+    expect_error("[fleet]\nquarantine = 2d\n",
+                 "elkd.conf:2: key 'quarantine' in [fleet]: '2d' is not a duration (use e.g. "
+                 "500ms or 10s)");
+    /* a quarantine by hand must outlast ttl + drift + lock_delay (10s + 102ms + 1s here) */
+    expect_error("[fleet]\nquarantine = 11s\n" MIN "lock_delay = 1s\n",
+                 "elkd.conf: [fleet] quarantine 11000ms is shorter than ttl + drift + lock_delay "
+                 "of [resource valve-1] (11102ms): a restarted node would vote while a lease it "
+                 "lost may still be valid; raise it or use 0 (automatic)");
+    assert_int_equal(parse("[fleet]\nquarantine = 11102ms\n" MIN "lock_delay = 1s\n", err), ELK_OK);
+    expect_error(MIN "lock_delay = 1s\nlock_delay = 2s\n",
+                 "elkd.conf:5: key 'lock_delay' in [resource valve-1] is set twice (first on "
+                 "line 4)");
+}
+
+/* Valid but risky: max_hold = 0 and vote_hygiene = off are warned about, not refused. */
+static void test_warnings(void **state)
+{
+    (void)state;
+    char err[ELKFW_ERR_MAX], w[ELKFW_ERR_MAX];
+    size_t pos = 0;
+    assert_int_equal(parse(MIN, err), ELK_OK);
+    assert_false(elkfw_conf_warning(&conf, &pos, w, sizeof w));
+
+    assert_int_equal(parse(MIN "max_hold = 0\n[resource b]\n[resource c]\nmax_hold = 0\n", err),
+                     ELK_OK);
+    pos = 0;
+    assert_true(elkfw_conf_warning(&conf, &pos, w, sizeof w));
+    assert_string_equal(w,
+                        "elkd.conf:4: warning: [resource valve-1] max_hold = 0: a hung holder "
+                        "keeps the resource forever; set a cap (e.g. max_hold = 1h)");
+    assert_true(elkfw_conf_warning(&conf, &pos, w, sizeof w));
+    assert_string_equal(w,
+                        "elkd.conf:7: warning: [resource c] max_hold = 0: a hung holder keeps "
+                        "the resource forever; set a cap (e.g. max_hold = 1h)");
+    assert_false(elkfw_conf_warning(&conf, &pos, w, sizeof w));
+    assert_false(elkfw_conf_warning(&conf, &pos, w, sizeof w)); /* stays at the end */
+
+    assert_int_equal(parse("[fleet]\nvote_hygiene = no\n" MIN, err), ELK_OK);
+    pos = 0;
+    assert_true(elkfw_conf_warning(&conf, &pos, w, sizeof w));
+    assert_non_null(strstr(w, "elkd.conf:2: warning: [fleet] vote_hygiene = off: "));
+    assert_false(elkfw_conf_warning(&conf, &pos, w, sizeof w));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +816,8 @@ int main(void)
         cmocka_unit_test(test_acl_line),
         cmocka_unit_test(test_sample_config_parses),
         cmocka_unit_test(test_small_error_buffer_is_terminated),
+        cmocka_unit_test(test_issue20_keys),
+        cmocka_unit_test(test_warnings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,9 +53,9 @@ static void test_requests_bad(void **state)
     assert_string_equal(why, "empty request");
     assert_int_equal(req("   ", &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(req("FROB x", &r, &why), ELK_E_CTL_UNKNOWN);
-    assert_string_equal(why, "commands: ACQUIRE RELEASE SUPERVISE STATUS PING HELP QUIT");
+    assert_string_equal(why, "commands: ACQUIRE RELEASE KEEPALIVE SUPERVISE STATUS PING HELP QUIT");
     assert_int_equal(req("ACQUIRE", &r, &why), ELK_E_CTL_SYNTAX);
-    assert_string_equal(why, "usage: ACQUIRE <resource> [<wait>]");
+    assert_string_equal(why, "usage: ACQUIRE <resource> [<wait>] [keepalive=<interval>]");
     assert_int_equal(req("RELEASE", &r, &why), ELK_E_CTL_SYNTAX);
     assert_string_equal(why, "usage: RELEASE <resource>");
     assert_int_equal(req("ACQUIRE x 10x", &r, &why), ELK_E_CTL_SYNTAX);
@@ -90,6 +90,109 @@ static void test_requests_bad(void **state)
     }
     assert_int_equal(elkfw_ctl_parse_request(NULL, 0, 40, &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(elkfw_ctl_parse_request("PING", 4, 40, &r, NULL), ELK_OK);
+}
+
+/* Issue 20: ACQUIRE ... keepalive=<interval> and KEEPALIVE <resource>. */
+static void test_keepalive_requests(void **state)
+{
+    (void)state;
+    elkfw_ctl_req_t r;
+    const char *why = NULL;
+    assert_int_equal(req("ACQUIRE valve-1 5s keepalive=2000", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_ACQUIRE);
+    assert_string_equal(r.resource, "valve-1");
+    assert_int_equal(r.wait_ms, 5000);
+    assert_int_equal(r.keepalive_ms, 2000);
+    assert_int_equal(req("acquire valve-1 0 KEEPALIVE=3s", &r, &why), ELK_OK);
+    assert_int_equal(r.wait_ms, 0);
+    assert_int_equal(r.keepalive_ms, 3000);
+    /* the wait may be left out; keepalive=0 means the resource's own setting */
+    assert_int_equal(req("ACQUIRE valve-1 keepalive=500ms", &r, &why), ELK_OK);
+    assert_int_equal(r.wait_ms, 0);
+    assert_int_equal(r.keepalive_ms, 500);
+    assert_int_equal(req("ACQUIRE valve-1 10 keepalive=0", &r, &why), ELK_OK);
+    assert_int_equal(r.keepalive_ms, 0);
+    assert_int_equal(req("ACQUIRE valve-1 10", &r, &why), ELK_OK);
+    assert_int_equal(r.keepalive_ms, 0);
+
+    assert_int_equal(req("ACQUIRE valve-1 10 keepalive=", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "keepalive must be a duration: keepalive=<ms>, or e.g. keepalive=2s");
+    assert_int_equal(req("ACQUIRE valve-1 10 keepalive=2x", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_int_equal(req("ACQUIRE valve-1 10 keepalive=99999999999", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_int_equal(req("ACQUIRE valve-1 10 heartbeat=1", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "usage: ACQUIRE <resource> [<wait>] [keepalive=<interval>]");
+    assert_int_equal(req("ACQUIRE valve-1 10 keepalive=1 keepalive=2", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "unexpected extra words after the command");
+    assert_int_equal(r.cmd, 0);
+    assert_int_equal(r.keepalive_ms, 0); /* nothing half-filled on error */
+    assert_int_equal(req("ACQUIRE valve-1 keepalive=1 10", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_int_equal(req("ACQUIRE valve-1 10 20", &r, &why), ELK_E_CTL_SYNTAX);
+
+    assert_int_equal(req("KEEPALIVE valve-1", &r, &why), ELK_OK);
+    assert_int_equal(r.cmd, ELKFW_CTL_KEEPALIVE);
+    assert_string_equal(r.resource, "valve-1");
+    assert_int_equal(req("keepalive valve-1\r", &r, &why), ELK_OK);
+    assert_int_equal(req("KEEPALIVE", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_string_equal(why, "usage: KEEPALIVE <resource>");
+    assert_int_equal(req("KEEPALIVE valve-1 10", &r, &why), ELK_E_CTL_SYNTAX);
+    assert_int_equal(req("KEEPALIVE a{b}", &r, &why), ELK_E_NAME_INVALID);
+}
+
+/* Issue 20: EVENT SUSPECT / RECOVERED, RENEW_STOPPED's cause, OK KEEPALIVE. */
+static void test_suspect_replies(void **state)
+{
+    (void)state;
+    elkfw_ctl_msg_t m;
+    assert_int_equal(
+        elkfw_ctl_parse_reply("EVENT SUSPECT valve-1 4200 ELK_E_FLEET_UNAVAILABLE",
+                              strlen("EVENT SUSPECT valve-1 4200 ELK_E_FLEET_UNAVAILABLE"), &m),
+        ELK_OK);
+    assert_int_equal(m.kind, ELKFW_MSG_EVENT);
+    assert_string_equal(m.word, "SUSPECT");
+    assert_string_equal(m.resource, "valve-1");
+    assert_int_equal(m.deadline_ms, 4200);
+    assert_string_equal(m.code, "ELK_E_FLEET_UNAVAILABLE");
+    /* newer fields as key=value words are skipped */
+    assert_int_equal(elkfw_ctl_parse_reply("EVENT SUSPECT v 1 ELK_E_LOCK_LOST x=1",
+                                           strlen("EVENT SUSPECT v 1 ELK_E_LOCK_LOST x=1"), &m),
+                     ELK_OK);
+    assert_int_equal(elkfw_ctl_parse_reply("EVENT SUSPECT v 1", strlen("EVENT SUSPECT v 1"), &m),
+                     ELK_E_CTL_SYNTAX);
+    assert_int_equal(elkfw_ctl_parse_reply("EVENT SUSPECT v ELK_E_LOCK_LOST",
+                                           strlen("EVENT SUSPECT v ELK_E_LOCK_LOST"), &m),
+                     ELK_E_CTL_SYNTAX);
+    assert_int_equal(elkfw_ctl_parse_reply("EVENT SUSPECT v 1 ELK_E_LOCK_LOST junk",
+                                           strlen("EVENT SUSPECT v 1 ELK_E_LOCK_LOST junk"), &m),
+                     ELK_E_CTL_SYNTAX);
+    /* RECOVERED has RENEWED's shape */
+    {
+        static const char l[] =
+            "EVENT RECOVERED valve-1 17 8801 1000 deadline_boottime_ms=91239801";
+        assert_int_equal(elkfw_ctl_parse_reply(l, sizeof l - 1, &m), ELK_OK);
+        assert_string_equal(m.word, "RECOVERED");
+        assert_string_equal(m.resource, "valve-1");
+        assert_int_equal(m.token, 17);
+        assert_int_equal(m.deadline_ms, 8801);
+        assert_int_equal(m.stop_margin_ms, 1000);
+        assert_true(m.deadline_boottime_ms == 91239801u);
+    }
+    assert_int_equal(elkfw_ctl_parse_reply("EVENT RECOVERED valve-1 17",
+                                           strlen("EVENT RECOVERED valve-1 17"), &m),
+                     ELK_E_CTL_SYNTAX);
+    {
+        static const char l[] = "EVENT RENEW_STOPPED valve-1 ELK_E_KEEPALIVE_MISSED";
+        assert_int_equal(elkfw_ctl_parse_reply(l, sizeof l - 1, &m), ELK_OK);
+        assert_string_equal(m.word, "RENEW_STOPPED");
+        assert_string_equal(m.code, "ELK_E_KEEPALIVE_MISSED");
+        assert_int_equal(elkfw_err_from_name(m.code), ELK_E_KEEPALIVE_MISSED);
+    }
+    assert_int_equal(
+        elkfw_ctl_parse_reply("OK KEEPALIVE valve-1", strlen("OK KEEPALIVE valve-1"), &m), ELK_OK);
+    assert_int_equal(m.kind, ELKFW_MSG_OK);
+    assert_string_equal(m.word, "KEEPALIVE");
+    assert_string_equal(m.resource, "valve-1");
+    assert_int_equal(elkfw_ctl_parse_reply("OK KEEPALIVE", strlen("OK KEEPALIVE"), &m),
+                     ELK_E_CTL_SYNTAX);
 }
 
 static int rep(const char *line, elkfw_ctl_msg_t *m)
@@ -262,6 +365,8 @@ int main(void)
         cmocka_unit_test(test_requests_ok),
         cmocka_unit_test(test_requests_bad),
         cmocka_unit_test(test_replies),
+        cmocka_unit_test(test_keepalive_requests),
+        cmocka_unit_test(test_suspect_replies),
         cmocka_unit_test(test_linebuf),
         cmocka_unit_test(test_linebuf_has_request),
     };

@@ -64,11 +64,13 @@ typedef struct elkfw_resource_conf {
     uint32_t renew_fraction_ppm; /* renew after this share of the ttl (1e6 = all of it) */
     uint32_t stop_margin_ms;     /* time the actuator needs to reach its safe state */
     uint32_t min_validity_ms;
-    uint32_t max_hold_ms;  /* 0: unlimited */
+    uint32_t max_hold_ms;  /* 0: unlimited (default CONFIG_ELK_DEFAULT_MAX_HOLD_MS) */
     uint32_t max_renewals; /* 0: unlimited */
     bool fencing;
     uint32_t wait_min_ms, wait_max_ms; /* random retry delay range while waiting */
     bool release_channel;
+    uint32_t lock_delay_ms; /* no grant until this long after an unclean end (default 0) */
+    uint32_t keepalive_ms;  /* KEEPALIVE needed this often while held; 0 (default): off */
     /* Who may take it: comma-separated user / group names or numeric ids (resolved by
      * elkfw_access_resolve). Both empty: every peer that can reach the socket. */
     char allow_users[ELKFW_STR_MAX];
@@ -76,6 +78,7 @@ typedef struct elkfw_resource_conf {
     int allow_users_line, allow_groups_line;
     int line;
     int ttl_line, stop_margin_line, min_validity_line; /* 0: key not set; for messages */
+    int max_hold_line;
 } elkfw_resource_conf_t;
 
 typedef struct elkfw_agent_conf {
@@ -103,6 +106,9 @@ typedef struct elkfw_conf {
     uint32_t request_timeout_ms;
     uint32_t drift_factor_ppm;
     uint32_t drift_fixed_ms;
+    bool vote_hygiene;      /* restarted / clock-jumped masters lose their vote (default on) */
+    uint32_t quarantine_ms; /* how long they lose it; 0 (default): automatic */
+    int vote_hygiene_line;  /* 0: key not set; for messages */
     /* [node ...] */
     elkfw_node_conf_t nodes[CONFIG_ELK_MAX_NODES];
     size_t n_nodes;
@@ -142,6 +148,11 @@ size_t elkfw_resource_name_max(const elkfw_conf_t *c);
  * file's check runs elk_lock_config_explain on, so both apply one safety rule). */
 void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r,
                                 elk_lock_config_t *out);
+
+/* The warnings about a parsed c (a valid file that is still risky, e.g. max_hold = 0):
+ * the first one at or after *pos into out (cap bytes, NUL-terminated, prefixed like the
+ * errors with "file:line: "), advancing *pos past it; false when there is none left. */
+bool elkfw_conf_warning(const elkfw_conf_t *c, size_t *pos, char *out, size_t cap);
 
 /* True if host (NUL-terminated) is a numeric IPv4 or IPv6 address. */
 bool elkfw_host_is_ip(const char *host);

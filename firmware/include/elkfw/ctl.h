@@ -18,23 +18,24 @@
 #define ELK_CTL_LINE_MAX 512u
 
 /* Longest line elkd writes, newline included: the one-line STATUS JSON answer for a full
- * configuration (per resource at most ~330 bytes, per node ~330 plus its host name). A
+ * configuration (per resource at most ~330 bytes, per node ~500 plus its host name). A
  * client's receive buffer of this size holds any line; elkd sizes its per-client output
  * queue from it. */
 #define ELK_CTL_REPLY_MAX                                                                          \
     (512u + CONFIG_ELK_GATEWAY_ID_MAX_LEN + ELKFW_MAX_RESOURCES * 384u +                           \
-     CONFIG_ELK_MAX_NODES * (384u + ELKFW_STR_MAX))
+     CONFIG_ELK_MAX_NODES * (640u + ELKFW_STR_MAX))
 
 typedef enum elkfw_ctl_cmd {
-    ELKFW_CTL_ACQUIRE = 1,   /* ACQUIRE <resource> [<wait>] */
-    ELKFW_CTL_RELEASE,       /* RELEASE <resource> */
-    ELKFW_CTL_STATUS,        /* STATUS */
-    ELKFW_CTL_STATUS_JSON,   /* STATUS JSON */
-    ELKFW_CTL_PING,          /* PING */
-    ELKFW_CTL_HELP,          /* HELP */
-    ELKFW_CTL_QUIT,          /* QUIT */
-    ELKFW_CTL_SUPERVISE,     /* SUPERVISE <resource> <pgid> */
-    ELKFW_CTL_STATUS_METRICS /* STATUS METRICS: "OK METRICS <n>" then n lines (Prometheus text) */
+    ELKFW_CTL_ACQUIRE = 1,    /* ACQUIRE <resource> [<wait>] [keepalive=<interval>] */
+    ELKFW_CTL_RELEASE,        /* RELEASE <resource> */
+    ELKFW_CTL_STATUS,         /* STATUS */
+    ELKFW_CTL_STATUS_JSON,    /* STATUS JSON */
+    ELKFW_CTL_PING,           /* PING */
+    ELKFW_CTL_HELP,           /* HELP */
+    ELKFW_CTL_QUIT,           /* QUIT */
+    ELKFW_CTL_SUPERVISE,      /* SUPERVISE <resource> <pgid> */
+    ELKFW_CTL_STATUS_METRICS, /* STATUS METRICS: "OK METRICS <n>" then n lines (Prometheus text) */
+    ELKFW_CTL_KEEPALIVE       /* KEEPALIVE <resource>: the work holding it is alive */
 } elkfw_ctl_cmd_t;
 
 typedef struct elkfw_ctl_req {
@@ -42,6 +43,8 @@ typedef struct elkfw_ctl_req {
     char resource[ELKFW_NAME_MAX]; /* NUL-terminated, validated */
     uint32_t wait_ms;              /* ACQUIRE: how long to wait for the lock (0: try once) */
     uint32_t pgid;                 /* SUPERVISE: the process group driving the actuator (> 1) */
+    uint32_t keepalive_ms;         /* ACQUIRE keepalive=<interval>: KEEPALIVE needed at least
+                                      this often while held; 0: the resource's setting */
 } elkfw_ctl_req_t;
 
 /* Parse one request line (len bytes, without the '\n'; a trailing '\r' is ignored).
@@ -56,19 +59,23 @@ typedef enum elkfw_ctl_kind { ELKFW_MSG_OK = 1, ELKFW_MSG_ERR, ELKFW_MSG_EVENT }
 /* One agent -> client line, parsed by the elk CLI. Views point into the line. */
 typedef struct elkfw_ctl_msg {
     elkfw_ctl_kind_t kind;
-    char word[16];                 /* OK: ACQUIRED RELEASED SUPERVISED PONG STATUS JSON ...;
-                                      EVENT: LOST RENEWED SHUTDOWN */
-    char resource[ELKFW_NAME_MAX]; /* ACQUIRED, RELEASED, SUPERVISED, LOST, RENEWED */
-    uint64_t token;                /* ACQUIRED, RENEWED (0: fencing off) */
-    uint32_t deadline_ms;          /* ACQUIRED, RENEWED: ms of validity left when sent */
-    uint32_t stop_margin_ms;       /* ACQUIRED, RENEWED (optional 5th field); LOST: ms left
-                                      before the lease can have expired anywhere */
+    char word[16];                 /* OK: ACQUIRED RELEASED SUPERVISED KEEPALIVE PONG STATUS
+                                      JSON ...; EVENT: LOST RENEWED RENEW_STOPPED SUSPECT
+                                      RECOVERED SHUTDOWN */
+    char resource[ELKFW_NAME_MAX]; /* ACQUIRED, RELEASED, SUPERVISED, KEEPALIVE, LOST,
+                                      RENEWED, RENEW_STOPPED, SUSPECT, RECOVERED */
+    uint64_t token;                /* ACQUIRED, RENEWED, RECOVERED (0: fencing off) */
+    uint32_t deadline_ms;          /* ACQUIRED, RENEWED, RECOVERED, SUSPECT: ms of validity
+                                      left when sent */
+    uint32_t stop_margin_ms;       /* ACQUIRED, RENEWED, RECOVERED (optional 5th field); LOST:
+                                      ms left before the lease can have expired anywhere */
     uint64_t deadline_boottime_ms; /* ACQUIRED, RENEWED (optional "deadline_boottime_ms=N"):
                                       the local deadline as an absolute CLOCK_BOOTTIME ms
                                       value, the same clock for every process on the host;
                                       0 if elkd did not send it (older elkd) */
     uint32_t count;                /* OK STATUS <count> */
-    char code[48];                 /* ERR <CODE_NAME>, EVENT LOST <resource> <CODE_NAME> */
+    char code[48];                 /* ERR <CODE_NAME>, EVENT LOST|RENEW_STOPPED|SUSPECT
+                                      <resource> ... <CODE_NAME> */
     const char *text;              /* ERR message, OK JSON body: rest of the line */
     size_t text_len;
 } elkfw_ctl_msg_t;

@@ -33,6 +33,7 @@ typedef struct elkfw_causes {
 typedef struct elkfw_res_metrics {
     uint64_t grants, refusals; /* ACQUIRE answered with a lease / with an error */
     uint64_t renewals_ok, renewals_failed;
+    uint64_t suspects;          /* SUSPECT spells (a renewal round missed its quorum) */
     elkfw_causes_t losses;      /* by LOST cause */
     elkfw_hist_t wait;          /* ACQUIRE to grant */
     elkfw_hist_t hold;          /* grant to release or loss */
@@ -60,6 +61,9 @@ typedef struct elkfw_metrics_node {
     const char *name;
     bool ready;
     uint32_t connects, failures, timeouts; /* from elk_node_stats */
+    bool quarantined;                      /* vote hygiene: no vote now (restart, clock jump) */
+    bool hygiene_stats;                    /* the two counters below are known */
+    uint64_t quarantines, clock_jumps;     /* quarantines begun, clocks seen running ahead */
     const elkfw_node_metrics_t *m;
 } elkfw_metrics_node_t;
 
