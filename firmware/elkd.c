@@ -1074,6 +1074,13 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
         nodes[i].failures = st->failures;
         nodes[i].timeouts = st->timeouts;
         nodes[i].quarantined = quarantine_left(a, i, now) > 0;
+        {
+            uint32_t quarantines = 0, clock_jumps = 0;
+            nodes[i].hygiene_stats =
+                elk_client_node_hygiene_stats(&a->client, i, &quarantines, &clock_jumps) == ELK_OK;
+            nodes[i].quarantines = quarantines;
+            nodes[i].clock_jumps = clock_jumps;
+        }
         nodes[i].m = &a->node_metrics[i];
     }
     src->n_nodes = a->fleet.count;

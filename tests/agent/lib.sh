@@ -28,13 +28,15 @@ start_elkd() {
   ELKD_PID=$SUP_EPID
 }
 
-# wait_ready: until every node of the local elkd is ready and none waits for its vote (vote
+# voting SOCKET: every node of the elkd at SOCKET ready and none waiting for its vote (vote
 # hygiene: a server started a moment ago is new to elkd, so it has no vote for about a ttl)
-all_ready() {
+voting() {
   local s
-  s=$("$ELK" --socket "$SOCK" status 2>/dev/null) || return 1
+  s=$("$ELK" --socket "$1" status 2>/dev/null) || return 1
   echo "$s" | grep -q "nodes_ready=\([0-9]*\)/\1 " && ! echo "$s" | grep -Eq '(^|[[:space:]])(pending|quarantined:)'
 }
+# wait_ready: until every node of the local elkd is ready and votes (hygiene-wise)
+all_ready() { voting "$SOCK"; }
 wait_ready() {
   wait_until 60 all_ready && return 0
   echo "fleet not ready"; "$ELK" --socket "$SOCK" status; exit 1

@@ -43,7 +43,7 @@ rcli "$REDIS_PORT_a" $acl >/dev/null
 check "the user may not subscribe to the release channel" 0 $?
 sup_elkd "$ELK_T_DIR/gw-a.sock" "$ELK_T_DIR/gw-a.log" "$ELK_T_DIR/gw-a.conf"
 sup_elkd "$ELK_T_DIR/gw-b.sock" "$ELK_T_DIR/gw-b.log" "$ELK_T_DIR/gw-b.conf"
-ready() { "$ELK" --socket "$ELK_T_DIR/$1.sock" status 2>/dev/null | grep -q "nodes_ready=1/1"; }
+ready() { voting "$ELK_T_DIR/$1.sock"; }
 wait_until 60 ready gw-a || bad "gw-a's node ready"
 wait_until 60 ready gw-b || bad "gw-b's node ready"
 
