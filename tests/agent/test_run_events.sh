@@ -25,9 +25,12 @@ fake_elkd() {
 
 # 1. SUSPECT, then RECOVERED: the hook runs, the command runs past the old deadline (1.5 s).
 fake_elkd recover
-"$ELK" --socket "$SOCK" run --on-suspect "env | grep '^ELK_' | sort > $M/suspect.env" --on-lost "touch $M/lost" \
-  valve-1 -- sh -c 'sleep 2.5; exit 0' 2>"$ELK_T_DIR/recover.err"; rc=$?
+"$ELK" --socket "$SOCK" run --on-suspect "echo hook-speaks; env | grep '^ELK_' | sort > $M/suspect.env" --on-lost "touch $M/lost" \
+  valve-1 -- sh -c 'sleep 2.5; exit 0' >"$ELK_T_DIR/recover.out" 2>"$ELK_T_DIR/recover.err"; rc=$?
 check "a recovered lease goes on past its old deadline: the command's own exit 0" 0 $rc
+# elk's stdout may be the command's data: a hook speaks on stderr
+check_contains "the hook's output is on elk's stderr" "hook-speaks" "$(cat "$ELK_T_DIR/recover.err")"
+grep -q hook-speaks "$ELK_T_DIR/recover.out"; check "and not on its stdout" 1 $?
 env=$(cat "$M/suspect.env" 2>/dev/null)
 check_contains "--on-suspect ran: ELK_EVENT" "ELK_EVENT=suspect" "$env"
 check_contains "--on-suspect: ELK_RESOURCE" "ELK_RESOURCE=valve-1" "$env"
