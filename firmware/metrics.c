@@ -184,32 +184,50 @@ static void write_resources(FILE *f, const elkfw_metrics_src_t *s)
              h_left);
 }
 
+typedef uint64_t (*node_get_fn)(const elkfw_metrics_node_t *n);
+static uint64_t get_quarantined(const elkfw_metrics_node_t *n)
+{
+    return n->quarantined;
+}
+static uint64_t get_quarantines(const elkfw_metrics_node_t *n)
+{
+    return n->quarantines;
+}
+static uint64_t get_clock_jumps(const elkfw_metrics_node_t *n)
+{
+    return n->clock_jumps;
+}
+
+static void node_scalar(FILE *f, const elkfw_metrics_src_t *s, const char *name, const char *type,
+                        const char *help, node_get_fn get)
+{
+    size_t i;
+    family(f, name, type, help);
+    for (i = 0; i < s->n_nodes; i++) {
+        fprintf(f, "%s{node=\"%s\"} %" PRIu64 "\n", name, s->nodes[i].name, get(&s->nodes[i]));
+    }
+}
+
 /* Vote hygiene per node; the counters only when the library keeps them. */
 static void write_hygiene(FILE *f, const elkfw_metrics_src_t *s)
 {
     size_t i;
     bool stats = false;
-    family(f, "elk_node_quarantined", "gauge",
-           "1 while the node has no vote: it restarted (or may have), or its clock jumped ahead.");
+    node_scalar(f, s, "elk_node_quarantined", "gauge",
+                "1 while the node has no vote: it restarted (or may have), or its clock jumped "
+                "ahead.",
+                get_quarantined);
     for (i = 0; i < s->n_nodes; i++) {
-        fprintf(f, "elk_node_quarantined{node=\"%s\"} %d\n", s->nodes[i].name,
-                s->nodes[i].quarantined ? 1 : 0);
         stats = stats || s->nodes[i].hygiene_stats;
     }
-    if (!stats) {
-        return;
-    }
-    family(f, "elk_node_quarantines_total", "counter",
-           "Quarantines begun: restarts, unverifiable restarts and clock jumps.");
-    for (i = 0; i < s->n_nodes; i++) {
-        fprintf(f, "elk_node_quarantines_total{node=\"%s\"} %" PRIu64 "\n", s->nodes[i].name,
-                s->nodes[i].quarantines);
-    }
-    family(f, "elk_node_clock_jumps_total", "counter",
-           "Replies whose server clock ran ahead of the local clock beyond the drift bound.");
-    for (i = 0; i < s->n_nodes; i++) {
-        fprintf(f, "elk_node_clock_jumps_total{node=\"%s\"} %" PRIu64 "\n", s->nodes[i].name,
-                s->nodes[i].clock_jumps);
+    if (stats) {
+        node_scalar(f, s, "elk_node_quarantines_total", "counter",
+                    "Quarantines begun or extended: restarts, unverifiable restarts, failed "
+                    "probes and clock jumps.",
+                    get_quarantines);
+        node_scalar(f, s, "elk_node_clock_jumps_total", "counter",
+                    "Server clock jumps seen: ahead beyond the drift bound, or back.",
+                    get_clock_jumps);
     }
 }
 

@@ -312,7 +312,7 @@ MUTANTS = [
          tests=["unit.test_control"], why="ACQUIRE ... keepalive= is accepted but not applied: a hung client's lease is renewed"),
     dict(id="elkd.keepalive-not-applied", file="firmware/elkd.c",
          old="    r->keepalive_ms = keepalive_ms != 0 ? keepalive_ms : r->conf->keepalive_ms;",
-         new="    r->keepalive_ms = 0u;",
+         new="    r->keepalive_ms = keepalive_ms != 0 ? 0u : r->conf->keepalive_ms;",
          tests=["agent.keepalive"], why="a hold asked with keepalive= is renewed for a client that stopped proving it is alive"),
     dict(id="elkd.suspect-not-told", file="firmware/elkd.c",
          old='client_send(a, slot, "EVENT SUSPECT %s %" PRIu32 " %s\\n", r->conf->name, ev->validity_ms,',

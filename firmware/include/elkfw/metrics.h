@@ -63,7 +63,7 @@ typedef struct elkfw_metrics_node {
     uint32_t connects, failures, timeouts; /* from elk_node_stats */
     bool quarantined;                      /* vote hygiene: no vote now (restart, clock jump) */
     bool hygiene_stats;                    /* the two counters below are known */
-    uint64_t quarantines, clock_jumps;     /* quarantines begun, clocks seen running ahead */
+    uint64_t quarantines, clock_jumps;     /* quarantines begun, server clock jumps seen */
     const elkfw_node_metrics_t *m;
 } elkfw_metrics_node_t;
 
