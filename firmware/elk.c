@@ -2,7 +2,8 @@
 /*
  * elk: command-line client of elkd, and the actuator-side fencing guard.
  *
- *   elk run [--wait MS] RESOURCE -- CMD [ARGS...]   flock(1) across the fleet
+ *   elk run [--wait MS] [--on-suspect/--on-lost HOOK] [--heartbeat D] RESOURCE -- CMD...
+ *                                                    flock(1) across the fleet
  *   elk acquire [--wait MS] RESOURCE                 hold until SIGINT/SIGTERM
  *   elk status [--json]
  *   elk guard --state FILE [TOKEN] [-- CMD...]        accept or refuse a fencing token;
@@ -12,7 +13,8 @@
  * 65 guard refused a stale token; 66 guard storage error (unreadable, corrupt, sync
  * failed); 67 guard refused by the lease file; 68 guard busy for all of --wait;
  * 69 elkd unreachable; 73 lock not acquired; 77 not allowed to take the resource (busy, timed out, fleet unavailable);
- * 75 lease lost while held, or elkd shut down (run: CMD was stopped);
+ * 75 lease lost while held, or elkd shut down (run: CMD was stopped), or run: CMD missed
+ * its --heartbeat (stopped, lease released);
  * 126/127 run: CMD could not be executed / not found; otherwise run passes on CMD's
  * exit status (128+N if it died of signal N).
  */
@@ -41,6 +43,8 @@
 #include "elk/fence_file.h"
 #include "elkfw/ctl.h"
 #include "elkfw/guard.h"
+#include "elkfw/heartbeat.h"
+#include "elkfw/hooks.h"
 #include "elkfw/lease.h"
 #include "elkfw/say.h"
 #include "elkfw/supervise.h"
@@ -231,6 +235,7 @@ typedef struct lease_watch {
     uint32_t margin;      /* LOST: ms before the lease can have expired anywhere */
     bool print;           /* elk acquire: one stdout line per event */
     bool stopped_already; /* run: the command was already told to stop (own deadline) */
+    bool suspect_new;     /* run: a SUSPECT came that the --on-suspect hook has not seen */
 } lease_watch_t;
 
 /* RENEWED: the deadline moves (unless the lease is already gone). */
@@ -293,13 +298,70 @@ static void watch_shutdown(lease_watch_t *w)
     }
 }
 
+/* The resource an event names. SUSPECT and RECOVERED (issue 20) may reach a reply
+ * parser that does not know them yet: then their fields are in the free text, the
+ * resource first. */
+static void event_resource(const elkfw_ctl_msg_t *m, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (m->resource[0] != '\0' || m->text == NULL) {
+        snprintf(out, cap, "%s", m->resource);
+        return;
+    }
+    while (n < m->text_len && m->text[n] != ' ') {
+        n++;
+    }
+    snprintf(out, cap, "%.*s", (int)n, m->text);
+}
+
+/* SUSPECT: a renewal missed its quorum; the lease holds until its deadline unless a later
+ * renewal recovers it. The deadline does not move. */
+static void watch_suspect(lease_watch_t *w)
+{
+    if (w->lost) {
+        return;
+    }
+    w->suspect_new = true;
+    if (w->print) {
+        printf("suspect %s validity_ms=%" PRIu64 "\n", w->resource,
+               w->deadline > now_ms() ? w->deadline - now_ms() : 0);
+    }
+}
+
+/* RECOVERED: a renewal after SUSPECT; the same fields as RENEWED. */
+static void watch_recovered(lease_watch_t *w, const elkfw_ctl_msg_t *m)
+{
+    elkfw_ctl_msg_t r;
+    char line[ELK_CTL_LINE_MAX];
+    if (m->resource[0] == '\0' && m->text != NULL) {
+        /* free text (see event_resource): read it as the RENEWED it equals */
+        int n = snprintf(line, sizeof line, "EVENT RENEWED %.*s", (int)m->text_len, m->text);
+        if (n < 0 || (size_t)n >= sizeof line ||
+            elkfw_ctl_parse_reply(line, (size_t)n, &r) != ELK_OK) {
+            return;
+        }
+        m = &r;
+    }
+    if (w->print) {
+        printf("recovered %s\n", w->resource);
+    }
+    watch_renewed(w, m);
+}
+
 /* One event: RENEWED moves the deadline, LOST / SHUTDOWN end the lease. Events that do
  * not concern us are skipped. */
 static void watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m)
 {
-    bool ours = strcmp(m->resource, w->resource) == 0;
+    char res[ELKFW_NAME_MAX];
+    bool ours;
+    event_resource(m, res, sizeof res);
+    ours = strcmp(res, w->resource) == 0;
     if (strcmp(m->word, "RENEWED") == 0 && ours) {
         watch_renewed(w, m);
+    } else if (strcmp(m->word, "SUSPECT") == 0 && ours) {
+        watch_suspect(w);
+    } else if (strcmp(m->word, "RECOVERED") == 0 && ours) {
+        watch_recovered(w, m);
     } else if (strcmp(m->word, "LOST") == 0 && ours) {
         watch_lost(w, m);
     } else if (strcmp(m->word, "RENEW_STOPPED") == 0 && ours) {
@@ -319,6 +381,10 @@ static void watch_lines(agent_link_t *ak, lease_watch_t *w)
     while ((rc = elkfw_linebuf_next(&ak->lb, &line, &len)) != 0) {
         if (rc > 0 && elkfw_ctl_parse_reply(line, len, &m) == ELK_OK && m.kind == ELKFW_MSG_EVENT) {
             watch_msg(w, &m);
+        } else if (rc > 0 && m.kind == ELKFW_MSG_ERR) {
+            /* only KEEPALIVE is sent while a lease is watched */
+            elkfw_say("%s: elkd refused a request: %.*s [%s]", w->resource, (int)m.text_len, m.text,
+                      m.code);
         }
     }
     if (w->print) {
@@ -419,14 +485,15 @@ static void wait_show(const char *sock_path, const char *resource, uint64_t wait
 /* Ask for the lease and wait for the answer; events that are not for us are skipped.
  * SIGINT/SIGTERM/SIGHUP on sfd abandon the wait (closing the connection cancels the
  * acquire in elkd). Returns EXIT_OK with the grant in *m, or the exit code. */
-static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
-                              elkfw_ctl_msg_t *m, bool show);
+static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms,
+                              uint32_t keepalive_ms, int sfd, elkfw_ctl_msg_t *m, bool show);
 
-static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
-                         elkfw_ctl_msg_t *m)
+/* keepalive_ms != 0: the lease is renewed only while KEEPALIVEs come (elk run --heartbeat). */
+static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms,
+                         uint32_t keepalive_ms, int sfd, elkfw_ctl_msg_t *m)
 {
     bool show = wait_ms > 0 && isatty(STDERR_FILENO);
-    int rc = acquire_lease_wait(ak, resource, wait_ms, sfd, m, show);
+    int rc = acquire_lease_wait(ak, resource, wait_ms, keepalive_ms, sfd, m, show);
     if (show) {
         fputs("\r\033[K", stderr); /* the wait line goes; what follows starts clean */
     }
@@ -471,11 +538,14 @@ static int acquire_signal(int sfd, const char *resource)
     return STEP_ON;
 }
 
-static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms, int sfd,
-                              elkfw_ctl_msg_t *m, bool show)
+static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms,
+                              uint32_t keepalive_ms, int sfd, elkfw_ctl_msg_t *m, bool show)
 {
     uint64_t started = now_ms();
-    if (agent_send(ak, "ACQUIRE %s %" PRIu32 "\n", resource, wait_ms) != 0) {
+    int sent = keepalive_ms != 0 ? agent_send(ak, "ACQUIRE %s %" PRIu32 " keepalive=%" PRIu32 "\n",
+                                              resource, wait_ms, keepalive_ms)
+                                 : agent_send(ak, "ACQUIRE %s %" PRIu32 "\n", resource, wait_ms);
+    if (sent != 0) {
         return EXIT_UNREACHABLE;
     }
     for (;;) {
@@ -554,7 +624,8 @@ static void usage_main(FILE *f)
         "Leases on shared actuators through elkd (the edgelock agent).\n"
         "\n"
         "Commands:\n"
-        "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE\n"
+        "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE (hooks,\n"
+        "                                             heartbeat: elk run --help)\n"
         "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until "
         "SIGINT/SIGTERM\n"
         "  status [--json|--metrics|--watch]          leases and nodes of this agent\n"
@@ -569,7 +640,8 @@ static void usage_main(FILE *f)
         "Exit codes: 0 ok, 1 other error from elkd, 64 usage, 65 stale token (guard), 66 guard\n"
         "storage error, 67 guard: lease ended/expired/other token, 68 guard busy (--wait ran "
         "out),\n"
-        "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped, 77 not allowed\n"
+        "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped / run: heartbeat\n"
+        "missed, 77 not allowed\n"
         "(allow_users / allow_groups of the resource in elkd.conf),\n"
         "126/127 CMD not executable / not found; run passes on CMD's own exit status.\n");
 }
@@ -578,7 +650,8 @@ static void usage_run(FILE *f)
 {
     fprintf(
         f,
-        "Usage: elk run [--wait MS] RESOURCE -- CMD [ARGS...]\n"
+        "Usage: elk run [--wait MS] [--on-suspect HOOK] [--on-lost HOOK] [--hook-timeout D]\n"
+        "               [--heartbeat D] RESOURCE -- CMD [ARGS...]\n"
         "Acquire RESOURCE through elkd, run CMD while the lease holds, release when CMD and\n"
         "everything it started in its process group have exited.\n"
         "CMD gets ELK_RESOURCE, ELK_FENCE_TOKEN, ELK_DEADLINE_MS (validity left at start) and\n"
@@ -595,8 +668,20 @@ static void usage_run(FILE *f)
         "stops the rest of the group before it releases the lease; if it cannot confirm the group\n"
         "gone, it lets the lease run out instead. Processes that leave the group (setsid) escape.\n"
         "  --wait MS   wait up to MS (or 500ms, 10s, 2m) for the lease; default: try once\n"
-        "Exit: CMD's status, or 73 not acquired, 75 lost, 69 elkd unreachable, 126/127 exec "
-        "failed.\n");
+        "  --on-suspect HOOK  run HOOK (/bin/sh -c, own process group, output on stderr) when a\n"
+        "              renewal misses its quorum while the lease still holds (SUSPECT)\n"
+        "  --on-lost HOOK     run HOOK when the lease is lost (or the command is stopped for a\n"
+        "              missed heartbeat), before the command gets SIGTERM: a safe-position step.\n"
+        "              Hooks get ELK_EVENT (suspect|lost), ELK_RESOURCE, ELK_TOKEN and\n"
+        "              ELK_TIME_LEFT_MS; the lease is not released while one runs\n"
+        "  --hook-timeout D  SIGTERM to a hook still running after D (SIGKILL 1 s later);\n"
+        "              default 5s. A hook that fails or times out is reported on stderr\n"
+        "  --heartbeat D  CMD must write to the fd in ELK_HEARTBEAT_FD at least once every D\n"
+        "              (at least 100ms); elkd renews only while it does. A missed heartbeat:\n"
+        "              SIGTERM to CMD's group, SIGKILL after the stop margin (at least 1 s),\n"
+        "              release, exit 75. Closing the fd is no miss by itself\n"
+        "Exit: CMD's status, or 73 not acquired, 75 lost (or heartbeat missed), 69 elkd\n"
+        "unreachable, 64 usage, 126/127 exec failed.\n");
 }
 
 static void usage_acquire(FILE *f)
@@ -649,11 +734,78 @@ static bool want_help(int argc, char **argv)
     return false;
 }
 
-/* Options shared by run and acquire: [--wait MS] [--socket PATH] RESOURCE. Returns the
- * index of the first argument after RESOURCE, or -1. */
-static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
-                           const char **resource)
+/* elk run's own options (issue 20). */
+typedef struct run_opts {
+    const char *on_suspect, *on_lost; /* hook commands, NULL: none */
+    uint32_t heartbeat_ms;            /* 0: no heartbeat */
+    uint32_t hook_timeout_ms;
+} run_opts_t;
+
+/* argv[*i] is option name: its value (the next argument, or after '=') in *val. Returns
+ * 1 with the value, 0 if argv[*i] is another option, -1 if the value is missing (said). */
+static int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 {
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0 || (argv[*i][n] != '\0' && argv[*i][n] != '=')) {
+        return 0;
+    }
+    if (argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return 1;
+    }
+    if (*i + 1 >= argc) {
+        elkfw_say("%s needs a value", name);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
+
+/* A duration option of at least min_ms: 1, or -1 (said). */
+static int opt_duration(const char *name, const char *v, uint32_t min_ms, uint32_t *ms)
+{
+    if (!elkfw_parse_duration(v, strlen(v), ms) || *ms < min_ms) {
+        elkfw_say("%s takes a duration of at least %" PRIu32
+                  " ms: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')",
+                  name, min_ms, v);
+        return -1;
+    }
+    return 1;
+}
+
+/* One of elk run's own options at argv[*i]: 1 taken, 0 not one of them, -1 wrong (said). */
+static int run_option(int argc, char **argv, int *i, run_opts_t *ro)
+{
+    static const char *const names[] = {"--on-suspect", "--on-lost", "--heartbeat",
+                                        "--hook-timeout"};
+    const char *v = NULL;
+    size_t k;
+    int rc = 0;
+    for (k = 0; k < sizeof names / sizeof names[0] && rc == 0; k++) {
+        rc = opt_value(argc, argv, i, names[k], &v);
+    }
+    if (rc <= 0) {
+        return rc;
+    }
+    k--;
+    if (k >= 2) {
+        return opt_duration(names[k], v, k == 2 ? ELKFW_HB_MIN_MS : 1u,
+                            k == 2 ? &ro->heartbeat_ms : &ro->hook_timeout_ms);
+    }
+    if (v[0] == '\0') {
+        elkfw_say("%s needs a shell command", names[k]);
+        return -1;
+    }
+    *(k == 0 ? &ro->on_suspect : &ro->on_lost) = v;
+    return 1;
+}
+
+/* Options shared by run and acquire: [--wait MS] [--socket PATH] RESOURCE, and run's own
+ * when ro is not NULL. Returns the index of the first argument after RESOURCE, or -1. */
+static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
+                           const char **resource, run_opts_t *ro)
+{
+    int taken;
     int i;
     *wait_ms = 0;
     *resource = NULL;
@@ -676,6 +828,10 @@ static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wa
                 return -1;
             }
             ak->sock_path = argv[++i];
+        } else if (ro != NULL && (taken = run_option(argc, argv, &i, ro)) != 0) {
+            if (taken < 0) {
+                return -1;
+            }
         } else if (argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
             elkfw_say("unknown option '%s'", argv[i]);
             return -1;
@@ -792,6 +948,12 @@ typedef struct run_sup {
     run_stage_t stage;
     uint64_t kill_at;
     lease_file_t lf;
+    const char *cmd_name;             /* CMD's argv[0], for messages */
+    elkfw_hook_t on_suspect, on_lost; /* --on-suspect / --on-lost */
+    elkfw_hb_t hb;                    /* --heartbeat */
+    int hb_fd;                        /* the pipe's read end (-1: none, or closed at EOF) */
+    int hb_wfd;                       /* its write end (closed here once CMD has it) */
+    int hb_cmd_fd;                    /* that fd's number in CMD: ELK_HEARTBEAT_FD */
 } run_sup_t;
 
 static void run_signal_group(run_sup_t *rs, int sig)
@@ -799,12 +961,24 @@ static void run_signal_group(run_sup_t *rs, int sig)
     (void)kill(-rs->child, sig);
 }
 
-/* Tell CMD (the whole group) to stop; SIGKILL follows at kill_at. */
+/* Start a hook for this lease; time_left_ms goes to ELK_TIME_LEFT_MS. */
+static void run_hook(run_sup_t *rs, elkfw_hook_t *h, uint64_t time_left_ms, uint64_t now)
+{
+    elkfw_hook_lease_t hl = {rs->resource, rs->token, time_left_ms};
+    (void)elkfw_hook_start(h, &hl, now);
+}
+
+/* Tell CMD (the whole group) to stop; SIGKILL follows at kill_at. The --on-lost hook goes
+ * first: it is the early safe-position step, and the command may take the whole margin. */
 static void run_stop(run_sup_t *rs, uint64_t now, const char *why, uint32_t margin)
 {
     if (rs->stage != RUN_DRIVING) {
         return;
     }
+    /* Time left: what LOST says remains before another holder may get the resource; while
+     * the lease still holds (heartbeat missed), its validity; 0 when nothing is known. */
+    run_hook(rs, &rs->on_lost,
+             rs->w.lost ? rs->w.margin : (rs->w.deadline > now ? rs->w.deadline - now : 0), now);
     elkfw_say("%s: %s; sending SIGTERM to the command (SIGKILL in %" PRIu32 " ms)", rs->resource,
               why, margin);
     rs->w.stopped_already = true;
@@ -812,6 +986,62 @@ static void run_stop(run_sup_t *rs, uint64_t now, const char *why, uint32_t marg
     run_signal_group(rs, SIGTERM);
     rs->stage = RUN_TERM_SENT;
     rs->kill_at = now + margin;
+}
+
+/* No heartbeat within the interval: the command is taken for hung. No more KEEPALIVEs
+ * (elkd stops renewing on its own a moment later), stop it, release once it is gone. */
+static void run_heartbeat_missed(run_sup_t *rs, uint64_t now)
+{
+    char why[256];
+    uint32_t grace =
+        rs->stop_margin > ELKFW_SUP_KILL_GRACE_MS ? rs->stop_margin : ELKFW_SUP_KILL_GRACE_MS;
+    snprintf(why, sizeof why, "heartbeat missed: %s wrote nothing to fd %d for %" PRIu32 " ms%s",
+             rs->cmd_name, rs->hb_cmd_fd, rs->hb.interval_ms,
+             rs->hb.eof ? " (it closed the pipe: no heartbeat could come any more)" : "");
+    run_stop(rs, now, why, grace);
+}
+
+/* The heartbeat pipe is readable: every read with data is a beat; EOF closes it (not a
+ * miss by itself, but no beat can come any more). */
+static void run_heartbeat_read(run_sup_t *rs, uint64_t now)
+{
+    char buf[256];
+    ssize_t n;
+    while ((n = read(rs->hb_fd, buf, sizeof buf)) > 0) {
+        elkfw_hb_beat(&rs->hb, now);
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(rs->hb_fd);
+        rs->hb_fd = -1;
+        rs->hb.eof = true;
+    }
+}
+
+/* What runs beside the lease handling: the --on-suspect hook on a new SUSPECT, the
+ * KEEPALIVEs the heartbeat asks for, the hooks' timeouts. Returns the earlier of wake and
+ * when it must run again. */
+static uint64_t run_step_extras(run_sup_t *rs, uint64_t now, uint64_t wake)
+{
+    if (rs->w.suspect_new) {
+        rs->w.suspect_new = false;
+        if (rs->stage == RUN_DRIVING && !rs->w.lost) {
+            run_hook(rs, &rs->on_suspect, rs->w.deadline > now ? rs->w.deadline - now : 0, now);
+        }
+    }
+    if (rs->stage == RUN_DRIVING && !rs->w.lost && rs->conn_open &&
+        elkfw_hb_keepalive_due(&rs->hb, now) &&
+        agent_send(rs->ak, "KEEPALIVE %s\n", rs->resource) != 0) {
+        rs->conn_open = false;
+        rs->w.lost = true;
+        rs->w.why = "lost the connection to elkd; the lease can no longer be trusted";
+        wake = now; /* stop the command at once, not at the next timeout */
+    }
+    if (rs->stage == RUN_DRIVING && elkfw_hb_next(&rs->hb) < wake) {
+        wake = elkfw_hb_next(&rs->hb);
+    }
+    elkfw_hook_step(&rs->on_suspect, now, &wake);
+    elkfw_hook_step(&rs->on_lost, now, &wake);
+    return wake;
 }
 
 /* One step by the clock and by what elkd said. Returns the next time to step. */
@@ -838,16 +1068,18 @@ static uint64_t run_step(run_sup_t *rs, uint64_t now)
     } else if (now >= rs->w.deadline) {
         /* Belt and braces: if elkd hangs, our own copy of the deadline still stops CMD. */
         run_stop(rs, now, "lease deadline passed without word from elkd", rs->stop_margin);
+    } else if (rs->stage == RUN_DRIVING && elkfw_hb_check_missed(&rs->hb, now)) {
+        run_heartbeat_missed(rs, now);
     }
     if (rs->stage == RUN_TERM_SENT && now >= rs->kill_at) {
         elkfw_say("%s: stop margin over; killing the command", rs->resource);
         run_signal_group(rs, SIGKILL);
         rs->stage = RUN_KILLED;
     }
-    if (rs->stage == RUN_DRIVING) {
-        return rs->w.deadline;
-    }
-    return rs->stage == RUN_TERM_SENT ? rs->kill_at : UINT64_MAX;
+    return run_step_extras(rs, now,
+                           rs->stage == RUN_DRIVING         ? rs->w.deadline
+                               : rs->stage == RUN_TERM_SENT ? rs->kill_at
+                                                            : UINT64_MAX);
 }
 
 static void run_on_signals(run_sup_t *rs)
@@ -858,6 +1090,8 @@ static void run_on_signals(run_sup_t *rs)
             if (!rs->child_done && waitpid(rs->child, &rs->status, WNOHANG) == rs->child) {
                 rs->child_done = true;
             }
+            (void)elkfw_hook_reap(&rs->on_suspect);
+            (void)elkfw_hook_reap(&rs->on_lost);
         } else if (si.ssi_signo != SIGTTOU) {
             /* Pass SIGINT/SIGTERM/SIGHUP on; we release when CMD has exited. */
             run_signal_group(rs, (int)si.ssi_signo);
@@ -903,11 +1137,27 @@ static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
         setenv("ELK_FENCE_TOKEN", tokbuf, 1);
         setenv("ELK_DEADLINE_MS", dlbuf, 1);
         setenv("ELK_LEASE_FILE", rs->lf.path, 1);
+        if (rs->hb_wfd >= 0) {
+            /* the write end only, and only to CMD: elk's other children get neither */
+            char fdbuf[16];
+            close(rs->hb_fd);
+            if (fcntl(rs->hb_wfd, F_SETFD, 0) != 0) {
+                _exit(EXIT_NOEXEC);
+            }
+            snprintf(fdbuf, sizeof fdbuf, "%d", rs->hb_wfd);
+            setenv("ELK_HEARTBEAT_FD", fdbuf, 1);
+        }
         execvp(cmd[0], cmd);
         fprintf(stderr, "elk: cannot run '%s': %s\n", cmd[0], strerror(errno));
         _exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
     }
     close(go[0]);
+    if (rs->hb_wfd >= 0) {
+        /* only CMD's group may hold the write end: its EOF then means CMD closed it */
+        rs->hb_cmd_fd = rs->hb_wfd;
+        close(rs->hb_wfd);
+        rs->hb_wfd = -1;
+    }
     setpgid(child, child);
     rs->go_pipe = go[1];
     rs->child = child;
@@ -1008,17 +1258,22 @@ static void run_supervise(run_sup_t *rs)
 {
     agent_link_t *ak = rs->ak;
     while (!rs->child_done) {
-        struct pollfd p[2] = {{rs->sfd, POLLIN, 0}, {rs->conn_open ? ak->fd : -1, POLLIN, 0}};
+        struct pollfd p[3] = {{rs->sfd, POLLIN, 0},
+                              {rs->conn_open ? ak->fd : -1, POLLIN, 0},
+                              {rs->stage == RUN_DRIVING ? rs->hb_fd : -1, POLLIN, 0}};
         uint64_t now = now_ms();
         uint64_t wake = run_step(rs, now);
         int timeout = wake == UINT64_MAX
             ? -1
             : (wake <= now ? 0 : (int)(wake - now > 60000 ? 60000 : wake - now));
-        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+        if (poll(p, 3, timeout) < 0 && errno != EINTR) {
             break;
         }
         if (p[0].revents & POLLIN) {
             run_on_signals(rs);
+        }
+        if (p[2].revents) {
+            run_heartbeat_read(rs, now_ms());
         }
         if (rs->conn_open && p[1].revents) {
             if (agent_fill_now(ak) <= 0) {
@@ -1091,9 +1346,9 @@ static bool lease_usable(agent_link_t *ak, lease_watch_t *w, const elkfw_ctl_msg
 /* elk run's arguments: the index of CMD in argv (after "--"), or -1 when they are wrong
  * (said, with the usage where it helps). */
 static int run_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
-                    const char **resource)
+                    const char **resource, run_opts_t *ro)
 {
-    int next = parse_lock_args(ak, argc, argv, wait_ms, resource);
+    int next = parse_lock_args(ak, argc, argv, wait_ms, resource, ro);
     if (next < 0) {
         usage_run(stderr);
         return -1;
@@ -1109,13 +1364,54 @@ static int run_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
     return next + 1;
 }
 
+/* Before the lease goes (released, or left to elkd) and before elk exits (its hooks die
+ * with it): a hook still running may be driving the actuator to its safe position, and
+ * nobody else may drive meanwhile. Wait for it, bounded by its timeout, still reading
+ * elkd's events. */
+static void run_wait_hooks(run_sup_t *rs)
+{
+    while (elkfw_hook_running(&rs->on_suspect) || elkfw_hook_running(&rs->on_lost)) {
+        struct pollfd p[2] = {{rs->sfd, POLLIN, 0}, {rs->conn_open ? rs->ak->fd : -1, POLLIN, 0}};
+        uint64_t now = now_ms(), wake = UINT64_MAX;
+        elkfw_hook_step(&rs->on_suspect, now, &wake);
+        elkfw_hook_step(&rs->on_lost, now, &wake);
+        if (poll(p, 2, wake <= now ? 0 : (int)(wake - now)) < 0 && errno != EINTR) {
+            return;
+        }
+        if (p[0].revents & POLLIN) {
+            run_on_signals(rs);
+        }
+        if (rs->conn_open && p[1].revents) {
+            rs->conn_open = agent_fill_now(rs->ak) > 0;
+            watch_lines(rs->ak, &rs->w);
+        }
+    }
+}
+
+/* --heartbeat: the pipe CMD writes its heartbeats to. Both ends close-on-exec; CMD's
+ * child side clears it on the write end only. */
+static bool run_heartbeat_pipe(run_sup_t *rs)
+{
+    int hb[2];
+    if (rs->hb.interval_ms == 0) {
+        return true;
+    }
+    if (pipe2(hb, O_CLOEXEC) != 0 || fcntl(hb[0], F_SETFL, O_NONBLOCK) != 0) {
+        elkfw_say("cannot make the heartbeat pipe: %s", strerror(errno));
+        return false;
+    }
+    rs->hb_fd = hb[0];
+    rs->hb_wfd = hb[1];
+    return true;
+}
+
 /* With the lease granted: start cmd, drive it, stop it, release; elk run's exit code. */
 static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
 {
     agent_link_t *ak = rs->ak;
     bool released_ok;
     if (!lease_file_create(&rs->lf) || !lease_file_write(&rs->lf, rs->token, rs->w.deadline) ||
-        run_fork(rs, cmd, old) < 0) {
+        !run_heartbeat_pipe(rs) || run_fork(rs, cmd, old) < 0) {
         lease_file_remove(&rs->lf);
         release_and_wait(ak, rs->resource);
         return EXIT_FAIL;
@@ -1130,16 +1426,22 @@ static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
         }
         return rs->w.lost ? EXIT_LOST : EXIT_FAIL;
     }
+    /* CMD starts now: that counts as its first beat */
+    elkfw_hb_start(&rs->hb, rs->hb.interval_ms, now_ms());
     run_supervise(rs);
-    if (rs->stage != RUN_DRIVING) {
+    if (rs->stage != RUN_DRIVING && !rs->hb.missed) {
         run_wait_cause(rs);
     }
     if (rs->tty >= 0) {
         (void)tcsetpgrp(rs->tty, getpgrp());
     }
     released_ok = run_reap_group(rs);
+    run_wait_hooks(rs);
     lease_file_remove(&rs->lf);
-    if (rs->conn_open && !rs->w.lost && rs->stage == RUN_DRIVING && released_ok) {
+    /* After a missed heartbeat the lease is still ours: CMD is gone, so give it back at once
+     * rather than let it run out. */
+    if (rs->conn_open && !rs->w.lost && (rs->stage == RUN_DRIVING || rs->hb.missed) &&
+        released_ok) {
         release_and_wait(ak, rs->resource);
     }
     return run_exit_code(rs);
@@ -1151,22 +1453,30 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
     elkfw_ctl_msg_t m;
     sigset_t old;
     run_sup_t rs;
+    run_opts_t ro;
     int cmd, rc;
 
     memset(&rs, 0, sizeof rs);
+    memset(&ro, 0, sizeof ro);
     rs.ak = ak;
     rs.go_pipe = -1;
     rs.tty = -1;
+    rs.hb_fd = rs.hb_wfd = -1;
     rs.conn_open = true;
-    cmd = run_args(ak, argc, argv, &wait_ms, &rs.resource);
+    ro.hook_timeout_ms = ELKFW_HOOK_TIMEOUT_MS;
+    cmd = run_args(ak, argc, argv, &wait_ms, &rs.resource, &ro);
     if (cmd < 0) {
         return EXIT_USAGE;
     }
+    rs.cmd_name = argv[cmd];
+    elkfw_hook_init(&rs.on_suspect, "suspect", ro.on_suspect, ro.hook_timeout_ms);
+    elkfw_hook_init(&rs.on_lost, "lost", ro.on_lost, ro.hook_timeout_ms);
+    elkfw_hb_start(&rs.hb, ro.heartbeat_ms, now_ms());
     rs.sfd = make_signalfd(&old);
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    rc = acquire_lease(ak, rs.resource, wait_ms, rs.sfd, &m);
+    rc = acquire_lease(ak, rs.resource, wait_ms, ro.heartbeat_ms, rs.sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
     }
@@ -1282,7 +1592,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
     uint32_t wait_ms;
     const char *resource;
     elkfw_ctl_msg_t m;
-    int next = parse_lock_args(ak, argc, argv, &wait_ms, &resource);
+    int next = parse_lock_args(ak, argc, argv, &wait_ms, &resource, NULL);
     int sfd, rc;
     lease_watch_t w;
     bool conn_open = true;
@@ -1301,7 +1611,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    rc = acquire_lease(ak, resource, wait_ms, sfd, &m);
+    rc = acquire_lease(ak, resource, wait_ms, 0, sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
     }

@@ -61,6 +61,8 @@ write_conf() {
     echo "key_prefix = scen:"
     echo "connect_timeout = ${S_CONNECT_TIMEOUT:-300ms}"
     echo "request_timeout = ${S_REQUEST_TIMEOUT:-200ms}"
+    # extra [fleet] lines of a scenario (issue 20: vote_hygiene, quarantine), as given
+    [ -n "${S_FLEET_EXTRA:-}" ] && printf '%s\n' "$S_FLEET_EXTRA"
     for p in $ports; do
       i=$((i + 1))
       printf '[node n%d]\nhost = 127.0.0.1\nport = %s\n' "$i" "$p"
@@ -162,6 +164,9 @@ gateway() {
   start_elkd "$gw" "$S_DIR/$gw.conf" "$@"
   set -- $ports
   wait_nodes "$gw" $# || { bad "$gw never saw its $# node(s) ready"; finish; }
+  # and voting: vote hygiene quarantines a server whose uptime is below the longest lease
+  # (a fresh one, as here) until that has passed (issue 20, docs/design.md)
+  wait_until 60 all_vote "$gw" $# || { bad "$gw never saw its $# node(s) vote"; finish; }
 }
 # proxied_fleet: redis servers r1..r3, each behind an elk-faultproxy p1..p3
 proxied_fleet() {
@@ -179,3 +184,58 @@ two_gateways() {
   for gw in gw-a gw-b; do gateway $gw redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$(valve "$1" "$2")"; done
   act_init
 }
+
+# ---- issue 20 (vote hygiene, lock-delay, heartbeat): s9..s12
+# node_json GW NODE FIELD: one field of node NODE (n1, n2 ...) in GW's `elk status --json`
+node_json() {
+  elk_gw "$1" status --json 2>/dev/null | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+for n in d.get("nodes", []):
+    if n.get("name") == sys.argv[1]:
+        v = n.get(sys.argv[2], "")
+        print(str(v).lower() if isinstance(v, bool) else v)' "$2" "$3"
+}
+# node_line GW NODE: GW's text STATUS line of node NODE
+node_line() { ctl "$1" --quiet-ms 150 STATUS | grep "^node name=$2 "; }
+# node_quarantined GW NODE: 0 while NODE is quarantined in GW's STATUS (JSON quarantined_ms > 0)
+node_quarantined() { [ "$(node_json "$1" "$2" quarantined_ms)" -gt 0 ] 2>/dev/null; }
+node_free() { [ "$(node_json "$1" "$2" quarantined_ms)" = 0 ]; }
+# hold_bg GW VAR REQUEST...: hold.py on GW's socket in the background (pid in VAR), logging
+# every line elkd sends with its receive times to $S_DIR/hold-GW.log
+hold_bg() {
+  local gw=$1 var=$2
+  shift 2
+  python3 "$S_HERE/hold.py" "$S_DIR/$gw.sock" "$S_DIR/hold-$gw.log" "$@" 2>>"$S_DIR/hold-$gw.err" &
+  eval "$var=$!"
+  track $!
+}
+# hold_seen GW WORD: 0 once GW's hold log has a line with WORD (ACQUIRED, ERR, LOST ...)
+hold_seen() { file_has " $2 " "$S_DIR/hold-$1.log" || file_has " $2\$" "$S_DIR/hold-$1.log"; }
+# key_pttl NODE KEY: PTTL of KEY on redis NODE (-2 absent, -1 no expiry)
+key_pttl() { rcli "$1" pttl "$2" 2>/dev/null; }
+# restart_empty NODE [DELAY_S]: kill -9 (no persistence: the data is gone), restart on the
+# same port after DELAY_S seconds (default 0: at once)
+restart_empty() {
+  stop_redis "$1" KILL
+  [ "${2:-0}" != 0 ] && sleep "$2"
+  start_redis "$1" "${RPORT[$1]}"
+}
+# renewals_of GW RESOURCE / wait_renewals_of GW RESOURCE N: renewals in GW's STATUS; wait
+# until N more (bounded by 60 s)
+renewals_of() { res_field "$1" "$2" renewals; }
+renewals_reached() { [ "$(renewals_of "$1" "$2")" -ge "$3" ] 2>/dev/null; }
+wait_renewals_of() { wait_until 60 renewals_reached "$1" "$2" $(($(renewals_of "$1" "$2") + $3)); }
+# warm_up GW RESOURCE N: N short grants, so the fence counters are well above what an
+# empty node starts from
+warm_up() {
+  local i
+  for i in $(seq 1 "$3"); do elk_gw "$1" run --wait 2s "$2" -- true || bad "warm-up grant $i failed"; done
+}
+# all_vote GW N: N nodes of GW vote (a freshly started server is quarantined by the vote
+# hygiene until the longest lease could have run out: a scenario that needs every vote waits)
+all_vote() { [ "$(ctl "$1" --quiet-ms 150 STATUS | grep -c '^node .* votes=yes')" -ge "$2" ]; }
+wait_all_vote() { local gw; for gw in "$@"; do wait_until 60 all_vote "$gw" 3 || bad "$gw: not every node votes"; done; }
+# busy_for GW RESOURCE: the exit status of one `elk run` attempt on RESOURCE (73: not
+# acquired); unlike `elk acquire` it never stays holding when the attempt succeeds
+busy_for() { elk_gw "$1" run "$2" -- true >/dev/null 2>&1; }

@@ -8,7 +8,9 @@
 #  - within the drift bound (drift_factor 0.01): gw-a at x0.995 (slow: the unsafe direction),
 #    gw-b at x1.005: zero overlaps in true time, the holder stops before the server expiry.
 #  - beyond the bound: gw-a at x0.8 (20% slow): the holder overruns the lease and overlaps
-#    may appear; the guard must still refuse every stale token.
+#    may appear; the guard must still refuse every stale token. Run with vote_hygiene = off
+#    on gw-a: with it (issue 20) the servers' clocks, read in every reply, run 25% ahead of
+#    gw-a's and no node votes for it at all (checked last, "clock check").
 # Checked in the actuator log (true time) and against the servers' PEXPIRETIME.
 # usage: s2_drift.sh ELKD ELK FAULTPROXY
 ELKD=$1 ELK=$2 FAULTPROXY=$3
@@ -26,13 +28,13 @@ wait_max = 30ms"
 key='scen:{valve}'
 act_init
 
-# run_variant NAME RATE_A RATE_B: one agent pair, ROUNDS partitions of the holder
+# run_variant NAME RATE_A RATE_B [FLEET-LINES-A]: one agent pair, ROUNDS partitions of the holder
 run_variant() {
   local v=$1 ra=$2 rb=$3 r t_bh exp_min e t_stop rc margin_min=999999 margin
   local fa=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$ra") fb=()
   [ "$rb" != 1 ] && fb=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$rb")
   say "== $v: gw-a clock x$ra, gw-b clock x$rb, drift allowance $((TTL / 100 + 2)) ms, stop margin $STOP ms"
-  write_conf "$S_DIR/a-$v.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$body"
+  S_FLEET_EXTRA=${4:-} write_conf "$S_DIR/a-$v.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$body"
   write_conf "$S_DIR/b-$v.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
   start_elkd gw-a "$S_DIR/a-$v.conf" "${fa[@]}"
   start_elkd gw-b "$S_DIR/b-$v.conf" "${fb[@]}"
@@ -87,5 +89,26 @@ run_variant() {
   stop_elkd gw-b
 }
 run_variant within 0.995 1.005
-run_variant beyond 0.8 1
+run_variant beyond 0.8 1 "vote_hygiene = off"
+
+# clock check (issue 20): gw-a 20% slow with vote hygiene on. Every ACQUIRE/EXTEND reply
+# carries the server's TIME; measured on gw-a's clock the servers run ahead far beyond the
+# drift bound, so at its first renewal at the latest gw-a quarantines them: it cannot hold
+# the valve through a 3 s command (73: no lease, or 75: lost), while gw-b gets it.
+say "== clock check: gw-a clock x0.8, vote hygiene on"
+fa=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x0.8")
+write_conf "$S_DIR/a-clock.conf" gw-a redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
+write_conf "$S_DIR/b-clock.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
+start_elkd gw-a "$S_DIR/a-clock.conf" "${fa[@]}"
+start_elkd gw-b "$S_DIR/b-clock.conf"
+wait_nodes gw-a 3 || bad "clock: gw-a never saw 3 ready nodes"
+"${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 10s valve -- sleep 3 >>"$S_DIR/run-gw-a.log" 2>&1
+rc=$?
+[ $rc = 73 ] || [ $rc = 75 ]; check_true "clock: gw-a (20% slow) cannot hold the valve through a 3 s command (exit $rc)" $?
+wait_until 30 file_has "clock ran" "$S_DIR/elkd-gw-a.log"; check_true "clock: gw-a's elkd quarantined a node for its clock" $?
+figure clock_check_log "\"$(grep -m1 -o 'quarantined: clock ran.*' "$S_DIR/elkd-gw-a.log")\""
+elk_gw gw-b run --wait 10s valve -- true
+check "clock: gw-b (true clock) gets the valve" 0 $?
+stop_elkd gw-a
+stop_elkd gw-b
 finish

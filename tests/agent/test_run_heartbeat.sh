@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# elk run --heartbeat (issue 20) against elkd and a real redis-server. A command that
+# writes to $ELK_HEARTBEAT_FD keeps its lease across several TTLs (elk forwards the beats
+# as KEEPALIVE; without them elkd would stop renewing after one interval). A hung command
+# (sleeping, writing nothing) is stopped: SIGTERM, SIGKILL if it ignores that, the lease is
+# released within one interval plus the TTL (another client then gets it) and elk exits 75.
+# Closing the descriptor is no miss by itself. When elk itself hangs, elkd stops renewing.
+ELKD=$1 ELK=$2
+. "$(dirname "$0")/lib.sh"
+elkd_up a <<CONF
+request_timeout = 500ms
+[resource valve-1]
+ttl = 2s
+stop_margin = 300ms
+[agent]
+socket = $SOCK
+log_level = debug
+CONF
+M="$ELK_T_DIR/marks"
+mkdir -p "$M"
+E() { "$ELK" --socket "$SOCK" "$@"; }
+TTL_MS=2000 HB_MS=1000
+
+# 1. Beats every 200 ms for 7 s (3.5 TTLs, 7 intervals): the lease holds, the command ends itself.
+E run --heartbeat 1s valve-1 -- sh -c "i=0; while [ \$i -lt 35 ]; do echo . >&\$ELK_HEARTBEAT_FD; sleep 0.2; i=\$((i+1)); done; touch $M/done" \
+  2>"$ELK_T_DIR/beat.err"; rc=$?
+check "a command that beats keeps its lease over 3.5 TTLs (exit 0)" 0 $rc
+[ -e "$M/done" ]; check "it ran to its end" 0 $?
+
+# 2. Closing the descriptor is no miss: the command closes it and ends within the interval.
+E run --heartbeat 2s valve-1 -- sh -c "eval \"exec \$ELK_HEARTBEAT_FD>&-\"; sleep 0.3; exit 5"; rc=$?
+check "closing the heartbeat fd is no miss by itself (the command's own exit 5)" 5 $rc
+
+# 3. A hung command that dies of SIGTERM.
+rm -f "$M"/*
+"$ELK" --socket "$SOCK" run --heartbeat 1s valve-1 -- sh -c "echo \$\$ > $M/pid; sleep 1000" 2>"$ELK_T_DIR/hung.err" &
+R=$!
+wait_for 30 '[ -s "$M/pid" ]'
+t0=$(now_ms)
+wait_until 60 gone $R; check "elk run ends when the heartbeat stops" 0 $?
+kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
+wait $R; rc=$?
+check "exit 75 after a missed heartbeat" 75 $rc
+E run valve-1 -- true 2>"$ELK_T_DIR/next.err"; rc=$?
+t1=$(now_ms)
+check "the lease was released: the next client gets it at once" 0 $rc
+figure hung_release_ms $((t1 - t0))
+[ $((t1 - t0)) -le $((HB_MS + TTL_MS)) ]
+check "released within one interval plus the TTL ($((t1 - t0)) ms <= $((HB_MS + TTL_MS)) ms)" 0 $?
+pid=$(cat "$M/pid")
+kill -0 "$pid" 2>/dev/null; check "the hung command is gone" 1 $?
+err=$(cat "$ELK_T_DIR/hung.err")
+check_contains "the miss is named" "heartbeat missed: sh wrote nothing to fd" "$err"
+
+# 4. A hung command that ignores SIGTERM gets SIGKILL; the lease is still released.
+rm -f "$M"/*
+"$ELK" --socket "$SOCK" run --heartbeat 1s valve-1 -- sh -c "trap 'touch $M/term' TERM; echo \$\$ > $M/pid; while :; do sleep 0.05; done" \
+  2>"$ELK_T_DIR/stubborn.err" &
+R=$!
+wait_for 30 '[ -s "$M/pid" ]'
+wait_until 60 gone $R; check "elk run ends (stubborn command)" 0 $?
+kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
+wait $R; rc=$?
+check "exit 75 (stubborn command)" 75 $rc
+[ -e "$M/term" ]; check "the stubborn command got SIGTERM first" 0 $?
+kill -0 "$(cat "$M/pid")" 2>/dev/null; check "the stubborn command is gone (SIGKILL)" 1 $?
+E run valve-1 -- true 2>/dev/null; check "the lease was released after the stubborn command" 0 $?
+
+# 5. elk itself hangs (SIGSTOP) while its command beats on: no KEEPALIVE reaches elkd, so
+# elkd stops renewing (no zombie renewals) and the lease ends; without keepalive= elkd
+# would renew it for as long as the stopped elk's socket takes its events (minutes).
+rm -f "$M"/*
+"$ELK" --socket "$SOCK" run --heartbeat 1s valve-1 -- sh -c "echo \$\$ > $M/pid; while :; do echo . >&\$ELK_HEARTBEAT_FD; sleep 0.1; done" \
+  2>"$ELK_T_DIR/elkstop.err" &
+R=$!
+wait_for 30 '[ -s "$M/pid" ]'
+kill -STOP $R
+t0=$(now_ms)
+wait_until 30 E run valve-1 -- true 2>/dev/null; check "with elk stopped, the lease ends: another client gets it" 0 $?
+figure elk_stopped_release_ms $(($(now_ms) - t0))
+# alive PID: running, not a zombie (the stopped elk cannot reap its killed command)
+alive() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1); [ -n "$st" ] && [ "$st" != Z ]; }
+alive "$(cat "$M/pid")"; check "the command of the stopped elk was stopped by elkd" 1 $?
+kill -CONT $R
+wait_until 60 gone $R
+kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
+wait $R; rc=$?
+check "the resumed elk run exits 75" 75 $rc
+finish

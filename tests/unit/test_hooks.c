@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * firmware/hooks.c against real processes: the --on-suspect / --on-lost hooks of
+ * `elk run` see the lease in their environment, report their exit status, run one at a
+ * time, and are stopped at their timeout (SIGTERM, then SIGKILL if they ignore it).
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "elkfw/hooks.h"
+
+static uint64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Step and reap until the hook has ended; false if it is still there after limit_ms. */
+static bool run_to_end(elkfw_hook_t *h, uint64_t limit_ms)
+{
+    uint64_t end = ms_now() + limit_ms;
+    while (ms_now() < end) {
+        uint64_t next = UINT64_MAX;
+        if (elkfw_hook_reap(h)) {
+            return true;
+        }
+        elkfw_hook_step(h, ms_now(), &next);
+        poll(NULL, 0, 10);
+    }
+    return false;
+}
+
+static const elkfw_hook_lease_t lease = {"valve-1", 42, 1234};
+
+static void test_hook_sees_the_lease_and_its_status_is_kept(void **state)
+{
+    elkfw_hook_t h;
+    (void)state;
+    elkfw_hook_init(&h, "lost",
+                    "test \"$ELK_EVENT\" = lost && test \"$ELK_RESOURCE\" = valve-1 && "
+                    "test \"$ELK_TOKEN\" = 42 && test \"$ELK_FENCE_TOKEN\" = 42 && "
+                    "test \"$ELK_TIME_LEFT_MS\" = 1234 && exit 3",
+                    5000);
+    assert_true(elkfw_hook_start(&h, &lease, ms_now()));
+    assert_true(elkfw_hook_running(&h));
+    assert_true(run_to_end(&h, 10000));
+    assert_false(elkfw_hook_running(&h));
+    assert_true(WIFEXITED(h.last_status));
+    assert_int_equal(WEXITSTATUS(h.last_status), 3); /* 3: every variable was right */
+    assert_false(h.last_timed_out);
+    assert_int_equal(h.runs, 1);
+}
+
+static void test_hook_runs_in_its_own_process_group(void **state)
+{
+    elkfw_hook_t h;
+    (void)state;
+    elkfw_hook_init(&h, "suspect", "sleep 5", 5000);
+    assert_true(elkfw_hook_start(&h, &lease, ms_now()));
+    assert_int_equal(getpgid(h.pid), h.pid);
+    kill(-h.pid, SIGKILL);
+    assert_true(run_to_end(&h, 10000));
+}
+
+static void test_one_run_at_a_time_and_none_without_a_command(void **state)
+{
+    elkfw_hook_t h, none;
+    (void)state;
+    elkfw_hook_init(&none, "suspect", NULL, 5000);
+    assert_false(elkfw_hook_start(&none, &lease, ms_now()));
+    elkfw_hook_init(&h, "suspect", "sleep 5", 5000);
+    assert_true(elkfw_hook_start(&h, &lease, ms_now()));
+    assert_false(elkfw_hook_start(&h, &lease, ms_now()));
+    assert_int_equal(h.runs, 1);
+    kill(-h.pid, SIGKILL);
+    assert_true(run_to_end(&h, 10000));
+    assert_true(elkfw_hook_start(&h, &lease, ms_now())); /* the next spell may run it again */
+    kill(-h.pid, SIGKILL);
+    assert_true(run_to_end(&h, 10000));
+}
+
+static void test_hanging_hook_gets_sigterm_at_its_timeout(void **state)
+{
+    elkfw_hook_t h;
+    (void)state;
+    elkfw_hook_init(&h, "lost", "sleep 30", 100);
+    assert_true(elkfw_hook_start(&h, &lease, ms_now()));
+    assert_true(run_to_end(&h, 20000));
+    assert_true(h.last_timed_out);
+    assert_true(WIFSIGNALED(h.last_status));
+    assert_int_equal(WTERMSIG(h.last_status), SIGTERM);
+}
+
+static void test_hook_that_ignores_sigterm_gets_sigkill(void **state)
+{
+    elkfw_hook_t h;
+    (void)state;
+    elkfw_hook_init(&h, "lost", "trap '' TERM; sleep 30; sleep 30", 100);
+    assert_true(elkfw_hook_start(&h, &lease, ms_now()));
+    assert_true(run_to_end(&h, 20000));
+    assert_true(h.last_timed_out);
+    assert_true(WIFSIGNALED(h.last_status));
+    assert_int_equal(WTERMSIG(h.last_status), SIGKILL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hook_sees_the_lease_and_its_status_is_kept),
+        cmocka_unit_test(test_hook_runs_in_its_own_process_group),
+        cmocka_unit_test(test_one_run_at_a_time_and_none_without_a_command),
+        cmocka_unit_test(test_hanging_hook_gets_sigterm_at_its_timeout),
+        cmocka_unit_test(test_hook_that_ignores_sigterm_gets_sigkill),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
