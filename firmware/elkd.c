@@ -2238,18 +2238,25 @@ static void flush_clients(agent_t *a, uint64_t now)
 }
 
 /* The service manager's view: READY=1 once the fleet has a quorum, or once the wait for it
- * is over (STATUS= says what is missing); STATUS= whenever the summary changes. */
+ * is over (STATUS= says what is missing); STATUS= whenever the summary changes. The wait
+ * covers a fresh fleet's vote-hygiene quarantine too (about a TTL: a server just started
+ * cannot be told from one that restarted empty). */
 static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
 {
     char msg[sizeof a->sd_status + 16];
     size_t i, held = 0, ready = elk_fleet_ready_count(&a->fleet);
     bool quorum = elk_client_ready(&a->client);
+    uint64_t by = a->ready_by;
     if (a->notify.fd < 0 || a->shutting_down) {
         return;
     }
-    if (!a->ready_sent && !quorum && now < a->ready_by) {
-        if (a->ready_by < *next) {
-            *next = a->ready_by;
+    for (i = 0; i < a->fleet.count; i++) {
+        uint64_t q = elk_client_node_quarantine(&a->client, i);
+        by = q > by ? q : by;
+    }
+    if (!a->ready_sent && !quorum && now < by) {
+        if (by < *next) {
+            *next = by;
         }
         return;
     }

@@ -13,7 +13,8 @@
  * answers the first N commands (--after, default 0) like a well-behaved Redis
  * (PING, AUTH, HELLO, SELECT, SET, GET, DEL, EVAL, EVALSHA, SCRIPT, CONFIG,
  * CLIENT, PUBLISH ...). From then on every command gets the pathology of MODE;
- * with --only, only the commands named there (e.g. EVALSHA,EVAL) do, and every
+ * with --only, only the commands named there (e.g. EVALSHA,EVAL; PROBE and SAFETY name
+ * the vote-hygiene probe and the safety check, EVALs otherwise spared) do, and every
  * other command is answered well:
  *
  *   valid       never misbehave (control case)
@@ -181,6 +182,8 @@ static void valid_reply(char *buf, size_t cap, const char *cmd, const char *arg1
                  "*5\r\n$40\r\n0123456789abcdef0123456789abcdef01234567\r\n$5\r\n86400\r\n$40\r\n"
                  "fedcba9876543210fedcba9876543210fedcba98\r\n$1\r\n1\r\n:%lld\r\n",
                  wall_ms());
+    else if (script_is(cmd, arg1, ELK_LOCK_SCRIPT_SAFETY, ELK_LOCK_SCRIPT_SAFETY_SHA1))
+        snprintf(buf, cap, "*2\r\n$10\r\nnoeviction\r\n$1\r\n1\r\n");
     else if (!strcasecmp(cmd, "PING"))
         snprintf(buf, cap, "+PONG\r\n");
     else if (!strcasecmp(cmd, "HELLO")) {
@@ -242,6 +245,14 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
 {
     char valid[512];
     valid_reply(valid, sizeof valid, cmd, arg1);
+    /* The vote-hygiene PROBE and the safety check are EVALs too; each is a target only
+     * when --only names it ("PROBE", "SAFETY"): a server whose probe fails never gets a
+     * vote, and a test of the lease scripts' replies would never see one sent. */
+    if (script_is(cmd, arg1, ELK_LOCK_SCRIPT_PROBE, ELK_LOCK_SCRIPT_PROBE_SHA1)) {
+        cmd = "PROBE";
+    } else if (script_is(cmd, arg1, ELK_LOCK_SCRIPT_SAFETY, ELK_LOCK_SCRIPT_SAFETY_SHA1)) {
+        cmd = "SAFETY";
+    }
     if (!targeted(cmd)) {
         out_str(c, valid);
         return;
