@@ -4,7 +4,8 @@
 # the lease SUSPECT: the holder gets EVENT SUSPECT <resource> <ms_left> <CODE_NAME>, STATUS
 # says state=suspect, elk_lease_suspect_total counts it; once the nodes answer again the
 # next renewal confirms it: EVENT RECOVERED (RENEWED's fields), state held again.
-# (SIGSTOP would not do: a renewal round waits for its replies up to the deadline.)
+# (Refused scripts answer at once; silent masters (SIGSTOP) make SUSPECT come only ttl/20
+# after the round was sent, the library's rule.)
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 session() { python3 "$(dirname "$0")/ctl_session.py" "$SOCK"; }
