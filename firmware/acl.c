@@ -14,8 +14,8 @@
 #include <stdio.h>
 
 #define ELKFW_ACL_COMMANDS                                                                         \
-    "-@all +hello +auth +select +ping +eval +evalsha +script|load +set +get +incr +pexpire +del "  \
-    "+publish "                                                                                    \
+    "-@all +hello +auth +select +ping +eval +evalsha +script|load +set +get +exists +incr "        \
+    "+pexpire +del +publish +time "                                                                \
     "+subscribe +unsubscribe +info"
 
 int elkfw_acl_line(const elkfw_conf_t *c, const char *user, char *out, size_t cap)

@@ -124,6 +124,18 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
     }
 }
 
+/* Preload the scripts node i has not been sent yet, as far as its send buffer takes them
+ * (the four do not fit one block beside the checks): the rest go after the next flush,
+ * so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
+static void lk_preload(elk_client_t *client, size_t i, uint64_t now)
+{
+    while (client->preloaded[i] < 4u &&
+           elk_lock__send_plain(client, i, elk_lock__script_load[client->preloaded[i]], 3, now) ==
+               ELK_OK) {
+        client->preloaded[i]++;
+    }
+}
+
 static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
 {
     elk_node_t *node = &client->fleet->nodes[i];
@@ -141,10 +153,8 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
     for (k = 0; k < client->lock_count; k++) {
         elk_lock__resubscribe(client->locks[k], i);
     }
-    /* Preload so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
-    for (k = 0; k < sizeof(elk_lock__script_load) / sizeof(elk_lock__script_load[0]); k++) {
-        (void)elk_lock__send_plain(client, i, elk_lock__script_load[k], 3, now);
-    }
+    client->preloaded[i] = 0;
+    lk_preload(client, i, now);
 }
 
 /* ------------------------------------------------------------------ client */
@@ -257,6 +267,13 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
     client->dirty = false;
     w = elk_fleet_flush(client->fleet, now);
     next = w < next ? w : next;
+    for (i = 0; i < client->fleet->count; i++) {
+        if (client->preloaded[i] < 4u && elk_node_is_ready(&client->fleet->nodes[i])) {
+            lk_preload(client, i, now); /* what did not fit before that flush */
+            w = elk_fleet_flush(client->fleet, now);
+            next = w < next ? w : next;
+        }
+    }
     if (client->cfg.subscribers != NULL) {
         w = elk_fleet_flush(client->cfg.subscribers, now);
         next = w < next ? w : next;

@@ -100,9 +100,9 @@ int elk_lock_config_check(const elk_lock_config_t *cfg)
 
 const char *elk_lock_state_name(elk_lock_state_t state)
 {
-    static const char *const names[] = {"idle",     "acquiring", "committing", "held",
-                                        "renewing", "releasing", "waiting",    "lost",
-                                        "suspect"};
+    static const char *const names[] = {"idle",    "acquiring", "committing",
+                                        "held",    "renewing",  "releasing",
+                                        "waiting", "lost",      "suspect"};
     if ((unsigned)state < sizeof(names) / sizeof(names[0])) {
         return names[state];
     }
@@ -111,10 +111,9 @@ const char *elk_lock_state_name(elk_lock_state_t state)
 
 const char *elk_lock_event_name(elk_lock_event_type_t type)
 {
-    static const char *const names[] = {"none",          "acquired", "acquire-failed",
-                                        "retry",         "renewed",  "renew-failed",
-                                        "renew-stopped", "lost",     "released",
-                                        "suspect",       "recovered"};
+    static const char *const names[] = {"none",     "acquired",     "acquire-failed", "retry",
+                                        "renewed",  "renew-failed", "renew-stopped",  "lost",
+                                        "released", "suspect",      "recovered"};
     if ((unsigned)type < sizeof(names) / sizeof(names[0])) {
         return names[type];
     }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Requests of the lease engine on the wire: the four scripts as EVALSHA (or EVAL
- * after NOSCRIPT), request tickets, and the classification of each node's reply.
+ * after NOSCRIPT), request tickets, and the classification of each node's reply
+ * (ACQUIRE and EXTEND also carry the server's clock, checked by lock_hygiene.c).
  */
 #include <string.h>
 
@@ -64,8 +65,9 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     elk_client_t *client = lock->client;
     uint8_t kind = r->kind;
     bool eval = (r->eval_mask & LK_BIT(node)) != 0u;
-    elk_resp_arg_t argv[8];
+    elk_resp_arg_t argv[10];
     char key2[LK_KEY_BUF];
+    char key3[LK_KEY_BUF];
     size_t argc = 0;
     static const elk_resp_arg_t verb[2] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR("EVAL")};
     size_t script;
@@ -85,7 +87,9 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     /* The four argument lists share most of their items; built in one pass, not one
      * list per script, as that was a third of this module's flash. Anything else than
      * ACQUIRE, COMMIT or EXTEND is RELEASE. Zeroed once, then only the fields that
-     * differ are set: the elk_resp_arg_* initialisers write every field each time. */
+     * differ are set: the elk_resp_arg_* initialisers write every field each time.
+     * Keys: the lock key; the fence counter (ACQUIRE, COMMIT); the lock-delay marker
+     * (all but COMMIT), elk/lock_scripts.h. */
     fence = (kind == LK_ACQUIRE || kind == LK_COMMIT);
     release = !fence && kind != LK_EXTEND;
     memset(argv, 0, sizeof(argv));
@@ -93,10 +97,13 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     script = lk_script_of[kind <= LK_RELEASE ? kind : LK_RELEASE];
     argv[argc++] = eval ? elk_lock__script_load[script][2] : lk_sha[script];
     argv[argc].is_int = true;
-    argv[argc++].ival = fence ? 2 : 1; /* numkeys */
+    argv[argc++].ival = kind == LK_ACQUIRE ? 3 : 2; /* numkeys */
     lk_arg(&argv[argc++], lock->key, lock->key_len);
     if (fence) {
         lk_arg(&argv[argc++], key2, elk_lock__key_with(lock, ELK_LOCK_FENCE_SUFFIX, key2));
+    }
+    if (kind != LK_COMMIT) {
+        lk_arg(&argv[argc++], key3, elk_lock__key_with(lock, ELK_LOCK_DELAY_SUFFIX, key3));
     }
     if (release) {
         lk_arg(&argv[argc++], lock->rel_value, lock->rel_value_len);
@@ -107,6 +114,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
         argv[argc++].ival = kind == LK_COMMIT ? (int64_t)lock->token : (int64_t)lock->cfg.ttl_ms;
         if (kind == LK_ACQUIRE) {
             argv[argc++] = flag[lock->cfg.fencing];
+        }
+        if (kind != LK_COMMIT) {
+            argv[argc].is_int = true;
+            argv[argc++].ival = (int64_t)lock->cfg.lock_delay_ms;
         }
     }
     t = ticket_take(lock);
@@ -153,6 +164,30 @@ static void copy_text(elk_lock_node_result_t *r, const elk_resp_node_t *n)
     r->text[len] = '\0';
 }
 
+/* The script's result in a reply: an integer for COMMIT and RELEASE, {result, server_ms}
+ * for ACQUIRE and EXTEND (*server_ms gets the second, 0 if it is not a positive
+ * integer). NULL when the reply does not have that shape. top is the reply's top value;
+ * an aggregate's nodes follow it (elk/resp.h). */
+static const elk_resp_node_t *lk_result_of(uint8_t kind, const elk_resp_node_t *top,
+                                           int64_t *server_ms)
+{
+    const elk_resp_node_t *n;
+    *server_ms = 0;
+    if (kind != LK_ACQUIRE && kind != LK_EXTEND) {
+        return top->type == ELK_RESP_INTEGER ? top : NULL;
+    }
+    /* {result, server_ms}: an array of exactly two integers, its nodes right after it */
+    if (top->type != ELK_RESP_ARRAY || top->integer != 2 || top->subtree != 2u) {
+        return NULL;
+    }
+    n = top + 1;
+    if (n[0].type != ELK_RESP_INTEGER || n[1].type != ELK_RESP_INTEGER) {
+        return NULL;
+    }
+    *server_ms = n[1].integer > 0 ? n[1].integer : 0;
+    return n;
+}
+
 static bool is_noscript(const elk_resp_node_t *n)
 {
     return n->len >= 8u && memcmp(n->str, "NOSCRIPT", 8) == 0;
@@ -163,8 +198,10 @@ static uint8_t classify(uint8_t kind, int64_t v, uint64_t token)
 {
     switch (kind) {
     case LK_ACQUIRE:
-        return v >= 0 ? ELK_LOCK_NODE_OK
-                      : (v == ELK_LOCK_ACQUIRE_BUSY ? ELK_LOCK_NODE_BUSY : ELK_LOCK_NODE_ERROR);
+        return v >= 0
+            ? ELK_LOCK_NODE_OK
+            : (v == ELK_LOCK_ACQUIRE_BUSY || v == ELK_LOCK_ACQUIRE_DELAYED ? ELK_LOCK_NODE_BUSY
+                                                                           : ELK_LOCK_NODE_ERROR);
     case LK_COMMIT:
         if (v == ELK_LOCK_COMMIT_NOT_HELD) {
             return ELK_LOCK_NODE_BUSY;
@@ -215,11 +252,19 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
         }
         err = noscript ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
         copy_text(r, top);
-    } else if (top->type == ELK_RESP_INTEGER) {
+    } else if ((top = lk_result_of(kind, top, &r->server_ms)) != NULL) {
         r->value = top->integer;
         st = classify(kind, top->integer, lock->token);
         if (st != ELK_LOCK_NODE_ERROR) {
-            err = ELK_OK;
+            err = top->integer == ELK_LOCK_ACQUIRE_DELAYED && kind == LK_ACQUIRE ? ELK_E_LOCK_DELAY
+                                                                                 : ELK_OK;
+        }
+        /* A server whose clock ran ahead may have let our key expire early, or may let
+         * the next holder's: its answer does not count (lock_hygiene.c). */
+        if (r->server_ms != 0 &&
+            !elk_lock__clock_ok(client, lock, i, r->server_ms, round->t_send, client->now)) {
+            st = ELK_LOCK_NODE_ERROR;
+            err = ELK_E_CLOCK_JUMP;
         }
     }
     r->status = st;

@@ -327,15 +327,15 @@ static void raw_scripts(const char *name, const char *val, bool fencing, char *a
 {
     size_t vl = strlen(val);
     *al = snprintf(acq, 400,
-                   "*8\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{%s}\r\n$"
-                   "19\r\nbench:{%s}:fence\r\n"
-                   "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n%d\r\n",
-                   ELK_LOCK_SCRIPT_ACQUIRE_SHA1, name, name, vl, val, fencing ? 1 : 0);
-    *rl = snprintf(
-        rel, 400,
-        "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$13\r\nbench:{%s}\r\n$%zu\r\n%s\r\n"
-        "$22\r\nbench:{%s}:released\r\n",
-        ELK_LOCK_SCRIPT_RELEASE_SHA1, name, vl, val, name);
+                   "*10\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n3\r\n$13\r\nbench:{%s}\r\n$"
+                   "19\r\nbench:{%s}:fence\r\n$19\r\nbench:{%s}:delay\r\n"
+                   "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n%d\r\n$1\r\n0\r\n",
+                   ELK_LOCK_SCRIPT_ACQUIRE_SHA1, name, name, name, vl, val, fencing ? 1 : 0);
+    *rl = snprintf(rel, 400,
+                   "*7\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{%s}\r\n$"
+                   "19\r\nbench:{%s}:delay\r\n$%zu\r\n%s\r\n"
+                   "$22\r\nbench:{%s}:released\r\n",
+                   ELK_LOCK_SCRIPT_RELEASE_SHA1, name, name, vl, val, name);
 }
 
 /* Reads one reply line (up to its LF) into buf; returns its length, 0 on EOF or error. */
@@ -349,6 +349,25 @@ static size_t raw_line(int fd, char *buf, size_t cap)
         }
         got += (size_t)r;
     } while (buf[got - 1] != '\n');
+    return got;
+}
+
+/* Reads one reply of our scripts: an integer line, or an array of integer lines (ACQUIRE
+ * and EXTEND answer {result, server_ms}). buf gets the first integer line; returns its
+ * length, 0 on EOF or error. */
+static size_t raw_reply(int fd, char *buf, size_t cap)
+{
+    size_t got = raw_line(fd, buf, cap);
+    if (got > 0 && buf[0] == '*') {
+        long n = strtol(buf + 1, NULL, 10);
+        char rest[64];
+        got = n >= 1 ? raw_line(fd, buf, cap) : 0;
+        for (long k = 1; got > 0 && k < n; k++) {
+            if (raw_line(fd, rest, sizeof rest) == 0) {
+                return 0;
+            }
+        }
+    }
     return got;
 }
 
@@ -374,7 +393,7 @@ static double raw_cycles(uint16_t port, unsigned n)
         if (send(raw_fd, req, len, 0) != (ssize_t)len) {
             return 0;
         }
-        size_t got = raw_line(
+        size_t got = raw_reply(
             raw_fd, buf, sizeof buf); /* ":<n>\r\n" (or an error line: then the figure is wrong) */
         if (got == 0) {
             return 0;
@@ -416,7 +435,7 @@ static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
             }
             for (size_t i = 0; i < n; i++) {
                 char buf[256];
-                if (raw_line(fd[i], buf, sizeof buf) == 0) {
+                if (raw_reply(fd[i], buf, sizeof buf) == 0) {
                     goto out;
                 }
             }
@@ -918,14 +937,14 @@ int main(int argc, char **argv)
     /* acquire on fresh keys (the SET NX succeeds, the fence counter is incremented), the
      * release script's compare-and-delete (+ publish) on a key with our value absent. */
     snprintf(args, sizeof args,
-             "-r 100000000 EVALSHA %s 2 bench:lim{__rand_int__} bench:lim{__rand_int__}:fence "
-             "gwL:0123456789abcdef "
-             "10000 1",
+             "-r 100000000 EVALSHA %s 3 bench:lim{__rand_int__} bench:lim{__rand_int__}:fence "
+             "bench:lim{__rand_int__}:delay gwL:0123456789abcdef "
+             "10000 1 0",
              ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
     double acq = redis_benchmark(ports[0], 20000, args);
     snprintf(args, sizeof args,
-             "-r 100000000 EVALSHA %s 1 bench:lim{__rand_int__} gwL:0123456789abcdef "
-             "bench:lim{__rand_int__}:released",
+             "-r 100000000 EVALSHA %s 2 bench:lim{__rand_int__} bench:lim{__rand_int__}:delay "
+             "gwL:0123456789abcdef bench:lim{__rand_int__}:released",
              ELK_LOCK_SCRIPT_RELEASE_SHA1);
     double rel = redis_benchmark(ports[0], 20000, args);
     double lim_ping = ping / 2, lim_eval = acq > 0 && rel > 0 ? 1.0 / (1.0 / acq + 1.0 / rel) : 0;

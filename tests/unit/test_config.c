@@ -693,7 +693,8 @@ static void test_acl_line(void **state)
     assert_string_equal(
         line,
         "ACL SETUSER locker reset on >PASSWORD -@all +hello +auth +select +ping +eval +evalsha "
-        "+script|load +set +get +incr +pexpire +del +publish +subscribe +unsubscribe +info "
+        "+script|load +set +get +exists +incr +pexpire +del +publish +time +subscribe "
+        "+unsubscribe +info "
         "~plant1:* &plant1:*");
     assert_null(strstr(line, "s3cret"));
 }

@@ -1633,9 +1633,106 @@ static void test_deadline_is_exclusive_without_poll(void **state)
     assert_int_equal(elk_lock_hold_count(&W.lock), 2);
 }
 
+/* ------------------------------------- the scripts' replies and the lock-delay marker */
+
+/* ACQUIRE and EXTEND answer {result, server_ms}; any other shape is a failed node, never a
+ * grant: the old bare integer, an array of three, a string where an integer belongs. */
+static void test_reply_shape_is_checked(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {":1\r\n", "*3\r\n:1\r\n:2\r\n:3\r\n",
+                                      "*2\r\n$1\r\n1\r\n:5\r\n", "*2\r\n:1\r\n$1\r\n5\r\n",
+                                      "*1\r\n:1\r\n"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        elk_lock_config_t c = cfg_ttl(1000);
+        world_setup(.lcfg = &c);
+        pump();
+        W.srv[0].raw_reply = bad[k];
+        assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+        pump();
+        const elk_lock_event_t *ev = last_ev(&W.rec);
+        assert_non_null(ev);
+        assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+        assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_ERROR);
+        assert_int_equal(ev->nodes[0].err, ELK_E_UNEXPECTED_REPLY);
+        assert_false(elk_lock_is_held(&W.lock, NOW()));
+    }
+}
+
+/* The server's TIME reaches the round's results (what the clock check reads). */
+static void test_server_time_recorded(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(.lcfg = &c);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRED);
+    assert_int_equal(ev->nodes[0].server_ms, (int64_t)NOW() + W.srv[0].wall_offset_ms);
+    assert_int_equal(ev->nodes[0].value, 1); /* the token, first element of the pair */
+}
+
+/* lock_delay_ms reaches the scripts: the marker outlives the lease by it, a renewal
+ * pushes it out, another holder is refused while it stands (the node says so), and a
+ * clean release deletes it. */
+static void test_lock_delay_marker(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.lock_delay_ms = 700;
+    world_setup(.lcfg = &c, .two = true);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRED);
+    assert_string_equal(lfr_get(&W.srv[0], "t:{valve}:delay"), elk_lock_value(&W.lock));
+    assert_int_equal(lfr_pttl(&W.srv[0], "t:{valve}:delay"), 1700);
+    run_until(NOW() + 400); /* past the renewal (33 % of the TTL) */
+    assert_true(count_ev(&W.rec, ELK_LOCK_EV_RENEWED) >= 1);
+    assert_true(lfr_pttl(&W.srv[0], "t:{valve}:delay") > 1700 - 100);
+
+    /* the holder vanishes: its key goes, the marker stands */
+    lfr_del(&W.srv[0], "t:{valve}");
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec2);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_BUSY);
+    assert_int_equal(ev->nodes[0].err, ELK_E_LOCK_DELAY);
+    assert_int_equal(ev->nodes[0].value, ELK_LOCK_ACQUIRE_DELAYED);
+    assert_null(lfr_get(&W.srv[0], "t:{valve}")); /* nothing taken */
+
+    /* a clean release deletes the marker (our key is already gone: still deleted) */
+    assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
+    pump();
+    assert_null(lfr_get(&W.srv[0], "t:{valve}:delay"));
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(last_ev(&W.rec2)->type, ELK_LOCK_EV_ACQUIRED);
+}
+
+/* Without a lock delay no marker is written, and the request says 0. */
+static void test_no_lock_delay_no_marker(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000);
+    world_setup(.lcfg = &c);
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRED);
+    assert_null(lfr_get(&W.srv[0], "t:{valve}:delay"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reply_shape_is_checked),
+        cmocka_unit_test(test_server_time_recorded),
+        cmocka_unit_test(test_lock_delay_marker),
+        cmocka_unit_test(test_no_lock_delay_no_marker),
         cmocka_unit_test(test_config_and_names),
         cmocka_unit_test(test_single_acquire_release),
         cmocka_unit_test(test_acquire_and_release_write_at_once),

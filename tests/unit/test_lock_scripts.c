@@ -116,6 +116,8 @@ static void test_script_sha1_constants(void **state)
     assert_string_equal(hex, ELK_LOCK_SCRIPT_COMMIT_SHA1);
     sha1_hex(ELK_LOCK_SCRIPT_SAFETY, hex);
     assert_string_equal(hex, ELK_LOCK_SCRIPT_SAFETY_SHA1);
+    sha1_hex(ELK_LOCK_SCRIPT_PROBE, hex);
+    assert_string_equal(hex, ELK_LOCK_SCRIPT_PROBE_SHA1);
 }
 
 static void test_scripts_shape(void **state)
@@ -123,17 +125,26 @@ static void test_scripts_shape(void **state)
     (void)state;
     /* one trailing newline each (part of the hashed text), the documented calls inside */
     const char *all[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND, ELK_LOCK_SCRIPT_RELEASE,
-                         ELK_LOCK_SCRIPT_COMMIT};
-    for (size_t i = 0; i < 4; i++) {
+                         ELK_LOCK_SCRIPT_COMMIT, ELK_LOCK_SCRIPT_PROBE};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         size_t n = strlen(all[i]);
         assert_true(n > 2);
         assert_int_equal(all[i][n - 1], '\n');
         assert_int_not_equal(all[i][n - 2], '\n');
     }
-    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "'NX', 'PX'"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "'PX',ARGV[2])"));
     assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "INCR"));
+    /* the clock check needs the server's TIME in every acquire and renewal reply */
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "redis.call('TIME')"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "redis.call('TIME')"));
+    /* lock-delay: acquire honours the marker, renewal pushes it out, release deletes it */
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "EXISTS',KEYS[3]"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "SET', KEYS[2]"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_RELEASE, "DEL', KEYS[2]"));
     assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "PEXPIRE"));
     assert_non_null(strstr(ELK_LOCK_SCRIPT_RELEASE, "PUBLISH"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_PROBE, "run_id"));
+    assert_string_equal(ELK_LOCK_DELAY_SUFFIX, ":delay");
     assert_non_null(strstr(ELK_LOCK_SCRIPT_COMMIT, "tonumber"));
     assert_string_equal(ELK_LOCK_FENCE_SUFFIX, ":fence");
     assert_string_equal(ELK_LOCK_CHANNEL_SUFFIX, ":released");
@@ -156,13 +167,15 @@ static void test_longest_request_fits_the_bound(void **state)
     memset(value, 'v', sizeof value - 1);
     value[sizeof value - 1] = '\0';
     for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
-        /* the widest argument list of any script: 2 keys, value, a 20-digit number, a flag */
-        elk_resp_arg_t argv[8] = {elk_resp_arg_cstr("EVAL"),   elk_resp_arg_cstr(scripts[i]),
-                                  elk_resp_arg_int(2),         elk_resp_arg_cstr(key),
-                                  elk_resp_arg_cstr(key),      elk_resp_arg_cstr(value),
-                                  elk_resp_arg_int(INT64_MAX), elk_resp_arg_cstr("1")};
+        /* the widest argument list of any script (ACQUIRE's): 3 keys, value, ttl, flag,
+         * lock delay (both numbers uint32) */
+        elk_resp_arg_t argv[10] = {elk_resp_arg_cstr("EVAL"), elk_resp_arg_cstr(scripts[i]),
+                                   elk_resp_arg_int(3),       elk_resp_arg_cstr(key),
+                                   elk_resp_arg_cstr(key),    elk_resp_arg_cstr(key),
+                                   elk_resp_arg_cstr(value),  elk_resp_arg_int(UINT32_MAX),
+                                   elk_resp_arg_cstr("1"),    elk_resp_arg_int(UINT32_MAX)};
         size_t len = 0;
-        assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 8, &len), ELK_OK);
+        assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 10, &len), ELK_OK);
         if (len > longest) {
             longest = len;
         }

@@ -342,6 +342,7 @@ typedef struct elk_client {
     uint8_t node_unsafe[CONFIG_ELK_MAX_NODES]; /* no vote: 1 refused by the safety check,
                                                    2 check pending (policy REFUSE) */
     uint8_t sub_fresh[CONFIG_ELK_MAX_NODES];   /* subscriber connection just became READY */
+    uint8_t preloaded[CONFIG_ELK_MAX_NODES];   /* scripts SCRIPT LOADed on this connection */
     uint64_t now;                              /* time of the poll in progress */
     uint64_t next_wake;                        /* what the last poll returned; 0: poll now */
     bool in_poll;

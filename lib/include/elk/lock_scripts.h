@@ -37,27 +37,22 @@
  *          -1 when the key exists (held by another holder, or by an older value of ours);
  *          -2 when a lock-delay marker stands: a holder's lease ended without a release
  *             and lock_delay has not passed since it could last have been valid.
- * A marker is honoured whatever this caller's own lock delay (ARGV[4]) is.
+ * A marker is honoured whatever this caller's own lock delay (ARGV[4]) is. Written tersely:
+ * its EVAL is the longest request (ELK_LOCK_REQUEST_MAX), which a pool block must hold.
  * Usage: EVALSHA <sha> 3 <lock key> <fence key> <delay key> <value> <ttl> <0|1> <delay>
  */
 #define ELK_LOCK_SCRIPT_ACQUIRE                                                                    \
-    "local t = redis.call('TIME')\n"                                                               \
-    "local n = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                            \
-    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"                                                 \
-    "  return {-1, n}\n"                                                                           \
+    "local t=redis.call('TIME')\n"                                                                 \
+    "local r={0,t[1]*1000+math.floor(t[2]/1000)}\n"                                                \
+    "if redis.call('EXISTS',KEYS[1])==1 then r[1]=-1\n"                                            \
+    "elseif redis.call('EXISTS',KEYS[3])==1 then r[1]=-2\n"                                        \
+    "else\n"                                                                                       \
+    " redis.call('SET',KEYS[1],ARGV[1],'PX',ARGV[2])\n"                                            \
+    " if ARGV[4]~='0' then redis.call('SET',KEYS[3],ARGV[1],'PX',ARGV[2]+ARGV[4]) end\n"           \
+    " if ARGV[3]=='1' then r[1]=redis.call('INCR',KEYS[2]) end\n"                                  \
     "end\n"                                                                                        \
-    "if redis.call('EXISTS', KEYS[3]) == 1 then\n"                                                 \
-    "  return {-2, n}\n"                                                                           \
-    "end\n"                                                                                        \
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"                                         \
-    "if ARGV[4] ~= '0' then\n"                                                                     \
-    "  redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2] + ARGV[4])\n"                             \
-    "end\n"                                                                                        \
-    "if ARGV[3] == '1' then\n"                                                                     \
-    "  return {redis.call('INCR', KEYS[2]), n}\n"                                                  \
-    "end\n"                                                                                        \
-    "return {0, n}\n"
-#define ELK_LOCK_SCRIPT_ACQUIRE_SHA1 "92db0369be582f19fafef38898a9ecbd7bfd344f"
+    "return r\n"
+#define ELK_LOCK_SCRIPT_ACQUIRE_SHA1 "c8e1776244debe33801776a75e3f98444029861b"
 
 /*
  * EXTEND (renewal): compare-and-extend; the lock-delay marker is pushed out with the key.

@@ -54,6 +54,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elk/lock_scripts.h"
+
 #define MAX_CONNS 64
 #define IN_MAX 65536
 
@@ -147,10 +149,39 @@ static void conn_close(struct conn *c)
     memset(c, 0, sizeof *c);
 }
 
-/* What a well-behaved Redis 7 would answer (values are plausible, not stored). */
+/* arg1 (the first 63 bytes of an argument) names script `text`: its SHA1 after EVALSHA,
+ * the start of its text after EVAL. */
+static bool script_is(const char *cmd, const char *arg1, const char *text, const char *sha1)
+{
+    if (arg1 == NULL) {
+        return false;
+    }
+    if (!strcasecmp(cmd, "EVALSHA")) {
+        return strcmp(arg1, sha1) == 0;
+    }
+    return !strcasecmp(cmd, "EVAL") && strlen(arg1) >= 20 && strncmp(text, arg1, strlen(arg1)) == 0;
+}
+
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What a well-behaved Redis 7 would answer (values are plausible, not stored): ACQUIRE
+ * and EXTEND {1, TIME}, PROBE a server up for a day that kept its marker. */
 static void valid_reply(char *buf, size_t cap, const char *cmd, const char *arg1)
 {
-    if (!strcasecmp(cmd, "PING"))
+    if (script_is(cmd, arg1, ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_ACQUIRE_SHA1) ||
+        script_is(cmd, arg1, ELK_LOCK_SCRIPT_EXTEND, ELK_LOCK_SCRIPT_EXTEND_SHA1))
+        snprintf(buf, cap, "*2\r\n:1\r\n:%lld\r\n", wall_ms());
+    else if (script_is(cmd, arg1, ELK_LOCK_SCRIPT_PROBE, ELK_LOCK_SCRIPT_PROBE_SHA1))
+        snprintf(buf, cap,
+                 "*5\r\n$40\r\n0123456789abcdef0123456789abcdef01234567\r\n$5\r\n86400\r\n$40\r\n"
+                 "fedcba9876543210fedcba9876543210fedcba98\r\n$1\r\n1\r\n:%lld\r\n",
+                 wall_ms());
+    else if (!strcasecmp(cmd, "PING"))
         snprintf(buf, cap, "+PONG\r\n");
     else if (!strcasecmp(cmd, "HELLO")) {
         if (arg1 && !strcmp(arg1, "3"))

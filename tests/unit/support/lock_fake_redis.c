@@ -14,6 +14,7 @@ void lfr_init(lfr_server_t *s, const uint64_t *now)
     s->now = now;
     s->scripts_loaded = false;
     s->maxmemory_policy = "noeviction";
+    s->wall_offset_ms = 1700000000000; /* a wall clock, as TIME gives it */
 }
 
 size_t lfr_attach(lfr_server_t *s, fake_transport_t *ft)
@@ -113,6 +114,20 @@ static void lfr_int_reply(lfr_server_t *s, size_t c, long long v)
     lfr_out(s, c, b, (size_t)n);
 }
 
+/* The server's TIME in ms: the test clock, moved by the server's wall-clock offset. */
+static long long lfr_time_ms(const lfr_server_t *s)
+{
+    return (long long)((int64_t)*s->now + s->wall_offset_ms);
+}
+
+/* {result, server_ms}: the reply of ACQUIRE and EXTEND. */
+static void lfr_pair_reply(lfr_server_t *s, size_t c, long long v)
+{
+    char b[64];
+    int n = snprintf(b, sizeof b, "*2\r\n:%lld\r\n:%lld\r\n", v, lfr_time_ms(s));
+    lfr_out(s, c, b, (size_t)n);
+}
+
 static void lfr_str_reply(lfr_server_t *s, size_t c, const char *prefix, const char *text)
 {
     char b[256];
@@ -179,19 +194,23 @@ static void lfr_record(lfr_server_t *s, const char *which, const char *value, bo
 static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd,
                     size_t first)
 {
-    char k1[LFR_STR], k2[LFR_STR], a1[LFR_STR], a2[LFR_STR], a3[LFR_STR];
+    char k1[LFR_STR], k2[LFR_STR], k3[LFR_STR], a1[LFR_STR], a2[LFR_STR], a3[LFR_STR], a4[LFR_STR];
     char nk[16];
     lfr_arg(cmd, first, nk);
     size_t numkeys = (size_t)atoi(nk);
     lfr_arg(cmd, first + 1, k1);
-    if (numkeys >= 2) {
-        lfr_arg(cmd, first + 2, k2);
-    } else {
+    lfr_arg(cmd, first + 2, k2);
+    lfr_arg(cmd, first + 3, k3);
+    if (numkeys < 3) {
+        k3[0] = '\0';
+    }
+    if (numkeys < 2) {
         k2[0] = '\0';
     }
     lfr_arg(cmd, first + 1 + numkeys, a1);
     lfr_arg(cmd, first + 2 + numkeys, a2);
     lfr_arg(cmd, first + 3 + numkeys, a3);
+    lfr_arg(cmd, first + 4 + numkeys, a4);
     lfr_record(s, which, a1, fake_cmd_is(cmd, "EVAL"));
     if (strcmp(which, "acquire") == 0) {
         s->acquire_calls++;
@@ -206,31 +225,52 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
         lfr_str_reply(s, c, "-", s->error_reply);
         return;
     }
+    if (s->raw_reply) {
+        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
+        return;
+    }
     if (strcmp(which, "acquire") == 0) {
+        /* KEYS: lock, fence, delay marker; ARGV: value, ttl, fencing, lock delay */
         if (lfr_get(s, k1) != NULL) {
-            lfr_int_reply(s, c, -1);
+            lfr_pair_reply(s, c, -1);
+            return;
+        }
+        if (lfr_get(s, k3) != NULL) {
+            lfr_pair_reply(s, c, -2);
             return;
         }
         lfr_set(s, k1, a1, (uint64_t)atoll(a2));
+        if (strcmp(a4, "0") != 0) {
+            lfr_set(s, k3, a1, (uint64_t)(atoll(a2) + atoll(a4)));
+        }
         if (strcmp(a3, "1") == 0) {
             char v[32];
             long long n = lfr_int(s, k2) + 1;
             snprintf(v, sizeof v, "%lld", n);
             lfr_set(s, k2, v, 0);
-            lfr_int_reply(s, c, n);
+            lfr_pair_reply(s, c, n);
             return;
         }
-        lfr_int_reply(s, c, 0);
+        lfr_pair_reply(s, c, 0);
     } else if (strcmp(which, "extend") == 0) {
+        /* KEYS: lock, delay marker; ARGV: value, ttl, lock delay */
         const char *v = lfr_get(s, k1);
         if (v != NULL && strcmp(v, a1) == 0) {
             lfr_set(s, k1, a1, (uint64_t)atoll(a2));
-            lfr_int_reply(s, c, 1);
+            if (strcmp(a3, "0") != 0) {
+                lfr_set(s, k2, a1, (uint64_t)(atoll(a2) + atoll(a3)));
+            }
+            lfr_pair_reply(s, c, 1);
             return;
         }
-        lfr_int_reply(s, c, 0);
+        lfr_pair_reply(s, c, 0);
     } else if (strcmp(which, "release") == 0) {
-        const char *v = lfr_get(s, k1);
+        /* KEYS: lock, delay marker; ARGV: value, channel */
+        const char *v = lfr_get(s, k2);
+        if (v != NULL && strcmp(v, a1) == 0) {
+            lfr_del(s, k2);
+        }
+        v = lfr_get(s, k1);
         if (v != NULL && strcmp(v, a1) == 0) {
             lfr_del(s, k1);
             lfr_publish(s, a2, a1);

@@ -2,7 +2,8 @@
 /*
  * A tiny in-memory Redis for lease-engine unit tests. It answers, on scripted
  * transports (fake_transport.h), exactly the commands lib/lock sends: EVALSHA/EVAL of
- * the four scripts in elk/lock_scripts.h (run natively here), SCRIPT LOAD, CONFIG
+ * the four lease scripts in elk/lock_scripts.h (run natively here; ACQUIRE and EXTEND
+ * answer {result, server TIME}, with the lock-delay marker), SCRIPT LOAD, CONFIG
  * GET, HELLO, SUBSCRIBE/UNSUBSCRIBE, plus PUBLISH from the release script to
  * subscribed connections (RESP3 pushes, or RESP2 pub/sub arrays). Several connections (one per client) may share one
  * server, so two clients can contend.
@@ -63,7 +64,11 @@ typedef struct lfr_server {
     bool info_disabled;           /* INFO answers NOPERM */
     const char *maxmemory_policy; /* default "noeviction" */
     const char *error_reply;      /* non-NULL: every EVAL/EVALSHA answers -<this> */
+    const char *raw_reply;        /* non-NULL: every lease script answers these RESP bytes (a
+                                     reply of the wrong shape) */
     bool sub_refused;             /* SUBSCRIBE answers -NOPERM (an ACL without the channel) */
+    int64_t wall_offset_ms;       /* the server's TIME is the test clock plus this (lfr_init
+                                     sets a realistic epoch; a test may jump it) */
     /* counters */
     unsigned evalsha, eval, noscript, script_load, config_get, info, subscribe, publish;
     unsigned acquire_calls, extend_calls, release_calls, commit_calls;
