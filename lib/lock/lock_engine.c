@@ -208,7 +208,8 @@ static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
      * within its stop_margin: release only once it must have stopped. */
     memcpy(lock->lost_value, lock->value, lock->value_len + 1u);
     lock->lost_value_len = lock->value_len;
-    lock->lost_release_at = now + lock->cfg.stop_margin_ms;
+    /* With a lock delay the keys are left to expire: RELEASE would delete the marker. */
+    lock->lost_release_at = lock->cfg.lock_delay_ms == 0u ? now + lock->cfg.stop_margin_ms : 0u;
     lk_fire(lock, ELK_LOCK_EV_LOST, err, now);
 }
 
