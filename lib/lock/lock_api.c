@@ -63,6 +63,12 @@ int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
 typedef char elk_lock_round_kinds_are_states
     [(LK_ACQUIRE == (int)ELK_LOCK_ACQUIRING && LK_COMMIT == (int)ELK_LOCK_COMMITTING) ? 1 : -1];
 
+/* The stored states of a hold (SUSPECT is one of them, see elk_lock_state). */
+static bool lk_held_state(const elk_lock_t *lock)
+{
+    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
+}
+
 /* ACQUIRING and COMMITTING are not stored: the foreground round's kind says so (the
  * stored state is then IDLE). */
 elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
@@ -71,9 +77,12 @@ elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
         return ELK_LOCK_IDLE;
     }
     /* LK_ACQUIRE and LK_COMMIT have the values of ACQUIRING and COMMITTING (checked above). */
-    return (unsigned)lock->fg.kind - LK_ACQUIRE <= LK_COMMIT - LK_ACQUIRE
-        ? (elk_lock_state_t)lock->fg.kind
-        : lock->state;
+    if ((unsigned)lock->fg.kind - LK_ACQUIRE <= LK_COMMIT - LK_ACQUIRE) {
+        return (elk_lock_state_t)lock->fg.kind;
+    }
+    /* SUSPECT is not stored either: a flag over HELD / RENEWING, which every other query
+     * and the engine keep treating as held. */
+    return lock->suspect && lk_held_state(lock) ? ELK_LOCK_SUSPECT : lock->state;
 }
 
 bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
@@ -102,11 +111,6 @@ bool elk_lock_busy(const elk_lock_t *lock)
         }
     }
     return false;
-}
-
-static bool lk_held_state(const elk_lock_t *lock)
-{
-    return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
 }
 
 uint64_t elk_lock_token(const elk_lock_t *lock)
@@ -157,8 +161,13 @@ int elk_lock_keepalive(elk_lock_t *lock, uint64_t now)
     if (lock == NULL || lock->client == NULL) {
         return ELK_E_INVALID_ARG;
     }
-    if (!lk_held_state(lock)) {
+    if (!elk_lock_is_held(lock, now)) {
         return ELK_E_NOT_HELD;
+    }
+    /* Too late: renewal has stopped for this hold (a proof of life after the gap does not
+     * undo it; the lease runs out at its deadline). */
+    if (lock->renew_stopped && lock->last_err == ELK_E_KEEPALIVE_MISSED) {
+        return ELK_E_KEEPALIVE_MISSED;
     }
     lock->keepalive_at = now;
     return ELK_OK;

@@ -16,6 +16,9 @@ void elk_lock_config_defaults(elk_lock_config_t *cfg)
     cfg->renew_fraction_pct = CONFIG_ELK_RENEW_FRACTION_PCT;
     cfg->drift_factor_ppm = CONFIG_ELK_DRIFT_FACTOR_PPM;
     cfg->drift_fixed_ms = CONFIG_ELK_DRIFT_FIXED_MS;
+    /* A finite cap: a hold nobody ends (a hung holder that still answers) must not keep
+     * the resource forever. 0 stays possible, explicitly. */
+    cfg->max_hold_ms = CONFIG_ELK_DEFAULT_MAX_HOLD_MS;
     cfg->wait_min_ms = 50;
     cfg->wait_max_ms = 250;
     cfg->fencing = true;

@@ -59,11 +59,11 @@ static void lk_fire(elk_lock_t *lock, elk_lock_event_type_t type, int err, uint6
         type == ELK_LOCK_EV_RELEASED ? lock->rel.results : lock->fg.results;
     elk_lock_event_t ev;
     bool held = (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
+    bool warn =
+        type == ELK_LOCK_EV_LOST || type == ELK_LOCK_EV_RENEW_FAILED || type == ELK_LOCK_EV_SUSPECT;
 
-    elk_lock__log(lock->client,
-                  (type == ELK_LOCK_EV_LOST || type == ELK_LOCK_EV_RENEW_FAILED) ? ELK_LOG_WARN
-                                                                                 : ELK_LOG_INFO,
-                  lock, 0, elk_lock_event_name(type), "", NULL, "", err);
+    elk_lock__log(lock->client, warn ? ELK_LOG_WARN : ELK_LOG_INFO, lock, 0,
+                  elk_lock_event_name(type), "", NULL, "", err);
     if (lock->on_event == NULL) {
         return;
     }
@@ -190,7 +190,9 @@ static void lk_become_held(elk_lock_t *lock, uint64_t now)
     lock->hold_count = 1;
     lock->renewals = 0;
     lock->renew_stopped = false;
+    lock->suspect = false;
     lock->last_err = ELK_OK;
+    lock->keepalive_at = now; /* the work can only start from here */
     lock->next_renew = lk_renew_at(lock, lock->acquired_at);
     elk_lock__unsubscribe(lock);
     lk_fire(lock, ELK_LOCK_EV_ACQUIRED, ELK_OK, now);
@@ -202,6 +204,7 @@ static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
         lk_end_round(lock, now);
     }
     lock->state = ELK_LOCK_LOST;
+    lock->suspect = false;
     lock->hold_count = 0;
     lock->last_err = err;
     /* Deleting the key now would let the next holder start while our actuator is still
@@ -235,6 +238,21 @@ static void lk_tally(const elk_lock_t *lock, uint64_t now, lk_tally_t *t)
     t->quorum = ok >= q;
     t->busy_quorum = busy >= q;
     t->over = ok + lk_popcount(lock->fg.pending_mask) < q || now >= lock->fg.limit;
+}
+
+/* Why a quorum said busy: ELK_E_LOCK_DELAY when any busy reply was a lock-delay marker
+ * (the last lease ended without a release: retrying before the delay is over is futile,
+ * and the person needs to know it is not an ordinary holder), else ELK_E_LOCK_BUSY. */
+static int lk_busy_err(const elk_lock_t *lock)
+{
+    size_t i;
+    for (i = 0; i < lk_nodes(lock); i++) {
+        if (lock->fg.results[i].status == ELK_LOCK_NODE_BUSY &&
+            lock->fg.results[i].err == ELK_E_LOCK_DELAY) {
+            return ELK_E_LOCK_DELAY;
+        }
+    }
+    return ELK_E_LOCK_BUSY;
 }
 
 /* An ACQUIRE round, or the COMMIT round that follows it with fencing: one function,
@@ -271,22 +289,37 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         return;
     }
     if (t->over) {
-        lk_acquire_failed(lock, t->busy_quorum ? ELK_E_LOCK_BUSY : ELK_E_FLEET_UNAVAILABLE, now);
+        lk_acquire_failed(lock, t->busy_quorum ? lk_busy_err(lock) : ELK_E_FLEET_UNAVAILABLE, now);
     }
+}
+
+/* A renewal round missed its quorum before the deadline: the first miss of a spell makes
+ * the lease SUSPECT (the actuator may head for its safe position early), later ones are
+ * RENEW_FAILED. The caller retries until the deadline. */
+static void lk_renew_missed(elk_lock_t *lock, uint64_t now)
+{
+    elk_lock_event_type_t type = ELK_LOCK_EV_RENEW_FAILED;
+    if (!lock->suspect && now < lock->deadline) {
+        lock->suspect = true;
+        type = ELK_LOCK_EV_SUSPECT;
+    }
+    lk_fire(lock, type, ELK_E_FLEET_UNAVAILABLE, now);
 }
 
 static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
 {
     if (t->quorum) {
         uint64_t d = lock->fg.t_send + lock->span_ms;
+        elk_lock_event_type_t type = lock->suspect ? ELK_LOCK_EV_RECOVERED : ELK_LOCK_EV_RENEWED;
         if (d > lock->deadline) {
             lock->deadline = d;
         }
         lock->renewals++;
         lock->next_renew = lk_renew_at(lock, lock->fg.t_send);
         lock->state = ELK_LOCK_HELD;
+        lock->suspect = false;
         lk_end_round(lock, now);
-        lk_fire(lock, ELK_LOCK_EV_RENEWED, ELK_OK, now);
+        lk_fire(lock, type, ELK_OK, now);
         return;
     }
     if (t->busy_quorum) {
@@ -307,7 +340,7 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         }
         lk_end_round(lock, now);
         lock->next_retry = now + (delay != 0u ? delay : 1u);
-        lk_fire(lock, ELK_LOCK_EV_RENEW_FAILED, ELK_E_FLEET_UNAVAILABLE, now);
+        lk_renew_missed(lock, now);
     }
 }
 
@@ -349,9 +382,17 @@ static void lk_wait_step(elk_lock_t *lock, uint64_t now)
     lk_start_round(lock, LK_ACQUIRE, now);
 }
 
-/* Which cap stops renewal now: ELK_E_MAX_RENEWALS, ELK_E_MAX_HOLD, or ELK_OK (none). */
+/* What stops renewal now: ELK_E_KEEPALIVE_MISSED (checked before every round, retries
+ * too: no round may start once the work's proof of life is overdue), then, before the
+ * first try only, the caps ELK_E_MAX_RENEWALS and ELK_E_MAX_HOLD; ELK_OK for none. */
 static int lk_renew_cap(const elk_lock_t *lock, uint64_t now)
 {
+    if (lock->cfg.keepalive_ms != 0u && now > lock->keepalive_at + lock->cfg.keepalive_ms) {
+        return ELK_E_KEEPALIVE_MISSED;
+    }
+    if (lock->state != ELK_LOCK_HELD) {
+        return ELK_OK;
+    }
     if (lock->cfg.max_renewals != 0u && lock->renewals >= lock->cfg.max_renewals) {
         return ELK_E_MAX_RENEWALS;
     }
@@ -491,8 +532,9 @@ static void lk_step_round(elk_lock_t *lock, uint64_t now)
  * otherwise the next reply, which frees a slot, wakes us (see elk_lock__wake). */
 static void lk_step_renew(elk_lock_t *lock, uint64_t now)
 {
-    int cap = lock->state == ELK_LOCK_HELD ? lk_renew_cap(lock, now) : ELK_OK;
+    int cap = lk_renew_cap(lock, now);
     if (cap != ELK_OK) {
+        lock->state = ELK_LOCK_HELD; /* a stopped retry is no longer due (lk_renew_due_at) */
         lock->renew_stopped = true;
         lock->last_err = cap; /* the cause LOST reports at the deadline */
         lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, cap, now);
@@ -560,6 +602,7 @@ int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
     lock->deadline = 0;
     lock->hold_count = 0;
     lock->renewals = 0;
+    lock->suspect = false;
     lock->state = ELK_LOCK_IDLE; /* ACQUIRING: the round's kind says so */
     lk_start_round(lock, LK_ACQUIRE, now);
     lk_mark_due(lock);
@@ -605,6 +648,7 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now)
     lock->hold_count = 0;
     lock->token = 0;
     lock->deadline = 0;
+    lock->suspect = false;
     lock->state = ELK_LOCK_RELEASING;
     lk_start_release(lock, now);
     lock->rel_notify = true;
@@ -630,6 +674,7 @@ int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
     lock->state = ELK_LOCK_HELD;
     lock->renew_stopped = true;
     lock->last_err = ELK_E_LOCK_ABANDONED;
+    lock->suspect = false; /* it ends here, renewed or not */
     lk_mark_due(lock);
     return ELK_OK;
 }

@@ -128,8 +128,9 @@ typedef struct elk_lock_config {
                                      been valid; kept by the servers (a marker key), so it holds
                                      across gateways. 0 (default): no delay */
     uint32_t keepalive_ms;     /* 0 (default): off. Otherwise renewal needs proof of life: a
-                                     renewal round starts only if elk_lock_keepalive was called
-                                     within the last keepalive_ms; a miss stops renewal
+                                     renewal round (first try or retry) starts only if
+                                     elk_lock_keepalive was called (or the hold began) within
+                                     the last keepalive_ms; a miss stops renewal for the hold
                                      (RENEW_STOPPED, LOST at the deadline with
                                      ELK_E_KEEPALIVE_MISSED) */
     bool fencing;              /* fencing counter + token (default true); off: token 0 */
@@ -185,25 +186,34 @@ typedef struct elk_lock_node_result {
 
 typedef enum elk_lock_event_type {
     ELK_LOCK_EV_ACQUIRED = 1,   /* token, deadline, validity_ms set */
-    ELK_LOCK_EV_ACQUIRE_FAILED, /* err: ELK_E_LOCK_BUSY, ELK_E_FLEET_UNAVAILABLE, ELK_E_LOCK_TIMEOUT,
-                                  ELK_E_VALIDITY, ELK_E_ENTROPY, ELK_E_BUF_TOO_SMALL */
+    ELK_LOCK_EV_ACQUIRE_FAILED, /* err: ELK_E_LOCK_BUSY, ELK_E_LOCK_DELAY (a busy quorum where at
+                                  least one node's busy reply was a lock-delay marker),
+                                  ELK_E_FLEET_UNAVAILABLE, ELK_E_LOCK_TIMEOUT, ELK_E_VALIDITY,
+                                  ELK_E_ENTROPY, ELK_E_BUF_TOO_SMALL */
     ELK_LOCK_EV_RETRY,        /* a round failed while waiting; err says why; a retry is scheduled */
     ELK_LOCK_EV_RENEWED,      /* deadline moved: deadline, validity_ms, renewals set */
-    ELK_LOCK_EV_RENEW_FAILED, /* one renewal round failed (err); retried until the deadline */
-    ELK_LOCK_EV_RENEW_STOPPED, /* a cap was reached (err ELK_E_MAX_HOLD or ELK_E_MAX_RENEWALS): no
-                                  more renewals; LOST follows at the deadline unless released first */
+    ELK_LOCK_EV_RENEW_FAILED, /* one renewal round failed (err); retried until the deadline. The
+                                 first failed round of a spell fires SUSPECT instead. */
+    ELK_LOCK_EV_RENEW_STOPPED, /* a cap was reached (err ELK_E_MAX_HOLD or ELK_E_MAX_RENEWALS) or
+                                  the keepalive was missed (ELK_E_KEEPALIVE_MISSED): no more
+                                  renewals; LOST follows at the deadline unless released first */
     ELK_LOCK_EV_LOST,          /* stop the actuator now. err names the cause: ELK_E_LOCK_LOST (the
                                   deadline passed before a quorum confirmed a renewal),
                                   ELK_E_FLEET_LOST (the same, with fewer than a quorum of nodes
                                   reachable), ELK_E_LOCK_TAKEN (a quorum no longer holds our value;
                                   fires at once, before the deadline), ELK_E_MAX_HOLD,
-                                  ELK_E_MAX_RENEWALS, ELK_E_LOCK_ABANDONED (elk_lock_abandon). The
+                                  ELK_E_MAX_RENEWALS, ELK_E_KEEPALIVE_MISSED,
+                                  ELK_E_LOCK_ABANDONED (elk_lock_abandon). The
                                   engine deletes its keys stop_margin_ms later (once the actuator
-                                  must have stopped), not before, so no successor starts early. */
+                                  must have stopped), not before, so no successor starts early;
+                                  with lock_delay_ms it leaves them to expire (a release would
+                                  delete the lock-delay marker). */
     ELK_LOCK_EV_RELEASED,      /* the background release round ended (per-node detail in nodes) */
     ELK_LOCK_EV_SUSPECT,       /* a renewal round missed its quorum while the deadline has not
                                   passed: still held until deadline (validity_ms says how long),
-                                  retried; err says why. Fires once per suspect spell. */
+                                  retried; err says why. Fires once per suspect spell, in place
+                                  of that round's RENEW_FAILED; the spell ends with RECOVERED,
+                                  LOST, release, abandon or a new acquisition. */
     ELK_LOCK_EV_RECOVERED      /* a renewal confirmed the lease after SUSPECT: HELD again
                                   (deadline, validity_ms, renewals set; RENEWED does not fire) */
 } elk_lock_event_type_t;
@@ -261,6 +271,7 @@ typedef struct elk_lock {
     elk_lock_state_t state; /* while an acquire or commit round runs: IDLE (the
                                            round's kind says ACQUIRING / COMMITTING) */
     bool renew_stopped;
+    bool suspect;    /* held, but the last renewal round missed its quorum: SUSPECT */
     bool subscribed; /* SUBSCRIBE sent for this wait */
     bool wake_now;   /* a release message arrived: retry at once */
     bool waiting;    /* acquire was asked to wait (wait_deadline > now) */
@@ -284,7 +295,7 @@ typedef struct elk_lock {
     uint64_t wait_deadline;
     uint64_t lost_release_at; /* after a loss: release once the actuator has stopped */
     uint64_t token;
-    uint64_t keepalive_at; /* last elk_lock_keepalive (or set_keepalive, or the acquire) */
+    uint64_t keepalive_at; /* last elk_lock_keepalive (or set_keepalive, or the hold's start) */
     elk_lock_round_t fg;   /* acquire, commit or extend round */
     elk_lock_round_t rel;  /* background release of rel_value */
     /* "<prefix>{<resource>}"; ":fence" / ":released" are appended when sending */
@@ -443,12 +454,15 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now);
  * the deadline already passed) or ELK_E_INVALID_ARG. */
 int elk_lock_abandon(elk_lock_t *lock, uint64_t now);
 
-/* Proof that the work holding the lease is alive (keepalive_ms, elk/lock.h). Returns
- * ELK_OK, ELK_E_NOT_HELD (not held), ELK_E_INVALID_ARG. Cheap: no request is sent. */
+/* Proof that the work holding the lease is alive (keepalive_ms, elk/lock.h); SUSPECT
+ * counts as held. Returns ELK_OK, ELK_E_NOT_HELD (not held, or the deadline passed),
+ * ELK_E_KEEPALIVE_MISSED (too late: renewal already stopped for this hold, the lease runs
+ * out at its deadline), ELK_E_INVALID_ARG. Cheap: no request is sent. */
 int elk_lock_keepalive(elk_lock_t *lock, uint64_t now);
 
 /* Change the keepalive interval of lock (0: off) from now on, for this and later holds;
- * counts as a keepalive. Returns ELK_OK or ELK_E_INVALID_ARG. */
+ * counts as a keepalive (a renewal already stopped for a missed one stays stopped). Each
+ * hold starts with a fresh keepalive (at ACQUIRED). Returns ELK_OK or ELK_E_INVALID_ARG. */
 int elk_lock_set_keepalive(elk_lock_t *lock, uint64_t now, uint32_t interval_ms);
 
 /* State (SUSPECT while held after a renewal round missed its quorum), and whether the
