@@ -24,6 +24,7 @@ void elk_client_config_defaults(elk_client_config_t *cfg)
     cfg->key_prefix = "elk:";
     cfg->mode = ELK_MODE_REDLOCK;
     cfg->safety = ELK_SAFETY_WARN;
+    cfg->vote_hygiene = true;
 }
 
 /* Printable ASCII without space; braces would break the hash tag. */
@@ -75,6 +76,7 @@ static void lk_on_state(void *user, elk_node_t *node, elk_node_state_t state, in
         client->node_fresh[i] = 1;
         /* no vote until checked: an acquire between now and the next poll must not use it */
         client->node_unsafe[i] = client->cfg.safety == ELK_SAFETY_REFUSE ? 2u : 0u;
+        client->hygiene[i].pending = client->cfg.vote_hygiene; /* until PROBE has answered */
         client->dirty = true;
     }
     if (client->cfg.on_node_state != NULL) {
@@ -146,9 +148,11 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
     if (!elk_node_is_ready(node)) {
         return;
     }
-    /* The safety check first: it decides the node's vote, and what follows may not all fit
-     * the send buffer or the request queue (a preload that does not fit only costs a
-     * NOSCRIPT round trip later; a check that does not fit left the node without a vote). */
+    /* The probe and the safety check first: they decide the node's vote, and what follows
+     * may not all fit the send buffer or the request queue (a preload that does not fit
+     * only costs a NOSCRIPT round trip later; a check that does not fit left the node
+     * without a vote). */
+    elk_lock__hygiene_start(client, i, now);
     elk_lock__safety_start(client, i, now);
     for (k = 0; k < client->lock_count; k++) {
         elk_lock__resubscribe(client->locks[k], i);
@@ -196,6 +200,8 @@ int elk_client_init(elk_client_t *client, const elk_client_config_t *cfg, elk_fl
         elk_node_on_state(&fleet->nodes[i], lk_on_state, client);
         elk_node_on_push(&fleet->nodes[i], lk_on_push, client);
         client->node_fresh[i] = elk_node_is_ready(&fleet->nodes[i]) ? 1u : 0u;
+        /* no vote before its probe; a node not connected says ELK_E_NOT_CONNECTED itself */
+        client->hygiene[i].pending = cfg->vote_hygiene && client->node_fresh[i] != 0u;
         if (cfg->subscribers != NULL) {
             elk_node_t *sn = &cfg->subscribers->nodes[i];
             elk_node_set_subscriber(sn, true);
@@ -223,7 +229,9 @@ bool elk_client_ready(const elk_client_t *client)
         return false;
     }
     for (i = 0; i < client->fleet->count; i++) {
-        if (elk_node_is_ready(&client->fleet->nodes[i]) && !client->node_unsafe[i]) {
+        /* as elk_client_node_votes says: at the last poll's time */
+        if (elk_node_is_ready(&client->fleet->nodes[i]) &&
+            elk_lock__node_vote(client, i, LK_ACQUIRE, client->now) == ELK_OK) {
             n++;
         }
     }
@@ -279,8 +287,13 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
         next = w < next ? w : next;
     }
     for (i = 0; i < client->fleet->count; i++) {
+        uint64_t until = client->hygiene[i].until;
         if (client->node_fresh[i] || client->sub_fresh[i]) {
             client->dirty = true;
+        }
+        /* a quarantine that ends gives a waiting round its node back: look then */
+        if (until > now && until < next) {
+            next = until;
         }
     }
     if (client->dirty) {

@@ -4,51 +4,419 @@
  * no vote until the longest lease could have expired (docs/design.md "Masters that
  * restart or jump").
  *
- * SKELETON (lead): the interface only; the probe, the quarantine and the clock check are
- * being written (issue 20). Until then a node votes as the safety check says.
+ * Redlock is safe only while a master keeps a lease's key for the whole TTL. A master
+ * that restarted without its data, or whose clock jumped ahead (Redis expires keys by its
+ * own wall clock), may have dropped keys it should hold; if it voted at once, a second
+ * holder could get a quorum while the first one's deadline stands. A quarantine of W =
+ * the longest TTL + drift (+ lock_delay) from the moment the loss may have happened
+ * outlasts every lease the node could have lost.
+ *
+ * On every (re)connection the node is probed (ELK_LOCK_SCRIPT_PROBE, once, before any
+ * request of the locks) and has no vote until the reply is in:
+ *   run_id known (+info): it restarted at most uptime ago: quarantine until lr + W -
+ *       uptime, unless its data survived (the fleet marker was written by an earlier run
+ *       and AOF is on); a marker gone within the same run (FLUSHALL) quarantines for W;
+ *   run_id unknown (no +info): a marker this client saw before on this node means no
+ *       restart since; otherwise quarantine for W (a restart cannot be ruled out);
+ *   anything else (error, NOPERM, timeout, disconnect, a malformed reply): W. Fail closed.
+ * Every reading of the server's TIME (the probe, each ACQUIRE and EXTEND reply) is
+ * compared with the previous one: a server whose clock ran ahead of the local clock's
+ * elapsed time beyond the drift bound is quarantined for W, and that reply does not count.
+ * A quarantine is never shortened. A RELEASE always goes (deleting our own value is safe).
  */
+#include <string.h>
+
+#include "elk/fmt.h"
+#include "elk/lock_scripts.h"
 #include "lock_internal.h"
+
+/* The probe (EVAL <script> 1 <prefix>marker <32 hex>: about 600 bytes with the longest key)
+ * is the first request of a connection: an empty transmit buffer (one pool block) must hold
+ * it, or no node would ever pass its check. (C99 has no static_assert.) */
+typedef char elk_lock_probe_fits_a_block[(sizeof(ELK_LOCK_SCRIPT_PROBE) + CONFIG_ELK_MAX_KEY_LEN +
+                                              2u * ELK_LOCK_RANDOM_BYTES + 100u <=
+                                          CONFIG_ELK_POOL_BLOCK_SIZE)
+                                             ? 1
+                                             : -1];
+
+/* Server times are clamped into [0, 2^62]: differences never overflow, whatever a
+ * broken or hostile server sends. */
+#define LK_MS_MAX ((int64_t)1 << 62)
+
+/* LK_NOINLINE (lock_internal.h) on the helpers below: gcc -Os inlined them into their
+ * callers for 200 bytes more on Cortex-M4 (measured: 2736 -> 2530 bytes of code). */
+
+/* FNV-1a (64 bits) of run ids and marker values: 16 bytes a node instead of two
+ * 40-byte strings. 0 means "none seen". */
+static LK_NOINLINE uint64_t lk_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    size_t k;
+    for (k = 0; k < n; k++) {
+        h = (h ^ p[k]) * 0x100000001b3u;
+    }
+    return h != 0u ? h : 1u;
+}
+
+/* W: quarantine_ms, or the longest ttl + drift + lock_delay over the registered locks
+ * (the default lease's ttl + drift when there is none). */
+static uint64_t lk_window(const elk_client_t *client)
+{
+    elk_lock_config_t d;
+    uint64_t w = 0;
+    size_t k;
+    if (client->cfg.quarantine_ms != 0u) {
+        return client->cfg.quarantine_ms;
+    }
+    elk_lock_config_defaults(&d);
+    if (client->lock_count == 0u) {
+        return d.ttl_ms + elk_lock__drift(&d);
+    }
+    for (k = 0; k < client->lock_count; k++) {
+        const elk_lock_config_t *c = &client->locks[k]->cfg;
+        uint64_t v = c->ttl_ms + elk_lock__drift(c) + c->lock_delay_ms;
+        w = v > w ? v : w;
+    }
+    return w;
+}
+
+/* ms plus the drift cfg allows over ms (its ttl is ignored). */
+static LK_NOINLINE int64_t lk_with_drift(const elk_lock_config_t *cfg, uint64_t ms)
+{
+    elk_lock_config_t c = *cfg;
+    c.ttl_ms = (uint32_t)ms; /* callers keep ms below 2^32 */
+    return (int64_t)(ms + elk_lock__drift(&c));
+}
+
+/* "quarantined: <what>[<val>][<n>]<after>" as node i's text, and no vote until `until`
+ * (extended, never shortened; the text changes only with it); one warning line. */
+static void lk_quarantine(elk_client_t *client, size_t i, uint64_t now, uint64_t until,
+                          const char *what, const elk_resp_node_t *val, int64_t n,
+                          const char *after)
+{
+    elk_lock_hygiene_t *h = &client->hygiene[i];
+    char line[32];
+    elk_fmt_t f;
+    h->quarantines++;
+    if (until >= h->until) {
+        h->until = until;
+        elk_fmt_init(&f, client->hygiene_text[i], sizeof client->hygiene_text[i]);
+        elk_fmt_str(&f, "quarantined: ");
+        elk_fmt_str(&f, what);
+        if (val != NULL) {
+            elk_fmt_bytes(&f, val->str, val->len); /* printable only: it is a server's text */
+        }
+        if (n >= 0) {
+            elk_fmt_int(&f, n);
+        }
+        elk_fmt_str(&f, after);
+        (void)elk_fmt_cstr(&f);
+    }
+    elk_fmt_init(&f, line, sizeof line);
+    elk_fmt_str(&f, ": no vote for ");
+    elk_fmt_uint(&f, h->until > now ? h->until - now : 0u);
+    elk_fmt_str(&f, " ms");
+    elk_lock__log(client, ELK_LOG_WARN, NULL, i, "", client->hygiene_text[i], NULL,
+                  elk_fmt_cstr(&f), ELK_OK);
+}
+
+/* How far a reading (server_ms, taken between the local times ls and lr) is off node i's
+ * reference beyond cfg's drift bound: > 0 the server's clock ran that many ms ahead of the
+ * longest local elapsed time; < 0 it fell behind the shortest; 0 within the bound. Either
+ * reading may be the earlier one (replies of overlapping rounds): the bounds hold anyway. */
+static LK_NOINLINE int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_config_t *cfg,
+                                   int64_t server_ms, uint64_t ls, uint64_t lr)
+{
+    int64_t srv = server_ms - h->ref_server;
+    uint64_t most = lr - h->ref_ls;                   /* the two readings at most this far apart */
+    int64_t least = (int64_t)ls - (int64_t)h->ref_lr; /* and at least this far */
+    uint64_t mag = least < 0 ? (uint64_t)-least : (uint64_t)least; /* <= most unless < 0 */
+    int64_t drift;
+    if (lr < h->ref_ls || most > UINT32_MAX || mag > UINT32_MAX) {
+        return 0; /* out of order, or 49 days without a reading: nothing to compare */
+    }
+    if (srv > lk_with_drift(cfg, most)) {
+        return srv - (int64_t)most;
+    }
+    /* least - drift(|least|): the server's elapsed time may be that much shorter */
+    drift = lk_with_drift(cfg, mag) - (int64_t)mag;
+    if (srv < least - drift) {
+        return srv - least;
+    }
+    return 0;
+}
+
+/* A reading of node i's clock: compared with the reference, which it then replaces.
+ * Returns false when the server's clock ran ahead (node quarantined for W from lr). */
+static bool lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *cfg,
+                       int64_t server_ms, uint64_t ls, uint64_t lr)
+{
+    elk_lock_hygiene_t *h = &client->hygiene[i];
+    int64_t ms = server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms;
+    int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
+    h->ref_server = ms;
+    h->ref_ls = ls;
+    h->ref_lr = lr;
+    h->has_ref = true;
+    if (jump == 0) {
+        return true;
+    }
+    h->clock_jumps++;
+    if (jump > 0) {
+        lk_quarantine(client, i, lr, lr + lk_window(client), "clock ran ", NULL, jump, " ms ahead");
+        return false;
+    }
+    {
+        /* Keys there now live longer than their TTL: safe for us, worth a look. */
+        char num[24];
+        elk_fmt_t f;
+        elk_fmt_init(&f, num, sizeof num);
+        elk_fmt_int(&f, -jump);
+        elk_lock__log(client, ELK_LOG_WARN, NULL, i, "clock went back ", elk_fmt_cstr(&f), NULL,
+                      " ms (keys live longer than their TTL there; check NTP)", ELK_OK);
+    }
+    return true;
+}
+
+bool elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
+                        uint64_t t_send, uint64_t now)
+{
+    if (!client->cfg.vote_hygiene) {
+        return true;
+    }
+    return lk_reading(client, i, &lock->cfg, server_ms, t_send, now);
+}
+
+/* The strictest drift terms over the client's locks (the defaults without one), for the
+ * probe's reading: no lock's leases may be shortened unseen across a reconnect. */
+static LK_NOINLINE void lk_strict(const elk_client_t *client, elk_lock_config_t *out)
+{
+    size_t k;
+    elk_lock_config_defaults(out);
+    for (k = 0; k < client->lock_count; k++) {
+        const elk_lock_config_t *c = &client->locks[k]->cfg;
+        if (k == 0u || c->drift_factor_ppm < out->drift_factor_ppm) {
+            out->drift_factor_ppm = c->drift_factor_ppm;
+        }
+        if (k == 0u || c->drift_fixed_ms < out->drift_fixed_ms) {
+            out->drift_fixed_ms = c->drift_fixed_ms;
+        }
+    }
+}
+
+/* uptime_in_seconds as ms; false unless 1..9 decimal digits. */
+static bool lk_uptime_ms(const elk_resp_node_t *n, uint64_t *ms)
+{
+    uint64_t v = 0;
+    uint32_t k;
+    if (n->len == 0u || n->len > 9u) {
+        return false;
+    }
+    for (k = 0; k < n->len; k++) {
+        if (n->str[k] < '0' || n->str[k] > '9') {
+            return false;
+        }
+        v = v * 10u + (uint64_t)(n->str[k] - '0');
+    }
+    *ms = v * 1000u;
+    return true;
+}
+
+/* The node showed it kept its data across its restart: the marker was there, written by
+ * an earlier run (its value is not this run's run_id), and AOF is on. */
+static LK_NOINLINE bool lk_kept(const elk_resp_node_t *f)
+{
+    return f[2].len != 0u && !(f[2].len == f[0].len && memcmp(f[2].str, f[0].str, f[0].len) == 0) &&
+        elk_resp_str_eq(&f[3], "1");
+}
+
+/* Why the probe's reply quarantines a node (lk_probe_rule). */
+static const char *const lk_probe_says[] = {
+    "restart not ruled out (no +info)",
+    "probe failed: uptime ",
+    "data lost (marker gone) in this run",
+    "restarted ",
+};
+
+/* The probe's reply f[0..4] = {run_id, uptime_s, marker, aof_enabled, server_ms}: decide
+ * node i's vote (file comment), take server_ms as its clock reference. */
+static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f)
+{
+    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_config_t strict;
+    uint64_t lr = client->now;
+    uint64_t w = lk_window(client);
+    uint64_t run = f[0].len != 0u ? lk_hash(f[0].str, f[0].len) : 0u;
+    /* the marker's value now: as read, or just written (run_id, else our random id) */
+    uint64_t marker = f[2].len != 0u ? lk_hash(f[2].str, f[2].len)
+        : run != 0u                  ? run
+                                     : h->probe_hash;
+    bool same_run = run != 0u && run == h->run_hash;
+    bool same_marker = marker == h->marker_hash;
+    uint64_t up = 0;
+    uint64_t cut = 0;
+    unsigned why = 4u; /* no quarantine */
+    const char *after = "";
+    if (!(run != 0u ? same_run : same_marker)) {
+        h->has_ref = false; /* another run (or maybe): its clock says nothing of the old one */
+    }
+    lk_strict(client, &strict);
+    (void)lk_reading(client, i, &strict, f[4].integer, h->probe_at, lr);
+    h->run_hash = run;
+    h->marker_hash = marker;
+    /* One quarantine call for the four reasons (each call site costs flash). */
+    if (run == 0u) {
+        why = same_marker ? 4u : 0u;
+    } else if (!lk_uptime_ms(&f[1], &up)) {
+        why = 1u;
+    } else if (same_run && !same_marker) {
+        why = 2u; /* the same run lost the marker: its data was flushed, not restarted */
+    } else if (up < w && !lk_kept(f)) {
+        why = 3u;
+        cut = up;
+        after = " s ago";
+    }
+    if (why < 4u) {
+        lk_quarantine(client, i, lr, lr + w - cut, lk_probe_says[why], why == 1u ? &f[1] : NULL,
+                      why == 3u ? (int64_t)(up / 1000u) : -1, after);
+    }
+}
+
+/* PROBE's reply (or its failure) for node i: the node's vote from now on. */
+static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i = elk_lock__node_of(client, node);
+    size_t idx = 0;
+    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
+    const elk_resp_node_t *f = top != NULL ? &reply->nodes[idx + 1u] : NULL;
+    size_t k;
+    if (i == SIZE_MAX) {
+        return;
+    }
+    client->hygiene[i].pending = false;
+    client->dirty = true; /* a waiting round may now reach its quorum */
+    /* {4 strings, integer}: an array of 5 scalars (an error has no children) */
+    for (k = 0; top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 5 &&
+         top->subtree == 5u && k < 5u;
+         k++) {
+        if (f[k].type != (k < 4u ? ELK_RESP_BULK : ELK_RESP_INTEGER)) {
+            break;
+        }
+    }
+    if (k == 5u) {
+        lk_probe_rule(client, i, f);
+        return;
+    }
+    /* fail closed: nothing learnt, a restart cannot be ruled out */
+    lk_quarantine(client, i, client->now, client->now + lk_window(client),
+                  "probe failed: ", elk_resp_is_error(top) ? top : NULL, -1,
+                  elk_resp_is_error(top)
+                      ? ""
+                      : elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY));
+}
 
 void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
 {
-    (void)client;
-    (void)i;
-    (void)now;
+    static const elk_resp_arg_t head[3] = {
+        ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_PROBE), ELK_RESP_ARG_STR("1")};
+    static const char hex[] = "0123456789abcdef";
+    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_resp_arg_t argv[5];
+    char key[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
+    char id[2u * ELK_LOCK_RANDOM_BYTES];
+    uint8_t rnd[ELK_LOCK_RANDOM_BYTES];
+    size_t plen = strlen(client->cfg.key_prefix); /* <= CONFIG_ELK_MAX_KEY_LEN (init) */
+    size_t k;
+    int rc = ELK_E_ENTROPY;
+
+    h->pending = false;
+    if (!client->cfg.vote_hygiene) {
+        return;
+    }
+    if (client->entropy->fill(client->entropy->ctx, rnd, sizeof rnd) == ELK_OK) {
+        for (k = 0; k < sizeof rnd; k++) {
+            id[2u * k] = hex[rnd[k] >> 4];
+            id[2u * k + 1u] = hex[rnd[k] & 15u];
+        }
+        memcpy(key, client->cfg.key_prefix, plen);
+        memcpy(key + plen, ELK_LOCK_MARKER_NAME, sizeof(ELK_LOCK_MARKER_NAME) - 1u);
+        memcpy(argv, head, sizeof head);
+        memset(&argv[3], 0, 2u * sizeof argv[0]);
+        argv[3].ptr = (const uint8_t *)key;
+        argv[3].len = plen + sizeof(ELK_LOCK_MARKER_NAME) - 1u;
+        argv[4].ptr = (const uint8_t *)id;
+        argv[4].len = sizeof id;
+        /* deadline 0: the node's request timeout; a timeout resets the connection */
+        rc = elk_node_send(&client->fleet->nodes[i], now, argv, 5, 0, lk_on_probe, client);
+    }
+    if (rc != ELK_OK) {
+        lk_quarantine(client, i, now, now + lk_window(client), "probe failed: ", NULL, -1,
+                      elk_err_name(rc));
+        return;
+    }
+    h->pending = true; /* elk_node_send never calls back from inside */
+    h->probe_at = now;
+    h->probe_hash = lk_hash((const uint8_t *)id, sizeof id);
 }
 
 int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now)
 {
-    (void)kind;
-    (void)now;
+    const elk_lock_hygiene_t *h = &client->hygiene[i];
+    /* pending and until are only ever set with vote_hygiene on */
+    if (kind != LK_RELEASE) {
+        if (h->pending) {
+            return ELK_E_SERVER_UNCHECKED;
+        }
+        if (now < h->until) {
+            return ELK_E_NODE_QUARANTINED;
+        }
+    }
     if (client->node_unsafe[i]) {
         return client->node_unsafe[i] == 1u ? ELK_E_UNSAFE_SERVER : ELK_E_SERVER_UNCHECKED;
     }
     return ELK_OK;
 }
 
-bool elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
-                        uint64_t t_send, uint64_t now)
+static bool lk_node_ok(const elk_client_t *client, size_t node)
 {
-    (void)client;
-    (void)lock;
-    (void)i;
-    (void)server_ms;
-    (void)t_send;
-    (void)now;
-    return true;
+    return client != NULL && client->fleet != NULL && node < client->fleet->count;
 }
 
 uint64_t elk_client_node_quarantine(const elk_client_t *client, size_t node)
 {
-    (void)client;
-    (void)node;
-    return 0;
+    if (!lk_node_ok(client, node) || client->now >= client->hygiene[node].until) {
+        return 0;
+    }
+    return client->hygiene[node].until;
 }
 
 const char *elk_client_node_hygiene(const elk_client_t *client, size_t node)
 {
-    if (client == NULL || client->fleet == NULL || node >= client->fleet->count) {
+    if (!lk_node_ok(client, node)) {
         return "";
     }
-    return "off";
+    if (!client->cfg.vote_hygiene) {
+        return "off";
+    }
+    if (client->hygiene[node].pending ||
+        (client->hygiene[node].marker_hash == 0u && client->hygiene[node].until == 0u)) {
+        return "pending"; /* probe in flight, or no connection yet */
+    }
+    return elk_client_node_quarantine(client, node) != 0u ? client->hygiene_text[node] : "ok";
+}
+
+int elk_client_node_hygiene_stats(const elk_client_t *client, size_t node, uint32_t *quarantines,
+                                  uint32_t *clock_jumps)
+{
+    if (!lk_node_ok(client, node)) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (quarantines != NULL) {
+        *quarantines = client->hygiene[node].quarantines;
+    }
+    if (clock_jumps != NULL) {
+        *clock_jumps = client->hygiene[node].clock_jumps;
+    }
+    return ELK_OK;
 }

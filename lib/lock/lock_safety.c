@@ -150,6 +150,8 @@ const char *elk_client_node_check(const elk_client_t *client, size_t node)
 
 bool elk_client_node_votes(const elk_client_t *client, size_t node)
 {
-    /* elk_client_node_check is "" exactly for a node that is not one of the fleet's. */
-    return elk_client_node_check(client, node)[0] != '\0' && client->node_unsafe[node] == 0u;
+    /* elk_client_node_check is "" exactly for a node that is not one of the fleet's. The
+     * vote as a round would get it at the last poll's time (elk_client_ready agrees). */
+    return elk_client_node_check(client, node)[0] != '\0' &&
+        elk_lock__node_vote(client, node, LK_ACQUIRE, client->now) == ELK_OK;
 }

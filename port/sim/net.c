@@ -378,6 +378,26 @@ bool elk_sim_net_handle(elk_sim_net_t *net, const elk_sim_event_t *ev)
 
 /* ------------------------------------------------------------ setup and faults */
 
+/* A new server process on node r: a fresh run_id from the net's rng, uptime counted from
+ * now (plus up_before_us for a node that was already running when the net was set up). */
+static void node_start(elk_sim_net_t *net, elk_sim_redis_t *r, int64_t up_before_us)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t bits = 0;
+    size_t i;
+    for (i = 0; i < ELK_SIM_RUN_ID_LEN; i++) {
+        if (i % 16u == 0u) {
+            bits = elk_sim_rng_next(&net->core->rng);
+        }
+        r->run_id[i] = hex[bits & 15u];
+        bits >>= 4;
+    }
+    r->run_id[ELK_SIM_RUN_ID_LEN] = '\0';
+    r->started_us = net->core->now_us;
+    r->up_before_us = up_before_us;
+    r->jumped_us = 0;
+}
+
 int elk_sim_net_init(elk_sim_net_t *net, elk_sim_core_t *core, const elk_sim_net_params_t *params,
                      size_t n_gw, size_t n_nodes, elk_sim_wake_fn wake_fn, void *wake_user)
 {
@@ -400,6 +420,7 @@ int elk_sim_net_init(elk_sim_net_t *net, elk_sim_core_t *core, const elk_sim_net
     net->dropped_events = 0;
     for (n = 0; n < ELK_SIM_MAX_NODES; n++) {
         elk_sim_redis_init(&net->nodes[n], (uint8_t)n, &core->now_us);
+        node_start(net, &net->nodes[n], (int64_t)ELK_SIM_UPTIME_AT_INIT_US);
     }
     for (g = 0; g < ELK_SIM_MAX_GATEWAYS; g++) {
         net->blocked[g] = 0;
@@ -480,6 +501,17 @@ void elk_sim_net_restart(elk_sim_net_t *net, size_t node, int mode)
     if (mode == ELK_SIM_RESTART_LOSE) {
         memset(r->keys, 0, sizeof r->keys);
     }
+    r->appendonly = mode == ELK_SIM_RESTART_LOSE ? "no" : "yes";
+    node_start(net, r, 0);
+}
+
+void elk_sim_net_clock_jump(elk_sim_net_t *net, size_t node, int64_t delta_us)
+{
+    if (node >= net->n_nodes) {
+        return;
+    }
+    elk_sim_clock_jump(&net->nodes[node].clock, delta_us);
+    net->nodes[node].jumped_us += delta_us;
 }
 
 int64_t elk_sim_net_publish(elk_sim_net_t *net, elk_sim_redis_t *node, const uint8_t *ch,

@@ -12,7 +12,8 @@ void elk_sim_redis_init(elk_sim_redis_t *node, uint8_t index, const uint64_t *tr
     memset(node, 0, sizeof *node);
     node->index = index;
     node->up = true;
-    elk_sim_clock_init(&node->clock, true_now_us, 0, 0);
+    /* A wall clock: Unix time, 2023-11-14 at true time 0, as TIME would say. */
+    elk_sim_clock_init(&node->clock, true_now_us, ELK_SIM_WALL_EPOCH_US, 0);
     node->password = NULL;
     node->maxmemory_policy = "noeviction";
     node->appendonly = "yes";
@@ -22,6 +23,15 @@ void elk_sim_redis_init(elk_sim_redis_t *node, uint8_t index, const uint64_t *tr
 int64_t elk_sim_redis_now_ms(const elk_sim_redis_t *node)
 {
     return elk_sim_clock_local_us_at(&node->clock, *node->clock.true_now_us) / 1000;
+}
+
+int64_t elk_sim_redis_uptime_ms(const elk_sim_redis_t *node)
+{
+    /* Both readings with today's offset give the elapsed wall time without steps; the
+     * steps since the start are added back, as two real readings would contain them. */
+    int64_t ran = elk_sim_clock_local_us_at(&node->clock, *node->clock.true_now_us) -
+        elk_sim_clock_local_us_at(&node->clock, node->started_us);
+    return (node->up_before_us + ran + node->jumped_us) / 1000;
 }
 
 bool elk_sim_parse_i64(const uint8_t *p, size_t len, int64_t *out)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* edgelock's Lua scripts (elk/lock_scripts.h) as native code for the simulated
  * Redis. Each function does what its Lua text does, atomically, with the same
- * integer replies; the table matches a script by its exact text (EVAL) or SHA1
+ * replies (TIME is the node's wall clock); the table matches a script by its exact text (EVAL) or SHA1
  * (EVALSHA). A test program may ask for the COMMIT script to leave counters alone,
  * which turns the fleet into the naive "max over the quorum" fencing scheme: a
  * negative control that must let a token go backwards. */
@@ -25,27 +25,64 @@ static int64_t counter_of(elk_sim_redis_t *node, const elk_sim_bytes_t *key)
     return c;
 }
 
+/* TIME inside a script: the node's wall clock in ms (t[1] * 1000 + t[2] / 1000). */
+static void reply_pair(elk_sim_redis_t *node, elk_sim_reply_t *out, int64_t result)
+{
+    elk_sim_reply_array(out, 2);
+    elk_sim_reply_int(out, result);
+    elk_sim_reply_int(out, elk_sim_redis_now_ms(node));
+}
+
+static bool is_zero(const elk_sim_bytes_t *a)
+{
+    return a->len == 1u && a->p[0] == '0';
+}
+
+/* The lock-delay marker's PX: ttl + lock_delay, as the Lua adds ARGV[2] + ARGV[n]. Redis
+ * refuses SET with an expiry <= 0, so a bad sum is an error, as the script's would be. */
+static bool delay_px(const elk_sim_bytes_t *delay, int64_t ttl, int64_t *px)
+{
+    int64_t d;
+    if (!elk_sim_parse_i64(delay->p, delay->len, &d) || d < 0 || d > INT64_MAX - ttl) {
+        return false;
+    }
+    *px = ttl + d;
+    return *px > 0;
+}
+
 static void s_acquire(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
                       const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
 {
-    int64_t ttl, c;
+    int64_t ttl, px = 0, c;
     uint8_t num[20];
     size_t n;
+    bool mark;
     (void)user;
-    if (nkeys < 2u || nargs < 3u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl) || ttl <= 0) {
+    if (nkeys < 3u || nargs < 4u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl) || ttl <= 0) {
         elk_sim_reply_error(out, "ERR Error running script: bad arguments to ACQUIRE");
         return;
     }
-    if (elk_sim_redis_lookup(node, keys[0].p, keys[0].len) != NULL) {
-        elk_sim_reply_int(out, ELK_LOCK_ACQUIRE_BUSY);
+    mark = !is_zero(&args[3]);
+    if (mark && !delay_px(&args[3], ttl, &px)) {
+        elk_sim_reply_error(out, "ERR Error running script: bad lock delay to ACQUIRE");
         return;
     }
-    if (elk_sim_redis_set(node, keys[0].p, keys[0].len, args[0].p, args[0].len, ttl) == NULL) {
+    if (elk_sim_redis_lookup(node, keys[0].p, keys[0].len) != NULL) {
+        reply_pair(node, out, ELK_LOCK_ACQUIRE_BUSY);
+        return;
+    }
+    if (elk_sim_redis_lookup(node, keys[2].p, keys[2].len) != NULL) {
+        reply_pair(node, out, ELK_LOCK_ACQUIRE_DELAYED);
+        return;
+    }
+    if (elk_sim_redis_set(node, keys[0].p, keys[0].len, args[0].p, args[0].len, ttl) == NULL ||
+        (mark &&
+         elk_sim_redis_set(node, keys[2].p, keys[2].len, args[0].p, args[0].len, px) == NULL)) {
         elk_sim_reply_oom(out);
         return;
     }
     if (!(args[2].len == 1u && args[2].p[0] == '1')) {
-        elk_sim_reply_int(out, 0);
+        reply_pair(node, out, 0);
         return;
     }
     c = counter_of(node, &keys[1]) + 1;
@@ -54,22 +91,28 @@ static void s_acquire(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t
         elk_sim_reply_oom(out);
         return;
     }
-    elk_sim_reply_int(out, c);
+    reply_pair(node, out, c);
 }
 
 static void s_extend(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
                      const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
 {
-    int64_t ttl;
+    int64_t ttl, px = 0;
     elk_sim_key_t *k;
+    bool mark;
     (void)user;
-    if (nkeys < 1u || nargs < 2u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl)) {
+    if (nkeys < 2u || nargs < 3u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl)) {
         elk_sim_reply_error(out, "ERR Error running script: bad arguments to EXTEND");
+        return;
+    }
+    mark = !is_zero(&args[2]);
+    if (mark && !delay_px(&args[2], ttl, &px)) {
+        elk_sim_reply_error(out, "ERR Error running script: bad lock delay to EXTEND");
         return;
     }
     k = elk_sim_redis_lookup(node, keys[0].p, keys[0].len);
     if (!val_eq(k, &args[0])) {
-        elk_sim_reply_int(out, 0);
+        reply_pair(node, out, 0);
         return;
     }
     if (ttl <= 0) {
@@ -77,7 +120,12 @@ static void s_extend(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
     } else {
         k->expire_ms = elk_sim_redis_now_ms(node) + ttl;
     }
-    elk_sim_reply_int(out, 1);
+    if (mark &&
+        elk_sim_redis_set(node, keys[1].p, keys[1].len, args[0].p, args[0].len, px) == NULL) {
+        elk_sim_reply_oom(out);
+        return;
+    }
+    reply_pair(node, out, 1);
 }
 
 static void s_release(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
@@ -85,9 +133,15 @@ static void s_release(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t
 {
     elk_sim_key_t *k;
     elk_sim_net_t *net = (elk_sim_net_t *)user;
-    if (nkeys < 1u || nargs < 2u) {
+    if (nkeys < 2u || nargs < 2u) {
         elk_sim_reply_error(out, "ERR Error running script: bad arguments to RELEASE");
         return;
+    }
+    /* A clean release ends the lock delay: our own marker goes first, whether or not the
+     * lease key still holds our value (it may have expired). */
+    k = elk_sim_redis_lookup(node, keys[1].p, keys[1].len);
+    if (val_eq(k, &args[0])) {
+        k->used = 0;
     }
     k = elk_sim_redis_lookup(node, keys[0].p, keys[0].len);
     if (!val_eq(k, &args[0])) {
@@ -127,9 +181,19 @@ static void s_commit(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
     elk_sim_reply_int(out, c);
 }
 
+/* The error a script gets from redis.call('INFO') when the ACL lacks +info. */
+#define SIM_NOPERM_INFO                                                                            \
+    "ERR Error running script: NOPERM User has no permissions to run the 'info' command"
+
+static const char *aof_field(const elk_sim_redis_t *node)
+{
+    return strcmp(node->appendonly, "yes") == 0 ? "1" : "0";
+}
+
 /* SAFETY (the server safety check): the Lua reads two INFO fields; here the node's
  * settings answer, {maxmemory_policy, aof_enabled}, as a server set up that way would
- * (a simulated node is noeviction with AOF on unless a test changes it). */
+ * (a simulated node is noeviction with AOF on unless a test or a restart that lost the
+ * data changes it). redis.call fails without +info, and so does the script. */
 static void s_safety(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
                      const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
 {
@@ -138,9 +202,54 @@ static void s_safety(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
     (void)args;
     (void)nargs;
     (void)user;
+    if (node->info_denied) {
+        elk_sim_reply_error(out, SIM_NOPERM_INFO);
+        return;
+    }
     elk_sim_reply_array(out, 2);
     elk_sim_reply_cstr(out, node->maxmemory_policy);
-    elk_sim_reply_cstr(out, strcmp(node->appendonly, "yes") == 0 ? "1" : "0");
+    elk_sim_reply_cstr(out, aof_field(node));
+}
+
+/* PROBE (vote hygiene): {run_id, uptime_in_seconds, marker, aof_enabled, server_ms}. INFO
+ * through pcall: without +info the three INFO fields are "". The marker (no expiry) is
+ * created when missing, holding the run_id, or ARGV[1] when INFO told none; the reply then
+ * says "" for it. uptime is Redis's: wall-clock seconds since the start, "" when negative
+ * (a backward step: Redis prints "-N", which the script's (%d+) does not match). */
+static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
+                    const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
+{
+    elk_sim_key_t *m;
+    uint8_t marker[ELK_SIM_VAL_MAX], up[20];
+    size_t mlen = 0, uplen = 0;
+    int64_t uptime = elk_sim_redis_uptime_ms(node);
+    bool info = !node->info_denied;
+    const uint8_t *id = (const uint8_t *)(info ? node->run_id : "");
+    size_t idlen = info ? ELK_SIM_RUN_ID_LEN : 0u;
+    (void)user;
+    if (nkeys < 1u || (!info && nargs < 1u)) {
+        /* The Lua would SET the marker to nil: Redis refuses that argument. */
+        elk_sim_reply_error(out, "ERR Error running script: bad arguments to PROBE");
+        return;
+    }
+    m = elk_sim_redis_lookup(node, keys[0].p, keys[0].len);
+    if (m != NULL) {
+        mlen = m->vlen;
+        memcpy(marker, m->val, mlen);
+    } else if (elk_sim_redis_set(node, keys[0].p, keys[0].len, info ? id : args[0].p,
+                                 info ? idlen : args[0].len, 0) == NULL) {
+        elk_sim_reply_oom(out);
+        return;
+    }
+    if (info && uptime >= 0) {
+        uplen = elk_resp_format_int(uptime / 1000, up);
+    }
+    elk_sim_reply_array(out, 5);
+    elk_sim_reply_bulk(out, id, idlen);
+    elk_sim_reply_bulk(out, up, uplen);
+    elk_sim_reply_bulk(out, marker, mlen);
+    elk_sim_reply_cstr(out, info ? aof_field(node) : "");
+    elk_sim_reply_int(out, elk_sim_redis_now_ms(node));
 }
 
 void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commit_noop)
@@ -166,4 +275,8 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[4].text = ELK_LOCK_SCRIPT_SAFETY;
     tbl->entry[4].fn = s_safety;
     tbl->entry[4].user = NULL;
+    tbl->entry[5].sha1 = ELK_LOCK_SCRIPT_PROBE_SHA1;
+    tbl->entry[5].text = ELK_LOCK_SCRIPT_PROBE;
+    tbl->entry[5].fn = s_probe;
+    tbl->entry[5].user = NULL;
 }

@@ -164,6 +164,7 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         cc.key_prefix = "elk:";
         cc.mode = w->opt.nodes == 1u ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK;
         cc.safety = ELK_SAFETY_WARN;
+        cc.vote_hygiene = w->opt.control != CTRL_NO_VOTE_HYGIENE; /* simport: issue 20 control */
         rc = elk_client_init(&g->client, &cc, &g->fleet, &g->entropy, NULL);
     }
     if (rc == ELK_OK) {

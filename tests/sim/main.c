@@ -13,8 +13,8 @@
 
 static sim_world_t world; /* a few MB: static, never on the stack */
 
-static const char *const control_names[] = {"none", "no-drift-margin", "drift-beyond-bound",
-                                            "naive-fence", "setnx-getset"};
+static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
+                                            "naive-fence", "setnx-getset",    "no-vote-hygiene"};
 
 static void usage(FILE *f)
 {
@@ -32,7 +32,8 @@ static void usage(FILE *f)
             "  --duration-ms D      fault phase of each run (default 30000); a calm phase follows\n"
             "  --ttl-ms T           lease TTL (default 1000)\n"
             "  --control C          negative control: no-drift-margin | drift-beyond-bound |\n"
-            "                       naive-fence | setnx-getset\n"
+            "                       naive-fence | setnx-getset | no-vote-hygiene (with\n"
+            "                       --faults hostile-masters: restarted or jumped masters vote)\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --quiet              print only the summary\n"
@@ -153,6 +154,7 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
     switch (o->control) {
     case CTRL_NO_DRIFT_MARGIN:
     case CTRL_SETNX_GETSET:
+    case CTRL_NO_VOTE_HYGIENE:
         return t->violations[V_MUTEX] > 0u;
     case CTRL_DRIFT_BEYOND:
         /* Exclusion breaks, but the guard must still refuse every stale command. */
@@ -222,6 +224,10 @@ int main(int argc, char **argv)
         total.drives += world.run.drives;
         total.refused += world.run.refused;
         total.fence_excused += world.run.fence_excused;
+        total.crashes += world.run.crashes;
+        total.empty_restarts += world.run.empty_restarts;
+        total.jumps += world.run.jumps;
+        total.forward_jumps += world.run.forward_jumps;
         total.events += world.run.events;
         total.sim_us += world.run.sim_us;
         /* Combine per-run hashes in order: the summary hash covers every run. */
@@ -260,6 +266,9 @@ int main(int argc, char **argv)
            ", token drops after data loss %" PRIu64 "\n",
            total.cycles, total.renewals, total.losses, total.acquire_failed, total.drives,
            total.refused, total.fence_excused);
+    printf("  node faults: %" PRIu64 " crashes (%" PRIu64 " restarted empty), %" PRIu64
+           " wall-clock jumps (%" PRIu64 " forward)\n",
+           total.crashes, total.empty_restarts, total.jumps, total.forward_jumps);
     printf("  violations:");
     for (k = 0; k < V_KINDS; k++) {
         printf(" %s %" PRIu64, sim_violation_name(k), total.violations[k]);

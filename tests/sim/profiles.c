@@ -4,6 +4,21 @@
 
 #include "sim_world.h"
 
+/* mild's network (delays, tails, stalls, resets, partitions) and gateway pauses, shared with
+ * profiles that add their own node faults to a normal day's network. */
+#define MILD_NETWORK                                                                               \
+    .net = {.delay_min_us = 200,                                                                   \
+            .delay_max_us = 3000,                                                                  \
+            .tail_ppm = 10000,                                                                     \
+            .tail_max_us = 50000,                                                                  \
+            .stall_ppm = 1000,                                                                     \
+            .stall_min_us = 200000,                                                                \
+            .stall_max_us = 1000000,                                                               \
+            .reset_ppm = 500,                                                                      \
+            .retry_us = 200000},                                                                   \
+    .partition_every_ms = 4000, .partition_min_ms = 100, .partition_max_ms = 3000
+#define MILD_PAUSES .pause_every_ms = 6000, .pause_min_ms = 20, .pause_max_ms = 2000
+
 static const sim_profile_t profiles[] = {
     {
         .name = "none",
@@ -13,24 +28,11 @@ static const sim_profile_t profiles[] = {
         /* A plant network on a normal day: short tails, rare stalls and resets, a
          * partition every few seconds, a node crash (data kept) now and then. */
         .name = "mild",
-        .net = {.delay_min_us = 200,
-                .delay_max_us = 3000,
-                .tail_ppm = 10000,
-                .tail_max_us = 50000,
-                .stall_ppm = 1000,
-                .stall_min_us = 200000,
-                .stall_max_us = 1000000,
-                .reset_ppm = 500,
-                .retry_us = 200000},
-        .partition_every_ms = 4000,
-        .partition_min_ms = 100,
-        .partition_max_ms = 3000,
+        MILD_NETWORK,
         .crash_every_ms = 15000,
         .restart_min_ms = 200,
         .restart_max_ms = 3000,
-        .pause_every_ms = 6000,
-        .pause_min_ms = 20,
-        .pause_max_ms = 2000,
+        MILD_PAUSES,
     },
     {
         /* Everything at once: Wi-Fi tails, frequent stalls and resets, long partitions,
@@ -60,6 +62,28 @@ static const sim_profile_t profiles[] = {
         .jump_max_ms = 3000,
         .forward_ppm = 500000,
     },
+    {
+        /* Issue 20: masters that restart empty at any moment (no delayed restart: the
+         * keys of live leases are gone at once) or keep their data, and one master whose
+         * wall clock jumps forward by 1..4 TTLs, or by just over the lease's drift margin,
+         * (and sometimes back), over mild's network. Without vote hygiene a holder on a
+         * bare majority loses exclusion here (the no-vote-hygiene control); with it the
+         * lease layer must show no overlap at all. */
+        .name = "hostile-masters",
+        MILD_NETWORK,
+        .crash_every_ms = 3000,
+        .restart_min_ms = 0,
+        .restart_max_ms = 1500,
+        .lose_ppm = 700000,
+        .lose_at_once = true,
+        MILD_PAUSES,
+        .jump_every_ms = 3000,
+        .jump_max_ms = 2000,
+        .forward_ppm = 800000,
+        .forward_jumps = true,
+        .jump_ttl_max = 4,
+        .small_jump_ppm = 400000,
+    },
 };
 
 bool sim_profile_get(const char *name, sim_profile_t *out)
@@ -76,5 +100,5 @@ bool sim_profile_get(const char *name, sim_profile_t *out)
 
 const char *sim_profile_names(void)
 {
-    return "none|mild|harsh";
+    return "none|mild|harsh|hostile-masters";
 }

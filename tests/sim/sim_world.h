@@ -28,7 +28,8 @@ typedef enum sim_control {
     CTRL_NO_DRIFT_MARGIN, /* lock drift margin 0 while clocks drift within the bound */
     CTRL_DRIFT_BEYOND,    /* clocks drift 20x beyond the bound the lock is told */
     CTRL_NAIVE_FENCE,     /* COMMIT never raises counters: naive max-over-quorum tokens */
-    CTRL_SETNX_GETSET     /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
+    CTRL_SETNX_GETSET,    /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
+    CTRL_NO_VOTE_HYGIENE  /* client cfg vote_hygiene = false: restarted or jumped masters vote */
 } sim_control_t;
 
 /* Violation kinds, in report order. */
@@ -70,7 +71,16 @@ typedef struct sim_profile {
     uint32_t lose_ppm; /* share of crashes that lose the data (restart delayed) */
     uint32_t pause_every_ms, pause_min_ms, pause_max_ms;
     uint32_t jump_every_ms, jump_max_ms;
-    uint32_t forward_ppm; /* share of jumps that go forward (drift-beyond-bound control only) */
+    uint32_t forward_ppm; /* share of jumps that go forward (drift-beyond-bound control, or
+                             profiles with forward_jumps) */
+    /* hostile-masters (issue 20): what Redlock alone does not survive */
+    bool lose_at_once;     /* a crash that loses the data restarts as soon as any other
+                                 (restart_min..max), not only after every key expired */
+    bool forward_jumps;    /* forward jumps in a passing profile, by jump_ttl_max TTLs ... */
+    uint32_t jump_ttl_max; /* ... 1..jump_ttl_max x ttl, or with small_jump_ppm just above
+                                 the lease's drift margin (1..4 x the margin, the least the
+                                 clock check must see); on one master per run (the jumper) */
+    uint32_t small_jump_ppm;
 } sim_profile_t;
 
 typedef enum gw_phase {
@@ -164,6 +174,8 @@ typedef struct sim_stats {
     uint64_t runs, cycles, renewals, losses, acquire_failed, drives, refused, fence_excused;
     uint64_t events, sim_us;
     uint64_t violations[V_KINDS];
+    /* node faults injected (world.c) */
+    uint64_t crashes, empty_restarts, jumps, forward_jumps;
 } sim_stats_t;
 
 typedef struct sim_world {
@@ -178,6 +190,7 @@ typedef struct sim_world {
     sim_actuator_t act[SIM_MAX_RESOURCES];
     uint8_t block_count[ELK_SIM_MAX_GATEWAYS][ELK_SIM_MAX_NODES];
     bool data_lost;       /* some node restarted empty in this run */
+    uint8_t jumper;       /* forward_jumps: the one master whose wall clock jumps */
     const char *password; /* nodes require AUTH in this run, or NULL */
     uint64_t calm_from, end_at, last_grant_at;
     bool calm_granted;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -225,20 +226,85 @@ static void test_hello3_switches_to_resp3(void **state)
     assert_true(strstr(call(&t, "CONFIG GET maxmemory-policy"), "noeviction") != NULL);
 }
 
+/* EVAL of one of the scripts with its keys and arguments (space-separated words). */
+static const char *eval(elk_transport_t *t, const char *script, int nkeys, const char *words)
+{
+    elk_resp_arg_t argv[16];
+    char buf[512], nk[8];
+    size_t argc = 0;
+    snprintf(buf, sizeof buf, "%s", words);
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    argv[argc++] = elk_resp_arg_cstr("EVAL");
+    argv[argc++] = elk_resp_arg_cstr(script);
+    argv[argc++] = elk_resp_arg_cstr(nk);
+    for (char *tok = strtok(buf, " "); tok != NULL; tok = strtok(NULL, " ")) {
+        argv[argc++] = elk_resp_arg_cstr(tok);
+    }
+    return call_argv(t, argv, argc);
+}
+
+/* The fields of a flat RESP2 array reply of bulk strings and integers, as text. */
+typedef struct fields {
+    size_t n;
+    char f[8][64];
+} fields_t;
+
+static fields_t parse_array(const char *r)
+{
+    fields_t out;
+    long n = 0;
+    memset(&out, 0, sizeof out);
+    assert_int_equal(sscanf(r, "*%ld\r\n", &n), 1);
+    r = strstr(r, "\r\n") + 2;
+    for (long i = 0; i < n && i < 8; i++) {
+        if (*r == ':') {
+            const char *e = strstr(r, "\r\n");
+            snprintf(out.f[i], sizeof out.f[i], "%.*s", (int)(e - r - 1), r + 1);
+            r = e + 2;
+        } else {
+            long len = 0;
+            assert_int_equal(sscanf(r, "$%ld\r\n", &len), 1);
+            r = strstr(r, "\r\n") + 2;
+            snprintf(out.f[i], sizeof out.f[i], "%.*s", (int)len, r);
+            r += len + 2;
+        }
+        out.n++;
+    }
+    return out;
+}
+
+/* server_ms of a reply read just now: the node's TIME when it ran the command, which was
+ * less than the 10 ms call() waits ago. */
+static void assert_node_time(const char *server_ms, size_t node)
+{
+    long long now = elk_sim_redis_now_ms(&net.nodes[node]);
+    assert_in_range(atoll(server_ms), now - 10, now);
+}
+
+/* ACQUIRE/EXTEND reply {result, server_ms}: the result; server_ms must be the node's TIME. */
+static long long pair_result(const char *reply, size_t node)
+{
+    fields_t f = parse_array(reply);
+    assert_int_equal(f.n, 2);
+    assert_node_time(f.f[1], node);
+    return atoll(f.f[0]);
+}
+
 static void test_scripts_evalsha_noscript_and_restart(void **state)
 {
     char cmd[512];
     (void)state;
     elk_transport_t t = connect_to(0, 1);
-    snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence gw0:aa 1000 1", ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
+    snprintf(cmd, sizeof cmd, "EVALSHA %s 3 L L:fence L:delay gw0:aa 1000 1 0",
+             ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
     assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0);
     /* SCRIPT LOAD takes the exact text (with spaces), so send it as one argument. */
     elk_resp_arg_t argv[3] = {elk_resp_arg_cstr("SCRIPT"), elk_resp_arg_cstr("LOAD"),
                               elk_resp_arg_cstr(ELK_LOCK_SCRIPT_ACQUIRE)};
     char reply[256];
     assert_non_null(strstr(call_argv(&t, argv, 3), ELK_LOCK_SCRIPT_ACQUIRE_SHA1));
-    assert_string_equal(call(&t, cmd), ":1\r\n");  /* taken, counter 1 */
-    assert_string_equal(call(&t, cmd), ":-1\r\n"); /* busy */
+    assert_int_equal(pair_result(call(&t, cmd), 1), 1);  /* taken, counter 1 */
+    assert_int_equal(pair_result(call(&t, cmd), 1), -1); /* busy */
     snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence gw0:aa 9", ELK_LOCK_SCRIPT_COMMIT_SHA1);
     assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0); /* not loaded yet */
     /* Crash: the client sees the connection closed; after a restart (data kept) the
@@ -250,13 +316,153 @@ static void test_scripts_evalsha_noscript_and_restart(void **state)
     t.close(t.ctx);
     t = connect_to(0, 1);
     assert_string_equal(call(&t, "GET L"), "$6\r\ngw0:aa\r\n");
-    snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence gw0:aa 1000 1", ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
+    snprintf(cmd, sizeof cmd, "EVALSHA %s 3 L L:fence L:delay gw0:aa 1000 1 0",
+             ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
     assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0);
     elk_sim_net_crash(&net, 1);
     elk_sim_net_restart(&net, 1, ELK_SIM_RESTART_LOSE);
     t.close(t.ctx);
     t = connect_to(0, 1);
     assert_string_equal(call(&t, "GET L"), "$-1\r\n");
+    /* A wrong number of keys (the pre-issue-20 ACQUIRE) is refused, not misread. */
+    assert_true(
+        strncmp(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 2, "L L:fence gw0:aa 1000 1"), "-ERR", 4) == 0);
+}
+
+/* Lock delay: ACQUIRE leaves a marker living ttl + delay, refuses with -2 while it
+ * stands, EXTEND pushes it out, a clean RELEASE deletes it (only its own), and the
+ * server's TIME in each reply is the node's wall clock, steps included. */
+static void test_lock_delay_marker(void **state)
+{
+    (void)state;
+    elk_transport_t t = connect_to(0, 0);
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d a 100 1 300"), 0),
+                     1);
+    assert_string_equal(call(&t, "GET L:d"), "$1\r\na\r\n");
+    assert_in_range(atoi(call(&t, "PTTL L:d") + 1), 370, 400); /* ttl + delay, 30 ms on */
+    run_until(core.now_us + 150000); /* the lease expired, the marker stands */
+    assert_string_equal(call(&t, "GET L"), "$-1\r\n");
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d b 100 1 0"), 0),
+                     ELK_LOCK_ACQUIRE_DELAYED);
+    assert_string_equal(call(&t, "GET L"), "$-1\r\n"); /* nothing taken, counter untouched */
+    assert_string_equal(call(&t, "GET L:f"), "$1\r\n1\r\n");
+    run_until(core.now_us + 300000); /* 400 ms after the acquire: the delay is over */
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d b 100 1 0"), 0),
+                     2);
+    assert_string_equal(call(&t, "GET L:d"), "$-1\r\n"); /* delay 0: no marker */
+    /* EXTEND with a delay sets the marker to ttl + delay from now; a wrong value changes
+     * nothing. */
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_EXTEND, 2, "L L:d x 500 250"), 0), 0);
+    assert_string_equal(call(&t, "GET L:d"), "$-1\r\n");
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_EXTEND, 2, "L L:d b 500 250"), 0), 1);
+    assert_in_range(atoi(call(&t, "PTTL L") + 1), 480, 500);
+    assert_in_range(atoi(call(&t, "PTTL L:d") + 1), 720, 750);
+    /* A node clock step forward shows in TIME and shortens both. */
+    elk_sim_net_clock_jump(&net, 0, 600000);
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d c 100 0 0"), 0),
+                     ELK_LOCK_ACQUIRE_DELAYED);
+    /* RELEASE by another value leaves the marker; ours deletes it, and then the key. */
+    assert_string_equal(eval(&t, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d other L:released"), ":0\r\n");
+    assert_string_equal(call(&t, "GET L:d"), "$1\r\nb\r\n");
+    assert_string_equal(eval(&t, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d b L:released"), ":0\r\n");
+    assert_string_equal(call(&t, "GET L:d"), "$-1\r\n");
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d c 100 0 0"), 0),
+                     0);
+    assert_string_equal(eval(&t, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d c L:released"), ":1\r\n");
+    assert_true(strncmp(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d c 100 0 -5"), "-ERR", 4) ==
+                0);
+}
+
+/* A clean RELEASE publishes after deleting the marker: the waiter woken by it finds the
+ * resource free at once. */
+static void test_release_wakes_waiter_with_marker_gone(void **state)
+{
+    char reply[256];
+    (void)state;
+    elk_transport_t holder = connect_to(0, 2);
+    elk_transport_t waiter = connect_to(1, 2);
+    assert_non_null(strstr(call(&waiter, "SUBSCRIBE L:released"), "subscribe"));
+    assert_int_equal(
+        pair_result(eval(&holder, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d h 1000 1 5000"), 2), 1);
+    assert_string_equal(eval(&holder, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d h L:released"), ":1\r\n");
+    run_until(core.now_us + 10000);
+    int32_t n = waiter.recv(waiter.ctx, (uint8_t *)reply, sizeof reply - 1);
+    assert_true(n > 0);
+    reply[n] = '\0';
+    assert_non_null(strstr(reply, "message"));
+    assert_int_equal(
+        pair_result(eval(&holder, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d w 1000 1 0"), 2), 2);
+}
+
+static fields_t probe(elk_transport_t *t)
+{
+    fields_t f = parse_array(eval(t, ELK_LOCK_SCRIPT_PROBE, 1, "elk:marker 0123456789abcdef"));
+    assert_int_equal(f.n, 5);
+    return f;
+}
+
+/* Node 1 restarts (mode); gateway 0 reconnects over *t and probes it. */
+static fields_t restart_and_probe(elk_transport_t *t, int mode)
+{
+    elk_sim_net_crash(&net, 1);
+    elk_sim_net_restart(&net, 1, mode);
+    t->close(t->ctx);
+    *t = connect_to(0, 1);
+    return probe(t);
+}
+
+/* PROBE: run_id (new at each restart), uptime (wall-clock, from the restart), the marker
+ * (created when missing and then reported ""), aof_enabled (what the last restart did
+ * with the data), server_ms; INFO refused by the ACL leaves the INFO fields "". */
+static void test_probe_restarts_marker_and_uptime(void **state)
+{
+    char first[64];
+    (void)state;
+    elk_transport_t t = connect_to(0, 1);
+    fields_t f = probe(&t);
+    assert_int_equal(strlen(f.f[0]), ELK_SIM_RUN_ID_LEN);
+    assert_int_equal(strspn(f.f[0], "0123456789abcdef"), ELK_SIM_RUN_ID_LEN);
+    assert_string_equal(f.f[1], "3600"); /* up an hour before the net was set up */
+    assert_string_equal(f.f[2], "");     /* marker missing: created now */
+    assert_string_equal(f.f[3], "1");
+    assert_node_time(f.f[4], 1);
+    snprintf(first, sizeof first, "%s", f.f[0]);
+    run_until(core.now_us + 2000000);
+    f = probe(&t);
+    assert_string_equal(f.f[0], first);
+    assert_string_equal(f.f[1], "3602");
+    assert_string_equal(f.f[2], first); /* the marker holds the run_id that wrote it */
+    /* Restart without the data: new run_id, uptime from 0, marker gone, AOF off. */
+    f = restart_and_probe(&t, ELK_SIM_RESTART_LOSE);
+    assert_string_not_equal(f.f[0], first);
+    assert_string_equal(f.f[1], "0");
+    assert_string_equal(f.f[2], "");
+    assert_string_equal(f.f[3], "0");
+    snprintf(first, sizeof first, "%s", f.f[0]);
+    /* A forward step of the wall clock counts in the uptime, as in Redis; a backward step
+     * past the start leaves no uptime to read. */
+    elk_sim_net_clock_jump(&net, 1, 5000000);
+    f = probe(&t);
+    assert_string_equal(f.f[1], "5");
+    assert_node_time(f.f[4], 1);
+    elk_sim_net_clock_jump(&net, 1, -9000000);
+    assert_string_equal(probe(&t).f[1], "");
+    /* Restart with the data: the marker of the earlier run survived. */
+    f = restart_and_probe(&t, ELK_SIM_RESTART_KEEP);
+    assert_string_not_equal(f.f[0], first);
+    assert_string_equal(f.f[2], first);
+    assert_string_equal(f.f[3], "1");
+    /* Without +info: no run_id, uptime or AOF; the marker still answers. */
+    net.nodes[1].info_denied = true;
+    f = probe(&t);
+    assert_string_equal(f.f[0], "");
+    assert_string_equal(f.f[1], "");
+    assert_string_equal(f.f[2], first);
+    assert_string_equal(f.f[3], "");
+    assert_true(strncmp(eval(&t, ELK_LOCK_SCRIPT_SAFETY, 0, ""), "-ERR", 4) == 0);
+    assert_string_equal(call(&t, "DEL elk:marker"), ":1\r\n");
+    assert_string_equal(probe(&t).f[2], "");
+    assert_string_equal(call(&t, "GET elk:marker"), "$16\r\n0123456789abcdef\r\n");
 }
 
 static void test_partition_delays_but_never_reorders(void **state)
@@ -314,6 +520,9 @@ int main(void)
         cmocka_unit_test_setup(test_set_nx_px_get_expiry_on_node_clock, setup_net),
         cmocka_unit_test_setup(test_hello3_switches_to_resp3, setup_net),
         cmocka_unit_test_setup(test_scripts_evalsha_noscript_and_restart, setup_net),
+        cmocka_unit_test_setup(test_lock_delay_marker, setup_net),
+        cmocka_unit_test_setup(test_release_wakes_waiter_with_marker_gone, setup_net),
+        cmocka_unit_test_setup(test_probe_restarts_marker_and_uptime, setup_net),
         cmocka_unit_test_setup(test_partition_delays_but_never_reorders, setup_net),
         cmocka_unit_test_setup(test_commit_noop_control_leaves_counters, setup_net),
     };

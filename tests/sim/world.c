@@ -168,11 +168,16 @@ static void fault_crash(sim_world_t *w)
     if (elk_sim_rng_chance(&w->core.rng, p->lose_ppm)) {
         /* Without persistence a node may come back only after every key it could
          * have held has expired (it cannot be renewed while down): the delayed
-         * restart Redlock requires. Then it never forgets a live lease. */
+         * restart Redlock requires. Then it never forgets a live lease. Profiles with
+         * lose_at_once leave that to the clients' vote hygiene (issue 20). */
         mode = ELK_SIM_RESTART_LOSE;
-        delay += (uint64_t)w->opt.ttl_ms * 1500u;
+        if (!p->lose_at_once) {
+            delay += (uint64_t)w->opt.ttl_ms * 1500u;
+        }
     }
     elk_sim_net_crash(&w->net, n);
+    w->run.crashes++;
+    w->run.empty_restarts += mode == ELK_SIM_RESTART_LOSE ? 1u : 0u;
     sim_trace(w, "crash", n, (uint64_t)mode, delay);
     push(w, w->core.now_us + delay, EV_RESTART, n, (uint64_t)mode);
 }
@@ -193,19 +198,40 @@ static void fault_pause(sim_world_t *w)
     sim_gw_wake(w, g, g->paused_until);
 }
 
+/* A forward jump of the jumper's wall clock (forward_jumps profiles), in us: 1..jump_ttl_max
+ * TTLs, or (small_jump_ppm) 1..4 times just over the lease's drift margin, ttl * drift + the
+ * 2 ms fixed allowance gw_elk.c gives every lock. */
+static int64_t forward_jump_us(sim_world_t *w)
+{
+    const sim_profile_t *p = &w->prof;
+    uint64_t ttl = w->opt.ttl_ms;
+    uint64_t margin = ttl * w->opt.drift_ppm / 1000000u + 2u;
+    if (elk_sim_rng_chance(&w->core.rng, p->small_jump_ppm)) {
+        return (int64_t)elk_sim_rng_range(&w->core.rng, margin + 1u, 4u * margin + 4u) * 1000;
+    }
+    return (int64_t)elk_sim_rng_range(&w->core.rng, ttl, ttl * p->jump_ttl_max) * 1000;
+}
+
 static void fault_jump(sim_world_t *w)
 {
     const sim_profile_t *p = &w->prof;
-    uint32_t n = (uint32_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
+    uint32_t n = p->forward_jumps ? w->jumper
+                                  : (uint32_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
     int64_t delta = (int64_t)elk_sim_rng_range(&w->core.rng, 1, p->jump_max_ms) * 1000;
     /* A forward jump shortens every lease on that node beyond any drift margin; with
      * a holder on a bare majority one such node is enough for a second grant
      * (Redlock's known limit). So forward jumps belong to the drift-beyond-bound
-     * control only; backward jumps lengthen leases (safe, costs liveness). */
-    if (w->opt.control != CTRL_DRIFT_BEYOND || !elk_sim_rng_chance(&w->core.rng, p->forward_ppm)) {
+     * control and to profiles that test the clients' clock check (forward_jumps);
+     * backward jumps lengthen leases (safe, costs liveness). */
+    if (p->forward_jumps && elk_sim_rng_chance(&w->core.rng, p->forward_ppm)) {
+        delta = forward_jump_us(w);
+    } else if (w->opt.control != CTRL_DRIFT_BEYOND ||
+               !elk_sim_rng_chance(&w->core.rng, p->forward_ppm)) {
         delta = -delta;
     }
-    elk_sim_clock_jump(&w->net.nodes[n].clock, delta);
+    elk_sim_net_clock_jump(&w->net, n, delta);
+    w->run.jumps++;
+    w->run.forward_jumps += delta > 0 ? 1u : 0u;
     sim_trace(w, "jump", n, (uint64_t)delta, 0);
 }
 
@@ -283,6 +309,29 @@ static void setup_clocks(sim_world_t *w, uint64_t *seeder)
     }
 }
 
+/* The first tick of each kind of fault the profile has, and the one master whose clock
+ * jumps forward (forward_jumps profiles). */
+static void schedule_faults(sim_world_t *w)
+{
+    const sim_profile_t *p = &w->prof;
+    if (p->partition_every_ms) {
+        push(w, every(w, p->partition_every_ms), EV_PART_TICK, 0, 0);
+    }
+    if (p->crash_every_ms) {
+        push(w, every(w, p->crash_every_ms), EV_CRASH_TICK, 0, 0);
+    }
+    if (p->pause_every_ms) {
+        push(w, every(w, p->pause_every_ms), EV_PAUSE_TICK, 0, 0);
+    }
+    if (p->jump_every_ms) {
+        push(w, every(w, p->jump_every_ms), EV_JUMP_TICK, 0, 0);
+    }
+    w->jumper = 0;
+    if (p->forward_jumps) {
+        w->jumper = (uint8_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
+    }
+}
+
 int sim_run(sim_world_t *w, uint64_t seed)
 {
     uint64_t seeder = seed;
@@ -353,18 +402,7 @@ int sim_run(sim_world_t *w, uint64_t seed)
         }
         sim_gw_wake(w, g, elk_sim_rng_range(&g->rng, 0, 100000u));
     }
-    if (w->prof.partition_every_ms) {
-        push(w, every(w, w->prof.partition_every_ms), EV_PART_TICK, 0, 0);
-    }
-    if (w->prof.crash_every_ms) {
-        push(w, every(w, w->prof.crash_every_ms), EV_CRASH_TICK, 0, 0);
-    }
-    if (w->prof.pause_every_ms) {
-        push(w, every(w, w->prof.pause_every_ms), EV_PAUSE_TICK, 0, 0);
-    }
-    if (w->prof.jump_every_ms) {
-        push(w, every(w, w->prof.jump_every_ms), EV_JUMP_TICK, 0, 0);
-    }
+    schedule_faults(w);
     push(w, w->calm_from, EV_CALM, 0, 0);
     push(w, w->end_at, EV_END, 0, 0);
 

@@ -342,6 +342,26 @@ typedef struct elk_client_config {
  * hygiene on, quarantine_ms 0 (automatic). */
 void elk_client_config_defaults(elk_client_config_t *cfg);
 
+/* Vote hygiene text kept per node (elk_client_node_hygiene; truncated, NUL-terminated). */
+#define ELK_LOCK_HYGIENE_TEXT_MAX 64u
+
+/* Vote hygiene of one node (internal; lib/lock/lock_hygiene.c). A clock reference is one
+ * reading of the server's TIME, server_ms, taken between the local times ls and lr. */
+typedef struct elk_lock_hygiene {
+    uint64_t until;       /* quarantined (no vote) while now < until; 0: never */
+    uint64_t ref_ls;      /* clock reference: sent at (local ms) */
+    uint64_t ref_lr;      /*   received at (local ms) */
+    int64_t ref_server;   /*   the server's TIME in ms */
+    uint64_t run_hash;    /* hash of the run_id seen last (0: none seen) */
+    uint64_t marker_hash; /* hash of the fleet marker's value seen last (0: none) */
+    uint64_t probe_hash;  /* hash of the random id the probe in flight carries */
+    uint64_t probe_at;    /* when that probe was sent (its reply's ls) */
+    uint32_t quarantines; /* times a quarantine started or was extended (metrics) */
+    uint32_t clock_jumps; /* server clock jumps seen, forward or backward (metrics) */
+    bool pending;         /* no vote until the PROBE of this connection has answered */
+    bool has_ref;         /* ref_* hold a reading */
+} elk_lock_hygiene_t;
+
 /* A lock client over a fleet. Caller-owned; fields are internal. */
 typedef struct elk_client {
     elk_client_config_t cfg;
@@ -361,6 +381,9 @@ typedef struct elk_client {
     bool due;                                /* an API call queued requests to write */
     elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS]; /* the fields above stay at short offsets */
     char node_check[CONFIG_ELK_MAX_NODES][ELK_LOCK_CHECK_TEXT_MAX]; /* elk_client_node_check */
+    elk_lock_hygiene_t hygiene[CONFIG_ELK_MAX_NODES];
+    /* why a node is (or was last) quarantined: elk_client_node_hygiene */
+    char hygiene_text[CONFIG_ELK_MAX_NODES][ELK_LOCK_HYGIENE_TEXT_MAX];
 } elk_client_t;
 
 /* Set up a client over an initialised fleet (node.h). cfg is copied (strings are not);
@@ -405,6 +428,13 @@ uint64_t elk_client_node_quarantine(const elk_client_t *client, size_t node);
  * poll): "ok", "off", "pending" (probe not answered), "quarantined: restarted 2 s ago",
  * "quarantined: clock ran 5000 ms ahead", ... "" for a bad index. */
 const char *elk_client_node_hygiene(const elk_client_t *client, size_t node);
+
+/* Vote hygiene counters of fleet node `node` since elk_client_init, for metrics: into
+ * *quarantines the quarantines started or extended (restart, no +info, failed probe, clock
+ * jump), into *clock_jumps the server clock jumps seen (forward beyond the drift bound,
+ * or backward); either pointer may be NULL. Returns ELK_OK or ELK_E_INVALID_ARG. */
+int elk_client_node_hygiene_stats(const elk_client_t *client, size_t node, uint32_t *quarantines,
+                                  uint32_t *clock_jumps);
 
 /* True when at least a quorum of nodes is READY (acquire can succeed). */
 bool elk_client_ready(const elk_client_t *client);

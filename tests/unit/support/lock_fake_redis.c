@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elk/err.h"
 #include "elk/lock_scripts.h"
 
 void lfr_init(lfr_server_t *s, const uint64_t *now)
@@ -420,6 +421,71 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
     }
 }
 
+/* ---------------------------------------------------------------- vote hygiene */
+
+void lfr_restart(lfr_server_t *s, bool keep_data)
+{
+    s->run++;
+    s->restarted = true;
+    s->restarted_at = *s->now;
+    s->scripts_loaded = false;
+    if (!keep_data) {
+        memset(s->kv, 0, sizeof s->kv);
+    }
+    for (size_t c = 0; c < s->nconn; c++) {
+        s->resp3[c] = false;
+        s->sub[c][0] = '\0';
+        s->held_len[c] = 0;
+        fake_cmd_t cmd;
+        while (fake_transport_pop_command(s->conn[c], &cmd) == 1) {
+            /* sent to the old process: lost */
+        }
+        if (s->conn[c]->is_open) {
+            fake_transport_clear_rx(s->conn[c]);
+            fake_transport_push_rx_result(s->conn[c], ELK_E_CLOSED);
+        }
+    }
+}
+
+/* EVAL of ELK_LOCK_SCRIPT_PROBE (KEYS[1] marker, ARGV[1] random id): returns true when cmd
+ * was the probe (and is answered). */
+static bool lfr_probe(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
+{
+    if (!fake_cmd_is(cmd, "EVAL") || cmd->argc != 5 ||
+        cmd->len[1] != strlen(ELK_LOCK_SCRIPT_PROBE) ||
+        memcmp(cmd->argv[1], ELK_LOCK_SCRIPT_PROBE, cmd->len[1]) != 0) {
+        return false;
+    }
+    s->probe++;
+    if (s->probe_raw != NULL) {
+        lfr_out(s, c, s->probe_raw, strlen(s->probe_raw));
+        return true;
+    }
+    char key[LFR_STR], id[LFR_STR], run_id[48] = "", uptime[24] = "", marker[LFR_STR] = "";
+    lfr_arg(cmd, 3, key);
+    lfr_arg(cmd, 4, id);
+    if (!s->probe_no_info) {
+        uint64_t up = (*s->now - s->restarted_at) / 1000u + (s->restarted ? 0u : 86400u);
+        snprintf(run_id, sizeof run_id, "%040u", s->run + 1u);
+        snprintf(uptime, sizeof uptime, "%llu", (unsigned long long)up);
+    }
+    const char *m = lfr_get(s, key);
+    if (m != NULL) {
+        snprintf(marker, sizeof marker, "%s", m);
+    } else {
+        lfr_set(s, key, run_id[0] != '\0' ? run_id : id, 0);
+    }
+    char b[512];
+    size_t len = (size_t)snprintf(b, sizeof b, "*5\r\n");
+    lfr_bulk(b, sizeof b, &len, run_id);
+    lfr_bulk(b, sizeof b, &len, uptime);
+    lfr_bulk(b, sizeof b, &len, marker);
+    lfr_bulk(b, sizeof b, &len, s->probe_no_info ? "" : s->aof ? "1" : "0");
+    len += (size_t)snprintf(b + len, sizeof b - len, ":%lld\r\n", (long long)lfr_time_ms(s));
+    lfr_out(s, c, b, len);
+    return true;
+}
+
 size_t lfr_serve(lfr_server_t *s)
 {
     size_t n = 0;
@@ -428,7 +494,7 @@ size_t lfr_serve(lfr_server_t *s)
         int r;
         while ((r = fake_transport_pop_command(s->conn[c], &cmd)) == 1) {
             n++;
-            if (!s->silent) {
+            if (!s->silent && !lfr_probe(s, c, &cmd)) {
                 lfr_exec(s, c, &cmd);
             }
         }

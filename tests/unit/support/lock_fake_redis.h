@@ -75,6 +75,17 @@ typedef struct lfr_server {
     /* every script call, in order (a test can check the value each one carried) */
     lfr_call_t log[LFR_LOG];
     size_t nlog;
+    /* Vote hygiene: what the PROBE script reports (all zero: a server up for a day, run
+     * 1, no AOF; TIME as wall_offset_ms says). probe_no_info empties run_id, uptime and aof
+     * as a server refusing INFO does (separate from info_disabled, so that the safety
+     * check's tests keep seeing the node vote or not by that check alone). */
+    unsigned run;          /* restarts so far: run_id is this + 1 as 40 digits */
+    bool restarted;        /* uptime counts from restarted_at (else one day more) */
+    uint64_t restarted_at; /* test time of the last lfr_restart */
+    bool aof;              /* aof_enabled "1" (and lfr_restart keeps the data) */
+    const char *probe_raw; /* non-NULL: the PROBE's reply is these raw RESP bytes */
+    unsigned probe;        /* PROBE calls */
+    bool probe_no_info;    /* the PROBE's INFO is refused (no +info) */
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
@@ -93,5 +104,9 @@ void lfr_del(lfr_server_t *s, const char *key);
 int64_t lfr_pttl(lfr_server_t *s, const char *key);
 /* Integer value of key (0 when absent). */
 int64_t lfr_int(lfr_server_t *s, const char *key);
+/* Restart the server now: a new run_id, uptime from 0, scripts forgotten, every open
+ * connection closed (the client reconnects), and every key lost unless keep_data (a
+ * restart from AOF; set aof too for the PROBE to say so). */
+void lfr_restart(lfr_server_t *s, bool keep_data);
 
 #endif /* LOCK_FAKE_REDIS_H */

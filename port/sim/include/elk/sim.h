@@ -47,6 +47,12 @@ extern "C" {
 #define ELK_SIM_MAX_SCRIPTS 8u    /* native scripts known to a net */
 #define ELK_SIM_MAX_ARGS 24u      /* arguments of one command */
 #define ELK_SIM_PORT_BASE 7000u   /* endpoint port of node i is PORT_BASE + i */
+#define ELK_SIM_RUN_ID_LEN 40u    /* INFO server's run_id: 40 hex digits, as Redis */
+/* A node's wall clock at true time 0 unless the caller sets it: Unix time in us (2023-11-14). */
+#define ELK_SIM_WALL_EPOCH_US INT64_C(1700000000000000)
+/* Uptime a node already has when a net is set up: up an hour before the run began, so
+ * only restarts during the run make a node look freshly started. */
+#define ELK_SIM_UPTIME_AT_INIT_US (UINT64_C(3600) * 1000000u)
 
 /* ------------------------------------------------------------ PRNG / entropy */
 
@@ -149,7 +155,15 @@ enum elk_sim_restart {
 typedef struct elk_sim_redis {
     uint8_t index;
     bool up;
+    bool info_denied;      /* an ACL without +info: scripts get an error from INFO */
     elk_sim_clock_t clock; /* the server's wall clock: expiry runs on it */
+    /* INFO server: run_id is new at every start; uptime_in_seconds is, as in Redis, the
+     * difference of two wall-clock readings (server.unixtime - stat_starttime), so a
+     * step of the wall clock after the start shows in it (elk_sim_redis_uptime_ms). */
+    char run_id[ELK_SIM_RUN_ID_LEN + 1u];
+    uint64_t started_us;  /* true time of the last start */
+    int64_t up_before_us; /* uptime already reached at started_us (set up mid-life) */
+    int64_t jumped_us;    /* wall-clock steps since started_us (elk_sim_net_clock_jump) */
     elk_sim_key_t keys[ELK_SIM_KEYS];
     uint32_t script_cached;       /* bit i: script i of the net's table is cached */
     const char *password;         /* NULL: no AUTH configured (as default Redis) */
@@ -213,6 +227,10 @@ elk_sim_key_t *elk_sim_redis_set(elk_sim_redis_t *node, const uint8_t *key, size
 bool elk_sim_redis_del(elk_sim_redis_t *node, const uint8_t *key, size_t klen);
 /* Node wall-clock ms now. */
 int64_t elk_sim_redis_now_ms(const elk_sim_redis_t *node);
+/* What INFO's uptime says now, in ms: wall-clock time since the node's last start (steps
+ * of its wall clock included, as Redis computes it); negative after a backward step past
+ * the start (Redis then prints a negative number, which no uptime pattern matches). */
+int64_t elk_sim_redis_uptime_ms(const elk_sim_redis_t *node);
 /* Parse a signed decimal. Returns true on success. */
 bool elk_sim_parse_i64(const uint8_t *p, size_t len, int64_t *out);
 /* Publish payload on channel to every subscriber of node (returns the receiver count). */
@@ -311,7 +329,7 @@ typedef struct elk_sim_net {
 } elk_sim_net_t;
 
 /* Set up a net of n_gw gateways and n_nodes Redis nodes (all up, empty, clocks
- * exact; the caller adjusts node clocks afterwards). Returns ELK_OK or ELK_E_INVALID_ARG. */
+ * exact at ELK_SIM_WALL_EPOCH_US; the caller adjusts node clocks afterwards). Returns ELK_OK or ELK_E_INVALID_ARG. */
 int elk_sim_net_init(elk_sim_net_t *net, elk_sim_core_t *core, const elk_sim_net_params_t *params,
                      size_t n_gw, size_t n_nodes, elk_sim_wake_fn wake, void *wake_user);
 /* Register the native scripts (table owned by the caller, up to ELK_SIM_MAX_SCRIPTS). */
@@ -324,8 +342,13 @@ bool elk_sim_net_handle(elk_sim_net_t *net, const elk_sim_event_t *ev);
 void elk_sim_net_partition(elk_sim_net_t *net, size_t gw, size_t node, bool blocked);
 /* Crash node: every connection to it fails (peer closed). */
 void elk_sim_net_crash(elk_sim_net_t *net, size_t node);
-/* Restart a crashed node; ELK_SIM_RESTART_LOSE empties its key space. Scripts are never kept. */
+/* Restart a crashed node; ELK_SIM_RESTART_LOSE empties its key space. Scripts are never kept.
+ * A restart is a new server process: a new run_id (from the net's rng), uptime from 0, and
+ * appendonly "yes" when the data was kept, "no" when it was lost (what INFO then says). */
 void elk_sim_net_restart(elk_sim_net_t *net, size_t node, int mode);
+/* Step node's wall clock by delta_us (either way); its expiry, TIME and INFO's uptime
+ * follow, as they do on a real server whose clock is stepped. */
+void elk_sim_net_clock_jump(elk_sim_net_t *net, size_t node, int64_t delta_us);
 
 #ifdef __cplusplus
 }

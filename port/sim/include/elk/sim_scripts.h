@@ -16,10 +16,11 @@
 extern "C" {
 #endif
 
-#define ELK_SIM_EDGELOCK_SCRIPTS 5u
+#define ELK_SIM_EDGELOCK_SCRIPTS 6u
 
 typedef struct elk_sim_scripts {
-    elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS]; /* ACQUIRE, EXTEND, RELEASE, COMMIT, SAFETY */
+    elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS]; /* ACQUIRE, EXTEND, RELEASE, COMMIT,
+                                                          SAFETY, PROBE */
     bool commit_noop; /* negative control: COMMIT answers as usual but never raises a counter */
 } elk_sim_scripts_t;
 

@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Vote hygiene (lib/lock/lock_hygiene.c, docs/design.md "Masters that restart or jump"):
+ * every transition of a node's vote, with a manual clock, real lib/node connections on
+ * scripted transports and the in-memory Redis (support/lock_fake_redis.c) answering
+ * PROBE with the run_id, uptime, marker, AOF flag and TIME a test sets. Up to two
+ * gateways share one fake fleet, so "a second holder gets a quorum" can be asserted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elk/lock.h"
+#include "lock/lock_internal.h"
+#include "lock_events.h"
+#include "lock_fake_redis.h"
+#include "node_harness.h"
+
+#define NODES_MAX 3u
+
+/* One gateway: its own connections, client, lock and event record. */
+typedef struct gateway {
+    node_harness_t h;
+    elk_client_t client;
+    elk_lock_t lock;
+    elk_ts_events_t rec;
+} gateway_t;
+
+static struct {
+    uint64_t now; /* the one clock: servers read it, each gateway's harness gets a copy */
+    size_t nodes, gws;
+    lfr_server_t srv[NODES_MAX];
+    gateway_t gw[2];
+    bool overlap;  /* two gateways held the lease at one moment */
+    size_t served; /* commands the servers executed */
+} T;
+
+typedef struct opts {
+    size_t nodes;           /* 0: 3 */
+    size_t gws;             /* 0: 1 */
+    bool hygiene_off;       /* vote_hygiene = false */
+    uint32_t quarantine_ms; /* 0: auto */
+    uint32_t ttl_ms;        /* 0: 1000 */
+    uint32_t lock_delay_ms;
+    bool fresh;   /* servers (re)started at the test's start: uptime 0, no marker */
+    bool no_info; /* INFO refused: PROBE gets "" for run_id, uptime, aof */
+} opts_t;
+
+#define setup(...) setup_opts(&(const opts_t){__VA_ARGS__})
+
+static void setup_opts(const opts_t *o)
+{
+    elk_node_config_t nc;
+    elk_client_config_t cc;
+    elk_lock_config_t lc;
+    memset(&T, 0, sizeof T);
+    T.now = 1000;
+    T.nodes = o->nodes != 0u ? o->nodes : 3u;
+    T.gws = o->gws != 0u ? o->gws : 1u;
+    elk_node_config_defaults(&nc);
+    nc.endpoint.host = "127.0.0.1";
+    nc.endpoint.port = 6379;
+    elk_lock_config_defaults(&lc);
+    lc.ttl_ms = o->ttl_ms != 0u ? o->ttl_ms : 1000u;
+    lc.lock_delay_ms = o->lock_delay_ms;
+    for (size_t i = 0; i < T.nodes; i++) {
+        lfr_init(&T.srv[i], &T.now);
+        T.srv[i].info_disabled = o->no_info; /* the safety check's INFO too */
+        T.srv[i].probe_no_info = o->no_info;
+        if (o->fresh) {
+            lfr_restart(&T.srv[i], false); /* nothing attached yet: closes nothing */
+        }
+    }
+    for (size_t g = 0; g < T.gws; g++) {
+        gateway_t *gw = &T.gw[g];
+        node_harness_init(&gw->h, T.nodes, &nc);
+        fake_entropy_init(&gw->h.entropy, 1u + g);
+        for (size_t i = 0; i < T.nodes; i++) {
+            lfr_attach(&T.srv[i], &gw->h.ft[i]);
+        }
+        elk_client_config_defaults(&cc);
+        cc.gateway_id = g == 0u ? "gwA" : "gwB";
+        cc.mode = T.nodes > 1u ? ELK_MODE_REDLOCK : ELK_MODE_SINGLE;
+        cc.vote_hygiene = !o->hygiene_off;
+        cc.quarantine_ms = o->quarantine_ms;
+        assert_int_equal(
+            elk_client_init(&gw->client, &cc, &gw->h.fleet, &gw->h.entropy_if, &gw->h.log_if),
+            ELK_OK);
+        assert_int_equal(
+            elk_lock_init(&gw->lock, &gw->client, "valve", &lc, elk_ts_events_on, &gw->rec),
+            ELK_OK);
+    }
+}
+
+static elk_client_t *C(size_t g)
+{
+    return &T.gw[g].client;
+}
+
+static elk_lock_t *L(size_t g)
+{
+    return &T.gw[g].lock;
+}
+
+/* Poll every gateway and serve every server until nothing moves at this time; returns
+ * the earliest wake a poll asked for. */
+static uint64_t pump(void)
+{
+    uint64_t next = UINT64_MAX;
+    for (int round = 0; round < 200; round++) {
+        size_t moved = 0;
+        next = UINT64_MAX;
+        for (size_t g = 0; g < T.gws; g++) {
+            T.gw[g].h.clock.now = T.now;
+            uint64_t w = elk_client_poll(C(g), T.now);
+            next = w < next ? w : next;
+        }
+        if (T.gws == 2u && elk_lock_is_held(L(0), T.now) && elk_lock_is_held(L(1), T.now)) {
+            T.overlap = true;
+        }
+        for (size_t i = 0; i < T.nodes; i++) {
+            size_t n = lfr_serve(&T.srv[i]);
+            T.served += n;
+            moved += n;
+            for (size_t g = 0; g < T.gws; g++) {
+                moved += fake_transport_rx_pending(&T.gw[g].h.ft[i]);
+            }
+        }
+        if (moved == 0u && next > T.now) {
+            break;
+        }
+    }
+    return next;
+}
+
+/* Run until time t, from wake to wake. */
+static void run_until(uint64_t t)
+{
+    while (T.now < t) {
+        uint64_t next = pump();
+        T.now = next <= T.now ? T.now + 1u : next < t ? next : t;
+    }
+    pump();
+}
+
+/* Drop every gateway's connection to node i (the server keeps running). */
+static void drop(size_t i)
+{
+    for (size_t g = 0; g < T.gws; g++) {
+        fake_transport_push_rx_result(&T.gw[g].h.ft[i], ELK_E_CLOSED);
+    }
+}
+
+/* One acquire round of gateway g now (no waiting); returns its event's error. */
+static int acquire_once(size_t g)
+{
+    size_t before = T.gw[g].rec.n;
+    assert_int_equal(elk_lock_acquire(L(g), T.now, 0), ELK_E_WOULD_BLOCK);
+    run_until(T.now + 50);
+    assert_true(T.gw[g].rec.n > before);
+    const elk_lock_event_t *ev = &T.gw[g].rec.ev[T.gw[g].rec.n - 1u];
+    return ev->type == ELK_LOCK_EV_ACQUIRED ? ELK_OK : ev->err;
+}
+
+/* Node i's TIME now, in ms. */
+static int64_t srv_time(size_t i)
+{
+    return (int64_t)T.now + T.srv[i].wall_offset_ms;
+}
+
+static const char *HY(size_t g, size_t i)
+{
+    return elk_client_node_hygiene(C(g), i);
+}
+
+static bool logged(size_t g, const char *s)
+{
+    return fake_log_contains(&T.gw[g].h.log, s);
+}
+
+/* W of the tests' default lock: ttl 1000 + drift (1% + 2 ms). */
+#define W_DEFAULT 1012u
+
+/* ---------------------------------------------------------------- tests */
+
+/* A fresh master (uptime 0, no marker) votes only W after it came back; an acquire
+ * before fails on the quarantine, one after succeeds, and the poll wakes at the end. */
+static void test_fresh_node_quarantined_then_votes(void **state)
+{
+    (void)state;
+    setup(.fresh = true);
+    assert_string_equal(HY(0, 0), "pending"); /* not connected yet */
+    uint64_t t0 = T.now;
+    uint64_t next = pump();
+    for (size_t i = 0; i < T.nodes; i++) {
+        assert_int_equal(T.srv[i].probe, 1);
+        assert_string_equal(HY(0, i), "quarantined: restarted 0 s ago");
+        assert_int_equal(elk_client_node_quarantine(C(0), i), t0 + W_DEFAULT);
+        assert_false(elk_client_node_votes(C(0), i));
+    }
+    assert_true(next <= t0 + W_DEFAULT); /* wakes at the quarantine's end at the latest */
+    assert_false(elk_client_ready(C(0)));
+    assert_true(logged(0, "quarantined: restarted 0 s ago: no vote for 1012 ms"));
+
+    assert_int_equal(acquire_once(0), ELK_E_FLEET_UNAVAILABLE);
+    const elk_lock_event_t *ev = elk_ts_events_last(&T.gw[0].rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->nodes[0].err, ELK_E_NODE_QUARANTINED);
+    assert_int_equal(T.srv[0].acquire_calls, 0); /* no request reached a quarantined node */
+
+    run_until(t0 + W_DEFAULT - 1u);
+    assert_false(elk_client_ready(C(0)));
+    run_until(t0 + W_DEFAULT);
+    assert_true(elk_client_ready(C(0)));
+    assert_string_equal(HY(0, 1), "ok");
+    assert_int_equal(elk_client_node_quarantine(C(0), 1), 0);
+    assert_int_equal(acquire_once(0), ELK_OK);
+    uint32_t q = 0, j = 9;
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 2, &q, &j), ELK_OK);
+    assert_int_equal(q, 1);
+    assert_int_equal(j, 0);
+}
+
+/* A waiting acquire gets the lease once the quarantine is over, not before. */
+static void test_waiting_acquire_gets_node_at_quarantine_end(void **state)
+{
+    (void)state;
+    setup(.fresh = true);
+    uint64_t t0 = T.now;
+    pump();
+    assert_int_equal(elk_lock_acquire(L(0), T.now, T.now + 5000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 3000);
+    const elk_lock_event_t *ev = elk_ts_events_first(&T.gw[0].rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_true(ev->now >= t0 + W_DEFAULT);
+}
+
+/* Two nodes of three restart empty while gateway A holds the lease: B must not get a
+ * quorum from them (the 243 ms overlap of the scenario); A keeps or loses its lease by
+ * the rule, never shares it. */
+static void test_restart_empty_during_hold_no_second_holder(void **state)
+{
+    (void)state;
+    setup(.gws = 2);
+    pump();
+    assert_int_equal(acquire_once(0), ELK_OK);
+    uint64_t deadline = elk_lock_deadline(L(0));
+    lfr_restart(&T.srv[0], false);
+    lfr_restart(&T.srv[1], false);
+    run_until(T.now + 150); /* both gateways reconnect and probe */
+    assert_string_equal(HY(1, 0), "quarantined: restarted 0 s ago");
+    assert_int_equal(elk_lock_acquire(L(1), T.now, deadline + 50), ELK_E_WOULD_BLOCK);
+    run_until(deadline + 100);
+    assert_false(T.overlap);
+    const elk_lock_event_t *ev = elk_ts_events_first(&T.gw[1].rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_non_null(ev);
+    assert_true(ev->err == ELK_E_FLEET_UNAVAILABLE || ev->err == ELK_E_LOCK_TIMEOUT ||
+                ev->err == ELK_E_LOCK_BUSY);
+    assert_null(elk_ts_events_first(&T.gw[1].rec, ELK_LOCK_EV_ACQUIRED));
+    /* A could not renew on a quorum (two quarantined): it lost the lease at its deadline */
+    assert_non_null(elk_ts_events_first(&T.gw[0].rec, ELK_LOCK_EV_LOST));
+}
+
+/* The negative control: without vote hygiene the same restarts give B a second quorum
+ * while A's deadline stands (today's Redlock). */
+static void test_hygiene_off_restores_todays_behaviour(void **state)
+{
+    (void)state;
+    setup(.gws = 2, .hygiene_off = true);
+    pump();
+    assert_int_equal(T.srv[0].probe, 0);
+    assert_string_equal(HY(0, 0), "off");
+    assert_true(elk_client_ready(C(0)));
+    assert_int_equal(acquire_once(0), ELK_OK);
+    lfr_restart(&T.srv[0], false);
+    lfr_restart(&T.srv[1], false);
+    run_until(T.now + 150);
+    assert_int_equal(T.srv[0].probe, 0);
+    assert_int_equal(elk_lock_acquire(L(1), T.now, T.now + 500), ELK_E_WOULD_BLOCK);
+    run_until(T.now + 300);
+    assert_true(T.overlap);
+    /* and the clock check records nothing */
+    assert_true(elk_lock__clock_ok(C(0), L(0), 2, 0, T.now, T.now));
+    assert_true(elk_lock__clock_ok(C(0), L(0), 2, INT64_MAX, T.now, T.now));
+    uint32_t q = 9, j = 9;
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 2, &q, &j), ELK_OK);
+    assert_int_equal(q + j, 0);
+    assert_int_equal(elk_client_node_quarantine(C(0), 2), 0);
+}
+
+/* A restart from AOF that kept the fleet marker votes at once; without AOF, or with the
+ * marker lost, the node is quarantined. */
+static void test_kept_data_votes_at_once(void **state)
+{
+    (void)state;
+    setup();
+    for (size_t i = 0; i < T.nodes; i++) {
+        T.srv[i].aof = i != 2u; /* node 3: data kept but aof_enabled 0 */
+    }
+    pump();
+    assert_string_equal(HY(0, 0), "ok"); /* up for a day */
+    lfr_restart(&T.srv[0], true);        /* AOF: marker of run 1 kept */
+    lfr_restart(&T.srv[1], false);       /* AOF on, but its data is gone */
+    lfr_restart(&T.srv[2], true);
+    run_until(T.now + 150);
+    assert_string_equal(HY(0, 0), "ok");
+    assert_string_equal(HY(0, 1), "quarantined: restarted 0 s ago");
+    assert_string_equal(HY(0, 2), "quarantined: restarted 0 s ago");
+}
+
+/* The marker a restarted server's first probe (another gateway's) wrote holds this run's
+ * run_id: no proof of kept data, even with AOF on. */
+static void test_marker_of_this_run_is_no_proof(void **state)
+{
+    (void)state;
+    setup(.gws = 2, .fresh = true);
+    for (size_t i = 0; i < T.nodes; i++) {
+        T.srv[i].aof = true;
+    }
+    pump(); /* A's probe runs first and writes the marker, B's finds it */
+    assert_string_equal(lfr_get(&T.srv[0], "elk:marker"),
+                        "0000000000000000000000000000000000000002");
+    assert_string_equal(HY(0, 0), "quarantined: restarted 0 s ago");
+    assert_string_equal(HY(1, 0), "quarantined: restarted 0 s ago");
+}
+
+/* Without +info: the first contact cannot rule out a restart; a reconnect that finds the
+ * marker seen before votes at once; a restart that lost the marker is quarantined again. */
+static void test_no_info_marker_decides(void **state)
+{
+    (void)state;
+    setup(.no_info = true);
+    uint64_t t0 = T.now;
+    pump();
+    assert_string_equal(HY(0, 0), "quarantined: restart not ruled out (no +info)");
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT);
+    run_until(t0 + W_DEFAULT);
+    assert_string_equal(HY(0, 0), "ok");
+    drop(0);
+    run_until(T.now + 150);
+    assert_true(T.srv[0].probe >= 2u);
+    assert_string_equal(HY(0, 0), "ok");
+    assert_int_equal(acquire_once(0), ELK_OK);
+    lfr_restart(&T.srv[1], false);
+    run_until(T.now + 150);
+    assert_string_equal(HY(0, 1), "quarantined: restart not ruled out (no +info)");
+}
+
+/* A reconnect during a quarantine does not shorten it. */
+static void test_quarantine_never_shortened(void **state)
+{
+    (void)state;
+    setup(.no_info = true);
+    uint64_t t0 = T.now;
+    pump();
+    drop(0);
+    run_until(T.now + 150); /* same marker: no new quarantine, the first one stands */
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT);
+    assert_false(elk_client_node_votes(C(0), 0));
+}
+
+/* Probe failures fail closed: an error reply (NOPERM), a malformed reply, no reply. */
+static void test_probe_failures_fail_closed(void **state)
+{
+    (void)state;
+    setup();
+    T.srv[0].probe_raw = "-NOPERM this user has no permissions to run the 'eval' command\r\n";
+    T.srv[1].probe_raw = "*2\r\n$0\r\n\r\n:1\r\n";
+    T.srv[2].silent = true; /* no reply at all (a reply out of order would be another's) */
+    uint64_t t0 = T.now;
+    pump();
+    assert_string_equal(HY(0, 0),
+                        "quarantined: probe failed: NOPERM this user has no permissions ");
+    assert_string_equal(HY(0, 1), "quarantined: probe failed: ELK_E_UNEXPECTED_REPLY");
+    assert_int_equal(elk_client_node_quarantine(C(0), 1), t0 + W_DEFAULT);
+    assert_string_equal(HY(0, 2), "pending");
+    assert_int_equal(elk_lock__node_vote(C(0), 2, LK_ACQUIRE, T.now), ELK_E_SERVER_UNCHECKED);
+    assert_int_equal(acquire_once(0), ELK_E_FLEET_UNAVAILABLE);
+    run_until(t0 + 1100); /* the probe's request timeout (1 s) resets the connection */
+    assert_true(logged(0, "probe failed: ELK_E_TIMEOUT"));
+    assert_false(elk_client_node_votes(C(0), 2));
+}
+
+/* A probe that cannot be sent (no entropy for its id) quarantines too. */
+static void test_probe_not_sent_quarantines(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    fake_entropy_fail_next(&T.gw[0].h.entropy, 1);
+    pump();
+    assert_int_equal(T.srv[0].probe, 0);
+    assert_string_equal(HY(0, 0), "quarantined: probe failed: ELK_E_ENTROPY");
+}
+
+/* W: quarantine_ms when set; else the longest ttl + drift + lock_delay of the locks. */
+static void test_window(void **state)
+{
+    (void)state;
+    setup(.fresh = true, .nodes = 1, .lock_delay_ms = 500);
+    uint64_t t0 = T.now;
+    pump();
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT + 500u);
+    setup(.fresh = true, .nodes = 1, .quarantine_ms = 60000);
+    pump();
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 60000u);
+    /* uptime counts: restarted 3 s before contact with W = 60 s leaves 57 s */
+    setup(.fresh = true, .nodes = 1, .quarantine_ms = 60000);
+    T.now += 3000;
+    pump();
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 3000u + 57000u);
+    assert_string_equal(HY(0, 0), "quarantined: restarted 3 s ago");
+}
+
+/* The clock check against the node's reference: within the bound passes, beyond it the
+ * reply does not count and the node is quarantined; backward jumps are only logged. */
+static void test_clock_check_bounds(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    pump(); /* the probe's TIME is the reference: read between t0 and t0 (same poll) */
+    uint64_t t0 = T.now;
+    int64_t s0 = srv_time(0);
+    /* 1000 ms later locally: the server may show 1000 + 1% + 2 = 1012 ms more */
+    T.now = t0 + 1000;
+    assert_true(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1012, t0 + 990, T.now));
+    assert_string_equal(HY(0, 0), "ok");
+    /* next reading: 1000 ms later again (reference ls = t0 + 990): bound 1010 + 11 + 2 */
+    T.now = t0 + 2000;
+    assert_false(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1012 + 1024, t0 + 1990, T.now));
+    assert_string_equal(HY(0, 0), "quarantined: clock ran 14 ms ahead");
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), T.now + W_DEFAULT);
+    assert_int_equal(elk_lock__node_vote(C(0), 0, LK_EXTEND, T.now), ELK_E_NODE_QUARANTINED);
+    assert_int_equal(elk_lock__node_vote(C(0), 0, LK_RELEASE, T.now), ELK_OK);
+    assert_true(logged(0, "clock ran 14 ms ahead: no vote for 1012 ms"));
+    uint32_t q = 0, j = 0;
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 0, &q, &j), ELK_OK);
+    assert_int_equal(q, 1);
+    assert_int_equal(j, 1);
+    /* backward: logged and counted, no quarantine beyond the one standing */
+    uint64_t until = elk_client_node_quarantine(C(0), 0);
+    T.now = t0 + 3000;
+    assert_true(elk_lock__clock_ok(C(0), L(0), 0, s0 + 2036 - 5000, t0 + 2990, T.now));
+    assert_true(logged(0, "clock went back 5990 ms"));
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), until);
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 0, &q, &j), ELK_OK);
+    assert_int_equal(q, 1);
+    assert_int_equal(j, 2);
+    /* a reading within the bound from the new reference: fine again */
+    T.now = t0 + 3100;
+    assert_true(elk_lock__clock_ok(C(0), L(0), 0, s0 + 2036 - 5000 + 100, t0 + 3090, T.now));
+    /* and a wild value from a broken server is clamped, not overflowed */
+    assert_false(elk_lock__clock_ok(C(0), L(0), 0, INT64_MAX, t0 + 3090, T.now));
+    assert_true(elk_lock__clock_ok(C(0), L(0), 0, INT64_MIN, t0 + 3090, T.now));
+}
+
+/* Replies of overlapping rounds arrive in any order: an earlier reading processed after a
+ * later one is no backward jump (the lower bound uses the reference's receive time). */
+static void test_clock_readings_out_of_order(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    pump();
+    uint64_t t0 = T.now;
+    int64_t s0 = srv_time(0);
+    T.now = t0 + 110;
+    /* round B sent at +105 read the clock at +106; round A sent at +100 read it at +101 */
+    assert_true(elk_lock__clock_ok(C(0), L(0), 0, s0 + 106, t0 + 105, T.now));
+    assert_true(elk_lock__clock_ok(C(0), L(0), 0, s0 + 101, t0 + 100, T.now));
+    uint32_t j = 9;
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 0, NULL, &j), ELK_OK);
+    assert_int_equal(j, 0);
+}
+
+/* A clock that jumped ahead while the node was disconnected is seen by the next probe of
+ * the same run (the reference survives the reconnect); a new run resets it. */
+static void test_probe_sees_jump_across_reconnect(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    pump();
+    assert_string_equal(HY(0, 0), "ok");
+    T.srv[0].wall_offset_ms += 5000;
+    drop(0);
+    run_until(T.now + 150);
+    assert_int_equal(T.srv[0].probe, 2);
+    assert_true(strncmp(HY(0, 0), "quarantined: clock ran 50", 25) == 0);
+    run_until(T.now + W_DEFAULT + 10);
+    assert_string_equal(HY(0, 0), "ok");
+    /* a new run with another clock: no comparison, no quarantine (data kept from AOF) */
+    T.srv[0].aof = true;
+    T.srv[0].wall_offset_ms += 5000;
+    lfr_restart(&T.srv[0], true);
+    run_until(T.now + 150);
+    assert_int_equal(T.srv[0].probe, 3);
+    assert_string_equal(HY(0, 0), "ok");
+}
+
+/* The renewal of gateway A after node 0's TIME moved by `jump` ms beyond the local clock:
+ * the RENEWED event of that round (NULL if none). */
+static const elk_lock_event_t *renew_after_jump(int64_t jump)
+{
+    setup();
+    pump();
+    assert_int_equal(acquire_once(0), ELK_OK);
+    size_t renewed = elk_ts_events_count(&T.gw[0].rec, ELK_LOCK_EV_RENEWED);
+    T.srv[0].wall_offset_ms += jump;
+    uint64_t next = elk_lock_deadline(L(0)); /* a renewal comes well before */
+    run_until(next - 300);
+    for (size_t k = 0; k < T.gw[0].rec.n; k++) {
+        if (T.gw[0].rec.ev[k].type == ELK_LOCK_EV_RENEWED && renewed-- == 0u) {
+            return &T.gw[0].rec.ev[k]; /* the first renewal after the jump */
+        }
+    }
+    return NULL;
+}
+
+/* A forward jump beyond the bound: the node's EXTEND reply counts as not holding (ERROR
+ * ELK_E_CLOCK_JUMP), the node is quarantined; the other two renew the lease. */
+static void test_renewal_reply_jump_ahead_not_counted(void **state)
+{
+    (void)state;
+    const elk_lock_event_t *ev = renew_after_jump(5000);
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_ERROR);
+    assert_int_equal(ev->nodes[0].err, ELK_E_CLOCK_JUMP);
+    assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_OK);
+    assert_int_equal(ev->ok, 2);
+    assert_true(strncmp(HY(0, 0), "quarantined: clock ran 500", 26) == 0);
+    /* the next renewal does not even ask the quarantined node */
+    unsigned asked = T.srv[0].extend_calls;
+    run_until(T.now + 400);
+    assert_int_equal(T.srv[0].extend_calls, asked);
+    assert_true(elk_lock_is_held(L(0), T.now));
+}
+
+/* Jumps within the bound, or backward, keep the node's vote. */
+static void test_renewal_reply_small_or_backward_jump_counts(void **state)
+{
+    (void)state;
+    const elk_lock_event_t *ev = renew_after_jump(4); /* 1% of ~330 ms + 2 ms allowed */
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
+    assert_string_equal(HY(0, 0), "ok");
+    ev = renew_after_jump(-5000);
+    assert_non_null(ev);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
+    assert_string_equal(HY(0, 0), "ok");
+    assert_true(logged(0, "clock went back"));
+}
+
+/* An ACQUIRE reply from a node whose clock ran ahead does not count either. */
+static void test_acquire_reply_jump_ahead_not_counted(void **state)
+{
+    (void)state;
+    setup(.nodes = 3);
+    pump();
+    T.srv[1].wall_offset_ms += 60000;
+    T.srv[2].wall_offset_ms += 60000;
+    T.now += 100;
+    assert_int_equal(acquire_once(0), ELK_E_FLEET_UNAVAILABLE);
+    const elk_lock_event_t *ev = elk_ts_events_last(&T.gw[0].rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->nodes[1].err, ELK_E_CLOCK_JUMP);
+    assert_int_equal(ev->nodes[2].err, ELK_E_CLOCK_JUMP);
+    assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_OK);
+}
+
+/* What the checks cost on the wire: one request per connection (the probe), none per
+ * renewal (TIME is read inside EXTEND): a renewal round is one request per node. */
+static void test_cost_per_connection_and_renewal(void **state)
+{
+    (void)state;
+    setup();
+    pump();
+    for (size_t i = 0; i < T.nodes; i++) {
+        assert_int_equal(T.srv[i].probe, 1);
+    }
+    assert_int_equal(acquire_once(0), ELK_OK);
+    run_until(T.now + 100); /* the commit round and the last preloads are done */
+    size_t served = T.served;
+    unsigned extends = T.srv[0].extend_calls + T.srv[1].extend_calls + T.srv[2].extend_calls;
+    run_until(T.now + 2000);
+    unsigned rounds = elk_lock_renewals(L(0));
+    unsigned now_extends = T.srv[0].extend_calls + T.srv[1].extend_calls + T.srv[2].extend_calls;
+    assert_true(rounds >= 5u);
+    assert_int_equal(now_extends - extends, T.served - served); /* nothing but EXTEND */
+    assert_int_equal(T.srv[0].probe, 1);
+    printf("cost: %u probe(s) per connection; %zu requests in %u renewal rounds on %zu nodes\n",
+           T.srv[0].probe, T.served - served, rounds, T.nodes);
+}
+
+/* A release always goes, also to a quarantined node (deleting our own value is safe). */
+static void test_release_goes_to_quarantined_node(void **state)
+{
+    (void)state;
+    setup();
+    pump();
+    assert_int_equal(acquire_once(0), ELK_OK);
+    /* node 3's clock reading ran far ahead: quarantined */
+    assert_false(elk_lock__clock_ok(C(0), L(0), 2, INT64_MAX / 2, T.now, T.now));
+    assert_false(elk_client_node_votes(C(0), 2));
+    assert_int_equal(elk_lock_release(L(0), T.now), ELK_OK);
+    run_until(T.now + 50);
+    assert_int_equal(T.srv[2].release_calls, 1);
+    assert_null(lfr_get(&T.srv[2], "elk:{valve}"));
+}
+
+/* Bad arguments of the queries. */
+static void test_queries_bad_args(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    assert_string_equal(elk_client_node_hygiene(C(0), 1), "");
+    assert_string_equal(elk_client_node_hygiene(NULL, 0), "");
+    assert_int_equal(elk_client_node_quarantine(C(0), 7), 0);
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 1, NULL, NULL), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_client_node_hygiene_stats(NULL, 0, NULL, NULL), ELK_E_INVALID_ARG);
+    elk_client_config_t cc;
+    elk_client_config_defaults(&cc);
+    assert_true(cc.vote_hygiene);
+    assert_int_equal(cc.quarantine_ms, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fresh_node_quarantined_then_votes),
+        cmocka_unit_test(test_waiting_acquire_gets_node_at_quarantine_end),
+        cmocka_unit_test(test_restart_empty_during_hold_no_second_holder),
+        cmocka_unit_test(test_hygiene_off_restores_todays_behaviour),
+        cmocka_unit_test(test_kept_data_votes_at_once),
+        cmocka_unit_test(test_marker_of_this_run_is_no_proof),
+        cmocka_unit_test(test_no_info_marker_decides),
+        cmocka_unit_test(test_quarantine_never_shortened),
+        cmocka_unit_test(test_probe_failures_fail_closed),
+        cmocka_unit_test(test_probe_not_sent_quarantines),
+        cmocka_unit_test(test_window),
+        cmocka_unit_test(test_clock_check_bounds),
+        cmocka_unit_test(test_clock_readings_out_of_order),
+        cmocka_unit_test(test_probe_sees_jump_across_reconnect),
+        cmocka_unit_test(test_renewal_reply_jump_ahead_not_counted),
+        cmocka_unit_test(test_renewal_reply_small_or_backward_jump_counts),
+        cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
+        cmocka_unit_test(test_cost_per_connection_and_renewal),
+        cmocka_unit_test(test_release_goes_to_quarantined_node),
+        cmocka_unit_test(test_queries_bad_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
