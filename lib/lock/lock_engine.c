@@ -293,6 +293,14 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
     }
 }
 
+/* The pause before a failed renewal round is retried, and how long a round in flight may
+ * go without a quorum before the lease is SUSPECT: ttl/20, at least 1 ms. */
+static uint32_t lk_renew_pause(const elk_lock_t *lock)
+{
+    uint32_t d = lock->cfg.ttl_ms / 20u;
+    return d != 0u ? d : 1u;
+}
+
 /* A renewal round missed its quorum before the deadline: the first miss of a spell makes
  * the lease SUSPECT (the actuator may head for its safe position early), later ones are
  * RENEW_FAILED. The caller retries until the deadline. */
@@ -304,6 +312,31 @@ static void lk_renew_missed(elk_lock_t *lock, uint64_t now)
         type = ELK_LOCK_EV_SUSPECT;
     }
     lk_fire(lock, type, ELK_E_FLEET_UNAVAILABLE, now);
+}
+
+/* A renewal round is over without a quorum: retried after a pause, SUSPECT or
+ * RENEW_FAILED. */
+static void lk_extend_failed(elk_lock_t *lock, uint64_t now)
+{
+    uint32_t delay = lk_renew_pause(lock);
+    size_t k;
+    for (k = 0; k < lk_nodes(lock); k++) {
+        /* Our own queue was full (many renewals due in one millisecond), not the
+         * fleet: retry next millisecond. Measured: ttl/20 kept 1,024 renewing locks
+         * in lockstep, re-filling the queue each time, until 64 were lost. */
+        if (lock->fg.results[k].err == ELK_E_QUEUE_FULL) {
+            delay = 1u;
+        }
+    }
+    lk_end_round(lock, now);
+    lock->next_retry = now + delay;
+    lk_renew_missed(lock, now);
+}
+
+/* When the renewal round in flight makes the lease SUSPECT if it has no quorum by then. */
+static uint64_t lk_suspect_at(const elk_lock_t *lock)
+{
+    return lock->fg.t_send + lk_renew_pause(lock);
 }
 
 static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
@@ -328,18 +361,11 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         return;
     }
     if (t->over) {
-        uint32_t delay = lock->cfg.ttl_ms / 20u;
-        size_t k;
-        for (k = 0; k < lk_nodes(lock); k++) {
-            /* Our own queue was full (many renewals due in one millisecond), not the
-             * fleet: retry next millisecond. Measured: ttl/20 kept 1,024 renewing locks
-             * in lockstep, re-filling the queue each time, until 64 were lost. */
-            if (lock->fg.results[k].err == ELK_E_QUEUE_FULL) {
-                delay = 1u;
-            }
-        }
-        lk_end_round(lock, now);
-        lock->next_retry = now + (delay != 0u ? delay : 1u);
+        lk_extend_failed(lock, now);
+    } else if (!lock->suspect && now >= lk_suspect_at(lock)) {
+        /* Silent nodes time out only at the round's limit (the deadline by default): a
+         * round still short of its quorum a retry pause in has missed it already. The
+         * round keeps running; its late quorum is RECOVERED. */
         lk_renew_missed(lock, now);
     }
 }
@@ -470,22 +496,29 @@ static LK_NOINLINE uint64_t lk_round_wake(const elk_lock_round_t *r, uint64_t no
 }
 
 /* The result is never before now, so whatever is due by now returns now at once. */
+/* The earliest of w and when a held lock needs a step: its deadline, its next renewal,
+ * and, while a renewal round runs short of its quorum, the moment it makes the lease
+ * SUSPECT. */
+static uint64_t lk_hold_wake(const elk_lock_t *lock, uint64_t now, uint64_t w)
+{
+    w = lk_min(w, lock->deadline);
+    /* A renewal deferred for queue room waits for the reply that frees a slot (the
+     * descriptor wakes the caller; the deadline above still bounds the wait). With
+     * no round in flight, a renewal due by now is one elk_lock__step just deferred:
+     * it starts any due renewal that has room, and nothing it runs after that
+     * check touches a HELD or RENEWING lock's queue room or renewal time. */
+    if (lock->fg.kind == LK_NONE) {
+        uint64_t r = lk_renew_due_at(lock);
+        return r > now ? lk_min(w, r) : w;
+    }
+    return lock->suspect ? w : lk_min(w, lk_suspect_at(lock));
+}
+
 uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now)
 {
     uint64_t w = lk_round_wake(&lock->rel, now, lk_round_wake(&lock->fg, now, LK_NEVER));
     if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
-        w = lk_min(w, lock->deadline);
-        /* A renewal deferred for queue room waits for the reply that frees a slot (the
-         * descriptor wakes the caller; the deadline above still bounds the wait). With
-         * no round in flight, a renewal due by now is one elk_lock__step just deferred:
-         * it starts any due renewal that has room, and nothing it runs after that
-         * check touches a HELD or RENEWING lock's queue room or renewal time. */
-        if (lock->fg.kind == LK_NONE) {
-            uint64_t r = lk_renew_due_at(lock);
-            if (r > now) {
-                w = lk_min(w, r);
-            }
-        }
+        w = lk_hold_wake(lock, now, w);
     }
     if (lock->state == ELK_LOCK_WAITING) {
         if (lock->wake_now) {

@@ -1779,9 +1779,11 @@ static void test_suspect_until_lost(void **state)
     assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_RELEASING);
 
-    /* single node, the renewal reply held back past the deadline: the round is over only
-     * at the deadline, and that is LOST, not SUSPECT */
+    /* single node, a renewal due so late (90 % of the TTL) that a retry pause (ttl/20)
+     * into its round is past the deadline, its reply held back: LOST at the deadline,
+     * never SUSPECT */
     c = cfg_ttl(1000);
+    c.renew_fraction_pct = 90;
     world_setup(.lcfg = &c);
     W.h.nodes[0].cfg.request_timeout_ms = 60000;
     t0 = acquire_now();
@@ -1791,6 +1793,51 @@ static void test_suspect_until_lost(void **state)
     assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_SUSPECT), 0);
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_FAILED), 0);
+}
+
+/* Silent nodes (stopped, partitioned) time a renewal round out only at its limit, the
+ * deadline: a round still short of its quorum ttl/20 after it was sent makes the lease
+ * SUSPECT then, on time (the poll's wake includes it), while it keeps running; its late
+ * quorum is RECOVERED. */
+static void test_suspect_while_round_silent(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1000); /* renew at 330, pause 50, deadline t_send + 938 */
+    world_setup(.nodes = 3, .lcfg = &c);
+    for (size_t i = 0; i < 3; i++) {
+        W.h.nodes[i].cfg.request_timeout_ms = 60000;
+    }
+    uint64_t t0 = acquire_now();
+    W.srv[1].hold = true;
+    W.srv[2].hold = true;
+    run_until(t0 + 379);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_RENEWING);
+    assert_null(find_ev(&W.rec, ELK_LOCK_EV_SUSPECT));
+    assert_int_equal(pump(), t0 + 380); /* the poll asks to be called then */
+    W.h.clock.now = t0 + 380;
+    pump();
+    const elk_lock_event_t *ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_SUSPECT);
+    assert_int_equal(ev->now, t0 + 380);
+    assert_int_equal(ev->ok, 1);
+    assert_int_equal(ev->validity_ms, 938 - 380);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_SUSPECT);
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    run_until(t0 + 600); /* one spell, one SUSPECT; the round is still the same */
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_SUSPECT), 1);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_FAILED), 0);
+    assert_int_equal(W.srv[1].extend_calls, 1);
+    for (size_t i = 1; i < 3; i++) {
+        W.srv[i].hold = false;
+        lfr_flush(&W.srv[i]);
+    }
+    pump();
+    ev = last_ev(&W.rec);
+    assert_int_equal(ev->type, ELK_LOCK_EV_RECOVERED);
+    assert_int_equal(ev->deadline, t0 + 330 + 938); /* from the round's own t_send */
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_HELD);
+    assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 0);
+    assert_int_equal(W.max_wake_violation, 0);
 }
 
 /* Renewal needs proof of life: the keepalive of the hold's start and of each
@@ -2160,6 +2207,7 @@ int main(void)
         cmocka_unit_test(test_deadline_is_exclusive_without_poll),
         cmocka_unit_test(test_suspect_then_recovered),
         cmocka_unit_test(test_suspect_until_lost),
+        cmocka_unit_test(test_suspect_while_round_silent),
         cmocka_unit_test(test_keepalive_missed_stops_renewal),
         cmocka_unit_test(test_keepalive_kept_renews),
         cmocka_unit_test(test_keepalive_stops_retries_too),

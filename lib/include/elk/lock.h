@@ -100,8 +100,10 @@ typedef enum elk_lock_state {
     ELK_LOCK_RELEASING,  /* not held; the release round still runs in the background */
     ELK_LOCK_WAITING, /* not held; busy or unavailable, retry scheduled before the wait deadline */
     ELK_LOCK_LOST,    /* the deadline passed without a confirmed renewal (until release/acquire) */
-    ELK_LOCK_SUSPECT  /* held (now < deadline), but a renewal round missed its quorum: retried
-                         until the deadline; the actuator may go to a safe position early.
+    ELK_LOCK_SUSPECT  /* held (now < deadline), but a renewal round missed its quorum (failed,
+                         or still short of it ttl/20 after it was sent: silent nodes time out
+                         only at the deadline): retried until the deadline; the actuator may
+                         go to a safe position early.
                          Only elk_lock_state() reports it (elk_lock_is_held() stays true). */
 } elk_lock_state_t;
 
@@ -210,7 +212,9 @@ typedef enum elk_lock_event_type {
                                   delete the lock-delay marker). */
     ELK_LOCK_EV_RELEASED,      /* the background release round ended (per-node detail in nodes) */
     ELK_LOCK_EV_SUSPECT,       /* a renewal round missed its quorum while the deadline has not
-                                  passed: still held until deadline (validity_ms says how long),
+                                  passed (it failed, or it still runs short of a quorum ttl/20
+                                  after it was sent, when a failed round would be retried):
+                                  still held until deadline (validity_ms says how long),
                                   retried; err says why. Fires once per suspect spell, in place
                                   of that round's RENEW_FAILED; the spell ends with RECOVERED,
                                   LOST, release, abandon or a new acquisition. */
