@@ -164,12 +164,12 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         cc.key_prefix = "elk:";
         cc.mode = w->opt.nodes == 1u ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK;
         cc.safety = ELK_SAFETY_WARN;
-        /* Off in the controls that must show what happens without it; also without the drift
-         * margin: with drift 0 its clock check (which allows only the lock's drift) takes every
-         * node clock faster than the gateway's for a jump and quarantines it, hiding the
-         * overlaps that control exists to show. */
-        cc.vote_hygiene =
-            w->opt.control != CTRL_NO_VOTE_HYGIENE && w->opt.control != CTRL_NO_DRIFT_MARGIN;
+        /* Off in the controls that must show what happens without it, and in the two drift
+         * controls: its clock check (which allows the lock's drift) takes node clocks running
+         * faster than the lock was told for jumps and quarantines them, hiding the overlaps
+         * those controls exist to show about the lease margin. */
+        cc.vote_hygiene = w->opt.control != CTRL_NO_VOTE_HYGIENE &&
+            w->opt.control != CTRL_NO_DRIFT_MARGIN && w->opt.control != CTRL_DRIFT_BEYOND;
         rc = elk_client_init(&g->client, &cc, &g->fleet, &g->entropy, NULL);
     }
     if (rc == ELK_OK) {
