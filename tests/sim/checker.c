@@ -10,9 +10,8 @@
 #include "sim_world.h"
 
 static const char *const kind_names[V_KINDS] = {
-    "mutual_exclusion", "fence_backwards",      "fence_accepted_lower",
-    "late_lost",        "drive_after_deadline", "liveness",
-    "lock_delay",       "heartbeat",
+    "mutual_exclusion",     "fence_backwards", "fence_accepted_lower", "late_lost",
+    "drive_after_deadline", "liveness",        "lock_delay",           "heartbeat",
 };
 
 const char *sim_violation_name(int kind)
@@ -102,8 +101,8 @@ static void check_lock_delay(sim_world_t *w, const sim_gw_t *g)
                      "gw%u granted at %" PRIu64 "us; gw%u's hold (token %" PRIu64
                      ", %s) was valid until %" PRIu64 "us, lock_delay %u ms: not before %" PRIu64
                      "us",
-                     g->id, w->core.now_us, o->id, o->token,
-                     o->lost ? "lost" : "not released", o->ck_valid_us, o->ck_delay_ms, end);
+                     g->id, w->core.now_us, o->id, o->token, o->lost ? "lost" : "not released",
+                     o->ck_valid_us, o->ck_delay_ms, end);
             sim_violation(w, V_LOCK_DELAY, msg);
             return;
         }

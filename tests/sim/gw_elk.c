@@ -90,8 +90,8 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
     case ELK_LOCK_EV_RECOVERED:
         w->run.renewals++;
         g->deadline = ev->deadline;
-        sim_trace(w, ev->type == ELK_LOCK_EV_RENEWED ? "renewed" : "recovered", g->id,
-                  ev->deadline, ev->ok);
+        sim_trace(w, ev->type == ELK_LOCK_EV_RENEWED ? "renewed" : "recovered", g->id, ev->deadline,
+                  ev->ok);
         sim_check_renewed(w, g);
         break;
     case ELK_LOCK_EV_SUSPECT:

@@ -140,10 +140,10 @@ typedef struct sim_gw {
     uint64_t hang_at;         /* local ms at which this hold's work hangs, 0: it does not */
     uint64_t next_keepalive;  /* local ms */
     /* the checker's record of this gateway's current or last hold (checker.c) */
-    bool ck_open;               /* granted, and not (yet) ended by a clean release */
-    uint32_t ck_delay_ms;       /* its lock delay */
-    uint64_t ck_valid_us;       /* true time its last confirmed deadline was reached */
-    uint64_t ck_keepalive;      /* last keepalive, local ms (the grant counts as one) */
+    bool ck_open;                      /* granted, and not (yet) ended by a clean release */
+    uint32_t ck_delay_ms;              /* its lock delay */
+    uint64_t ck_valid_us;              /* true time its last confirmed deadline was reached */
+    uint64_t ck_keepalive;             /* last keepalive, local ms (the grant counts as one) */
     uint64_t ck_dead_from, ck_dead_to; /* latest gap between keepalives longer than the
                                           interval: (from, to), local ms */
     /* pauses */
