@@ -238,6 +238,26 @@ bool elk_client_ready(const elk_client_t *client)
     return n >= elk_client_quorum(client);
 }
 
+/* After a flush: what did not fit the send buffers before it (the safety check behind the
+ * probe, preloads) goes now, flushed again. Returns next, lowered by that flush's wake. */
+static uint64_t lk_after_flush(elk_client_t *client, uint64_t now, uint64_t next)
+{
+    uint64_t w;
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        if ((client->safety_due[i] || client->preloaded[i] < 4u) &&
+            elk_node_is_ready(&client->fleet->nodes[i])) {
+            if (client->safety_due[i]) {
+                elk_lock__safety_start(client, i, now); /* first: it decides the vote */
+            }
+            lk_preload(client, i, now); /* what did not fit before that flush */
+            w = elk_fleet_flush(client->fleet, now);
+            next = w < next ? w : next;
+        }
+    }
+    return next;
+}
+
 uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
 {
     uint64_t next;
@@ -275,13 +295,7 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
     client->dirty = false;
     w = elk_fleet_flush(client->fleet, now);
     next = w < next ? w : next;
-    for (i = 0; i < client->fleet->count; i++) {
-        if (client->preloaded[i] < 4u && elk_node_is_ready(&client->fleet->nodes[i])) {
-            lk_preload(client, i, now); /* what did not fit before that flush */
-            w = elk_fleet_flush(client->fleet, now);
-            next = w < next ? w : next;
-        }
-    }
+    next = lk_after_flush(client, now, next);
     if (client->cfg.subscribers != NULL) {
         w = elk_fleet_flush(client->cfg.subscribers, now);
         next = w < next ? w : next;

@@ -123,15 +123,20 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
         {ELK_RESP_ARG_STR("CONFIG"), ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR("appendfsync")}};
     const char *text = "off";
     size_t k;
+    int rc;
+    client->safety_due[i] = 0;
     if (client->cfg.safety != ELK_SAFETY_OFF) {
         text = ""; /* pending: elk_client_node_check says so, lk_on_check waits for the script */
         if (client->cfg.safety == ELK_SAFETY_REFUSE) {
             client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
         }
         for (k = 0; k < 2u; k++) {
-            if (elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check, client) !=
-                ELK_OK) {
-                text = k == 0u ? "unchecked: request not sent" : text;
+            rc = elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check, client);
+            if (rc != ELK_OK) {
+                /* Behind the probe a small send buffer (an MCU's 768-byte block) is full:
+                 * the check goes after the next flush (elk_client_poll), still pending. */
+                client->safety_due[i] = k == 0u && rc == ELK_E_QUEUE_FULL ? 1u : 0u;
+                text = k != 0u || client->safety_due[i] ? text : "unchecked: request not sent";
                 break;
             }
         }

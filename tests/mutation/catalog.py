@@ -500,6 +500,10 @@ MUTANTS = [
          new="argv[argc++].ival = 0;",
          tests=[ENG], why="lock_delay configured but never reaches the servers: no marker"),
     # ------------------------------------------------ vote hygiene (lib/lock, issue 20)
+    dict(id="safety.not-retried-behind-probe", file=L + "lock_client.c",
+         old="            if (client->safety_due[i]) {",
+         new="            if (client->safety_due[i] && now == 1u) {",
+         tests=[HYG], why="a safety check that did not fit behind the probe (768-byte MCU block) is never sent: under refuse the node never votes"),
     dict(id="hygiene.quarantine-ignored", file=L + "lock_hygiene.c",
          old="        if (now < h->until) {",
          new="        if (now < h->until && kind == LK_NONE) {",

@@ -385,6 +385,36 @@ static void test_probe_failures_fail_closed(void **state)
     assert_false(elk_client_node_votes(C(0), 2));
 }
 
+static void ignore_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    (void)user;
+    (void)node;
+    (void)status;
+    (void)reply;
+}
+
+/* The probe (600 bytes) comes first on a connection; a send buffer that cannot also take
+ * the safety check (an MCU's 768-byte block; here a request already queued) gets it after
+ * the flush: under REFUSE the node must not be left unchecked for good. */
+static void test_safety_check_behind_the_probe(void **state)
+{
+    (void)state;
+    static char junk[300];
+    setup(.nodes = 1);
+    C(0)->cfg.safety = ELK_SAFETY_REFUSE;
+    node_harness_poll(&T.gw[0].h); /* READY before the client's first poll */
+    memset(junk, 'x', sizeof junk);
+    const elk_resp_arg_t argv[2] = {ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR(junk)};
+    assert_int_equal(elk_node_send(&T.gw[0].h.nodes[0], T.now, argv, 2, 0, ignore_reply, NULL),
+                     ELK_OK);
+    fake_transport_script_send(&T.gw[0].h.ft[0], 0); /* it stays in the buffer for now */
+    fake_transport_script_send(&T.gw[0].h.ft[0], 0);
+    pump();
+    assert_int_equal(T.srv[0].probe, 1);
+    assert_string_equal(elk_client_node_check(C(0), 0), "ok");
+    assert_true(elk_client_node_votes(C(0), 0));
+}
+
 /* A probe that cannot be sent (no entropy for its id) quarantines too. */
 static void test_probe_not_sent_quarantines(void **state)
 {
@@ -637,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_quarantine_never_shortened),
         cmocka_unit_test(test_probe_failures_fail_closed),
         cmocka_unit_test(test_probe_not_sent_quarantines),
+        cmocka_unit_test(test_safety_check_behind_the_probe),
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_clock_check_bounds),
         cmocka_unit_test(test_clock_readings_out_of_order),

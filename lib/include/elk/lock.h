@@ -386,6 +386,8 @@ typedef struct elk_client {
     elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS]; /* the fields above stay at short offsets */
     char node_check[CONFIG_ELK_MAX_NODES][ELK_LOCK_CHECK_TEXT_MAX]; /* elk_client_node_check */
     elk_lock_hygiene_t hygiene[CONFIG_ELK_MAX_NODES];
+    /* the safety check did not fit the send buffer behind the probe: sent after a flush */
+    uint8_t safety_due[CONFIG_ELK_MAX_NODES];
     /* why a node is (or was last) quarantined: elk_client_node_hygiene */
     char hygiene_text[CONFIG_ELK_MAX_NODES][ELK_LOCK_HYGIENE_TEXT_MAX];
 } elk_client_t;
