@@ -10,8 +10,8 @@
 #include "sim_world.h"
 
 static const char *const kind_names[V_KINDS] = {
-    "mutual_exclusion", "fence_backwards",      "fence_accepted_lower",
-    "late_lost",        "drive_after_deadline", "liveness",
+    "mutual_exclusion",     "fence_backwards", "fence_accepted_lower", "late_lost",
+    "drive_after_deadline", "liveness",        "lock_delay",           "heartbeat",
 };
 
 const char *sim_violation_name(int kind)
@@ -44,6 +44,14 @@ static int guard_store(void *ctx, uint64_t token)
 void sim_check_reset(sim_world_t *w)
 {
     uint32_t r;
+    for (r = 0; r < ELK_SIM_MAX_GATEWAYS; r++) {
+        sim_gw_t *g = &w->gw[r];
+        g->ck_open = false;
+        g->ck_delay_ms = 0;
+        g->ck_valid_us = 0;
+        g->ck_keepalive = 0;
+        g->ck_dead_from = g->ck_dead_to = 0;
+    }
     for (r = 0; r < SIM_MAX_RESOURCES; r++) {
         sim_actuator_t *a = &w->act[r];
         elk_fence_storage_t st;
@@ -61,9 +69,64 @@ static bool fenced(const sim_world_t *w)
     return w->opt.control != CTRL_SETNX_GETSET;
 }
 
+/* The earliest true time a grant may follow hold h, which ended (or may end) without a
+ * clean release: its last confirmed deadline, converted to true time with its own clock,
+ * plus its lock delay. The servers count the delay on their clocks, whose rates may be off
+ * by the drift bound, so that much of the delay is forgiven; nothing else is (the key and
+ * marker outlive the deadline by drift + stop margin, which covers the rest). */
+static uint64_t delay_end_us(const sim_world_t *w, const sim_gw_t *h)
+{
+    uint64_t d = (uint64_t)h->ck_delay_ms * 1000u;
+    uint64_t slack = (d * w->opt.drift_ppm + 999999u) / 1000000u;
+    return h->ck_valid_us + d - slack;
+}
+
+/* Lock-delay: no gateway (the old holder included) may be granted before every hold on
+ * the resource that ended without a clean release is past delay_end_us. A hold still
+ * running counts too: a grant inside its validity is a lease-level overlap whatever the
+ * delay (with lock_delay 0 this is "no grant before the last holder's deadline"). */
+static void check_lock_delay(sim_world_t *w, const sim_gw_t *g)
+{
+    uint32_t h;
+    for (h = 0; h < w->opt.gateways; h++) {
+        const sim_gw_t *o = &w->gw[h];
+        uint64_t end;
+        char msg[180];
+        if (!o->ck_open || o->resource != g->resource) {
+            continue;
+        }
+        end = delay_end_us(w, o);
+        if (w->core.now_us < end) {
+            snprintf(msg, sizeof msg,
+                     "gw%u granted at %" PRIu64 "us; gw%u's hold (token %" PRIu64
+                     ", %s) was valid until %" PRIu64 "us, lock_delay %u ms: not before %" PRIu64
+                     "us",
+                     g->id, w->core.now_us, o->id, o->token, o->lost ? "lost" : "not released",
+                     o->ck_valid_us, o->ck_delay_ms, end);
+            sim_violation(w, V_LOCK_DELAY, msg);
+            return;
+        }
+    }
+}
+
+/* A new hold (after the lock-delay check above, which also covers g's previous one). */
+static void hold_begins(sim_world_t *w, sim_gw_t *g)
+{
+    check_lock_delay(w, g);
+    g->ck_open = true;
+    g->ck_delay_ms = g->lock_delay_ms;
+    g->ck_valid_us = elk_sim_clock_true_at(&g->clock, g->deadline);
+    /* lib/lock counts the grant as a keepalive (design: keepalive_at set at acquire). */
+    g->ck_keepalive = elk_sim_clock_now_ms(&g->clock);
+    g->ck_dead_from = g->ck_dead_to = 0;
+}
+
 void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token)
 {
     sim_actuator_t *a = &w->act[g->resource];
+    if (fenced(w)) {
+        hold_begins(w, g); /* the SETNX control has no lib lease to check */
+    }
     g->lease = ++w->lease_seq;
     g->lost = false;
     w->run.cycles++;
@@ -148,7 +211,53 @@ void sim_check_drive(sim_world_t *w, sim_gw_t *g, uint64_t local_now)
 
 void sim_check_release(sim_world_t *w, sim_gw_t *g)
 {
+    /* Clean: the gateway releases a lease it still holds (no LOST, before its deadline);
+     * RELEASE deletes the keys and the lock-delay marker, so the next grant may come at
+     * once. After LOST (or a hold the gateway gave up on) the delay stands. */
+    if (fenced(w) && !g->lost && elk_sim_clock_now_ms(&g->clock) < g->deadline) {
+        g->ck_open = false;
+    }
     sim_trace(w, "release", g->id, g->token, 0);
+}
+
+/* RENEWED or RECOVERED with the new deadline in g->deadline. */
+void sim_check_renewed(sim_world_t *w, sim_gw_t *g)
+{
+    uint64_t t_send, limit;
+    char msg[180];
+    if (g->ck_open) {
+        g->ck_valid_us = elk_sim_clock_true_at(&g->clock, g->deadline);
+    }
+    if (g->keepalive_ms == 0u || g->deadline < g->span_ms) {
+        return;
+    }
+    /* Heartbeat: the confirmed round was sent at t_send = deadline - span; lib/lock may
+     * start a round only within keepalive_ms of the last keepalive before it. */
+    t_send = g->deadline - g->span_ms;
+    limit = g->ck_keepalive + g->keepalive_ms;
+    if (t_send > limit || (t_send > g->ck_dead_from && t_send < g->ck_dead_to)) {
+        snprintf(msg, sizeof msg,
+                 "gw%u: renewal round sent at local %" PRIu64 " (deadline %" PRIu64
+                 ") with no keepalive in the %u ms before (last %" PRIu64 ", gap %" PRIu64
+                 "..%" PRIu64 ")",
+                 g->id, t_send, g->deadline, g->keepalive_ms, g->ck_keepalive, g->ck_dead_from,
+                 g->ck_dead_to);
+        sim_violation(w, V_HEARTBEAT, msg);
+    }
+}
+
+void sim_check_keepalive(sim_world_t *w, sim_gw_t *g, uint64_t local_now)
+{
+    (void)w;
+    /* Only the latest gap is kept: a round confirmed after a later gap opened would be
+     * judged against that one (the simulated work never resumes after it hangs). */
+    if (g->keepalive_ms != 0u && local_now > g->ck_keepalive + g->keepalive_ms) {
+        g->ck_dead_from = g->ck_keepalive + g->keepalive_ms;
+        g->ck_dead_to = local_now;
+    }
+    if (local_now > g->ck_keepalive) {
+        g->ck_keepalive = local_now;
+    }
 }
 
 void sim_check_lost(sim_world_t *w, sim_gw_t *g, uint64_t ev_now)

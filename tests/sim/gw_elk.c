@@ -2,7 +2,10 @@
 /* A gateway running the real lib/ (node, lock): it acquires a lease, drives its
  * actuator on a tick only while elk_lock_is_held() says so, renews through the
  * library, releases when its work is done, and treats LOST as "stop now". This is
- * how a careful user of the API behaves; the checker watches the result. */
+ * how a careful user of the API behaves; the checker watches the result.
+ * Drawn from the run seed: a lock delay per resource; per gateway a keepalive interval
+ * (its work proves it is alive; in some holds the work hangs, keepalives stop while the
+ * gateway still thinks it holds) and whether it stops early on SUSPECT. */
 #include <string.h>
 
 #include "sim_world.h"
@@ -15,6 +18,45 @@ static const char *const resource_names[SIM_MAX_RESOURCES] = {"valve0", "valve1"
 static uint64_t think_ms(sim_gw_t *g)
 {
     return elk_sim_rng_range(&g->rng, 0, 200);
+}
+
+/* lock_delay is kept per resource by the servers' marker, so every gateway on a resource
+ * uses the same value (and the quarantine each client computes covers it): drawn from the
+ * run seed and the resource, not from a gateway. Half the resources have none; at most
+ * ttl/2, so a node restarted empty after the delayed restart (1.5 TTL) has no marker left
+ * to forget. */
+static uint32_t resource_lock_delay(const sim_world_t *w, uint8_t resource)
+{
+    uint64_t s = w->run_seed ^ (0x5e1f0ddc0ffee000ull + resource);
+    uint64_t x = elk_sim_splitmix64(&s);
+    uint32_t half = w->opt.ttl_ms / 2u;
+    switch (x & 3u) {
+    case 0:
+        return half;
+    case 1:
+        return 1u + (uint32_t)((x >> 8) % half);
+    default:
+        return 0;
+    }
+}
+
+/* The work of a hold: proves it is alive every keepalive_every ms, unless it hangs (then
+ * it never finishes either; the gateway keeps driving while the lock says held). */
+static void work_keepalive(sim_world_t *w, sim_gw_t *g, uint64_t now)
+{
+    if (g->keepalive_ms == 0u || g->hung || now < g->next_keepalive) {
+        return;
+    }
+    if (g->hang_at != 0u && now >= g->hang_at) {
+        g->hung = true;
+        g->work_until = UINT64_MAX;
+        sim_trace(w, "hang", g->id, now, g->deadline);
+        return;
+    }
+    if (elk_lock_keepalive(&g->lock, now) == ELK_OK) {
+        sim_check_keepalive(w, g, now);
+    }
+    g->next_keepalive = now + g->keepalive_every;
 }
 
 static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
@@ -30,6 +72,12 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
             ? UINT64_MAX
             : ev->now + elk_sim_rng_range(&g->rng, 20, (uint64_t)w->opt.ttl_ms * 5u / 2u);
         g->next_tick = ev->now;
+        g->hung = false;
+        g->hang_at = 0;
+        g->next_keepalive = ev->now + g->keepalive_every;
+        if (g->hangs && elk_sim_rng_range(&g->rng, 0, 1) == 0u) {
+            g->hang_at = ev->now + elk_sim_rng_range(&g->rng, 0, (uint64_t)w->opt.ttl_ms * 2u);
+        }
         sim_check_acquired(w, g, ev->token);
         break;
     case ELK_LOCK_EV_ACQUIRE_FAILED:
@@ -39,9 +87,20 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
         sim_trace(w, "acq_fail", g->id, (uint64_t)(-ev->err), ev->ok);
         break;
     case ELK_LOCK_EV_RENEWED:
+    case ELK_LOCK_EV_RECOVERED:
         w->run.renewals++;
         g->deadline = ev->deadline;
-        sim_trace(w, "renewed", g->id, ev->deadline, ev->ok);
+        sim_trace(w, ev->type == ELK_LOCK_EV_RENEWED ? "renewed" : "recovered", g->id, ev->deadline,
+                  ev->ok);
+        sim_check_renewed(w, g);
+        break;
+    case ELK_LOCK_EV_SUSPECT:
+        /* Still held until the deadline; a careful actuator may go safe early. */
+        sim_trace(w, "suspect", g->id, (uint64_t)(-ev->err), ev->validity_ms);
+        if (g->stop_on_suspect && g->phase == GW_HOLD) {
+            g->phase = GW_STOPPING;
+            g->work_until = ev->now + lock->cfg.stop_margin_ms;
+        }
         break;
     case ELK_LOCK_EV_LOST:
         /* Stop the actuator now; release (which also clears LOST) only after it has
@@ -66,6 +125,20 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
     /* One gateway in four uses a single lease without renewal and works right up to
      * its deadline: the hold ends in LOST, the most demanding case for the margins. */
     g->lease_bound = elk_sim_rng_range(&g->rng, 0, 3) == 0u;
+    g->lock_delay_ms = resource_lock_delay(w, g->resource);
+    g->keepalive_ms = 0;
+    g->keepalive_every = 0;
+    g->hangs = g->hung = false;
+    g->hang_at = 0;
+    g->next_keepalive = UINT64_MAX;
+    if (!g->lease_bound && elk_sim_rng_range(&g->rng, 0, 1) == 0u) {
+        /* Half the renewing gateways hold with a keepalive; half of those hang sometimes. */
+        g->keepalive_ms = (uint32_t)elk_sim_rng_range(&g->rng, w->opt.ttl_ms / 4u, w->opt.ttl_ms);
+        g->keepalive_every = (uint32_t)elk_sim_rng_range(&g->rng, g->keepalive_ms / 5u,
+                                                         g->keepalive_ms * 9u / 10u - TICK_MS);
+        g->hangs = elk_sim_rng_range(&g->rng, 0, 1) == 0u;
+    }
+    g->stop_on_suspect = elk_sim_rng_range(&g->rng, 0, 1) == 0u;
     int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
                            SIM_POOL_BLOCKS);
     for (n = 0; rc == ELK_OK && n < w->opt.nodes; n++) {
@@ -91,7 +164,12 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         cc.key_prefix = "elk:";
         cc.mode = w->opt.nodes == 1u ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK;
         cc.safety = ELK_SAFETY_WARN;
-        cc.vote_hygiene = w->opt.control != CTRL_NO_VOTE_HYGIENE; /* simport: issue 20 control */
+        /* Off in the controls that must show what happens without it, and in the two drift
+         * controls: its clock check (which allows the lock's drift) takes node clocks running
+         * faster than the lock was told for jumps and quarantines them, hiding the overlaps
+         * those controls exist to show about the lease margin. */
+        cc.vote_hygiene = w->opt.control != CTRL_NO_VOTE_HYGIENE &&
+            w->opt.control != CTRL_NO_DRIFT_MARGIN && w->opt.control != CTRL_DRIFT_BEYOND;
         rc = elk_client_init(&g->client, &cc, &g->fleet, &g->entropy, NULL);
     }
     if (rc == ELK_OK) {
@@ -107,12 +185,17 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
             lc.drift_fixed_ms = 0;
         }
         lc.stop_margin_ms = 20;
+        lc.lock_delay_ms = g->lock_delay_ms;
+        lc.keepalive_ms = g->keepalive_ms;
         lc.min_validity_ms = 50;
         lc.wait_min_ms = 20;
         lc.wait_max_ms = 150;
         lc.fencing = true;
         lc.use_release_channel = true;
         rc = elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc, on_event, g);
+        /* The deadline a round confirms is its t_send + span (lock.h): the heartbeat check
+         * recovers t_send from it. */
+        g->span_ms = (uint32_t)(lc.ttl_ms - elk_lock_config_drift(&lc) - lc.stop_margin_ms);
     }
     if (rc != ELK_OK) {
         fprintf(stderr, "elk-sim: gateway %u setup failed: %s (%s)\n", g->id, elk_err_name(rc),
@@ -146,6 +229,7 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             /* The poll just made at now >= deadline must have fired LOST. */
             sim_check_lost_missing(w, g, now);
         }
+        work_keepalive(w, g, now);
         if (now >= g->work_until) {
             /* Stop the actuator first, and release only once it has reached its safe
              * state (stop_margin later): the next holder may start at once. */
@@ -162,6 +246,9 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             g->next_tick = now + TICK_MS;
         }
         *next = g->next_tick < g->work_until ? g->next_tick : g->work_until;
+        if (g->keepalive_ms != 0u && !g->hung && g->next_keepalive < *next) {
+            *next = g->next_keepalive;
+        }
         return false;
     case GW_STOPPING:
         if (now < g->work_until) {

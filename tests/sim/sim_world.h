@@ -40,6 +40,10 @@ enum {
     V_LATE_LOST,            /* LOST fired after the local deadline (and not because of a pause) */
     V_DRIVE_AFTER_DEADLINE, /* a gateway drove at or after its deadline or after LOST */
     V_LIVENESS,             /* nobody got the lock within the bound after faults healed */
+    V_LOCK_DELAY,           /* a grant before a hold that ended without a clean release could
+                               last have been valid plus its lock_delay */
+    V_HEARTBEAT,            /* a renewal round started more than keepalive_ms after the
+                               holder's last keepalive */
     V_KINDS
 };
 
@@ -125,6 +129,23 @@ typedef struct sim_gw {
     uint64_t lease;           /* checker's id of the current hold, 0 if none */
     uint64_t token, deadline; /* as the lock API reported them */
     bool lost;
+    /* issue 20 behaviour, drawn from the run seed (gw_elk.c) */
+    uint32_t lock_delay_ms;   /* the resource's lock delay (every gateway on it the same) */
+    uint32_t keepalive_ms;    /* interval the lock is configured with, 0: no keepalive */
+    uint32_t keepalive_every; /* how often the working application proves it is alive */
+    uint32_t span_ms;         /* ttl - drift - stop_margin: deadline = round t_send + span */
+    bool hangs;               /* its work may hang in a hold (keepalives stop) */
+    bool hung;                /* this hold's work hangs: no keepalive, never finishes */
+    bool stop_on_suspect;     /* stops its actuator and releases on SUSPECT */
+    uint64_t hang_at;         /* local ms at which this hold's work hangs, 0: it does not */
+    uint64_t next_keepalive;  /* local ms */
+    /* the checker's record of this gateway's current or last hold (checker.c) */
+    bool ck_open;                      /* granted, and not (yet) ended by a clean release */
+    uint32_t ck_delay_ms;              /* its lock delay */
+    uint64_t ck_valid_us;              /* true time its last confirmed deadline was reached */
+    uint64_t ck_keepalive;             /* last keepalive, local ms (the grant counts as one) */
+    uint64_t ck_dead_from, ck_dead_to; /* latest gap between keepalives longer than the
+                                          interval: (from, to), local ms */
     /* pauses */
     uint64_t paused_until; /* true us */
     uint64_t pause_start;
@@ -189,6 +210,8 @@ void sim_check_reset(sim_world_t *w);
 void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token);
 void sim_check_drive(sim_world_t *w, sim_gw_t *g, uint64_t local_now);
 void sim_check_release(sim_world_t *w, sim_gw_t *g);
+void sim_check_renewed(sim_world_t *w, sim_gw_t *g);
+void sim_check_keepalive(sim_world_t *w, sim_gw_t *g, uint64_t local_now);
 void sim_check_lost(sim_world_t *w, sim_gw_t *g, uint64_t ev_now);
 void sim_check_lost_missing(sim_world_t *w, sim_gw_t *g, uint64_t now);
 void sim_violation(sim_world_t *w, int kind, const char *what);

@@ -27,6 +27,8 @@ static int setup(void **state)
         w.gw[i].id = i;
         w.gw[i].resource = 0;
         w.gw[i].lock.cfg.stop_margin_ms = 20;
+        /* local ms = true us / 1000 unless a test changes the rate */
+        elk_sim_clock_init(&w.gw[i].clock, &w.core.now_us, 0, 0);
     }
     return 0;
 }
@@ -62,9 +64,11 @@ static void test_handover_after_stop_margin_is_fine(void **state)
     grant(&w.gw[0], 1, 1000);
     w.core.now_us = 0;
     sim_check_drive(&w, &w.gw[0], 10);
+    sim_check_release(&w, &w.gw[0]); /* clean: before its deadline */
     grant(&w.gw[1], 2, 1000);
     w.core.now_us = 20000; /* exactly when gw0's actuator is safe */
     sim_check_drive(&w, &w.gw[1], 30);
+    sim_check_release(&w, &w.gw[1]);
     grant(&w.gw[2], 3, 1000);
     w.core.now_us = 40000;
     sim_check_drive(&w, &w.gw[2], 50);
@@ -136,6 +140,200 @@ static void test_lost_late_and_drive_after_deadline(void **state)
     assert_int_equal(w.run.violations[V_LATE_LOST], 2);
 }
 
+/* ---------------------------------------------------------------- lock-delay */
+
+static void at_ms(uint64_t ms)
+{
+    w.core.now_us = ms * 1000u;
+}
+
+static void lose(sim_gw_t *g)
+{
+    sim_check_lost(&w, g, elk_sim_clock_now_ms(&g->clock));
+}
+
+static void test_grant_inside_lock_delay_is_caught(void **state)
+{
+    (void)state;
+    w.opt.drift_ppm = 10000; /* 1 %: 5 ms of a 500 ms delay are forgiven */
+    w.gw[0].lock_delay_ms = 500;
+    at_ms(0);
+    grant(&w.gw[0], 1, 1000);
+    at_ms(1000);
+    lose(&w.gw[0]); /* ended without a release: no grant before 1000 + 500 - 5 ms */
+    w.core.now_us = 1494999;
+    grant(&w.gw[1], 2, 2400);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+    assert_non_null(strstr(w.first_violation, "lock_delay 500 ms"));
+    sim_check_release(&w, &w.gw[1]); /* gw1 hands over cleanly */
+    w.core.now_us = 1495000;
+    grant(&w.gw[2], 3, 2400);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+    for (int k = 0; k < V_KINDS; k++) {
+        if (k != V_LOCK_DELAY) {
+            assert_int_equal(w.run.violations[k], 0);
+        }
+    }
+}
+
+static void test_lock_delay_of_a_paused_holder(void **state)
+{
+    (void)state;
+    /* A holder stopped (SIGSTOP) past its deadline has no LOST yet when the next grant
+     * comes: its open hold still counts. */
+    w.gw[0].lock_delay_ms = 300;
+    at_ms(0);
+    grant(&w.gw[0], 1, 1000);
+    at_ms(1100);
+    grant(&w.gw[1], 2, 2000);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+    /* and the old holder itself may not come back inside its own window either */
+    sim_check_release(&w, &w.gw[1]);
+    w.gw[0].lost = true;
+    sim_check_release(&w, &w.gw[0]); /* after LOST: not clean, the delay stands */
+    at_ms(1200);
+    grant(&w.gw[0], 3, 2200);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 2);
+}
+
+static void test_clean_release_resets_lock_delay(void **state)
+{
+    (void)state;
+    w.gw[0].lock_delay_ms = 500;
+    w.gw[1].lock_delay_ms = 500;
+    at_ms(0);
+    grant(&w.gw[0], 1, 1000);
+    at_ms(600);
+    sim_check_release(&w, &w.gw[0]); /* held, before the deadline */
+    grant(&w.gw[1], 2, 1600);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 0);
+    at_ms(1600);
+    lose(&w.gw[1]);
+    at_ms(1620);
+    sim_check_release(&w, &w.gw[1]); /* the release after LOST does not count */
+    at_ms(2000);
+    grant(&w.gw[2], 3, 3000);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+}
+
+static void test_renewal_moves_the_lock_delay_window(void **state)
+{
+    (void)state;
+    w.opt.drift_ppm = 10000;
+    w.gw[0].lock_delay_ms = 200;
+    at_ms(0);
+    grant(&w.gw[0], 1, 1000);
+    at_ms(400);
+    w.gw[0].deadline = 1800;
+    sim_check_renewed(&w, &w.gw[0]);
+    at_ms(1800);
+    lose(&w.gw[0]);
+    at_ms(1900); /* past the first deadline + delay, not the renewed one's */
+    grant(&w.gw[1], 2, 2900);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+    sim_check_release(&w, &w.gw[1]);
+    at_ms(1998); /* 1800 + 200 - 2 (1 % of the delay) */
+    grant(&w.gw[2], 3, 2900);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+}
+
+static void test_lock_delay_zero_still_forbids_overlapping_leases(void **state)
+{
+    (void)state;
+    at_ms(0);
+    grant(&w.gw[0], 1, 1000);
+    at_ms(999);
+    grant(&w.gw[1], 2, 2000); /* gw0's lease is valid until 1000 */
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+    sim_check_release(&w, &w.gw[1]);
+    at_ms(1000);
+    grant(&w.gw[2], 3, 2000);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+}
+
+static void test_lock_delay_counts_in_the_holders_clock(void **state)
+{
+    (void)state;
+    /* gw0's clock runs 2 % fast: its local deadline 1000 comes at true 980.393 ms. */
+    elk_sim_clock_init(&w.gw[0].clock, &w.core.now_us, 0, 20000);
+    at_ms(0);
+    grant(&w.gw[0], 1, 1000);
+    w.core.now_us = 980393;
+    grant(&w.gw[1], 2, 2000);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 0);
+    /* with an exact clock that grant would have been inside the lease */
+    sim_check_release(&w, &w.gw[1]);
+    w.core.now_us = 0; /* start over (both holds released cleanly) */
+    sim_check_release(&w, &w.gw[0]);
+    grant(&w.gw[2], 3, 1000);
+    w.core.now_us = 980393;
+    grant(&w.gw[1], 4, 2000);
+    assert_int_equal(w.run.violations[V_LOCK_DELAY], 1);
+}
+
+/* ---------------------------------------------------------------- heartbeat */
+
+static void renew(sim_gw_t *g, uint64_t t_send)
+{
+    g->deadline = t_send + g->span_ms;
+    sim_check_renewed(&w, g);
+}
+
+/* gw0 holds from 0 with keepalive_ms 300 and span 960, and proved it alive at 200. */
+static sim_gw_t *keepalive_hold(void)
+{
+    sim_gw_t *g = &w.gw[0];
+    g->keepalive_ms = 300;
+    g->span_ms = 960;
+    at_ms(0);
+    grant(g, 1, 960); /* the grant counts as a keepalive */
+    sim_check_keepalive(&w, g, 200);
+    return g;
+}
+
+static void test_renewal_after_a_missed_keepalive_is_caught(void **state)
+{
+    (void)state;
+    sim_gw_t *g = keepalive_hold();
+    renew(g, 450);
+    renew(g, 500); /* exactly keepalive_ms after the last keepalive: allowed */
+    assert_int_equal(w.run.violations[V_HEARTBEAT], 0);
+    renew(g, 501);
+    assert_int_equal(w.run.violations[V_HEARTBEAT], 1);
+    assert_non_null(strstr(w.first_violation, "heartbeat"));
+}
+
+static void test_keepalive_gap_is_remembered(void **state)
+{
+    (void)state;
+    sim_gw_t *g = keepalive_hold();
+    sim_check_keepalive(&w, g, 900); /* 700 ms without one: (500, 900) was dead */
+    renew(g, 600);                   /* a round sent in the gap, confirmed after 900 */
+    assert_int_equal(w.run.violations[V_HEARTBEAT], 1);
+    renew(g, 900);
+    renew(g, 1200);
+    assert_int_equal(w.run.violations[V_HEARTBEAT], 1);
+    renew(g, 1201);
+    assert_int_equal(w.run.violations[V_HEARTBEAT], 2);
+    /* a new hold starts afresh: the grant is a keepalive and the old gap is gone */
+    at_ms(5000);
+    sim_check_release(&w, g);
+    grant(g, 2, 5960);
+    renew(g, 5300);
+    assert_int_equal(w.run.violations[V_HEARTBEAT], 2);
+}
+
+static void test_no_keepalive_no_heartbeat_rule(void **state)
+{
+    (void)state;
+    sim_gw_t *g = &w.gw[0];
+    g->span_ms = 960;
+    at_ms(0);
+    grant(g, 1, 960);
+    renew(g, 5000);
+    assert_int_equal(w.run.violations[V_HEARTBEAT], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +342,15 @@ int main(void)
         cmocka_unit_test_setup(test_token_not_above_previous_holder, setup),
         cmocka_unit_test_setup(test_guard_that_forgets_is_caught, setup),
         cmocka_unit_test_setup(test_lost_late_and_drive_after_deadline, setup),
+        cmocka_unit_test_setup(test_grant_inside_lock_delay_is_caught, setup),
+        cmocka_unit_test_setup(test_lock_delay_of_a_paused_holder, setup),
+        cmocka_unit_test_setup(test_clean_release_resets_lock_delay, setup),
+        cmocka_unit_test_setup(test_renewal_moves_the_lock_delay_window, setup),
+        cmocka_unit_test_setup(test_lock_delay_zero_still_forbids_overlapping_leases, setup),
+        cmocka_unit_test_setup(test_lock_delay_counts_in_the_holders_clock, setup),
+        cmocka_unit_test_setup(test_renewal_after_a_missed_keepalive_is_caught, setup),
+        cmocka_unit_test_setup(test_keepalive_gap_is_remembered, setup),
+        cmocka_unit_test_setup(test_no_keepalive_no_heartbeat_rule, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

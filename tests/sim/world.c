@@ -374,7 +374,10 @@ int sim_run(sim_world_t *w, uint64_t seed)
     }
     sim_check_reset(w);
     w->calm_from = (uint64_t)w->opt.duration_ms * 1000u;
-    w->end_at = w->calm_from + ((uint64_t)w->opt.ttl_ms * 4u + 4000u) * 1000u;
+    /* 4 TTL + 4 s for a grant after the faults healed, plus the quarantine (vote hygiene) a
+     * master restarted empty late in the fault phase sits out once it is back: TTL + drift +
+     * lock delay (at most TTL/2 in gw_elk.c), under 2 TTL. */
+    w->end_at = w->calm_from + ((uint64_t)w->opt.ttl_ms * 6u + 4000u) * 1000u;
 
     for (i = 0; i < w->opt.gateways; i++) {
         sim_gw_t *g = &w->gw[i];
