@@ -146,45 +146,61 @@ static LK_NOINLINE int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_c
     return 0;
 }
 
-/* A reading of node i's clock: compared with the reference, which it then replaces.
- * Returns false when the server's clock ran ahead (node quarantined for W from lr). */
-static bool lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *cfg,
-                       int64_t server_ms, uint64_t ls, uint64_t lr)
+/* How much forward jump a comparison of a reading (sent at ls, received at lr) with node i's
+ * reference cannot tell from drift: the two readings' round trips plus cfg's drift rate over
+ * the time between them (lk_jump's tolerance beyond the fixed term). */
+static LK_NOINLINE uint64_t lk_blind(const elk_lock_hygiene_t *h, const elk_lock_config_t *cfg,
+                                     uint64_t ls, uint64_t lr)
+{
+    uint64_t most = lr - h->ref_ls;
+    if (lr < h->ref_ls || most > UINT32_MAX) {
+        return UINT64_MAX; /* out of order or too old: nothing can be ruled out */
+    }
+    return (h->ref_lr - h->ref_ls) + (lr - ls) +
+        (uint64_t)(lk_with_drift(cfg, most) - (int64_t)most) - cfg->drift_fixed_ms;
+}
+
+/* What a reading says of node i's vote (lk_reading). */
+enum { LK_CLOCK_OK, LK_CLOCK_BLIND, LK_CLOCK_JUMP };
+
+/* A reading of node i's clock, compared with the reference. A jump beyond the bound either
+ * way quarantines the node for W from lr and the reply does not count: a net backward reading
+ * does not rule out a forward jump in between (back, a key set, forward: that key is cut
+ * short), and a server that steps its clock is not to be trusted for a TTL anyway. A
+ * comparison too blind (lk_blind above the lease's drift margin: an old or imprecise
+ * reference) gives no vote either, without quarantine. The reference moves to this reading
+ * after a jump or when it is the more precise one: its round trip is no longer than the
+ * reference's plus the drift since (a precise old reference beats a sloppy new one). */
+static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *cfg,
+                      int64_t server_ms, uint64_t ls, uint64_t lr)
 {
     elk_lock_hygiene_t *h = &client->hygiene[i];
     int64_t ms = server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms;
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
-    h->ref_server = ms;
-    h->ref_ls = ls;
-    h->ref_lr = lr;
-    h->has_ref = true;
+    uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
+    if (jump != 0 || blind / 2u >= lr - ls) { /* rtt <= ref's rtt + drift since */
+        h->ref_server = ms;
+        h->ref_ls = ls;
+        h->ref_lr = lr;
+        h->has_ref = true;
+    }
     if (jump == 0) {
-        return true;
+        return blind > elk_lock__drift(cfg) ? LK_CLOCK_BLIND : LK_CLOCK_OK;
     }
     h->clock_jumps++;
-    if (jump > 0) {
-        lk_quarantine(client, i, lr, lr + lk_window(client), "clock ran ", NULL, jump, " ms ahead");
-        return false;
-    }
-    {
-        /* Keys there now live longer than their TTL: safe for us, worth a look. */
-        char num[24];
-        elk_fmt_t f;
-        elk_fmt_init(&f, num, sizeof num);
-        elk_fmt_int(&f, -jump);
-        elk_lock__log(client, ELK_LOG_WARN, NULL, i, "clock went back ", elk_fmt_cstr(&f), NULL,
-                      " ms (keys live longer than their TTL there; check NTP)", ELK_OK);
-    }
-    return true;
+    lk_quarantine(client, i, lr, lr + lk_window(client), jump > 0 ? "clock ran " : "clock went back ",
+                  NULL, jump > 0 ? jump : -jump, jump > 0 ? " ms ahead" : " ms");
+    return LK_CLOCK_JUMP;
 }
 
-bool elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
-                        uint64_t t_send, uint64_t now)
+int elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
+                       uint64_t t_send, uint64_t now)
 {
+    static const int says[] = {ELK_OK, ELK_E_CLOCK_UNVERIFIED, ELK_E_CLOCK_JUMP};
     if (!client->cfg.vote_hygiene) {
-        return true;
+        return ELK_OK;
     }
-    return lk_reading(client, i, &lock->cfg, server_ms, t_send, now);
+    return says[lk_reading(client, i, &lock->cfg, server_ms, t_send, now)];
 }
 
 /* The strictest drift terms over the client's locks (the defaults without one), for the
@@ -200,6 +216,9 @@ static LK_NOINLINE void lk_strict(const elk_client_t *client, elk_lock_config_t 
         }
         if (k == 0u || c->drift_fixed_ms < out->drift_fixed_ms) {
             out->drift_fixed_ms = c->drift_fixed_ms;
+        }
+        if (k == 0u || c->ttl_ms < out->ttl_ms) {
+            out->ttl_ms = c->ttl_ms; /* the smallest drift margin, for lk_reading's blind test */
         }
     }
 }
@@ -236,6 +255,7 @@ static const char *const lk_probe_says[] = {
     "probe failed: uptime ",
     "data lost (marker gone) in this run",
     "restarted ",
+    "clock unchecked (last reading too old or too imprecise)",
 };
 
 /* The probe's reply f[0..4] = {run_id, uptime_s, marker, aof_enabled, server_ms}: decide
@@ -255,18 +275,21 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
     bool same_marker = marker == h->marker_hash;
     uint64_t up = 0;
     uint64_t cut = 0;
-    unsigned why = 4u; /* no quarantine */
+    unsigned why = 5u; /* no quarantine */
     const char *after = "";
-    if (!(run != 0u ? same_run : same_marker)) {
-        h->has_ref = false; /* another run (or maybe): its clock says nothing of the old one */
-    }
+    /* The reference survives a new run: the wall clock is the host's, not the process's,
+     * so a jump while the node was down or before this probe is seen here. A reading too
+     * blind to rule out a jump (a reference from before a long outage) quarantines: the
+     * next readings compare with this one, and a jump hidden in it would stay unseen. A
+     * client's first contact (no reference) has nothing to compare: see design.md. */
+    bool had_ref = h->has_ref;
     lk_strict(client, &strict);
-    (void)lk_reading(client, i, &strict, f[4].integer, h->probe_at, lr);
+    bool blind = lk_reading(client, i, &strict, f[4].integer, h->probe_at, lr) == LK_CLOCK_BLIND;
     h->run_hash = run;
     h->marker_hash = marker;
     /* One quarantine call for the four reasons (each call site costs flash). */
     if (run == 0u) {
-        why = same_marker ? 4u : 0u;
+        why = same_marker ? 5u : 0u;
     } else if (!lk_uptime_ms(&f[1], &up)) {
         why = 1u;
     } else if (same_run && !same_marker) {
@@ -275,8 +298,10 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
         why = 3u;
         cut = up;
         after = " s ago";
+    } else if (blind && had_ref) {
+        why = 4u;
     }
-    if (why < 4u) {
+    if (why < 5u) {
         lk_quarantine(client, i, lr, lr + w - cut, lk_probe_says[why], why == 1u ? &f[1] : NULL,
                       why == 3u ? (int64_t)(up / 1000u) : -1, after);
     }

@@ -39,6 +39,7 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
         sim_trace(w, "acq_fail", g->id, (uint64_t)(-ev->err), ev->ok);
         break;
     case ELK_LOCK_EV_RENEWED:
+    case ELK_LOCK_EV_RECOVERED: /* a renewal after SUSPECT: it moves the deadline too */
         w->run.renewals++;
         g->deadline = ev->deadline;
         sim_trace(w, "renewed", g->id, ev->deadline, ev->ok);

@@ -94,6 +94,10 @@ extern "C" {
     X(ELK_E_CLOCK_JUMP, -96,                                                                       \
       "node's clock ran ahead beyond the drift bound: its vote is not counted and it is "          \
       "quarantined; check NTP on that server")                                                     \
+    X(ELK_E_CLOCK_UNVERIFIED, -98,                                                                 \
+      "node's clock could not be checked closely enough (its last TIME reading was too old or "    \
+      "the round trips too long): that reply's vote is not counted; the next one compares with "   \
+      "it")                                                                                         \
     X(ELK_E_KEEPALIVE_MISSED, -97,                                                                 \
       "the work holding the lease missed its keepalive: renewal stopped (hung command?)")          \
     /* fencing */                                                                                  \
