@@ -148,16 +148,16 @@ static LK_NOINLINE int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_c
 
 /* How much forward jump a comparison of a reading (sent at ls, received at lr) with node i's
  * reference cannot tell from drift: the two readings' round trips plus cfg's drift rate over
- * the time between them (lk_jump's tolerance beyond the fixed term). */
+ * the time between them (lk_jump's tolerance beyond the fixed term). It ranks references. */
 static LK_NOINLINE uint64_t lk_blind(const elk_lock_hygiene_t *h, const elk_lock_config_t *cfg,
                                      uint64_t ls, uint64_t lr)
 {
-    uint64_t most = lr - h->ref_ls;
-    if (lr < h->ref_ls || most > UINT32_MAX) {
+    uint64_t since = lr - h->ref_ls;
+    if (lr < h->ref_ls || since > UINT32_MAX) {
         return UINT64_MAX; /* out of order or too old: nothing can be ruled out */
     }
     return (h->ref_lr - h->ref_ls) + (lr - ls) +
-        (uint64_t)(lk_with_drift(cfg, most) - (int64_t)most) - cfg->drift_fixed_ms;
+        (uint64_t)(lk_with_drift(cfg, since) - (int64_t)since) - cfg->drift_fixed_ms;
 }
 
 /* What a reading says of node i's vote (lk_reading). */
@@ -167,10 +167,12 @@ enum { LK_CLOCK_OK, LK_CLOCK_BLIND, LK_CLOCK_JUMP };
  * way quarantines the node for W from lr and the reply does not count: a net backward reading
  * does not rule out a forward jump in between (back, a key set, forward: that key is cut
  * short), and a server that steps its clock is not to be trusted for a TTL anyway. A
- * comparison too blind (lk_blind above the lease's drift margin: an old or imprecise
- * reference) gives no vote either, without quarantine. The reference moves to this reading
- * after a jump or when it is the more precise one: its round trip is no longer than the
- * reference's plus the drift since (a precise old reference beats a sloppy new one). */
+ * reference older than cfg's TTL gives no vote either, without quarantine: the drift allowed
+ * since (1 % of the time) hides jumps larger than the lease's drift margin. The reference
+ * moves to this reading after a jump, when it is that old, or when the reading is the more
+ * precise one: its round trip no longer than the reference's plus the drift since (a precise
+ * recent reference beats a sloppy new reading). Round trips are not held against the vote:
+ * on a slow network no reply would ever count (docs/design.md, what it cannot see). */
 static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *cfg,
                       int64_t server_ms, uint64_t ls, uint64_t lr)
 {
@@ -178,14 +180,15 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     int64_t ms = server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms;
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
-    if (jump != 0 || blind / 2u >= lr - ls) { /* rtt <= ref's rtt + drift since */
+    bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
+    if (jump != 0 || old || blind / 2u >= lr - ls) { /* rtt <= ref's rtt + drift since */
         h->ref_server = ms;
         h->ref_ls = ls;
         h->ref_lr = lr;
         h->has_ref = true;
     }
     if (jump == 0) {
-        return blind > elk_lock__drift(cfg) ? LK_CLOCK_BLIND : LK_CLOCK_OK;
+        return old ? LK_CLOCK_BLIND : LK_CLOCK_OK;
     }
     h->clock_jumps++;
     lk_quarantine(client, i, lr, lr + lk_window(client), jump > 0 ? "clock ran " : "clock went back ",
@@ -255,7 +258,7 @@ static const char *const lk_probe_says[] = {
     "probe failed: uptime ",
     "data lost (marker gone) in this run",
     "restarted ",
-    "clock unchecked (last reading too old or too imprecise)",
+    "clock unchecked (reference too old or imprecise)",
 };
 
 /* The probe's reply f[0..4] = {run_id, uptime_s, marker, aof_enabled, server_ms}: decide
