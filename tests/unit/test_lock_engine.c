@@ -68,8 +68,8 @@ typedef struct world_opts {
     bool resp3;                    /* the nodes speak RESP3 (else RESP2) */
     bool two;                      /* a second gateway (gwB, W.lock2) on the same servers */
     bool subs;                     /* RESP2 subscriber connections for the first gateway */
-    /* vote_hygiene off: for tests of slow replies (tens of ms and more at a 1 s TTL), whose
-     * TIME readings the clock check rightly finds too imprecise to count (lock_hygiene.c) */
+    /* vote_hygiene off: for tests that acquire again after more than a TTL without a reply
+     * (the clock check gives no vote on a reference that old: lock_hygiene.c) */
     bool no_hygiene;
 } world_opts_t;
 
@@ -579,7 +579,7 @@ static void test_majority_late(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.min_validity_ms = 100;
-    world_setup(.nodes = 5, .lcfg = &c, .no_hygiene = true); /* replies 500 ms late */
+    world_setup(.nodes = 5, .lcfg = &c);
     pump();
     for (size_t i = 0; i < 3; i++) {
         W.srv[i].hold = true;
@@ -1521,7 +1521,7 @@ static void test_renewal_deadline_with_reply_time(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000); /* deadline = send + 938, renew at send + 330 */
-    world_setup(.nodes = 3, .lcfg = &c, .no_hygiene = true); /* 40 ms replies */
+    world_setup(.nodes = 3, .lcfg = &c);
     pump();
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -1755,7 +1755,7 @@ static void test_suspect_until_lost(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
-    world_setup(.nodes = 3, .lcfg = &c);
+    world_setup(.nodes = 3, .lcfg = &c, .no_hygiene = true);
     uint64_t t0 = acquire_now();
     servers_fail(0, 2, "ERR boom");
     run_until(t0 + 245);
@@ -1807,7 +1807,7 @@ static void test_suspect_while_round_silent(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000); /* renew at 330, pause 50, deadline t_send + 938 */
-    world_setup(.nodes = 3, .lcfg = &c, .no_hygiene = true); /* 270 ms replies */
+    world_setup(.nodes = 3, .lcfg = &c);
     for (size_t i = 0; i < 3; i++) {
         W.h.nodes[i].cfg.request_timeout_ms = 60000;
     }
@@ -1903,7 +1903,7 @@ static void test_keepalive_kept_renews(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(300);
-    world_setup(.nodes = 3, .lcfg = &c, .no_hygiene = true); /* idle, then acquire */
+    world_setup(.nodes = 3, .lcfg = &c, .no_hygiene = true);
     pump();
     assert_int_equal(elk_lock_set_keepalive(NULL, NOW(), 60), ELK_E_INVALID_ARG);
     assert_int_equal(elk_lock_set_keepalive(&W.lock, NOW(), 60), ELK_OK);

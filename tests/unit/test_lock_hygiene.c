@@ -227,6 +227,8 @@ static void test_fresh_node_quarantined_then_votes(void **state)
     assert_true(elk_client_ready(C(0)));
     assert_string_equal(HY(0, 1), "ok");
     assert_int_equal(elk_client_node_quarantine(C(0), 1), 0);
+    /* the probe's reading is now older than the TTL: the first round refreshes it, no vote */
+    assert_int_equal(acquire_node_err(0, 1), ELK_E_CLOCK_UNVERIFIED);
     assert_int_equal(acquire_once(0), ELK_OK);
     uint32_t q = 0, j = 9;
     assert_int_equal(elk_client_node_hygiene_stats(C(0), 2, &q, &j), ELK_OK);
@@ -349,6 +351,7 @@ static void test_no_info_marker_decides(void **state)
     assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT);
     run_until(t0 + W_DEFAULT);
     assert_string_equal(HY(0, 0), "ok");
+    assert_int_equal(acquire_node_err(0, 0), ELK_E_CLOCK_UNVERIFIED); /* refreshes the reference */
     drop(0);
     run_until(T.now + 150);
     assert_true(T.srv[0].probe >= 2u);
@@ -516,31 +519,30 @@ static void test_back_then_forward_gives_no_vote(void **state)
     assert_true(strncmp(HY(0, 0), "quarantined: clock went back 50", 31) == 0);
 }
 
-/* Rule 3: a reply whose comparison is too blind (round trips + drift since the reference
- * above the lease's drift margin of 12 ms) does not count, without quarantine; it becomes
- * the reference when it is the more precise one, and the next reply counts. */
-static void test_blind_reading_gives_no_vote(void **state)
+/* Rule 3: a reply whose reference is older than the lock's TTL (the drift allowed since, 1 %
+ * of it, would hide a jump beyond the lease's drift margin) does not count, without
+ * quarantine; the reading becomes the reference and the next reply counts. A precise recent
+ * reference is kept over a sloppier new reading. */
+static void test_old_reference_gives_no_vote(void **state)
 {
     (void)state;
     setup(.nodes = 1);
     pump();
     uint64_t t0 = T.now;
     int64_t s0 = srv_time(0);
-    /* 1100 ms since the reference: 11 ms of drift alone, plus a 2 ms round trip */
-    T.now = t0 + 1100;
-    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1099, T.now - 2, T.now),
+    T.now = t0 + 1001;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1001, T.now, T.now),
                      ELK_E_CLOCK_UNVERIFIED);
     assert_string_equal(HY(0, 0), "ok"); /* no quarantine */
-    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1098);
+    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1001);
     T.now += 100;
-    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1199, T.now - 2, T.now), ELK_OK);
-    /* a 20 ms round trip 100 ms later: 2 + 20 + 2 = 24 > 12, and the precise old reading
-     * stays the reference (20 > 2 + 2) */
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1101, T.now, T.now), ELK_OK);
+    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1101);
+    /* a 20 ms round trip 100 ms later counts, but the reference stays (20 > 0 + 1) */
     T.now += 100;
-    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1290, T.now - 20, T.now),
-                     ELK_E_CLOCK_UNVERIFIED);
-    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1198);
-    /* an acquire after an idle second: no vote on that round, the next one counts */
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1190, T.now - 20, T.now), ELK_OK);
+    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1101);
+    /* an acquire after an idle 1.5 s: no vote on that round, the next one counts */
     T.now += 1500;
     assert_int_equal(acquire_node_err(0, 0), ELK_E_CLOCK_UNVERIFIED);
     assert_string_equal(HY(0, 0), "ok");
@@ -779,7 +781,7 @@ int main(void)
         cmocka_unit_test(test_decided_round_reply_is_read),
         cmocka_unit_test(test_new_run_compared_with_old_reference),
         cmocka_unit_test(test_back_then_forward_gives_no_vote),
-        cmocka_unit_test(test_blind_reading_gives_no_vote),
+        cmocka_unit_test(test_old_reference_gives_no_vote),
         cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
         cmocka_unit_test(test_cost_per_connection_and_renewal),
         cmocka_unit_test(test_release_goes_to_quarantined_node),
