@@ -263,7 +263,7 @@ static const char *const lk_probe_says[] = {
 
 /* The probe's reply f[0..4] = {run_id, uptime_s, marker, aof_enabled, server_ms}: decide
  * node i's vote (file comment), take server_ms as its clock reference. */
-static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f)
+static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f, bool refresh)
 {
     elk_lock_hygiene_t *h = &client->hygiene[i];
     elk_lock_config_t strict;
@@ -288,10 +288,11 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
     bool had_ref = h->has_ref;
     lk_strict(client, &strict);
     bool blind = lk_reading(client, i, &strict, f[4].integer, h->probe_at, lr) == LK_CLOCK_BLIND;
-    h->run_hash = run;
-    h->marker_hash = marker;
-    /* One quarantine call for the four reasons (each call site costs flash). */
-    if (run == 0u) {
+    /* One quarantine call for the five reasons (each call site costs flash). A refresh reads
+     * the clock only: the connection's own probe decided the rest. */
+    if (refresh) {
+        why = blind ? 4u : 5u;
+    } else if (run == 0u) {
         why = same_marker ? 5u : 0u;
     } else if (!lk_uptime_ms(&f[1], &up)) {
         why = 1u;
@@ -303,6 +304,10 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
         after = " s ago";
     } else if (blind && had_ref) {
         why = 4u;
+    }
+    if (!refresh) {
+        h->run_hash = run;
+        h->marker_hash = marker;
     }
     if (why < 5u) {
         lk_quarantine(client, i, lr, lr + w - cut, lk_probe_says[why], why == 1u ? &f[1] : NULL,
@@ -322,7 +327,9 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
     if (i == SIZE_MAX) {
         return;
     }
+    bool refresh = client->hygiene[i].refreshing;
     client->hygiene[i].pending = false;
+    client->hygiene[i].refreshing = false;
     client->dirty = true; /* a waiting round may now reach its quorum */
     /* {4 strings, integer}: an array of 5 scalars (an error has no children) */
     for (k = 0; top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 5 &&
@@ -333,7 +340,7 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
         }
     }
     if (k == 5u) {
-        lk_probe_rule(client, i, f);
+        lk_probe_rule(client, i, f, refresh);
         return;
     }
     /* fail closed: nothing learnt, a restart cannot be ruled out */
@@ -344,7 +351,8 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
                       : elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY));
 }
 
-void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
+/* Send node i's PROBE (elk_node_send's code): the reply goes to lk_on_probe. */
+static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
 {
     static const elk_resp_arg_t head[3] = {
         ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_PROBE), ELK_RESP_ARG_STR("1")};
@@ -358,10 +366,6 @@ void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
     size_t k;
     int rc = ELK_E_ENTROPY;
 
-    h->pending = false;
-    if (!client->cfg.vote_hygiene) {
-        return;
-    }
     if (client->entropy->fill(client->entropy->ctx, rnd, sizeof rnd) == ELK_OK) {
         for (k = 0; k < sizeof rnd; k++) {
             id[2u * k] = hex[rnd[k] >> 4];
@@ -378,14 +382,47 @@ void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
         /* deadline 0: the node's request timeout; a timeout resets the connection */
         rc = elk_node_send(&client->fleet->nodes[i], now, argv, 5, 0, lk_on_probe, client);
     }
+    if (rc == ELK_OK) { /* elk_node_send never calls back from inside */
+        h->probe_at = now;
+        h->probe_hash = lk_hash((const uint8_t *)id, sizeof id);
+    }
+    return rc;
+}
+
+void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
+{
+    int rc;
+    client->hygiene[i].pending = false;
+    client->hygiene[i].refreshing = false;
+    if (!client->cfg.vote_hygiene) {
+        return;
+    }
+    rc = lk_send_probe(client, i, now);
     if (rc != ELK_OK) {
         lk_quarantine(client, i, now, now + lk_window(client), "probe failed: ", NULL, -1,
                       elk_err_name(rc));
         return;
     }
-    h->pending = true; /* elk_node_send never calls back from inside */
-    h->probe_at = now;
-    h->probe_hash = lk_hash((const uint8_t *)id, sizeof id);
+    client->hygiene[i].pending = true;
+}
+
+uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now)
+{
+    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_config_t strict;
+    uint64_t due;
+    if (!client->cfg.vote_hygiene || !h->has_ref || h->pending || h->refreshing ||
+        !elk_node_is_ready(&client->fleet->nodes[i])) {
+        return UINT64_MAX;
+    }
+    lk_strict(client, &strict);
+    due = h->ref_ls + strict.ttl_ms / 2u;
+    if (now < due) {
+        return due;
+    }
+    /* not sent (buffer full, entropy): the next poll tries again */
+    h->refreshing = lk_send_probe(client, i, now) == ELK_OK;
+    return UINT64_MAX;
 }
 
 int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now)

@@ -77,6 +77,11 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
 /* lock_hygiene.c: vote hygiene (docs/design.md "Masters that restart or jump").
  * Node i just became READY: send the PROBE (before any request of the locks). */
 void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now);
+/* Keeps node i's clock reference younger than half the shortest TTL: with no reading for that
+ * long (an idle client, a quarantined node, which gets no lock requests) the PROBE is sent
+ * again, for its TIME only (no pending state: the vote stays). Returns when it is due next
+ * (UINT64_MAX: nothing to wait for). */
+uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now);
 /* ELK_OK when node i may get a request of round kind `kind` (LK_*) now, else why not:
  * ELK_E_UNSAFE_SERVER, ELK_E_SERVER_UNCHECKED (safety check), ELK_E_NODE_QUARANTINED. */
 int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now);

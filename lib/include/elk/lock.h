@@ -365,6 +365,7 @@ typedef struct elk_lock_hygiene {
     uint32_t clock_jumps; /* server clock jumps seen, forward or backward (metrics) */
     bool pending;         /* no vote until the PROBE of this connection has answered */
     bool has_ref;         /* ref_* hold a reading */
+    bool refreshing;      /* a probe sent only to read the clock (elk_lock__hygiene_refresh) */
 } elk_lock_hygiene_t;
 
 /* A lock client over a fleet. Caller-owned; fields are internal. */
