@@ -550,6 +550,24 @@ static void test_old_reference_gives_no_vote(void **state)
     assert_int_equal(acquire_once(0), ELK_OK);
 }
 
+/* A quarantined node gets no lock requests, so no readings: its clock is read again every
+ * TTL/2 (a refresh probe), and a jump during the quarantine is seen before the node votes
+ * again (elk-sim seed 1001744: +50 ms there, else hidden in the first reading after it). */
+static void test_refresh_sees_jump_during_quarantine(void **state)
+{
+    (void)state;
+    setup(.fresh = true, .nodes = 1);
+    uint64_t t0 = T.now;
+    pump();
+    assert_string_equal(HY(0, 0), "quarantined: restarted 0 s ago");
+    run_until(t0 + 300);
+    T.srv[0].wall_offset_ms += 50;
+    run_until(t0 + W_DEFAULT + 10);
+    assert_true(T.srv[0].probe >= 2u);
+    assert_string_equal(HY(0, 0), "quarantined: clock ran 50 ms ahead");
+    assert_true(elk_client_node_quarantine(C(0), 0) > t0 + W_DEFAULT + 10);
+}
+
 /* Replies of overlapping rounds arrive in any order: an earlier reading processed after a
  * later one is no backward jump (the lower bound uses the reference's receive time). */
 static void test_clock_readings_out_of_order(void **state)
@@ -784,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_new_run_compared_with_old_reference),
         cmocka_unit_test(test_back_then_forward_gives_no_vote),
         cmocka_unit_test(test_old_reference_gives_no_vote),
+        cmocka_unit_test(test_refresh_sees_jump_during_quarantine),
         cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
         cmocka_unit_test(test_cost_per_connection_and_renewal),
         cmocka_unit_test(test_release_goes_to_quarantined_node),
