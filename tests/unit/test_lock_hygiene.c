@@ -548,6 +548,14 @@ static void test_old_reference_gives_no_vote(void **state)
     assert_string_equal(HY(0, 0), "ok");
     T.now += 100;
     assert_int_equal(acquire_once(0), ELK_OK);
+    /* an old reference gives way even to a sloppy reading (30 ms > 0 + 1 % of 1.5 s) */
+    T.now += 1500;
+    int64_t s1 = srv_time(0);
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s1 - 15, T.now - 30, T.now),
+                     ELK_E_CLOCK_UNVERIFIED);
+    assert_int_equal(C(0)->hygiene[0].ref_ls, T.now - 30);
+    T.now += 100;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s1 + 100, T.now, T.now), ELK_OK);
 }
 
 /* A quarantined node gets no lock requests, so no readings: its clock is read again every
