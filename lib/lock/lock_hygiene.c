@@ -19,9 +19,12 @@
  *   run_id unknown (no +info): a marker this client saw before on this node means no
  *       restart since; otherwise quarantine for W (a restart cannot be ruled out);
  *   anything else (error, NOPERM, timeout, disconnect, a malformed reply): W. Fail closed.
- * Every reading of the server's TIME (the probe, each ACQUIRE and EXTEND reply) is
- * compared with the previous one: a server whose clock ran ahead of the local clock's
- * elapsed time beyond the drift bound is quarantined for W, and that reply does not count.
+ * Every reading of the server's TIME (the probe, each ACQUIRE and EXTEND reply, of decided
+ * rounds too) is compared with the node's reference reading, kept across reconnects and
+ * restarts (the wall clock is the host's): a server whose clock jumped beyond the drift bound,
+ * ahead or back, is quarantined for W, and that reply does not count; a reply compared with a
+ * reference older than the TTL does not count either. The clock is read again (refresh) when
+ * the reference is TTL/2 old. Residual: docs/design.md "What the clock check proves".
  * A quarantine is never shortened. A RELEASE always goes (deleting our own value is safe).
  */
 #include <string.h>
@@ -191,8 +194,9 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
         return old ? LK_CLOCK_BLIND : LK_CLOCK_OK;
     }
     h->clock_jumps++;
-    lk_quarantine(client, i, lr, lr + lk_window(client), jump > 0 ? "clock ran " : "clock went back ",
-                  NULL, jump > 0 ? jump : -jump, jump > 0 ? " ms ahead" : " ms");
+    lk_quarantine(client, i, lr, lr + lk_window(client),
+                  jump > 0 ? "clock ran " : "clock went back ", NULL, jump > 0 ? jump : -jump,
+                  jump > 0 ? " ms ahead" : " ms");
     return LK_CLOCK_JUMP;
 }
 

@@ -703,7 +703,7 @@ static void test_decided_round_reply_is_read(void **state)
     (void)state;
     setup();
     pump();
-    T.srv[2].hold = true; /* node 3 answers after the round is decided... */
+    T.srv[2].hold = true;            /* node 3 answers after the round is decided... */
     T.srv[2].wall_offset_ms += 3000; /* ...with a clock that jumped */
     assert_int_equal(acquire_once(0), ELK_OK);
     assert_string_equal(HY(0, 2), "ok");
