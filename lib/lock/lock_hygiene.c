@@ -347,6 +347,9 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
         lk_probe_rule(client, i, f, refresh);
         return;
     }
+    if (refresh) {
+        return; /* no reading: the reference ages, and past a TTL the votes stop counting */
+    }
     /* fail closed: nothing learnt, a restart cannot be ruled out */
     lk_quarantine(client, i, client->now, client->now + lk_window(client),
                   "probe failed: ", elk_resp_is_error(top) ? top : NULL, -1,
@@ -420,7 +423,8 @@ uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now)
         return UINT64_MAX;
     }
     lk_strict(client, &strict);
-    due = h->ref_ls + strict.ttl_ms / 2u;
+    /* from the last probe sent too: a refresh that failed is not retried at every poll */
+    due = (h->probe_at > h->ref_ls ? h->probe_at : h->ref_ls) + strict.ttl_ms / 2u;
     if (now < due) {
         return due;
     }

@@ -576,6 +576,24 @@ static void test_refresh_sees_jump_during_quarantine(void **state)
     assert_true(elk_client_node_quarantine(C(0), 0) > t0 + W_DEFAULT + 10);
 }
 
+/* A refresh that fails (an error reply) learns nothing and quarantines nothing (the
+ * reference just ages), and it is not retried before another TTL/2. */
+static void test_refresh_failure(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    uint64_t t0 = T.now;
+    pump();
+    T.srv[0].probe_raw = "-ERR busy\r\n";
+    run_until(t0 + 600); /* one refresh at t0 + 500 */
+    assert_int_equal(T.srv[0].probe, 2);
+    assert_string_equal(HY(0, 0), "ok");
+    run_until(t0 + 990);
+    assert_int_equal(T.srv[0].probe, 2);
+    run_until(t0 + 1010);
+    assert_int_equal(T.srv[0].probe, 3);
+}
+
 /* Replies of overlapping rounds arrive in any order: an earlier reading processed after a
  * later one is no backward jump (the lower bound uses the reference's receive time). */
 static void test_clock_readings_out_of_order(void **state)
@@ -811,6 +829,7 @@ int main(void)
         cmocka_unit_test(test_back_then_forward_gives_no_vote),
         cmocka_unit_test(test_old_reference_gives_no_vote),
         cmocka_unit_test(test_refresh_sees_jump_during_quarantine),
+        cmocka_unit_test(test_refresh_failure),
         cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
         cmocka_unit_test(test_cost_per_connection_and_renewal),
         cmocka_unit_test(test_release_goes_to_quarantined_node),
