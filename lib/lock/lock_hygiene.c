@@ -172,7 +172,7 @@ enum { LK_CLOCK_OK, LK_CLOCK_BLIND, LK_CLOCK_JUMP };
  * short), and a server that steps its clock is not to be trusted for a TTL anyway. A
  * reference older than cfg's TTL gives no vote either, without quarantine: the drift allowed
  * since (1 % of the time) hides jumps larger than the lease's drift margin. The reference
- * moves to this reading after a jump, when it is that old, or when the reading is the more
+ * moves to this reading after a jump, when it is half that old, or when the reading is the more
  * precise one: its round trip no longer than the reference's plus the drift since (a precise
  * recent reference beats a sloppy new reading). Round trips are not held against the vote:
  * on a slow network no reply would ever count (docs/design.md, what it cannot see). */
@@ -184,7 +184,9 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
-    if (jump != 0 || old || blind / 2u >= lr - ls) { /* rtt <= ref's rtt + drift since */
+    /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
+     * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
+    if (jump != 0 || lr - h->ref_ls >= cfg->ttl_ms / 2u || old || blind / 2u >= lr - ls) {
         h->ref_server = ms;
         h->ref_ls = ls;
         h->ref_lr = lr;
@@ -295,7 +297,9 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
     /* One quarantine call for the five reasons (each call site costs flash). A refresh reads
      * the clock only: the connection's own probe decided the rest. */
     if (refresh) {
-        why = blind ? 4u : 5u;
+        /* a refresh comes back old only when its reply was stalled: quarantining for that
+         * kept harsh-profile nodes out for good (elk-sim seed 100253); it counts a jump */
+        why = 5u;
     } else if (run == 0u) {
         why = same_marker ? 5u : 0u;
     } else if (!lk_uptime_ms(&f[1], &up)) {
