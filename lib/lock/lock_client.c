@@ -278,6 +278,8 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
         if (client->node_fresh[i]) {
             lk_node_fresh(client, i, now);
         }
+        w = elk_lock__hygiene_refresh(client, i, now);
+        next = w < next ? w : next;
         if (client->sub_fresh[i]) {
             size_t k;
             client->sub_fresh[i] = 0;

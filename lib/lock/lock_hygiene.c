@@ -19,9 +19,12 @@
  *   run_id unknown (no +info): a marker this client saw before on this node means no
  *       restart since; otherwise quarantine for W (a restart cannot be ruled out);
  *   anything else (error, NOPERM, timeout, disconnect, a malformed reply): W. Fail closed.
- * Every reading of the server's TIME (the probe, each ACQUIRE and EXTEND reply) is
- * compared with the previous one: a server whose clock ran ahead of the local clock's
- * elapsed time beyond the drift bound is quarantined for W, and that reply does not count.
+ * Every reading of the server's TIME (the probe, each ACQUIRE and EXTEND reply, of decided
+ * rounds too) is compared with the node's reference reading, kept across reconnects and
+ * restarts (the wall clock is the host's): a server whose clock jumped beyond the drift bound,
+ * ahead or back, is quarantined for W, and that reply does not count; a reply compared with a
+ * reference older than the TTL does not count either. The clock is read again (refresh) when
+ * the reference is TTL/2 old. Residual: docs/design.md "What the clock check proves".
  * A quarantine is never shortened. A RELEASE always goes (deleting our own value is safe).
  */
 #include <string.h>
@@ -146,45 +149,67 @@ static LK_NOINLINE int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_c
     return 0;
 }
 
-/* A reading of node i's clock: compared with the reference, which it then replaces.
- * Returns false when the server's clock ran ahead (node quarantined for W from lr). */
-static bool lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *cfg,
-                       int64_t server_ms, uint64_t ls, uint64_t lr)
+/* How much forward jump a comparison of a reading (sent at ls, received at lr) with node i's
+ * reference cannot tell from drift: the two readings' round trips plus cfg's drift rate over
+ * the time between them (lk_jump's tolerance beyond the fixed term). It ranks references. */
+static LK_NOINLINE uint64_t lk_blind(const elk_lock_hygiene_t *h, const elk_lock_config_t *cfg,
+                                     uint64_t ls, uint64_t lr)
+{
+    uint64_t since = lr - h->ref_ls;
+    if (lr < h->ref_ls || since > UINT32_MAX) {
+        return UINT64_MAX; /* out of order or too old: nothing can be ruled out */
+    }
+    return (h->ref_lr - h->ref_ls) + (lr - ls) +
+        (uint64_t)(lk_with_drift(cfg, since) - (int64_t)since) - cfg->drift_fixed_ms;
+}
+
+/* What a reading says of node i's vote (lk_reading). */
+enum { LK_CLOCK_OK, LK_CLOCK_BLIND, LK_CLOCK_JUMP };
+
+/* A reading of node i's clock, compared with the reference. A jump beyond the bound either
+ * way quarantines the node for W from lr and the reply does not count: a net backward reading
+ * does not rule out a forward jump in between (back, a key set, forward: that key is cut
+ * short), and a server that steps its clock is not to be trusted for a TTL anyway. A
+ * reference older than cfg's TTL gives no vote either, without quarantine: the drift allowed
+ * since (1 % of the time) hides jumps larger than the lease's drift margin. The reference
+ * moves to this reading after a jump, when it is half that old, or when the reading is the more
+ * precise one: its round trip no longer than the reference's plus the drift since (a precise
+ * recent reference beats a sloppy new reading). Round trips are not held against the vote:
+ * on a slow network no reply would ever count (docs/design.md, what it cannot see). */
+static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *cfg,
+                      int64_t server_ms, uint64_t ls, uint64_t lr)
 {
     elk_lock_hygiene_t *h = &client->hygiene[i];
     int64_t ms = server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms;
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
-    h->ref_server = ms;
-    h->ref_ls = ls;
-    h->ref_lr = lr;
-    h->has_ref = true;
+    uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
+    bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
+    /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
+     * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
+    if (jump != 0 || lr - h->ref_ls >= cfg->ttl_ms / 2u || old || blind / 2u >= lr - ls) {
+        h->ref_server = ms;
+        h->ref_ls = ls;
+        h->ref_lr = lr;
+        h->has_ref = true;
+    }
     if (jump == 0) {
-        return true;
+        return old ? LK_CLOCK_BLIND : LK_CLOCK_OK;
     }
     h->clock_jumps++;
-    if (jump > 0) {
-        lk_quarantine(client, i, lr, lr + lk_window(client), "clock ran ", NULL, jump, " ms ahead");
-        return false;
-    }
-    {
-        /* Keys there now live longer than their TTL: safe for us, worth a look. */
-        char num[24];
-        elk_fmt_t f;
-        elk_fmt_init(&f, num, sizeof num);
-        elk_fmt_int(&f, -jump);
-        elk_lock__log(client, ELK_LOG_WARN, NULL, i, "clock went back ", elk_fmt_cstr(&f), NULL,
-                      " ms (keys live longer than their TTL there; check NTP)", ELK_OK);
-    }
-    return true;
+    lk_quarantine(client, i, lr, lr + lk_window(client),
+                  jump > 0 ? "clock ran " : "clock went back ", NULL, jump > 0 ? jump : -jump,
+                  jump > 0 ? " ms ahead" : " ms");
+    return LK_CLOCK_JUMP;
 }
 
-bool elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
-                        uint64_t t_send, uint64_t now)
+int elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
+                       uint64_t t_send, uint64_t now)
 {
+    static const int says[] = {ELK_OK, ELK_E_CLOCK_UNVERIFIED, ELK_E_CLOCK_JUMP};
     if (!client->cfg.vote_hygiene) {
-        return true;
+        return ELK_OK;
     }
-    return lk_reading(client, i, &lock->cfg, server_ms, t_send, now);
+    return says[lk_reading(client, i, &lock->cfg, server_ms, t_send, now)];
 }
 
 /* The strictest drift terms over the client's locks (the defaults without one), for the
@@ -200,6 +225,9 @@ static LK_NOINLINE void lk_strict(const elk_client_t *client, elk_lock_config_t 
         }
         if (k == 0u || c->drift_fixed_ms < out->drift_fixed_ms) {
             out->drift_fixed_ms = c->drift_fixed_ms;
+        }
+        if (k == 0u || c->ttl_ms < out->ttl_ms) {
+            out->ttl_ms = c->ttl_ms; /* the smallest drift margin, for lk_reading's blind test */
         }
     }
 }
@@ -236,11 +264,12 @@ static const char *const lk_probe_says[] = {
     "probe failed: uptime ",
     "data lost (marker gone) in this run",
     "restarted ",
+    "clock unchecked (reference too old or imprecise)",
 };
 
 /* The probe's reply f[0..4] = {run_id, uptime_s, marker, aof_enabled, server_ms}: decide
  * node i's vote (file comment), take server_ms as its clock reference. */
-static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f)
+static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f, bool refresh)
 {
     elk_lock_hygiene_t *h = &client->hygiene[i];
     elk_lock_config_t strict;
@@ -255,18 +284,24 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
     bool same_marker = marker == h->marker_hash;
     uint64_t up = 0;
     uint64_t cut = 0;
-    unsigned why = 4u; /* no quarantine */
+    unsigned why = 5u; /* no quarantine */
     const char *after = "";
-    if (!(run != 0u ? same_run : same_marker)) {
-        h->has_ref = false; /* another run (or maybe): its clock says nothing of the old one */
-    }
+    /* The reference survives a new run: the wall clock is the host's, not the process's,
+     * so a jump while the node was down or before this probe is seen here. A reading too
+     * blind to rule out a jump (a reference from before a long outage) quarantines: the
+     * next readings compare with this one, and a jump hidden in it would stay unseen. A
+     * client's first contact (no reference) has nothing to compare: see design.md. */
+    bool had_ref = h->has_ref;
     lk_strict(client, &strict);
-    (void)lk_reading(client, i, &strict, f[4].integer, h->probe_at, lr);
-    h->run_hash = run;
-    h->marker_hash = marker;
-    /* One quarantine call for the four reasons (each call site costs flash). */
-    if (run == 0u) {
-        why = same_marker ? 4u : 0u;
+    bool blind = lk_reading(client, i, &strict, f[4].integer, h->probe_at, lr) == LK_CLOCK_BLIND;
+    /* One quarantine call for the five reasons (each call site costs flash). A refresh reads
+     * the clock only: the connection's own probe decided the rest. */
+    if (refresh) {
+        /* a refresh comes back old only when its reply was stalled: quarantining for that
+         * kept harsh-profile nodes out for good (elk-sim seed 100253); it counts a jump */
+        why = 5u;
+    } else if (run == 0u) {
+        why = same_marker ? 5u : 0u;
     } else if (!lk_uptime_ms(&f[1], &up)) {
         why = 1u;
     } else if (same_run && !same_marker) {
@@ -275,8 +310,14 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
         why = 3u;
         cut = up;
         after = " s ago";
+    } else if (blind && had_ref) {
+        why = 4u;
     }
-    if (why < 4u) {
+    if (!refresh) {
+        h->run_hash = run;
+        h->marker_hash = marker;
+    }
+    if (why < 5u) {
         lk_quarantine(client, i, lr, lr + w - cut, lk_probe_says[why], why == 1u ? &f[1] : NULL,
                       why == 3u ? (int64_t)(up / 1000u) : -1, after);
     }
@@ -294,7 +335,9 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
     if (i == SIZE_MAX) {
         return;
     }
+    bool refresh = client->hygiene[i].refreshing;
     client->hygiene[i].pending = false;
+    client->hygiene[i].refreshing = false;
     client->dirty = true; /* a waiting round may now reach its quorum */
     /* {4 strings, integer}: an array of 5 scalars (an error has no children) */
     for (k = 0; top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 5 &&
@@ -305,8 +348,11 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
         }
     }
     if (k == 5u) {
-        lk_probe_rule(client, i, f);
+        lk_probe_rule(client, i, f, refresh);
         return;
+    }
+    if (refresh) {
+        return; /* no reading: the reference ages, and past a TTL the votes stop counting */
     }
     /* fail closed: nothing learnt, a restart cannot be ruled out */
     lk_quarantine(client, i, client->now, client->now + lk_window(client),
@@ -316,7 +362,8 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
                       : elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY));
 }
 
-void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
+/* Send node i's PROBE (elk_node_send's code): the reply goes to lk_on_probe. */
+static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
 {
     static const elk_resp_arg_t head[3] = {
         ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_PROBE), ELK_RESP_ARG_STR("1")};
@@ -330,10 +377,6 @@ void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
     size_t k;
     int rc = ELK_E_ENTROPY;
 
-    h->pending = false;
-    if (!client->cfg.vote_hygiene) {
-        return;
-    }
     if (client->entropy->fill(client->entropy->ctx, rnd, sizeof rnd) == ELK_OK) {
         for (k = 0; k < sizeof rnd; k++) {
             id[2u * k] = hex[rnd[k] >> 4];
@@ -350,14 +393,48 @@ void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
         /* deadline 0: the node's request timeout; a timeout resets the connection */
         rc = elk_node_send(&client->fleet->nodes[i], now, argv, 5, 0, lk_on_probe, client);
     }
+    if (rc == ELK_OK) { /* elk_node_send never calls back from inside */
+        h->probe_at = now;
+        h->probe_hash = lk_hash((const uint8_t *)id, sizeof id);
+    }
+    return rc;
+}
+
+void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
+{
+    int rc;
+    client->hygiene[i].pending = false;
+    client->hygiene[i].refreshing = false;
+    if (!client->cfg.vote_hygiene) {
+        return;
+    }
+    rc = lk_send_probe(client, i, now);
     if (rc != ELK_OK) {
         lk_quarantine(client, i, now, now + lk_window(client), "probe failed: ", NULL, -1,
                       elk_err_name(rc));
         return;
     }
-    h->pending = true; /* elk_node_send never calls back from inside */
-    h->probe_at = now;
-    h->probe_hash = lk_hash((const uint8_t *)id, sizeof id);
+    client->hygiene[i].pending = true;
+}
+
+uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now)
+{
+    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_config_t strict;
+    uint64_t due;
+    if (!client->cfg.vote_hygiene || !h->has_ref || h->pending || h->refreshing ||
+        !elk_node_is_ready(&client->fleet->nodes[i])) {
+        return UINT64_MAX;
+    }
+    lk_strict(client, &strict);
+    /* from the last probe sent too: a refresh that failed is not retried at every poll */
+    due = (h->probe_at > h->ref_ls ? h->probe_at : h->ref_ls) + strict.ttl_ms / 2u;
+    if (now < due) {
+        return due;
+    }
+    /* not sent (buffer full, entropy): the next poll tries again */
+    h->refreshing = lk_send_probe(client, i, now) == ELK_OK;
+    return UINT64_MAX;
 }
 
 int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now)

@@ -77,15 +77,22 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
 /* lock_hygiene.c: vote hygiene (docs/design.md "Masters that restart or jump").
  * Node i just became READY: send the PROBE (before any request of the locks). */
 void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now);
+/* Keeps node i's clock reference younger than half the shortest TTL: with no reading for that
+ * long (an idle client, a quarantined node, which gets no lock requests) the PROBE is sent
+ * again, for its TIME only (no pending state: the vote stays). Returns when it is due next
+ * (UINT64_MAX: nothing to wait for). */
+uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now);
 /* ELK_OK when node i may get a request of round kind `kind` (LK_*) now, else why not:
  * ELK_E_UNSAFE_SERVER, ELK_E_SERVER_UNCHECKED (safety check), ELK_E_NODE_QUARANTINED. */
 int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now);
-/* A reply of node i to a round of lock sent at t_send carried the server's TIME,
- * server_ms, read between t_send and now. Returns false when the server's clock ran
- * ahead beyond lock's drift bound since the node's last reading: the reply then counts
- * as ERROR ELK_E_CLOCK_JUMP, and the node is quarantined. Backward jumps are logged. */
-bool elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
-                        uint64_t t_send, uint64_t now);
+/* A reply of node i to a request of lock sent at t_send carried the server's TIME,
+ * server_ms, read between t_send and now. ELK_OK: the reply's vote counts. Else it counts
+ * as ERROR with the code returned: ELK_E_CLOCK_JUMP when the server's clock jumped beyond
+ * lock's drift bound (either way) since the node's reference (the node is quarantined);
+ * ELK_E_CLOCK_UNVERIFIED when the reference is too old or imprecise to rule a jump out.
+ * Called for every such reply, of a decided round too: it keeps the reference fresh. */
+int elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
+                       uint64_t t_send, uint64_t now);
 
 /* lock_log.c: a lock line "<key>: <head><what><val><after>[ token N][: <error>]" (lock
  * not NULL) or a node line "node <host>:<port>: <head><what><val><after>[: <error>]" (node,

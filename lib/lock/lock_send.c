@@ -129,6 +129,7 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     t->node = (uint8_t)node;
     t->kind = kind;
     t->eval = eval ? 1u : 0u;
+    t->t_send = now;
     rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, elk_lock__on_reply,
                        t);
     if (rc != ELK_OK) {
@@ -222,12 +223,21 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     /* A release ticket belongs to the release round, any other to the foreground one. */
     elk_lock_round_t *round = kind == LK_RELEASE ? &lock->rel : &lock->fg;
     elk_lock_node_result_t *r = &round->results[i];
-    const elk_resp_node_t *top;
+    int64_t server_ms = 0;
+    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, NULL) : NULL;
+    const elk_resp_node_t *res = top != NULL ? lk_result_of(kind, top, &server_ms) : NULL;
     uint8_t st = ELK_LOCK_NODE_ERROR;
     int err = ELK_E_UNEXPECTED_REPLY;
+    int clock;
 
     (void)node;
     t->in_use = 0;
+    /* Every reading of the server's clock, of a decided round too: a waiter whose rounds are
+     * decided before this node answers would otherwise compare with an old reference. A
+     * server whose clock jumped may have let our key expire early, or may let the next
+     * holder's: its answer does not count (lock_hygiene.c). */
+    clock = server_ms != 0 ? elk_lock__clock_ok(client, lock, i, server_ms, t->t_send, client->now)
+                           : ELK_OK;
     if (t->seq != round->seq || kind != round->kind) {
         return; /* a reply of a round already decided or abandoned */
     }
@@ -240,7 +250,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     if (status != ELK_OK) {
         st = status == ELK_E_TIMEOUT ? ELK_LOCK_NODE_TIMEOUT : ELK_LOCK_NODE_ERROR;
         err = status;
-    } else if ((top = elk_resp_reply_top(reply, NULL)) == NULL) {
+    } else if (top == NULL) {
         /* no value at all: unexpected */
     } else if (elk_resp_is_error(top)) {
         bool noscript = is_noscript(top);
@@ -252,19 +262,17 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
         }
         err = noscript ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
         copy_text(r, top);
-    } else if ((top = lk_result_of(kind, top, &r->server_ms)) != NULL) {
-        r->value = top->integer;
-        st = classify(kind, top->integer, lock->token);
+    } else if (res != NULL) {
+        r->server_ms = server_ms;
+        r->value = res->integer;
+        st = classify(kind, res->integer, lock->token);
         if (st != ELK_LOCK_NODE_ERROR) {
-            err = top->integer == ELK_LOCK_ACQUIRE_DELAYED && kind == LK_ACQUIRE ? ELK_E_LOCK_DELAY
+            err = res->integer == ELK_LOCK_ACQUIRE_DELAYED && kind == LK_ACQUIRE ? ELK_E_LOCK_DELAY
                                                                                  : ELK_OK;
         }
-        /* A server whose clock ran ahead may have let our key expire early, or may let
-         * the next holder's: its answer does not count (lock_hygiene.c). */
-        if (r->server_ms != 0 &&
-            !elk_lock__clock_ok(client, lock, i, r->server_ms, round->t_send, client->now)) {
+        if (clock != ELK_OK) {
             st = ELK_LOCK_NODE_ERROR;
-            err = ELK_E_CLOCK_JUMP;
+            err = clock;
         }
     }
     r->status = st;

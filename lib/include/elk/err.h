@@ -92,10 +92,13 @@ extern "C" {
       "node quarantined: it restarted (or its restart cannot be ruled out) or its clock jumped; "  \
       "no vote until the longest lease could have expired (see STATUS)")                           \
     X(ELK_E_CLOCK_JUMP, -96,                                                                       \
-      "node's clock ran ahead beyond the drift bound: its vote is not counted and it is "          \
-      "quarantined; check NTP on that server")                                                     \
+      "node's clock jumped (ahead or back) beyond the drift bound: its vote is not counted and "   \
+      "it is quarantined; check NTP on that server")                                               \
     X(ELK_E_KEEPALIVE_MISSED, -97,                                                                 \
       "the work holding the lease missed its keepalive: renewal stopped (hung command?)")          \
+    X(ELK_E_CLOCK_UNVERIFIED, -98,                                                                 \
+      "node's clock could not be checked closely enough (its last TIME reading was older than "    \
+      "the lock's TTL): that reply's vote is not counted; the next one compares with it")          \
     /* fencing */                                                                                  \
     X(ELK_E_FENCE_STALE, -100, "fencing token lower than one already accepted: refused")           \
     X(ELK_E_FENCE_STORAGE, -101, "fencing state storage failed (read, write or sync)")             \

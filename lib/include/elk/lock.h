@@ -248,7 +248,8 @@ typedef struct elk_lock_ticket {
     uint8_t node; /* index in the fleet */
     uint8_t kind; /* which script (internal) */
     uint8_t in_use;
-    uint8_t eval; /* already the EVAL fallback */
+    uint8_t eval;    /* already the EVAL fallback */
+    uint64_t t_send; /* when it was sent: the lower bound of its reply's server TIME */
 } elk_lock_ticket_t;
 
 /* One round of requests across the fleet (internal): a foreground round (acquire,
@@ -364,6 +365,7 @@ typedef struct elk_lock_hygiene {
     uint32_t clock_jumps; /* server clock jumps seen, forward or backward (metrics) */
     bool pending;         /* no vote until the PROBE of this connection has answered */
     bool has_ref;         /* ref_* hold a reading */
+    bool refreshing;      /* a probe sent only to read the clock (elk_lock__hygiene_refresh) */
 } elk_lock_hygiene_t;
 
 /* A lock client over a fleet. Caller-owned; fields are internal. */
