@@ -43,7 +43,9 @@ wait_ready
 lose() {
   local res=$1 name=$2 action=$3 r
   rm -f "$ELK_T_DIR/started"
-  "$ELK" --socket "$SOCK" run "$res" -- sh -c "trap '' TERM; touch $ELK_T_DIR/started; while :; do sleep 0.05; done" \
+  # --wait: after the ACL fault below the node's clock reading is old, and the first round's
+  # reply only renews it (vote hygiene: an unverified clock gives no vote); the retry counts
+  "$ELK" --socket "$SOCK" run --wait 10000 "$res" -- sh -c "trap '' TERM; touch $ELK_T_DIR/started; while :; do sleep 0.05; done" \
     2>"$ELK_T_DIR/$name.err" &
   r=$!
   track $r
