@@ -131,8 +131,8 @@ extern "C" {
       "in its [resource] section of elkd.conf")                                                    \
     X(ELK_E_CANCELLED, -151, "request cancelled by a RELEASE sent before it was answered")         \
     X(ELK_E_SERVER_UNCHECKED, -152,                                                                \
-      "server settings not checked yet or not checkable (safety_check = refuse): no vote; see "    \
-      "the log and docs/redis-acl.md")                                                             \
+      "server not checked yet (its vote-hygiene probe, or the safety check under safety_check = "  \
+      "refuse, is pending) or not checkable: no vote; see the log and docs/redis-acl.md")          \
     X(ELK_E_SOCKET_SETUP, -153,                                                                    \
       "cannot give the control socket its mode or group (socket_mode, socket_group in [agent])")
 
