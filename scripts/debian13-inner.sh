@@ -27,7 +27,7 @@ if [ "${ELK_IN_ROOT:-0}" = 1 ]; then
   echo "debian13: pass 1: redis-server $(redis-server --version | grep -o 'v=[^ ]*')" \
        "- unit, integration, agent, lwIP"
   (cd "$build" && ctest --output-on-failure -j"$jobs" -L 'unit|integration' \
-     -R '^(unit|integration|agent|lwip)\.') || rc=1
+     -R '^(unit|integration|agent|lwip)\.' -E "${ELK_LONG_AGENT_TESTS:-^$}|agent\.(orphan|keep_key)$") || rc=1
   echo "debian13: pass 1 took $((SECONDS - t)) s"
   # Pass 2: every test starts "redis-server" (and agent tests "redis-cli") from PATH;
   # here those names run Valkey's programs.
