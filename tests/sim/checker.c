@@ -23,7 +23,8 @@ void sim_violation(sim_world_t *w, int kind, const char *what)
 {
     w->run.violations[kind]++;
     if (w->first_violation[0] == '\0') {
-        snprintf(w->first_violation, sizeof w->first_violation, "%s at t=%" PRIu64 "us: %s",
+        /* what is cut so that the line always fits (-O3's -Wformat-truncation) */
+        snprintf(w->first_violation, sizeof w->first_violation, "%s at t=%" PRIu64 "us: %.140s",
                  sim_violation_name(kind), w->core.now_us, what);
     }
     sim_trace(w, "VIOLATION", (uint64_t)kind, 0, 0);
