@@ -735,4 +735,29 @@ MUTANTS = [
          old="return (node->up_before_us + ran + node->jumped_us) / 1000;",
          new="return (node->up_before_us + ran) / 1000;",
          tests=["sim.port"], why="uptime in true time: the sim hides that Redis's uptime grows with a forward clock step"),
+    # ------------------------------------------------ amnesia without a restart, tokens across data loss (issue 26)
+    # (section: amnesia)
+
+
+
+    # ------------------------------------------------ the repeated safety check, the local clock, lib safety classes (issue 26)
+    # (section: recheck)
+
+
+
+    # ------------------------------------------------ SUPERVISE across users, elk run, fence file (issue 26)
+    # (section: supervise)
+
+
+
+    # ------------------------------------------------ control I/O: back-pressure, client slots (issue 26)
+    # (section: ctlio)
+
+
+
+    # ------------------------------------------------ scenarios and the guard (issue 26)
+    # (section: loadtests)
+
+
+
 ]

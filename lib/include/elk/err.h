@@ -99,6 +99,10 @@ extern "C" {
     X(ELK_E_CLOCK_UNVERIFIED, -98,                                                                 \
       "node's clock could not be checked closely enough (its last TIME reading was older than "    \
       "the lock's TTL): that reply's vote is not counted; the next one compares with it")          \
+    X(ELK_E_NODE_AMNESIA, -99,                                                                     \
+      "node lost its data while it stayed up (its fleet marker is gone or younger than the "       \
+      "longest lease): no vote until that lease could have expired; check eviction, FLUSHALL, "    \
+      "failover")                                                                                  \
     /* fencing */                                                                                  \
     X(ELK_E_FENCE_STALE, -100, "fencing token lower than one already accepted: refused")           \
     X(ELK_E_FENCE_STORAGE, -101, "fencing state storage failed (read, write or sync)")             \
@@ -134,7 +138,17 @@ extern "C" {
       "server not checked yet (its vote-hygiene probe, or the safety check under safety_check = "  \
       "refuse, is pending) or not checkable: no vote; see the log and docs/redis-acl.md")          \
     X(ELK_E_SOCKET_SETUP, -153,                                                                    \
-      "cannot give the control socket its mode or group (socket_mode, socket_group in [agent])")
+      "cannot give the control socket its mode or group (socket_mode, socket_group in [agent])")   \
+    /* issue 26 */                                                                                 \
+    X(ELK_E_SUPERVISE_DENIED, -154,                                                                \
+      "SUPERVISE refused: every process of the group must run as the requesting user (a process "  \
+      "of another user is in it, or the group is gone)")                                           \
+    X(ELK_E_LOCAL_CLOCK, -155,                                                                     \
+      "every node's clock seems to jump at the same rate: this gateway's own clock is the likely " \
+      "cause; check its oscillator, NTP and CLOCK_BOOTTIME (docs/design.md)")                      \
+    X(ELK_E_CTL_STALLED, -156,                                                                     \
+      "control client stopped reading its answers for too long: disconnected (its leases are "     \
+      "released as on exit)")
 
 typedef enum elk_err {
 #define ELK_ERR_ENUM_(name, value, msg) name = (value),
