@@ -760,4 +760,9 @@ MUTANTS = [
 
 
 
+    # ------------------------------------------------ preflight, lib and fence-file classes (issue 26)
+    # (section: preflight)
+
+
+
 ]
