@@ -44,6 +44,7 @@
 #include "elkfw/ctl.h"
 #include "elkfw/guard.h"
 #include "elkfw/heartbeat.h"
+#include "elkfw/history.h"
 #include "elkfw/hooks.h"
 #include "elkfw/lease.h"
 #include "elkfw/say.h"
@@ -70,6 +71,8 @@ enum {
 #define STEP_ON (-1)
 
 #define ELK_DEFAULT_SOCKET "/run/elkd/elkd.sock"
+/* Where the packaged configuration keeps the lease event record (events_file). */
+#define ELK_DEFAULT_EVENTS_FILE "/var/lib/elkd/events"
 /* One whole line from elkd, the longest being the STATUS JSON answer. */
 #define REPLY_BUF ELK_CTL_REPLY_MAX
 
@@ -633,6 +636,8 @@ static void usage_main(FILE *f)
         "  guard --state FILE [TOKEN] [-- CMD...]     actuator side: accept or refuse a fencing "
         "token;\n"
         "                                             with CMD: run CMD holding the guard\n"
+        "  events [--since WHEN] [--resource R] [--json]  the lease event record\n"
+        "  timeline [-o OUT] RECORD...                 the records of gateways as an HTML page\n"
         "\n"
         "  --socket PATH   elkd's control socket (default $ELK_SOCKET or " ELK_DEFAULT_SOCKET ")\n"
         "  --help          help (also after any command), --version\n"
@@ -2018,10 +2023,26 @@ typedef struct command {
     int (*run)(agent_link_t *ak, int argc, char **argv);
 } command_t;
 
+static int cmd_events(agent_link_t *ak, int argc, char **argv)
+{
+    (void)ak;
+    return elkfw_history_events(argc, argv, ELK_DEFAULT_EVENTS_FILE);
+}
+
+static int cmd_timeline(agent_link_t *ak, int argc, char **argv)
+{
+    (void)ak;
+    return elkfw_history_timeline(argc, argv);
+}
+
 static const command_t commands[] = {
-    {"run", usage_run, cmd_run},           {"acquire", usage_acquire, cmd_acquire},
-    {"status", usage_status, cmd_status},  {"reload", usage_reload, cmd_reload},
+    {"run", usage_run, cmd_run},
+    {"acquire", usage_acquire, cmd_acquire},
+    {"status", usage_status, cmd_status},
+    {"reload", usage_reload, cmd_reload},
     {"guard", usage_guard, cmd_guard_any},
+    {"events", elkfw_history_usage_events, cmd_events},
+    {"timeline", elkfw_history_usage_timeline, cmd_timeline},
 };
 
 /* The options before the command (from argv[*i], which ends at the command): STEP_ON,
