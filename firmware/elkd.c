@@ -40,6 +40,7 @@
 #include "elkfw/acl.h"
 #include "elkfw/conf.h"
 #include "elkfw/ctl.h"
+#include "elkfw/evlog.h"
 #include "elkfw/metrics.h"
 #include "elkfw/nodelog.h"
 #include "elkfw/notify.h"
@@ -182,6 +183,7 @@ struct agent {
     uint64_t quarantine_until[CONFIG_ELK_MAX_NODES]; /* last seen quarantine end, 0: none */
     uint64_t metrics_next;                           /* next rewrite of [agent] metrics_file */
     bool metrics_failed;                             /* the last rewrite failed (said once) */
+    elkfw_evlog_t evlog;                             /* [agent] events_file, fd -1: none */
 };
 
 /* ------------------------------------------------------------------ logging */
@@ -382,6 +384,86 @@ static void send_grant(agent_t *a, int slot, const char *what, const resource_t 
                 what, r->conf->name, token, validity_ms, r->conf->stop_margin_ms, deadline);
 }
 
+/* ------------------------------------------------------------------ event record */
+
+/* One record of the lease event log (events_file): who (slot's peer, if connected), what,
+ * when; deadline on our clock, 0 when none; err ELK_OK when no cause. */
+static void record_event(agent_t *a, elkfw_ev_kind_t kind, const resource_t *r, int slot,
+                         uint64_t token, uint64_t now, uint64_t deadline, int err)
+{
+    elkfw_event_t ev;
+    if (a->evlog.fd < 0) {
+        return;
+    }
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.token = token;
+    ev.uid = -1;
+    ev.pid = -1;
+    snprintf(ev.gateway, sizeof ev.gateway, "%.63s", a->gateway_id);
+    snprintf(ev.resource, sizeof ev.resource, "%.63s", r->conf->name);
+    if (slot >= 0 && a->clients[slot].fd >= 0) {
+        const char *exe = a->clients[slot].peer.exe, *base = strrchr(exe, '/');
+        ev.uid = (int64_t)a->clients[slot].peer.uid;
+        ev.pid = (int64_t)a->clients[slot].pid;
+        snprintf(ev.cmd, sizeof ev.cmd, "%.63s", base ? base + 1 : exe);
+    }
+    if (err != ELK_OK) {
+        snprintf(ev.cause, sizeof ev.cause, "%s", elk_err_name(err));
+    }
+    elkfw_event_stamp(&ev, now, deadline);
+    if (!elkfw_evlog_append(&a->evlog, &ev) && a->evlog.dropped == 1) {
+        elkd_log(a, ELK_LOG_WARN, "events_file %s: cannot write a record: %s (counted, said once)",
+                 a->conf.agent.events_file, strerror(errno));
+    }
+}
+
+/* The library's lease events that go into the record (renewals that succeed do not: one
+ * per TTL/3 would push the interesting ones out of the ring). */
+static void record_lock_event(agent_t *a, const resource_t *r, int slot, const elk_lock_event_t *ev)
+{
+    static const int8_t kinds[] = {
+        [ELK_LOCK_EV_ACQUIRED] = ELKFW_EV_GRANT,
+        [ELK_LOCK_EV_ACQUIRE_FAILED] = ELKFW_EV_REFUSED,
+        [ELK_LOCK_EV_RENEW_FAILED] = ELKFW_EV_RENEW_FAILED,
+        [ELK_LOCK_EV_RENEW_STOPPED] = ELKFW_EV_RENEW_FAILED,
+        [ELK_LOCK_EV_SUSPECT] = ELKFW_EV_SUSPECT,
+        [ELK_LOCK_EV_RECOVERED] = ELKFW_EV_RECOVERED,
+        [ELK_LOCK_EV_LOST] = ELKFW_EV_LOST,
+        [ELK_LOCK_EV_RETRY] = -1,
+        [ELK_LOCK_EV_RENEWED] = -1,
+        [ELK_LOCK_EV_RELEASED] = -1,
+    };
+    if ((size_t)ev->type >= sizeof kinds || kinds[ev->type] < 0) {
+        return;
+    }
+    record_event(a, (elkfw_ev_kind_t)kinds[ev->type], r, slot, ev->token, ev->now,
+                 ev->type == ELK_LOCK_EV_LOST ? 0 : ev->deadline, ev->err);
+}
+
+/* events_file as configured now: opened, reopened when it changed, closed when removed. */
+static void evlog_apply(agent_t *a, const char *old_path, uint32_t old_max)
+{
+    const elkfw_agent_conf_t *c = &a->conf.agent;
+    if (a->evlog.fd >= 0 && strcmp(old_path, c->events_file) == 0 && old_max == c->events_max) {
+        return;
+    }
+    elkfw_evlog_close(&a->evlog);
+    if (c->events_file[0] == '\0') {
+        return;
+    }
+    int rc =
+        elkfw_evlog_open(&a->evlog, c->events_file, (uint64_t)c->events_max * ELKFW_EVLOG_RECORD);
+    if (rc < 0) {
+        elkd_log(a, ELK_LOG_WARN,
+                 "events_file %s: cannot open: %s; running without a lease event record",
+                 c->events_file, strerror(-rc));
+    } else {
+        elkd_log(a, ELK_LOG_INFO, "lease event record: %s (%" PRIu64 " records, next #%" PRIu64 ")",
+                 c->events_file, a->evlog.slots, a->evlog.seq + 1u);
+    }
+}
+
 /* keepalive_ms: this hold's keepalive interval asked for (0: the resource's setting). */
 static void start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
                           uint32_t keepalive_ms, uint64_t now)
@@ -449,6 +531,7 @@ static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why
     bool held = elk_lock_is_held(&r->lock, now);
     int rc = elk_lock_release(&r->lock, now);
     if (held) {
+        record_event(a, ELKFW_EV_RELEASE, r, r->owner, token, now, 0, ELK_OK);
         elkfw_hist_add(&r->metrics.hold, now - r->granted_at);
         elkd_log(a, ELK_LOG_INFO,
                  "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
@@ -748,6 +831,7 @@ static void on_lock_event(void *user, elk_lock_t *lock, const elk_lock_event_t *
     int slot = owned_by(a, r, r->owner) ? r->owner : -1;
     (void)lock;
     lease_metrics(a, r, ev);
+    record_lock_event(a, r, slot, ev);
     switch (ev->type) {
     case ELK_LOCK_EV_ACQUIRED:
         lease_granted(a, r, slot, ev);
@@ -1261,6 +1345,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
                  r->conf->name, a->clients[slot].id, (unsigned)peer->uid, (int)peer->pid,
                  peer->exe);
         snprintf(detail, sizeof detail, "resource %s, uid %u", r->conf->name, (unsigned)peer->uid);
+        record_event(a, ELKFW_EV_REFUSED, r, slot, 0, now, 0, ELK_E_FORBIDDEN);
         client_err(a, slot, ELK_E_FORBIDDEN, detail);
         return;
     }
@@ -1293,6 +1378,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
                          "stopped or its lease is running out",
                          r->conf->name);
             }
+            record_event(a, ELKFW_EV_REFUSED, r, slot, 0, now, 0, ELK_E_LOCK_BUSY);
             client_err(a, slot, ELK_E_LOCK_BUSY, detail);
             r->metrics.refusals++;
             return;
@@ -1306,6 +1392,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
                 a->waiters[i].wait_ms = req->wait_ms;
                 a->waiters[i].keepalive_ms = req->keepalive_ms;
                 a->waiters[i].seq = ++a->next_waiter_seq;
+                record_event(a, ELKFW_EV_WAIT, r, slot, 0, now, 0, ELK_OK);
                 return;
             }
         }
@@ -1313,6 +1400,9 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
         return;
     }
     r->owner = -1;
+    if (req->wait_ms > 0) {
+        record_event(a, ELKFW_EV_WAIT, r, slot, 0, now, 0, ELK_OK);
+    }
     start_acquire(a, r, slot, req->wait_ms, req->keepalive_ms, now);
 }
 
@@ -2083,9 +2173,11 @@ static void reload_config(agent_t *a, uint64_t now)
     gid_t gid;
     elkfw_reload_plan_t plan;
     const char *busy;
-    char err[ELKFW_ERR_MAX];
+    char err[ELKFW_ERR_MAX], old_events[ELKFW_STR_MAX];
+    uint32_t old_events_max = a->conf.agent.events_max;
     int rc;
     err[0] = '\0';
+    snprintf(old_events, sizeof old_events, "%s", a->conf.agent.events_file);
     elkfw_notify_reloading(&a->notify);
     if (next == NULL) {
         snprintf(err, sizeof err, "out of memory");
@@ -2137,6 +2229,7 @@ static void reload_config(agent_t *a, uint64_t now)
     }
     a->reloads++;
     a->reload_error[0] = '\0';
+    evlog_apply(a, old_events, old_events_max);
     log_conf_warnings(a);
     a->log_level = a->level_override >= 0 ? a->level_override : a->conf.agent.log_level;
     a->lib_log.level = a->log_level;
@@ -2192,6 +2285,7 @@ static void expire_waiters(agent_t *a, uint64_t now, uint64_t *next)
             } else {
                 snprintf(detail, sizeof detail, "%s", r->conf->name);
             }
+            record_event(a, ELKFW_EV_REFUSED, r, w->client, 0, now, 0, ELK_E_LOCK_TIMEOUT);
             client_err(a, w->client, ELK_E_LOCK_TIMEOUT, detail);
             a->res[w->res].metrics.refusals++;
             w->client = -1;
@@ -2742,6 +2836,7 @@ static int start_agent(agent_t *a)
                                 : ELKD_EXIT_FLEET);
     }
     log_conf_warnings(a);
+    evlog_apply(a, "", 0);
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
@@ -2784,6 +2879,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
     a->signal_fd = -1;
     a->ready_pipe = -1;
     a->notify.fd = -1;
+    a->evlog.fd = -1;
     a->log_level = ELK_LOG_INFO;
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
         a->clients[i].fd = -1;
@@ -2816,6 +2912,7 @@ static int elkd_main(agent_t *a, int argc, char **argv)
              a->conf.n_nodes == 1 ? "" : "s", a->n_res, a->n_res == 1 ? "" : "s",
              a->conf.agent.socket_path);
     rc = run_loop(a);
+    elkfw_evlog_close(&a->evlog);
     elkfw_notify_close(&a->notify);
     teardown_fleet(a);
     if (a->listen_fd >= 0) {

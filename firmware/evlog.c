@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const kind_names[ELKFW_EV_KINDS_] = {
@@ -298,6 +299,14 @@ bool elkfw_evlog_append(elkfw_evlog_t *log, elkfw_event_t *ev)
     }
     log->seq = ev->seq;
     return true;
+}
+
+void elkfw_event_stamp(elkfw_event_t *ev, uint64_t now_mono, uint64_t deadline_mono)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ev->t_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    ev->deadline_ms = deadline_mono > now_mono ? ev->t_ms + (deadline_mono - now_mono) : 0;
 }
 
 void elkfw_evlog_close(elkfw_evlog_t *log)

@@ -84,6 +84,7 @@ wait_max = 80ms
 socket = $W/$gw.sock
 log_level = info
 safety_check = off
+events_file = $W/$gw.events
 CONF
   "$ELKD" -c "$W/$gw.conf" -f >"$W/$gw.log" 2>&1 &
   pid=$!
@@ -212,12 +213,23 @@ kill -TERM "${RPID[1]}" 2>/dev/null
 wait "${RPID[1]}" 2>/dev/null
 sleep 0.1
 
+# ---------------------------------------------------------------- timeline
+# Every gateway's lease event record on one page (elk timeline), kept in the build folder.
+PAGE=$B/demo-timeline.html
+for gw in gw-a gw-b gw-c; do "$ELK" events --file "$W/$gw.events" --json; done > "$W/events.jsonl"
+"$ELK" timeline -o "$PAGE" --title "edgelock demo: three gateways, one valve" "$W/events.jsonl" >/dev/null
+rc=$?
+overlaps=$(grep -o 'data-overlaps="[0-9]*"' "$PAGE" 2>/dev/null | grep -o '[0-9]*')
+say "timeline of this run: $PAGE ($(grep -c . "$W/events.jsonl") events; open it in a browser)"
+expect "the timeline shows no two holders of valve-1 at once" $([ $rc -eq 0 ] && [ "${overlaps:-x}" = 0 ]; echo $?)
+
 echo
 echo "== summary"
 echo "grants (gateway token): $(awk '{printf "%s:%s ", $1, $2}' "$TOKENS")"
 echo "tokens strictly increasing across all hand-offs: $(awk 'NR>1 && $2<=p {b=1} {p=$2} END {print b ? "no" : "yes"}' "$TOKENS")"
 echo "lease survived 1 of 3 nodes down; lost (command stopped in time) with 2 of 3 down"
 echo "stale command refused by the actuator's fencing guard"
+echo "the run as a picture: $PAGE"
 if [ $FAILS -eq 0 ]; then
   echo "demo: all checks passed"
   exit 0

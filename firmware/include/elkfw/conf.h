@@ -93,6 +93,8 @@ typedef struct elkfw_agent_conf {
     uint32_t log_summary_ms;          /* a node still down is summed up at most this often */
     char metrics_file[ELKFW_STR_MAX]; /* Prometheus text file, rewritten atomically; "": none */
     uint32_t metrics_interval_ms;     /* how often metrics_file is rewritten */
+    char events_file[ELKFW_STR_MAX];  /* lease event record (a ring, elkfw/evlog.h); "": none */
+    uint32_t events_max;              /* records the ring holds */
 } elkfw_agent_conf_t;
 
 typedef struct elkfw_conf {

@@ -86,6 +86,11 @@ int elkfw_evlog_open(elkfw_evlog_t *log, const char *path, uint64_t size_bytes);
  * written; false counts it in log->dropped. No-op returning false when closed. */
 bool elkfw_evlog_append(elkfw_evlog_t *log, elkfw_event_t *ev);
 
+/* Set ev->t_ms from the wall clock, and ev->deadline_ms from deadline_mono (the caller's
+ * monotonic clock, now_mono on the same clock; 0: no deadline) converted to the wall clock,
+ * so records of several gateways line up. */
+void elkfw_event_stamp(elkfw_event_t *ev, uint64_t now_mono, uint64_t deadline_mono);
+
 /* Close the file (idempotent). */
 void elkfw_evlog_close(elkfw_evlog_t *log);
 
