@@ -21,8 +21,6 @@ Removed as equivalent (kept out of the catalog, with the reason):
   be granted only after the deferred release, which comes no earlier than the SIGKILL at
   the stop margin; only a group that survives SIGKILL could show it. The ACQUIRE path's
   own test (elkd.orphan-not-busy) is kept and caught.
-- lock_engine.c lk_renew_at dropping `(ttl % 100u) * pct / 100u`: identical for every
-  ttl that is a multiple of 100 ms; kept out in favour of lock.renew-late below.
 """
 
 L = "lib/lock/"
@@ -762,6 +760,14 @@ MUTANTS = [
 
     # ------------------------------------------------ preflight, lib and fence-file classes (issue 26)
     # (section: preflight)
+    dict(id="commit.reply-below-token-counted", file=L + "lock_send.c",
+         old="return (v >= 0 && (uint64_t)v >= token) ? ELK_LOCK_NODE_OK : ELK_LOCK_NODE_ERROR;",
+         new="return (v >= 0 && (uint64_t)v + 1u >= token) ? ELK_LOCK_NODE_OK : ELK_LOCK_NODE_ERROR;",
+         tests=[ENG], why="a node whose counter stayed at the token sent minus one counts as committed"),
+    dict(id="renew.at-whole-hundreds", file=L + "lock_engine.c",
+         old="return from + (ttl / 100u) * pct + (ttl % 100u) * pct / 100u;",
+         new="return from + (ttl / 100u) * pct;",
+         tests=[ENG], why="renewal early by up to 0.99 * pct ms for a ttl that is no multiple of 100 ms (e.g. 1999)"),
 
 
 
