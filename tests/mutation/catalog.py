@@ -760,6 +760,18 @@ MUTANTS = [
 
     # ------------------------------------------------ preflight, lib and fence-file classes (issue 26)
     # (section: preflight)
+    dict(id="fence.rename-unsynced", file="port/posix/fence_file.c",
+         old="if (elk_fence_file_write_all(fd, line, len) != 0 || fsync(fd) != 0) {",
+         new="if (elk_fence_file_write_all(fd, line, len) != 0) {",
+         tests=["unit.test_fence_file"], why="the temp file renamed over the state before its bytes are durable"),
+    dict(id="fence.dir-unsynced", file="port/posix/fence_file.c",
+         old="    rc = fsync(fd);\n    close(fd);\n    return rc;",
+         new="    rc = 0;\n    close(fd);\n    return rc;",
+         tests=["unit.test_fence_file"], why="the rename itself is not made durable: a crash may bring the old token back"),
+    dict(id="fence.lock-on-replaced-file", file="port/posix/fence_file.c",
+         old="        if (elk_fence_file_lock_current(fd, name)) {\n            return fd;",
+         new="        if (1) {\n            return fd;",
+         tests=["unit.test_fence_file"], why="a lock on an unlinked or replaced lock file kept: two guards proceed at once"),
     dict(id="commit.reply-below-token-counted", file=L + "lock_send.c",
          old="return (v >= 0 && (uint64_t)v >= token) ? ELK_LOCK_NODE_OK : ELK_LOCK_NODE_ERROR;",
          new="return (v >= 0 && (uint64_t)v + 1u >= token) ? ELK_LOCK_NODE_OK : ELK_LOCK_NODE_ERROR;",
