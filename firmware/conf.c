@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "elk/platform.h"
+#include "elkfw/preflight.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -1383,5 +1384,6 @@ int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
     if (rc != ELK_OK) {
         return rc;
     }
-    return load_passwords(c, path, conf_others_read, err, errlen);
+    rc = load_passwords(c, path, conf_others_read, err, errlen);
+    return rc != ELK_OK ? rc : elkfw_preflight(c, err, errlen);
 }

@@ -52,4 +52,54 @@ chmod 0600 "$C"
 conf "host = 127.0.0.1"
 printf '[resource s]\nallow_users = no-such-user-elk18\n' >> "$C"
 refused "unknown user in allow_users" "key 'allow_users' in [resource s]: no user 'no-such-user-elk18'"
+# Issue 26: the same server twice, client keys other users can read, certificates out of
+# their dates, a client certificate with another key. Each refused by --check and at start.
+D=$ELK_T_DIR
+# mkcert NAME DAYS [FAKETIME]: self-signed EC certificate $D/NAME.pem and key $D/NAME.key,
+# made at FAKETIME (faketime) when given
+mkcert() {
+  (cd "$D" && ${3:+faketime "$3"} openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+    -nodes -keyout "$1.key" -out "$1.pem" -days "$2" -subj "/CN=elk $1") >>"$D/openssl.log" 2>&1 \
+    || { echo "openssl failed:"; cat "$D/openssl.log"; exit 1; }
+  chmod 600 "$D/$1.key"
+}
+mkcert client 30; mkcert other 30
+mkcert expired 2 "2020-01-01 00:00:00"; mkcert future 30 "2099-01-01 00:00:00"
+P1=$(free_port) P2=$(free_port)
+{ printf '[fleet]\nmode = redlock\n[node a]\nhost = 127.0.0.1\nport = %s\n' "$P1"
+  printf '[node b]\nhost = localhost\nport = %s\n[node c]\nhost = 127.0.0.1\nport = %s\n' "$P1" "$P2"
+  printf '[resource r]\n[agent]\nsocket = %s\n' "$SOCK"; } > "$C"
+refused "the same server twice (localhost, 127.0.0.1)" \
+  "$C:6: [node b] (localhost port $P1) is the same server as $C:3: [node a] (127.0.0.1 port $P1), both reach 127.0.0.1:$P1"
+# at start too (not only --check): exit 2 at once, never a fleet that counts a vote twice
+timeout -k 5 60 "$ELKD" -c "$C" -f >"$D/start.log" 2>&1; rc=$?
+check "the same server twice: elkd exits 2 at start" 2 $rc
+check_contains "the same server twice: start message" "is the same server as $C:3: [node a]" "$(cat "$D/start.log")"
+sed -i "s/^host = localhost/host = 127.0.0.2/" "$C"
+"$ELKD" -c "$C" --check >/dev/null; check "three different addresses: --check exit 0" 0 $?
+
+mtls() { conf "host = localhost" "tls = on" "ca = $D/${3:-ca.pem}" "cert = $D/$1" "key = $D/$2"; }
+mtls client.pem client.key
+"$ELKD" -c "$C" --check >/dev/null; check "client certificate and its key, mode 0600: exit 0" 0 $?
+cp "$D/client.key" "$D/open.key"; chmod 0644 "$D/open.key"
+mtls client.pem open.key
+refused "client key every user can read" \
+  "[node a]: the TLS client key '$D/open.key' has mode 0644 and is readable by every user: run chmod 600 '$D/open.key'"
+if [ "$(id -g)" = 0 ]; then # group root holds other accounts: group-readable is refused too
+  chmod 0640 "$D/open.key"
+  refused "client key group root can read" "has mode 0640 and is readable by group 'root': run chmod 600 '$D/open.key'"
+fi
+chmod 0600 "$D/open.key"
+"$ELKD" -c "$C" --check >/dev/null; check "the same key after chmod 600: exit 0" 0 $?
+
+conf "host = localhost" "tls = on" "ca = $D/expired.pem"
+refused "expired CA" "[node a]: the CA certificate '$D/expired.pem' (CN=elk expired) expired on 2020-01-03 00:00:00 UTC (valid from 2020-01-01 00:00:00 UTC to 2020-01-03 00:00:00 UTC; the clock says "
+conf "host = localhost" "tls = on" "ca = $D/future.pem"
+refused "CA not yet valid" "[node a]: the CA certificate '$D/future.pem' (CN=elk future) is not valid before 2099-01-01 00:00:00 UTC"
+mtls expired.pem expired.key
+refused "expired client certificate" "[node a]: the client certificate '$D/expired.pem' (CN=elk expired) expired on 2020-01-03"
+mtls future.pem future.key
+refused "client certificate not yet valid" "[node a]: the client certificate '$D/future.pem' (CN=elk future) is not valid before 2099-01-01"
+mtls client.pem other.key
+refused "client certificate with another key" "[node a]: client certificate and key do not match: $D/client.pem / $D/other.key"
 finish

@@ -21,8 +21,6 @@ Removed as equivalent (kept out of the catalog, with the reason):
   be granted only after the deferred release, which comes no earlier than the SIGKILL at
   the stop margin; only a group that survives SIGKILL could show it. The ACQUIRE path's
   own test (elkd.orphan-not-busy) is kept and caught.
-- lock_engine.c lk_renew_at dropping `(ttl % 100u) * pct / 100u`: identical for every
-  ttl that is a multiple of 100 ms; kept out in favour of lock.renew-late below.
 """
 
 L = "lib/lock/"
@@ -762,6 +760,62 @@ MUTANTS = [
 
     # ------------------------------------------------ preflight, lib and fence-file classes (issue 26)
     # (section: preflight)
+    dict(id="preflight.duplicates-not-checked", file="firmware/preflight.c",
+         old="elkfw_preflight_tls(c, time(NULL), err, errlen) != ELK_OK ||\n        elkfw_preflight_duplicates(c, err, errlen) != ELK_OK) {",
+         new="elkfw_preflight_tls(c, time(NULL), err, errlen) != ELK_OK) {",
+         tests=["unit.test_config", "agent.preflight"], why="two [node] sections on one server: one vote counted twice"),
+    dict(id="preflight.duplicates-port-ignored", file="firmware/preflight.c",
+         old="return a->family == b->family && a->port == b->port &&",
+         new="return a->family == b->family &&",
+         tests=["unit.test_config"], why="two servers on one host, different ports, refused as one"),
+    dict(id="preflight.duplicates-v4mapped", file="firmware/preflight.c",
+         old="if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {",
+         new="if (0) {",
+         tests=["unit.test_config"], why="::ffff:127.0.0.1 and 127.0.0.1 taken for two servers"),
+    dict(id="preflight.key-others-read", file="firmware/preflight.c",
+         old="if ((st_mode & S_IROTH) != 0) {",
+         new="if ((st_mode & S_IWOTH) != 0) {",
+         tests=["unit.test_config", "agent.preflight"], why="a client key every user can read accepted"),
+    dict(id="preflight.key-group-root", file="firmware/preflight.c",
+         old="(file_gid != my_gid || my_gid == 0)",
+         new="(file_gid != my_gid)",
+         tests=["unit.test_config"], why="a client key group root can read accepted when elkd runs as root"),
+    dict(id="preflight.expired-at-last-second", file="firmware/preflight_tls.c",
+         old="if (pf_time_cmp(now, &crt->valid_to) > 0) {",
+         new="if (pf_time_cmp(now, &crt->valid_to) >= 0) {",
+         tests=["unit.test_config"], why="a certificate refused in the last second it is valid"),
+    dict(id="preflight.not-yet-valid-accepted", file="firmware/preflight_tls.c",
+         old="return pf_time_cmp(now, &crt->valid_from) < 0 ? -1 : 0;",
+         new="return 0;",
+         tests=["unit.test_config", "agent.preflight"], why="a certificate not valid yet accepted"),
+    dict(id="preflight.ca-bundle-last-only", file="firmware/preflight_tls.c",
+         old="any_valid = any_valid || pf_validity(p, now) == 0;",
+         new="any_valid = pf_validity(p, now) == 0;",
+         tests=["unit.test_config"], why="a CA bundle judged by its last certificate only"),
+    dict(id="preflight.mismatch-accepted", file="firmware/preflight_tls.c",
+         old="} else if (mbedtls_pk_parse_keyfile(&key, n->tls.key, NULL PF_RNG) == 0 &&",
+         new="} else if (0 && mbedtls_pk_parse_keyfile(&key, n->tls.key, NULL PF_RNG) == 0 &&",
+         tests=["agent.preflight"], why="a client certificate with another key refused only by a generic TLS error"),
+    dict(id="fence.rename-unsynced", file="port/posix/fence_file.c",
+         old="if (elk_fence_file_write_all(fd, line, len) != 0 || fsync(fd) != 0) {",
+         new="if (elk_fence_file_write_all(fd, line, len) != 0) {",
+         tests=["unit.test_fence_file"], why="the temp file renamed over the state before its bytes are durable"),
+    dict(id="fence.dir-unsynced", file="port/posix/fence_file.c",
+         old="    rc = fsync(fd);\n    close(fd);\n    return rc;",
+         new="    rc = 0;\n    close(fd);\n    return rc;",
+         tests=["unit.test_fence_file"], why="the rename itself is not made durable: a crash may bring the old token back"),
+    dict(id="fence.lock-on-replaced-file", file="port/posix/fence_file.c",
+         old="        if (elk_fence_file_lock_current(fd, name)) {\n            return fd;",
+         new="        if (1) {\n            return fd;",
+         tests=["unit.test_fence_file"], why="a lock on an unlinked or replaced lock file kept: two guards proceed at once"),
+    dict(id="commit.reply-below-token-counted", file=L + "lock_send.c",
+         old="return (v >= 0 && (uint64_t)v >= token) ? ELK_LOCK_NODE_OK : ELK_LOCK_NODE_ERROR;",
+         new="return (v >= 0 && (uint64_t)v + 1u >= token) ? ELK_LOCK_NODE_OK : ELK_LOCK_NODE_ERROR;",
+         tests=[ENG], why="a node whose counter stayed at the token sent minus one counts as committed"),
+    dict(id="renew.at-whole-hundreds", file=L + "lock_engine.c",
+         old="return from + (ttl / 100u) * pct + (ttl % 100u) * pct / 100u;",
+         new="return from + (ttl / 100u) * pct;",
+         tests=[ENG], why="renewal early by up to 0.99 * pct ms for a ttl that is no multiple of 100 ms (e.g. 1999)"),
 
 
 

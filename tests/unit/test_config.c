@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -17,6 +18,7 @@
 #include "elkfw/access.h"
 #include "elkfw/acl.h"
 #include "elkfw/conf.h"
+#include "elkfw/preflight.h"
 
 #define NODE1 "[node a]\nhost = 127.0.0.1\n"
 #define RES1 "[resource valve-1]\n"
@@ -797,6 +799,225 @@ static void test_warnings(void **state)
     assert_false(elkfw_conf_warning(&conf, &pos, w, sizeof w));
 }
 
+/* ------------------------------------------------------------------ preflight */
+
+/* A file in a fresh directory (dir: a mkdtemp template), with the given mode. */
+static void put_file(const char *dir, const char *name, const char *text, mode_t mode, char *path,
+                     size_t cap)
+{
+    FILE *f;
+    snprintf(path, cap, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Two [node] sections reaching one server (after getaddrinfo) count one server's vote
+ * twice: refused, both sections named with file:line. localhost and 127.0.0.1 on one port
+ * are one server; so are 127.0.0.1 and its IPv4-mapped IPv6 form. */
+static void test_preflight_duplicate_nodes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/elk-conf-XXXXXX";
+    char path[128], err[ELKFW_ERR_MAX], expect[600];
+    assert_non_null(mkdtemp(dir));
+    put_file(dir, "elkd.conf",
+             "[fleet]\nmode = redlock\n"
+             "[node a]\nhost = 127.0.0.1\nport = 7001\n"
+             "[node b]\nhost = 127.0.0.1\nport = 7002\n"
+             "[node c]\nhost = localhost\nport = 7001\n" RES1,
+             0600, path, sizeof path);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    snprintf(expect, sizeof expect,
+             "%s:9: [node c] (localhost port 7001) is the same server as %s:3: [node a] "
+             "(127.0.0.1 port 7001), both reach 127.0.0.1:7001: its one vote would count twice "
+             "and one failure would take two; point one of them at another Redis server or "
+             "remove it",
+             path, path);
+    assert_string_equal(err, expect);
+    /* the same file with every node on its own port: fine */
+    put_file(dir, "elkd.conf",
+             "[fleet]\nmode = redlock\n"
+             "[node a]\nhost = 127.0.0.1\nport = 7001\n"
+             "[node b]\nhost = 127.0.0.1\nport = 7002\n"
+             "[node c]\nhost = localhost\nport = 7003\n" RES1,
+             0600, path, sizeof path);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
+    /* an IPv4-mapped IPv6 address is the IPv4 one */
+    put_file(dir, "elkd.conf",
+             "[fleet]\nmode = redlock\n"
+             "[node a]\nhost = 127.0.0.1\nport = 7001\n"
+             "[node b]\nhost = ::ffff:127.0.0.1\nport = 7001\n"
+             "[node c]\nhost = 127.0.0.1\nport = 7003\n" RES1,
+             0600, path, sizeof path);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    assert_non_null(strstr(err, ":6: [node b] (::ffff:127.0.0.1 port 7001) is the same server as"));
+    /* names that do not resolve are compared as names, case ignored */
+    put_file(dir, "elkd.conf",
+             "[fleet]\nmode = redlock\n"
+             "[node a]\nhost = redis-a.invalid\n"
+             "[node b]\nhost = REDIS-A.invalid\n"
+             "[node c]\nhost = redis-c.invalid\n" RES1,
+             0600, path, sizeof path);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    assert_non_null(strstr(err, ":5: [node b] (REDIS-A.invalid port 6379) is the same server as"));
+    assert_non_null(strstr(err, "both reach the same name"));
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Which key modes are too open: others never read it; a group only when it is the one
+ * elkd runs as, and never group root. */
+static void test_preflight_key_too_open(void **state)
+{
+    (void)state;
+    assert_null(elkfw_preflight_key_too_open(S_IFREG | 0600, 5, 5));
+    assert_null(elkfw_preflight_key_too_open(S_IFREG | 0400, 0, 0));
+    assert_null(elkfw_preflight_key_too_open(S_IFREG | 0640, 5, 5)); /* root:elkd 0640 */
+    assert_string_equal(elkfw_preflight_key_too_open(S_IFREG | 0640, 5, 6), "group");
+    assert_string_equal(elkfw_preflight_key_too_open(S_IFREG | 0640, 0, 0), "group");
+    assert_string_equal(elkfw_preflight_key_too_open(S_IFREG | 0644, 5, 5), "every user");
+    assert_string_equal(elkfw_preflight_key_too_open(S_IFREG | 0604, 5, 5), "every user");
+}
+
+/* A client key other users can read is refused with its mode and the chmod that fixes it
+ * (before its contents are looked at). */
+static void test_preflight_key_mode_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/elk-conf-XXXXXX";
+    char path[128], key[128], ca[128], text[600], err[ELKFW_ERR_MAX], expect[600];
+    assert_non_null(mkdtemp(dir));
+    put_file(dir, "ca.pem", "not parsed here\n", 0644, ca, sizeof ca);
+    put_file(dir, "client.key", "not parsed here\n", 0644, key, sizeof key);
+    snprintf(text, sizeof text,
+             "[node a]\nhost = localhost\ntls = on\nca = %s\ncert = %s\nkey = %s\n" RES1, ca, ca,
+             key);
+    put_file(dir, "elkd.conf", text, 0600, path, sizeof path);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    snprintf(expect, sizeof expect,
+             "%s:1: [node a]: the TLS client key '%s' has mode 0644 and is readable by every "
+             "user: run chmod 600 '%s' (its owner must be the user elkd runs as)",
+             path, key, key);
+    assert_string_equal(err, expect);
+    /* the same key in [fleet], inherited */
+    snprintf(text, sizeof text,
+             "[fleet]\ntls = on\nca = %s\ncert = %s\nkey = %s\n[node a]\nhost = localhost\n" RES1,
+             ca, ca, key);
+    put_file(dir, "elkd.conf", text, 0600, path, sizeof path);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+    assert_non_null(strstr(err, ":6: [node a]: the TLS client key"));
+    if (getegid() == 0) { /* group root may read it: refused too */
+        assert_int_equal(chmod(key, 0640), 0);
+        assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
+        assert_non_null(strstr(err, "has mode 0640 and is readable by group '"));
+    }
+    assert_int_equal(chmod(key, 0600), 0);
+    assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_OK);
+    unlink(key);
+    unlink(ca);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* CN=elk unit, valid 2030-01-01 00:00:00 to 2030-01-31 00:00:00 UTC (openssl req -x509 under
+ * faketime); CN=elk unit later, 2030-02-01 00:00:00 to 2030-03-03 00:00:00 UTC. Public
+ * certificates only: their keys were thrown away. */
+static const char cert_jan[] = "-----BEGIN CERTIFICATE-----\n"
+                               "MIIBezCCASGgAwIBAgIUeUhLXpVmxRGX5a/3yTKgdqVi0QEwCgYIKoZIzj0EAwIw\n"
+                               "EzERMA8GA1UEAwwIZWxrIHVuaXQwHhcNMzAwMTAxMDAwMDAwWhcNMzAwMTMxMDAw\n"
+                               "MDAwWjATMREwDwYDVQQDDAhlbGsgdW5pdDBZMBMGByqGSM49AgEGCCqGSM49AwEH\n"
+                               "A0IABPg8CjavaXAtHyPT388hF3FMrFj6Tr9fyBsjlyx4xtyS3eecmMH4CP/iaw+n\n"
+                               "KM1qGce58WAMe234mko2HScr5RqjUzBRMB0GA1UdDgQWBBQE/juM/pLWgJZkO+H2\n"
+                               "UsoxRkGmSjAfBgNVHSMEGDAWgBQE/juM/pLWgJZkO+H2UsoxRkGmSjAPBgNVHRMB\n"
+                               "Af8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIF8AA8I/ZAby1UJJBWDlNYj1t11E\n"
+                               "PBSgqrEASs2eLNo8AiEA0bq5RB3Vm9H7jsYMrI/LLNQ0yfXyj4Fso7D4g94wu58=\n"
+                               "-----END CERTIFICATE-----\n";
+static const char cert_feb[] = "-----BEGIN CERTIFICATE-----\n"
+                               "MIIBhzCCAS2gAwIBAgIUCI1qLxOcxSNtXJosU7unddLV8VswCgYIKoZIzj0EAwIw\n"
+                               "GTEXMBUGA1UEAwwOZWxrIHVuaXQgbGF0ZXIwHhcNMzAwMjAxMDAwMDAwWhcNMzAw\n"
+                               "MzAzMDAwMDAwWjAZMRcwFQYDVQQDDA5lbGsgdW5pdCBsYXRlcjBZMBMGByqGSM49\n"
+                               "AgEGCCqGSM49AwEHA0IABLQ0xlod+q897/oyk7YCiMLeeFB4abw2ozxKFOtw8HGt\n"
+                               "I5sC87r6bFx3j/JtfgIYcm18Y8o+Q02uilAsJ3wuN/KjUzBRMB0GA1UdDgQWBBSJ\n"
+                               "1Rw9Hfk9CqAHH/3XCc2s2JlldzAfBgNVHSMEGDAWgBSJ1Rw9Hfk9CqAHH/3XCc2s\n"
+                               "2JlldzAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIQC3Qi/qvPRJ\n"
+                               "w5IySRh1rbVwdsHuuetLHwwXJSmj5rxMuAIgBKqrNWlko716c6dBnHyoIbXpnPD9\n"
+                               "fgZxWcstgYtHa+U=\n"
+                               "-----END CERTIFICATE-----\n";
+
+static time_t utc(int y, int mo, int d, int h, int mi, int s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = s;
+    return timegm(&tm);
+}
+
+/* Certificates outside their dates, against a given wall clock: the CA (refused when none
+ * in its file is valid) and the client certificate, to the second at both ends. */
+static void test_preflight_certificate_dates(void **state)
+{
+    (void)state;
+#ifdef ELKFW_TLS
+    char dir[] = "/tmp/elk-conf-XXXXXX";
+    char ca[128], bundle[128], text[600], err[ELKFW_ERR_MAX], expect[700];
+    char both[2048];
+    assert_non_null(mkdtemp(dir));
+    put_file(dir, "ca.pem", cert_jan, 0644, ca, sizeof ca);
+    snprintf(both, sizeof both, "%s%s", cert_jan, cert_feb);
+    put_file(dir, "bundle.pem", both, 0644, bundle, sizeof bundle);
+    snprintf(text, sizeof text, "[node a]\nhost = localhost\ntls = on\nca = %s\n" RES1, ca);
+    assert_int_equal(parse(text, err), ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2029, 12, 31, 23, 59, 59), err, sizeof err),
+                     ELK_E_CONFIG);
+    snprintf(expect, sizeof expect,
+             "elkd.conf:1: [node a]: the CA certificate '%s' (CN=elk unit) is not valid before "
+             "2030-01-01 00:00:00 UTC (valid from 2030-01-01 00:00:00 UTC to 2030-01-31 00:00:00 "
+             "UTC; the clock says 2029-12-31 23:59:59 UTC): use a certificate that is valid now; "
+             "if the clock is wrong, set it first (the TLS handshake checks the same dates)",
+             ca);
+    assert_string_equal(err, expect);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 1, 1, 0, 0, 0), err, sizeof err), ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 1, 31, 0, 0, 0), err, sizeof err),
+                     ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 1, 31, 0, 0, 1), err, sizeof err),
+                     ELK_E_CONFIG);
+    assert_non_null(strstr(err, "(CN=elk unit) expired on 2030-01-31 00:00:00 UTC (valid from"));
+    assert_non_null(strstr(err, "the clock says 2030-01-31 00:00:01 UTC): renew it;"));
+    /* a bundle with one certificate still valid is fine; with none, refused */
+    snprintf(text, sizeof text, "[node a]\nhost = localhost\ntls = on\nca = %s\n" RES1, bundle);
+    assert_int_equal(parse(text, err), ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 1, 15, 0, 0, 0), err, sizeof err),
+                     ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 2, 15, 0, 0, 0), err, sizeof err),
+                     ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 3, 4, 0, 0, 0), err, sizeof err),
+                     ELK_E_CONFIG);
+    /* the client certificate: its own dates (the CA valid then) */
+    snprintf(text, sizeof text,
+             "[node a]\nhost = localhost\ntls = on\nca = %s\ncert = %s\nkey = %s/none.key\n" RES1,
+             bundle, ca, dir);
+    assert_int_equal(parse(text, err), ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 1, 15, 0, 0, 0), err, sizeof err),
+                     ELK_OK);
+    assert_int_equal(elkfw_preflight_tls(&conf, utc(2030, 2, 15, 0, 0, 0), err, sizeof err),
+                     ELK_E_CONFIG);
+    snprintf(expect, sizeof expect,
+             "[node a]: the client certificate '%s' (CN=elk unit) expired on", ca);
+    assert_non_null(strstr(err, expect));
+    unlink(ca);
+    unlink(bundle);
+    rmdir(dir);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -818,6 +1039,10 @@ int main(void)
         cmocka_unit_test(test_small_error_buffer_is_terminated),
         cmocka_unit_test(test_issue20_keys),
         cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_preflight_duplicate_nodes),
+        cmocka_unit_test(test_preflight_key_too_open),
+        cmocka_unit_test(test_preflight_key_mode_refused),
+        cmocka_unit_test(test_preflight_certificate_dates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -87,6 +90,82 @@ static void read_raw(const char *path, char *buf, size_t cap)
     size_t n = fread(buf, 1, cap - 1, f);
     buf[n] = '\0';
     fclose(f);
+}
+
+/* ---------------------------------------------------------------- interposed calls
+ * The test executable defines fsync, fdatasync, rename and flock: its definitions win
+ * over the C library's for the fence_file.c linked in (they reach the kernel through
+ * syscall and renameat, never themselves). They record the order in which the temp file
+ * is synced and renamed, and run a hook between elk_fence_file_lock's open and its flock. */
+static struct {
+    bool on;
+    ino_t synced[32]; /* files fsynced since the last rename */
+    size_t n_synced;
+    int renames, renames_unsynced; /* renames of a file not fsynced first */
+    ino_t dir_due;                 /* a rename's directory, until it is fsynced */
+    int dir_syncs_due, dir_syncs;
+} io;
+static void (*before_flock)(void);
+
+static void note_sync(int fd)
+{
+    struct stat st;
+    if (!io.on || fstat(fd, &st) != 0) {
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (io.dir_due != 0 && st.st_ino == io.dir_due) {
+            io.dir_due = 0;
+            io.dir_syncs++;
+        }
+    } else if (io.n_synced < sizeof io.synced / sizeof io.synced[0]) {
+        io.synced[io.n_synced++] = st.st_ino;
+    }
+}
+
+int fsync(int fd)
+{
+    note_sync(fd);
+    return (int)syscall(SYS_fsync, fd);
+}
+
+int fdatasync(int fd)
+{
+    note_sync(fd);
+    return (int)syscall(SYS_fdatasync, fd);
+}
+
+int rename(const char *from, const char *to)
+{
+    struct stat st, dir;
+    if (io.on && stat(from, &st) == 0) {
+        bool synced = false;
+        char d[400];
+        const char *slash = strrchr(to, '/');
+        for (size_t i = 0; i < io.n_synced; i++) {
+            synced = synced || io.synced[i] == st.st_ino;
+        }
+        io.renames++;
+        io.renames_unsynced += !synced;
+        io.n_synced = 0;
+        snprintf(d, sizeof d, "%.*s", slash != NULL ? (int)(slash - to) : 1,
+                 slash != NULL ? to : ".");
+        if (stat(d, &dir) == 0) {
+            io.dir_due = dir.st_ino;
+            io.dir_syncs_due++;
+        }
+    }
+    return renameat(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+int flock(int fd, int op)
+{
+    void (*hook)(void) = before_flock;
+    before_flock = NULL; /* once: the hook may take a lock itself */
+    if (hook != NULL) {
+        hook();
+    }
+    return (int)syscall(SYS_flock, fd, op);
 }
 
 static void test_crc32_known_value(void **state)
@@ -389,6 +468,87 @@ static void test_inherited_lock(void **state)
     assert_int_equal(elk_fence_check(&fc, 7), ELK_OK);
 }
 
+/* Durability: the temp file's bytes are fsynced before it is renamed over the state (a
+ * crash after the rename must never find an empty or partial file there: the guard would
+ * fail closed on it, or, on a file system that orders metadata, read an older token), and
+ * the directory is fsynced after the rename. Recorded by the interposed calls above. */
+static void test_store_syncs_before_rename(void **state)
+{
+    fx_t *fx = *state;
+    elk_fence_file_t ff;
+    elk_fence_storage_t s;
+    uint64_t t = 0;
+    assert_int_equal(elk_fence_file_init(&ff, fx->path, &s), ELK_OK);
+    memset(&io, 0, sizeof io);
+    io.on = true;
+    assert_int_equal(s.store(s.ctx, 41), ELK_OK);
+    assert_int_equal(s.store(s.ctx, 42), ELK_OK);
+    io.on = false;
+    assert_int_equal(io.renames, 2);
+    assert_int_equal(io.renames_unsynced, 0);
+    assert_int_equal(io.dir_syncs_due, 2);
+    assert_int_equal(io.dir_syncs, 2);
+    assert_int_equal(s.load(s.ctx, &t), ELK_OK);
+    assert_int_equal(t, 42);
+}
+
+/* Between a guard's open of "<path>.lock" and its flock, the lock file is unlinked or
+ * replaced and another guard locks the file now at the path. The first guard's flock then
+ * succeeds on a file nobody else will ever lock: it must see that (fstat against stat),
+ * lock the current file instead, and so wait for the other guard, never run beside it. */
+static char race_lock_name[400];
+static bool race_replace;
+static elk_fence_t *race_other;
+static int race_other_rc;
+static uint64_t race_token; /* the other guard's; the first guard's is one more */
+
+static void race_swap_lock_file(void)
+{
+    if (race_replace) {
+        char fresh[420];
+        snprintf(fresh, sizeof fresh, "%s.new", race_lock_name);
+        write_raw(fresh, "");
+        assert_int_equal(rename(fresh, race_lock_name), 0);
+    } else {
+        assert_int_equal(unlink(race_lock_name), 0);
+    }
+    race_other_rc = elk_fence_begin(race_other, race_token);
+}
+
+static void test_lock_file_replaced_while_locking(void **state)
+{
+    fx_t *fx = *state;
+    snprintf(race_lock_name, sizeof race_lock_name, "%s.lock", fx->path);
+    for (int replace = 0; replace <= 1; replace++) {
+        elk_fence_file_t a, b;
+        elk_fence_storage_t sa, sb;
+        elk_fence_t fa, fb;
+        struct stat held, at_path;
+        assert_int_equal(elk_fence_file_init(&a, fx->path, &sa), ELK_OK);
+        assert_int_equal(elk_fence_file_init(&b, fx->path, &sb), ELK_OK);
+        assert_int_equal(elk_fence_init(&fa, &sa), ELK_OK);
+        assert_int_equal(elk_fence_init(&fb, &sb), ELK_OK);
+        write_raw(race_lock_name, ""); /* the file a opens first */
+        race_replace = replace != 0;
+        race_other = &fb;
+        race_other_rc = -1;
+        race_token = 10u * (uint64_t)(replace + 1);
+        elk_fence_file_set_wait(&a, 0);
+        before_flock = race_swap_lock_file;
+        int rc = elk_fence_begin(&fa, race_token + 1u);
+        before_flock = NULL;
+        assert_int_equal(race_other_rc, ELK_OK); /* b holds the file at the path */
+        assert_int_equal(rc, ELK_E_FENCE_BUSY);  /* so a must not proceed too */
+        assert_int_equal(a.lock_fd, -1);
+        assert_int_equal(elk_fence_end(&fb), ELK_OK);
+        assert_int_equal(elk_fence_begin(&fa, race_token + 1u), ELK_OK);
+        assert_int_equal(fstat(a.lock_fd, &held), 0);
+        assert_int_equal(stat(race_lock_name, &at_path), 0);
+        assert_true(held.st_ino == at_path.st_ino && held.st_dev == at_path.st_dev);
+        assert_int_equal(elk_fence_end(&fa), ELK_OK);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +566,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_unmakeable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inherited_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_syncs_before_rename, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_file_replaced_while_locking, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

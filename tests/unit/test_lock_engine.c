@@ -2159,6 +2159,77 @@ static void test_lock_delay_survives_loss(void **state)
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
 }
 
+/* COMMIT answers the node's counter after the commit, which is >= the token sent
+ * (elk/lock_scripts.h). A node answering the token sent minus one did not commit it and
+ * must not count: with two such nodes of three the acquisition fails. The same replies
+ * carrying the token itself are a commit (the boundary, and a check that the token read
+ * off the servers is the one sent). */
+static void test_commit_reply_below_token_not_counted(void **state)
+{
+    (void)state;
+    static char reply[2][48];
+    for (int below = 1; below >= 0; below--) {
+        elk_lock_config_t c = cfg_ttl(1000);
+        world_setup(.nodes = 3, .lcfg = &c);
+        pump();
+        assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+        elk_client_poll(&W.client, NOW()); /* acquire requests out */
+        for (size_t i = 0; i < 3; i++) {
+            lfr_serve(&W.srv[i]); /* acquire succeeds everywhere */
+        }
+        elk_client_poll(&W.client, NOW()); /* acquire replies read, COMMIT requests out */
+        assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_COMMITTING);
+        uint64_t sent = W.lock.token; /* what the COMMIT carries (lock_send.c) */
+        assert_true(sent >= 1u);
+        snprintf(reply[below], sizeof reply[below], ":%llu\r\n",
+                 (unsigned long long)(sent - (uint64_t)below));
+        W.srv[1].raw_reply = reply[below];
+        W.srv[2].raw_reply = reply[below];
+        pump();
+        assert_int_equal(W.srv[0].commit_calls, 1); /* the commit round ran */
+        if (below) {
+            assert_null(find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED));
+            const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+            assert_non_null(ev);
+            assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_ERROR);
+            assert_int_equal(ev->nodes[2].status, ELK_LOCK_NODE_ERROR);
+            assert_false(elk_lock_is_held(&W.lock, NOW()));
+        } else {
+            const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+            assert_non_null(ev);
+            assert_int_equal(ev->token, sent);
+            assert_true(elk_lock_is_held(&W.lock, NOW()));
+        }
+    }
+}
+
+/* The first renewal is due at ttl * renew_fraction / 100 after the acquire was sent, for
+ * any ttl in ms: 1999 * 33 / 100 = 659 (659.67 rounded down), not the 627 that counting
+ * whole hundreds only (19 * 33) would give. The next one counts from that round's send. */
+static void test_renewal_time_for_ttl_not_multiple_of_100(void **state)
+{
+    (void)state;
+    elk_lock_config_t c = cfg_ttl(1999);
+    c.renew_fraction_pct = 33;
+    world_setup(.lcfg = &c);
+    pump();
+    uint64_t t0 = NOW();
+    uint64_t at = (uint64_t)c.ttl_ms * c.renew_fraction_pct / 100u;
+    assert_int_not_equal(at, (uint64_t)(c.ttl_ms / 100u) * c.renew_fraction_pct);
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock, NOW()));
+    run_until(t0 + at - 1u);
+    assert_int_equal(W.srv[0].extend_calls, 0);
+    run_until(t0 + at);
+    assert_int_equal(W.srv[0].extend_calls, 1);
+    assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_RENEWED);
+    run_until(t0 + 2u * at - 1u);
+    assert_int_equal(W.srv[0].extend_calls, 1);
+    run_until(t0 + 2u * at);
+    assert_int_equal(W.srv[0].extend_calls, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2217,6 +2288,8 @@ int main(void)
         cmocka_unit_test(test_keepalive_stops_retries_too),
         cmocka_unit_test(test_lock_delay_reported),
         cmocka_unit_test(test_lock_delay_survives_loss),
+        cmocka_unit_test(test_commit_reply_below_token_not_counted),
+        cmocka_unit_test(test_renewal_time_for_ttl_not_multiple_of_100),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

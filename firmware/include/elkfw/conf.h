@@ -131,7 +131,8 @@ void elkfw_conf_defaults(elkfw_conf_t *c);
 int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, size_t len, char *err,
                      size_t errlen);
 
-/* Read path, parse it and read every password_file. Same result contract. */
+/* Read path, parse it, read every password_file, then run the preflight on the files and
+ * names it points at (elkfw/preflight.h). Same result contract. */
 int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen);
 
 /* Parse a duration: "500ms", "10s", "2m", "1h" or plain milliseconds. Returns true
