@@ -65,6 +65,9 @@ int elk_agent_connect(elk_agent_t *a, const char *path);
 
 /**
  * ACQUIRE a lease on resource, waiting up to wait_ms for it (0: one attempt).
+ * @param a          a connected elk_agent_t without a lease
+ * @param resource   a resource configured in elkd.conf (copied)
+ * @param wait_ms    how long elkd may wait for the resource (0: one attempt)
  * @param timeout_ms how long past wait_ms to wait for elkd's answer (it always answers;
  *        a silent elkd closes the connection and gives ELK_E_TIMEOUT)
  * @return ELK_OK once granted (token, deadline_ms, stop_margin_ms set), or elkd's code:
