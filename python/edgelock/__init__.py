@@ -262,6 +262,9 @@ class Client:
         # The lease object exists before the answer is read, so no event that follows the
         # grant in the same read can miss it.
         self._request(line, extra=float(wait), grant=(resource, on_lost, on_event))
+        if resource not in self._leases:  # granted, and already lost or closed meanwhile
+            raise LeaseLost("lease on %s ended right after the grant" % resource,
+                            "ELK_E_LOCK_LOST")
         return self._leases[resource]
 
     def release(self, resource):
@@ -350,7 +353,13 @@ class Client:
                         if pending_lines == 0:
                             self._answer("OK", "\n".join(self._body))
                         continue
-                    pending_lines = self._line(line)
+                    try:
+                        pending_lines = self._line(line)
+                    except (ValueError, IndexError):
+                        # a line this client cannot read: still an answer (elkd answers
+                        # every request once), so the request waiting for it fails
+                        self._answer("ERR", "ELK_E_CTL_SYNTAX unreadable line from elkd: "
+                                     + line[:200])
         except OSError:
             pass
         self._closed("ELK_E_CLOSED")

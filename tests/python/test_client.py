@@ -23,6 +23,12 @@ def test_codes_match_err_h():
     assert edgelock.error_class("ELK_E_NEW_IN_A_LATER_ELKD") is edgelock.ElkError
 
 
+def test_version_is_the_projects():
+    with open(os.path.join(os.path.dirname(ERR_H), "..", "..", "..", "CMakeLists.txt")) as f:
+        version = re.search(r"project\(edgelock VERSION ([0-9.]+)", f.read()).group(1)
+    assert edgelock.__version__ == version
+
+
 def test_lease_token_deadline_status_release(fleet):
     agent, _ = fleet
     with edgelock.lease("valve-1", wait=5, socket=agent.sock) as lease:
