@@ -84,6 +84,7 @@ del _code, _cls
 AgentUnreachable = _CLASSES["ELK_E_AGENT_UNREACHABLE"]
 Closed = _CLASSES["ELK_E_CLOSED"]
 Timeout = _CLASSES["ELK_E_TIMEOUT"]
+State = _CLASSES["ELK_E_STATE"]
 
 
 class LeaseLost(ElkError):
@@ -311,6 +312,10 @@ class Client:
     def _request(self, line, extra=0.0, word=None, grant=None):
         if self.closed:
             raise Closed("connection to elkd is closed")
+        if threading.current_thread() is self._reader:
+            # the answer could only be read by this very thread: it would wait for itself
+            raise State("a request from an on_lost/on_event callback would wait for itself; "
+                        "set an Event there and act in your own thread")
         with self._send_lock:
             with self._cond:
                 slot = {"grant": grant}

@@ -100,3 +100,20 @@ def test_unknown_code_keeps_its_name(fake):
         with pytest.raises(edgelock.ElkError) as e:
             c.acquire("valve-1")
     assert e.value.code == "ELK_E_FROM_THE_FUTURE" and e.value.message == "something new"
+
+
+def test_request_from_a_callback_is_refused_not_a_deadlock(fake):
+    f = fake(b"OK ACQUIRED valve-1 1 5000 500\nEVENT RENEWED valve-1 1 5000 500\n")
+    seen = []
+    done = threading.Event()
+
+    def on_event(lease, word, fields):
+        try:
+            lease.client.status()
+        except edgelock.ElkError as e:
+            seen.append(e)
+        done.set()
+    with edgelock.Client(f.path) as c:
+        c.acquire("valve-1", on_event=on_event)
+        assert done.wait(30)
+    assert isinstance(seen[0], edgelock.State)
