@@ -84,6 +84,7 @@ del _code, _cls
 AgentUnreachable = _CLASSES["ELK_E_AGENT_UNREACHABLE"]
 Closed = _CLASSES["ELK_E_CLOSED"]
 Timeout = _CLASSES["ELK_E_TIMEOUT"]
+CtlSyntax = _CLASSES["ELK_E_CTL_SYNTAX"]
 State = _CLASSES["ELK_E_STATE"]
 
 
@@ -262,11 +263,11 @@ class Client:
             line += " keepalive=" + _duration(keepalive)
         # The lease object exists before the answer is read, so no event that follows the
         # grant in the same read can miss it.
-        self._request(line, extra=float(wait), grant=(resource, on_lost, on_event))
-        if resource not in self._leases:  # granted, and already lost or closed meanwhile
-            raise LeaseLost("lease on %s ended right after the grant" % resource,
-                            "ELK_E_LOCK_LOST")
-        return self._leases[resource]
+        lease_obj = self._request(line, extra=float(wait), grant=(resource, on_lost, on_event))
+        if lease_obj is None:
+            raise CtlSyntax("elkd answered ACQUIRE without a grant")
+        # (a LOST read right behind the grant is already applied: lease_obj.lost is set)
+        return lease_obj
 
     def release(self, resource):
         """RELEASE by name (also cancels a waiting ACQUIRE sent from another thread)."""
@@ -338,6 +339,8 @@ class Client:
         if kind == "ERR":
             code, _, msg = rest.partition(" ")
             raise _error(code, msg)
+        if grant is not None:
+            return slot.get("lease")
         return rest if word is None else rest.partition(" ")[2]
 
     def _read_loop(self):
@@ -399,7 +402,7 @@ class Client:
         if slot is None or slot["grant"] is None:
             return
         resource, on_lost, on_event = slot["grant"]
-        self._leases[resource] = Lease(self, resource, fields, on_lost, on_event)
+        slot["lease"] = self._leases[resource] = Lease(self, resource, fields, on_lost, on_event)
 
     def _on_event(self, words):
         if not words:
