@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # What `cmake --install` puts in place for programs built against edgelock:
-#   <libdir>/libelk.a (.so.N with -DBUILD_SHARED_LIBS=ON) and one library per built port,
+#   <libdir>/libelk.a (.so.N with -DBUILD_SHARED_LIBS=ON; both with -DELK_SHARED_CORE=ON)
+#   and one library per built port,
 #   <includedir>/elk/*.h   lib/ and port headers, the generated elk_config.h and version.h,
 #   <libdir>/pkgconfig/edgelock.pc + edgelock-<port>.pc,
 #   <libdir>/cmake/edgelock/  find_package(edgelock CONFIG): targets edgelock::elk,
@@ -13,20 +14,22 @@ include(CMakePackageConfigHelpers)
 set(ELK_CMAKE_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/edgelock CACHE STRING
     "where find_package(edgelock CONFIG) files go (relative: under the prefix)")
 
-# 0.x releases may change the ABI with every minor version, so the SONAME carries it.
-if(PROJECT_VERSION_MAJOR EQUAL 0)
-  set(ELK_SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
-else()
-  set(ELK_SOVERSION ${PROJECT_VERSION_MAJOR})
-endif()
+# The SONAME's number (libelk.so.0): raised by hand with every release that changes the
+# ABI (a function's signature or a public struct's layout, elk_config.h's values included),
+# and with it the Debian package name (libelk0) and debian/libelk0.symbols. The symbols file
+# fails the package build when an exported function disappears.
+set(ELK_SOVERSION 0)
 
 # target -> exported name (edgelock::<name>), pkg-config module, and its libraries.
 set(elk_install_targets)
-foreach(t elk elk_port_posix elk_port_fence_file elk_port_mbedtls elk_port_lwip elk_port_sim)
+foreach(t elk elk_shared elk_port_posix elk_port_fence_file elk_port_mbedtls elk_port_lwip elk_port_sim)
   if(NOT TARGET ${t})
     continue()
   endif()
   string(REGEX REPLACE "^elk_" "" export_name ${t})
+  if(t STREQUAL "elk_shared")
+    set(export_name elk_shared) # edgelock::elk_shared: the shared core
+  endif()
   set_target_properties(${t} PROPERTIES EXPORT_NAME ${export_name}
                         VERSION ${PROJECT_VERSION} SOVERSION ${ELK_SOVERSION})
   # The same names inside this build, for projects that add edgelock as a subdirectory.
@@ -44,7 +47,7 @@ install(TARGETS ${elk_install_targets} EXPORT edgelock-targets
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/lib/include/elk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 foreach(t ${elk_install_targets})
-  if(t STREQUAL "elk")
+  if(t STREQUAL "elk" OR t STREQUAL "elk_shared")
     continue()
   endif()
   string(REGEX REPLACE "^elk_port_" "" port ${t})

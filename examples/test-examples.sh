@@ -25,7 +25,7 @@ pc() {
   PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$root$libdir/pkgconfig pkg-config "$@"
 }
 mkdir -p "$ELK_T_DIR/pc"
-for ex in "lease_tls:edgelock-posix edgelock-mbedtls" "fence_actuator:edgelock-posix"; do
+for ex in "lease_tls:edgelock-posix edgelock-mbedtls" "fence_actuator:edgelock-posix" "agent_lease:edgelock-posix"; do
   name=${ex%%:*} mods=${ex#*:}
   # shellcheck disable=SC2046,SC2086
   if cc -std=c11 -Wall -Wextra -Werror $(pc --cflags $mods) -o "$ELK_T_DIR/pc/$name" \
@@ -39,7 +39,7 @@ done
 # 2. find_package(edgelock CONFIG), pointed at exactly this install.
 if cmake -S "$src/examples" -B "$ELK_T_DIR/cm" -Dedgelock_DIR="$root$libdir/cmake/edgelock" \
      >"$ELK_T_DIR/cm.log" 2>&1 && cmake --build "$ELK_T_DIR/cm" >>"$ELK_T_DIR/cm.log" 2>&1; then
-  ok "find_package build of both examples"
+  ok "find_package build of the examples"
 else
   cat "$ELK_T_DIR/cm.log"; bad "find_package build"
 fi

@@ -8,7 +8,10 @@ libcmocka-dev libhiredis-dev redis-server redis-tools openssl python3-redis fake
 liblwip-dev gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm iproute2 procps binutils nodejs
 debootstrap musl-tools dpkg-dev qemu-user gcc-mips-linux-gnu gcc-mipsel-linux-gnu gcc-aarch64-linux-gnu
 gcc-s390x-linux-gnu libc6-dev-mips-cross libc6-dev-mipsel-cross libc6-dev-arm64-cross libc6-dev-s390x-cross
-debhelper lintian pkgconf make man-db prometheus chromium"
+debhelper lintian pkgconf make man-db prometheus chromium
+doxygen python3-pytest dh-python"
+# doxygen: the API reference and its check (ctest docs.apidoc); python3-pytest: the Python
+# client's suite (ctest python.client); dh-python: packaging python3-edgelock.
 # prometheus: only for promtool (elkd's metrics text, the alert rules: tests/monitoring).
 # chromium: headless, renders elk timeline's page (tests/timeline).
 # Ask for the native (or arch-independent) instance: once a foreign architecture such as

@@ -93,7 +93,7 @@ if command -v python3 >/dev/null && python3 -c 'import kconfiglib' 2>/dev/null; 
   fi
 fi
 mk=$root/firmware/openwrt/Makefile
-for rule in 'PKG_LICENSE_FILES:=' 'DEPENDS:=+libmbedtls' 'ELK_PORTS="posix;mbedtls"' '$(PKG_INSTALL_DIR)/usr/bin/elkd' \
+for rule in 'PKG_LICENSE_FILES:=' 'DEPENDS:=+libmbedtls' 'ELK_PORTS="posix;mbedtls"' '$(PKG_INSTALL_DIR)/usr/sbin/elkd' \
             'ELK_PREGENERATED_CONFIG' '/etc/config/elkd'; do
   grep -qF -- "$rule" "$mk" && ok "Makefile has $rule" || bad "Makefile lacks $rule"
 done

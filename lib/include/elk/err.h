@@ -150,6 +150,8 @@ extern "C" {
       "control client stopped reading its answers for too long: disconnected (its leases are "     \
       "released as on exit)")
 
+/* Every error code of edgelock (ELK_OK is 0, errors are negative); elk_err_name and
+ * elk_err_message give the name and the text. */
 typedef enum elk_err {
 #define ELK_ERR_ENUM_(name, value, msg) name = (value),
     ELK_ERR_LIST(ELK_ERR_ENUM_)

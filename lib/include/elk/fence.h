@@ -77,6 +77,7 @@ typedef struct elk_fence_storage {
     void (*unlock)(void *ctx);
 } elk_fence_storage_t;
 
+/* The guard of one actuator: caller-allocated, set up by elk_fence_init. */
 typedef struct elk_fence {
     /* Internal: read through the functions below. */
     elk_fence_storage_t storage;

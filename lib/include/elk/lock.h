@@ -56,11 +56,13 @@ extern "C" {
  * CONFIG_ELK_POOL_BLOCK_SIZE must be at least this; the library does not build
  * otherwise (a smaller block could never send the request: no lease, ever). */
 #define ELK_LOCK_MAX_(a, b) ((a) > (b) ? (a) : (b))
+/* Length of the longest lock script (without its NUL). */
 #define ELK_LOCK_SCRIPT_LEN_MAX                                                                    \
     (ELK_LOCK_MAX_(                                                                                \
          ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),           \
          ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) -         \
      1u)
+/* Bytes of the largest request the lease engine sends (see above). */
 #define ELK_LOCK_REQUEST_MAX                                                                       \
     (5u + 10u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 3u * CONFIG_ELK_MAX_KEY_LEN +             \
      ELK_LOCK_VALUE_MAX + 21u)
@@ -76,6 +78,7 @@ extern "C" {
 struct elk_client;
 struct elk_lock;
 
+/* How the client takes a lease: on one node, or on a quorum of masters (Redlock). */
 typedef enum elk_lock_mode {
     ELK_MODE_SINGLE = 0, /* one node (fleet of exactly 1); one round trip, no commit */
     ELK_MODE_REDLOCK     /* N independent masters, quorum N/2+1, fencing commit */
@@ -91,6 +94,7 @@ typedef enum elk_safety_policy {
                            (aof_enabled, appendfsync) only warns. lib/lock/lock_safety.c */
 } elk_safety_policy_t;
 
+/* Where a lock stands (elk_lock_state); only HELD, RENEWING and SUSPECT are held. */
 typedef enum elk_lock_state {
     ELK_LOCK_IDLE = 0,   /* not held, nothing in flight */
     ELK_LOCK_ACQUIRING,  /* acquire round in flight */
@@ -175,6 +179,7 @@ typedef enum elk_lock_node_status {
     ELK_LOCK_NODE_TIMEOUT   /* no reply before the request deadline */
 } elk_lock_node_status_t;
 
+/* One node's answer in a round (elk_lock_round_t), for logs and status. */
 typedef struct elk_lock_node_result {
     uint8_t status;                    /* elk_lock_node_status_t */
     int err;                           /* ELK_OK, or why: ELK_E_SERVER_ERROR, ELK_E_NOT_CONNECTED,
@@ -186,6 +191,7 @@ typedef struct elk_lock_node_result {
     char text[ELK_LOCK_NODE_TEXT_MAX]; /* server error text (truncated), "" if none */
 } elk_lock_node_result_t;
 
+/* What an elk_lock_event_t reports to the lock's on_event callback. */
 typedef enum elk_lock_event_type {
     ELK_LOCK_EV_ACQUIRED = 1,   /* token, deadline, validity_ms set */
     ELK_LOCK_EV_ACQUIRE_FAILED, /* err: ELK_E_LOCK_BUSY, ELK_E_LOCK_DELAY (a busy quorum where at

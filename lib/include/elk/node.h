@@ -31,6 +31,7 @@
 extern "C" {
 #endif
 
+/* Connection state of one node (elk_node_state). */
 typedef enum elk_node_state {
     ELK_NODE_DISCONNECTED = 0,
     ELK_NODE_CONNECTING, /* transport open + progress (TCP connect, TLS handshake) */
@@ -73,6 +74,7 @@ typedef void (*elk_node_push_fn)(void *user, struct elk_node *node, const elk_re
 typedef void (*elk_node_state_fn)(void *user, struct elk_node *node, elk_node_state_t state,
                                   int err);
 
+/* How to reach and log in to one Redis node (elk_node_init copies it). */
 typedef struct elk_node_config {
     elk_endpoint_t endpoint;     /* strings owned by the caller, alive as long as the node */
     const char *username;        /* ACL user, or NULL for password-only AUTH */
@@ -88,12 +90,14 @@ typedef struct elk_node_config {
 /* Fill cfg with defaults (all zero/NULL, timeouts as documented above). */
 void elk_node_config_defaults(elk_node_config_t *cfg);
 
+/* A request in flight: its reply callback, user pointer and deadline. */
 typedef struct elk_node_request {
     elk_node_reply_fn cb;
     void *user;
     uint64_t deadline;
 } elk_node_request_t;
 
+/* Counters of one node for status output (elk_node_stats). */
 typedef struct elk_node_stats {
     uint32_t connects;    /* successful connections */
     uint32_t failures;    /* connection attempts or connections that failed */
@@ -107,6 +111,7 @@ typedef struct elk_node_stats {
 /* Unconfirmed no-reply commands ((UN)SUBSCRIBE) one node tracks at a time. */
 #define ELK_NODE_MAX_NOREPLY 8u
 
+/* One Redis node: caller-allocated, set up by elk_node_init, driven by elk_node_poll. */
 typedef struct elk_node {
     /* Internal: the node module owns these fields; read them through functions. */
     elk_node_config_t cfg;

@@ -22,6 +22,7 @@ extern "C" {
 /* Largest number of blocks one pool can manage (bounds the bitmap). */
 #define ELK_POOL_MAX_BLOCKS 1024u
 
+/* A pool of fixed-size blocks: caller-allocated, set up by elk_pool_init. */
 typedef struct elk_pool {
     uint8_t *mem; /* caller's memory: count * block_size bytes */
     size_t block_size;

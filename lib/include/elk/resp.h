@@ -70,6 +70,7 @@ static inline elk_resp_arg_t elk_resp_arg_int(int64_t v)
     return a;
 }
 
+/* Writes one RESP request into a caller-owned buffer (elk_resp_writer_init). */
 typedef struct elk_resp_writer {
     uint8_t *buf; /* caller-owned */
     size_t cap;
@@ -149,9 +150,11 @@ typedef struct elk_resp_frame {
 } elk_resp_frame_t;
 
 #ifndef ELK_RESP_READER_MAX_DEPTH
+/* Deepest nesting of aggregates the reader follows. */
 #define ELK_RESP_READER_MAX_DEPTH 16
 #endif
 
+/* Reads RESP replies incrementally from a caller-owned buffer (elk_resp_reader_init). */
 typedef struct elk_resp_reader {
     uint8_t *buf; /* caller-owned byte buffer */
     size_t cap;

@@ -40,6 +40,8 @@ extern "C" {
 /* elk_fence_file_set_wait: wait for the lock as long as it takes. */
 #define ELK_FENCE_FILE_WAIT_FOREVER UINT32_MAX
 
+/* The fencing state file behind an elk_fence_t: caller-allocated, bound by
+ * elk_fence_file_init; the fields are for messages and tests. */
 typedef struct elk_fence_file {
     const char *path; /* caller-owned, alive as long as the storage is used */
     int last_errno;   /* errno of the last failed system call, 0 if none (for messages) */
