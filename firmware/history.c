@@ -43,7 +43,7 @@ void elkfw_history_usage_timeline(FILE *f)
           "gateway and resource, each lease a bar from grant to release or loss with its\n"
           "token, waits, SUSPECT and losses marked, overlaps between holders of one resource\n"
           "in red. The page is self-contained (no network): open it in any browser.\n"
-          "  INPUT          a record file (events_file), 'elk events --json' output, or - for\n"
+          "  INPUT          a record file (events_file), the JSON lines of 'elk events', or - for\n"
           "                 stdin; records of several gateways are merged by time\n"
           "  -o OUT         the page to write (default timeline.html)\n"
           "  --title TEXT   the page's title\n"

@@ -94,6 +94,8 @@ check_run "unit starts /usr/sbin/elkd -c /etc/elkd/elkd.conf" \
 check_run "accounts from sysusers.d: /usr/lib/sysusers.d/edgelock.conf" test -f /usr/lib/sysusers.d/edgelock.conf
 check_run "/run/elkd made from tmpfiles.d (elkd:elkd 0755)" \
   sh -c "test -f /usr/lib/tmpfiles.d/edgelock.conf && test \"\$(stat -c '%U:%G %a' /run/elkd)\" = 'elkd:elkd 755'"
+check_run "/var/lib/elkd (the event record's) made from tmpfiles.d (elkd:elkd 0750)" \
+  sh -c "test \"\$(stat -c '%U:%G %a' /var/lib/elkd)\" = 'elkd:elkd 750'"
 check_run "bash completion for elk and elkd" \
   test -f /usr/share/bash-completion/completions/elk -a -f /usr/share/bash-completion/completions/elkd
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
@@ -167,7 +169,7 @@ else
 fi
 for f in /usr/sbin/elkd /usr/bin/elk /etc/elkd/elkd.conf /lib/systemd/system/elkd.service /usr/include/elk/lock.h \
          "/usr/lib/$multiarch/libelk.so.0" /usr/share/doc/libelk-dev /usr/lib/python3/dist-packages/edgelock \
-         /usr/lib/sysusers.d/edgelock.conf /usr/lib/tmpfiles.d/edgelock.conf /run/elkd \
+         /usr/lib/sysusers.d/edgelock.conf /usr/lib/tmpfiles.d/edgelock.conf /run/elkd /var/lib/elkd \
          /usr/share/bash-completion/completions/elk /usr/share/bash-completion/completions/elkd; do
   [ ! -e "$f" ] || bad "$f still there after purge"
 done
