@@ -62,7 +62,7 @@ static void test_which_groups_a_client_may_hand_over(void **state)
     (void)state;
     char why[200];
     pid_t child = spawn_group(0);
-    assert_true(elkfw_sup_group_allowed(child, getpid(), why, sizeof why)); /* led by our child */
+    assert_true(elkfw_sup_group_allowed(child, getpid(), getuid(), why, sizeof why)); /* led by our child */
     /* A client's own group. The client is a child that leads a group of its own: qemu-user
      * fakes the reader's own /proc/PID/stat (pgrp 0), and in a PID namespace a group led from
      * outside reads as 0 too; elkd only ever reads other processes'. */
@@ -74,14 +74,14 @@ static void test_which_groups_a_client_may_hand_over(void **state)
     }
     assert_true(peer > 0);
     setpgid(peer, peer);
-    assert_true(elkfw_sup_group_allowed(peer, peer, why, sizeof why));
+    assert_true(elkfw_sup_group_allowed(peer, peer, getuid(), why, sizeof why));
     kill(peer, SIGKILL);
     waitpid(peer, NULL, 0);
-    assert_false(elkfw_sup_group_allowed(1, getpid(), why, sizeof why));
-    assert_false(elkfw_sup_group_allowed(0, getpid(), why, sizeof why));
-    assert_false(elkfw_sup_group_allowed(child, 0, why, sizeof why)); /* peer unknown */
+    assert_false(elkfw_sup_group_allowed(1, getpid(), getuid(), why, sizeof why));
+    assert_false(elkfw_sup_group_allowed(0, getpid(), getuid(), why, sizeof why));
+    assert_false(elkfw_sup_group_allowed(child, 0, getuid(), why, sizeof why)); /* peer unknown */
     /* a group led by someone else's child: here our own child is not the peer's child */
-    assert_false(elkfw_sup_group_allowed(child, getppid(), why, sizeof why));
+    assert_false(elkfw_sup_group_allowed(child, getppid(), getuid(), why, sizeof why));
     assert_true(why[0] != '\0');
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
@@ -110,7 +110,7 @@ static void test_stop_sequence(void **state)
     elkfw_sup_t sup;
     pid_t child = spawn_group(1); /* ignores SIGTERM */
     uint64_t t0 = ms_now(), next = UINT64_MAX;
-    elkfw_sup_watch(&sup, child);
+    elkfw_sup_watch(&sup, child, getuid());
     assert_int_equal(elkfw_sup_step(&sup, t0, &next), ELKFW_SUP_IDLE); /* only watching */
     elkfw_sup_stop(&sup, t0, 200, true);
     assert_int_equal(sup.stage, ELKFW_SUP_TERM_SENT);
@@ -133,7 +133,7 @@ static void test_give_up_after_the_bound(void **state)
     elkfw_sup_t sup;
     pid_t child = spawn_group(1);
     uint64_t t0 = ms_now(), next = UINT64_MAX;
-    elkfw_sup_watch(&sup, child);
+    elkfw_sup_watch(&sup, child, getuid());
     elkfw_sup_stop(&sup, t0, 100, false); /* the client sends SIGTERM itself */
     /* pretend the kernel could not take it away: stop it so SIGKILL is the only way out,
      * then ask as if the bound had passed before the group was checked again */
