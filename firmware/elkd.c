@@ -490,7 +490,8 @@ static void supervise_gave_up(agent_t *a, resource_t *r, uint64_t now)
         r->owner = -1;
         r->shutdown_release_at = 0;
     } else {
-        elkd_log(a, ELK_LOG_ERROR, "%s: giving up on process group %d (%s); its lease has already ended",
+        elkd_log(a, ELK_LOG_ERROR,
+                 "%s: giving up on process group %d (%s); its lease has already ended",
                  r->conf->name, (int)r->sup.pgid, r->sup.why);
         elkfw_sup_clear(&r->sup);
         hand_to_next_waiter(a, r, now);

@@ -45,8 +45,9 @@ static bool read_proc_stat(pid_t pid, proc_stat_t *ps)
         return false;
     }
     /* fields 6 to 21 skipped; a kernel that shows no start time leaves it 0 */
-    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
-                      "%llu",
+    if (sscanf(p + 1,
+               " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
+               "%llu",
                &start) != 1) {
         start = 0;
     }

@@ -103,7 +103,8 @@ static void test_which_groups_a_client_may_hand_over(void **state)
     (void)state;
     char why[200];
     pid_t child = spawn_group(0);
-    assert_true(elkfw_sup_group_allowed(child, getpid(), getuid(), why, sizeof why)); /* led by our child */
+    assert_true(
+        elkfw_sup_group_allowed(child, getpid(), getuid(), why, sizeof why)); /* led by our child */
     /* A client's own group. The client is a child that leads a group of its own: qemu-user
      * fakes the reader's own /proc/PID/stat (pgrp 0), and in a PID namespace a group led from
      * outside reads as 0 too; elkd only ever reads other processes'. */
