@@ -749,7 +749,7 @@ MUTANTS = [
     # (section: supervise)
     dict(id="sup.own-group-any-user", file="firmware/supervise.c",
          old="    return elkfw_sup_group_owned(pgid, uid, why, cap);\n}",
-         new="    return true;\n}",
+         new="    return elkfw_sup_group_owned(pgid, uid, why, cap) || true;\n}",
          tests=["unit.test_supervise", "agent.supervise_users"],
          why="SUPERVISE accepts the client's own group with another user's processes in it: elkd (CAP_KILL) kills them"),
     dict(id="sup.signal-foreign-group", file="firmware/supervise.c",
@@ -759,7 +759,7 @@ MUTANTS = [
          why="a process of another user joined after SUPERVISE: the escalation goes on instead of stopping"),
     dict(id="sup.reused-number-signalled", file="firmware/supervise.c",
          old="    return read_proc_stat(sup->pgid, &ps) && ps.start != sup->leader_start;",
-         new="    return false;",
+         new="    return read_proc_stat(sup->pgid, &ps) && 0;",
          tests=["unit.test_supervise"],
          why="the group's number was freed and reused: the new group under it is signalled"),
     dict(id="elkd.supervise-refusal-as-syntax", file="firmware/elkd.c",
