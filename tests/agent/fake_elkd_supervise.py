@@ -10,7 +10,9 @@ MODE deny: SUPERVISE is answered ERR ELK_E_SUPERVISE_DENIED (as elkd does for a 
   with a process of another user in it).
 MODE lost: SUPERVISE is answered OK SUPERVISED; once MARKS/ready exists (the command is
   set up), EVENT LOST valve-1 ELK_E_FLEET_LOST 300.
-RELEASE is answered OK RELEASED. The socket appears (by rename) only once a connect can
+MODE plain: SUPERVISE is answered OK SUPERVISED, nothing else happens.
+RELEASE is answered OK RELEASED; LOG then also gets "<ms> at RELEASE: leftover alive=0|1"
+for the pid in MARKS/leftover, if any (a zombie counts as gone). The socket appears (by rename) only once a connect can
 succeed.
 """
 import os
@@ -21,6 +23,14 @@ import time
 
 def now():
     return int(time.clock_gettime(time.CLOCK_BOOTTIME) * 1000)
+
+
+def alive(pidfile):
+    try:
+        stat = open("/proc/%s/stat" % open(pidfile).read().strip()).read()
+    except OSError:
+        return 0
+    return 0 if stat[stat.rindex(")") + 2] in "ZX" else 1
 
 
 def main():
@@ -61,6 +71,8 @@ def main():
                 c.sendall(b"OK SUPERVISED valve-1\n")
                 lose = True
             elif w[0] == "RELEASE":
+                if os.path.exists(marks + "/leftover"):
+                    out.write("%d at RELEASE: leftover alive=%d\n" % (now(), alive(marks + "/leftover")))
                 c.sendall(b"OK RELEASED valve-1\n")
         if lose and os.path.exists(marks + "/ready"):
             lose = False

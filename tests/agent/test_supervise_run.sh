@@ -6,7 +6,9 @@
 #      gives the lease back;
 #   b) the lease is lost: elk sends the command's group SIGTERM, ends the lease file
 #      (deadline 0) before that, and sends SIGKILL itself once the stop margin (300 ms) is
-#      over to a command that ignores SIGTERM; then exits 75.
+#      over to a command that ignores SIGTERM; then exits 75;
+#   c) the command exits but leaves a child in its group that ignores SIGTERM: elk stops
+#      it itself (SIGTERM, SIGKILL after the margin) and releases only once it is gone.
 ELK=$1
 ELKD=unused
 . "$(dirname "$0")/lib.sh"
@@ -79,5 +81,28 @@ start_deadline=$(cut -d' ' -f4 "$M/lease_at_start" 2>/dev/null)
 check "b) the lease file, read on SIGTERM, says the lease ended" "elklease 1 7 0" "$(cat "$M/lease_at_term" 2>/dev/null)"
 grep -q "RELEASE valve-1" "$LOG"; check "b) a lost lease is not released by elk" 1 $?
 kill -KILL "$main" "$child" 2>/dev/null
+wait $FAKE_PID 2>/dev/null
+
+# c) A left-over child that ignores SIGTERM: only elk's own SIGKILL ends it.
+rm -f "$M"/*
+fake_elkd plain
+"$ELK" --socket "$SOCK" run valve-1 -- sh -c "
+  ( trap '' TERM; while :; do sleep 0.05; done ) >/dev/null 2>&1 & echo \$! > $M/leftover.tmp
+  mv $M/leftover.tmp $M/leftover
+  exit 0" 2>"$ELK_T_DIR/leftover.err" &
+RUN=$!
+track $RUN
+wait_until 60 file_has . "$M/leftover"
+left=$(cat "$M/leftover" 2>/dev/null)
+[ -n "$left" ] && track "$left"
+wait_until 60 gone "$RUN"
+check "c) elk run ended" 0 $?
+if gone "$RUN"; then wait $RUN; check "c) elk run exits with the command's status" 0 $?; fi
+check_contains "c) elk says it stops what the command left" "left processes in its group" \
+  "$(cat "$ELK_T_DIR/leftover.err")"
+grep -q "at RELEASE: leftover alive=0" "$LOG"
+check "c) elk released, and only once the left-over child was gone (elk's SIGKILL)" 0 $?
+alive "$left"; check "c) the left-over child is gone" 1 $?
+kill -KILL "$RUN" "$left" 2>/dev/null
 wait $FAKE_PID 2>/dev/null
 finish
