@@ -1196,8 +1196,9 @@ static int run_reply(run_sup_t *rs, elkfw_ctl_msg_t *m)
     }
 }
 
-/* Ask elkd to supervise CMD's group, then let CMD exec. False: CMD never ran. */
-static bool run_hand_over(run_sup_t *rs)
+/* Ask elkd to supervise CMD's group, then let CMD exec. Returns 0, or elk's exit code
+ * when CMD never ran: a command elkd cannot stop must not drive under a lease. */
+static int run_hand_over(run_sup_t *rs)
 {
     agent_link_t *ak = rs->ak;
     elkfw_ctl_msg_t m;
@@ -1205,25 +1206,25 @@ static bool run_hand_over(run_sup_t *rs)
         run_reply(rs, &m) == 0) {
         elkfw_say("%s: lost the connection to elkd before the command could start; not starting it",
                   rs->resource);
-        return false;
+        return rs->w.lost ? EXIT_LOST : EXIT_FAIL;
     }
     if (m.kind == ELKFW_MSG_ERR) {
-        elkfw_say("%s: elkd cannot supervise the command: %.*s [%s]; not starting it", rs->resource,
-                  (int)m.text_len, m.text, m.code);
-        return false;
+        elkfw_say("%s: elkd refused to supervise the command: %.*s [%s]; not starting it",
+                  rs->resource, (int)m.text_len, m.text, m.code);
+        return elkfw_err_from_name(m.code) == ELK_E_SUPERVISE_DENIED ? EXIT_NOPERM : EXIT_FAIL;
     }
     if (rs->w.lost || now_ms() >= rs->w.deadline) {
         elkfw_say("%s: %s before the command could start; not starting it", rs->resource,
                   rs->w.lost ? rs->w.why : "the lease deadline passed");
-        return false;
+        return rs->w.lost ? EXIT_LOST : EXIT_FAIL;
     }
     if (write(rs->go_pipe, "g", 1) != 1) {
         elkfw_say("%s: cannot start the command: %s", rs->resource, strerror(errno));
-        return false;
+        return EXIT_FAIL;
     }
     close(rs->go_pipe);
     rs->go_pipe = -1;
-    return true;
+    return 0;
 }
 
 /* CMD has exited: what it started in its group must not outlive the lease either.
@@ -1415,13 +1416,14 @@ static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
 {
     agent_link_t *ak = rs->ak;
     bool released_ok;
+    int rc;
     if (!lease_file_create(&rs->lf) || !lease_file_write(&rs->lf, rs->token, rs->w.deadline) ||
         !run_heartbeat_pipe(rs) || run_fork(rs, cmd, old) < 0) {
         lease_file_remove(&rs->lf);
         release_and_wait(ak, rs->resource);
         return EXIT_FAIL;
     }
-    if (!run_hand_over(rs)) {
+    if ((rc = run_hand_over(rs)) != 0) {
         /* CMD never ran: closing the pipe ends the child, which is gone before we release. */
         close(rs->go_pipe);
         waitpid(rs->child, NULL, 0);
@@ -1429,7 +1431,7 @@ static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
         if (rs->conn_open && !rs->w.lost) {
             release_and_wait(ak, rs->resource);
         }
-        return rs->w.lost ? EXIT_LOST : EXIT_FAIL;
+        return rc;
     }
     /* CMD starts now: that counts as its first beat */
     elkfw_hb_start(&rs->hb, rs->hb.interval_ms, now_ms());

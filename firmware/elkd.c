@@ -559,9 +559,32 @@ static void release_when_stopped(agent_t *a, resource_t *r, uint64_t now, const 
     release_res(a, r, now, why);
 }
 
+/* The supervised group cannot be stopped (still there after SIGKILL, or a process of
+ * another user in it, which elkd must not signal): the command may still drive, so the
+ * lease is never released early; it is no longer renewed and runs out at its deadline. */
+static void supervise_gave_up(agent_t *a, resource_t *r, uint64_t now)
+{
+    if (elk_lock_is_held(&r->lock, now)) {
+        elkd_log(a, ELK_LOG_ERROR,
+                 "%s: giving up on process group %d (%s); not releasing the lease: it is no "
+                 "longer renewed and runs out in %" PRIu32 " ms",
+                 r->conf->name, (int)r->sup.pgid, r->sup.why, elk_lock_validity(&r->lock, now));
+        (void)elk_lock_abandon(&r->lock, now);
+        r->owner = -1;
+        r->shutdown_release_at = 0;
+    } else {
+        elkd_log(a, ELK_LOG_ERROR,
+                 "%s: giving up on process group %d (%s); its lease has already ended",
+                 r->conf->name, (int)r->sup.pgid, r->sup.why);
+        elkfw_sup_clear(&r->sup);
+        hand_to_next_waiter(a, r, now);
+    }
+}
+
 /* Stop the holder's command before its lease goes: SIGTERM now (unless its client,
  * still connected, was just told and does that itself), SIGKILL after the stop margin
- * (elkfw/supervise.h). Returns false if there is no supervised command. */
+ * (elkfw/supervise.h). Returns false if there is no supervised command. A group that
+ * is no longer the client's alone is not signalled: the lease is left to run out. */
 static bool stop_command(agent_t *a, resource_t *r, uint64_t now, const char *why, bool client_told)
 {
     if (r->sup.stage != ELKFW_SUP_WATCHING) {
@@ -572,7 +595,9 @@ static bool stop_command(agent_t *a, resource_t *r, uint64_t now, const char *wh
              " ms if still there) before the lease is released",
              r->conf->name, why, (int)r->sup.pgid,
              client_told ? "its client sends SIGTERM" : "SIGTERM now", r->conf->stop_margin_ms);
-    elkfw_sup_stop(&r->sup, now, r->conf->stop_margin_ms, !client_told);
+    if (!elkfw_sup_stop(&r->sup, now, r->conf->stop_margin_ms, !client_told)) {
+        supervise_gave_up(a, r, now);
+    }
     return true;
 }
 
@@ -592,25 +617,7 @@ static void supervise_step(agent_t *a, resource_t *r, uint64_t now, uint64_t *ne
         }
         break;
     case ELKFW_SUP_GIVE_UP:
-        if (elk_lock_is_held(&r->lock, now)) {
-            elkd_log(
-                a, ELK_LOG_ERROR,
-                "%s: process group %d is still there %u ms after SIGKILL; not releasing the lease: "
-                "it is no longer renewed and runs out in %" PRIu32 " ms",
-                r->conf->name, (int)r->sup.pgid, ELKFW_SUP_KILL_GRACE_MS,
-                elk_lock_validity(&r->lock, now));
-            (void)elk_lock_abandon(&r->lock, now);
-            r->owner = -1;
-            r->shutdown_release_at = 0;
-        } else {
-            elkd_log(
-                a, ELK_LOG_ERROR,
-                "%s: process group %d is still there %u ms after SIGKILL; its lease has already "
-                "ended",
-                r->conf->name, (int)r->sup.pgid, ELKFW_SUP_KILL_GRACE_MS);
-            elkfw_sup_clear(&r->sup);
-            hand_to_next_waiter(a, r, now);
-        }
+        supervise_gave_up(a, r, now);
         break;
     case ELKFW_SUP_IDLE:
     case ELKFW_SUP_STOPPING:
@@ -1269,15 +1276,16 @@ static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_c
     char why_not[200];
     if (!owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
         client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
-    } else if (!elkfw_sup_group_allowed((pid_t)req->pgid, a->clients[slot].pid, why_not,
-                                        sizeof why_not)) {
+    } else if (!elkfw_sup_group_allowed((pid_t)req->pgid, a->clients[slot].pid,
+                                        a->clients[slot].peer.uid, why_not, sizeof why_not)) {
         elkd_log(a, ELK_LOG_WARN,
-                 "%s: client %" PRIu64 " (pid %d) asked to supervise process group %" PRIu32
+                 "%s: client %" PRIu64 " (uid %u, pid %d) asked to supervise process group %" PRIu32
                  ": refused: %s",
-                 r->conf->name, a->clients[slot].id, (int)a->clients[slot].pid, req->pgid, why_not);
-        client_err(a, slot, ELK_E_CTL_SYNTAX, why_not);
+                 r->conf->name, a->clients[slot].id, (unsigned)a->clients[slot].peer.uid,
+                 (int)a->clients[slot].pid, req->pgid, why_not);
+        client_err(a, slot, ELK_E_SUPERVISE_DENIED, why_not);
     } else {
-        elkfw_sup_watch(&r->sup, (pid_t)req->pgid);
+        elkfw_sup_watch(&r->sup, (pid_t)req->pgid, a->clients[slot].peer.uid);
         elkd_log(a, ELK_LOG_DEBUG, "%s: supervising process group %" PRIu32 " of client %" PRIu64,
                  r->conf->name, req->pgid, a->clients[slot].id);
         client_send(a, slot, "OK SUPERVISED %s\n", r->conf->name);

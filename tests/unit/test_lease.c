@@ -83,6 +83,12 @@ static void test_judge(void **state)
                      ELKFW_LEASE_ENDED);
     assert_int_equal(elkfw_lease_judge("elklease 1 0 1000\n", 18, 9, 0, NULL, NULL),
                      ELKFW_LEASE_TOKEN);
+    /* an ended lease is ended whichever token it names (checks in order: ended first),
+     * and at any time: elk run writes deadline 0 when it stops the command on a loss */
+    assert_int_equal(elkfw_lease_judge("elklease 1 8 0\n", 15, 9, 0, NULL, NULL),
+                     ELKFW_LEASE_ENDED);
+    assert_int_equal(elkfw_lease_judge("elklease 1 9 0\n", 15, 9, UINT64_MAX, NULL, NULL),
+                     ELKFW_LEASE_ENDED);
     assert_int_equal(elkfw_lease_judge("junk", 4, 9, 0, &t, &d), ELKFW_LEASE_MALFORMED);
     assert_int_equal(t, 0);
     assert_int_equal(d, 0);

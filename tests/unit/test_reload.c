@@ -69,6 +69,34 @@ static void test_resources_added_changed_removed(void **state)
     assert_int_equal(elkfw_reload_resource(&cur, &next, "door"), ELKFW_RES_SAME);
 }
 
+/* Every setting the lock or the supervision runs with is a change of its own: a reload
+ * that changes only stop_margin must give the resource its new margin (the time its
+ * command gets between SIGTERM and SIGKILL), not keep the old one. */
+static void test_each_resource_key_is_a_change(void **state)
+{
+    static const char *const keys[] = {
+        "stop_margin = 1s", "renew_fraction = 40%", "min_validity = 200ms",
+        "max_hold = 2h",    "max_renewals = 7",     "fencing = false",
+        "wait_min = 30ms",  "wait_max = 400ms",     "release_channel = true",
+        "lock_delay = 1s",  "keepalive = 1s",
+    };
+    size_t i;
+    char to[64];
+    (void)state;
+    parse_with(&cur, NULL, NULL);
+    for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        elkfw_reload_plan_t p;
+        snprintf(to, sizeof to, "ttl = 3s\n%s\n", keys[i]);
+        parse_with(&next, "ttl = 3s\n", to);
+        elkfw_reload_plan(&cur, &next, &p);
+        if (p.changed != 1 || elkfw_reload_resource(&cur, &next, "valve") != ELKFW_RES_CHANGED) {
+            fail_msg("a reload that changes only '%s' is not seen as a change", keys[i]);
+        }
+        assert_int_equal(elkfw_reload_resource(&cur, &next, "door"), ELKFW_RES_SAME);
+        assert_null(p.fleet_key);
+    }
+}
+
 static void test_drift_changes_every_resource(void **state)
 {
     elkfw_reload_plan_t p;
@@ -126,6 +154,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_file_changes_nothing),
         cmocka_unit_test(test_resources_added_changed_removed),
+        cmocka_unit_test(test_each_resource_key_is_a_change),
         cmocka_unit_test(test_drift_changes_every_resource),
         cmocka_unit_test(test_quorum_keys),
         cmocka_unit_test(test_node_list_and_restart_keys),

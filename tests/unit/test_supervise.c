@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -57,12 +58,53 @@ static pid_t spawn_group(int stubborn)
     return p;
 }
 
+/* A process that joins group pgid and then runs as uid 65534 (nobody): another user's
+ * member. Needs root. Returns once it is in the group under that uid. */
+static pid_t spawn_foreign_member(pid_t pgid)
+{
+    int ready[2];
+    char b;
+    assert_int_equal(pipe(ready), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        if (setpgid(0, pgid) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+            setresuid(65534, 65534, 65534) != 0) {
+            _exit(1);
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* after setresuid: a change of user clears it */
+        signal(SIGTERM, SIG_IGN);
+        (void)!write(ready[1], "r", 1);
+        for (;;) {
+            pause();
+        }
+    }
+    assert_true(p > 0);
+    assert_int_equal(read(ready[0], &b, 1), 1);
+    close(ready[0]);
+    close(ready[1]);
+    return p;
+}
+
+/* Which signal ended p? Ours (SIGINT) if nothing else had killed it before: a SIGKILL
+ * or SIGTERM sent earlier decides the status, whenever the process gets to die. */
+static int end_and_reap(pid_t p)
+{
+    int st = 0;
+    kill(p, SIGCONT);
+    kill(p, SIGINT);
+    assert_int_equal(waitpid(p, &st, 0), p);
+    return WIFSIGNALED(st) ? WTERMSIG(st) : -1;
+}
+
 static void test_which_groups_a_client_may_hand_over(void **state)
 {
     (void)state;
     char why[200];
     pid_t child = spawn_group(0);
-    assert_true(elkfw_sup_group_allowed(child, getpid(), why, sizeof why)); /* led by our child */
+    assert_true(
+        elkfw_sup_group_allowed(child, getpid(), getuid(), why, sizeof why)); /* led by our child */
     /* A client's own group. The client is a child that leads a group of its own: qemu-user
      * fakes the reader's own /proc/PID/stat (pgrp 0), and in a PID namespace a group led from
      * outside reads as 0 too; elkd only ever reads other processes'. */
@@ -74,14 +116,14 @@ static void test_which_groups_a_client_may_hand_over(void **state)
     }
     assert_true(peer > 0);
     setpgid(peer, peer);
-    assert_true(elkfw_sup_group_allowed(peer, peer, why, sizeof why));
+    assert_true(elkfw_sup_group_allowed(peer, peer, getuid(), why, sizeof why));
     kill(peer, SIGKILL);
     waitpid(peer, NULL, 0);
-    assert_false(elkfw_sup_group_allowed(1, getpid(), why, sizeof why));
-    assert_false(elkfw_sup_group_allowed(0, getpid(), why, sizeof why));
-    assert_false(elkfw_sup_group_allowed(child, 0, why, sizeof why)); /* peer unknown */
+    assert_false(elkfw_sup_group_allowed(1, getpid(), getuid(), why, sizeof why));
+    assert_false(elkfw_sup_group_allowed(0, getpid(), getuid(), why, sizeof why));
+    assert_false(elkfw_sup_group_allowed(child, 0, getuid(), why, sizeof why)); /* peer unknown */
     /* a group led by someone else's child: here our own child is not the peer's child */
-    assert_false(elkfw_sup_group_allowed(child, getppid(), why, sizeof why));
+    assert_false(elkfw_sup_group_allowed(child, getppid(), getuid(), why, sizeof why));
     assert_true(why[0] != '\0');
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
@@ -110,7 +152,7 @@ static void test_stop_sequence(void **state)
     elkfw_sup_t sup;
     pid_t child = spawn_group(1); /* ignores SIGTERM */
     uint64_t t0 = ms_now(), next = UINT64_MAX;
-    elkfw_sup_watch(&sup, child);
+    elkfw_sup_watch(&sup, child, getuid());
     assert_int_equal(elkfw_sup_step(&sup, t0, &next), ELKFW_SUP_IDLE); /* only watching */
     elkfw_sup_stop(&sup, t0, 200, true);
     assert_int_equal(sup.stage, ELKFW_SUP_TERM_SENT);
@@ -133,7 +175,7 @@ static void test_give_up_after_the_bound(void **state)
     elkfw_sup_t sup;
     pid_t child = spawn_group(1);
     uint64_t t0 = ms_now(), next = UINT64_MAX;
-    elkfw_sup_watch(&sup, child);
+    elkfw_sup_watch(&sup, child, getuid());
     elkfw_sup_stop(&sup, t0, 100, false); /* the client sends SIGTERM itself */
     /* pretend the kernel could not take it away: stop it so SIGKILL is the only way out,
      * then ask as if the bound had passed before the group was checked again */
@@ -148,10 +190,103 @@ static void test_give_up_after_the_bound(void **state)
     waitpid(child, NULL, 0);
 }
 
+/* A group with a process of another user is refused at SUPERVISE, whichever user asks
+ * (root too), and a group with no live process is refused as well. */
+static void test_group_of_two_users_refused(void **state)
+{
+    (void)state;
+    char why[200];
+    if (geteuid() != 0) {
+        skip(); /* needs a second user */
+    }
+    pid_t leader = spawn_group(0);
+    assert_true(elkfw_sup_group_owned(leader, 0, why, sizeof why));
+    assert_true(elkfw_sup_group_allowed(leader, getpid(), 0, why, sizeof why));
+    assert_false(elkfw_sup_group_owned(leader, 65534, why, sizeof why)); /* not nobody's */
+    pid_t nobody = spawn_foreign_member(leader);
+    assert_false(elkfw_sup_group_allowed(leader, getpid(), 0, why, sizeof why));
+    assert_non_null(strstr(why, "runs as uid 65534"));
+    assert_false(elkfw_sup_group_allowed(leader, getpid(), 65534, why, sizeof why));
+    assert_non_null(strstr(why, "runs as uid 0"));
+    assert_int_equal(end_and_reap(nobody), SIGINT);
+    assert_int_equal(end_and_reap(leader), SIGINT);
+    assert_false(elkfw_sup_group_owned(leader, 0, why, sizeof why)); /* gone */
+    assert_non_null(strstr(why, "no live process"));
+}
+
+/* A process of another user joins after a valid SUPERVISE, while the stop is under way:
+ * the SIGKILL that is due is sent to nobody in the group, and the stop gives up (the lease
+ * is left to run out). Neither member was killed by the step. */
+static void test_member_of_another_user_stops_the_escalation(void **state)
+{
+    (void)state;
+    elkfw_sup_t sup;
+    if (geteuid() != 0) {
+        skip();
+    }
+    pid_t leader = spawn_group(1); /* ignores SIGTERM */
+    uint64_t t0 = ms_now(), next = UINT64_MAX;
+    elkfw_sup_watch(&sup, leader, 0);
+    assert_true(elkfw_sup_stop(&sup, t0, 200, true));
+    assert_int_equal(sup.stage, ELKFW_SUP_TERM_SENT);
+    pid_t nobody = spawn_foreign_member(leader);
+    assert_int_equal(elkfw_sup_step(&sup, t0 + 200, &next), ELKFW_SUP_GIVE_UP);
+    assert_int_equal(sup.stage, ELKFW_SUP_GAVE_UP);
+    assert_non_null(strstr(sup.why, "runs as uid 65534"));
+    assert_int_equal(end_and_reap(nobody), SIGINT);
+    assert_int_equal(end_and_reap(leader), SIGINT);
+
+    /* and a SIGTERM that is due is not sent either: stop() says so */
+    leader = spawn_group(0);
+    nobody = spawn_foreign_member(leader);
+    elkfw_sup_watch(&sup, leader, 0);
+    assert_false(elkfw_sup_stop(&sup, t0, 200, true));
+    assert_int_equal(sup.stage, ELKFW_SUP_GAVE_UP);
+    assert_int_equal(end_and_reap(nobody), SIGINT);
+    assert_int_equal(end_and_reap(leader), SIGINT);
+}
+
+/* The leader's number now names a process that started at another time: the group we
+ * were told of was emptied and the number reused. Nothing is signalled; ours is gone. */
+static void test_reused_group_number_not_signalled(void **state)
+{
+    (void)state;
+    elkfw_sup_t sup;
+    pid_t child = spawn_group(0);
+    uint64_t t0 = ms_now(), next = UINT64_MAX;
+    elkfw_sup_watch(&sup, child, getuid());
+    assert_true(sup.leader_start != 0);
+    sup.leader_start += 1; /* as if the process now numbered `child` were a newer one */
+    assert_true(elkfw_sup_stop(&sup, t0, 0, true));
+    assert_int_equal(elkfw_sup_step(&sup, t0, &next), ELKFW_SUP_GONE);
+    assert_int_equal(end_and_reap(child), SIGINT); /* neither SIGTERM nor SIGKILL reached it */
+}
+
+/* The stop's signals reach the group's members (each by its own pidfd), SIGKILL too. */
+static void test_stop_signals_every_member(void **state)
+{
+    (void)state;
+    elkfw_sup_t sup;
+    pid_t leader = spawn_group(0);
+    uint64_t t0 = ms_now(), next = UINT64_MAX;
+    elkfw_sup_watch(&sup, leader, getuid());
+    assert_true(elkfw_sup_stop(&sup, t0, 100, true));
+    assert_int_equal(end_and_reap(leader), SIGTERM);
+    leader = spawn_group(1);
+    elkfw_sup_watch(&sup, leader, getuid());
+    assert_true(elkfw_sup_stop(&sup, t0, 100, true));
+    assert_int_equal(elkfw_sup_step(&sup, t0 + 100, &next), ELKFW_SUP_STOPPING);
+    assert_int_equal(end_and_reap(leader), SIGKILL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_which_groups_a_client_may_hand_over),
+        cmocka_unit_test(test_group_of_two_users_refused),
+        cmocka_unit_test(test_member_of_another_user_stops_the_escalation),
+        cmocka_unit_test(test_reused_group_number_not_signalled),
+        cmocka_unit_test(test_stop_signals_every_member),
         cmocka_unit_test(test_zombies_do_not_count),
         cmocka_unit_test(test_stop_sequence),
         cmocka_unit_test(test_give_up_after_the_bound),

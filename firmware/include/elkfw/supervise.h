@@ -11,6 +11,15 @@
  * and lets the lease run out at its deadline instead (elk_lock_abandon): a successor
  * must never start while the old command may still drive, and a lease must never be
  * renewed for a command nobody supervises.
+ *
+ * elkd may hold CAP_KILL, so it must never become a way for one account to signal
+ * another's processes: a group is supervised only while every live process in it runs
+ * as the client's uid (real, effective and saved uid; SO_PEERCRED of the connection),
+ * checked at SUPERVISE and again right before every signal. Signals go to each checked
+ * member through a pidfd (kill() where pidfds are missing), never to the whole group at
+ * once, so a process that joins between the check and the signal is not reached. A
+ * group that no longer passes is not signalled at all: the supervision gives up and the
+ * lease runs out at its deadline (docs/design.md, "Commands that outlive their client").
  */
 #ifndef ELKFW_SUPERVISE_H
 #define ELKFW_SUPERVISE_H
@@ -34,9 +43,16 @@ typedef enum elkfw_sup_stage {
 
 typedef struct elkfw_sup {
     pid_t pgid; /* 0: none */
+    uid_t uid;  /* the client's uid: every live member must run as it */
+    /* Start time (clock ticks after boot, /proc/PID/stat field 22) of process pgid at
+     * SUPERVISE, 0 if the leader was already gone. A process pgid that started at another
+     * time later means the number was freed, i.e. the group was empty at some point: ours
+     * is gone, and the group now under that number is someone else's. */
+    uint64_t leader_start;
     elkfw_sup_stage_t stage;
     uint64_t kill_at;    /* TERM_SENT: when to send SIGKILL */
     uint64_t give_up_at; /* TERM_SENT, KILL_SENT: when to stop waiting for the group */
+    char why[200];       /* GAVE_UP: why (the bound passed, or the group is not the client's) */
 } elkfw_sup_t;
 
 /* What a step found. */
@@ -44,31 +60,46 @@ typedef enum elkfw_sup_verdict {
     ELKFW_SUP_IDLE = 0, /* nothing supervised, or still WATCHING */
     ELKFW_SUP_STOPPING, /* signals sent, group still there: call again by *next */
     ELKFW_SUP_GONE,     /* no process of the group is left (the supervision is cleared) */
-    ELKFW_SUP_GIVE_UP   /* the bound passed with the group still there: reported once */
+    ELKFW_SUP_GIVE_UP   /* the bound passed with the group still there, or a signal was due
+                           to a group with a process of another user: reported once, the
+                           reason in sup->why */
 } elkfw_sup_verdict_t;
 
-/* Check that pgid is a process group that the client process peer_pid may hand to
- * elkd: pgid > 1, pgid is the group of peer_pid itself or of a direct child of it
- * (read from /proc). A client can therefore never make elkd signal a group it did not
- * start. Returns true, or false with a reason in why (cap bytes, NUL-terminated). */
-bool elkfw_sup_group_allowed(pid_t pgid, pid_t peer_pid, char *why, size_t cap);
+/* Check that pgid is a process group that the client process peer_pid, connected as
+ * uid, may hand to elkd: pgid > 1, pgid is the group of peer_pid itself or of a direct
+ * child of it, and elkfw_sup_group_owned(pgid, uid) (all read from /proc). A client can
+ * therefore never make elkd signal a group it did not start, nor a process of another
+ * user (root included: uid 0 may hand over a group whose every process runs as uid 0).
+ * Returns true, or false with a reason in why (cap bytes, NUL-terminated). */
+bool elkfw_sup_group_allowed(pid_t pgid, pid_t peer_pid, uid_t uid, char *why, size_t cap);
+
+/* True when group pgid has at least one live process and every live process in it
+ * (zombies drive nothing and take no signal) has real, effective and saved uid equal to
+ * uid. A process whose /proc entry cannot be read counts as foreign (fail closed).
+ * False with the first offender (or "no live process") in why. */
+bool elkfw_sup_group_owned(pid_t pgid, uid_t uid, char *why, size_t cap);
 
 /* True while any process of group pgid is alive (zombies do not count: they drive
  * nothing, and an init that never reaps must not keep a lease from being released). */
 bool elkfw_sup_group_alive(pid_t pgid);
 
-/* Begin watching pgid (stage WATCHING). */
-void elkfw_sup_watch(elkfw_sup_t *sup, pid_t pgid);
+/* Begin watching pgid for the client uid (stage WATCHING); notes the leader's start time
+ * (see leader_start). */
+void elkfw_sup_watch(elkfw_sup_t *sup, pid_t pgid, uid_t uid);
 
 /* Start stopping the group: SIGTERM now (term_now; false when its connected client was
  * told and sends SIGTERM itself, so the command's own exit is not taken for a signal
  * from nowhere), SIGKILL at now + stop_margin_ms, give up at that plus
  * ELKFW_SUP_KILL_GRACE_MS. Does nothing without a group, or when stopping already
- * started (the first bound stands). */
-void elkfw_sup_stop(elkfw_sup_t *sup, uint64_t now, uint32_t stop_margin_ms, bool term_now);
+ * started (the first bound stands). Returns false when SIGTERM was due but the group is
+ * no longer the client's (elkfw_sup_group_owned): nothing was signalled, the stage is
+ * GAVE_UP with the reason in sup->why, and the caller must let the lease run out. */
+bool elkfw_sup_stop(elkfw_sup_t *sup, uint64_t now, uint32_t stop_margin_ms, bool term_now);
 
-/* Advance a stop in progress: is the group gone, is SIGKILL due, is the bound over?
- * Lowers *next to the time it must run again (while stopping). */
+/* Advance a stop in progress: is the group gone, is SIGKILL due (sent again at every
+ * step once due, to reach what the group forked meanwhile), is the bound over? A
+ * SIGKILL due to a group that is no longer the client's is not sent: GIVE_UP. Lowers
+ * *next to the time it must run again (while stopping). */
 elkfw_sup_verdict_t elkfw_sup_step(elkfw_sup_t *sup, uint64_t now, uint64_t *next);
 
 /* True while a stop is in progress (SIGTERM or SIGKILL sent, group not yet gone). */
