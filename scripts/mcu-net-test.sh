@@ -1,0 +1,155 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# A lease from a microcontroller (docs/mcu.md): the network image of
+# scripts/mcu-net-build.sh (lib/ + port/lwip + port/mbedtls + lwIP + mbedTLS + a LAN9118
+# netif, Cortex-M4) runs in QEMU's mps2-an386 with its Ethernet on a TAP device inside a
+# network namespace this script creates, against real redis-servers listening in that
+# namespace (plain and TLS). Nothing leaves the namespace; QEMU's user network is not
+# used. Every check is made from records after the fact: the MCU's own event lines
+# (its clock), the servers' keys, elkd's log and the host client's output.
+#
+#   plain-1   plain TCP, one master: granted, renewed >= 3 times, released, key gone
+#   tls-1     the same over TLS
+#   tls-3     three masters over TLS, while a host-side elkd (same namespace, same
+#             masters, plain TCP) waits for the same resource: the host gets it only
+#             after the MCU released it (every master confirms it deleted the MCU's own
+#             value, so the host's SET NX could only land after), with a larger token
+#   figures   (MCU_NET_FIGURES=1) one more TLS run under -icount for instruction counts
+#
+# Usage: scripts/mcu-net-test.sh --config DOT_CONFIG --elkd ELKD --elk ELK [--out DIR]
+# Exit: 0 all passed, 1 a failure, 77 (ctest SKIP) only where qemu-system-arm or
+# network namespaces (root, /dev/net/tun, ip) are missing.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/build-mcu-net
+dot_config="" elkd="" elk=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --config) dot_config=$2; shift 2 ;;
+    --elkd) elkd=$2; shift 2 ;;
+    --elk) elk=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "usage: $0 --config DOT_CONFIG --elkd ELKD --elk ELK [--out DIR]" >&2; exit 1 ;;
+  esac
+done
+skip() { echo "SKIP: $*"; exit 77; }
+command -v qemu-system-arm >/dev/null || skip "qemu-system-arm not found (apt-get install qemu-system-arm)"
+[ "$(id -u)" = 0 ] || skip "needs root for a network namespace and a TAP device"
+[ -c /dev/net/tun ] || skip "no /dev/net/tun"
+command -v ip >/dev/null || skip "no ip(8) (apt-get install iproute2)"
+command -v redis-server >/dev/null || { echo "FAIL: redis-server not found"; exit 1; }
+[ -x "$elkd" ] && [ -x "$elk" ] || { echo "FAIL: --elkd/--elk not given or not executable"; exit 1; }
+
+mkdir -p "$out"
+work=$(mktemp -d /tmp/elk-mcu-net.XXXXXX)
+ns="elk-mcu-$$"
+tap=mcutap0
+host_addr=10.77.0.1 mcu_addr=10.77.0.2 # private, and only inside our own namespace
+tls_name=redis.elk.test
+pids=""
+cleanup() {
+  local pid
+  for pid in $pids; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  ip netns del "$ns" 2>/dev/null || true
+  [ "${MCU_NET_KEEP:-0}" = 1 ] && echo "kept: $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+ok() { echo "OK: $*"; }
+
+# -------------------------------------------------------------- the image
+t0=$SECONDS
+rc=0
+"$root/scripts/mcu-net-build.sh" --config "$dot_config" --out "$out" >"$work/build.log" 2>&1 || rc=$?
+if [ $rc -ne 0 ]; then
+  cat "$work/build.log"; echo "FAIL: building the network image (exit $rc)"; exit 1
+fi
+echo "== image built in $((SECONDS - t0)) s: $(tail -1 "$work/build.log")"
+elf=$out/lease_mcu.elf
+
+# ---------------------------------------------------------- the network
+ip netns add "$ns" 2>"$work/netns.err" || skip "cannot create a network namespace: $(cat "$work/netns.err")"
+nsx() { ip netns exec "$ns" "$@"; }
+nsx ip link set lo up
+nsx ip tuntap add dev "$tap" mode tap || skip "cannot create a TAP device in the namespace"
+nsx ip addr add "$host_addr/24" dev "$tap"
+nsx ip link set "$tap" up
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=elk mcu test CA" \
+  -keyout "$work/ca.key" -out "$work/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=$tls_name" \
+  -keyout "$work/server.key" -out "$work/server.csr" 2>/dev/null
+printf 'subjectAltName=DNS:%s\n' "$tls_name" >"$work/ext.cnf"
+openssl x509 -req -in "$work/server.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" \
+  -CAcreateserial -days 2 -extfile "$work/ext.cnf" -out "$work/server.crt" 2>/dev/null
+
+# Three independent masters, each with a plain and a TLS port (the namespace is ours
+# alone, so the ports are free).
+plain=(7001 7002 7003) tls=(7101 7102 7103)
+for i in 0 1 2; do
+  ip netns exec "$ns" redis-server --bind "$host_addr" --port "${plain[$i]}" --tls-port "${tls[$i]}" \
+    --tls-cert-file "$work/server.crt" --tls-key-file "$work/server.key" \
+    --tls-ca-cert-file "$work/ca.crt" --tls-auth-clients no \
+    --save "" --appendonly no --daemonize no --protected-mode no \
+    --dir "$work" --logfile "$work/redis-$i.log" &
+  pids="$pids $!"
+done
+rcli() { nsx redis-cli -h "$host_addr" -p "$1" "${@:2}"; }
+for p in "${plain[@]}"; do
+  for _ in $(seq 1 200); do rcli "$p" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+  rcli "$p" ping | grep -q PONG || { cat "$work"/redis-*.log; echo "FAIL: redis-server on $p"; exit 1; }
+done
+
+# ---------------------------------------------------------------- runs
+# mcu NAME QEMU-EXTRA ARGS...: one boot of the image, its console in $work/NAME.txt.
+mcu() {
+  local name=$1 extra=$2; shift 2
+  local seed sh a
+  seed=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+  sh="enable=on,target=native,arg=lease_mcu"
+  for a in --addr "$mcu_addr" --mask 255.255.255.0 --gw "$host_addr" --seed "$seed" "$@"; do
+    sh="$sh,arg=$a"
+  done
+  # QEMU 7.2 writes the semihosting console to its own stderr.
+  timeout 300 ip netns exec "$ns" qemu-system-arm -M mps2-an386 $extra -nographic -monitor none \
+    -serial none -nic "tap,ifname=$tap,script=no,downscript=no" \
+    -semihosting-config "$sh" -kernel "$elf" >"$work/$name.qemu-out" 2>"$work/$name.txt"
+}
+
+# check_run NAME NODES: what the MCU reported about its lease, and the servers' keys.
+check_run() {
+  local name=$1 nodes=$2 log=$work/$1.txt key token renewed rel p
+  if ! grep -q '^mcu: done: acquired 1, renewed [0-9]*, lost 0, released 1$' "$log"; then
+    fail "$name: the MCU's run did not finish cleanly:"; sed 's/^/    /' "$log" | tail -30; return 1
+  fi
+  key=$(sed -n 's/^mcu: t=[0-9]* acquired token=[0-9]* .* key=\(.*\)$/\1/p' "$log")
+  token=$(sed -n 's/^mcu: t=[0-9]* acquired token=\([0-9]*\) .*$/\1/p' "$log")
+  renewed=$(grep -c '^mcu: t=[0-9]* renewed n=' "$log")
+  rel=$(sed -n 's/^mcu: t=[0-9]* released ok=\([0-9]*\/[0-9]*\) deleted=\(.*\)$/\1 \2/p' "$log")
+  [ "$(grep -c '^mcu: t=[0-9]* acquired ' "$log")" = 1 ] && [ -n "$key" ] && [ "${token:-0}" -gt 0 ] ||
+    { fail "$name: no single grant with a fencing token"; return 1; }
+  [ "$renewed" -ge 3 ] || { fail "$name: renewed $renewed times, not 3"; return 1; }
+  grep -q '^mcu: t=[0-9]* renewed .* ok=[0-9]*/[0-9]*$' "$log" || true
+  # every renewal confirmed by every node, in order n=1,2,3...
+  if [ "$(sed -n 's/^mcu: t=[0-9]* renewed n=\([0-9]*\) .*/\1/p' "$log" | tr '\n' ' ')" != \
+       "$(seq 1 "$renewed" | tr '\n' ' ')" ]; then
+    fail "$name: renewals out of order"; return 1
+  fi
+  [ "${rel%% *}" = "$nodes/$nodes" ] || { fail "$name: release confirmed by ${rel%% *} nodes, not $nodes/$nodes"; return 1; }
+  [ "${rel#* }" = "$(printf '1%.0s,' $(seq 1 "$nodes") | sed 's/,$//')" ] ||
+    { fail "$name: not every node deleted the MCU's own value (deleted=${rel#* })"; return 1; }
+  for p in "${plain[@]:0:$nodes}"; do
+    [ "$(rcli "$p" exists "$key")" = 0 ] || { fail "$name: key $key still on the master at port $p"; return 1; }
+  done
+  ok "$name: granted (token $token), renewed $renewed times, released by $nodes/$nodes nodes, key $key gone from every master"
+  eval "token_$(echo "$name" | tr -c 'a-z0-9\n' '_')=$token"
+}
+
+# plain-1: plain TCP, one master.
+mcu plain-1 "" --node "$host_addr:${plain[0]}" --resource mcu-plain-1 --ttl 2000 --renewals 3 || true
+check_run plain-1 1 || true
+
+echo "== the MCU's records (plain-1):"; sed 's/^/   /' "$work/plain-1.txt"
+exit $status
