@@ -138,8 +138,14 @@ check_run() {
     fail "$name: renewals out of order"; return 1
   fi
   [ "${rel%% *}" = "$nodes/$nodes" ] || { fail "$name: release confirmed by ${rel%% *} nodes, not $nodes/$nodes"; return 1; }
-  [ "${rel#* }" = "$(printf '1%.0s,' $(seq 1 "$nodes") | sed 's/,$//')" ] ||
-    { fail "$name: not every node deleted the MCU's own value (deleted=${rel#* })"; return 1; }
+  # Nodes whose release deleted the MCU's own value (1): each held it until then. At
+  # least N - quorum + 1 of them means every quorum another holder could gather
+  # contains one of them, so no one else could hold the lease before the release.
+  local deleted need
+  deleted=$(echo "${rel#* }" | tr ',' '\n' | grep -c '^1$' || true)
+  need=$((nodes - (nodes / 2 + 1) + 1))
+  [ "$deleted" -ge "$need" ] ||
+    { fail "$name: $deleted node(s) deleted the MCU's own value at release (deleted=${rel#* }), not $need"; return 1; }
   for p in "${plain[@]:0:$nodes}"; do
     [ "$(rcli "$p" exists "$key")" = 0 ] || { fail "$name: key $key still on the master at port $p"; return 1; }
   done
@@ -151,5 +157,96 @@ check_run() {
 mcu plain-1 "" --node "$host_addr:${plain[0]}" --resource mcu-plain-1 --ttl 2000 --renewals 3 || true
 check_run plain-1 1 || true
 
-echo "== the MCU's records (plain-1):"; sed 's/^/   /' "$work/plain-1.txt"
+# tls-1: the same over TLS (server certificate checked against the run's CA, by name).
+tls_args=(--tls --ca "$work/ca.crt" --server-name "$tls_name")
+mcu tls-1 "" --node "$host_addr:${tls[0]}" "${tls_args[@]}" --resource mcu-tls-1 --ttl 2000 --renewals 3 || true
+check_run tls-1 1 || true
+
+# tls-3: three masters over TLS, and a host-side elkd (in the namespace, plain TCP to
+# the same masters) that asks for the same resource while the MCU holds it.
+res=mcu-tls-3
+cat >"$work/elkd.conf" <<CONF
+[fleet]
+mode = redlock
+gateway_id = host-gw
+key_prefix = elk:
+connect_timeout = 5s
+request_timeout = 2s
+[node a]
+host = $host_addr
+port = ${plain[0]}
+[node b]
+host = $host_addr
+port = ${plain[1]}
+[node c]
+host = $host_addr
+port = ${plain[2]}
+[resource $res]
+ttl = 2s
+wait_min = 50ms
+wait_max = 200ms
+[agent]
+socket = $work/elkd.sock
+log = stderr
+log_level = debug
+CONF
+ip netns exec "$ns" "$elkd" -c "$work/elkd.conf" 2>"$work/elkd.log" &
+elkd_pid=$!
+pids="$pids $elkd_pid"
+# wait_for SECONDS CMD...: until CMD succeeds (a generous bound, not a timing assertion)
+wait_for() {
+  local end=$((SECONDS + $1)); shift
+  until "$@"; do
+    [ $SECONDS -lt $end ] || return 1
+    sleep 0.2
+  done
+}
+elkd_voting() {
+  local s
+  s=$(nsx "$elk" --socket "$work/elkd.sock" status 2>/dev/null) || return 1
+  echo "$s" | grep -q "nodes_ready=3/3 " && ! echo "$s" | grep -Eq '(^|[[:space:]])(pending|quarantined:)'
+}
+wait_for 120 elkd_voting || { fail "tls-3: elkd's fleet not ready"; cat "$work/elkd.log"; }
+
+hold=$work/host-refused
+mcu tls-3 "" --node "$host_addr:${tls[0]}" --node "$host_addr:${tls[1]}" --node "$host_addr:${tls[2]}" \
+  "${tls_args[@]}" --resource "$res" --ttl 2000 --renewals 3 --hold-until-file "$hold" &
+mcu_pid=$!
+# The host asks once the MCU holds the lease, and keeps asking until it gets it.
+# (each wait also ends when the MCU's run has ended: a failed run fails at once)
+mcu_granted() { grep -q '^mcu: t=[0-9]* acquired ' "$work/tls-3.txt" 2>/dev/null || ! kill -0 "$mcu_pid" 2>/dev/null; }
+wait_for 180 mcu_granted || fail "tls-3: the MCU reported no grant"
+nsx "$elk" --socket "$work/elkd.sock" run --wait 120s "$res" -- \
+  sh -c 'echo "host-token=$ELK_FENCE_TOKEN"' >"$work/host.out" 2>"$work/host.err" &
+host_pid=$!
+# Once elkd's log shows a round the masters refused (busy: the MCU's value is there),
+# the MCU may release: the contention is on record.
+refused() { grep -Eq "$res: .*(BUSY|busy)" "$work/elkd.log" || ! kill -0 "$mcu_pid" 2>/dev/null; }
+wait_for 180 refused && grep -Eq "$res: .*(BUSY|busy)" "$work/elkd.log" ||
+  fail "tls-3: elkd recorded no refused round for $res while the MCU held it"
+touch "$hold"
+rc=0; wait "$mcu_pid" || rc=$?
+hrc=0; wait "$host_pid" || hrc=$?
+check_run tls-3 3 || true
+host_token=$(sed -n 's/^host-token=\([0-9]*\)$/\1/p' "$work/host.out")
+if [ "$hrc" != 0 ] || [ -z "$host_token" ]; then
+  fail "tls-3: the host gateway did not get $res (elk run exit $hrc): $(cat "$work/host.err")"
+elif [ -n "${token_tls_3:-}" ]; then
+  # check_run saw enough masters delete the MCU's own value at its release that every
+  # quorum of the host's includes one of them: there the host's SET NX could only land
+  # after the MCU's release, so the host's grant followed it. Its token is the larger.
+  if [ "$host_token" -gt "$token_tls_3" ]; then
+    ok "tls-3: the host gateway got $res after the MCU released it (refused while the MCU held it; tokens $token_tls_3 < $host_token)"
+  else
+    fail "tls-3: fencing tokens out of order: MCU $token_tls_3, host $host_token"
+  fi
+fi
+for p in "${plain[@]}"; do
+  [ "$(rcli "$p" exists "elk:{$res}")" = 0 ] || fail "tls-3: elk:{$res} left on the master at port $p"
+done
+
+for n in plain-1 tls-1 tls-3; do
+  echo "== the MCU's records ($n):"; sed 's/^/   /' "$work/$n.txt"
+done
+[ $status = 0 ] || { echo "== elkd's log:"; tail -40 "$work/elkd.log"; }
 exit $status

@@ -18,7 +18,9 @@
  *   --resource NAME --ttl MS --renewals N --gateway-id ID --prefix P
  *   --seed HEX64               stands in for the board's TRNG (see mcu_rng)
  *   --tls --ca FILE --server-name NAME   TLS to every node, CA read over semihosting
- *   --hold-after-grant-ms MS   keep renewing at least this long (the contention run)
+ *   --hold-until-file PATH     after the renewals, keep the lease (renewing) until the
+ *                              host file PATH exists (the contention run: the test
+ *                              creates it once the host gateway has been refused)
  *   --icount-figures           a run under QEMU -icount for instruction counts only: the
  *                              emulated clock then runs at its own rate, not the servers',
  *                              so the vote-hygiene clock check is off and the timeouts long
@@ -59,9 +61,9 @@ typedef struct opts {
     uint16_t node_port[MAX_NODES];
     size_t n_nodes;
     const char *resource, *gateway_id, *prefix, *seed;
-    uint32_t ttl_ms, renewals, hold_ms;
+    uint32_t ttl_ms, renewals;
     bool tls, figures_only;
-    const char *ca, *server_name;
+    const char *ca, *server_name, *hold_file;
 } opts_t;
 
 typedef struct lease_events {
@@ -180,8 +182,8 @@ static int parse_args(int argc, char **argv)
             o.ttl_ms = (uint32_t)strtoul(v, NULL, 10);
         } else if (strcmp(k, "--renewals") == 0) {
             o.renewals = (uint32_t)strtoul(v, NULL, 10);
-        } else if (strcmp(k, "--hold-after-grant-ms") == 0) {
-            o.hold_ms = (uint32_t)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--hold-until-file") == 0) {
+            o.hold_file = v;
         } else if (strcmp(k, "--ca") == 0) {
             o.ca = v;
         } else if (strcmp(k, "--server-name") == 0) {
@@ -291,7 +293,7 @@ static elk_entropy_t entropy;
 
 #if MCU_TLS
 static elk_tls_shared_t tls_shared;
-static uint8_t tls_arena[64 * 1024] __attribute__((aligned(8)));
+static uint8_t tls_arena[112 * 1024] __attribute__((aligned(8)));
 static uint8_t ca_pem[8192];
 #endif
 
@@ -520,10 +522,31 @@ static void report_figures(void)
 
 /* ---------------------------------------------------------------- main */
 
+/* Waits (turning the loop, so renewals go on) until the host creates o.hold_file;
+ * checked every 100 ms, for at most OP_TIMEOUT_MS. */
+static int hold_until_file(void)
+{
+    uint64_t deadline = now_ms() + OP_TIMEOUT_MS, next_check = 0;
+    printf("mcu: t=%llu holding until %s exists\n", (unsigned long long)now_ms(), o.hold_file);
+    for (;;) {
+        if (ev.lost != 0u || now_ms() > deadline) {
+            printf("mcu: FAIL: %s while holding for %s\n", ev.lost ? "lease lost" : "timed out",
+                   o.hold_file);
+            return -1;
+        }
+        if (now_ms() >= next_check) {
+            if (mcu_sh_file_exists(o.hold_file)) {
+                return 0;
+            }
+            next_check = now_ms() + 100u;
+        }
+        turn();
+    }
+}
+
 static int hold_and_renew(void)
 {
-    uint64_t until = ev.t_acquired + o.hold_ms;
-    for (uint32_t r = 1; r <= o.renewals || now_ms() < until; r++) {
+    for (uint32_t r = 1; r <= o.renewals; r++) {
         uint64_t work0 = mcu_work_ticks(), t0 = mcu_ticks();
         if (!pump_until(&ev.renewed, r, "renewal")) {
             return -1;
@@ -535,7 +558,7 @@ static int hold_and_renew(void)
             mk.renew_ticks = mcu_ticks() - t0;
         }
     }
-    return 0;
+    return o.hold_file != NULL ? hold_until_file() : 0;
 }
 
 int main(int argc, char **argv)

@@ -31,3 +31,15 @@ long mcu_sh_read_file(const char *path, uint8_t *buf, size_t cap)
     (void)sh_call(SYS_CLOSE, &handle);
     return rc;
 }
+
+int mcu_sh_file_exists(const char *path)
+{
+    uint32_t open_args[3] = {(uint32_t)(uintptr_t)path, 1u, (uint32_t)strlen(path)};
+    int h = sh_call(SYS_OPEN, open_args);
+    if (h < 0) {
+        return 0;
+    }
+    uint32_t handle = (uint32_t)h;
+    (void)sh_call(SYS_CLOSE, &handle);
+    return 1;
+}

@@ -11,4 +11,8 @@
  * -1 if it cannot be opened or read, or is larger than cap. */
 long mcu_sh_read_file(const char *path, uint8_t *buf, size_t cap);
 
+/* Whether the host file path exists (can be opened for reading): how the test tells
+ * the image that something happened on the host side, with no timing involved. */
+int mcu_sh_file_exists(const char *path);
+
 #endif /* ELK_MCU_SH_FILE_H */
