@@ -146,4 +146,6 @@ elf=$out/lease_mcu.elf
 if arm-none-eabi-nm "$elf" | awk '{print $NF}' | grep -qE '^(malloc|calloc|free|_malloc_r|_sbrk|_sbrk_r)$'; then
   echo "FAIL: $elf links a heap"; exit 1
 fi
+python3 "$net/size_by_part.py" "${elf%.elf}.map" >"$out/size_by_part.md"
+cat "$out/size_by_part.md"
 arm-none-eabi-size "$elf"

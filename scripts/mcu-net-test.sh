@@ -245,6 +245,40 @@ for p in "${plain[@]}"; do
   [ "$(rcli "$p" exists "elk:{$res}")" = 0 ] || fail "tls-3: elk:{$res} left on the master at port $p"
 done
 
+# figures: instruction counts need QEMU's -icount (QEMU models no DWT cycle counter):
+# with shift=5 every instruction advances the virtual clock by 32 ns, so one 25 MHz
+# timer tick (40 ns) is 1.25 instructions. That clock then runs at its own rate, not
+# the servers', so these runs switch the vote-hygiene clock check off and use long
+# timeouts (--icount-figures); they only measure, and only their completion is checked.
+shift=5
+for n in plain tls; do
+  a=(--node "$host_addr:${plain[0]}")
+  [ $n = plain ] || a=(--node "$host_addr:${tls[0]}" "${tls_args[@]}")
+  mcu "icount-$n" "-icount shift=$shift" "${a[@]}" --resource "mcu-icount-$n" --ttl 10000 \
+    --renewals 1 --icount-figures || true
+  if grep -q '^mcu: done: acquired 1, renewed 1, lost 0, released 1$' "$work/icount-$n.txt"; then
+    ok "icount-$n: figures measured"
+  else
+    fail "icount-$n: the figures run did not finish:"; tail -20 "$work/icount-$n.txt"
+  fi
+done
+# ticks -> instructions: ticks * 40 ns / 2^shift ns
+insns() { sed -n "s/^mcu: figure $2 \([0-9]*\) ticks$/\1/p" "$work/$1.txt" | awk -v s=$shift '{printf "%.0f", $1 * 40 / 2^s}'; }
+fig() { sed -n "s/^mcu: figure $2 \([0-9]*\) .*$/\1/p" "$work/$1.txt"; }
+{
+  echo "== figures (instructions under -icount shift=$shift; bytes)"
+  echo "   TLS handshake (progress() of the TLS transport, one node): $(insns icount-tls connect_progress_node0) instructions"
+  echo "   TCP connect (progress() of the plain transport, one node): $(insns icount-plain connect_progress_node0) instructions"
+  echo "   boot to first lease, plain: $(insns icount-plain boot_to_first_lease) instructions, of which work $(insns icount-plain boot_to_first_lease_work)"
+  echo "   boot to first lease, TLS:   $(insns icount-tls boot_to_first_lease) instructions, of which work $(insns icount-tls boot_to_first_lease_work)"
+  echo "   one renewal cycle (grant to RENEWED, work only), plain: $(insns icount-plain renewal_cycle_work), TLS: $(insns icount-tls renewal_cycle_work) instructions"
+  echo "   stack high-water: plain-1 $(fig plain-1 stack_high_water), tls-1 $(fig tls-1 stack_high_water), tls-3 $(fig tls-3 stack_high_water) bytes"
+  echo "   mbedTLS heap peak: tls-1 $(fig tls-1 mbedtls_heap_peak), tls-3 $(fig tls-3 mbedtls_heap_peak) bytes of $(fig tls-3 mbedtls_heap_arena)"
+  echo "   lwIP heap peak: plain-1 $(fig plain-1 lwip_heap_peak), tls-3 $(fig tls-3 lwip_heap_peak) bytes of $(fig tls-3 lwip_heap_size)"
+  echo "== flash and RAM by part ($out/size_by_part.md):"
+  sed 's/^/   /' "$out/size_by_part.md"
+} | tee "$out/figures.txt"
+
 for n in plain-1 tls-1 tls-3; do
   echo "== the MCU's records ($n):"; sed 's/^/   /' "$work/$n.txt"
 done

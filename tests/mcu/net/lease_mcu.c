@@ -370,7 +370,9 @@ static void turn(void)
     }
     now = now_ms();
     uint64_t sleep = next > now ? next - now : 0u;
-    (void)elk_lwip_wait(lw, n, (uint32_t)(sleep > 50u ? 50u : sleep));
+    /* lwip_poll returns as soon as a socket is ready; otherwise sleep until lib/'s next
+     * deadline (at most a second, so the hold-file check stays responsive). */
+    (void)elk_lwip_wait(lw, n, (uint32_t)(sleep > 1000u ? 1000u : sleep));
 }
 
 /* Turns until *count reaches want; gives up (false) after OP_TIMEOUT_MS. */
