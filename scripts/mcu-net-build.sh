@@ -55,12 +55,16 @@ source_dir() { # package: its unpacked Debian source directory, fetched once
   touch "$d/.complete"
   echo "$d"
 }
+have_sources() { local p; for p in lwip mbedtls; do
+  find "$src" -maxdepth 2 -path "$src/$p-[0-9]*/.complete" 2>/dev/null | grep -q . || return 1; done; }
 mkdir -p "$cache"
-exec 8>"$cache/deps.lock"
-flock 8 # one fetcher at a time (shared with scripts/cross-deps.sh)
+if ! have_sources; then
+  exec 8>"$cache/deps.lock"
+  flock 8 # one fetcher at a time (shared with scripts/cross-deps.sh)
+fi
 lwip=$(source_dir lwip)
 mbedtls=$(source_dir mbedtls)
-flock -u 8
+exec 8>&- 2>/dev/null || true
 
 # ------------------------------------------------------------ compilation
 # compile_all NAME CFLAGS-ARRAY-NAME SOURCES...: objects into $out/NAME, then

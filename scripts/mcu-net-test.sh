@@ -113,10 +113,16 @@ mcu() {
     sh="$sh,arg=$a"
   done
   # QEMU 7.2 writes the semihosting console to its own stderr.
+  local t=$SECONDS rc=0
   timeout 300 ip netns exec "$ns" qemu-system-arm -M mps2-an386 $extra -nographic -monitor none \
     -serial none -nic "tap,ifname=$tap,script=no,downscript=no" \
-    -semihosting-config "$sh" -kernel "$elf" >"$work/$name.qemu-out" 2>"$work/$name.txt"
+    -semihosting-config "$sh" -kernel "$elf" >"$work/$name.qemu-out" 2>"$work/$name.txt" || rc=$?
+  echo "-- $name: QEMU ran $((SECONDS - t)) s (exit $rc)"
+  return $rc
 }
+
+# num_gt A B: decimal A > B, for numbers of any length (fencing tokens may be large).
+num_gt() { [ ${#1} -gt ${#2} ] || { [ ${#1} -eq ${#2} ] && [[ "$1" > "$2" ]]; }; }
 
 # check_run NAME NODES: what the MCU reported about its lease, and the servers' keys.
 check_run() {
@@ -131,11 +137,12 @@ check_run() {
   [ "$(grep -c '^mcu: t=[0-9]* acquired ' "$log")" = 1 ] && [ -n "$key" ] && [ "${token:-0}" -gt 0 ] ||
     { fail "$name: no single grant with a fencing token"; return 1; }
   [ "$renewed" -ge 3 ] || { fail "$name: renewed $renewed times, not 3"; return 1; }
-  grep -q '^mcu: t=[0-9]* renewed .* ok=[0-9]*/[0-9]*$' "$log" || true
-  # every renewal confirmed by every node, in order n=1,2,3...
+  # the lease's renewal count n=1,2,3... in order, none missing (a renewal that ends a
+  # suspect spell, "recovered", counts: under load a round can miss its quorum for a
+  # while and the lease still holds)
   if [ "$(sed -n 's/^mcu: t=[0-9]* renewed n=\([0-9]*\) .*/\1/p' "$log" | tr '\n' ' ')" != \
        "$(seq 1 "$renewed" | tr '\n' ' ')" ]; then
-    fail "$name: renewals out of order"; return 1
+    fail "$name: renewals out of order or missing:"; grep -E 'renewed|suspect' "$log"; return 1
   fi
   [ "${rel%% *}" = "$nodes/$nodes" ] || { fail "$name: release confirmed by ${rel%% *} nodes, not $nodes/$nodes"; return 1; }
   # Nodes whose release deleted the MCU's own value (1): each held it until then. At
@@ -154,12 +161,12 @@ check_run() {
 }
 
 # plain-1: plain TCP, one master.
-mcu plain-1 "" --node "$host_addr:${plain[0]}" --resource mcu-plain-1 --ttl 2000 --renewals 3 || true
+mcu plain-1 "" --node "$host_addr:${plain[0]}" --resource mcu-plain-1 --ttl 3000 --renewals 3 || true
 check_run plain-1 1 || true
 
 # tls-1: the same over TLS (server certificate checked against the run's CA, by name).
 tls_args=(--tls --ca "$work/ca.crt" --server-name "$tls_name")
-mcu tls-1 "" --node "$host_addr:${tls[0]}" "${tls_args[@]}" --resource mcu-tls-1 --ttl 2000 --renewals 3 || true
+mcu tls-1 "" --node "$host_addr:${tls[0]}" "${tls_args[@]}" --resource mcu-tls-1 --ttl 3000 --renewals 3 || true
 check_run tls-1 1 || true
 
 # tls-3: three masters over TLS, and a host-side elkd (in the namespace, plain TCP to
@@ -182,7 +189,7 @@ port = ${plain[1]}
 host = $host_addr
 port = ${plain[2]}
 [resource $res]
-ttl = 2s
+ttl = 3s
 wait_min = 50ms
 wait_max = 200ms
 [agent]
@@ -210,7 +217,7 @@ wait_for 120 elkd_voting || { fail "tls-3: elkd's fleet not ready"; cat "$work/e
 
 hold=$work/host-refused
 mcu tls-3 "" --node "$host_addr:${tls[0]}" --node "$host_addr:${tls[1]}" --node "$host_addr:${tls[2]}" \
-  "${tls_args[@]}" --resource "$res" --ttl 2000 --renewals 3 --hold-until-file "$hold" &
+  "${tls_args[@]}" --resource "$res" --ttl 3000 --renewals 3 --hold-until-file "$hold" &
 mcu_pid=$!
 # The host asks once the MCU holds the lease, and keeps asking until it gets it.
 # (each wait also ends when the MCU's run has ended: a failed run fails at once)
@@ -235,7 +242,7 @@ elif [ -n "${token_tls_3:-}" ]; then
   # check_run saw enough masters delete the MCU's own value at its release that every
   # quorum of the host's includes one of them: there the host's SET NX could only land
   # after the MCU's release, so the host's grant followed it. Its token is the larger.
-  if [ "$host_token" -gt "$token_tls_3" ]; then
+  if num_gt "$host_token" "$token_tls_3"; then
     ok "tls-3: the host gateway got $res after the MCU released it (refused while the MCU held it; tokens $token_tls_3 < $host_token)"
   else
     fail "tls-3: fencing tokens out of order: MCU $token_tls_3, host $host_token"

@@ -331,10 +331,16 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *e)
                elk_err_name(e->err));
         break;
     case ELK_LOCK_EV_RENEWED:
+    case ELK_LOCK_EV_RECOVERED: /* a renewal that ended a suspect spell (RENEWED does not fire) */
         s->renewed++;
         s->t_renewed = e->now;
-        printf("mcu: t=%llu renewed n=%lu validity_ms=%lu ok=%u/%u\n", (unsigned long long)e->now,
-               (unsigned long)e->renewals, (unsigned long)e->validity_ms, e->ok, e->node_count);
+        printf("mcu: t=%llu renewed n=%lu validity_ms=%lu ok=%u/%u%s\n", (unsigned long long)e->now,
+               (unsigned long)e->renewals, (unsigned long)e->validity_ms, e->ok, e->node_count,
+               e->type == ELK_LOCK_EV_RECOVERED ? " (recovered)" : "");
+        break;
+    case ELK_LOCK_EV_SUSPECT:
+        printf("mcu: t=%llu suspect: a renewal round short of a quorum (%s), validity_ms=%lu\n",
+               (unsigned long long)e->now, elk_err_name(e->err), (unsigned long)e->validity_ms);
         break;
     case ELK_LOCK_EV_LOST:
         s->lost++;
