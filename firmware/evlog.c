@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 static const char *const kind_names[ELKFW_EV_KINDS_] = {
-    "grant", "wait", "refused", "renew_failed", "suspect", "recovered", "lost", "release",
+    "grant",     "wait", "refused", "renew_failed", "suspect",
+    "recovered", "lost", "release", "fault",        "violation",
 };
 
 const char *elkfw_ev_kind_name(elkfw_ev_kind_t kind)

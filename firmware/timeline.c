@@ -173,6 +173,32 @@ static void find_overlaps(elkfw_timeline_t *tl)
     }
 }
 
+/* Lanes in name order (gateway, then resource), so a page reads the same whatever order
+ * the records came in; bars and marks follow their lanes. */
+static void sort_lanes(elkfw_timeline_t *tl)
+{
+    for (size_t i = 1; i < tl->n_lanes; i++) { /* insertion sort: lanes are few */
+        for (size_t j = i; j > 0; j--) {
+            elkfw_tl_lane_t *a = &tl->lanes[j - 1], *b = &tl->lanes[j];
+            int c = strcmp(a->gateway, b->gateway);
+            if (c < 0 || (c == 0 && strcmp(a->resource, b->resource) <= 0)) {
+                break;
+            }
+            elkfw_tl_lane_t t = *a;
+            *a = *b;
+            *b = t;
+            for (size_t k = 0; k < tl->n_bars; k++) {
+                size_t *l = &tl->bars[k].lane;
+                *l = *l == j ? j - 1 : *l == j - 1 ? j : *l;
+            }
+            for (size_t k = 0; k < tl->n_marks; k++) {
+                size_t *l = &tl->marks[k].lane;
+                *l = *l == j ? j - 1 : *l == j - 1 ? j : *l;
+            }
+        }
+    }
+}
+
 void elkfw_timeline_build(elkfw_timeline_t *tl, const elkfw_event_t *ev, size_t n)
 {
     tl->n_lanes = tl->n_bars = tl->n_marks = tl->n_overlaps = tl->truncated = 0;
@@ -189,6 +215,7 @@ void elkfw_timeline_build(elkfw_timeline_t *tl, const elkfw_event_t *ev, size_t 
             b->end_kind = ELKFW_EV_GRANT;
         }
     }
+    sort_lanes(tl);
     find_overlaps(tl);
 }
 
@@ -245,6 +272,11 @@ static void clock_text(uint64_t t_ms, char *buf, size_t cap)
 
 static void date_text(uint64_t t_ms, char *buf, size_t cap)
 {
+    /* before 1973: not a wall clock but a run's own time (elk-sim) */
+    if (t_ms < 100000000000u) {
+        snprintf(buf, cap, "t=%.3f s", (double)t_ms / 1000.0);
+        return;
+    }
     time_t s = (time_t)(t_ms / 1000u);
     struct tm tm;
     gmtime_r(&s, &tm);
@@ -265,6 +297,7 @@ static const char *const css =
     ".token{font-size:11px;fill:#fff;pointer-events:none}"
     ".mark.suspect path{fill:#f08c00}.mark.recovered path{fill:#2f9e44}"
     ".mark.renew_failed path{fill:#868e96}.mark.lost path{fill:#c92a2a}"
+    ".mark.fault path{fill:#5f3dc4}.mark.violation path{fill:#e03131;stroke:#000}"
     ".tip{position:fixed;background:#222;color:#fff;padding:6px 8px;border-radius:4px;"
     "font-size:12px;white-space:pre;pointer-events:none;z-index:9}"
     ".controls{margin:6px 0}.controls button{margin-right:4px}"
@@ -274,9 +307,12 @@ static const char *const css =
 static void write_head(const page_t *p, const char *title)
 {
     char a[40], b[40];
-    size_t holds = 0;
+    size_t holds = 0, violations = 0;
     for (size_t i = 0; i < p->tl->n_bars; i++) {
         holds += p->tl->bars[i].kind == ELKFW_TL_HOLD;
+    }
+    for (size_t i = 0; i < p->tl->n_marks; i++) {
+        violations += p->tl->marks[i].kind == ELKFW_EV_VIOLATION;
     }
     date_text(p->tl->first_ms, a, sizeof a);
     date_text(p->tl->last_ms, b, sizeof b);
@@ -286,10 +322,11 @@ static void write_head(const page_t *p, const char *title)
     esc(p->f, title);
     fprintf(p->f,
             "</h1>\n<p class=\"summary\" id=\"summary\" data-lanes=\"%zu\" data-holds=\"%zu\" "
-            "data-waits=\"%zu\" data-overlaps=\"%zu\">%zu lanes, %zu leases, %zu waits, "
-            "<strong>%zu overlaps</strong>; %s to %s%s</p>\n",
-            p->tl->n_lanes, holds, p->tl->n_bars - holds, p->tl->n_overlaps, p->tl->n_lanes, holds,
-            p->tl->n_bars - holds, p->tl->n_overlaps, a, b,
+            "data-waits=\"%zu\" data-overlaps=\"%zu\" data-violations=\"%zu\">%zu lanes, %zu "
+            "leases, %zu waits, <strong>%zu overlaps</strong>%s; %s to %s%s</p>\n",
+            p->tl->n_lanes, holds, p->tl->n_bars - holds, p->tl->n_overlaps, violations,
+            p->tl->n_lanes, holds, p->tl->n_bars - holds, p->tl->n_overlaps,
+            violations ? ", <strong>checker violations marked</strong>" : "", a, b,
             p->tl->truncated ? " (some events did not fit: see elk timeline --help)" : "");
     fputs("<div class=\"controls\"><button id=\"zin\">Zoom in</button><button id=\"zout\">Zoom "
           "out</button><button id=\"zreset\">Whole record</button> mouse wheel: zoom, drag: "
@@ -473,7 +510,9 @@ static void write_legend(FILE *f)
           "<td>two holders of one resource at once</td></tr>"
           "<tr><td>&#9660; orange</td><td>SUSPECT (a renewal missed its quorum)</td>"
           "<td>&#9660; red</td><td>lost</td></tr><tr><td>&#9660; green</td><td>recovered</td>"
-          "<td>&#9660; grey</td><td>a renewal round failed</td></tr></table>\n",
+          "<td>&#9660; grey</td><td>a renewal round failed</td></tr><tr><td>&#9660; violet</td>"
+          "<td>a fault injected (simulator)</td><td>&#9660; red, outlined</td><td>an invariant "
+          "broken (simulator's checker)</td></tr></table>\n",
           f);
 }
 

@@ -27,6 +27,9 @@ void sim_violation(sim_world_t *w, int kind, const char *what)
         snprintf(w->first_violation, sizeof w->first_violation, "%s at t=%" PRIu64 "us: %.140s",
                  sim_violation_name(kind), w->core.now_us, what);
     }
+    if (w->note != NULL) {
+        w->note(w->note_ctx, w, "violation", (uint64_t)kind, 0, 0, what);
+    }
     sim_trace(w, "VIOLATION", (uint64_t)kind, 0, 0);
 }
 

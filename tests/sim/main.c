@@ -10,8 +10,12 @@
 #include <time.h>
 
 #include "sim_world.h"
+#ifdef ELK_SIM_TIMELINE
+#include "sim_timeline.h"
+#endif
 
-static sim_world_t world; /* a few MB: static, never on the stack */
+static sim_world_t world;         /* a few MB: static, never on the stack */
+static const char *timeline_path; /* --timeline FILE, NULL: none */
 
 static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
                                             "naive-fence", "setnx-getset",    "no-vote-hygiene"};
@@ -36,6 +40,9 @@ static void usage(FILE *f)
             "                       --faults hostile-masters: restarted or jumped masters vote)\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
+            "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
+            "                       per gateway, faults, the checker's violations marked where\n"
+            "                       they happen (needs --runs 1)\n"
             "  --quiet              print only the summary\n"
             "  --help               this text\n",
             ELK_SIM_MAX_GATEWAYS,
@@ -97,6 +104,9 @@ static int parse_args(int argc, char **argv, sim_options_t *o)
             o->quiet = true;
         } else if (strcmp(a, "--expect-violations") == 0) {
             o->expect_violations = true;
+        } else if (strcmp(a, "--timeline") == 0 && v != NULL) {
+            timeline_path = v;
+            i++;
         } else if (strcmp(a, "--faults") == 0 && v != NULL) {
             o->faults = v;
             i++;
@@ -201,6 +211,18 @@ int main(int argc, char **argv)
     }
     world.opt = o;
     world.trace = o.trace ? stdout : NULL;
+    if (timeline_path != NULL) {
+#ifdef ELK_SIM_TIMELINE
+        if (o.runs != 1) {
+            fprintf(stderr, "elk-sim: --timeline draws one run: add --runs 1\n");
+            return 2;
+        }
+        (void)sim_timeline_start(&world);
+#else
+        fprintf(stderr, "elk-sim: --timeline is not in this build (it needs firmware/)\n");
+        return 2;
+#endif
+    }
     memset(&total, 0, sizeof total);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (r = 0; r < o.runs; r++) {
@@ -237,6 +259,21 @@ int main(int argc, char **argv)
                 hash = (hash ^ (uint8_t)(world.hash >> (8 * b))) * 0x100000001b3ull;
             }
         }
+#ifdef ELK_SIM_TIMELINE
+        if (timeline_path != NULL) {
+            char title[160];
+            snprintf(title, sizeof title,
+                     "elk-sim seed %" PRIu64 ", %s, %u gateways, %u nodes, %u resources%s%s", seed,
+                     o.faults, o.gateways, o.nodes, o.resources,
+                     o.control != CTRL_NONE ? ", control " : "",
+                     o.control != CTRL_NONE ? control_names[o.control] : "");
+            int trc = sim_timeline_write(&world, timeline_path, title);
+            if (trc != 0) {
+                fprintf(stderr, "elk-sim: cannot write %s: %s\n", timeline_path, strerror(trc));
+                return 1;
+            }
+        }
+#endif
         if (o.trace) {
             printf("run seed %" PRIu64 ": trace hash %016" PRIx64 "\n", seed, world.hash);
         }

@@ -200,6 +200,11 @@ typedef struct sim_world {
     sim_stats_t run;     /* this run */
     char first_violation[200];
     FILE *trace;
+    /* elk-sim --timeline: every trace line and violation, as it happens (NULL: none). text
+     * is the violation's message, NULL for trace lines. Never changes the trace hash. */
+    void (*note)(void *ctx, const struct sim_world *w, const char *what, uint64_t a, uint64_t b,
+                 uint64_t c, const char *text);
+    void *note_ctx;
 } sim_world_t;
 
 /* Run one seed; results accumulate in w->run. Returns 0 or a negative elk_err_t. */

@@ -47,6 +47,9 @@ void sim_trace(sim_world_t *w, const char *what, uint64_t a, uint64_t b, uint64_
     hash_u64(w, a);
     hash_u64(w, b);
     hash_u64(w, c);
+    if (w->note != NULL) {
+        w->note(w->note_ctx, w, what, a, b, c, NULL);
+    }
     if (w->trace != NULL) {
         fprintf(w->trace,
                 "%10" PRIu64 ".%03" PRIu64 " ms  %-10s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",

@@ -36,6 +36,9 @@ typedef enum elkfw_ev_kind {
     ELKFW_EV_RECOVERED,    /* a confirmed renewal after SUSPECT */
     ELKFW_EV_LOST,         /* the lease was lost (cause) */
     ELKFW_EV_RELEASE,      /* the lease was released */
+    /* Written by the simulator's timeline only (elk-sim --timeline), never by elkd: */
+    ELKFW_EV_FAULT,     /* a fault injected (cause: crash, jump, partition, pause, ...) */
+    ELKFW_EV_VIOLATION, /* the checker saw an invariant broken (cause: its text) */
     ELKFW_EV_KINDS_
 } elkfw_ev_kind_t;
 
