@@ -117,10 +117,8 @@ static void lk_verdict(elk_client_t *client, size_t i, int status, const elk_res
         says = 5u; /* unsafe or unchecked before: the vote is back */
     }
     if (says != 0u) {
-        elk_lock__log(client,
-                      says == 5u                 ? ELK_LOG_INFO
-                          : refuse && says >= 2u ? ELK_LOG_ERROR
-                                                 : ELK_LOG_WARN,
+        /* "safe again" a warning too: it ends one, and an agent may keep lock infos quiet */
+        elk_lock__log(client, refuse && says >= 2u && says < 5u ? ELK_LOG_ERROR : ELK_LOG_WARN,
                       NULL, i, lk_safety_heads[head + (recheck ? 3u : 0u)], lk_safety_says[says],
                       val, after, ELK_OK);
     }
