@@ -875,6 +875,25 @@ static void test_safety_recheck_takes_the_vote(void **state)
     assert_string_equal(elk_client_node_check(C(0), 1), "ok");
 }
 
+/* A recheck the server refuses (INFO taken away from the user while connected) is a node
+ * that can no longer be checked: no vote under REFUSE (fail closed), said once. */
+static void test_safety_recheck_refused_fails_closed(void **state)
+{
+    (void)state;
+    setup();
+    C(0)->cfg.safety = ELK_SAFETY_REFUSE;
+    pump();
+    run_until(T.now + 600);
+    assert_true(elk_client_node_votes(C(0), 0));
+    T.srv[0].info_disabled = true;
+    uint64_t t1 = T.now;
+    assert_true(vote_changes_at(0, false, t1 + 600u) <= t1 + 500u);
+    assert_int_equal(strncmp(elk_client_node_check(C(0), 0), "unchecked: ERR The user", 23), 0);
+    assert_true(logged(0, "changed while connected: refused, no vote: safety check impossible"));
+    run_until(T.now + 2000);
+    assert_int_equal(log_count(0, "changed while connected"), 1);
+}
+
 /* Under WARN the node keeps its vote and the change is a warning, once; with the check off
  * nothing is sent again. */
 static void test_safety_recheck_warn_and_off(void **state)
@@ -1068,6 +1087,7 @@ int main(void)
         cmocka_unit_test(test_queries_bad_args),
         cmocka_unit_test(test_safety_recheck_takes_the_vote),
         cmocka_unit_test(test_safety_recheck_warn_and_off),
+        cmocka_unit_test(test_safety_recheck_refused_fails_closed),
         cmocka_unit_test(test_eviction_with_aof_refused),
         cmocka_unit_test(test_later_shorter_quarantine_does_not_shorten),
         cmocka_unit_test(test_local_clock_slow_named),
