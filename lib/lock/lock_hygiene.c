@@ -163,16 +163,31 @@ static LK_NOINLINE uint64_t lk_blind(const elk_lock_hygiene_t *h, const elk_lock
         (uint64_t)(lk_with_drift(cfg, since) - (int64_t)since) - cfg->drift_fixed_ms;
 }
 
-/* The local clock suspect (elk_client_local_clock_suspect): node i's clock just jumped by
- * `jump` ms over `span` ms since its reference, seen at lr. When every connected node (at
- * least 2) jumped the same way within the window W, at rates within a factor of 2, the
- * likely cause is this gateway's own clock: said once per spell (a spell lasts until W after
- * the last agreeing jump). Diagnosis only: the quarantines stand as they are. */
-static void lk_local_clock(elk_client_t *client, size_t i, uint64_t lr, int64_t jump, uint64_t span)
+/* How fast node i's clock ran against ours from the reference to a reading (server_ms, sent
+ * at ls, received at lr), in ppm, over the midpoints of the two round trips (so that they
+ * cancel out: under load a round trip can be as long as the drift it would hide). A jump in
+ * no local time at all gets the largest rate its way (it agrees with no drift). */
+static LK_NOINLINE int64_t lk_rate(const elk_lock_hygiene_t *h, int64_t server_ms, int64_t jump,
+                                   uint64_t ls, uint64_t lr)
+{
+    int64_t mid = ((int64_t)(ls + lr) - (int64_t)(h->ref_ls + h->ref_lr)) / 2;
+    int64_t d = server_ms - h->ref_server - mid;
+    if (mid <= 0 || mid > INT32_MAX) {
+        return jump > 0 ? INT32_MAX : -INT32_MAX;
+    }
+    d = d > INT32_MAX ? INT32_MAX : d < -INT32_MAX ? -INT32_MAX : d;
+    return d * 1000000 / mid;
+}
+
+/* The local clock suspect (elk_client_local_clock_suspect): node i's clock just jumped, at
+ * `ppm` (lk_rate), seen at lr. When every connected node (at least 2) jumped the same way
+ * within the window W, at rates within a factor of 2, the likely cause is this gateway's own
+ * clock: said once per spell (a spell lasts until W after the last agreeing jump). Diagnosis
+ * only: the quarantines stand as they are. */
+static void lk_local_clock(elk_client_t *client, size_t i, uint64_t lr, int64_t ppm)
 {
     elk_lock_hygiene_t *h = &client->hygiene[i];
     uint64_t w = lk_window(client);
-    int64_t ppm = span != 0u && span <= UINT32_MAX ? jump * 1000000 / (int64_t)span : jump;
     int64_t lo = INT64_MAX;
     int64_t hi = 0;
     size_t n = 0;
@@ -234,7 +249,7 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     int64_t ms = server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms;
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
-    uint64_t span = lr - h->ref_ls; /* over which the jump accrued (before the ref moves) */
+    int64_t rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0; /* before the ref moves */
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
     /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
      * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
@@ -248,7 +263,7 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
         return old ? LK_CLOCK_BLIND : LK_CLOCK_OK;
     }
     h->clock_jumps++;
-    lk_local_clock(client, i, lr, jump, span);
+    lk_local_clock(client, i, lr, rate);
     lk_quarantine(client, i, lr, lr + lk_window(client),
                   jump > 0 ? "clock ran " : "clock went back ", NULL, jump > 0 ? jump : -jump,
                   jump > 0 ? " ms ahead" : " ms");
