@@ -40,20 +40,24 @@ check_contains "... as an error with its code" "ELK_E_LOCAL_CLOCK" "$line"
 check_contains "... for all three nodes" "the clocks of all 3 connected nodes ran ahead" "$line"
 figure log_line "\"$(echo "$line" | cut -c1-160)\""
 
-# the jumps go on (the servers' clocks keep running ahead): the line is not repeated
+# the jumps go on (the servers' clocks keep running ahead): the line is said once a spell,
+# not once a jump (the spell goes on as long as every node keeps jumping alike)
 jumps() { E status --metrics | awk '$1 == "elk_node_clock_jumps_total{node=\"'"$1"'\"}" {print $2}'; }
 many() { [ "$(jumps a)" -ge 8 ] 2>/dev/null && [ "$(jumps b)" -ge 8 ] 2>/dev/null && [ "$(jumps c)" -ge 8 ] 2>/dev/null; }
 wait_until 90 many; check_true "at least 8 jumps seen on each node" $?
+mval() { printf '%s\n' "$M" | awk -v k="$1" '$1 == k {print $2}'; }
+M=$(E status --metrics); s1=$(mval elk_agent_local_clock_spells_total)
 q=$(grep -c 'quarantined: clock ran' "$LOG")
 n=$(grep -c 'connected nodes ran ahead of ours by' "$LOG")
+M=$(E status --metrics); s2=$(mval elk_agent_local_clock_spells_total)
+printf '%s\n' "$M" > "$ELK_T_DIR/metrics.txt"
 figure quarantine_lines "$q"
 figure local_clock_lines "$n"
-check "one line for the whole spell ($q quarantine lines beside it)" 1 "$n"
-M=$(E status --metrics)
-printf '%s\n' "$M" > "$ELK_T_DIR/metrics.txt"
-mval() { printf '%s\n' "$M" | awk -v k="$1" '$1 == k {print $2}'; }
-check "metric: suspect now" 1 "$(mval elk_agent_local_clock_suspect)"
-check "metric: one spell" 1 "$(mval elk_agent_local_clock_spells_total)"
+figure local_clock_spells "$s2"
+[ "$n" -ge "$s1" ] && [ "$n" -le "$s2" ]; check_true "one line a spell ($n lines, $s1..$s2 spells)" $?
+[ "$n" -ge 1 ] && [ $((n * 8)) -le "$q" ]; check_true "far fewer than the quarantines ($n lines, $q quarantine lines)" $?
+susp() { M=$(E status --metrics); [ "$(mval elk_agent_local_clock_suspect)" = 1 ]; }
+wait_until 30 susp; check_true "metric: elk_agent_local_clock_suspect 1" $?
 rate=$(mval elk_agent_local_clock_rate)
 awk -v r="$rate" 'BEGIN {exit !(r > 0.03 && r < 0.08)}'; check_true "metric: the rate ($rate)" $?
 if command -v promtool >/dev/null; then
@@ -61,11 +65,15 @@ if command -v promtool >/dev/null; then
   check "promtool accepts the exposition" 0 $?
 fi
 
-# nothing changed in what is safe: no node votes for the slow gateway, it gets no lease
-st=$(E status --json)
-[ "$(echo "$st" | grep -o '"votes":true' | wc -l)" = 0 ]; check_true "no node votes for the slow gateway" $?
-E run valve -- true 2>/dev/null; rc=$?
-[ $rc != 0 ]; check_true "the slow gateway gets no lease (exit $rc)" $?
+# nothing changed in what is safe: every node quarantined for its clock, and the slow gateway
+# cannot hold the valve through a 3 s command (73: no lease, 75: lost at the first renewal,
+# whose replies show the servers running ahead)
+for x in a b c; do
+  p=$(eval echo "\$REDIS_PORT_$x")
+  grep -q "node 127.0.0.1:$p: quarantined: clock ran" "$LOG"; check_true "node $x quarantined for its clock" $?
+done
+E run valve -- sleep 3 2>/dev/null; rc=$?
+[ $rc = 73 ] || [ $rc = 75 ]; check_true "the slow gateway cannot hold the valve through 3 s (exit $rc)" $?
 
 # negative control: the true clock on the same servers sees nothing suspect, and votes
 true_ready() { voting "$SOCK2"; }
