@@ -81,7 +81,8 @@ typedef enum elk_lock_mode {
     ELK_MODE_REDLOCK     /* N independent masters, quorum N/2+1, fencing commit */
 } elk_lock_mode_t;
 
-/* What to do when a server's settings make locks unsafe (checked once per connection). */
+/* What to do when a server's settings make locks unsafe (checked on each connection, and
+ * again every elk_client_safety_recheck_ms while connected). */
 typedef enum elk_safety_policy {
     ELK_SAFETY_OFF = 0, /* do not check */
     ELK_SAFETY_WARN,    /* log a warning, use the node anyway */
@@ -319,7 +320,8 @@ typedef struct elk_client_config {
                                       bytes, no ':' needed, no spaces */
     const char *key_prefix; /* e.g. "elk:" (may be ""), prepended to "{<resource>}" */
     elk_lock_mode_t mode;   /* SINGLE needs a fleet of exactly one node */
-    elk_safety_policy_t safety; /* server settings check on each (re)connection (default WARN) */
+    elk_safety_policy_t safety; /* server settings check on each (re)connection and every
+                                   safety_recheck_ms (default WARN) */
     /* Optional: node state changes are forwarded here (the client registers its own
      * handlers on every node, replacing any set before elk_client_init). */
     elk_node_state_fn on_node_state;
@@ -433,8 +435,8 @@ uint64_t elk_client_next_wake(const elk_client_t *client);
  * subscriber connections'. Returns the number filled. */
 size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max);
 
-/* The safety check's result for fleet node `node` (client-owned text, valid until the
- * node reconnects): "ok", "pending", "off", "unsafe: maxmemory-policy allkeys-lru",
+/* The safety check's result for fleet node `node` (client-owned text, valid until the next
+ * poll: a recheck may change it): "ok", "pending", "off", "unsafe: maxmemory-policy allkeys-lru",
  * "unchecked: INFO memory: NOPERM ...". "" for a bad index. */
 const char *elk_client_node_check(const elk_client_t *client, size_t node);
 
