@@ -251,7 +251,8 @@ uint64_t elk_lock__safety_recheck(elk_client_t *client, size_t i, uint64_t now)
     if (now < due) {
         return due;
     }
-    /* not sent (send buffer full behind a round): the next poll tries again */
+    /* not sent (send buffer or request queue full behind a round): the next poll tries
+     * again, after the requests in flight have answered or timed out */
     if (elk_node_send(&client->fleet->nodes[i], now, argv, 3, 0, lk_on_recheck, client) == ELK_OK) {
         client->safety_at[i] = now;
         client->safety_rechecking[i] = 1;
