@@ -179,11 +179,11 @@ struct agent {
     elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
     bool journal; /* stderr is the journal: lines start with <priority> */
     elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
+    /* a spell of elk_client_local_clock_suspect is on (its end is said once) */
+    bool local_clock_suspect;
     uint64_t quarantine_until[CONFIG_ELK_MAX_NODES]; /* last seen quarantine end, 0: none */
     uint64_t metrics_next;                           /* next rewrite of [agent] metrics_file */
     bool metrics_failed;                             /* the last rewrite failed (said once) */
-    /* a spell of elk_client_local_clock_suspect is on (its end is said once) */
-    bool local_clock_suspect;
 };
 
 /* ------------------------------------------------------------------ logging */
