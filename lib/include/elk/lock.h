@@ -369,11 +369,11 @@ typedef struct elk_lock_hygiene {
     uint64_t probe_at;    /* when that probe was sent (its reply's ls) */
     uint32_t quarantines; /* times a quarantine started or was extended (metrics) */
     uint32_t clock_jumps; /* server clock jumps seen, forward or backward (metrics) */
+    uint64_t jump_at;     /* local time of the last clock jump seen (0: none) */
+    int32_t jump_ppm;     /*   its rate against our clock, ppm (< 0: back; local clock) */
     bool pending;         /* no vote until the PROBE of this connection has answered */
     bool has_ref;         /* ref_* hold a reading */
     bool refreshing;      /* a probe sent only to read the clock (elk_lock__hygiene_refresh) */
-    uint64_t jump_at;     /* local time of the last clock jump seen (0: none) */
-    int32_t jump_ppm;     /*   its size per time since the reference, ppm (< 0: back) */
 } elk_lock_hygiene_t;
 
 /* A lock client over a fleet. Caller-owned; fields are internal. */
