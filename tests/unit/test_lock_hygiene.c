@@ -792,22 +792,6 @@ static void test_release_goes_to_quarantined_node(void **state)
     assert_null(lfr_get(&T.srv[2], "elk:{valve}"));
 }
 
-/* Bad arguments of the queries. */
-static void test_queries_bad_args(void **state)
-{
-    (void)state;
-    setup(.nodes = 1);
-    assert_string_equal(elk_client_node_hygiene(C(0), 1), "");
-    assert_string_equal(elk_client_node_hygiene(NULL, 0), "");
-    assert_int_equal(elk_client_node_quarantine(C(0), 7), 0);
-    assert_int_equal(elk_client_node_hygiene_stats(C(0), 1, NULL, NULL), ELK_E_INVALID_ARG);
-    assert_int_equal(elk_client_node_hygiene_stats(NULL, 0, NULL, NULL), ELK_E_INVALID_ARG);
-    elk_client_config_t cc;
-    elk_client_config_defaults(&cc);
-    assert_true(cc.vote_hygiene);
-    assert_int_equal(cc.quarantine_ms, 0);
-}
-
 /* ------------------------------------------- issue 26: the repeated safety check */
 
 /* How many captured log lines of gateway g contain s. */
@@ -1055,9 +1039,32 @@ static void test_local_clock_needs_every_node(void **state)
     assert_int_equal(log_count(0, "connected nodes fell behind ours by"), 1);
 }
 
+/* Bad arguments of the queries. */
+static void test_queries_bad_args(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    assert_string_equal(elk_client_node_hygiene(C(0), 1), "");
+    assert_string_equal(elk_client_node_hygiene(NULL, 0), "");
+    assert_int_equal(elk_client_node_quarantine(C(0), 7), 0);
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 1, NULL, NULL), ELK_E_INVALID_ARG);
+    assert_int_equal(elk_client_node_hygiene_stats(NULL, 0, NULL, NULL), ELK_E_INVALID_ARG);
+    elk_client_config_t cc;
+    elk_client_config_defaults(&cc);
+    assert_true(cc.vote_hygiene);
+    assert_int_equal(cc.quarantine_ms, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_safety_recheck_takes_the_vote),
+        cmocka_unit_test(test_safety_recheck_warn_and_off),
+        cmocka_unit_test(test_safety_recheck_refused_fails_closed),
+        cmocka_unit_test(test_eviction_with_aof_refused),
+        cmocka_unit_test(test_later_shorter_quarantine_does_not_shorten),
+        cmocka_unit_test(test_local_clock_slow_named),
+        cmocka_unit_test(test_local_clock_needs_every_node),
         cmocka_unit_test(test_fresh_node_quarantined_then_votes),
         cmocka_unit_test(test_waiting_acquire_gets_node_at_quarantine_end),
         cmocka_unit_test(test_restart_empty_during_hold_no_second_holder),
@@ -1085,13 +1092,6 @@ int main(void)
         cmocka_unit_test(test_cost_per_connection_and_renewal),
         cmocka_unit_test(test_release_goes_to_quarantined_node),
         cmocka_unit_test(test_queries_bad_args),
-        cmocka_unit_test(test_safety_recheck_takes_the_vote),
-        cmocka_unit_test(test_safety_recheck_warn_and_off),
-        cmocka_unit_test(test_safety_recheck_refused_fails_closed),
-        cmocka_unit_test(test_eviction_with_aof_refused),
-        cmocka_unit_test(test_later_shorter_quarantine_does_not_shorten),
-        cmocka_unit_test(test_local_clock_slow_named),
-        cmocka_unit_test(test_local_clock_needs_every_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
