@@ -180,6 +180,8 @@ struct agent {
     elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
     bool journal; /* stderr is the journal: lines start with <priority> */
     elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
+    /* a spell of elk_client_local_clock_suspect is on (its end is said once) */
+    bool local_clock_suspect;
     uint64_t quarantine_until[CONFIG_ELK_MAX_NODES]; /* last seen quarantine end, 0: none */
     uint64_t metrics_next;                           /* next rewrite of [agent] metrics_file */
     bool metrics_failed;                             /* the last rewrite failed (said once) */
@@ -1020,21 +1022,32 @@ static void node_hygiene_word(agent_t *a, size_t i, uint64_t now, char *buf, siz
     }
 }
 
+/* The local clock suspect for STATUS: "suspect" while every connected node's clock jumps
+ * alike (this gateway's clock is the likely cause), else "ok"; *ppm the rate seen last. */
+static const char *local_clock_word(agent_t *a, int32_t *ppm)
+{
+    return elk_client_local_clock_suspect(&a->client, ppm, NULL) == ELK_E_LOCAL_CLOCK ? "suspect"
+                                                                                      : "ok";
+}
+
 /* STATUS: "OK STATUS <n>", then the agent, each resource and each node on a line. */
 static void send_status_text(agent_t *a, int slot, uint64_t now)
 {
     size_t i;
+    int32_t ppm = 0;
     char holder[32], addr[300], hyg[256];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
+    const char *clock = local_clock_word(a, &ppm); /* before ppm is read */
     client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
     client_send(a, slot,
                 "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64
                 " mode=%s nodes_ready=%zu/%zu quorum=%zu "
-                "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32 "\n",
+                "shutting_down=%s clients=%zu/%d reloads=%" PRIu32 " reload_failures=%" PRIu32
+                " local_clock=%s local_clock_ppm=%" PRId32 "\n",
                 a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
                 elkfw_mode_name(a->conf.mode), elk_fleet_ready_count(&a->fleet), a->fleet.count,
                 elk_client_quorum(&a->client), a->shutting_down ? "yes" : "no",
-                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
+                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
         if (!r->in_use) {
@@ -1074,6 +1087,8 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
     bool first = true;
     char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX], hyg[256];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
+    int32_t ppm = 0;
+    const char *clock = local_clock_word(a, &ppm); /* before ppm is read */
     if (!json) {
         send_status_text(a, slot, now);
         return;
@@ -1082,11 +1097,12 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
                 "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
                 ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
                 "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
-                ",\"reload_failures\":%" PRIu32 ",\"resources\":[",
+                ",\"reload_failures\":%" PRIu32
+                ",\"local_clock\":\"%s\",\"local_clock_ppm\":%" PRId32 ",\"resources\":[",
                 a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
                 elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
                 elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false",
-                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures);
+                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
         if (!r->in_use) {
@@ -1148,6 +1164,9 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
     src->reload_failures = a->reload_failures;
     src->res = res;
     src->nodes = nodes;
+    src->local_clock_suspect =
+        elk_client_local_clock_suspect(&a->client, &src->local_clock_rate_ppm,
+                                       &src->local_clock_spells) == ELK_E_LOCAL_CLOCK;
     for (i = 0; i < a->n_res; i++) {
         if (a->res[i].in_use) {
             res[src->n_res].name = a->res[i].conf->name;
@@ -2376,6 +2395,19 @@ static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
     }
 }
 
+/* The local clock suspect: the library says once when a spell begins (all connected nodes'
+ * clocks jump alike: this gateway's own clock is the likely cause); elkd says when it ends. */
+static void local_clock_step(agent_t *a)
+{
+    bool on = elk_client_local_clock_suspect(&a->client, NULL, NULL) == ELK_E_LOCAL_CLOCK;
+    if (a->local_clock_suspect && !on) {
+        elkd_log(a, ELK_LOG_INFO,
+                 "local clock: the nodes' clocks no longer jump alike (the clock check's "
+                 "quarantines still run out as they stand)");
+    }
+    a->local_clock_suspect = on;
+}
+
 /* One step of the agent by the clock: the lock engine, local waiters, resources,
  * client output. Returns the time of the next step, or 0 once a shutdown is complete. */
 /* Vote hygiene: the library warns when it quarantines a node; elkd says when the
@@ -2395,6 +2427,7 @@ static void hygiene_step(agent_t *a, uint64_t now, uint64_t *next)
                      elk_client_node_hygiene(&a->client, i));
         }
     }
+    local_clock_step(a);
 }
 
 static uint64_t agent_tick(agent_t *a, uint64_t now)
@@ -2781,6 +2814,14 @@ static int check_config(agent_t *a)
                    r->allow_users[0] ? r->allow_users : "-",
                    r->allow_groups[0] ? r->allow_groups : "-");
         }
+    }
+    if (a->conf.agent.safety_check != ELKFW_SAFETY_OFF) {
+        printf("%s: safety check: on every connection and again every %" PRIu32
+               " ms on each connected node; a node whose settings turn unsafe (CONFIG SET "
+               "maxmemory-policy) is %s within %" PRIu64 " ms\n",
+               a->conf_path, elk_client_safety_recheck_ms(&a->client),
+               a->conf.agent.safety_check == ELKFW_SAFETY_REFUSE ? "refused its vote" : "warned of",
+               elk_client_safety_bound_ms(&a->client));
     }
     /* risky but valid: said, and --check still passes */
     while (elkfw_conf_warning(&a->conf, &pos, err, sizeof err)) {

@@ -147,6 +147,17 @@ static void write_agent(FILE *f, const elkfw_metrics_src_t *s)
     family(f, "elk_agent_reloads_total", "counter", "Configuration reloads, applied or refused.");
     fprintf(f, "elk_agent_reloads_total{result=\"ok\"} %" PRIu32 "\n", s->reloads);
     fprintf(f, "elk_agent_reloads_total{result=\"failed\"} %" PRIu32 "\n", s->reload_failures);
+    family(f, "elk_agent_local_clock_suspect", "gauge",
+           "1 while every connected node's clock seems to jump alike: this gateway's own clock "
+           "is the likely cause (docs/design.md).");
+    fprintf(f, "elk_agent_local_clock_suspect %d\n", s->local_clock_suspect ? 1 : 0);
+    family(f, "elk_agent_local_clock_spells_total", "counter",
+           "Spells in which every connected node's clock jumped alike.");
+    fprintf(f, "elk_agent_local_clock_spells_total %" PRIu32 "\n", s->local_clock_spells);
+    family(f, "elk_agent_local_clock_rate", "gauge",
+           "How fast the servers' clocks ran against this gateway's in the last such spell "
+           "(0.05: 5 % ahead, so the gateway's clock is slow; 0 before any).");
+    fprintf(f, "elk_agent_local_clock_rate %.6f\n", s->local_clock_rate_ppm / 1e6);
 }
 
 static void write_resources(FILE *f, const elkfw_metrics_src_t *s)

@@ -280,6 +280,8 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
         }
         w = elk_lock__hygiene_refresh(client, i, now);
         next = w < next ? w : next;
+        w = elk_lock__safety_recheck(client, i, now);
+        next = w < next ? w : next;
         if (client->sub_fresh[i]) {
             size_t k;
             client->sub_fresh[i] = 0;

@@ -163,6 +163,72 @@ static LK_NOINLINE uint64_t lk_blind(const elk_lock_hygiene_t *h, const elk_lock
         (uint64_t)(lk_with_drift(cfg, since) - (int64_t)since) - cfg->drift_fixed_ms;
 }
 
+/* How fast node i's clock ran against ours from the reference to a reading (server_ms, sent
+ * at ls, received at lr), in ppm, over the midpoints of the two round trips (so that they
+ * cancel out: under load a round trip can be as long as the drift it would hide). A jump in
+ * no local time at all gets the largest rate its way (it agrees with no drift). */
+static LK_NOINLINE int64_t lk_rate(const elk_lock_hygiene_t *h, int64_t server_ms, int64_t jump,
+                                   uint64_t ls, uint64_t lr)
+{
+    int64_t mid = ((int64_t)(ls + lr) - (int64_t)(h->ref_ls + h->ref_lr)) / 2;
+    int64_t d = server_ms - h->ref_server - mid;
+    if (mid <= 0 || mid > INT32_MAX) {
+        return jump > 0 ? INT32_MAX : -INT32_MAX;
+    }
+    d = d > INT32_MAX ? INT32_MAX : d < -INT32_MAX ? -INT32_MAX : d;
+    return d * 1000000 / mid;
+}
+
+/* The local clock suspect (elk_client_local_clock_suspect): node i's clock just jumped, at
+ * `ppm` (lk_rate), seen at lr. When every connected node (at least 2) jumped the same way
+ * within the window W, at rates within a factor of 2, the likely cause is this gateway's own
+ * clock: said once per spell (a spell lasts until W after the last agreeing jump). Diagnosis
+ * only: the quarantines stand as they are. */
+static void lk_local_clock(elk_client_t *client, size_t i, uint64_t lr, int64_t ppm)
+{
+    elk_lock_hygiene_t *h = &client->hygiene[i];
+    uint64_t w = lk_window(client);
+    int64_t lo = INT64_MAX;
+    int64_t hi = 0;
+    size_t n = 0;
+    size_t k;
+    char line[64];
+    elk_fmt_t f;
+    ppm = ppm > INT32_MAX ? INT32_MAX : ppm < -INT32_MAX ? -INT32_MAX : ppm;
+    h->jump_at = lr;
+    h->jump_ppm = (int32_t)ppm;
+    for (k = 0; k < client->fleet->count; k++) {
+        const elk_lock_hygiene_t *o = &client->hygiene[k];
+        int64_t r = o->jump_ppm < 0 ? -(int64_t)o->jump_ppm : o->jump_ppm;
+        if (!elk_node_is_ready(&client->fleet->nodes[k])) {
+            continue;
+        }
+        if (o->jump_at == 0u || o->jump_at + w < lr || (o->jump_ppm < 0) != (ppm < 0)) {
+            return; /* a connected node without a like jump lately: its servers' fault */
+        }
+        lo = r < lo ? r : lo;
+        hi = r > hi ? r : hi;
+        n++;
+    }
+    if (n < 2u || hi > 2 * lo) {
+        return;
+    }
+    client->clock_suspect_ppm = (int32_t)ppm;
+    if (lr >= client->clock_suspect_until) {
+        client->clock_suspect_spells++;
+        elk_fmt_init(&f, line, sizeof line);
+        elk_fmt_uint(&f, n);
+        elk_fmt_str(&f,
+                    ppm < 0 ? " connected nodes fell behind ours by "
+                            : " connected nodes ran ahead of ours by ");
+        elk_fmt_int(&f, ppm < 0 ? -ppm : ppm);
+        elk_fmt_str(&f, " ppm");
+        elk_lock__log(client, ELK_LOG_ERROR, NULL, i, "", "the clocks of all ", NULL,
+                      elk_fmt_cstr(&f), ELK_E_LOCAL_CLOCK);
+    }
+    client->clock_suspect_until = lr + w;
+}
+
 /* What a reading says of node i's vote (lk_reading). */
 enum { LK_CLOCK_OK, LK_CLOCK_BLIND, LK_CLOCK_JUMP };
 
@@ -183,6 +249,7 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     int64_t ms = server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms;
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
+    int64_t rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0; /* before the ref moves */
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
     /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
      * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
@@ -196,6 +263,7 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
         return old ? LK_CLOCK_BLIND : LK_CLOCK_OK;
     }
     h->clock_jumps++;
+    lk_local_clock(client, i, lr, rate);
     lk_quarantine(client, i, lr, lr + lk_window(client),
                   jump > 0 ? "clock ran " : "clock went back ", NULL, jump > 0 ? jump : -jump,
                   jump > 0 ? " ms ahead" : " ms");
@@ -496,4 +564,18 @@ int elk_client_node_hygiene_stats(const elk_client_t *client, size_t node, uint3
         *clock_jumps = client->hygiene[node].clock_jumps;
     }
     return ELK_OK;
+}
+
+int elk_client_local_clock_suspect(const elk_client_t *client, int32_t *rate_ppm, uint32_t *spells)
+{
+    if (client == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (rate_ppm != NULL) {
+        *rate_ppm = client->clock_suspect_ppm;
+    }
+    if (spells != NULL) {
+        *spells = client->clock_suspect_spells;
+    }
+    return client->now < client->clock_suspect_until ? ELK_E_LOCAL_CLOCK : ELK_OK;
 }

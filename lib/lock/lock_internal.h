@@ -73,6 +73,9 @@ size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
 
 /* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
+/* Node i's check again while connected, every elk_client_safety_recheck_ms (only the SAFETY
+ * script: one request). Returns when it is due next (UINT64_MAX: nothing to wait for). */
+uint64_t elk_lock__safety_recheck(elk_client_t *client, size_t i, uint64_t now);
 
 /* lock_hygiene.c: vote hygiene (docs/design.md "Masters that restart or jump").
  * Node i just became READY: send the PROBE (before any request of the locks). */

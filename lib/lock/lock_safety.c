@@ -15,6 +15,14 @@
  * the node has no vote from the moment it connects until the script proved it safe: a
  * node that fails the check, or cannot be checked (NOPERM, error, timeout, field missing),
  * never votes. Fail closed.
+ *
+ * Settings change while connected (CONFIG SET maxmemory-policy allkeys-lru leaves no trace
+ * a client could watch), so the script runs again every recheck interval on each connected
+ * node (elk_client_safety_recheck_ms): one request per node per interval, not per lease. A
+ * node that became unsafe loses its vote when that reply is in, at most the interval plus
+ * the node's request timeout after the change (a reply later than that resets the
+ * connection, and a new connection is checked before it votes). A recheck logs only what
+ * changed; its transport failures decide nothing (the reconnect checks again).
  */
 #include <string.h>
 
@@ -44,48 +52,40 @@ static const char *const lk_safety_says[] = {
     ("no AOF persistence (a restart loses locks; delay restarts by one TTL) and eviction can "
      "delete lock keys; set maxmemory-policy noeviction, now "),
     "safety check impossible (grant +info, docs/redis-acl.md): ",
+    "safe again (maxmemory-policy noeviction): it may vote",
 };
 
-/* Both replies of the check come here, in the order they were sent: the SAFETY script's
- * while the check is pending (node_check empty), then CONFIG GET appendfsync's. (One
- * callback: each costs flash.)
- *
- * The script's reply {policy, aof} decides the node's vote (eviction) and warns
- * (persistence); any other reply means the node cannot be checked: NOPERM (the script's
- * INFO), another error, a timeout, the policy field missing.
- * CONFIG GET's reply is [name, value] (RESP2 array) or {name: value} (RESP3 map); an
- * error (no +config|get) is a debug line, a value other than "always" a warning. */
-static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+/* What heads a check's log line: by the verdict (0 none, 1 unsafe under WARN, 2 refused)
+ * and whether a recheck found it (+3). */
+static const char *const lk_safety_heads[] = {
+    "",
+    "unsafe: ",
+    "refused, no vote: ",
+    "changed while connected: ",
+    "changed while connected: unsafe: ",
+    "changed while connected: refused, no vote: ",
+};
+
+/* The SAFETY script's reply (or its failure, status) for node i: its check text, its vote
+ * under REFUSE, one log line. The script's reply {policy, aof} decides the node's vote
+ * (eviction) and warns (persistence); any other reply means the node cannot be checked:
+ * NOPERM (the script's INFO), another error, a timeout, the policy field missing. A
+ * recheck logs only a result that differs from the last one. */
+static void lk_verdict(elk_client_t *client, size_t i, int status, const elk_resp_reply_t *reply,
+                       bool recheck)
 {
-    elk_client_t *client = (elk_client_t *)user;
-    size_t i = elk_lock__node_of(client, node);
     bool refuse = client->cfg.safety == ELK_SAFETY_REFUSE;
     size_t idx = 0;
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
     const elk_resp_node_t *val = NULL;
     const char *why = elk_err_name(status != ELK_OK ? status : ELK_E_UNEXPECTED_REPLY);
-    const char *head = "";
     const char *after = "";
     bool error = elk_resp_is_error(top);
     size_t says = 4u; /* not checkable */
-    if (i == SIZE_MAX) {
-        return;
-    }
-    if (client->node_check[i][0] != '\0') {
-        if (error) {
-            elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
-                          "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top,
-                          "", ELK_OK);
-        } else if (top != NULL && top->subtree >= 2u &&
-                   !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
-            elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
-                          "appendfsync is not always: a crash can lose recent locks; delay "
-                          "restarts by one TTL "
-                          "(appendfsync ",
-                          &reply->nodes[idx + 2u], ")", ELK_OK);
-        }
-        return;
-    }
+    size_t head = 0;
+    size_t was = client->safety_says[i];
+    char old[ELK_LOCK_CHECK_TEXT_MAX];
+    memcpy(old, client->node_check[i], sizeof old);
     /* {policy, aof}: an aggregate of two (an error has no subtree; the subtree's nodes are
      * in the reply, elk/resp.h), a policy not empty */
     if (top != NULL && top->subtree >= 2u && reply->nodes[idx + 1u].len != 0u) {
@@ -104,14 +104,69 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
         client->node_unsafe[i] = 0;
         client->dirty = true; /* a waiting round may now reach its quorum */
     } else {
-        head = refuse ? "refused, no vote: " : val != NULL ? "unsafe: " : "";
+        head = refuse ? 2u : val != NULL ? 1u : 0u;
         if (refuse) {
             client->node_unsafe[i] = 1;
         }
     }
+    client->safety_says[i] = (uint8_t)(says + 1u);
+    if (recheck && was == says + 1u && strcmp(old, client->node_check[i]) == 0) {
+        return; /* the same as last time: said then */
+    }
+    if (recheck && says < 2u && was >= 3u) {
+        says = 5u; /* unsafe or unchecked before: the vote is back */
+    }
     if (says != 0u) {
-        elk_lock__log(client, refuse && says >= 2u ? ELK_LOG_ERROR : ELK_LOG_WARN, NULL, i, head,
-                      lk_safety_says[says], val, after, ELK_OK);
+        /* "safe again" a warning too: it ends one, and an agent may keep lock infos quiet */
+        elk_lock__log(client, refuse && says >= 2u && says < 5u ? ELK_LOG_ERROR : ELK_LOG_WARN,
+                      NULL, i, lk_safety_heads[head + (recheck ? 3u : 0u)], lk_safety_says[says],
+                      val, after, ELK_OK);
+    }
+}
+
+/* Both replies of the check come here, in the order they were sent: the SAFETY script's
+ * while the check is pending (node_check empty), then CONFIG GET appendfsync's. (One
+ * callback: each costs flash.)
+ * CONFIG GET's reply is [name, value] (RESP2 array) or {name: value} (RESP3 map); an
+ * error (no +config|get) is a debug line, a value other than "always" a warning. */
+static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i = elk_lock__node_of(client, node);
+    size_t idx = 0;
+    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
+    if (i == SIZE_MAX) {
+        return;
+    }
+    if (client->node_check[i][0] == '\0') {
+        lk_verdict(client, i, status, reply, false);
+    } else if (elk_resp_is_error(top)) {
+        elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
+                      "appendfsync not checked (needs +config|get, docs/redis-acl.md): ", top, "",
+                      ELK_OK);
+    } else if (top != NULL && top->subtree >= 2u &&
+               !elk_resp_str_eq(&reply->nodes[idx + 2u], "always")) {
+        elk_lock__log(client, ELK_LOG_WARN, NULL, i, "",
+                      "appendfsync is not always: a crash can lose recent locks; delay "
+                      "restarts by one TTL "
+                      "(appendfsync ",
+                      &reply->nodes[idx + 2u], ")", ELK_OK);
+    }
+}
+
+/* A recheck's reply for node i. A transport failure (the connection closed, or the reply
+ * late: that resets it) decides nothing: the new connection is checked before it votes.
+ * A recheck overtaken by a new connection's check (flag cleared) is not this one's. */
+static void lk_on_recheck(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_client_t *client = (elk_client_t *)user;
+    size_t i = elk_lock__node_of(client, node);
+    if (i == SIZE_MAX || !client->safety_rechecking[i]) {
+        return;
+    }
+    client->safety_rechecking[i] = 0;
+    if (status == ELK_OK) {
+        lk_verdict(client, i, status, reply, true);
     }
 }
 
@@ -125,6 +180,9 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
     size_t k;
     int rc;
     client->safety_due[i] = 0;
+    client->safety_rechecking[i] = 0; /* a reply of the old connection is not this one's */
+    client->safety_says[i] = 0;
+    client->safety_at[i] = now;
     if (client->cfg.safety != ELK_SAFETY_OFF) {
         text = ""; /* pending: elk_client_node_check says so, lk_on_check waits for the script */
         if (client->cfg.safety == ELK_SAFETY_REFUSE) {
@@ -143,6 +201,63 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
     }
     /* After the sends: elk_node_send never calls back from inside. */
     lk_check_text(client, i, text, NULL, 0);
+}
+
+uint32_t elk_client_safety_recheck_ms(const elk_client_t *client)
+{
+    elk_lock_config_t d;
+    uint32_t ttl;
+    size_t k;
+    if (client == NULL) {
+        return 0;
+    }
+    if (client->cfg.safety_recheck_ms != 0u) {
+        return client->cfg.safety_recheck_ms;
+    }
+    elk_lock_config_defaults(&d);
+    ttl = d.ttl_ms;
+    for (k = 0; k < client->lock_count; k++) {
+        uint32_t t = client->locks[k]->cfg.ttl_ms;
+        ttl = k == 0u || t < ttl ? t : ttl;
+    }
+    return ttl / 2u > 0u ? ttl / 2u : 1u;
+}
+
+uint64_t elk_client_safety_bound_ms(const elk_client_t *client)
+{
+    uint64_t most = 0;
+    size_t k;
+    if (client == NULL || client->fleet == NULL || client->cfg.safety == ELK_SAFETY_OFF) {
+        return 0;
+    }
+    for (k = 0; k < client->fleet->count; k++) {
+        uint32_t t = client->fleet->nodes[k].cfg.request_timeout_ms;
+        most = t > most ? t : most;
+    }
+    return elk_client_safety_recheck_ms(client) + most;
+}
+
+uint64_t elk_lock__safety_recheck(elk_client_t *client, size_t i, uint64_t now)
+{
+    static const elk_resp_arg_t argv[3] = {
+        ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_SAFETY), ELK_RESP_ARG_STR("0")};
+    uint64_t due = client->safety_at[i] + elk_client_safety_recheck_ms(client);
+    /* not while the connection's own check is pending (or waits for room) or one runs */
+    if (client->cfg.safety == ELK_SAFETY_OFF || client->node_check[i][0] == '\0' ||
+        client->safety_due[i] || client->safety_rechecking[i] ||
+        !elk_node_is_ready(&client->fleet->nodes[i])) {
+        return UINT64_MAX;
+    }
+    if (now < due) {
+        return due;
+    }
+    /* not sent (send buffer or request queue full behind a round): the next poll tries
+     * again, after the requests in flight have answered or timed out */
+    if (elk_node_send(&client->fleet->nodes[i], now, argv, 3, 0, lk_on_recheck, client) == ELK_OK) {
+        client->safety_at[i] = now;
+        client->safety_rechecking[i] = 1;
+    }
+    return UINT64_MAX;
 }
 
 const char *elk_client_node_check(const elk_client_t *client, size_t node)

@@ -740,6 +740,30 @@ MUTANTS = [
 
     # ------------------------------------------------ the repeated safety check, the local clock, lib safety classes (issue 26)
     # (section: recheck)
+    dict(id="recheck.shorter-quarantine-shortens", file=L + "lock_hygiene.c",
+         old="    if (until >= h->until) {\n        h->until = until;",
+         new="    if (until >= h->until || until > now) {\n        h->until = until;",
+         tests=[HYG], why="a later, shorter quarantine (a smaller window after a reload) cuts an earlier, longer one short"),
+    dict(id="recheck.eviction-safe-with-aof", file=L + "lock_safety.c",
+         old='        says = (elk_resp_str_eq(val, "noeviction") ? 0u : 2u) +',
+         new='        says = (elk_resp_str_eq(val, "noeviction") || elk_resp_str_eq(val + 1, "1") ? 0u : 2u) +',
+         tests=[HYG], why="an evicting maxmemory-policy counts as safe when AOF is on: persistence does not stop eviction"),
+    dict(id="recheck.never-repeated", file=L + "lock_client.c",
+         old="        w = elk_lock__safety_recheck(client, i, now);",
+         new="        w = UINT64_MAX;",
+         tests=[HYG], why="the safety check runs at connect only: CONFIG SET maxmemory-policy allkeys-lru keeps the vote"),
+    dict(id="recheck.failure-ignored", file=L + "lock_safety.c",
+         old="    if (status == ELK_OK) {\n        lk_verdict(client, i, status, reply, true);\n    }",
+         new="    if (status == ELK_OK && !elk_resp_is_error(elk_resp_reply_top(reply, &(size_t){0}))) {\n        lk_verdict(client, i, status, reply, true);\n    }",
+         tests=[HYG], why="a recheck the server refuses (NOPERM after an ACL change) leaves the vote under refuse"),
+    dict(id="localclock.quiet-node-ignored", file=L + "lock_hygiene.c",
+         old="            return; /* a connected node without a like jump lately: its servers' fault */",
+         new="            continue;",
+         tests=[HYG], why="the gateway's clock is blamed while a connected node keeps time with it"),
+    dict(id="localclock.said-every-jump", file=L + "lock_hygiene.c",
+         old="    if (lr >= client->clock_suspect_until) {",
+         new="    if (lr >= client->clock_suspect_until || lr > 0u) {",
+         tests=[HYG], why="the local clock line at every jump (913 lines, not one a spell)"),
 
 
 

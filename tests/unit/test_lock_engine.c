@@ -1229,6 +1229,8 @@ static void test_safety_check_sent_first_on_reconnect(void **state)
     c.wait_max_ms = 500;
     world_setup(.lcfg = &c, .resp3 = true, .two = true);
     W.client.cfg.safety = ELK_SAFETY_REFUSE;
+    W.client.cfg.safety_recheck_ms = 60000; /* INFO counts the reconnect's check alone */
+    W.client2.cfg.safety_recheck_ms = 60000;
     pump();
     assert_true(elk_client_node_votes(&W.client, 0));
     assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);

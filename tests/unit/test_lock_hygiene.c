@@ -761,11 +761,15 @@ static void test_cost_per_connection_and_renewal(void **state)
     run_until(T.now + 100); /* the commit round and the last preloads are done */
     size_t served = T.served;
     unsigned extends = T.srv[0].extend_calls + T.srv[1].extend_calls + T.srv[2].extend_calls;
+    unsigned infos = T.srv[0].info + T.srv[1].info + T.srv[2].info;
     run_until(T.now + 2000);
     unsigned rounds = elk_lock_renewals(L(0));
     unsigned now_extends = T.srv[0].extend_calls + T.srv[1].extend_calls + T.srv[2].extend_calls;
+    unsigned rechecks = T.srv[0].info + T.srv[1].info + T.srv[2].info - infos;
     assert_true(rounds >= 5u);
-    assert_int_equal(now_extends - extends, T.served - served); /* nothing but EXTEND */
+    /* nothing but EXTEND and the safety recheck, one a node per TTL/2 (not per round) */
+    assert_int_equal(now_extends - extends + rechecks, T.served - served);
+    assert_true(rechecks <= T.nodes * (2000u / 500u + 1u));
     assert_int_equal(T.srv[0].probe, 1);
     printf("cost: %u probe(s) per connection; %zu requests in %u renewal rounds on %zu nodes\n",
            T.srv[0].probe, T.served - served, rounds, T.nodes);
@@ -788,6 +792,253 @@ static void test_release_goes_to_quarantined_node(void **state)
     assert_null(lfr_get(&T.srv[2], "elk:{valve}"));
 }
 
+/* ------------------------------------------- issue 26: the repeated safety check */
+
+/* How many captured log lines of gateway g contain s. */
+static unsigned log_count(size_t g, const char *s)
+{
+    unsigned n = 0;
+    for (const char *p = T.gw[g].h.log.text; (p = strstr(p, s)) != NULL; p += strlen(s)) {
+        n++;
+    }
+    return n;
+}
+
+/* The first time from t on, in steps of 1 ms up to limit, at which node i of gateway 0 votes
+ * (want true) or not (want false); limit + 1 if never. */
+static uint64_t vote_changes_at(size_t i, bool want, uint64_t limit)
+{
+    while (T.now <= limit) {
+        pump();
+        if (elk_client_node_votes(C(0), i) == want) {
+            return T.now;
+        }
+        T.now++;
+    }
+    return limit + 1u;
+}
+
+/* A node switched to an eviction policy while connected (CONFIG SET maxmemory-policy
+ * allkeys-lru) loses its vote under REFUSE within the recheck interval (the fake answers at
+ * once; elk_client_safety_bound_ms adds the request timeout for a real one), is said once,
+ * and votes again once fixed. One SAFETY script a node per interval. */
+static void test_safety_recheck_takes_the_vote(void **state)
+{
+    (void)state;
+    setup();
+    C(0)->cfg.safety = ELK_SAFETY_REFUSE;
+    pump();
+    uint32_t every = elk_client_safety_recheck_ms(C(0));
+    assert_int_equal(every, 500); /* half the lock's ttl of 1000 */
+    assert_int_equal(elk_client_safety_bound_ms(C(0)), 500u + 1000u);
+    run_until(T.now + 1200);
+    assert_true(elk_client_node_votes(C(0), 1));
+    assert_string_equal(elk_client_node_check(C(0), 1), "ok");
+    unsigned info0 = T.srv[1].info;
+    T.srv[1].maxmemory_policy = "allkeys-lru";
+    uint64_t t1 = T.now;
+    uint64_t lost = vote_changes_at(1, false, t1 + every + 100u);
+    assert_true(lost <= t1 + every);
+    assert_string_equal(elk_client_node_check(C(0), 1), "unsafe: maxmemory-policy allkeys-lru");
+    assert_true(logged(0, "changed while connected: refused, no vote: "));
+    assert_true(logged(0,
+                       "eviction can delete lock keys; set maxmemory-policy noeviction, now "
+                       "allkeys-lru"));
+    assert_int_equal(acquire_once(0), ELK_OK);      /* nodes 1 and 3 are a quorum */
+    assert_null(lfr_get(&T.srv[1], "elk:{valve}")); /* no request to the refused node */
+    /* said once, however often it is found again; one request a node per interval */
+    run_until(T.now + 5u * every);
+    assert_int_equal(log_count(0, "changed while connected"), 1);
+    assert_true(T.srv[1].info - info0 <= (T.now - t1) / every + 1u);
+    assert_false(elk_client_node_votes(C(0), 1));
+    /* fixed: the vote comes back with the next recheck */
+    T.srv[1].maxmemory_policy = "noeviction";
+    uint64_t t2 = T.now;
+    assert_true(vote_changes_at(1, true, t2 + every + 100u) <= t2 + every);
+    assert_true(logged(0, "safe again"));
+    assert_string_equal(elk_client_node_check(C(0), 1), "ok");
+}
+
+/* A recheck the server refuses (INFO taken away from the user while connected) is a node
+ * that can no longer be checked: no vote under REFUSE (fail closed), said once. */
+static void test_safety_recheck_refused_fails_closed(void **state)
+{
+    (void)state;
+    setup();
+    C(0)->cfg.safety = ELK_SAFETY_REFUSE;
+    pump();
+    run_until(T.now + 600);
+    assert_true(elk_client_node_votes(C(0), 0));
+    T.srv[0].info_disabled = true;
+    uint64_t t1 = T.now;
+    assert_true(vote_changes_at(0, false, t1 + 600u) <= t1 + 500u);
+    assert_int_equal(strncmp(elk_client_node_check(C(0), 0), "unchecked: ERR The user", 23), 0);
+    assert_true(logged(0, "changed while connected: refused, no vote: safety check impossible"));
+    run_until(T.now + 2000);
+    assert_int_equal(log_count(0, "changed while connected"), 1);
+}
+
+/* Under WARN the node keeps its vote and the change is a warning, once; with the check off
+ * nothing is sent again. */
+static void test_safety_recheck_warn_and_off(void **state)
+{
+    (void)state;
+    setup();
+    pump();
+    run_until(T.now + 600);
+    T.srv[0].maxmemory_policy = "volatile-lru";
+    run_until(T.now + 2000);
+    assert_true(elk_client_node_votes(C(0), 0));
+    assert_string_equal(elk_client_node_check(C(0), 0), "unsafe: maxmemory-policy volatile-lru");
+    assert_int_equal(log_count(0, "changed while connected: unsafe: "), 1);
+
+    setup();
+    C(0)->cfg.safety = ELK_SAFETY_OFF;
+    pump();
+    run_until(T.now + 3000);
+    assert_int_equal(T.srv[0].info, 0);
+    assert_int_equal(elk_client_safety_bound_ms(C(0)), 0);
+    assert_int_equal(elk_client_safety_recheck_ms(NULL), 0);
+}
+
+/* An eviction policy is unsafe whatever the persistence: AOF on keeps keys across a
+ * restart, it does not stop eviction from deleting them before their TTL. */
+static void test_eviction_with_aof_refused(void **state)
+{
+    (void)state;
+    setup();
+    C(0)->cfg.safety = ELK_SAFETY_REFUSE;
+    T.srv[2].aof = true;
+    T.srv[2].maxmemory_policy = "allkeys-lru";
+    T.srv[1].aof = true; /* the control: AOF on and noeviction votes */
+    pump();
+    assert_false(elk_client_node_votes(C(0), 2));
+    assert_string_equal(elk_client_node_check(C(0), 2), "unsafe: maxmemory-policy allkeys-lru");
+    assert_true(elk_client_node_votes(C(0), 1));
+    assert_int_equal(acquire_node_err(0, 2), ELK_OK); /* nodes 1 and 2 are a quorum */
+    assert_null(lfr_get(&T.srv[2], "elk:{valve}"));   /* no request to the refused node */
+}
+
+/* A quarantine is never shortened: a later, shorter one (the locks' window shrank, as after
+ * a reload to shorter TTLs) leaves the earlier, longer one standing. */
+static void test_later_shorter_quarantine_does_not_shorten(void **state)
+{
+    (void)state;
+    setup(.nodes = 1, .ttl_ms = 5000);
+    pump();
+    int64_t s0 = srv_time(0);
+    uint64_t t0 = T.now;
+    T.now = t0 + 100;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 100 + 3000, T.now, T.now),
+                     ELK_E_CLOCK_JUMP);
+    uint64_t long_until = elk_client_node_quarantine(C(0), 0);
+    assert_int_equal(long_until, t0 + 100 + 5000 + 52); /* ttl 5000 + 1 % + 2 ms */
+    assert_int_equal(elk_lock_deinit(L(0)), ELK_OK);
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    lc.ttl_ms = 1000;
+    assert_int_equal(elk_lock_init(L(0), C(0), "valve", &lc, elk_ts_events_on, &T.gw[0].rec),
+                     ELK_OK);
+    T.now = t0 + 200;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 3100 + 100 + 3000, T.now, T.now),
+                     ELK_E_CLOCK_JUMP);
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), long_until);
+    T.now = t0 + 200 + 1012 + 10; /* the shorter one would have ended here */
+    pump();
+    assert_false(elk_client_node_votes(C(0), 0));
+    assert_true(strncmp(HY(0, 0), "quarantined: clock ran 3000 ms ahead", 36) == 0);
+}
+
+/* ------------------------------------------- issue 26: the gateway's own clock */
+
+/* Run until t with the gateway's clock `ppm` slow against the servers listed in mask (their
+ * TIME runs ahead of it by ppm of the elapsed time), in steps of at most 10 ms. */
+static void run_servers_fast(uint64_t t, uint32_t ppm, unsigned mask)
+{
+    uint64_t t0 = T.now;
+    int64_t base[NODES_MAX];
+    for (size_t i = 0; i < T.nodes; i++) {
+        base[i] = T.srv[i].wall_offset_ms;
+    }
+    while (T.now < t) {
+        uint64_t next = pump();
+        T.now = next <= T.now ? T.now + 1u : next < T.now + 10u ? next : T.now + 10u;
+        for (size_t i = 0; i < T.nodes; i++) {
+            if (mask & (1u << i)) {
+                T.srv[i].wall_offset_ms = base[i] + (int64_t)((T.now - t0) * ppm / 1000000u);
+            }
+        }
+    }
+    pump();
+}
+
+/* A gateway whose clock runs 5 % slow sees every server's clock run ahead at the same rate:
+ * the clock check quarantines them all (as before: no vote), and the library names the
+ * gateway's own clock as the likely cause, once per spell, with the rate. */
+static void test_local_clock_slow_named(void **state)
+{
+    (void)state;
+    setup();
+    pump();
+    int32_t ppm = 0;
+    uint32_t spells = 9;
+    assert_int_equal(elk_client_local_clock_suspect(C(0), &ppm, &spells), ELK_OK);
+    assert_int_equal(spells, 0);
+    /* 5 % slow: 1 s here is 1/0.95 s there */
+    run_servers_fast(T.now + 10000, 52632, 7u);
+    uint32_t jumps = 0;
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 0, NULL, &jumps), ELK_OK);
+    assert_true(jumps >= 5u);
+    assert_int_equal(elk_client_local_clock_suspect(C(0), &ppm, &spells), ELK_E_LOCAL_CLOCK);
+    assert_int_equal(spells, 1);
+    assert_true(ppm > 40000 && ppm < 60000);
+    assert_int_equal(log_count(0, "connected nodes ran ahead of ours by"), 1);
+    assert_true(logged(0, "this gateway's own clock is the likely cause"));
+    /* what is safe stays as it was: no node votes, no lease */
+    for (size_t i = 0; i < T.nodes; i++) {
+        assert_false(elk_client_node_votes(C(0), i));
+    }
+    assert_int_not_equal(acquire_once(0), ELK_OK);
+    /* the clock is fixed: no more jumps, the spell ends a window later */
+    run_until(T.now + 3u * W_DEFAULT);
+    assert_int_equal(elk_client_local_clock_suspect(C(0), NULL, NULL), ELK_OK);
+    assert_true(elk_client_node_votes(C(0), 0));
+    assert_int_equal(elk_client_local_clock_suspect(NULL, NULL, NULL), ELK_E_INVALID_ARG);
+}
+
+/* One or two of three servers jumping is theirs to answer for, not the gateway's: no suspect
+ * while a connected node's clock agrees with ours. A gateway 5 % fast sees them fall behind. */
+static void test_local_clock_needs_every_node(void **state)
+{
+    (void)state;
+    setup();
+    pump();
+    run_servers_fast(T.now + 8000, 52632, 3u); /* nodes 1 and 2, node 3 keeps time */
+    uint32_t jumps = 0;
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 1, NULL, &jumps), ELK_OK);
+    assert_true(jumps >= 5u);
+    assert_int_equal(elk_client_local_clock_suspect(C(0), NULL, NULL), ELK_OK);
+    assert_false(logged(0, "likely cause"));
+    assert_true(elk_client_node_votes(C(0), 2));
+
+    /* servers 5 % slow against us (our clock fast): the jumps go back, said as such */
+    setup();
+    pump();
+    int64_t base[3] = {T.srv[0].wall_offset_ms, T.srv[1].wall_offset_ms, T.srv[2].wall_offset_ms};
+    uint64_t t0 = T.now;
+    while (T.now < t0 + 8000) {
+        pump();
+        T.now += 10;
+        for (size_t i = 0; i < 3; i++) {
+            T.srv[i].wall_offset_ms = base[i] - (int64_t)((T.now - t0) / 20u);
+        }
+    }
+    int32_t ppm = 0;
+    assert_int_equal(elk_client_local_clock_suspect(C(0), &ppm, NULL), ELK_E_LOCAL_CLOCK);
+    assert_true(ppm < -40000 && ppm > -60000);
+    assert_int_equal(log_count(0, "connected nodes fell behind ours by"), 1);
+}
+
 /* Bad arguments of the queries. */
 static void test_queries_bad_args(void **state)
 {
@@ -807,6 +1058,13 @@ static void test_queries_bad_args(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_safety_recheck_takes_the_vote),
+        cmocka_unit_test(test_safety_recheck_warn_and_off),
+        cmocka_unit_test(test_safety_recheck_refused_fails_closed),
+        cmocka_unit_test(test_eviction_with_aof_refused),
+        cmocka_unit_test(test_later_shorter_quarantine_does_not_shorten),
+        cmocka_unit_test(test_local_clock_slow_named),
+        cmocka_unit_test(test_local_clock_needs_every_node),
         cmocka_unit_test(test_fresh_node_quarantined_then_votes),
         cmocka_unit_test(test_waiting_acquire_gets_node_at_quarantine_end),
         cmocka_unit_test(test_restart_empty_during_hold_no_second_holder),

@@ -76,6 +76,11 @@ typedef struct elkfw_metrics_src {
     size_t n_res;
     const elkfw_metrics_node_t *nodes;
     size_t n_nodes;
+    /* the local clock suspect (elk_client_local_clock_suspect): every node's clock seems to
+     * jump alike, so this gateway's own clock is the likely cause */
+    bool local_clock_suspect;
+    uint32_t local_clock_spells;
+    int32_t local_clock_rate_ppm; /* > 0: the servers ran ahead of this gateway's clock */
 } elkfw_metrics_src_t;
 
 /* Write the exposition (HELP and TYPE lines, every family's samples together) to f.

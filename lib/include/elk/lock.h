@@ -84,7 +84,8 @@ typedef enum elk_lock_mode {
     ELK_MODE_REDLOCK     /* N independent masters, quorum N/2+1, fencing commit */
 } elk_lock_mode_t;
 
-/* What to do when a server's settings make locks unsafe (checked once per connection). */
+/* What to do when a server's settings make locks unsafe (checked on each connection, and
+ * again every elk_client_safety_recheck_ms while connected). */
 typedef enum elk_safety_policy {
     ELK_SAFETY_OFF = 0, /* do not check */
     ELK_SAFETY_WARN,    /* log a warning, use the node anyway */
@@ -325,7 +326,8 @@ typedef struct elk_client_config {
                                       bytes, no ':' needed, no spaces */
     const char *key_prefix; /* e.g. "elk:" (may be ""), prepended to "{<resource>}" */
     elk_lock_mode_t mode;   /* SINGLE needs a fleet of exactly one node */
-    elk_safety_policy_t safety; /* server settings check on each (re)connection (default WARN) */
+    elk_safety_policy_t safety; /* server settings check on each (re)connection and every
+                                   safety_recheck_ms (default WARN) */
     /* Optional: node state changes are forwarded here (the client registers its own
      * handlers on every node, replacing any set before elk_client_init). */
     elk_node_state_fn on_node_state;
@@ -347,6 +349,10 @@ typedef struct elk_client_config {
      * gateway uses on this fleet. 0 (default): the longest ttl + drift + lock_delay over
      * the locks registered with this client. */
     uint32_t quarantine_ms;
+    /* The server safety check runs again on every connected node this often (one SAFETY
+     * script a node per interval, lib/lock/lock_safety.c). 0 (default): half the shortest
+     * lease TTL over the registered locks (elk_client_safety_recheck_ms). */
+    uint32_t safety_recheck_ms;
 } elk_client_config_t;
 
 /* Fill cfg with defaults: gateway_id "gw", key_prefix "elk:", REDLOCK, WARN, vote
@@ -369,6 +375,8 @@ typedef struct elk_lock_hygiene {
     uint64_t probe_at;    /* when that probe was sent (its reply's ls) */
     uint32_t quarantines; /* times a quarantine started or was extended (metrics) */
     uint32_t clock_jumps; /* server clock jumps seen, forward or backward (metrics) */
+    uint64_t jump_at;     /* local time of the last clock jump seen (0: none) */
+    int32_t jump_ppm;     /*   its rate against our clock, ppm (< 0: back; local clock) */
     bool pending;         /* no vote until the PROBE of this connection has answered */
     bool has_ref;         /* ref_* hold a reading */
     bool refreshing;      /* a probe sent only to read the clock (elk_lock__hygiene_refresh) */
@@ -398,6 +406,16 @@ typedef struct elk_client {
     uint8_t safety_due[CONFIG_ELK_MAX_NODES];
     /* why a node is (or was last) quarantined: elk_client_node_hygiene */
     char hygiene_text[CONFIG_ELK_MAX_NODES][ELK_LOCK_HYGIENE_TEXT_MAX];
+    /* the repeated safety check: when node i's check was last sent, a recheck in flight,
+     * the last verdict + 1 (0: none yet on this connection) */
+    uint64_t safety_at[CONFIG_ELK_MAX_NODES];
+    uint8_t safety_rechecking[CONFIG_ELK_MAX_NODES];
+    uint8_t safety_says[CONFIG_ELK_MAX_NODES];
+    /* the local clock suspect (elk_client_local_clock_suspect): a spell lasts while
+     * now < clock_suspect_until; the rate seen last; spells so far */
+    uint64_t clock_suspect_until;
+    int32_t clock_suspect_ppm;
+    uint32_t clock_suspect_spells;
 } elk_client_t;
 
 /* Set up a client over an initialised fleet (node.h). cfg is copied (strings are not);
@@ -423,8 +441,8 @@ uint64_t elk_client_next_wake(const elk_client_t *client);
  * subscriber connections'. Returns the number filled. */
 size_t elk_client_waits(const elk_client_t *client, elk_wait_t *out, size_t max);
 
-/* The safety check's result for fleet node `node` (client-owned text, valid until the
- * node reconnects): "ok", "pending", "off", "unsafe: maxmemory-policy allkeys-lru",
+/* The safety check's result for fleet node `node` (client-owned text, valid until the next
+ * poll: a recheck may change it): "ok", "pending", "off", "unsafe: maxmemory-policy allkeys-lru",
  * "unchecked: INFO memory: NOPERM ...". "" for a bad index. */
 const char *elk_client_node_check(const elk_client_t *client, size_t node);
 
@@ -449,6 +467,30 @@ const char *elk_client_node_hygiene(const elk_client_t *client, size_t node);
  * or backward); either pointer may be NULL. Returns ELK_OK or ELK_E_INVALID_ARG. */
 int elk_client_node_hygiene_stats(const elk_client_t *client, size_t node, uint32_t *quarantines,
                                   uint32_t *clock_jumps);
+
+/* The interval of the repeated server safety check (elk_client_config_t.safety_recheck_ms,
+ * or half the shortest TTL over the registered locks, or the default TTL's half without
+ * one), in ms; 0 for a NULL client. */
+uint32_t elk_client_safety_recheck_ms(const elk_client_t *client);
+
+/* The longest a connected node whose settings became unsafe (CONFIG SET maxmemory-policy
+ * allkeys-lru) keeps its vote under ELK_SAFETY_REFUSE, in ms: the recheck interval plus
+ * the longest request timeout of the fleet's nodes (a later reply resets the connection,
+ * and a new connection has no vote until checked). Under WARN the same bound applies to
+ * the warning. 0 with the check off (ELK_SAFETY_OFF) or a NULL client. */
+uint64_t elk_client_safety_bound_ms(const elk_client_t *client);
+
+/* The local clock suspect (docs/design.md "When the gateway's own clock is wrong"): every
+ * connected node (at least 2) showed a clock jump the same way, at rates within a factor
+ * of 2 of each other, within the quarantine window. One jumping server is that server's
+ * fault; all of them at one rate point at this gateway's clock (a slow oscillator, NTP
+ * slewing hard, a monotonic clock that stops in suspend). Diagnosis only: the votes stay
+ * withheld as the clock check decided. Returns ELK_E_LOCAL_CLOCK while the spell lasts
+ * (until a quarantine window after the last agreeing jump), ELK_OK otherwise,
+ * ELK_E_INVALID_ARG for a NULL client. *rate_ppm (may be NULL) gets the rate last seen
+ * (> 0: the servers' clocks ran ahead of ours, so ours is slow; 0 before any spell);
+ * *spells (may be NULL) the spells since elk_client_init. */
+int elk_client_local_clock_suspect(const elk_client_t *client, int32_t *rate_ppm, uint32_t *spells);
 
 /* True when at least a quorum of nodes is READY (acquire can succeed). */
 bool elk_client_ready(const elk_client_t *client);

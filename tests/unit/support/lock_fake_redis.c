@@ -353,7 +353,7 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         char b[256];
         size_t len = (size_t)snprintf(b, sizeof b, "*2\r\n");
         lfr_bulk(b, sizeof b, &len, s->maxmemory_policy);
-        lfr_bulk(b, sizeof b, &len, "0");
+        lfr_bulk(b, sizeof b, &len, s->aof ? "1" : "0");
         lfr_out(s, c, b, len);
     } else if (fake_cmd_is(cmd, "EVAL")) {
         s->eval++;
