@@ -290,6 +290,14 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
             }
         }
     }
+    if (client->quarantine_wake != 0u && now >= client->quarantine_wake) {
+        /* a node's quarantine is over: a waiting acquire gets its vote back now, not at
+         * its next random retry (as when a release message arrives) */
+        client->quarantine_wake = 0;
+        for (i = 0; i < client->lock_count; i++) {
+            elk_lock__wake_waiter(client->locks[i]);
+        }
+    }
     for (i = 0; i < client->lock_count; i++) {
         w = elk_lock__step(client->locks[i], now);
         next = w < next ? w : next;
@@ -312,6 +320,9 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
         /* a quarantine that ends gives a waiting round its node back: look then */
         if (until > now && until < next) {
             next = until;
+        }
+        if (until > now && (client->quarantine_wake == 0u || until < client->quarantine_wake)) {
+            client->quarantine_wake = until;
         }
     }
     if (client->dirty) {

@@ -388,6 +388,13 @@ static void lk_eval_release(elk_lock_t *lock, uint64_t now)
     }
 }
 
+void elk_lock__wake_waiter(elk_lock_t *lock)
+{
+    if (lock->state == ELK_LOCK_WAITING) {
+        lock->wake_now = true;
+    }
+}
+
 static void lk_wait_step(elk_lock_t *lock, uint64_t now)
 {
     int rc;

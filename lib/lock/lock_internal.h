@@ -46,6 +46,8 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
  * requests; they never write to the network. One that queued marks the client due
  * (client->due): the caller, lock_api.c, then writes them. */
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
+/* A node came back (its quarantine ended): a waiting acquire tries again now. */
+void elk_lock__wake_waiter(elk_lock_t *lock);
 /* When lock needs its next step (never before now). */
 uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now);
 /* elk_lock_acquire, _release, _abandon without the write (same arguments and returns). */

@@ -21,6 +21,12 @@ Removed as equivalent (kept out of the catalog, with the reason):
   be granted only after the deferred release, which comes no earlier than the SIGKILL at
   the stop margin; only a group that survives SIGKILL could show it. The ACQUIRE path's
   own test (elkd.orphan-not-busy) is kept and caught.
+- lock_client.c lk_node_fresh sending the safety check after the resubscribes and preloads
+  (was safety.check-sent-last): since issue 26 a check the request queue refuses is sent
+  again at the next poll (lock_safety.c), so its place among a reconnect's requests only
+  decides which poll sends it, never whether the node gets its vote back; the vote waits for
+  the check's answer either way. unit.test_lock_engine's
+  test_safety_check_fits_before_many_resubscribes keeps the behaviour itself checked.
 """
 
 L = "lib/lock/"
@@ -557,10 +563,6 @@ MUTANTS = [
          old="        if (refuse) {\n            client->node_unsafe[i] = 1;\n        }",
          new="        client->node_unsafe[i] = (refuse && val != NULL) ? 1u : 0u;",
          tests=[ENG], why="refuse: a node that cannot be checked (NOPERM, timeout) still votes"),
-    dict(id="safety.check-sent-last", file=L + "lock_client.c",
-         old='    elk_lock__safety_start(client, i, now);\n    for (k = 0; k < client->lock_count; k++) {\n        elk_lock__resubscribe(client->locks[k], i);\n    }\n    client->preloaded[i] = 0;\n    lk_preload(client, i, now);\n',
-         new='    for (k = 0; k < client->lock_count; k++) {\n        elk_lock__resubscribe(client->locks[k], i);\n    }\n    client->preloaded[i] = 0;\n    lk_preload(client, i, now);\n    elk_lock__safety_start(client, i, now);\n',
-         tests=[ENG], why="the check queued behind SUBSCRIBE and the preloads does not fit: under refuse the node never votes"),
     # ------------------------------------------------ script replies and lock-delay (issue 20)
     dict(id="reply.bare-integer-accepted", file=L + "lock_send.c",
          old="    if (top->type != ELK_RESP_ARRAY || top->integer != 2 || top->subtree != 2u) {",

@@ -1250,6 +1250,51 @@ static void test_safety_check_sent_first_on_reconnect(void **state)
     assert_true(elk_client_node_votes(&W.client, 0));
 }
 
+/* Many waiters on a reconnect: one SUBSCRIBE each and the script preloads queue more
+ * requests than a node takes in flight (CONFIG_ELK_NODE_MAX_INFLIGHT). The safety check
+ * goes before them, so under refuse the node votes as soon as it answers, not at the next
+ * recheck a minute later. */
+static void test_safety_check_fits_before_many_resubscribes(void **state)
+{
+    (void)state;
+    enum { EXTRA = CONFIG_ELK_NODE_MAX_INFLIGHT };
+    static elk_lock_t extra[EXTRA];
+    static elk_ts_events_t extra_rec[EXTRA];
+    char name[EXTRA][16], key[40];
+    elk_lock_config_t c = cfg_ttl(1000);
+    c.use_release_channel = true;
+    c.wait_min_ms = 500;
+    c.wait_max_ms = 500;
+    world_setup(.lcfg = &c, .resp3 = true);
+    if (CONFIG_ELK_MAX_LOCKS < EXTRA + 1) {
+        skip();
+    }
+    W.client.cfg.safety = ELK_SAFETY_REFUSE;
+    W.client.cfg.safety_recheck_ms = 60000; /* only the reconnect's own check can restore it */
+    for (size_t k = 0; k < EXTRA; k++) {
+        snprintf(name[k], sizeof name[k], "v%zu", k);
+        assert_int_equal(
+            elk_lock_init(&extra[k], &W.client, name[k], &c, elk_ts_events_on, &extra_rec[k]),
+            ELK_OK);
+        snprintf(key, sizeof key, "t:{%s}", name[k]);
+        lfr_set(&W.srv[0], key, "other:1", 600000); /* held elsewhere: they wait */
+    }
+    pump();
+    uint64_t t0 = NOW();
+    for (size_t k = 0; k < EXTRA; k++) {
+        assert_int_equal(elk_lock_acquire(&extra[k], t0, t0 + 60000), ELK_E_WOULD_BLOCK);
+    }
+    run_until(t0 + 200);
+    for (size_t k = 0; k < EXTRA; k++) {
+        assert_int_equal(elk_lock_state(&extra[k]), ELK_LOCK_WAITING);
+    }
+    fake_transport_push_rx_result(&W.h.ft[0], ELK_E_CLOSED);
+    run_until(NOW() + 1500);
+    assert_true(elk_node_is_ready(&W.h.nodes[0]));
+    assert_string_equal(elk_client_node_check(&W.client, 0), "ok");
+    assert_true(elk_client_node_votes(&W.client, 0));
+}
+
 /* ------------------------------------------- even fleets, one quorum rule (issue 14) */
 
 /* Two and four nodes: a quorum is n/2 + 1 (2 and 3), the fleet's rule, not (n+1)/2 (1
@@ -2268,6 +2313,7 @@ int main(void)
         cmocka_unit_test(test_entropy_failure),
         cmocka_unit_test(test_safety_check),
         cmocka_unit_test(test_safety_check_sent_first_on_reconnect),
+        cmocka_unit_test(test_safety_check_fits_before_many_resubscribes),
         cmocka_unit_test(test_lost_cause_fleet_unreachable),
         cmocka_unit_test(test_lost_causes_are_distinct),
         cmocka_unit_test(test_abandon_lets_the_lease_run_out),

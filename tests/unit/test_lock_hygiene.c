@@ -1039,6 +1039,45 @@ static void test_local_clock_needs_every_node(void **state)
     assert_int_equal(log_count(0, "connected nodes fell behind ours by"), 1);
 }
 
+/* A reading sent before the reference's reply came back, and run by the server before the
+ * reference's: its server time may be a little below the reference's. That is no backward
+ * jump (the lower bound counts from the reference's receive time, which may be after this
+ * reading's send time). */
+static void test_clock_reading_sent_before_reference_received(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    pump();
+    uint64_t base = T.now + 1100; /* a TTL after the probe: the next reading is the reference */
+    int64_t s0 = srv_time(0);
+    T.now = base + 10;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1105, base, T.now),
+                     ELK_E_CLOCK_UNVERIFIED);
+    /* sent at base + 5 (before that reply came at base + 10), run 3 ms earlier by the server */
+    T.now = base + 20;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1102, base + 5, T.now), ELK_OK);
+    uint32_t j = 9;
+    assert_int_equal(elk_client_node_hygiene_stats(C(0), 0, NULL, &j), ELK_OK);
+    assert_int_equal(j, 0);
+    assert_string_equal(HY(0, 0), "ok");
+}
+
+/* A waiting acquire that only the quarantine holds back is granted when it ends: the poll
+ * wakes then (driven from the poll's own wake times, not a fine time step). */
+static void test_wait_granted_when_quarantine_ends(void **state)
+{
+    (void)state;
+    setup(.fresh = true);
+    uint64_t t0 = T.now;
+    pump();
+    assert_int_equal(elk_lock_acquire(L(0), T.now, T.now + 5000), ELK_E_WOULD_BLOCK);
+    run_until(t0 + 3000);
+    const elk_lock_event_t *ev = elk_ts_events_first(&T.gw[0].rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_true(ev->now >= t0 + W_DEFAULT);
+    assert_true(ev->now <= t0 + W_DEFAULT + 1u);
+}
+
 /* Bad arguments of the queries. */
 static void test_queries_bad_args(void **state)
 {
@@ -1091,6 +1130,8 @@ int main(void)
         cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
         cmocka_unit_test(test_cost_per_connection_and_renewal),
         cmocka_unit_test(test_release_goes_to_quarantined_node),
+        cmocka_unit_test(test_clock_reading_sent_before_reference_received),
+        cmocka_unit_test(test_wait_granted_when_quarantine_ends),
         cmocka_unit_test(test_queries_bad_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -396,6 +396,7 @@ typedef struct elk_client {
     uint8_t preloaded[CONFIG_ELK_MAX_NODES];   /* scripts SCRIPT LOADed on this connection */
     uint64_t now;                              /* time of the poll in progress */
     uint64_t next_wake;                        /* what the last poll returned; 0: poll now */
+    uint64_t quarantine_wake; /* the next quarantine's end (waiters retry then); 0: none */
     bool in_poll;
     bool dirty;                              /* replies recorded, not yet evaluated */
     bool due;                                /* an API call queued requests to write */

@@ -25,7 +25,7 @@
 
 #include "fake_transport.h"
 
-#define LFR_KEYS 16u
+#define LFR_KEYS 48u
 #define LFR_CONNS 4u
 #define LFR_STR 160u
 #define LFR_HELD 8192u
