@@ -12,7 +12,7 @@ node quarantined, "node N (...): quarantine over, it may vote again" when that e
 any grant that node's vote may have counted in), and every grant with "(votes n1,n2)". The
 log is written in order by one thread, so a grant line between a node's quarantined line and
 its over line that names that node as a voter is a vote from a quarantined node: `check`
-exits 1 on any. Times are the lines' wall-clock stamps (HH:MM:SS.mmmZ) as ms of today (UTC).
+exits 1 on any. A log that several elkd runs appended to starts afresh at each "started" line. Times are the lines' wall-clock stamps (HH:MM:SS.mmmZ) as ms of today (UTC).
 """
 import re
 import sys
@@ -21,6 +21,7 @@ import time
 STAMP = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{3})Z elkd \w+ ")
 QSTART = re.compile(r"elkd: node (\S+) \([^)]*\): quarantined, no vote for (\d+) ms")
 QOVER = re.compile(r"elkd: node (\S+) \([^)]*\): quarantine over")
+STARTED = re.compile(r"elkd: elkd \S+ started")
 GRANT = re.compile(r"elkd: (\S+): granted to client .*, token (\d+), .*\(votes ([^)]*)\)")
 
 
@@ -40,6 +41,9 @@ def events(path):
                 continue
             h, mi, s, ms = (int(x) for x in m.groups())
             t = base + ((h * 60 + mi) * 60 + s) * 1000 + ms
+            if STARTED.search(line):
+                out.append((t, "started", None, None))
+                continue
             q = QSTART.search(line)
             if q:
                 out.append((t, "quarantined", q.group(1), int(q.group(2))))
@@ -67,6 +71,8 @@ def check(path, args):
             inq[a] = t
         elif kind == "over":
             inq.pop(a, None)
+        elif kind == "started":
+            inq.clear()  # a new elkd in the same log: it starts with its own view
         else:
             grants += 1
             token, votes = b
@@ -108,7 +114,9 @@ def main():
         open_ = {}
         rows = []
         for t, kind, n, _ in events(path):
-            if kind == "quarantined" and n not in open_:
+            if kind == "started":
+                open_.clear()
+            elif kind == "quarantined" and n not in open_:
                 open_[n] = len(rows)
                 rows.append([n, t, "-"])
             elif kind == "over" and n in open_:

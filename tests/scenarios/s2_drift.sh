@@ -30,7 +30,7 @@ act_init
 
 # run_variant NAME RATE_A RATE_B [FLEET-LINES-A]: one agent pair, ROUNDS partitions of the holder
 run_variant() {
-  local v=$1 ra=$2 rb=$3 r t_bh exp_min e t_stop rc margin_min=999999 margin
+  local v=$1 ra=$2 rb=$3 r t_bh exp_min e t_stop t_end rc margin_min=999999 margin end_min=999999
   local fa=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$ra") fb=()
   [ "$rb" != 1 ] && fb=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$rb")
   say "== $v: gw-a clock x$ra, gw-b clock x$rb, drift allowance $((TTL / 100 + 2)) ms, stop margin $STOP ms"
@@ -44,11 +44,13 @@ run_variant() {
   rm -f "$ACT_STATE"
   for r in $(seq 1 "$ROUNDS"); do
     act_mark
-    "${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 10s valve -- "$WORK" gw-a 0 0.03 >>"$S_DIR/run-gw-a.log" 2>&1 &
+    # waits far above any load (gw-b's previous run and the old lease's keys may still be
+    # in the way): the rounds assert what happens, not how soon
+    "${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 60s valve -- "$WORK" gw-a 0 0.03 >>"$S_DIR/run-gw-a.log" 2>&1 &
     RA=$!
     track $RA
-    wait_tick gw-a >/dev/null || { bad "$v round $r: gw-a never drove the actuator"; return; }
-    "${fb[@]}" "$ELK" --socket "$S_DIR/gw-b.sock" run --wait 10s valve -- "$WORK" gw-b 5 0.03 >>"$S_DIR/run-gw-b.log" 2>&1 &
+    wait_tick_for gw-a 90 "$RA" >/dev/null || { bad "$v round $r: gw-a never drove the actuator"; tail -5 "$S_DIR/run-gw-a.log"; return; }
+    "${fb[@]}" "$ELK" --socket "$S_DIR/gw-b.sock" run --wait 60s valve -- "$WORK" gw-b 5 0.03 >>"$S_DIR/run-gw-b.log" 2>&1 &
     RB=$!
     track $RB
     sleep 0.$((RANDOM % 5 + 3)) # somewhere in the renewal cycle
@@ -65,6 +67,11 @@ run_variant() {
     t_stop=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk '$2 == "gw-a" && $4 == "tick" {t = substr($1, 1, 13)} END {print t}')
     margin=$((exp_min - t_stop))
     [ $margin -lt $margin_min ] && margin_min=$margin
+    # when elk run told the command to stop (its stop line at the actuator, else the last
+    # tick): until then the holder believed it held the lease
+    t_end=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk '$2 == "gw-a" && $4 == "stop" {t = substr($1, 1, 13)} END {print t}')
+    [ -n "$t_end" ] || t_end=$t_stop
+    [ $((exp_min - t_end)) -lt $end_min ] && end_min=$((exp_min - t_end))
     say "$v round $r: gw-a's last command $((t_stop - t_bh)) ms after the partition, $margin ms before the lease expired on the servers"
     # heal: reset the connections that crossed the blackhole (their byte streams have a hole
     # no real TCP connection can have), then let traffic through again
@@ -73,6 +80,7 @@ run_variant() {
   done
   figure "${v}_rate_a" "x$ra"
   figure "${v}_min_ms_last_command_before_server_expiry" $margin_min
+  figure "${v}_min_ms_stop_before_server_expiry" $end_min
   if [ "$v" = within ]; then
     [ $margin_min -gt 0 ]; check_true "$v: the slow holder always stopped before the server-side expiry" $?
     act_check --tag "s2_$v" --min-sessions $((ROUNDS * 2)); check "$v: zero overlaps, no stale token" 0 $?
@@ -80,9 +88,11 @@ run_variant() {
     act_check --tag "s2_$v" --allow-overlap --min-sessions $((ROUNDS * 2))
     check "$v: whatever overlapped, no stale token was accepted" 0 $?
     # Negative control: 20% slow is far outside the 1% allowance (the holder's deadline
-    # comes about 220 ms after the servers' expiry), so the margin check above must see
-    # the overrun in some round, or it could not see one at all.
-    [ $margin_min -lt 0 ]; check_true "$v: the expiry check sees the slow holder overrun ($margin_min ms)" $?
+    # comes about 220 ms after the servers' expiry), so the expiry check must see the overrun
+    # in some round, or it could not see one at all. Judged on when elk run stopped the
+    # command (its stop line): the last tick before it may fall early when a loaded machine
+    # spaces the ticks out, and a late stop line only shows the overrun larger.
+    [ $end_min -lt 0 ]; check_true "$v: the expiry check sees the slow holder overrun (stopped $((-end_min)) ms after the expiry)" $?
   fi
   cp "$ACT_LOG" "$S_DIR/act-$v.txt"
   stop_elkd gw-a
@@ -102,10 +112,23 @@ write_conf "$S_DIR/b-clock.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT
 start_elkd gw-a "$S_DIR/a-clock.conf" "${fa[@]}"
 start_elkd gw-b "$S_DIR/b-clock.conf"
 wait_nodes gw-a 3 || bad "clock: gw-a never saw 3 ready nodes"
-"${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 10s valve -- sleep 3 >>"$S_DIR/run-gw-a.log" 2>&1
-rc=$?
-[ $rc = 73 ] || [ $rc = 75 ]; check_true "clock: gw-a (20% slow) cannot hold the valve through a 3 s command (exit $rc)" $?
-wait_until 30 file_has "clock ran" "$S_DIR/elkd-gw-a.log"; check_true "clock: gw-a's elkd quarantined a node for its clock" $?
+# gw-a asks until its elkd has logged a quarantine for the clock (a reply must have carried
+# the server's TIME: on a loaded machine a first attempt may end before any did); every
+# attempt must fail to hold the valve through the command
+clock_seen() { file_has "clock ran" "$S_DIR/elkd-gw-a.log"; }
+codes="" t_end=$(($(date +%s) + 120))
+while :; do
+  "${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 10s valve -- sleep 3 >>"$S_DIR/run-gw-a.log" 2>&1
+  codes="$codes $?"
+  clock_seen || [ "$(date +%s)" -ge $t_end ] && break
+done
+figure clock_attempt_exits "\"${codes# }\""
+held=0
+for c in $codes; do [ "$c" = 73 ] || [ "$c" = 75 ] || held=1; done
+[ $held = 0 ]; check_true "clock: gw-a (20% slow) never held the valve through a 3 s command (exits:$codes)" $?
+clock_seen; check_true "clock: gw-a's elkd quarantined a node for its clock" $?
+python3 "$S_HERE/elkdlog.py" check "$S_DIR/elkd-gw-a.log" --tag s2_clock --min-quarantines 1
+check "clock: gw-a's log: no grant counted a quarantined node's vote" 0 $?
 figure clock_check_log "\"$(grep -m1 -o 'quarantined: clock ran.*' "$S_DIR/elkd-gw-a.log")\""
 elk_gw gw-b run --wait 10s valve -- true
 check "clock: gw-b (true clock) gets the valve" 0 $?
