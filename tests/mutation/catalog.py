@@ -757,6 +757,26 @@ MUTANTS = [
 
     # ------------------------------------------------ scenarios and the guard (issue 26)
     # (section: loadtests)
+    dict(id="loadtests.guard-holder-not-recorded", file="firmware/guard.c",
+         old="    guard_holder_write(o->state, o->token, child);",
+         new="    (void)o;",
+         tests=["agent.guard"], why="a guard that waits cannot say which step holds the actuator"),
+    dict(id="loadtests.guard-holder-never-cleared", file="firmware/guard.c",
+         old="    guard_holder_clear(o->state);",
+         new="    (void)0;",
+         tests=["agent.guard"], why="a step that ended is still named as the guard's holder"),
+    dict(id="loadtests.guard-no-wait-after-notice", file="firmware/guard.c",
+         old="    if (rc != ELK_E_FENCE_BUSY || o->wait_ms == 0) {",
+         new="    if (1) {",
+         tests=["agent.guard"], why="a newer holder gives up at the first busy try instead of waiting for the running step"),
+    dict(id="loadtests.grant-log-names-non-voters", file="firmware/elkd.c",
+         old="        if (ev->nodes[i].status != ELK_LOCK_NODE_OK) {",
+         new="        if (ev->nodes[i].status == ELK_LOCK_NODE_OK) {",
+         tests=["agent.quarantine"], why="elkd's record of who voted for a grant is false: the vote hygiene cannot be checked from it"),
+    dict(id="loadtests.quarantined-node-votes", file=L + "lock_hygiene.c",
+         old="        if (now < h->until) {",
+         new="        if (now < h->until && kind == LK_NONE) {",
+         tests=["agent.quarantine"], why="a restarted master votes during its quarantine: end to end, elkd's log shows the grant with its vote"),
 
 
 
