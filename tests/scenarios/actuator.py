@@ -20,7 +20,8 @@ The log (LOG) has the format lib.sh documents, every time the actuator's own (tr
 An accepted tick's line is written by the step itself, inside the guard's hold; a refused one
 after the guard returned. Whatever `elk guard` says on stderr (why it refused, who held the
 guard while it waited) goes to SOCKET's directory, guard.err, with the time it was read.
-The client answers SIGTERM (elk run stopping its command) with a stop line and exit 143;
+The client answers SIGTERM (elk run stopping its command) with a stop line and exit 143 (a
+SIGTERM ignored when it starts stays ignored, as a shell's trap would leave it);
 TICKS > 0 ends after that many ticks with exit 0; TICK is the pause between ticks (s).
 """
 import os
@@ -98,8 +99,10 @@ def client(gw, ticks, tick):
     tok = os.environ.get("ELK_FENCE_TOKEN", "0") or "0"
     state, log = os.environ["ACT_STATE"], os.environ["ACT_LOG"]
     stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # ignored on entry (a hung program, s12's ignore-term): stays ignored, as in a shell
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, lambda *_: stopping.append(1))
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(os.environ["ACT_SOCK"])
     f = s.makefile("rwb")
