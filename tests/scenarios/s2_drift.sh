@@ -28,29 +28,59 @@ wait_max = 30ms"
 key='scen:{valve}'
 act_init
 
+# libfaketime's rate runs from each process's own start: an `elk run` started D seconds after
+# its elkd would read a clock (1 - RATE) * D ahead of elkd's (elkd's deadlines, read on that
+# clock, ran out ever sooner: a loaded machine made D long and the holder lost its lease at
+# once). faked RATE T0_MS: the env prefix of a process on the same fake clock as the one
+# started at T0_MS with "+0 xRATE" (offset (RATE - 1) * D); empty for RATE 1.
+faked() {
+  FK=()
+  [ "$1" = 1 ] && return
+  FK=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="$(awk -v r="$1" -v a="$2" -v b="$(now_ms)" \
+    'BEGIN { o = (r - 1) * (b - a) / 1000; printf "%s%.3f x%s", o < 0 ? "-" : "+", o < 0 ? -o : o, r }')")
+}
+# connects_of GW: "n1=C n2=C n3=C", each node's connect count in GW's STATUS
+connects_of() { ctl "$1" --quiet-ms 150 STATUS | awk '$1 == "node" { n = ""; c = ""; for (i = 2; i <= NF; i++) { if ($i ~ /^name=/) n = substr($i, 6); if ($i ~ /^connects=/) c = substr($i, 10) } printf "%s=%s ", n, c }'; }
+# reconnected GW BEFORE: every node of GW connected more often than BEFORE says, and ready
+reconnected() {
+  local now n c b
+  now=$(connects_of "$1")
+  for n in n1 n2 n3; do
+    c=$(echo "$now" | tr ' ' '\n' | sed -n "s/^$n=//p")
+    b=$(echo "$2" | tr ' ' '\n' | sed -n "s/^$n=//p")
+    [ "${c:-0}" -gt "${b:-0}" ] 2>/dev/null || return 1
+  done
+  nodes_ready "$1" 3
+}
 # run_variant NAME RATE_A RATE_B [FLEET-LINES-A]: one agent pair, ROUNDS partitions of the holder
 run_variant() {
-  local v=$1 ra=$2 rb=$3 r t_bh exp_min e t_stop t_end rc margin_min=999999 margin end_min=999999
-  local fa=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$ra") fb=()
+  local v=$1 ra=$2 rb=$3 r t_bh exp_min e t_stop t_end rc margin_min=999999 margin end_min=999999 c0
+  local fa=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$ra") fb=() t0a t0b
   [ "$rb" != 1 ] && fb=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x$rb")
   say "== $v: gw-a clock x$ra, gw-b clock x$rb, drift allowance $((TTL / 100 + 2)) ms, stop margin $STOP ms"
   S_FLEET_EXTRA=${4:-} write_conf "$S_DIR/a-$v.conf" gw-a redlock "${PPORT[p1]} ${PPORT[p2]} ${PPORT[p3]}" "$body"
   write_conf "$S_DIR/b-$v.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
+  t0a=$(now_ms)
   start_elkd gw-a "$S_DIR/a-$v.conf" "${fa[@]}"
+  t0b=$(now_ms)
   start_elkd gw-b "$S_DIR/b-$v.conf" "${fb[@]}"
-  wait_nodes gw-a 3 || { bad "$v: gw-a never saw 3 ready nodes"; return; }
-  wait_nodes gw-b 3 || { bad "$v: gw-b never saw 3 ready nodes"; return; }
+  # a failed step ends the variant, never the scenario with its elkds still running: the
+  # next variant's elkd would find the socket taken and the checks would talk to this one
+  wait_nodes gw-a 3 || { bad "$v: gw-a never saw 3 ready nodes"; stop_elkd gw-a; stop_elkd gw-b; return; }
+  wait_nodes gw-b 3 || { bad "$v: gw-b never saw 3 ready nodes"; stop_elkd gw-a; stop_elkd gw-b; return; }
   : >"$ACT_LOG"
   rm -f "$ACT_STATE"
   for r in $(seq 1 "$ROUNDS"); do
     act_mark
     # waits far above any load (gw-b's previous run and the old lease's keys may still be
     # in the way): the rounds assert what happens, not how soon
-    "${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 60s valve -- "$WORK" gw-a 0 0.03 >>"$S_DIR/run-gw-a.log" 2>&1 &
+    faked "$ra" "$t0a"
+    "${FK[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 60s valve -- "$WORK" gw-a 0 0.03 >>"$S_DIR/run-gw-a.log" 2>&1 &
     RA=$!
     track $RA
-    wait_tick_for gw-a 90 "$RA" >/dev/null || { bad "$v round $r: gw-a never drove the actuator"; tail -5 "$S_DIR/run-gw-a.log"; return; }
-    "${fb[@]}" "$ELK" --socket "$S_DIR/gw-b.sock" run --wait 60s valve -- "$WORK" gw-b 5 0.03 >>"$S_DIR/run-gw-b.log" 2>&1 &
+    wait_tick_for gw-a 90 "$RA" >/dev/null || { bad "$v round $r: gw-a never drove the actuator"; tail -5 "$S_DIR/run-gw-a.log"; break; }
+    faked "$rb" "$t0b"
+    "${FK[@]}" "$ELK" --socket "$S_DIR/gw-b.sock" run --wait 60s valve -- "$WORK" gw-b 5 0.03 >>"$S_DIR/run-gw-b.log" 2>&1 &
     RB=$!
     track $RB
     sleep 0.$((RANDOM % 5 + 3)) # somewhere in the renewal cycle
@@ -75,8 +105,12 @@ run_variant() {
     say "$v round $r: gw-a's last command $((t_stop - t_bh)) ms after the partition, $margin ms before the lease expired on the servers"
     # heal: reset the connections that crossed the blackhole (their byte streams have a hole
     # no real TCP connection can have), then let traffic through again
+    # and wait until gw-a's elkd has seen the reset and connected anew to every node (it may
+    # read the reset late on a loaded machine: "ready" before that is the dead connection,
+    # and the next round's lease would be lost on it)
+    c0=$(connects_of gw-a)
     for p in p1 p2 p3; do pctl $p drop rst >/dev/null; pctl $p pass >/dev/null; done
-    wait_nodes gw-a 3 || bad "$v round $r: gw-a did not reconnect after the partition"
+    wait_until 60 reconnected gw-a "$c0" || bad "$v round $r: gw-a did not reconnect after the partition"
   done
   figure "${v}_rate_a" "x$ra"
   figure "${v}_min_ms_last_command_before_server_expiry" $margin_min
@@ -109,6 +143,7 @@ say "== clock check: gw-a clock x0.8, vote hygiene on"
 fa=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="+0 x0.8")
 write_conf "$S_DIR/a-clock.conf" gw-a redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
 write_conf "$S_DIR/b-clock.conf" gw-b redlock "${RPORT[r1]} ${RPORT[r2]} ${RPORT[r3]}" "$body"
+t0a=$(now_ms)
 start_elkd gw-a "$S_DIR/a-clock.conf" "${fa[@]}"
 start_elkd gw-b "$S_DIR/b-clock.conf"
 wait_nodes gw-a 3 || bad "clock: gw-a never saw 3 ready nodes"
@@ -118,7 +153,8 @@ wait_nodes gw-a 3 || bad "clock: gw-a never saw 3 ready nodes"
 clock_seen() { file_has "clock ran" "$S_DIR/elkd-gw-a.log"; }
 codes="" t_end=$(($(date +%s) + 120))
 while :; do
-  "${fa[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 10s valve -- sleep 3 >>"$S_DIR/run-gw-a.log" 2>&1
+  faked 0.8 "$t0a"
+  "${FK[@]}" "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 10s valve -- sleep 3 >>"$S_DIR/run-gw-a.log" 2>&1
   codes="$codes $?"
   clock_seen || [ "$(date +%s)" -ge $t_end ] && break
 done
