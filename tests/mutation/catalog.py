@@ -757,6 +757,14 @@ MUTANTS = [
 
     # ------------------------------------------------ scenarios and the guard (issue 26)
     # (section: loadtests)
+    dict(id="loadtests.fleet-lost-named-deadline", file=L + "lock_engine.c",
+         old="elk_fleet_ready_count(lock->client->fleet) < elk_client_quorum(lock->client) ? ELK_E_FLEET_LOST",
+         new="elk_fleet_ready_count(lock->client->fleet) > 1000u ? ELK_E_FLEET_LOST",
+         tests=["agent.loss_causes"], why="end to end: the fleet out of reach (node down in elkd's log) is named a slow quorum"),
+    dict(id="loadtests.deadline-named-fleet-lost", file=L + "lock_engine.c",
+         old="elk_fleet_ready_count(lock->client->fleet) < elk_client_quorum(lock->client) ? ELK_E_FLEET_LOST",
+         new="elk_fleet_ready_count(lock->client->fleet) < 1000u ? ELK_E_FLEET_LOST",
+         tests=["agent.loss_causes"], why="end to end: renewals refused with every node up (elkd's log) are named a lost fleet"),
     dict(id="loadtests.guard-holder-not-recorded", file="firmware/guard.c",
          old="    guard_holder_write(o->state, o->token, child);",
          new="    if (0) { guard_holder_write(o->state, o->token, child); }",
