@@ -681,11 +681,37 @@ static void lease_metrics(agent_t *a, resource_t *r, const elk_lock_event_t *ev)
     }
 }
 
+static void hygiene_step(agent_t *a, uint64_t now, uint64_t *next);
+
+/* "n1,n3": the nodes whose positive reply counted for a grant (the log's record of who
+ * voted, so a test can check no quarantined node did). */
+static void grant_voters(const agent_t *a, const elk_lock_event_t *ev, char *out, size_t cap)
+{
+    size_t i, len = 0;
+    out[0] = '\0';
+    for (i = 0; i < ev->node_count && i < a->conf.n_nodes && ev->nodes != NULL; i++) {
+        int n;
+        if (ev->nodes[i].status != ELK_LOCK_NODE_OK) {
+            continue;
+        }
+        n = snprintf(out + len, cap - len, "%s%s", len != 0 ? "," : "", a->conf.nodes[i].name);
+        if (n < 0 || (size_t)n >= cap - len) {
+            break;
+        }
+        len += (size_t)n;
+    }
+}
+
 /* A grant: the client gets the lease with its absolute deadline (or, gone meanwhile, the
  * lease is given back at once). */
 static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
 {
+    char voters[160];
+    uint64_t next = UINT64_MAX;
     r->acquiring = false;
+    /* a quarantine that ended by now is logged as over before the grant it may have voted in */
+    hygiene_step(a, ev->now, &next);
+    grant_voters(a, ev, voters, sizeof voters);
     if (slot < 0 || a->shutting_down) {
         /* The client went away (or we are stopping) while the round ran. */
         release_res(a, r, ev->now,
@@ -697,10 +723,10 @@ static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_ev
     (void)elk_lock_set_keepalive(&r->lock, ev->now, r->keepalive_ms);
     elkd_log(a, ELK_LOG_INFO,
              "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
-             ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes",
+             ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes (votes %s)",
              r->conf->name, a->clients[slot].id, (unsigned)a->clients[slot].peer.uid,
              (int)a->clients[slot].pid, a->clients[slot].peer.exe, ev->token, ev->validity_ms,
-             ev->now - r->asked_at, ev->ok, ev->node_count);
+             ev->now - r->asked_at, ev->ok, ev->node_count, voters);
     if (r->keepalive_ms != 0) {
         elkd_log(a, ELK_LOG_INFO,
                  "%s: renewal needs a KEEPALIVE from client %" PRIu64 " at least every %" PRIu32
@@ -2418,6 +2444,13 @@ static void hygiene_step(agent_t *a, uint64_t now, uint64_t *next)
     for (i = 0; i < a->fleet.count; i++) {
         uint64_t until = elk_client_node_quarantine(&a->client, i);
         if (until > now) {
+            if (a->quarantine_until[i] == 0) {
+                elkd_log(a, ELK_LOG_INFO,
+                         "node %s (%s:%u): quarantined, no vote for %" PRIu64 " ms (%s)",
+                         a->conf.nodes[i].name, a->conf.nodes[i].host,
+                         (unsigned)a->conf.nodes[i].port, until - now,
+                         elk_client_node_hygiene(&a->client, i));
+            }
             a->quarantine_until[i] = until;
             *next = until < *next ? until : *next;
         } else if (a->quarantine_until[i] != 0) {

@@ -9,6 +9,11 @@
  * higher token can never be accepted while the step still runs. CMD also gets
  * PR_SET_PDEATHSIG(SIGKILL): a step nobody supervises any more is stopped at once
  * rather than left holding the guard (and the actuator) for good.
+ *
+ * Who holds it: a guard in hold mode records its token, its pid, its step's pid and since
+ * when in "<state>.holder" (replaced whole, removed when the step ends); a guard that has to
+ * wait, or whose --wait runs out, says who holds the guard from it. The record is for
+ * people only: no decision ever reads it (the OS lock and FILE decide).
  */
 #define _GNU_SOURCE
 #include "elkfw/guard.h"
@@ -23,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -159,6 +165,89 @@ static int guard_check_args(guard_opts_t *o)
     return 0;
 }
 
+/* ------------------------------------------------------------------ who holds the guard */
+
+#define GUARD_HOLDER_MAX 160
+
+static bool guard_holder_path(const char *state, const char *suffix, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s.holder%s", state, suffix);
+    return n > 0 && (size_t)n < cap;
+}
+
+static uint64_t guard_realtime_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* for people reading it: never for a decision */
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* "<state>.holder" := "token=T pid=P step=S since_ms=M": written while the guard is held,
+ * through a temp file and rename, so a reader never sees half a line. Best effort. */
+static void guard_holder_write(const char *state, uint64_t token, pid_t step)
+{
+    char path[PATH_MAX], tmp[PATH_MAX], line[GUARD_HOLDER_MAX];
+    int fd, n;
+    if (!guard_holder_path(state, "", path, sizeof path) ||
+        !guard_holder_path(state, ".tmp", tmp, sizeof tmp)) {
+        return;
+    }
+    n = snprintf(line, sizeof line, "token=%" PRIu64 " pid=%d step=%d since_ms=%" PRIu64 "\n",
+                 token, (int)getpid(), (int)step, guard_realtime_ms());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return;
+    }
+    if (n > 0 && write(fd, line, (size_t)n) == (ssize_t)n && close(fd) == 0) {
+        (void)rename(tmp, path);
+        return;
+    }
+    (void)close(fd);
+    (void)unlink(tmp);
+}
+
+/* The step has ended: nobody holds the guard on this record any more. */
+static void guard_holder_clear(const char *state)
+{
+    char path[PATH_MAX];
+    if (guard_holder_path(state, "", path, sizeof path)) {
+        (void)unlink(path);
+    }
+}
+
+/* "token T (elk guard pid P, step pid S, since HH:MM:SS.mmmZ, N ms ago)" from the record of
+ * the guard's current holder, or what is known when there is none. */
+static void guard_holder_describe(const char *state, char *out, size_t cap)
+{
+    char path[PATH_MAX], line[GUARD_HOLDER_MAX], when[16];
+    unsigned long long token = 0, since = 0;
+    int pid = 0, step = 0, fd;
+    ssize_t got = -1;
+    time_t sec;
+    struct tm tm;
+    uint64_t now = guard_realtime_ms();
+    if (guard_holder_path(state, "", path, sizeof path) &&
+        (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+        got = read(fd, line, sizeof line - 1);
+        (void)close(fd);
+    }
+    if (got > 0) {
+        line[got] = '\0';
+    }
+    if (got <= 0 ||
+        sscanf(line, "token=%llu pid=%d step=%d since_ms=%llu", &token, &pid, &step, &since) != 4) {
+        snprintf(out, cap, "a check or a step that left no record (%s.holder)", state);
+        return;
+    }
+    sec = (time_t)(since / 1000u);
+    gmtime_r(&sec, &tm);
+    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    snprintf(out, cap,
+             "token %llu (elk guard pid %d%s, step pid %d, since %s.%03lluZ, %llu ms ago)", token,
+             pid, kill((pid_t)pid, 0) != 0 && errno == ESRCH ? " gone" : "", step, when,
+             since % 1000u, now > since ? (unsigned long long)(now - since) : 0ull);
+}
+
 /* ------------------------------------------------------------------ decisions */
 
 static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence,
@@ -170,9 +259,12 @@ static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence
         return ELKFW_GUARD_EXIT_STALE;
     }
     if (rc == ELK_E_FENCE_BUSY) {
+        char who[GUARD_HOLDER_MAX + PATH_MAX];
+        guard_holder_describe(o->state, who, sizeof who);
         elkfw_say("token %" PRIu64
-                  " not decided: %s: another step held the guard for all of --wait %s (%s)",
-                  o->token, o->state, o->wait_arg != NULL ? o->wait_arg : "", elk_err_message(rc));
+                  " not decided: %s: another step held the guard for all of --wait %s: %s (%s)",
+                  o->token, o->state, o->wait_arg != NULL ? o->wait_arg : "", who,
+                  elk_err_message(rc));
         return ELKFW_GUARD_EXIT_BUSY;
     }
     if (rc == ELK_E_FENCE_STORAGE) {
@@ -289,7 +381,7 @@ static int guard_supervise(pid_t child, const sigset_t *set)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static int guard_run(char **cmd, int lock_fd)
+static int guard_run(char **cmd, int lock_fd, const guard_opts_t *o)
 {
     sigset_t set, old;
     pid_t parent = getpid(), child;
@@ -307,12 +399,32 @@ static int guard_run(char **cmd, int lock_fd)
     if (child == 0) {
         guard_child(cmd, lock_fd, parent, &old);
     }
+    guard_holder_write(o->state, o->token, child);
     rc = guard_supervise(child, &set);
+    guard_holder_clear(o->state);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
 
 /* ------------------------------------------------------------------ main */
+
+/* elk_fence_begin: a first try that does not wait; when another step holds the guard, say
+ * who before waiting for it as --wait allows (the same decision, one try earlier). */
+static int guard_begin(const guard_opts_t *o, elk_fence_file_t *ff, elk_fence_t *fence)
+{
+    char who[GUARD_HOLDER_MAX + PATH_MAX];
+    int rc;
+    elk_fence_file_set_wait(ff, 0);
+    rc = elk_fence_begin(fence, o->token);
+    if (rc != ELK_E_FENCE_BUSY || o->wait_ms == 0) {
+        return rc;
+    }
+    guard_holder_describe(o->state, who, sizeof who);
+    elkfw_say("token %" PRIu64 " waits for the guard of %s (--wait %s): held by %s", o->token,
+              o->state, o->wait_arg != NULL ? o->wait_arg : "unbounded", who);
+    elk_fence_file_set_wait(ff, o->wait_ms);
+    return elk_fence_begin(fence, o->token);
+}
 
 /* ELK_GUARD_LOCK_FD from an enclosing `elk guard ... -- CMD`, or -1. */
 static int guard_inherited_fd(void)
@@ -346,17 +458,16 @@ int elkfw_guard_main(int argc, char **argv)
         elkfw_say("--state '%s' is not a usable path", o.state);
         return EXIT_USAGE;
     }
-    elk_fence_file_set_wait(&ff, o.wait_ms);
     elk_fence_file_set_inherited(&ff, guard_inherited_fd());
     (void)elk_fence_init(&fence, &st); /* a hint only: begin reloads under the lock */
-    rc = elk_fence_begin(&fence, o.token);
+    rc = guard_begin(&o, &ff, &fence);
     if (rc != ELK_OK) {
         return guard_refused(rc, &o, &fence, &ff);
     }
     /* The guard is held: the lease is judged now, after any wait for the lock. */
     rc = o.lease_file != NULL ? guard_lease_check(&o) : 0;
     if (rc == 0 && o.cmd != NULL) {
-        rc = guard_run(o.cmd, ff.lock_fd);
+        rc = guard_run(o.cmd, ff.lock_fd, &o);
     }
     (void)elk_fence_end(&fence);
     return rc;

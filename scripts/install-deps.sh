@@ -9,11 +9,13 @@ liblwip-dev gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm iproute2 p
 debootstrap musl-tools dpkg-dev qemu-user gcc-mips-linux-gnu gcc-mipsel-linux-gnu gcc-aarch64-linux-gnu
 gcc-s390x-linux-gnu libc6-dev-mips-cross libc6-dev-mipsel-cross libc6-dev-arm64-cross libc6-dev-s390x-cross
 debhelper lintian pkgconf make man-db prometheus chromium
-doxygen python3-pytest dh-python"
+doxygen python3-pytest dh-python stress-ng"
 # doxygen: the API reference and its check (ctest docs.apidoc); python3-pytest: the Python
 # client's suite (ctest python.client); dh-python: packaging python3-edgelock.
 # prometheus: only for promtool (elkd's metrics text, the alert rules: tests/monitoring).
 # chromium: headless, renders elk timeline's page (tests/timeline).
+# stress-ng: the CPU hog beside the agent and scenario tests in scripts/test.sh (they must pass
+# on a loaded machine).
 # Ask for the native (or arch-independent) instance: once a foreign architecture such as
 # armhf is added (scripts/armhf-test.sh), a bare `dpkg -s libmbedtls-dev` is ambiguous.
 arch=$(dpkg --print-architecture)

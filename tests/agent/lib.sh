@@ -74,3 +74,8 @@ fleet3_conf() {
     printf '[node %s]\nhost = 127.0.0.1\nport = %s\n' "$n" "$p"
   done
 }
+
+# elkdlog check|grants|quarantines|count LOG ...: elkd's own record of quarantines and grants
+# (which nodes voted), read from its log (tests/scenarios/elkdlog.py): tests assert the vote
+# hygiene from it rather than from a STATUS read that races a quarantine's end.
+elkdlog() { python3 "$SUP_LIB/../scenarios/elkdlog.py" "$@"; }

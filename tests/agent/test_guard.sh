@@ -31,10 +31,10 @@ out=$("$ELK" guard --state "$ELK_T_DIR/missing-dir/state" 1 2>&1); rc=$?
 check "unwritable state refused with exit 66" 66 $rc
 check_contains "storage message names errno" "No such file or directory" "$out"
 
-# wait_file F [TRIES]: until F exists (0.02 s a try; generous bound, never a timing window)
-wait_file() { local i; for i in $(seq 1 "${2:-500}"); do [ -e "$1" ] && return 0; sleep 0.02; done; return 1; }
-# wait_gone PID [TRIES]: until PID has exited
-wait_gone() { local i; for i in $(seq 1 "${2:-500}"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.02; done; return 1; }
+# wait_file F: until F exists; wait_gone PID: until PID has exited (bounded by time, 30 s,
+# never by a count of tries: a loaded machine makes every try slower)
+wait_file() { wait_until 30 test -e "$1"; }
+wait_gone() { wait_until 30 gone "$1"; }
 
 # Check and hold: CMD runs only when the token is accepted, with the guard held; exit is CMD's.
 H="$ELK_T_DIR/hold.state"
@@ -54,12 +54,25 @@ wait_file "$ELK_T_DIR/s6.started"; check "hold: step 6 started" 0 $?
 out=$("$ELK" guard --state "$H" --wait 200ms 7 -- true 2>&1); rc=$?
 check "hold: a newer token waits for the running step; --wait runs out with exit 68" 68 $rc
 check_contains "busy message says what to do" "another step held the guard" "$out"
-"$ELK" guard --state "$H" 7 -- sh -c "[ -e $ELK_T_DIR/s6.ended ] && touch $ELK_T_DIR/s7.after" &
+# ... and who holds it: token, the guard's pid, its step's pid, since when
+echo "$out"
+check_contains "busy message names the holder's token and pid" "held the guard for all of --wait 200ms: token 6 (elk guard pid $g6, step pid " "$out"
+echo "$out" | grep -Eq "step pid [0-9]+, since [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z, [0-9]+ ms ago\)"
+check "busy message says since when the holder holds it" 0 $?
+"$ELK" guard --state "$H" 7 -- sh -c "[ -e $ELK_T_DIR/s6.ended ] && touch $ELK_T_DIR/s7.after" 2>"$ELK_T_DIR/g7.err" &
 g7=$!; track $g7
+# a guard that waits says so, and for whom, before it waits (no --wait: unbounded)
+wait_until 30 file_has "token 7 waits for the guard" "$ELK_T_DIR/g7.err"
+check "hold: the waiting guard says it waits" 0 $?
+cat "$ELK_T_DIR/g7.err"
+check_contains "hold: ... and who holds the guard" "(--wait unbounded): held by token 6 (elk guard pid $g6, step pid " "$(cat "$ELK_T_DIR/g7.err")"
 touch "$ELK_T_DIR/s6.go"
 wait $g6; check "hold: step 6 completes" 0 $?
 wait $g7; check "hold: step 7 ran (exit 0)" 0 $?
 [ -e "$ELK_T_DIR/s7.after" ]; check "hold: step 7 started only after step 6 ended" 0 $?
+[ ! -e "$H.holder" ]; check "hold: the holder's record is gone once its step has ended" 0 $?
+out=$("$ELK" guard --state "$H" --wait 0 7 2>&1); rc=$?
+check "a free guard: --wait 0 decides at once (accepted)" 0 $rc
 "$ELK" guard --state "$H" 6 -- true 2>/dev/null; check "hold: the older holder is refused now" 65 $?
 
 # Signals sent to the guard reach CMD.
@@ -78,7 +91,9 @@ gk=$!; track $gk
 wait_file "$ELK_T_DIR/kid.pid" && wait_file "$ELK_T_DIR/cmd.pid"
 kill -KILL $gk; wait $gk 2>/dev/null
 wait_gone "$(cat "$ELK_T_DIR/cmd.pid")"; check "hold: CMD dies with a SIGKILLed guard" 0 $?
-"$ELK" guard --state "$H" --wait 200ms 8 2>/dev/null; check "hold: the lock outlives the guard while a step process runs" 68 $?
+out=$("$ELK" guard --state "$H" --wait 200ms 8 2>&1); rc=$?
+check "hold: the lock outlives the guard while a step process runs" 68 $rc
+check_contains "hold: the busy message says the holder's guard is gone" "token 7 (elk guard pid $gk gone, step pid " "$out"
 touch "$ELK_T_DIR/kid.go"
 wait_gone "$(cat "$ELK_T_DIR/kid.pid")"
 "$ELK" guard --state "$H" --wait 10s 8; check "hold: released once the last step process is gone" 0 $?

@@ -219,24 +219,6 @@ st=$(cat "$M/f/state_at_grant" 2>/dev/null)
 [ -z "$st" ] || [ "$st" = Z ]; check "f) the group was gone when B was granted (state '$st')" 0 $?
 kill -KILL "$fpid" 2>/dev/null
 
-# g) elk run stopped (SIGSTOP) and the lease lost (fleet gone): nobody but elkd can stop
-#    the command, and it must be gone by the end of the stop margin.
-d="$M/g"; mkdir -p "$d"; : > "$d/pids"
-"$ELK" --socket "$SOCK_a" run valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
-g_run=$!
-track $g_run
-wait_for 30 '[ "$(wc -l < "$d/pids")" -ge 2 ]'
-kill -STOP $g_run
-for n in 1 2 3; do eval "kill -STOP \$REDIS_PID_r$n"; done
-wait_for 30 'file_has "valve-1: LOST" "$ELK_T_DIR/elkd.log"'
-grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log"; check "g) elkd saw the lease lost" 0 $?
-wait_for 30 '[ -z "$(alive $(cat "$d/pids"))" ]'
-check "g) the command of the stopped elk run is gone after the stop margin" "" "$(alive $(cat "$d/pids"))"
-for n in 1 2 3; do eval "kill -CONT \$REDIS_PID_r$n"; done
-kill -CONT $g_run; wait $g_run
-check "g) the resumed elk run exits 75" 75 $?
-kill -KILL $(cat "$d/pids") 2>/dev/null
-
 # h) elk run killed while elkd is frozen: the kernel's parent-death signal alone stops the
 #    command (elkd cannot help until it resumes).
 wait_for 30 '"$ELK" --socket "$SOCK_a" status | grep -q "nodes_ready=3/3"'
@@ -279,4 +261,23 @@ kill -KILL $j_run
 check "j) the local waiter gets the lease" 0 $?
 check "j) A's processes alive when the local waiter was granted" "" "$(cat "$d/alive_at_grant" 2>/dev/null)"
 kill -KILL $(cat "$d/pids") 2>/dev/null
+# g) elk run stopped (SIGSTOP) and the lease lost (fleet gone): nobody but elkd can stop
+#    the command, and it must be gone by the end of the stop margin. Last: elkd reconnects
+#    to the stopped fleet only after seconds of back-off, and nothing after g) needs it.
+d="$M/g"; mkdir -p "$d"; : > "$d/pids"
+"$ELK" --socket "$SOCK_a" run valve-1 -- "$M/drive.sh" "$d/drive.log" "$d/pids" 2>"$d/a.err" &
+g_run=$!
+track $g_run
+wait_for 30 '[ "$(wc -l < "$d/pids")" -ge 2 ]'
+kill -STOP $g_run
+for n in 1 2 3; do eval "kill -STOP \$REDIS_PID_r$n"; done
+wait_for 30 'file_has "valve-1: LOST" "$ELK_T_DIR/elkd.log"'
+grep -q "valve-1: LOST" "$ELK_T_DIR/elkd.log"; check "g) elkd saw the lease lost" 0 $?
+wait_for 30 '[ -z "$(alive $(cat "$d/pids"))" ]'
+check "g) the command of the stopped elk run is gone after the stop margin" "" "$(alive $(cat "$d/pids"))"
+for n in 1 2 3; do eval "kill -CONT \$REDIS_PID_r$n"; done
+kill -CONT $g_run; wait $g_run
+check "g) the resumed elk run exits 75" 75 $?
+kill -KILL $(cat "$d/pids") 2>/dev/null
+
 finish

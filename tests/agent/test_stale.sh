@@ -10,13 +10,14 @@ ELKD=unused
 . "$(dirname "$0")/lib.sh"
 SOCK="$ELK_T_DIR/fake.sock"
 
-# fake_elkd MODE: answers one ACQUIRE per connection as MODE says, then keeps the
-# connection open until the client closes it.
+# fake_elkd MODE...: one scripted elkd for all the cases (a Python start costs seconds on a
+# loaded machine: one process, not one per case). Its Nth connection is answered as the Nth
+# MODE says (one ACQUIRE), then kept open until the client closes it; it exits after the last.
 fake_elkd() {
   rm -f "$SOCK"
-  python3 - "$SOCK" "$1" <<'PY' &
+  python3 - "$SOCK" "$@" <<'PY' &
 import os, socket, sys, time
-path, mode = sys.argv[1], sys.argv[2]
+path, modes = sys.argv[1], sys.argv[2:]
 try:
     os.unlink(path)
 except FileNotFoundError:
@@ -24,33 +25,42 @@ except FileNotFoundError:
 # bound and listening under another name first: the path appears only once a connect
 # can succeed (the harness waits for the path; bind-then-listen left a refused window)
 s = socket.socket(socket.AF_UNIX); s.bind(path + ".new"); s.listen(4); os.rename(path + ".new", path)
-c, _ = s.accept()
-req = b""
-while b"\n" not in req:
-    req += c.recv(512)
-now = int(time.clock_gettime(time.CLOCK_BOOTTIME) * 1000)
-if mode == "lost":
-    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\nEVENT LOST valve-1 ELK_E_LOCK_LOST 300\n" % (now + 9000)
-elif mode == "shutdown":
-    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\nEVENT SHUTDOWN\n" % (now + 9000)
-elif mode == "expired":
-    # validity_ms still says 9 s, but the absolute deadline is 2 s in the past
-    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\n" % (now - 2000)
-else:  # short: 9 s claimed, 1.5 s left by the absolute deadline
-    msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\n" % (now + 1500)
-c.sendall(msg.encode())
-c.settimeout(20)
-try:
-    while True:
-        data = c.recv(512)
-        if not data:
+for mode in modes:
+    c, _ = s.accept()
+    req = b""
+    while b"\n" not in req:
+        d = c.recv(512)
+        if not d:
             break
-        # elk run hands its command's process group over before the command starts
-        for line in data.decode().splitlines():
-            if line.startswith("SUPERVISE "):
-                c.sendall(("OK SUPERVISED %s\n" % line.split()[1]).encode())
-except Exception:
-    pass
+        req += d
+    now = int(time.clock_gettime(time.CLOCK_BOOTTIME) * 1000)
+    if mode == "lost":
+        msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\nEVENT LOST valve-1 ELK_E_LOCK_LOST 300\n" % (now + 9000)
+    elif mode == "shutdown":
+        msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\nEVENT SHUTDOWN\n" % (now + 9000)
+    elif mode == "expired":
+        # validity_ms still says 9 s, but the absolute deadline is 2 s in the past
+        msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\n" % (now - 2000)
+    else:  # short: 9 s claimed, 1.5 s left by the absolute deadline
+        msg = "OK ACQUIRED valve-1 5 9000 300 deadline_boottime_ms=%d\n" % (now + 1500)
+    try:
+        c.sendall(msg.encode())
+        c.settimeout(60)
+        while True:
+            data = c.recv(512)
+            if not data:
+                break
+            # elk run hands its command's process group over before the command starts
+            for line in data.decode().splitlines():
+                if line.startswith("SUPERVISE "):
+                    c.sendall(("OK SUPERVISED %s\n" % line.split()[1]).encode())
+                # elk gives a grant it will not use back and waits for the word (2 s at
+                # most): answer at once, as elkd does
+                elif line.startswith("RELEASE "):
+                    c.sendall(("OK RELEASED %s\n" % line.split()[1]).encode())
+    except Exception:
+        pass
+    c.close()
 PY
   FAKE_PID=$!
   track $FAKE_PID
@@ -58,26 +68,22 @@ PY
   echo "fake elkd did not start"; exit 1
 }
 
+fake_elkd lost lost shutdown shutdown expired expired short
 for mode in lost shutdown expired; do
-  fake_elkd $mode
   rm -f "$ELK_T_DIR/started"
   "$ELK" --socket "$SOCK" run valve-1 -- touch "$ELK_T_DIR/started" 2>"$ELK_T_DIR/run.err"; rc=$?
   check "run, grant + $mode: exit 75" 75 $rc
   [ ! -e "$ELK_T_DIR/started" ]; check "run, grant + $mode: the command never started" 0 $?
   check_contains "run, grant + $mode: says why" "not starting it" "$(cat "$ELK_T_DIR/run.err")"
-  wait $FAKE_PID 2>/dev/null
 
-  fake_elkd $mode
   "$ELK" --socket "$SOCK" acquire valve-1 >"$ELK_T_DIR/acq.out" 2>"$ELK_T_DIR/acq.err"; rc=$?
   check "acquire, grant + $mode: exit 75" 75 $rc
   out=$(cat "$ELK_T_DIR/acq.out")
   case "$out" in *acquired*) bad "acquire, grant + $mode: reported acquired: $out" ;;
     *) ok "acquire, grant + $mode: not reported as acquired ($out)" ;; esac
-  wait $FAKE_PID 2>/dev/null
 done
 
 # The command's deadline follows the absolute one (1.5 s left), not the 9 s of validity_ms.
-fake_elkd short
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c 'echo "$ELK_DEADLINE_MS" > "$0"; sleep 5' "$ELK_T_DIR/dl" \
   2>"$ELK_T_DIR/short.err"; rc=$?
 dl=$(cat "$ELK_T_DIR/dl" 2>/dev/null)

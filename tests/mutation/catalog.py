@@ -840,6 +840,34 @@ MUTANTS = [
 
     # ------------------------------------------------ scenarios and the guard (issue 26)
     # (section: loadtests)
+    dict(id="loadtests.fleet-lost-named-deadline", file=L + "lock_engine.c",
+         old="elk_fleet_ready_count(lock->client->fleet) < elk_client_quorum(lock->client) ? ELK_E_FLEET_LOST",
+         new="elk_fleet_ready_count(lock->client->fleet) > 1000u ? ELK_E_FLEET_LOST",
+         tests=["agent.loss_causes"], why="end to end: the fleet out of reach (node down in elkd's log) is named a slow quorum"),
+    dict(id="loadtests.deadline-named-fleet-lost", file=L + "lock_engine.c",
+         old="elk_fleet_ready_count(lock->client->fleet) < elk_client_quorum(lock->client) ? ELK_E_FLEET_LOST",
+         new="elk_fleet_ready_count(lock->client->fleet) < 1000u ? ELK_E_FLEET_LOST",
+         tests=["agent.loss_causes"], why="end to end: renewals refused with every node up (elkd's log) are named a lost fleet"),
+    dict(id="loadtests.guard-holder-not-recorded", file="firmware/guard.c",
+         old="    guard_holder_write(o->state, o->token, child);",
+         new="    if (0) { guard_holder_write(o->state, o->token, child); }",
+         tests=["agent.guard"], why="a guard that waits cannot say which step holds the actuator"),
+    dict(id="loadtests.guard-holder-never-cleared", file="firmware/guard.c",
+         old="    guard_holder_clear(o->state);",
+         new="    if (0) { guard_holder_clear(o->state); }",
+         tests=["agent.guard"], why="a step that ended is still named as the guard's holder"),
+    dict(id="loadtests.guard-no-wait-after-notice", file="firmware/guard.c",
+         old="    if (rc != ELK_E_FENCE_BUSY || o->wait_ms == 0) {",
+         new="    if (1) {",
+         tests=["agent.guard"], why="a newer holder gives up at the first busy try instead of waiting for the running step"),
+    dict(id="loadtests.grant-log-names-non-voters", file="firmware/elkd.c",
+         old="        if (ev->nodes[i].status != ELK_LOCK_NODE_OK) {",
+         new="        if (ev->nodes[i].status == ELK_LOCK_NODE_OK) {",
+         tests=["agent.quarantine"], why="elkd's record of who voted for a grant is false: the vote hygiene cannot be checked from it"),
+    dict(id="loadtests.quarantined-node-votes", file=L + "lock_hygiene.c",
+         old="        if (now < h->until) {",
+         new="        if (now < h->until && kind == LK_NONE) {",
+         tests=["agent.quarantine"], why="a restarted master votes during its quarantine: end to end, elkd's log shows the grant with its vote"),
 
 
 

@@ -97,15 +97,28 @@ nodes_ready() { "$ELK" --socket "$S_DIR/$1.sock" status 2>/dev/null | grep -q "n
 wait_nodes() { wait_until 60 nodes_ready "$1" "$2"; }
 elk_gw() { local gw=$1; shift; "$ELK" --socket "$S_DIR/$gw.sock" "$@"; }
 
-# The actuator: every command a holder sends goes through `elk guard` (fencing state in
-# $S_DIR/valve.state) and is logged with the true time (never faked) in $S_DIR/act.log:
+# The actuator: its own process (actuator.py serve, on $ACT_SOCK), apart from every gateway,
+# as a real one is. A holder's command (work.sh) sends it steps; it runs each under
+# `elk guard` (fencing state in $S_DIR/valve.state) on its own side, and logs it with the true
+# time (never faked) in $S_DIR/act.log:
 #   <ns> <gateway> <token> <start|tick|stop> <accepted|refused|->
-# work.sh is the holder's command (see there). actlog.py checks the log.
-ACT_LOG=""
+# Freezing a gateway (SIGSTOP of elkd, elk run, command) never freezes a step that holds the
+# guard. What `elk guard` said (refusals, who held it) is in $S_DIR/act/guard.err.
+# actlog.py checks the log.
+ACT_LOG="" ACT_PID=""
 act_init() {
   ACT_LOG="$S_DIR/act.log"
   : >"$ACT_LOG"
   export ELK ACT_LOG ACT_STATE="$S_DIR/valve.state"
+  if [ -z "$ACT_PID" ]; then
+    # its own folder: scenarios clear "$S_DIR"/*.sock between variants
+    mkdir -p "$S_DIR/act"
+    export ACT_SOCK="$S_DIR/act/actuator.sock"
+    python3 "$S_HERE/actuator.py" serve "$ACT_SOCK" "$ELK" 2>>"$S_DIR/act/actuator.log" &
+    ACT_PID=$!
+    track "$ACT_PID"
+    wait_until 30 test -S "$ACT_SOCK" || { bad "the actuator process did not start"; finish; }
+  fi
 }
 WORK="$S_HERE/work.sh"
 act_check() { python3 "$S_HERE/actlog.py" "$ACT_LOG" "$@"; }

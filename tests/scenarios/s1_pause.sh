@@ -8,9 +8,13 @@
 #  b) `elk run` and its command paused, elkd alive: the lease belongs to the live connection,
 #     elkd keeps renewing it, the other gateway cannot get it meanwhile; after SIGCONT the
 #     holder must not drive on a lease it cannot vouch for.
-#  c) the whole gateway paused (elkd, elk run, command: a VM or power-save freeze): the other
-#     gateway takes over; on SIGCONT the frozen command may try one more command with its old
-#     token before it is stopped: the fencing guard refuses it.
+#  c) the whole gateway paused (elkd, elk run, command: a VM or power-save freeze). The
+#     actuator is not part of the gateway (its own process, lib.sh act_init): a step of the
+#     frozen holder never stays frozen holding the guard. The other gateway drives within a
+#     bound after the frozen lease ends (from the actuator's log: TTL after the freeze, the
+#     latest the lease can end, plus C_BOUND_MS for a loaded machine), while gw-a is still
+#     frozen; the frozen command, thawed first, sends its next step with its old token: the
+#     guard refuses it (no step of the frozen holder is accepted after gw-b's first).
 # usage: s1_pause.sh ELKD ELK
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
@@ -23,9 +27,12 @@ act_mark
 run_bg gw-a RA valve -- "$WORK" gw-a 0 0.05
 tokA=$(wait_tick gw-a) || { bad "gw-a never drove the actuator"; finish; }
 run_bg gw-b RB --wait 120s valve -- "$WORK" gw-b 10 0.05
-exp=$(rcli r1 pexpiretime "$key")
 kill -STOP "${ELKD_PID[gw-a]}"
 t_stop=$(now_ms)
+# the server-side expiry read once elkd is frozen (a renewal just before the freeze moves it):
+# the latest of the three nodes, re-read until it no longer moves (one in flight landed)
+exp_now() { local n e m=0; for n in r1 r2 r3; do e=$(rcli $n pexpiretime "$key"); [ "${e:-0}" -gt "$m" ] && m=$e; done; echo $m; }
+exp=$(exp_now); sleep 0.2; while [ "$(exp_now)" != "$exp" ]; do exp=$(exp_now); sleep 0.2; done
 say "paused elkd gw-a (token $tokA); lease expires on node 1 at +$((exp - t_stop)) ms"
 wait $RA; rc=$?
 t_a=$(now_ms)
@@ -90,7 +97,7 @@ else
   grep -q "deadline passed" "$S_DIR/run-gw-a.log"; check_true "elk run says why (its deadline passed without word)" $?
 fi
 
-say "== c) the whole gateway paused: elkd, elk run and the command"
+say "== c) the whole gateway paused: elkd, elk run and the command; the actuator runs on"
 # b)'s lease must be gone from elkd gw-a before c) asks for it again: wait for the event
 # (a fixed pause here failed on a loaded machine), and let c)'s request wait for it too
 is_idle() { [ "$(res_field gw-a valve state)" = idle ]; }
@@ -102,19 +109,34 @@ cmdpid=$(ps -o pid= --ppid "$RA" | tr -d ' ')
 run_bg gw-b RB --wait 120s valve -- "$WORK" gw-b 20 0.05
 kill -STOP "${ELKD_PID[gw-a]}" "$RA"
 [ -n "$cmdpid" ] && kill -STOP -"$cmdpid"
+t_freeze=$(now_ms)
 # gw-b gets the lock once gw-a's lease has expired on the servers: wait for that event
-# with a bound far above any load (the TTL is 2 s), never for a fixed window.
-tokB=$(wait_tick_for gw-b 120 "$RB") || bad "gw-b never got the lock while gw-a was frozen (waited up to 120 s)"
+# with a bound far above any load (the TTL is 2 s), never for a fixed window. gw-a stays
+# frozen all that time: what gw-b needs is the actuator, which is not frozen with gw-a.
+tokB=$(wait_tick_for gw-b 120 "$RB") || bad "gw-b never drove while gw-a was frozen (waited up to 120 s)"
 [ "${tokB:-0}" -gt "$tokA" ]; check_true "gw-b's token ($tokB) is higher than the frozen holder's ($tokA)" $?
-# resume the command first: it is the part that would drive the actuator with its old token
+# From the actuator's log: gw-b's first accepted step, against the latest moment the frozen
+# lease can have ended (the last renewal was sent before the freeze: it lasts TTL at most)
+tb=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v t="$tokB" '$3 == t && $4 == "tick" && $5 == "accepted" {print substr($1, 1, 13); exit}')
+lease_end=$((t_freeze + TTL))
+figure c_next_holder_drove_after_lease_end_ms $((${tb:-0} - lease_end))
+C_BOUND_MS=${C_BOUND_MS:-30000}
+[ -n "$tb" ] && [ $((tb - lease_end)) -le "$C_BOUND_MS" ]
+check_true "gw-b drove within TTL + ${C_BOUND_MS} ms of the freeze ($((${tb:-0} - t_freeze)) ms), gw-a still frozen" $?
+# resume the command first: it is the part that would drive the actuator with its old token.
+# It sends its next step as soon as it runs: wait for the actuator's answer to that.
+act_b=$(wc -l <"$ACT_LOG")
 [ -n "$cmdpid" ] && kill -CONT -"$cmdpid"
-sleep 0.2
+refused_late() { tail -n +$((act_b + 1)) "$ACT_LOG" | awk -v t="$tokA" '$3 == t && $4 == "tick" && $5 == "refused"' | grep -q .; }
+wait_until 60 refused_late; check_true "the thawed command's step with token $tokA is refused by the guard" $?
 kill -CONT "$RA"
 kill -CONT "${ELKD_PID[gw-a]}"
 wait "$RA"; rc=$?
 check "frozen holder's elk run exits 75 after resume" 75 $rc
 wait "$RB"; check "gw-b's run completes (exit 0)" 0 $?
 "$ELK" guard --state "$ACT_STATE" "$tokA" 2>/dev/null; check "guard refuses the frozen holder's token (exit 65)" 65 $?
+late_ok=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v t="$tokA" -v b="${tb:-0}" '$3 == t && $4 == "tick" && $5 == "accepted" && substr($1, 1, 13) + 0 >= b + 0' | wc -l)
+check "no step of the frozen holder accepted after gw-b's first" 0 "$late_ok"
 late=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | awk -v t="$tokA" '$3 == t && $4 == "tick" && $5 == "refused"' | wc -l)
 say "c) commands the frozen holder sent after resume and the guard refused: $late"
 figure c_stale_commands_refused "$late"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The holder's command in the scenarios: drives the simulated actuator while `elk run`
-# holds the lease. work.sh GATEWAY TICKS TICK_SECONDS  (TICKS 0 = until told to stop)
+# holds the lease (through the actuator process, actuator.py, when lib.sh started one). work.sh GATEWAY TICKS TICK_SECONDS  (TICKS 0 = until told to stop)
 # Env: ELK_FENCE_TOKEN (from elk run), ELK, ACT_LOG, ACT_STATE (from lib.sh act_init).
 # Each tick is one actuator command, run the way docs/guard.md says an actuator must: checked
 # and acted on under one hold of the guard (`elk guard --state S TOKEN -- act`), so the log
@@ -13,6 +13,12 @@
 if [ -n "${LD_PRELOAD:-}${FAKETIME:-}" ]; then
   exec env -u LD_PRELOAD -u FAKETIME bash "$0" "$@"
 fi
+# With the actuator process of lib.sh act_init (ACT_SOCK): this command only sends it steps;
+# each runs under `elk guard` on the actuator's side, so freezing this gateway freezes no step.
+if [ -n "${ACT_SOCK:-}" ] && [ -S "$ACT_SOCK" ]; then
+  exec python3 "$(dirname "$0")/actuator.py" client "$@"
+fi
+# Without it (a caller of its own): the steps run here, as before the actuator process.
 gw=$1 ticks=$2 tick=$3
 tok=${ELK_FENCE_TOKEN:-0}
 # Times come from bash's $EPOCHREALTIME, not $(date ...): elk run stops the whole process
