@@ -347,10 +347,13 @@ if [ -x "$ELKD" ] && [ -x "$ELKCLI" ]; then
     local n=$1; shift
     "$@" "$ELKD" -c "$AC" -f >>"$LOG" 2>&1 &
     local pid=$! ok=0
-    for _ in $(seq 1 200); do
-      "$ELKCLI" --socket "$TMP/elkd.sock" status 2>/dev/null | grep -q 'nodes_ready=1/1 ' && { ok=1; break; }
+    # Ready and voting: vote hygiene keeps a server that started less than a TTL ago out
+    # (docs/design.md "Masters that restart or jump"); bound 30 s.
+    for _ in $(seq 1 600); do
+      "$ELKCLI" --socket "$TMP/elkd.sock" status 2>/dev/null | grep -q ' votes=yes' && { ok=1; break; }
       sleep 0.05
     done
+    [ $ok = 1 ] || say "agent: elkd's node did not vote within 30 s (see $LOG)"
     local t0 t1 fails=0
     t0=$(date +%s%3N)
     if [ $ok = 1 ]; then
