@@ -348,12 +348,28 @@ static int zero_fill(void *ctx, uint8_t *buf, size_t len)
 static double t_up; /* when the restarted server answered (ms, now_ms clock) */
 
 /* Watches the restarted server (started by the main thread: a child started from a
- * thread that ends would get the launcher's parent-death signal). */
+ * thread that ends would get the launcher's parent-death signal): t_up is the first
+ * moment a TCP connect to its port succeeds (it listens), tried every 0.5 ms. */
 static void *restart_thread(void *arg)
 {
+    struct sockaddr_in a;
+    double end = now_ms() + 20000;
     (void)arg;
-    if (elk_rp_wait_tcp(pids[S_STORM], ports[S_STORM], 20000) == 0) {
-        t_up = now_ms();
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(ports[S_STORM]);
+    while (now_ms() < end) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (ok) {
+            t_up = now_ms();
+            break;
+        }
+        usleep(500);
     }
     return NULL;
 }

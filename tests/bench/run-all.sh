@@ -350,7 +350,7 @@ if [ -x "$ELKD" ] && [ -x "$ELKCLI" ]; then
     # Ready and voting: vote hygiene keeps a server that started less than a TTL ago out
     # (docs/design.md "Masters that restart or jump"); bound 30 s.
     for _ in $(seq 1 600); do
-      "$ELKCLI" --socket "$TMP/elkd.sock" status 2>/dev/null | grep -q ' votes=yes' && { ok=1; break; }
+      "$ELKCLI" --socket "$TMP/elkd.sock" status --json 2>/dev/null | grep -q '"votes":true' && { ok=1; break; }
       sleep 0.05
     done
     [ $ok = 1 ] || say "agent: elkd's node did not vote within 30 s (see $LOG)"
