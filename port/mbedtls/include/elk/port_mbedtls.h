@@ -29,8 +29,9 @@
  *
  * Memory: this port itself never calls malloc, but mbedTLS allocates through its own
  * allocator (mbedtls_calloc/mbedtls_free): the record buffers in elk_tls_conn_init
- * (about 2 x 16 KiB), parsed certificates in elk_tls_shared_init, and transient
- * handshake state during each handshake. A benchmark measures it; on a device, point
+ * (about 2 x 16 KiB), parsed certificates in elk_tls_shared_init, transient
+ * handshake state during each handshake, and the kept session's ticket and copy of the
+ * server's certificate (elk_tls_conn_resumed) after each completed handshake. A benchmark measures it; on a device, point
  * mbedTLS at a static arena with mbedtls_memory_buffer_alloc_init().
  *
  * Time: certificate validity checks use mbedTLS's platform time (time() on Linux,
