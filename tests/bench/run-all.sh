@@ -347,10 +347,13 @@ if [ -x "$ELKD" ] && [ -x "$ELKCLI" ]; then
     local n=$1; shift
     "$@" "$ELKD" -c "$AC" -f >>"$LOG" 2>&1 &
     local pid=$! ok=0
-    for _ in $(seq 1 200); do
-      "$ELKCLI" --socket "$TMP/elkd.sock" status 2>/dev/null | grep -q 'nodes_ready=1/1 ' && { ok=1; break; }
+    # Ready and voting: vote hygiene keeps a server that started less than a TTL ago out
+    # (docs/design.md "Masters that restart or jump"); bound 30 s.
+    for _ in $(seq 1 600); do
+      "$ELKCLI" --socket "$TMP/elkd.sock" status --json 2>/dev/null | grep -q '"votes":true' && { ok=1; break; }
       sleep 0.05
     done
+    [ $ok = 1 ] || say "agent: elkd's node did not vote within 30 s (see $LOG)"
     local t0 t1 fails=0
     t0=$(date +%s%3N)
     if [ $ok = 1 ]; then
@@ -377,6 +380,37 @@ if [ -x "$ELKD" ] && [ -x "$ELKCLI" ]; then
         "LD_PRELOAD=build-bench/tests/tools/libelk_heapcount.so HEAPCOUNT_OUT=f elkd, N=20 and N=$((20 + CYC5D)) cycles: (allocs2-allocs1)/$CYC5D"
     fi
   fi
+  # elkd's resident memory (VmRSS, /proc) with 1 and with 16 control clients connected at
+  # once (16: the slots elkd is built with, ELKD_MAX_CLIENTS; one user may hold them all here).
+  say "agent: elkd resident memory"
+  RC=$TMP/elkd-rss.conf
+  sed 's/^\[agent\]$/[agent]\nmax_clients_per_uid = 16/' "$AC" > "$RC"
+  "$ELKD" -c "$RC" -f >>"$LOG" 2>&1 &
+  rpid=$! rok=0
+  for _ in $(seq 1 600); do
+    "$ELKCLI" --socket "$TMP/elkd.sock" status >/dev/null 2>&1 && { rok=1; break; }
+    sleep 0.05
+  done
+  for nc in 1 16; do
+    rss=""
+    [ $rok = 1 ] && rss=$("$PY" - "$nc" "$TMP/elkd.sock" "$rpid" <<'EOF2'
+import socket, sys, time
+n, path, pid = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    held.append(s)
+time.sleep(0.5)  # elkd has accepted them (a full agent would have closed the last)
+for line in open("/proc/%s/status" % pid):
+    if line.startswith("VmRSS:"):
+        print(line.split()[1])
+EOF2
+)
+    emit "agent.rss_${nc}_clients_kib" "$G" "elkd resident memory (VmRSS) with $nc control client(s) connected" \
+      "${rss:-failed}" "KiB" "elkd -c <single-node conf, max_clients_per_uid = 16> -f; $nc unix-socket connections held; VmRSS from /proc/<pid>/status"
+  done
+  kill -TERM $rpid; wait $rpid 2>/dev/null
   if command -v valgrind >/dev/null && [ $QUICK = 0 ]; then
     say "agent: elkd instructions per cycle (callgrind)"
     ir() { # N -> total Ir of elkd

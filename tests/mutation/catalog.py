@@ -932,4 +932,17 @@ MUTANTS = [
 
 
 
+    # (section: fieldcost)
+    dict(id="tls.resume-never-offered", file="port/mbedtls/src/tls_conn.c",
+         old="c->offered = mbedtls_ssl_set_session(&c->ssl, &c->session) == 0;",
+         new="c->offered = false;",
+         tests=["integration.test_tls_resume"], why="the kept session is never offered: every reconnect a full handshake"),
+    dict(id="tls.session-kept-after-failure", file="port/mbedtls/src/tls_conn.c",
+         old="            session_drop(c);\n            c->cert_requested",
+         new="            c->cert_requested",
+         tests=["integration.test_tls_resume"], why="a session survives a failed verification and is offered again"),
+    dict(id="tls.session-offered-elsewhere", file="port/mbedtls/src/tls_conn.c",
+         old="if (c->has_session && c->session_peer != peer) {",
+         new="if (0) {",
+         tests=["integration.test_tls_resume"], why="a session from one server offered to another endpoint"),
 ]

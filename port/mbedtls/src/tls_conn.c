@@ -113,6 +113,73 @@ static void tls_close(void *ctx)
     c->tx_unflushed = false;
 }
 
+/* Which endpoint a kept session belongs to: FNV-1a over server name, host and port, so a
+ * session is never offered to another server (the names are the caller's and may
+ * change between opens). */
+static uint32_t hash_str(uint32_t h, const char *p)
+{
+    for (; p != NULL && *p != '\0'; p++) {
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    }
+    return (h ^ 0xffu) * 16777619u; /* a separator: ("ab","c") is not ("a","bc") */
+}
+
+static uint32_t session_peer_of(const elk_endpoint_t *ep)
+{
+    uint32_t h = hash_str(2166136261u, ep->server_name);
+    h = hash_str(h, ep->host);
+    h = (h ^ (uint32_t)(ep->port & 0xffu)) * 16777619u;
+    return (h ^ (uint32_t)(ep->port >> 8)) * 16777619u;
+}
+
+static void session_drop(elk_tls_conn_t *c)
+{
+    if (c->has_session) {
+        mbedtls_ssl_session_free(&c->session);
+        mbedtls_ssl_session_init(&c->session);
+        c->has_session = false;
+    }
+}
+
+/* Offer the kept session to this endpoint's server, if it is this endpoint's. */
+static void session_offer(elk_tls_conn_t *c, const elk_endpoint_t *ep)
+{
+    uint32_t peer = session_peer_of(ep);
+    c->offered = false;
+    if (c->has_session && c->session_peer != peer) {
+        session_drop(c);
+    }
+    c->session_peer = peer;
+    if (c->has_session) {
+        c->offered = mbedtls_ssl_set_session(&c->ssl, &c->session) == 0;
+        if (!c->offered) {
+            session_drop(c);
+        }
+    }
+}
+
+/* After a completed handshake, verified by mbedTLS (VERIFY_REQUIRED): keep its session
+ * for the next open(). TLS 1.2 only: a TLS 1.3 session needs the ticket that arrives
+ * after the handshake, which this port does not keep. */
+static void session_keep(elk_tls_conn_t *c)
+{
+    c->resumed = c->offered && !c->sniff.server_cert;
+#if ELK_MBEDTLS_3
+    if (mbedtls_ssl_get_version_number(&c->ssl) != MBEDTLS_SSL_VERSION_TLS1_2) {
+        c->resumed = false;
+        session_drop(c);
+        return;
+    }
+#endif
+    session_drop(c);
+    if (mbedtls_ssl_get_session(&c->ssl, &c->session) == 0) {
+        c->has_session = true;
+    } else {
+        mbedtls_ssl_session_free(&c->session);
+        mbedtls_ssl_session_init(&c->session);
+    }
+}
+
 static int tls_open(void *ctx, const elk_endpoint_t *ep)
 {
     elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
@@ -137,6 +204,7 @@ static int tls_open(void *ctx, const elk_endpoint_t *ep)
     c->last_err = ELK_OK;
     c->last_mbedtls_err = 0;
     c->verify_flags = 0;
+    c->resumed = false;
     name = ep->server_name != NULL ? ep->server_name : ep->host;
     if (name == NULL || name[0] == '\0') {
         return ELK_E_INVALID_ARG;
@@ -148,6 +216,7 @@ static int tls_open(void *ctx, const elk_endpoint_t *ep)
             c, ret == MBEDTLS_ERR_SSL_ALLOC_FAILED ? ELK_E_NO_RESOURCES : ELK_E_INVALID_ARG, ret);
     }
     mbedtls_ssl_set_bio(&c->ssl, c, bio_send, bio_recv, NULL);
+    session_offer(c, ep);
     ret = c->inner.open(c->inner.ctx, ep);
     if (ret < 0) {
         c->inner_err = ret;
@@ -205,12 +274,16 @@ static int tls_progress(void *ctx)
             c->verify_flags = 0; /* no certificate was ever seen */
         }
         if (ret != 0) {
+            /* Whatever failed (the certificate, the name, the server's Finished over a
+             * resumed session), the kept session is not offered again. */
+            session_drop(c);
             c->cert_requested = c->sniff.cert_request || elk_tls_server_judged_us(c);
             return conn_fail(c, elk_tls_map_handshake_error(c, ret), ret);
         }
         c->want = ELK_WAIT_NONE;
         c->state = ELK_TLS_READY;
         c->done = true;
+        session_keep(c);
         return 1;
     }
     if (c->state == ELK_TLS_READY) {
@@ -317,7 +390,8 @@ static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
 }
 
 /* mbedtls_ssl_read, minus what is no application data: a TLS 1.3 NewSessionTicket
- * (reported only when signalling is enabled; this port keeps no tickets) is read past. */
+ * (reported only when signalling is enabled; this port keeps no TLS 1.3 tickets) is read
+ * past. */
 static int tls_read(elk_tls_conn_t *c, uint8_t *buf, size_t len)
 {
     int ret = mbedtls_ssl_read(&c->ssl, buf, len);
@@ -413,6 +487,7 @@ int elk_tls_conn_init(elk_tls_conn_t *c, elk_tls_shared_t *shared, const elk_tra
     c->shared = shared;
     c->inner = *inner;
     c->state = ELK_TLS_CLOSED;
+    mbedtls_ssl_session_init(&c->session);
     mbedtls_ssl_init(&c->ssl);
     ret = mbedtls_ssl_setup(&c->ssl, &shared->conf);
     if (ret != 0) {
@@ -437,9 +512,22 @@ void elk_tls_conn_free(elk_tls_conn_t *c)
         return;
     }
     tls_close(c);
+    session_drop(c);
     if (c->setup) {
         mbedtls_ssl_free(&c->ssl);
         c->setup = false;
+    }
+}
+
+bool elk_tls_conn_resumed(const elk_tls_conn_t *c)
+{
+    return c != NULL && c->state == ELK_TLS_READY && c->resumed;
+}
+
+void elk_tls_conn_forget_session(elk_tls_conn_t *c)
+{
+    if (c != NULL) {
+        session_drop(c);
     }
 }
 

@@ -144,6 +144,11 @@ static int build_conf(elk_tls_shared_t *s)
     mbedtls_ssl_conf_ca_chain(&s->conf, &s->ca, NULL);
     conf_versions(&s->conf);
     mbedtls_ssl_conf_rng(&s->conf, mbedtls_ctr_drbg_random, &s->drbg);
+#if defined(MBEDTLS_SSL_SESSION_TICKETS)
+    /* Ask for tickets (the default, said here): a reconnect then resumes without the
+     * server keeping per-client state (elk_tls_conn_resumed). */
+    mbedtls_ssl_conf_session_tickets(&s->conf, MBEDTLS_SSL_SESSION_TICKETS_ENABLED);
+#endif
     if (s->has_cert) {
         ret = mbedtls_ssl_conf_own_cert(&s->conf, &s->cert, &s->key);
         if (ret != 0) {

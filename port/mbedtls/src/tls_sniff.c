@@ -3,7 +3,8 @@
  * Reads the server's plaintext handshake as it passes through the BIO, for the two
  * facts a diagnosis needs and mbedTLS 3.x keeps private: did the server ask for a
  * client certificate (TLS 1.2 CertificateRequest), and did it pick a protocol below
- * TLS 1.2 (ServerHello version, or a protocol_version alert); and, for TLS 1.3, whether
+ * TLS 1.2 (ServerHello version, or a protocol_version alert); whether it sent its
+ * certificate (not in a resumed TLS 1.2 handshake); and, for TLS 1.3, whether
  * encrypted records (the server's flight after ServerHello) have begun. Records are
  * parsed from their headers only; nothing here decides anything about the connection.
  */
@@ -15,6 +16,7 @@ enum {
     REC_HANDSHAKE = 22,
     REC_APP_DATA = 23,
     HS_SERVER_HELLO = 2,
+    HS_CERTIFICATE = 11,
     HS_CERT_REQUEST = 13,
     ALERT_PROTOCOL_VERSION = 70,
     TLS12_MAJOR = 3,
@@ -31,6 +33,9 @@ static void hs_byte(elk_tls_sniff_t *s, uint8_t b)
             s->hs_left = 0;
             if (b == HS_CERT_REQUEST) {
                 s->cert_request = true;
+            }
+            if (b == HS_CERTIFICATE) {
+                s->server_cert = true;
             }
         } else {
             s->hs_left = (s->hs_left << 8) | b;

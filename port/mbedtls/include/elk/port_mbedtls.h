@@ -29,8 +29,9 @@
  *
  * Memory: this port itself never calls malloc, but mbedTLS allocates through its own
  * allocator (mbedtls_calloc/mbedtls_free): the record buffers in elk_tls_conn_init
- * (about 2 x 16 KiB), parsed certificates in elk_tls_shared_init, and transient
- * handshake state during each handshake. A benchmark measures it; on a device, point
+ * (about 2 x 16 KiB), parsed certificates in elk_tls_shared_init, transient
+ * handshake state during each handshake, and the kept session's ticket and copy of the
+ * server's certificate (elk_tls_conn_resumed) after each completed handshake. A benchmark measures it; on a device, point
  * mbedTLS at a static arena with mbedtls_memory_buffer_alloc_init().
  *
  * Time: certificate validity checks use mbedTLS's platform time (time() on Linux,
@@ -122,6 +123,7 @@ typedef struct elk_tls_sniff {
     bool cert_request;  /* the server sent a CertificateRequest (TLS 1.2) */
     bool old_version;   /* the server chose a protocol below TLS 1.2 */
     bool version_alert; /* the server sent a protocol_version alert */
+    bool server_cert;   /* the server sent its Certificate in the clear (TLS 1.2 full) */
 } elk_tls_sniff_t;
 
 /* One TLS connection. Caller-allocated; fields internal to the port. */
@@ -148,6 +150,14 @@ typedef struct elk_tls_conn {
     int last_err;          /* last negative elk_err_t, ELK_OK if none */
     size_t pending_len;    /* bytes mbedTLS holds encrypted from a blocked send */
     uint32_t verify_flags; /* mbedtls_ssl_get_verify_result() of the last handshake */
+    /* Session resumption (see elk_tls_conn_resumed): the session of the last verified
+     * handshake with this connection's server, kept here, in the caller's memory, across
+     * reconnects (mbedTLS allocates the ticket and peer certificate inside it). */
+    mbedtls_ssl_session session;
+    uint32_t session_peer; /* which endpoint it belongs to (hash of names and port) */
+    bool has_session;
+    bool offered; /* the last handshake offered the kept session */
+    bool resumed; /* the last handshake was abbreviated (the server took the session) */
 } elk_tls_conn_t;
 
 /*
@@ -200,6 +210,23 @@ void elk_tls_conn_free(elk_tls_conn_t *conn);
  * when TCP or the handshake were merely slow, ELK_OK when the last handshake finished.
  * Valid after close() until the next open(). */
 int elk_tls_conn_stall_reason(const elk_tls_conn_t *conn);
+
+/* Session resumption. After every completed (and so verified) TLS 1.2 handshake the
+ * connection keeps the session (the server's ticket, or its session id when it caches
+ * sessions instead) and offers it at the next open() to the same endpoint (server_name,
+ * host and port unchanged), so a reconnect costs an abbreviated handshake: no
+ * certificate chain, no key exchange. The server decides: a server without the session
+ * (restarted, expired, another server on that address) answers with a full handshake,
+ * whose certificate is verified as always. The kept session is dropped on any failed
+ * handshake (a verification failure among them), on another endpoint, and by
+ * elk_tls_conn_free. TLS 1.3 tickets arrive after the handshake and are not kept: a
+ * TLS 1.3 reconnect is a full handshake.
+ * elk_tls_conn_resumed: true when the last completed handshake was abbreviated (the
+ * kept session was offered and the server sent no certificate). */
+bool elk_tls_conn_resumed(const elk_tls_conn_t *conn);
+
+/* Drop the kept session (the next handshake is a full one). */
+void elk_tls_conn_forget_session(elk_tls_conn_t *conn);
 
 /* The negotiated protocol after a completed handshake ("TLSv1.2", "TLSv1.3"; from
  * mbedtls_ssl_get_version), or "" before. The string is static. */

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TLS session resumption in port/mbedtls against real redis-server --tls-port processes
+ * (tls-session-caching is on by default): a reconnect to the same server is an
+ * abbreviated handshake (the server sends no certificate), and a kept session never
+ * lets a server through that fails verification: a server with a certificate from an
+ * unrelated CA, or for another name, at the same endpoint, is refused, and the session
+ * is gone afterwards.
+ *
+ * The servers are pinned to TLS 1.2: this port keeps TLS 1.2 sessions only (a TLS 1.3
+ * ticket arrives after the handshake; elk/port_mbedtls.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elk/port_mbedtls.h"
+#include "elk/port_posix.h"
+#include "fleet.h"
+
+#define TMO 10000u
+
+enum { F_VALID, F_OTHER_CA, F_WRONG_HOST, F_COUNT };
+static elk_tf_t fleets[F_COUNT];
+static const elk_tf_certs_t *certs;
+static const char *const tls12_only[] = {"--tls-protocols", "TLSv1.2", NULL};
+
+static int setup(void **state)
+{
+    (void)state;
+    certs = elk_tf_certs();
+    if (certs == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < F_COUNT; i++) {
+        elk_tf_options_t o;
+        elk_tf_options_defaults(&o);
+        o.tls = true;
+        o.server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
+            : i == F_WRONG_HOST         ? ELK_TF_CERT_WRONG_HOST
+                                        : ELK_TF_CERT_VALID;
+        o.extra_args = tls12_only;
+        if (elk_tf_start(&fleets[i], &o) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < F_COUNT; i++) {
+        elk_tf_stop(&fleets[i]);
+    }
+    return 0;
+}
+
+/* A TCP transport whose open() goes to `to` whatever port the endpoint names: the TLS
+ * layer above sees the same endpoint (so it offers its kept session) while another
+ * server answers, as a server that took over the address would. */
+typedef struct redirect {
+    elk_posix_tcp_t tcp;
+    elk_transport_t tcp_t;
+    uint16_t to; /* 0: no redirection */
+} redirect_t;
+
+static int rd_open(void *ctx, const elk_endpoint_t *ep)
+{
+    redirect_t *r = ctx;
+    elk_endpoint_t e = *ep;
+    if (r->to != 0u) {
+        e.port = r->to;
+    }
+    return r->tcp_t.open(r->tcp_t.ctx, &e);
+}
+static int rd_progress(void *ctx)
+{
+    redirect_t *r = ctx;
+    return r->tcp_t.progress(r->tcp_t.ctx);
+}
+static int32_t rd_send(void *ctx, const uint8_t *buf, size_t len)
+{
+    redirect_t *r = ctx;
+    return r->tcp_t.send(r->tcp_t.ctx, buf, len);
+}
+static int32_t rd_recv(void *ctx, uint8_t *buf, size_t len)
+{
+    redirect_t *r = ctx;
+    return r->tcp_t.recv(r->tcp_t.ctx, buf, len);
+}
+static void rd_close(void *ctx)
+{
+    redirect_t *r = ctx;
+    r->tcp_t.close(r->tcp_t.ctx);
+}
+static int rd_wait(void *ctx, unsigned *events)
+{
+    redirect_t *r = ctx;
+    return r->tcp_t.wait(r->tcp_t.ctx, events);
+}
+
+typedef struct client {
+    elk_tls_shared_t shared;
+    elk_tls_conn_t conn;
+    redirect_t rd;
+    elk_transport_t rd_t;
+    elk_transport_t t;
+    elk_entropy_t entropy;
+} client_t;
+
+static void client_init(client_t *c)
+{
+    elk_tls_config_t cfg;
+    memset(c, 0, sizeof *c);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.ca_file = certs->ca_crt;
+    elk_posix_entropy(&c->entropy);
+    assert_int_equal(elk_tls_shared_init(&c->shared, &cfg, &c->entropy), ELK_OK);
+    assert_int_equal(elk_posix_tcp_init(&c->rd.tcp, NULL, &c->rd.tcp_t), ELK_OK);
+    c->rd_t = (elk_transport_t){.ctx = &c->rd,
+                                .open = rd_open,
+                                .progress = rd_progress,
+                                .send = rd_send,
+                                .recv = rd_recv,
+                                .close = rd_close,
+                                .wait = rd_wait};
+    assert_int_equal(elk_tls_conn_init(&c->conn, &c->shared, &c->rd_t, &c->t), ELK_OK);
+}
+
+static void client_free(client_t *c)
+{
+    elk_tls_conn_free(&c->conn);
+    elk_tls_shared_free(&c->shared);
+}
+
+/* Connect to F_VALID's endpoint (answered by fleet `answer`), close again; the rc. */
+static int connect_as_valid(client_t *c, int answer)
+{
+    elk_endpoint_t ep = elk_tf_endpoint(&fleets[F_VALID], 0);
+    c->rd.to = answer == F_VALID ? 0u : elk_tf_endpoint(&fleets[answer], 0).port;
+    int rc = elk_tf_xport_connect(&c->t, &ep, TMO);
+    if (rc < 0) {
+        char text[512];
+        print_message("    -> %s\n", elk_tls_conn_error_text(&c->conn, text, sizeof text));
+    } else {
+        assert_int_equal(elk_tf_xport_ping(&c->t, TMO), ELK_OK);
+        print_message("    %s, %s handshake\n", elk_tls_conn_version(&c->conn),
+                      elk_tls_conn_resumed(&c->conn) ? "abbreviated (resumed)" : "full");
+    }
+    return rc;
+}
+
+static void test_reconnect_resumes(void **state)
+{
+    (void)state;
+    client_t c;
+    client_init(&c);
+    assert_int_equal(connect_as_valid(&c, F_VALID), 1);
+    assert_false(elk_tls_conn_resumed(&c.conn)); /* first contact: the full handshake */
+    assert_true(c.conn.sniff.server_cert);
+    assert_true(c.conn.has_session);
+    for (int k = 0; k < 3; k++) {
+        c.t.close(c.t.ctx);
+        assert_int_equal(connect_as_valid(&c, F_VALID), 1);
+        assert_true(c.conn.offered);
+        /* The server sent no certificate: it took the session (abbreviated handshake). */
+        assert_false(c.conn.sniff.server_cert);
+        assert_true(elk_tls_conn_resumed(&c.conn));
+    }
+    /* Forgotten: the next handshake is a full one again. */
+    c.t.close(c.t.ctx);
+    elk_tls_conn_forget_session(&c.conn);
+    assert_int_equal(connect_as_valid(&c, F_VALID), 1);
+    assert_false(c.conn.offered);
+    assert_false(elk_tls_conn_resumed(&c.conn));
+    client_free(&c);
+}
+
+/* A kept session offered to a server that cannot verify: refused, session dropped. */
+static void refused_with_session(int impostor, int want)
+{
+    client_t c;
+    client_init(&c);
+    assert_int_equal(connect_as_valid(&c, F_VALID), 1);
+    assert_true(c.conn.has_session);
+    c.t.close(c.t.ctx);
+    assert_int_equal(connect_as_valid(&c, impostor), want);
+    assert_true(c.conn.offered); /* the session was offered, and did not help */
+    assert_false(elk_tls_conn_resumed(&c.conn));
+    assert_false(c.conn.has_session);
+    /* The real server again: a full handshake (nothing kept from before). */
+    c.t.close(c.t.ctx);
+    assert_int_equal(connect_as_valid(&c, F_VALID), 1);
+    assert_false(c.conn.offered);
+    assert_false(elk_tls_conn_resumed(&c.conn));
+    client_free(&c);
+}
+
+static void test_unrelated_ca_refused_with_session(void **state)
+{
+    (void)state;
+    refused_with_session(F_OTHER_CA, ELK_E_TLS_UNKNOWN_CA);
+}
+
+static void test_other_name_refused_with_session(void **state)
+{
+    (void)state;
+    refused_with_session(F_WRONG_HOST, ELK_E_TLS_HOSTNAME);
+}
+
+/* Another endpoint never gets the session offered. */
+static void test_session_not_offered_elsewhere(void **state)
+{
+    (void)state;
+    client_t c;
+    client_init(&c);
+    assert_int_equal(connect_as_valid(&c, F_VALID), 1);
+    c.t.close(c.t.ctx);
+    elk_endpoint_t ep = elk_tf_endpoint(&fleets[F_WRONG_HOST], 0);
+    ep.server_name = "wrong.example.invalid";
+    c.rd.to = 0;
+    assert_int_equal(elk_tf_xport_connect(&c.t, &ep, TMO), 1);
+    assert_false(c.conn.offered);
+    assert_false(elk_tls_conn_resumed(&c.conn));
+    client_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reconnect_resumes),
+        cmocka_unit_test(test_unrelated_ca_refused_with_session),
+        cmocka_unit_test(test_other_name_refused_with_session),
+        cmocka_unit_test(test_session_not_offered_elsewhere),
+    };
+    return cmocka_run_group_tests_name("integration.tls_resume", tests, setup, teardown);
+}
