@@ -10,6 +10,10 @@ exactly one answer, in order, whatever the volume).
                                          commands, unknown resources, ACQUIRE/RELEASE of
                                          OTHER, ...) and reads them slowly; each answer is
                                          matched to its request; HELD must stay held
+  ctl_pipeline.py SOCK pause N SECONDS   N requests with distinct answers in one stream, none
+                                         read for SECONDS (less than client_stall_timeout),
+                                         then all of them: elkd must have stopped reading
+                                         instead of queueing megabytes or dropping us
   ctl_pipeline.py SOCK random COUNT SIZE [SEED]
                                          COUNT connections, each sends SIZE random bytes then
                                          "\\nPING\\n": one answer per line, the last OK PONG
@@ -73,13 +77,14 @@ def writer(sock, data, errors):
         errors.append(str(e))
 
 
-def pipeline(sock, requests, slow=0.0, check=None):
+def pipeline(sock, requests, slow=0.0, pause=0.0):
     """Send requests in one stream (a thread: elkd may stop reading, back-pressure), read
     an answer for each. Returns (answers received in order, first mismatch or None)."""
     errors = []
     data = "".join(r + "\n" for r, _ in requests).encode("latin-1")
     t = threading.Thread(target=writer, args=(sock, data, errors), daemon=True)
     t.start()
+    time.sleep(pause)
     ans = Answers(sock)
     got = 0
     for i, (req, expect) in enumerate(requests):
@@ -192,7 +197,7 @@ def mixed(path, n, held, other, seed):
         return False
     reqs = mixed_requests(n, held, other, rng)
     t0 = time.monotonic()
-    got, bad = pipeline(s, reqs, slow=0.02)
+    got, bad = pipeline(s, reqs, slow=0.04)
     took = time.monotonic() - t0
     print("result: mixed answers %d/%d in order in %.1f s%s" % (
         got, len(reqs), took, "" if bad is None else " (" + bad + ")"))
@@ -206,6 +211,20 @@ def mixed(path, n, held, other, seed):
     print("result: mixed: its release: %s" % (rel[0] if rel else None))
     s.close()
     return ok and rel is not None and rel[0] == "OK RELEASED " + held
+
+
+def paused(path, n, seconds):
+    s = connect(path)
+    reqs = []
+    for i in range(n):
+        tag = "r%d" % i
+        reqs.append(("RELEASE " + tag, lambda a, tag=tag: a[0].startswith(
+            "ERR ELK_E_RESOURCE_UNKNOWN ") and a[0].endswith(": " + tag)))
+    got, bad = pipeline(s, reqs, pause=seconds)
+    print("result: pause answers %d/%d in order after %.1f s unread%s" % (
+        got, n, seconds, "" if bad is None else " (" + bad + ")"))
+    s.close()
+    return bad is None
 
 
 def random_input(path, count, size, seed):
@@ -248,6 +267,8 @@ def main():
     elif mode == "mixed":
         ok = mixed(path, int(sys.argv[3]), sys.argv[4], sys.argv[5],
                    int(sys.argv[6]) if len(sys.argv) > 6 else 1)
+    elif mode == "pause":
+        ok = paused(path, int(sys.argv[3]), float(sys.argv[4]))
     else:
         ok = random_input(path, int(sys.argv[3]), int(sys.argv[4]),
                           int(sys.argv[5]) if len(sys.argv) > 5 else 1)

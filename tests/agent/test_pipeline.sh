@@ -23,6 +23,8 @@ ttl = 3s
 stop_margin = 300ms
 [agent]
 socket = $SOCK
+# the slow readers below never leave their answers untouched for this long (at most 2 s)
+client_stall_timeout = 5s
 CONF
 start_elkd "$C"
 wait_ready
@@ -86,7 +88,13 @@ for b in "status 20" "help 200" "unknown 200" "metrics 200" "acqrel 600"; do
   echo "$out"
   check "burst $b: every answer, in order" 0 $rc
 done
-# 6. 10,000 mixed requests in one stream behind a held lease, read slowly: every answer in
+# 5b. 100,000 requests (about 10 MB of answers) not read for 2 s: elkd stops reading the
+#     client (back-pressure) rather than queueing it all, and every answer comes after.
+out=$(/usr/bin/python3 "$P" "$SOCK" pause 100000 2 2>&1); rc=$?
+echo "$out"
+check "100,000 requests, 2 s unread: every answer, in order" 0 $rc
+# 6. 10,000 mixed requests in one stream behind a held lease, read slowly (longer in all
+#    than client_stall_timeout, which counts only time without progress): every answer in
 #    order, matched to its request, and the lease is still this connection's at the end.
 log_before=$(wc -l < "$ELK_T_DIR/elkd.log")
 out=$(/usr/bin/python3 "$P" "$SOCK" mixed "${ELK_PIPELINE_N:-10000}" valve-1 valve-2 7 2>&1); rc=$?

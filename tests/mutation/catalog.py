@@ -752,6 +752,34 @@ MUTANTS = [
 
     # ------------------------------------------------ control I/O: back-pressure, client slots (issue 26)
     # (section: ctlio)
+    dict(id="ctlio.stalled-lease-handed-on", file="firmware/elkd.c",
+         old="        (void)elk_lock_abandon(&r->lock, now);\n        r->owner = -1;\n        r->shutdown_release_at = 0;\n        return;",
+         new="        release_res(a, r, now, \"its client stopped reading\");\n        return;",
+         tests=["agent.stall"], why="a lease left by a client that stopped reading goes to the next local waiter before it ran out"),
+    dict(id="ctlio.stalled-lease-to-newcomer", file="firmware/elkd.c",
+         old="    return !owned_by(a, r, r->owner) && elk_lock_is_held(&r->lock, now);",
+         new="    return false;",
+         tests=["agent.stall"], why="a local client that asks after the stalled holder was dropped is given its hold (same token) at once"),
+    dict(id="ctlio.no-back-pressure", file="firmware/elkd.c",
+         old="#define ELKD_OUT_SOFT 16384u",
+         new="#define ELKD_OUT_SOFT (256u * 1024u * 1024u)",
+         tests=["agent.pipeline"], why="elkd reads requests whatever is queued: a pipelining client's queue grows until it is dropped"),
+    dict(id="ctlio.stall-bound-ignored", file="firmware/elkd.c",
+         old="    uint32_t stall = a->conf.agent.client_stall_timeout_ms;",
+         new="    uint32_t stall = 3600000u;",
+         tests=["agent.stall"], why="a client that stopped reading keeps its lease renewed (and the slot) for an hour"),
+    dict(id="ctlio.stall-counts-slow-reader", file="firmware/elkd.c",
+         old="        c->out_stuck_since = sent > 0 || c->out_stuck_since == 0 ? now : c->out_stuck_since;",
+         new="        c->out_stuck_since = c->out_stuck_since == 0 ? now : c->out_stuck_since;",
+         tests=["agent.pipeline"], why="the stall bound counts from the first unread byte: a client that reads slowly is dropped"),
+    dict(id="ctlio.idle-bound-ignored", file="firmware/elkd.c",
+         old="    if (now >= c->active_at + idle) {",
+         new="    if (now >= c->active_at + idle + 3600000u) {",
+         tests=["agent.slots"], why="idle connections keep the client slots"),
+    dict(id="ctlio.log-flood-unlimited", file="firmware/elkd.c",
+         old="    if (level <= ELK_LOG_WARN && a->clock.now_ms != NULL &&",
+         new="    if (0 && level <= ELK_LOG_WARN && a->clock.now_ms != NULL &&",
+         tests=["agent.slots"], why="a flood of refused connections writes one warning each"),
 
 
 
