@@ -780,6 +780,14 @@ MUTANTS = [
          old="    if (level <= ELK_LOG_WARN && a->clock.now_ms != NULL &&",
          new="    if (0 && level <= ELK_LOG_WARN && a->clock.now_ms != NULL &&",
          tests=["agent.slots"], why="a flood of refused connections writes one warning each"),
+    dict(id="ctlio.lograte-no-limit", file="firmware/say.c",
+         old="    if (k->passed < ELKFW_LOGRATE_BURST) {",
+         new="    if (1) {",
+         tests=["unit.test_lograte", "agent.slots"], why="the rate limit passes every line"),
+    dict(id="ctlio.lograte-digits-count", file="firmware/say.c",
+         old="        if (text[i] < '0' || text[i] > '9') {",
+         new="        if (1) {",
+         tests=["unit.test_lograte", "agent.slots"], why="lines that differ in a pid are different kinds: a flood from many processes is not limited"),
 
 
 
