@@ -14,6 +14,9 @@ exactly one answer, in order, whatever the volume).
                                          read for SECONDS (less than client_stall_timeout),
                                          then all of them: elkd must have stopped reading
                                          instead of queueing megabytes or dropping us
+  ctl_pipeline.py SOCK trickle N         N requests with distinct answers, read 4 KiB every
+                                         10 ms: a reader slower than elkd, but never stopped,
+                                         gets every answer however long it takes in all
   ctl_pipeline.py SOCK random COUNT SIZE [SEED]
                                          COUNT connections, each sends SIZE random bytes then
                                          "\\nPING\\n": one answer per line, the last OK PONG
@@ -227,6 +230,39 @@ def paused(path, n, seconds):
     return bad is None
 
 
+def trickle(path, n):
+    s = connect(path)
+    data = "".join("RELEASE r%d\n" % i for i in range(n)).encode()
+    errors = []
+    t = threading.Thread(target=writer, args=(s, data, errors), daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    buf, got, bad = b"", 0, None
+    while got < n and bad is None:
+        try:
+            chunk = s.recv(4096)
+        except OSError as e:
+            bad = "request %d: no answer (%s)" % (got, e)
+            break
+        if not chunk:
+            bad = "request %d: connection closed" % got
+            break
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for l in lines:
+            if l.startswith(b"EVENT "):
+                continue
+            if not (l.startswith(b"ERR ELK_E_RESOURCE_UNKNOWN ") and l.endswith(b": r%d" % got)):
+                bad = "request %d: wrong answer %r" % (got, l[:200])
+                break
+            got += 1
+        time.sleep(0.01)
+    print("result: trickle answers %d/%d in order in %.1f s%s" % (
+        got, n, time.monotonic() - t0, "" if bad is None else " (" + bad + ")"))
+    s.close()
+    return bad is None
+
+
 def random_input(path, count, size, seed):
     rng = random.Random(seed)
     bad = 0
@@ -267,6 +303,8 @@ def main():
     elif mode == "mixed":
         ok = mixed(path, int(sys.argv[3]), sys.argv[4], sys.argv[5],
                    int(sys.argv[6]) if len(sys.argv) > 6 else 1)
+    elif mode == "trickle":
+        ok = trickle(path, int(sys.argv[3]))
     elif mode == "pause":
         ok = paused(path, int(sys.argv[3]), float(sys.argv[4]))
     else:
