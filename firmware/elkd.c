@@ -1649,6 +1649,9 @@ static bool serve_lines(agent_t *a, int slot, uint64_t now)
         if (c->fd < 0 || c->drop || c->out_len >= ELKD_OUT_SOFT) {
             return served; /* back-pressure: the rest waits until the client has read */
         }
+        /* each request at its own time: a long run of them must not judge a lease (held?
+         * keepalive in time?) by the time the first one was read */
+        now = a->clock.now_ms(a->clock.ctx);
         if (client_pending(a, slot, &ri)) {
             if (!release_queued(a, slot, ri)) {
                 return served;

@@ -98,7 +98,7 @@ def pipeline(sock, requests, slow=0.0, pause=0.0):
         if a is None:
             return got, "request %d (%r): connection closed" % (i, req)
         if expect is not None and not expect(a):
-            return got, "request %d (%r): wrong answer %r" % (i, req, a[0][:200])
+            return got, "request %d (%r): wrong answer %r" % (i, req, " | ".join(a)[:600])
         got += 1
         if slow and i % 50 == 49:
             time.sleep(slow)
