@@ -92,7 +92,7 @@ typedef struct client {
     char *out; /* answers and events not sent yet (heap, grows; NULL: none) */
     size_t out_len, out_cap;
     uint64_t out_stuck_since; /* output pending and no byte taken since then (0: none) */
-    uint64_t active_at;       /* connected or last sent us bytes: the idle bound's start */
+    uint64_t active_at;       /* connected, last sent us bytes or took some: idle since */
     bool close_after_flush;
     bool drop;            /* I/O failed or stalled: close now */
     bool unresponsive;    /* dropped because it stopped reading (it may still live) */
@@ -421,6 +421,7 @@ static void client_flush(agent_t *a, int slot, uint64_t now)
     if (sent > 0) {
         memmove(c->out, c->out + sent, c->out_len - sent);
         c->out_len -= sent;
+        c->active_at = now; /* the idle bound counts from the last answer taken, too */
     }
     if (c->out_len > 0) {
         c->out_stuck_since = sent > 0 || c->out_stuck_since == 0 ? now : c->out_stuck_since;
