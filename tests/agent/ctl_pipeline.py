@@ -14,8 +14,9 @@ exactly one answer, in order, whatever the volume).
                                          read for SECONDS (less than client_stall_timeout),
                                          then all of them: elkd must have stopped reading
                                          instead of queueing megabytes or dropping us
-  ctl_pipeline.py SOCK trickle N         N requests with distinct answers, read 2 KiB every
-                                         10 ms: a reader slower than elkd, but never stopped,
+  ctl_pipeline.py SOCK trickle N         N requests with distinct answers, read 512 bytes
+                                         every 10 ms: a reader much slower than elkd (elkd's
+                                         queue never empties), but never stopped,
                                          gets every answer however long it takes in all
   ctl_pipeline.py SOCK random COUNT SIZE [SEED]
                                          COUNT connections, each sends SIZE random bytes then
@@ -240,7 +241,7 @@ def trickle(path, n):
     buf, got, bad = b"", 0, None
     while got < n and bad is None:
         try:
-            chunk = s.recv(2048)
+            chunk = s.recv(512)
         except OSError as e:
             bad = "request %d: no answer (%s)" % (got, e)
             break
