@@ -72,6 +72,11 @@
  * that reads none is stalled long before): a safety net against a runaway, not a limit
  * a client can reach with requests. */
 #define ELKD_OUT_HARD (8u * 1024u * 1024u)
+/* Output goes to the socket in pieces of at most this much. The kernel frees a piece's
+ * room only once the client has read all of it, and that room is how elkd sees a client
+ * read: so a client that reads (however slowly) at least this much per stall bound is
+ * seen to, and the stall bound's promise holds for it. */
+#define ELKD_SEND_CHUNK 4096u
 /* A drained queue larger than this gives its memory back. */
 #define ELKD_OUT_KEEP 32768u
 #define ELKD_POOL_BLOCKS (2u * CONFIG_ELK_MAX_NODES + 2u)
@@ -395,7 +400,8 @@ static void client_err(agent_t *a, int slot, int code, const char *detail)
 static bool client_send_some(client_t *c, const char *buf, size_t len, size_t *sent)
 {
     while (*sent < len && !c->drop) {
-        ssize_t w = send(c->fd, buf + *sent, len - *sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        size_t n = len - *sent < ELKD_SEND_CHUNK ? len - *sent : ELKD_SEND_CHUNK;
+        ssize_t w = send(c->fd, buf + *sent, n, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) {
                 continue;

@@ -14,10 +14,11 @@ exactly one answer, in order, whatever the volume).
                                          read for SECONDS (less than client_stall_timeout),
                                          then all of them: elkd must have stopped reading
                                          instead of queueing megabytes or dropping us
-  ctl_pipeline.py SOCK trickle N         N requests with distinct answers, read 512 bytes
-                                         every 10 ms: a reader much slower than elkd (elkd's
-                                         queue never empties), but never stopped,
-                                         gets every answer however long it takes in all
+  ctl_pipeline.py SOCK trickle N SECONDS N requests with distinct answers; for SECONDS the
+                                         answers are read at 2 KiB/s (512 bytes every 250 ms,
+                                         less than elkd's queue of 16 KiB per stall bound),
+                                         then at full speed: a reader that slow is reading,
+                                         not stalled, and gets every answer
   ctl_pipeline.py SOCK random COUNT SIZE [SEED]
                                          COUNT connections, each sends SIZE random bytes then
                                          "\\nPING\\n": one answer per line, the last OK PONG
@@ -231,7 +232,7 @@ def paused(path, n, seconds):
     return bad is None
 
 
-def trickle(path, n):
+def trickle(path, n, slow_s):
     s = connect(path)
     data = "".join("RELEASE r%d\n" % i for i in range(n)).encode()
     errors = []
@@ -241,7 +242,7 @@ def trickle(path, n):
     buf, got, bad = b"", 0, None
     while got < n and bad is None:
         try:
-            chunk = s.recv(512)
+            chunk = s.recv(512 if time.monotonic() - t0 < slow_s else 65536)
         except OSError as e:
             bad = "request %d: no answer (%s)" % (got, e)
             break
@@ -257,7 +258,8 @@ def trickle(path, n):
                 bad = "request %d: wrong answer %r" % (got, l[:200])
                 break
             got += 1
-        time.sleep(0.01)
+        if time.monotonic() - t0 < slow_s:
+            time.sleep(0.25)
     print("result: trickle answers %d/%d in order in %.1f s%s" % (
         got, n, time.monotonic() - t0, "" if bad is None else " (" + bad + ")"))
     s.close()
@@ -305,7 +307,7 @@ def main():
         ok = mixed(path, int(sys.argv[3]), sys.argv[4], sys.argv[5],
                    int(sys.argv[6]) if len(sys.argv) > 6 else 1)
     elif mode == "trickle":
-        ok = trickle(path, int(sys.argv[3]))
+        ok = trickle(path, int(sys.argv[3]), float(sys.argv[4]))
     elif mode == "pause":
         ok = paused(path, int(sys.argv[3]), float(sys.argv[4]))
     else:

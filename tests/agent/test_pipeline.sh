@@ -102,12 +102,12 @@ done
 out=$(/usr/bin/python3 "$P" "$SOCK" pause 100000 1 2>&1); rc=$?
 echo "$out"
 check "100,000 requests, 1 s unread: every answer, in order" 0 $rc
-# 5c. A reader much slower than elkd that never stops: 512 bytes every 10 ms, so elkd's
-#     queue for it never empties for longer in all than client_stall_timeout (which counts
-#     only time without progress). Every answer, and it is never dropped.
-out=$(/usr/bin/python3 "$P" "$SOCK" trickle 4000 2>&1); rc=$?
+# 5c. A reader far slower than elkd that never stops: 2 KiB/s for 8 s, so elkd's queue for
+#     it never empties for longer than client_stall_timeout (which counts only time
+#     without progress), then at full speed. Every answer, and it is never dropped.
+out=$(/usr/bin/python3 "$P" "$SOCK" trickle 4000 8 2>&1); rc=$?
 echo "$out"
-check "a slow reader (4,000 requests): every answer, in order, never dropped" 0 $rc
+check "a slow reader (2 KiB/s for 8 s): every answer, in order, never dropped" 0 $rc
 # 6. 10,000 mixed requests in one stream behind a held lease, read slowly (longer in all
 #    than client_stall_timeout, which counts only time without progress): every answer in
 #    order, matched to its request, and the lease is still this connection's at the end.
