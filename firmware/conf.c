@@ -384,6 +384,8 @@ static const keydef_t agent_keys[] = {
     {"metrics_interval", K_DUR, AGENT(metrics_interval_ms), 0, NULL, 1000, 86400000},
     {"events_file", K_STR, AGENT(events_file), SZ(elkfw_agent_conf_t, events_file), NULL, 0, 0},
     {"events_max", K_U32, AGENT(events_max), 0, NULL, 16, 1048576},
+    {"client_stall_timeout", K_DUR, AGENT(client_stall_timeout_ms), 0, NULL, 100, 3600000},
+    {"client_idle_timeout", K_DUR, AGENT(client_idle_timeout_ms), 0, NULL, 0, 86400000},
 };
 
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
@@ -451,6 +453,8 @@ void elkfw_conf_defaults(elkfw_conf_t *c)
     c->agent.log_summary_ms = 60000;
     c->agent.metrics_interval_ms = 15000;
     c->agent.events_max = 2048; /* 1 MiB of 512-byte records */
+    c->agent.client_stall_timeout_ms = 10000;
+    c->agent.client_idle_timeout_ms = 60000;
 }
 
 static void resource_defaults(elkfw_resource_conf_t *r)

@@ -61,7 +61,8 @@ enum {
     EXIT_STORAGE = 66,
     EXIT_UNREACHABLE = 69,
     EXIT_NOT_ACQUIRED = 73,
-    EXIT_NOPERM = 77, /* EX_NOPERM: allow_users / allow_groups refused this user */
+    EXIT_AGENT_FULL = 74, /* elkd has no client slot for us (ELK_E_AGENT_FULL): retry later */
+    EXIT_NOPERM = 77,     /* EX_NOPERM: allow_users / allow_groups refused this user */
     EXIT_LOST = 75,
     EXIT_NOEXEC = 126,
     EXIT_NOTFOUND = 127
@@ -80,6 +81,7 @@ enum {
 typedef struct agent_link {
     const char *sock_path;
     int fd;             /* -1 until agent_connect */
+    bool full;          /* elkd answered ELK_E_AGENT_FULL: every command exits EXIT_AGENT_FULL */
     elkfw_linebuf_t lb; /* lines received, over store */
     char store[REPLY_BUF];
 } agent_link_t;
@@ -136,6 +138,7 @@ static void agent_say_refusal(agent_link_t *ak, const char *err)
     if (n > 4 && memcmp(buf, "ERR ", 4) == 0) {
         buf[n] = '\0';
         buf[strcspn(buf, "\n")] = '\0';
+        ak->full = ak->full || strncmp(buf + 4, "ELK_E_AGENT_FULL ", 17) == 0;
         elkfw_say("elkd refused the connection: %s", buf + 4);
     } else {
         elkfw_say("lost the connection to elkd: %s", err);
@@ -401,6 +404,7 @@ static int agent_line(agent_link_t *ak, const char **line, size_t *len)
     for (;;) {
         int rc = elkfw_linebuf_next(&ak->lb, line, len);
         if (rc == 1) {
+            ak->full = ak->full || (*len > 21 && memcmp(*line, "ERR ELK_E_AGENT_FULL ", 21) == 0);
             return 1;
         }
         if (rc < 0) {
@@ -422,8 +426,11 @@ static void print_err_reply(const elkfw_ctl_msg_t *m, const char *what)
 static int exit_for_err(const char *code)
 {
     int e = elkfw_err_from_name(code);
+    if (e == ELK_E_AGENT_FULL) {
+        return EXIT_AGENT_FULL;
+    }
     if (e == ELK_E_LOCK_BUSY || e == ELK_E_LOCK_TIMEOUT || e == ELK_E_FLEET_UNAVAILABLE ||
-        e == ELK_E_VALIDITY || e == ELK_E_SHUTTING_DOWN || e == ELK_E_AGENT_FULL) {
+        e == ELK_E_VALIDITY || e == ELK_E_SHUTTING_DOWN) {
         return EXIT_NOT_ACQUIRED;
     }
     if (e == ELK_E_FORBIDDEN) {
@@ -2083,6 +2090,7 @@ int main(int argc, char **argv)
     const char *cmd;
     signal(SIGPIPE, SIG_IGN);
     ak->fd = -1;
+    ak->full = false;
     ak->sock_path = getenv("ELK_SOCKET") ? getenv("ELK_SOCKET") : ELK_DEFAULT_SOCKET;
     rc = main_options(ak, argc, argv, &i);
     if (rc != STEP_ON) {
@@ -2101,7 +2109,10 @@ int main(int argc, char **argv)
                 commands[k].usage(stdout);
                 return EXIT_OK;
             }
-            return commands[k].run(ak, argc, argv);
+            rc = commands[k].run(ak, argc, argv);
+            /* refused for want of a slot, whichever step saw it: one exit code, neither
+             * "elkd unreachable" (69) nor "lease not acquired" (73) */
+            return ak->full && rc != EXIT_OK ? EXIT_AGENT_FULL : rc;
         }
     }
     if (strcmp(cmd, "help") == 0) {

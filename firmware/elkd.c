@@ -45,6 +45,7 @@
 #include "elkfw/nodelog.h"
 #include "elkfw/notify.h"
 #include "elkfw/reload.h"
+#include "elkfw/say.h"
 #include "elkfw/supervise.h"
 #ifdef ELKD_TLS
 #include "elk/port_mbedtls.h"
@@ -63,9 +64,22 @@
 #ifndef ELKD_MAX_CLIENTS
 #define ELKD_MAX_CLIENTS 16
 #endif
-/* Output queued per client: one whole STATUS answer (ELK_CTL_REPLY_MAX) plus events. A
- * client that lets more pile up is disconnected (docs/control-protocol.md). */
-#define ELKD_OUT_MAX (ELK_CTL_REPLY_MAX + 2048u)
+/* Back-pressure (docs/control-protocol.md): a client's next request is read and served
+ * only while less than this is queued for it, so one answer (a STATUS METRICS answer can
+ * be larger) goes beyond it at most. A queue that stops moving for [agent]
+ * client_stall_timeout ends the connection (ELK_E_CTL_STALLED), never its size. */
+#define ELKD_OUT_SOFT 16384u
+/* Only events could push a queue this far (they come a few per renewal, and a client
+ * that reads none is stalled long before): a safety net against a runaway, not a limit
+ * a client can reach with requests. */
+#define ELKD_OUT_HARD (8u * 1024u * 1024u)
+/* Output goes to the socket in pieces of at most this much. The kernel frees a piece's
+ * room only once the client has read all of it, and that room is how elkd sees a client
+ * read: so a client that reads (however slowly) at least this much per stall bound is
+ * seen to, and the stall bound's promise holds for it. */
+#define ELKD_SEND_CHUNK 4096u
+/* A drained queue larger than this gives its memory back. */
+#define ELKD_OUT_KEEP 32768u
 #define ELKD_POOL_BLOCKS (2u * CONFIG_ELK_MAX_NODES + 2u)
 /* Upper bound on the wait for background release rounds at shutdown. */
 /* The installed configuration (firmware/CMakeLists.txt: <sysconfdir>/elkd/elkd.conf). */
@@ -81,13 +95,13 @@ typedef struct client {
     uint64_t id;       /* connection number, for logs */
     char in_store[ELK_CTL_LINE_MAX];
     elkfw_linebuf_t in;
-    char out[ELKD_OUT_MAX];
-    size_t out_len;
+    char *out; /* answers and events not sent yet (heap, grows; NULL: none) */
+    size_t out_len, out_cap;
+    uint64_t out_stuck_since; /* output pending and no byte taken since then (0: none) */
+    uint64_t active_at;       /* connected, last sent us bytes or took some: idle since */
     bool close_after_flush;
-    bool drop;         /* output overflowed or I/O failed: close now */
-    bool unresponsive; /* dropped because it stopped reading (it may still live) */
-    char *bulk;        /* a reply too large for out (STATUS METRICS), sent first */
-    size_t bulk_len, bulk_sent;
+    bool drop;            /* I/O failed or stalled: close now */
+    bool unresponsive;    /* dropped because it stopped reading (it may still live) */
     size_t cancelled_res; /* 1 + resource whose ACQUIRE a RELEASE cancelled, 0: none */
 } client_t;
 
@@ -178,6 +192,7 @@ struct agent {
     uint64_t ready_by;   /* READY=1 by then even without a quorum (said in STATUS=) */
     char sd_status[200]; /* the last STATUS= sent */
     elkfw_nodelog_t nodelog[CONFIG_ELK_MAX_NODES]; /* what was said about each node being down */
+    elkfw_lograte_t lograte;                       /* repeated warnings, rate-limited */
     bool journal; /* stderr is the journal: lines start with <priority> */
     elkfw_node_metrics_t node_metrics[CONFIG_ELK_MAX_NODES];
     /* a spell of elk_client_local_clock_suspect is on (its end is said once) */
@@ -204,11 +219,8 @@ static const char *level_name(int level)
     }
 }
 
-static void log_line(agent_t *a, int level, const char *module, const char *text, size_t len)
+static void log_write(agent_t *a, int level, const char *module, const char *text, size_t len)
 {
-    if (level > a->log_level) {
-        return;
-    }
     if (a->log_target == ELKFW_LOG_SYSLOG) {
         static const int prio[] = {LOG_ERR, LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
         syslog(prio[level >= 1 && level <= 4 ? level : 4], "%s: %.*s", module, (int)len, text);
@@ -227,6 +239,28 @@ static void log_line(agent_t *a, int level, const char *module, const char *text
         fprintf(stderr, "%s.%03ldZ elkd %s %s: %.*s\n", when, ts.tv_nsec / 1000000L,
                 level_name(level), module, (int)len, text);
     }
+}
+
+/* A summary of repeated lines left out (elkfw/say.h). */
+static void log_summary(void *ctx, int level, const char *text, size_t len)
+{
+    log_write(ctx, level, "elkd", text, len);
+}
+
+/* Every line elkd writes. Warnings and errors that repeat are rate-limited: a flood
+ * (connections refused in a loop, a client refused again and again) costs a few lines and
+ * a count, not the log. */
+static void log_line(agent_t *a, int level, const char *module, const char *text, size_t len)
+{
+    if (level > a->log_level) {
+        return;
+    }
+    if (level <= ELK_LOG_WARN && a->clock.now_ms != NULL &&
+        !elkfw_lograte_admit(&a->lograte, level, module, text, len, a->clock.now_ms(a->clock.ctx),
+                             log_summary, a)) {
+        return;
+    }
+    log_write(a, level, module, text, len);
 }
 
 /* The library's lines, made quieter for flash and small log buffers: a node's lines while
@@ -272,33 +306,89 @@ __attribute__((format(printf, 3, 4))) static void elkd_log(agent_t *a, int level
 
 /* ------------------------------------------------------------------ client output */
 
-__attribute__((format(printf, 3, 4))) static void client_send(agent_t *a, int slot, const char *fmt,
-                                                              ...)
+/* A client that stopped reading: its queue did not move for the stall bound (or, as a
+ * safety net, grew beyond ELKD_OUT_HARD, or no memory was left for it). Dropped as
+ * unresponsive: it may still live and drive, so its leases are not simply released
+ * (lease_after_client). */
+static void client_stalled(agent_t *a, client_t *c, uint64_t stuck_ms, const char *why)
+{
+    elkd_log(a, ELK_LOG_WARN,
+             "client %" PRIu64 " (uid %u, pid %d, %s): %s: %zu bytes of answers and events "
+             "unread, none taken for %" PRIu64 " ms (%s); disconnecting it",
+             c->id, (unsigned)c->peer.uid, (int)c->pid, c->peer.exe,
+             elk_err_name(ELK_E_CTL_STALLED), c->out_len, stuck_ms, why);
+    c->drop = true;
+    c->unresponsive = true;
+}
+
+/* Room for more bytes in c's queue: grown to fit (answers are never cut or thrown away). */
+static bool client_reserve(agent_t *a, client_t *c, size_t more)
+{
+    size_t cap = c->out_cap != 0 ? c->out_cap : 4096u;
+    char *p;
+    if (more <= c->out_cap - c->out_len) {
+        return true;
+    }
+    if (more > ELKD_OUT_HARD - c->out_len) {
+        client_stalled(a, c, 0, "the queue passed its hard limit");
+        return false;
+    }
+    while (cap - c->out_len < more) {
+        cap *= 2u;
+    }
+    p = realloc(c->out, cap);
+    if (p == NULL) {
+        client_stalled(a, c, 0, "no memory for its queue");
+        return false;
+    }
+    c->out = p;
+    c->out_cap = cap;
+    return true;
+}
+
+/* Queue len bytes for the client in slot (a closed or dropped one takes nothing). */
+static void client_write(agent_t *a, int slot, const char *buf, size_t len)
 {
     client_t *c;
-    va_list ap;
-    int n;
     if (slot < 0 || slot >= ELKD_MAX_CLIENTS) {
         return;
     }
     c = &a->clients[slot];
-    if (c->fd < 0 || c->drop) {
+    if (c->fd < 0 || c->drop || !client_reserve(a, c, len)) {
         return;
     }
+    memcpy(c->out + c->out_len, buf, len);
+    c->out_len += len;
+}
+
+__attribute__((format(printf, 3, 4))) static void client_send(agent_t *a, int slot, const char *fmt,
+                                                              ...)
+{
+    char line[1024];
+    va_list ap;
+    int n;
     va_start(ap, fmt);
-    n = vsnprintf(c->out + c->out_len, sizeof c->out - c->out_len, fmt, ap);
+    n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof c->out - c->out_len) {
-        /* A client that does not read its events cannot be told it lost a lock:
-         * drop it, which releases what it holds. */
-        elkd_log(a, ELK_LOG_WARN,
-                 "client %" PRIu64 " (pid %d) does not read its replies; disconnecting it", c->id,
-                 (int)c->pid);
-        c->drop = true;
-        c->unresponsive = true;
+    if (n < 0) {
         return;
     }
-    c->out_len += (size_t)n;
+    if ((size_t)n < sizeof line) {
+        client_write(a, slot, line, (size_t)n);
+    } else {
+        char *big = malloc((size_t)n + 1u); /* a STATUS JSON line of a large configuration */
+        if (big == NULL) {
+            if (slot >= 0 && slot < ELKD_MAX_CLIENTS && a->clients[slot].fd >= 0) {
+                client_stalled(a, &a->clients[slot], 0, "no memory for its answer");
+            }
+            return;
+        }
+        va_start(ap, fmt);
+        (void)vsnprintf(big, (size_t)n + 1u, fmt, ap);
+        va_end(ap);
+        client_write(a, slot, big, (size_t)n);
+        free(big);
+    }
 }
 
 static void client_err(agent_t *a, int slot, int code, const char *detail)
@@ -314,7 +404,8 @@ static void client_err(agent_t *a, int slot, int code, const char *detail)
 static bool client_send_some(client_t *c, const char *buf, size_t len, size_t *sent)
 {
     while (*sent < len && !c->drop) {
-        ssize_t w = send(c->fd, buf + *sent, len - *sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        size_t n = len - *sent < ELKD_SEND_CHUNK ? len - *sent : ELKD_SEND_CHUNK;
+        ssize_t w = send(c->fd, buf + *sent, n, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR) {
                 continue;
@@ -329,21 +420,29 @@ static bool client_send_some(client_t *c, const char *buf, size_t len, size_t *s
     return *sent == len;
 }
 
-static void client_flush(agent_t *a, int slot)
+/* Send what the socket takes; note since when the queue has not moved (the stall bound
+ * counts only time in which the client took nothing, however slowly it reads). */
+static void client_flush(agent_t *a, int slot, uint64_t now)
 {
     client_t *c = &a->clients[slot];
     size_t sent = 0;
     (void)a;
-    if (c->bulk != NULL) {
-        if (!client_send_some(c, c->bulk, c->bulk_len, &c->bulk_sent)) {
-            return; /* what was queued after it waits its turn */
-        }
-        free(c->bulk);
-        c->bulk = NULL;
-    }
     (void)client_send_some(c, c->out, c->out_len, &sent);
-    memmove(c->out, c->out + sent, c->out_len - sent);
-    c->out_len -= sent;
+    if (sent > 0) {
+        memmove(c->out, c->out + sent, c->out_len - sent);
+        c->out_len -= sent;
+        c->active_at = now; /* the idle bound counts from the last answer taken, too */
+    }
+    if (c->out_len > 0) {
+        c->out_stuck_since = sent > 0 || c->out_stuck_since == 0 ? now : c->out_stuck_since;
+        return;
+    }
+    c->out_stuck_since = 0;
+    if (c->out_cap > ELKD_OUT_KEEP) {
+        free(c->out);
+        c->out = NULL;
+        c->out_cap = 0;
+    }
 }
 
 /* ------------------------------------------------------------------ resources */
@@ -1222,42 +1321,31 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
     src->n_nodes = a->fleet.count;
 }
 
-/* STATUS METRICS: "OK METRICS <n>" and n lines; larger than a client's out queue, so it
- * goes out as one bulk reply (what was queued before it goes first, inside it). */
+/* STATUS METRICS: "OK METRICS <n>" and n lines. Larger than the back-pressure limit, so
+ * the client's queue grows to take it whole (the next request waits until it is sent). */
 static void send_metrics(agent_t *a, int slot, uint64_t now)
 {
-    client_t *c = &a->clients[slot];
     elkfw_metrics_res_t res[ELKFW_MAX_RESOURCES];
     elkfw_metrics_node_t nodes[CONFIG_ELK_MAX_NODES];
     elkfw_metrics_src_t src;
-    char *body = NULL, head[40];
+    char *body = NULL;
     size_t body_len = 0, lines = 0, k;
     FILE *f;
-    int hl;
+    bool ok;
     metrics_src(a, now, &src, res, nodes);
     f = open_memstream(&body, &body_len);
-    if (f == NULL || !elkfw_metrics_write(f, &src) || fclose(f) != 0 || c->bulk != NULL) {
+    ok = f != NULL && elkfw_metrics_write(f, &src);
+    ok = (f == NULL || fclose(f) == 0) && ok;
+    if (!ok) {
         free(body);
-        client_err(a, slot, ELK_E_NO_RESOURCES,
-                   c->bulk != NULL ? "a metrics reply is still being sent" : "metrics");
+        client_err(a, slot, ELK_E_NO_RESOURCES, "metrics");
         return;
     }
     for (k = 0; k < body_len; k++) {
         lines += body[k] == '\n';
     }
-    hl = snprintf(head, sizeof head, "OK METRICS %zu\n", lines);
-    c->bulk = malloc(c->out_len + (size_t)hl + body_len);
-    if (c->bulk == NULL) {
-        free(body);
-        client_err(a, slot, ELK_E_NO_RESOURCES, "metrics");
-        return;
-    }
-    memcpy(c->bulk, c->out, c->out_len);
-    memcpy(c->bulk + c->out_len, head, (size_t)hl);
-    memcpy(c->bulk + c->out_len + (size_t)hl, body, body_len);
-    c->bulk_len = c->out_len + (size_t)hl + body_len;
-    c->bulk_sent = 0;
-    c->out_len = 0;
+    client_send(a, slot, "OK METRICS %zu\n", lines);
+    client_write(a, slot, body, body_len);
     free(body);
 }
 
@@ -1565,9 +1653,10 @@ static void client_close(agent_t *a, int slot, uint64_t now, const char *why)
     elkd_log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) closed: %s", c->id, (int)c->pid, why);
     close(c->fd);
     c->fd = -1;
-    free(c->bulk);
-    c->bulk = NULL;
-    c->out_len = 0;
+    free(c->out);
+    c->out = NULL;
+    c->out_len = c->out_cap = 0;
+    c->out_stuck_since = 0;
     c->drop = false;
     c->unresponsive = false;
     c->close_after_flush = false;
@@ -1580,7 +1669,7 @@ static size_t max_clients_per_uid(const agent_t *a)
     return m != 0 ? m : ELKD_MAX_CLIENTS / 2;
 }
 
-static void accept_clients(agent_t *a)
+static void accept_clients(agent_t *a, uint64_t now)
 {
     for (;;) {
         int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -1637,6 +1726,8 @@ static void accept_clients(agent_t *a)
         c->pid = peer.pid;
         c->id = ++a->next_client_id;
         c->out_len = 0;
+        c->out_stuck_since = 0;
+        c->active_at = now;
         c->drop = false;
         c->unresponsive = false;
         c->close_after_flush = false;
@@ -1705,9 +1796,12 @@ static bool serve_lines(agent_t *a, int slot, uint64_t now)
         const char *line;
         size_t len, ri;
         int rc;
-        if (c->fd < 0) {
-            return served;
+        if (c->fd < 0 || c->drop || c->out_len >= ELKD_OUT_SOFT) {
+            return served; /* back-pressure: the rest waits until the client has read */
         }
+        /* each request at its own time: a long run of them must not judge a lease (held?
+         * keepalive in time?) by the time the first one was read */
+        now = a->clock.now_ms(a->clock.ctx);
         if (client_pending(a, slot, &ri)) {
             if (!release_queued(a, slot, ri)) {
                 return served;
@@ -1750,6 +1844,9 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
         const char *line;
         size_t len;
         int rc;
+        if (c->out_len >= ELKD_OUT_SOFT || c->drop) {
+            return; /* back-pressure: read on once the client has read its answers */
+        }
         if (avail == 0 && client_pending(a, slot, NULL)) {
             return; /* full of requests waiting behind an ACQUIRE */
         }
@@ -1776,6 +1873,7 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
             return;
         }
         elkfw_linebuf_commit(&c->in, (size_t)n);
+        c->active_at = now;
         serve_lines(a, slot, now);
         if (c->fd < 0 || client_pending(a, slot, NULL)) {
             return; /* requests wait in c->in behind the ACQUIRE; read more when it is answered */
@@ -2366,20 +2464,76 @@ static void step_resources(agent_t *a, uint64_t now, uint64_t *next)
     }
 }
 
-/* Write what is queued for each client; close those dropped or done. */
-static void flush_clients(agent_t *a, uint64_t now)
+/* Holds, takes or waits for nothing (a supervised command's lease stays owned by the
+ * connection until it ends): a connection the idle bound may close. */
+static bool client_holds_nothing(agent_t *a, int slot)
+{
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        if (owned_by(a, &a->res[i], slot)) {
+            return false;
+        }
+    }
+    return !client_pending(a, slot, NULL);
+}
+
+/* A complete request line read but not served yet (back-pressure held it). */
+static bool client_has_line(const client_t *c)
+{
+    return c->in.len > c->in.consumed &&
+        memchr(c->in.buf + c->in.consumed, '\n', c->in.len - c->in.consumed) != NULL;
+}
+
+/* The stall and idle bounds of one client, after its flush: true if it is to be closed
+ * (*why says why); lowers *next to when a bound next runs out. */
+static bool client_bounds(agent_t *a, int slot, uint64_t now, uint64_t *next, const char **why)
+{
+    client_t *c = &a->clients[slot];
+    uint32_t stall = a->conf.agent.client_stall_timeout_ms;
+    uint32_t idle = a->conf.agent.client_idle_timeout_ms;
+    if (c->out_stuck_since != 0) {
+        uint64_t at = c->out_stuck_since + stall;
+        if (now >= at) {
+            client_stalled(a, c, now - c->out_stuck_since, "[agent] client_stall_timeout");
+            *why = "stalled";
+            return true;
+        }
+        *next = at < *next ? at : *next;
+        return false;
+    }
+    if (idle == 0 || c->out_len > 0 || c->close_after_flush || !client_holds_nothing(a, slot)) {
+        return false;
+    }
+    if (now >= c->active_at + idle) {
+        elkd_log(a, ELK_LOG_INFO,
+                 "client %" PRIu64 " (uid %u, pid %d, %s) closed: it held nothing and sent nothing "
+                 "for %" PRIu64 " ms ([agent] client_idle_timeout)",
+                 c->id, (unsigned)c->peer.uid, (int)c->pid, c->peer.exe, now - c->active_at);
+        *why = "idle";
+        return true;
+    }
+    *next = c->active_at + idle < *next ? c->active_at + idle : *next;
+    return false;
+}
+
+/* Write what is queued for each client; close those dropped, stalled, idle or done. */
+static void flush_clients(agent_t *a, uint64_t now, uint64_t *next)
 {
     size_t i;
     for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
         client_t *c = &a->clients[i];
+        const char *why = "dropped";
         if (c->fd < 0) {
             continue;
         }
-        client_flush(a, (int)i);
-        if (c->drop) {
-            client_close(a, (int)i, now, "dropped");
-        } else if (c->close_after_flush && c->out_len == 0 && c->bulk == NULL) {
+        client_flush(a, (int)i, now);
+        if (c->drop || client_bounds(a, (int)i, now, next, &why)) {
+            client_close(a, (int)i, now, why);
+        } else if (c->close_after_flush && c->out_len == 0) {
             client_close(a, (int)i, now, "QUIT");
+        } else if (c->out_len < ELKD_OUT_SOFT && client_has_line(c) &&
+                   !client_pending(a, (int)i, NULL)) {
+            *next = now; /* room again: serve the requests back-pressure held */
         }
     }
 }
@@ -2475,14 +2629,15 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     node_summaries(a, now, &next);
     hygiene_step(a, now, &next);
     metrics_step(a, now, &next);
+    elkfw_lograte_flush(&a->lograte, now, &next, log_summary, a);
     if (serve_waiting_requests(a, now)) {
         next = now; /* an ACQUIRE among them queued requests the next poll sends */
     }
-    flush_clients(a, now);
+    flush_clients(a, now, &next);
     if (a->shutting_down && shutdown_done(a, now)) {
         for (i = 0; i < ELKD_MAX_CLIENTS; i++) {
             if (a->clients[i].fd >= 0) {
-                client_flush(a, (int)i);
+                client_flush(a, (int)i, now);
                 client_close(a, (int)i, now, "agent stopped");
             }
         }
@@ -2531,9 +2686,13 @@ static void poll_build(const agent_t *a, poll_set_t *ps)
         /* A buffer full of requests behind an unanswered ACQUIRE: not read (a hang-up is
          * seen once the ACQUIRE is answered, at the latest when its wait ends). */
         bool full = c->in.len == c->in.cap && c->in.consumed == 0;
-        bool pending = c->out_len > 0 || c->bulk != NULL;
-        if (c->fd >= 0 && !(full && client_pending((agent_t *)a, (int)i, NULL))) {
-            poll_add(ps, c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), POLL_CLIENT, (int)i);
+        /* back-pressure: no reading while its answers wait to be read (a hang-up shows as
+         * a failed send) */
+        bool read =
+            c->out_len < ELKD_OUT_SOFT && !(full && client_pending((agent_t *)a, (int)i, NULL));
+        short ev = (short)((read ? POLLIN : 0) | (c->out_len > 0 ? POLLOUT : 0));
+        if (c->fd >= 0 && ev != 0) {
+            poll_add(ps, c->fd, ev, POLL_CLIENT, (int)i);
         }
     }
     nw = elk_fleet_waits(&a->fleet, waits, CONFIG_ELK_MAX_NODES);
@@ -2561,7 +2720,7 @@ static void poll_dispatch(agent_t *a, const poll_set_t *ps, uint64_t now)
             break;
         case POLL_LISTEN:
             if (a->listen_fd >= 0) {
-                accept_clients(a);
+                accept_clients(a, now);
             }
             break;
         case POLL_CLIENT:

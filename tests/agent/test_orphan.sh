@@ -27,7 +27,8 @@ write_conf() {
     done
     printf '[resource valve-1]\nttl = 2s\nstop_margin = 300ms\n'
     for l in "$@"; do printf '%s\n' "$l"; done
-    printf '[agent]\nsocket = %s\nlog_level = debug\n' "$sock"
+    # a client that stops reading is declared stalled after 2 s without progress
+    printf '[agent]\nsocket = %s\nlog_level = debug\nclient_stall_timeout = 2s\n' "$sock"
   } > "$f"
 }
 
@@ -153,7 +154,7 @@ check_contains "SUPERVISE of a group the client did not start is refused" "is ne
 kill -0 "$ELKD_PID_a"; check "elkd is still alive (it did not signal its own group)" 0 $?
 # e) A client that takes the lease without SUPERVISE and stops reading may still be driving:
 #    elkd drops it but never releases under it; the lease is no longer renewed and runs out.
-drops_before=$(grep -c "does not read its replies" "$ELK_T_DIR/elkd.log")
+drops_before=$(grep -c "ELK_E_CTL_STALLED" "$ELK_T_DIR/elkd.log")
 python3 - "$SOCK_a" > "$M/e.out" 2>&1 <<'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -172,7 +173,7 @@ check_contains "e) unsupervised client got the lease" "OK ACQUIRED valve-1" "$(c
 # wait for elkd to drop the client (one more such line than before), whichever way it
 # then treats the lease
 for _ in $(seq 1 2400); do
-  [ "$(grep -c "does not read its replies" "$ELK_T_DIR/elkd.log")" -gt "$drops_before" ] && break
+  [ "$(grep -c "ELK_E_CTL_STALLED" "$ELK_T_DIR/elkd.log")" -gt "$drops_before" ] && break
   sleep 0.05
 done
 wait_until 30 file_has "stopped reading its replies while holding it; it may still be driving: the lease is no longer renewed" "$ELK_T_DIR/elkd.log"

@@ -95,6 +95,9 @@ typedef struct elkfw_agent_conf {
     uint32_t metrics_interval_ms;     /* how often metrics_file is rewritten */
     char events_file[ELKFW_STR_MAX];  /* lease event record (a ring, elkfw/evlog.h); "": none */
     uint32_t events_max;              /* records the ring holds */
+    uint32_t client_stall_timeout_ms; /* a client whose answers do not move this long is dropped */
+    uint32_t client_idle_timeout_ms;  /* a client holding nothing, silent this long, is closed
+                                         (0: never) */
 } elkfw_agent_conf_t;
 
 typedef struct elkfw_conf {

@@ -10,7 +10,8 @@
  *       its lease is released.
  *   drift_factor, drift_fixed: like a change of every resource.
  *   [resource NAME] allow_users, allow_groups: at once, for the next ACQUIRE (held or not).
- *   [agent] log_level, log_summary, metrics_file, metrics_interval, max_clients_per_uid.
+ *   [agent] log_level, log_summary, metrics_file, metrics_interval, max_clients_per_uid,
+ *       client_stall_timeout, client_idle_timeout.
  * Which keys change the quorum of held leases (applied only while no lease is held or
  * being taken; refused otherwise): mode, gateway_id, key_prefix, tls/ca/cert/key,
  * connect_timeout, request_timeout, safety_check and every [node] section.

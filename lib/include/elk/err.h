@@ -147,8 +147,8 @@ extern "C" {
       "every node's clock seems to jump at the same rate: this gateway's own clock is the likely " \
       "cause; check its oscillator, NTP and CLOCK_BOOTTIME (docs/design.md)")                      \
     X(ELK_E_CTL_STALLED, -156,                                                                     \
-      "control client stopped reading its answers for too long: disconnected (its leases are "     \
-      "released as on exit)")
+      "control client stopped reading its answers for too long: disconnected (its command is "     \
+      "stopped first; a lease nobody supervises runs out, it is not released early)")
 
 /* Every error code of edgelock (ELK_OK is 0, errors are negative); elk_err_name and
  * elk_err_message give the name and the text. */
