@@ -227,6 +227,8 @@ elk_sim_key_t *elk_sim_redis_set(elk_sim_redis_t *node, const uint8_t *key, size
 bool elk_sim_redis_del(elk_sim_redis_t *node, const uint8_t *key, size_t klen);
 /* Node wall-clock ms now. */
 int64_t elk_sim_redis_now_ms(const elk_sim_redis_t *node);
+/* The same wall clock in microseconds (TIME's t[1] * 1e6 + t[2]). */
+int64_t elk_sim_redis_now_us(const elk_sim_redis_t *node);
 /* What INFO's uptime says now, in ms: wall-clock time since the node's last start (steps
  * of its wall clock included, as Redis computes it); negative after a backward step past
  * the start (Redis then prints a negative number, which no uptime pattern matches). */
