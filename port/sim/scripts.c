@@ -120,11 +120,11 @@ static void s_acquire(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t
     /* the token: max(counter + 1, TIME in us, ARGV[5] as tonumber reads it, else 0), SET as
      * Redis formats a Lua number (%.17g: plain digits below 1e17) */
     c = counter_of(node, &keys[1]) + 1;
-    if (!tbl->no_amnesia && c < elk_sim_redis_now_us(node)) {
+    if (!tbl->no_amnesia && !tbl->no_floor && c < elk_sim_redis_now_us(node)) {
         c = elk_sim_redis_now_us(node);
     }
-    if (!tbl->no_amnesia && nargs > 4u && elk_sim_parse_i64(args[4].p, args[4].len, &floor) &&
-        c < floor) {
+    if (!tbl->no_amnesia && !tbl->no_floor && nargs > 4u &&
+        elk_sim_parse_i64(args[4].p, args[4].len, &floor) && c < floor) {
         c = floor;
     }
     n = elk_resp_format_int(c, num);
@@ -271,7 +271,7 @@ static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t n
     bool info = !node->info_denied;
     const uint8_t *id = (const uint8_t *)(info ? node->run_id : "");
     size_t idlen = info ? ELK_SIM_RUN_ID_LEN : 0u;
-    (void)user;
+    const elk_sim_scripts_t *tbl = (const elk_sim_scripts_t *)user;
     if (nkeys < 1u || (!info && nargs < 1u)) {
         /* The Lua would SET the marker to nil: Redis refuses that argument. */
         elk_sim_reply_error(out, "ERR Error running script: bad arguments to PROBE");
@@ -282,7 +282,8 @@ static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t n
         mlen = m->vlen;
         memcpy(marker, m->val, mlen);
     } else {
-        /* "<id>@<ms>": the id, then the TIME the reply carries */
+        /* "<id>@<ms>": the id, then the TIME the reply carries (the id alone under the
+         * no-amnesia control: a marker as the PROBE wrote it before issue 26) */
         const elk_sim_bytes_t *a = info ? NULL : &args[0];
         size_t n = a != NULL ? a->len : idlen;
         if (n + 22u > sizeof made) {
@@ -290,8 +291,10 @@ static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t n
             return;
         }
         memcpy(made, a != NULL ? a->p : id, n);
-        made[n++] = '@';
-        n += elk_resp_format_int(elk_sim_redis_now_ms(node), made + n);
+        if (!tbl->no_amnesia) {
+            made[n++] = '@';
+            n += elk_resp_format_int(elk_sim_redis_now_ms(node), made + n);
+        }
         if (elk_sim_redis_set(node, keys[0].p, keys[0].len, made, n, 0) == NULL) {
             elk_sim_reply_oom(out);
             return;
@@ -312,6 +315,7 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
 {
     tbl->commit_noop = commit_noop;
     tbl->no_amnesia = false;
+    tbl->no_floor = false;
     tbl->entry[0].sha1 = ELK_LOCK_SCRIPT_ACQUIRE_SHA1;
     tbl->entry[0].text = ELK_LOCK_SCRIPT_ACQUIRE;
     tbl->entry[0].fn = s_acquire;
@@ -335,5 +339,5 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[5].sha1 = ELK_LOCK_SCRIPT_PROBE_SHA1;
     tbl->entry[5].text = ELK_LOCK_SCRIPT_PROBE;
     tbl->entry[5].fn = s_probe;
-    tbl->entry[5].user = NULL;
+    tbl->entry[5].user = tbl;
 }

@@ -23,9 +23,13 @@ typedef struct elk_sim_scripts {
                                                           SAFETY, PROBE */
     bool commit_noop; /* negative control: COMMIT answers as usual but never raises a counter */
     /* negative control (elk-sim --control no-amnesia): ACQUIRE and EXTEND report every fleet
-     * marker as old (0, as for a marker from before creation times) and ACQUIRE's token is
-     * the counter + 1 alone (no clock floor): the scripts before the amnesia check */
+     * marker as old (0, as for a marker from before creation times), PROBE writes it without
+     * its time, and ACQUIRE's token is the counter + 1 alone (no clock floor, ARGV[5]
+     * ignored): the scripts before the amnesia check */
     bool no_amnesia;
+    /* negative control: ACQUIRE's token is the counter + 1 alone (no server clock floor,
+     * ARGV[5] ignored), as before issue 26; no_amnesia implies it */
+    bool no_floor;
 } elk_sim_scripts_t;
 
 /* Fill tbl (caller-owned, must outlive the net's use of it). RELEASE publishes
