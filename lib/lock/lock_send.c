@@ -76,10 +76,16 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     elk_lock_ticket_t *t;
     bool fence;
     bool release;
+    bool mute;
     int rc;
 
     rc = elk_lock__node_vote(client, node, kind, now);
-    if (rc != ELK_OK) {
+    /* A renewal still goes to a quarantined node (as a release does): extending our own
+     * value is safe, and its "value gone" ends the hold at once (a FLUSHALL seen by a probe
+     * or another reply before this renewal would otherwise leave us driving until the
+     * deadline); its "extended" is no vote (elk_lock__on_reply). */
+    mute = rc == ELK_E_NODE_QUARANTINED && kind == LK_EXTEND;
+    if (rc != ELK_OK && !mute) {
         return rc;
     }
     if (!elk_node_is_ready(&client->fleet->nodes[node])) {
@@ -136,7 +142,7 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     t->seq = r->seq;
     t->node = (uint8_t)node;
     t->kind = kind;
-    t->eval = eval ? 1u : 0u;
+    t->eval = (uint8_t)((eval ? 1u : 0u) | (mute ? 2u : 0u));
     t->t_send = now;
     rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, elk_lock__on_reply,
                        t);
@@ -274,7 +280,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
         /* no value at all: unexpected */
     } else if (elk_resp_is_error(top)) {
         bool noscript = is_noscript(top);
-        if (noscript && !t->eval) {
+        if (noscript && (t->eval & 1u) == 0u) {
             /* Script cache flushed or server restarted: resend the text from the engine
              * step (not from inside the node's poll). The node stays pending. */
             round->eval_mask |= LK_BIT(i);
@@ -293,10 +299,12 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
         if (clock != ELK_OK) {
             st = ELK_LOCK_NODE_ERROR;
             err = clock;
-        } else if (amnesia != ELK_OK && st == ELK_LOCK_NODE_OK) {
-            /* no vote; a "value gone" (BUSY) still counts: it only ends a hold sooner */
-            st = ELK_LOCK_NODE_ERROR;
-            err = amnesia;
+        } else if ((amnesia != ELK_OK || (t->eval & 2u) != 0u) && st != ELK_LOCK_NODE_ERROR &&
+                   err != ELK_E_LOCK_DELAY) {
+            /* no vote; a "value gone" (BUSY) still counts: it only ends a hold sooner (err
+             * says it came from a node without a vote: no release then, lock_engine.c) */
+            st = st == ELK_LOCK_NODE_OK ? ELK_LOCK_NODE_ERROR : st;
+            err = amnesia != ELK_OK ? amnesia : ELK_E_NODE_QUARANTINED;
         }
     }
     r->status = st;
