@@ -211,11 +211,11 @@ int64_t elk_lock__token_floor(const elk_client_t *client, uint64_t now)
     size_t i;
     for (i = 0; i < client->fleet->count; i++) {
         const elk_lock_hygiene_t *h = &client->hygiene[i];
-        /* below 2^53 us (the scripts' exact range) and a reading before now, or nothing */
-        if (h->has_ref && now >= h->ref_lr && now - h->ref_lr < LK_FLOOR_MAX_MS &&
-            h->ref_server < LK_FLOOR_MAX_MS) {
-            int64_t v = (h->ref_server + (int64_t)(now - h->ref_lr)) * 1000;
-            best = v > best ? v : best;
+        /* floor_off is within +-2^62 (readings clamped) and now below 2^62: no overflow; the
+         * result below 2^53 us (the scripts' exact range), or nothing */
+        int64_t v = h->has_floor && now < LK_FLOOR_MAX_MS * 1000 ? (int64_t)now + h->floor_off : 0;
+        if (v > 0 && v < 2 * LK_FLOOR_MAX_MS && v * 1000 > best) {
+            best = v * 1000;
         }
     }
     return best;
@@ -290,6 +290,11 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
+    /* the token floor never goes back, even when the server's clock does */
+    if (!h->has_floor || ms - (int64_t)lr > h->floor_off) {
+        h->floor_off = ms - (int64_t)lr;
+        h->has_floor = true;
+    }
     /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
      * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
     if (jump != 0 || lr - h->ref_ls >= cfg->ttl_ms / 2u || old || blind / 2u >= lr - ls) {

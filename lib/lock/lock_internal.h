@@ -102,11 +102,12 @@ int elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, i
  * Called for every such reply, of decided rounds too. ELK_OK with vote_hygiene off. */
 int elk_lock__marker_ok(elk_client_t *client, size_t i, int64_t server_ms, int64_t marker_ms,
                         uint64_t now);
-/* The floor ACQUIRE gets for its token (ARGV[5], us): the highest server clock node i's
- * clock references say the fleet has reached by now (each reference's reading plus the local
- * time since it was received), quarantined nodes included, so that a master whose clock runs
- * ahead lifts every token, also after the masters lost their counters (docs/design.md
- * "Fencing tokens across a fleet"). 0 with no reference (vote hygiene off). */
+/* The floor ACQUIRE gets for its token (ARGV[5], us): the highest server clock this client's
+ * readings say the fleet has reached by now (per node the highest reading ever, plus the local
+ * time since it was received: a clock set back does not lower it), quarantined nodes
+ * included, so that a master whose clock runs (or ran) ahead lifts every token, also after
+ * the masters lost their counters (docs/design.md "Fencing tokens across a fleet"). 0 with
+ * no reading (vote hygiene off). */
 int64_t elk_lock__token_floor(const elk_client_t *client, uint64_t now);
 /* Write the fleet marker key "<prefix>marker" into out (room for CONFIG_ELK_MAX_KEY_LEN +
  * sizeof(ELK_LOCK_MARKER_NAME)); returns its length (no NUL). */

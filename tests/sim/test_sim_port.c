@@ -499,6 +499,45 @@ static void test_probe_restarts_marker_and_uptime(void **state)
     assert_true(is_marker_of(strstr(call(&t, "GET elk:marker"), "\r\n") + 2, "0123456789abcdef"));
 }
 
+/* Issue 26: data lost without a restart. FLUSHALL empties the node and keeps the connection
+ * (and the script cache); an eviction takes the keys with a TTL (and the marker when asked);
+ * a failover resets the connection, and the empty replica has a new run_id and an hour's
+ * uptime, so only the fleet marker (missing: the PROBE makes it, and says "") tells. */
+static void test_flush_evict_failover(void **state)
+{
+    char first[64];
+    (void)state;
+    elk_transport_t t = connect_to(0, 1);
+    fields_t f = probe(&t);
+    snprintf(first, sizeof first, "%s", f.f[0]);
+    assert_string_equal(call(&t, "SET L v PX 5000"), "+OK\r\n");
+    assert_string_equal(call(&t, "SET L:f 7"), "+OK\r\n");
+    elk_sim_net_flush(&net, 1);
+    assert_string_equal(call(&t, "GET L"), "$-1\r\n"); /* the same connection answers */
+    assert_string_equal(call(&t, "GET L:f"), "$-1\r\n");
+    assert_string_equal(probe(&t).f[2], ""); /* the marker went too: made anew */
+    assert_string_equal(call(&t, "SET L v PX 5000"), "+OK\r\n");
+    assert_string_equal(call(&t, "SET L:f 7"), "+OK\r\n");
+    elk_sim_net_evict(&net, 1, "elk:marker", false);
+    assert_string_equal(call(&t, "GET L"), "$-1\r\n");
+    assert_string_equal(call(&t, "GET L:f"), "$1\r\n7\r\n"); /* no TTL: kept */
+    assert_true(is_marker_of(strstr(call(&t, "GET elk:marker"), "\r\n") + 2, first));
+    elk_sim_net_evict(&net, 1, "elk:marker", true);
+    assert_string_equal(call(&t, "GET elk:marker"), "$-1\r\n");
+    f = probe(&t);
+    assert_string_equal(f.f[2], "");
+    elk_sim_net_failover(&net, 1);
+    char reply[64];
+    assert_int_equal(t.recv(t.ctx, (uint8_t *)reply, sizeof reply), ELK_E_CLOSED);
+    t.close(t.ctx);
+    t = connect_to(0, 1);
+    assert_string_equal(call(&t, "GET L:f"), "$-1\r\n");
+    f = probe(&t);
+    assert_string_not_equal(f.f[0], first);
+    assert_string_equal(f.f[1], "3600"); /* a replica up an hour: no restart to see */
+    assert_string_equal(f.f[2], "");
+}
+
 static void test_partition_delays_but_never_reorders(void **state)
 {
     uint8_t buf[256];
@@ -557,6 +596,7 @@ int main(void)
         cmocka_unit_test_setup(test_lock_delay_marker, setup_net),
         cmocka_unit_test_setup(test_release_wakes_waiter_with_marker_gone, setup_net),
         cmocka_unit_test_setup(test_probe_restarts_marker_and_uptime, setup_net),
+        cmocka_unit_test_setup(test_flush_evict_failover, setup_net),
         cmocka_unit_test_setup(test_partition_delays_but_never_reorders, setup_net),
         cmocka_unit_test_setup(test_commit_noop_control_leaves_counters, setup_net),
     };

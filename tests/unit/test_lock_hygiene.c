@@ -1002,6 +1002,18 @@ static void test_client_floor_carries_fastest_clock(void **state)
     assert_true(T.srv[0].last_floor >= (srv_time(2) - 60) * 1000);
     assert_true(tok >= (uint64_t)(srv_time(2) - 60) * 1000u);
     assert_true(tok > (uint64_t)srv_time(0) * 1000u + 4000000u);
+    /* that master's clock is then set back 5 s (and read again): the floor keeps the highest
+     * reading, as tokens were handed out by it */
+    int64_t floor1 = T.srv[0].last_floor;
+    uint64_t t1 = T.now;
+    assert_int_equal(elk_lock_release(L(0), T.now), ELK_OK);
+    T.srv[2].silent = false;
+    T.srv[2].wall_offset_ms -= 5000;
+    drop(2); /* reconnect: the probe reads node 3's clock again (the jump back) */
+    run_until(T.now + 200u);
+    assert_int_equal(T.srv[2].probe, 2);
+    (void)acquire_once(0); /* its floor: after that reading */
+    assert_true(T.srv[0].last_floor >= floor1 + (int64_t)(T.now - t1) * 1000 - 60000);
 }
 
 /* The holder's own client learnt of the loss first (its probes after a reconnect saw the

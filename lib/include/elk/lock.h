@@ -366,11 +366,15 @@ typedef struct elk_lock_hygiene {
     uint64_t marker_hash; /* hash of the fleet marker's value seen last (0: none) */
     uint64_t probe_hash;  /* FNV state after the random id the probe in flight carries */
     uint64_t probe_at;    /* when that probe was sent (its reply's ls) */
+    int64_t floor_off;    /* the highest (server TIME - local receive time) of any reading, ms:
+                             now + floor_off is the latest the node's clock can have reached
+                             by what we saw (token floor; a clock set back does not lower it) */
     uint32_t quarantines; /* times a quarantine started or was extended (metrics) */
     uint32_t clock_jumps; /* server clock jumps seen, forward or backward (metrics) */
     bool pending;         /* no vote until the PROBE of this connection has answered */
     bool has_ref;         /* ref_* hold a reading */
     bool refreshing;      /* a probe sent only to read the clock (elk_lock__hygiene_refresh) */
+    bool has_floor;       /* floor_off holds a reading */
 } elk_lock_hygiene_t;
 
 /* A lock client over a fleet. Caller-owned; fields are internal. */
@@ -439,7 +443,9 @@ uint64_t elk_client_node_quarantine(const elk_client_t *client, size_t node);
 
 /* Vote hygiene of fleet node `node` as text for STATUS (client-owned, valid until the next
  * poll): "ok", "off", "pending" (probe not answered), "quarantined: restarted 2 s ago",
- * "quarantined: clock ran 5000 ms ahead", ... "" for a bad index. */
+ * "quarantined: clock ran 5000 ms ahead", "quarantined: data lost (marker 3 s old)" (a
+ * FLUSHALL or an empty replica within a connection: the fleet marker is younger than W),
+ * ... "" for a bad index. */
 const char *elk_client_node_hygiene(const elk_client_t *client, size_t node);
 
 /* Vote hygiene counters of fleet node `node` since elk_client_init, for metrics: into

@@ -279,8 +279,10 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
         return;
     }
     if (strcmp(which, "acquire") == 0) {
-        /* KEYS: lock, fence, delay marker, fleet marker; ARGV: value, ttl, fencing, delay */
+        /* KEYS: lock, fence, delay marker, fleet marker; ARGV: value, ttl, fencing, delay,
+         * the client's token floor */
         mk = lfr_marker(s, k4);
+        s->last_floor = atoll(a5);
         if (lfr_get(s, k1) != NULL) {
             lfr_pair_reply(s, c, -1, mk);
             return;
@@ -303,7 +305,6 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
             if (!s->no_token_floor && n < atoll(a5)) {
                 n = atoll(a5);
             }
-            s->last_floor = atoll(a5);
             snprintf(v, sizeof v, "%lld", n);
             lfr_set(s, k2, v, 0);
             lfr_pair_reply(s, c, n, mk);

@@ -89,7 +89,7 @@ typedef struct lfr_server {
     bool probe_no_info;    /* the PROBE's INFO is refused (no +info) */
     bool no_token_floor;   /* ACQUIRE's token is counter + 1 only (the old script: a test
                               shows what the clock floor prevents) */
-    long long last_floor;  /* ARGV[5] of the last ACQUIRE with fencing: the client's floor */
+    long long last_floor;  /* ARGV[5] of the last ACQUIRE: the client's token floor */
     bool old_marker;       /* lfr_init: a missing fleet marker reads as one written a day
                               ago, whatever the prefix (until a restart without data or
                               lfr_flushall) */
