@@ -42,7 +42,7 @@ static void lk_count(const elk_lock_node_result_t *r, size_t n, uint8_t *ok, uin
 }
 
 /* A quorum of the foreground round's "busy" answers came from nodes with a vote: a busy
- * answer of a node without one carries why in err (ELK_E_NODE_QUARANTINED, _AMNESIA). */
+ * answer of a node without one carries why in err (ELK_E_NODE_AMNESIA). */
 static bool lk_busy_voters(const elk_lock_t *lock)
 {
     size_t i, n = 0;
@@ -371,9 +371,9 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         bool voters = lk_busy_voters(lock);
         lk_lost(lock, ELK_E_LOCK_TAKEN, now);
         if (!voters) {
-            /* ... unless that quorum needs nodes without a vote (quarantined, amnesic:
-             * lock_send.c): nobody can count them, and releasing our value where it still
-             * stands would let the next holder in before our deadline. It runs out there. */
+            /* ... unless that quorum needs nodes without a vote (amnesic: lock_send.c):
+             * nobody can count them, and releasing our value where it still stands would
+             * let the next holder in before our deadline. It runs out there. */
             lock->lost_release_at = 0;
         }
         return;

@@ -76,16 +76,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     elk_lock_ticket_t *t;
     bool fence;
     bool release;
-    bool mute;
     int rc;
 
     rc = elk_lock__node_vote(client, node, kind, now);
-    /* A renewal still goes to a quarantined node (as a release does): extending our own
-     * value is safe, and its "value gone" ends the hold at once (a FLUSHALL seen by a probe
-     * or another reply before this renewal would otherwise leave us driving until the
-     * deadline); its "extended" is no vote (elk_lock__on_reply). */
-    mute = rc == ELK_E_NODE_QUARANTINED && kind == LK_EXTEND;
-    if (rc != ELK_OK && !mute) {
+    if (rc != ELK_OK) {
         return rc;
     }
     if (!elk_node_is_ready(&client->fleet->nodes[node])) {
@@ -142,7 +136,7 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     t->seq = r->seq;
     t->node = (uint8_t)node;
     t->kind = kind;
-    t->eval = (uint8_t)((eval ? 1u : 0u) | (mute ? 2u : 0u));
+    t->eval = eval ? 1u : 0u;
     t->t_send = now;
     rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, elk_lock__on_reply,
                        t);
@@ -231,6 +225,23 @@ static uint8_t classify(uint8_t kind, int64_t v, uint64_t token)
     }
 }
 
+/* What an answer st (err) of a node is worth: none when the node's clock jumped (clock: it
+ * counts as ERROR); from a node without a vote (novote: amnesic) no positive vote, but its
+ * "value gone" (BUSY) still counts, as it only ends a hold sooner; err then says it came from
+ * such a node (no release follows, lock_engine.c). */
+static uint8_t lk_weigh(uint8_t st, int *err, int clock, int novote)
+{
+    if (clock != ELK_OK) {
+        *err = clock;
+        return ELK_LOCK_NODE_ERROR;
+    }
+    if (novote == ELK_OK || st == ELK_LOCK_NODE_ERROR || *err == ELK_E_LOCK_DELAY) {
+        return st;
+    }
+    *err = novote;
+    return st == ELK_LOCK_NODE_OK ? ELK_LOCK_NODE_ERROR : st;
+}
+
 void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     elk_lock_ticket_t *t = (elk_lock_ticket_t *)user;
@@ -249,7 +260,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     uint8_t st = ELK_LOCK_NODE_ERROR;
     int err = ELK_E_UNEXPECTED_REPLY;
     int clock;
-    int amnesia;
+    int novote;
 
     (void)node;
     t->in_use = 0;
@@ -261,7 +272,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
                            : ELK_OK;
     /* The fleet marker: a node that lost its data within W (FLUSHALL, an empty replica) has
      * no vote until it cannot hold a key of a lease granted before (lock_hygiene.c). */
-    amnesia = res != NULL && server_ms != 0
+    novote = res != NULL && server_ms != 0
         ? elk_lock__marker_ok(client, i, server_ms, marker_ms, client->now)
         : ELK_OK;
     if (t->seq != round->seq || kind != round->kind) {
@@ -280,7 +291,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
         /* no value at all: unexpected */
     } else if (elk_resp_is_error(top)) {
         bool noscript = is_noscript(top);
-        if (noscript && (t->eval & 1u) == 0u) {
+        if (noscript && !t->eval) {
             /* Script cache flushed or server restarted: resend the text from the engine
              * step (not from inside the node's poll). The node stays pending. */
             round->eval_mask |= LK_BIT(i);
@@ -296,16 +307,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
             err = res->integer == ELK_LOCK_ACQUIRE_DELAYED && kind == LK_ACQUIRE ? ELK_E_LOCK_DELAY
                                                                                  : ELK_OK;
         }
-        if (clock != ELK_OK) {
-            st = ELK_LOCK_NODE_ERROR;
-            err = clock;
-        } else if ((amnesia != ELK_OK || (t->eval & 2u) != 0u) && st != ELK_LOCK_NODE_ERROR &&
-                   err != ELK_E_LOCK_DELAY) {
-            /* no vote; a "value gone" (BUSY) still counts: it only ends a hold sooner (err
-             * says it came from a node without a vote: no release then, lock_engine.c) */
-            st = st == ELK_LOCK_NODE_OK ? ELK_LOCK_NODE_ERROR : st;
-            err = amnesia != ELK_OK ? amnesia : ELK_E_NODE_QUARANTINED;
-        }
+        st = lk_weigh(st, &err, clock, novote);
     }
     r->status = st;
     r->err = err;

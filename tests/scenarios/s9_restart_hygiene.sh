@@ -41,11 +41,14 @@ variant() { # variant on|off
   wait_renewals_of gw-a valve 2; check_true "$v: gw-a renews with 2 of 3 after one amnesic node" $?
   busy_for gw-b valve
   check "$v: gw-b cannot take it meanwhile (exit 73)" 73 $?
-  # the second amnesic node right after a renewal: the old lease has most of its TTL left
-  wait_renewals_of gw-a valve 1
-  restart_empty r2
+  # the second amnesic node right after a renewal: the old lease has most of its TTL left.
+  # gw-b already waits for the valve, so it is granted as soon as the two empty nodes may
+  # vote, however long the restart and the STATUS polling take on a loaded machine (issue 26:
+  # started after the restart, gw-b came too late for the control's overlap in 2 of 3 runs)
   act_mark
   run_bg gw-b RB --wait 30s valve -- "$WORK" gw-b 15 0.05
+  wait_renewals_of gw-a valve 1
+  restart_empty r2
   tokB=$(wait_tick gw-b 600 any)
   wait "$RA"; rcA=$?
   wait "$RB"; rcB=$?

@@ -252,8 +252,7 @@ typedef struct elk_lock_ticket {
     uint8_t node; /* index in the fleet */
     uint8_t kind; /* which script (internal) */
     uint8_t in_use;
-    uint8_t eval;    /* bit 0: already the EVAL fallback; bit 1: a renewal sent to a quarantined
-                        node, whose "value gone" counts and whose "extended" does not */
+    uint8_t eval;    /* already the EVAL fallback */
     uint64_t t_send; /* when it was sent: the lower bound of its reply's server TIME */
 } elk_lock_ticket_t;
 
