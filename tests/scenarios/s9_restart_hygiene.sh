@@ -18,7 +18,9 @@
 # against an elkd without the vote_hygiene key, e.g. the code before issue 20)
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-TTL=2000 STOP=300
+# ttl 6 s: gw-a renews every 2 s, so in the control gw-b (already waiting) is granted on the two
+# empty nodes before gw-a's next renewal even when the restart is slow on a loaded machine
+TTL=6000 STOP=300
 
 teardown() {
   local gw n
