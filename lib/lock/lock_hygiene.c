@@ -439,7 +439,9 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
         why = 2u; /* the same run lost the marker: its data was flushed, not restarted */
     } else if (up < w && !lk_kept(f)) {
         why = 3u;
-        cut = up;
+        /* the data went at the restart, or later (a FLUSHALL after it) if the marker is
+         * gone: then W from now, as the marker this probe made says (same reason shown) */
+        cut = f[2].len != 0u ? up : 0u;
         after = " s ago";
     } else if (blind && had_ref) {
         why = 4u;

@@ -465,7 +465,7 @@ static void test_window(void **state)
     T.now += 3000;
     pump();
     assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 3000u + 60000u);
-    assert_string_equal(HY(0, 0), "quarantined: data lost (marker 0 s old)");
+    assert_string_equal(HY(0, 0), "quarantined: restarted 3 s ago");
 }
 
 /* The clock check against the node's reference: within the bound passes, beyond it either
