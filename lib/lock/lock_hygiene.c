@@ -14,8 +14,9 @@
  * On every (re)connection the node is probed (ELK_LOCK_SCRIPT_PROBE, once, before any
  * request of the locks) and has no vote until the reply is in:
  *   run_id known (+info): it restarted at most uptime ago: quarantine until lr + W -
- *       uptime, unless its data survived (the fleet marker was written by an earlier run
- *       and AOF is on); a marker gone within the same run (FLUSHALL) quarantines for W;
+ *       uptime (lr + W with the marker gone), unless its data survived (the fleet marker was
+ *       written by an earlier run and AOF is on); a marker gone within the same run
+ *       (FLUSHALL) quarantines for W;
  *   run_id unknown (no +info): a marker this client saw before on this node means no
  *       restart since; otherwise quarantine for W (a restart cannot be ruled out);
  *   anything else (error, NOPERM, timeout, disconnect, a malformed reply): W. Fail closed.
@@ -25,6 +26,12 @@
  * ahead or back, is quarantined for W, and that reply does not count; a reply compared with a
  * reference older than the TTL does not count either. The clock is read again (refresh) when
  * the reference is TTL/2 old. Residual: docs/design.md "What the clock check proves".
+ * Amnesia within a connection (issue 26): the fleet marker records when it was made
+ * ("<id>@<server ms>"); the probe and every ACQUIRE and EXTEND reply carry it, and a marker
+ * younger than W (made anew after a FLUSHALL, an eviction, a failover to an empty replica)
+ * takes the reply's vote away and quarantines the node until the marker is W old. The
+ * client also keeps, per node, the highest server clock it read: the floor it sends for
+ * the token (elk_lock__token_floor).
  * A quarantine is never shortened. A RELEASE always goes (deleting our own value is safe).
  */
 #include <string.h>
