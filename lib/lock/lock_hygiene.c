@@ -14,8 +14,9 @@
  * On every (re)connection the node is probed (ELK_LOCK_SCRIPT_PROBE, once, before any
  * request of the locks) and has no vote until the reply is in:
  *   run_id known (+info): it restarted at most uptime ago: quarantine until lr + W -
- *       uptime, unless its data survived (the fleet marker was written by an earlier run
- *       and AOF is on); a marker gone within the same run (FLUSHALL) quarantines for W;
+ *       uptime (lr + W with the marker gone), unless its data survived (the fleet marker was
+ *       written by an earlier run and AOF is on); a marker gone within the same run
+ *       (FLUSHALL) quarantines for W;
  *   run_id unknown (no +info): a marker this client saw before on this node means no
  *       restart since; otherwise quarantine for W (a restart cannot be ruled out);
  *   anything else (error, NOPERM, timeout, disconnect, a malformed reply): W. Fail closed.
@@ -25,6 +26,12 @@
  * ahead or back, is quarantined for W, and that reply does not count; a reply compared with a
  * reference older than the TTL does not count either. The clock is read again (refresh) when
  * the reference is TTL/2 old. Residual: docs/design.md "What the clock check proves".
+ * Amnesia within a connection (issue 26): the fleet marker records when it was made
+ * ("<id>@<server ms>"); the probe and every ACQUIRE and EXTEND reply carry it, and a marker
+ * younger than W (made anew after a FLUSHALL, an eviction, a failover to an empty replica)
+ * takes the reply's vote away and quarantines the node until the marker is W old. The
+ * client also keeps, per node, the highest server clock it read: the floor it sends for
+ * the token (elk_lock__token_floor).
  * A quarantine is never shortened. A RELEASE always goes (deleting our own value is safe).
  */
 #include <string.h>
@@ -45,19 +52,30 @@ typedef char elk_lock_probe_fits_a_block[(sizeof(ELK_LOCK_SCRIPT_PROBE) + CONFIG
 /* Server times are clamped into [0, 2^62]: differences never overflow, whatever a
  * broken or hostile server sends. */
 #define LK_MS_MAX ((int64_t)1 << 62)
+/* Half of 2^53 us in ms: a token floor (ref_server + elapsed, both below it) stays exact in
+ * the scripts' doubles. */
+#define LK_FLOOR_MAX_MS ((int64_t)4503599627370)
+/* A marker's creation time beyond 15 digits of ms is no time: the marker counts as old. */
+#define LK_MARKER_MAX ((int64_t)999999999999999)
 
 /* LK_NOINLINE (lock_internal.h) on the helpers below: gcc -Os inlined them into their
  * callers for 200 bytes more on Cortex-M4 (measured: 2736 -> 2530 bytes of code). */
 
 /* FNV-1a (64 bits) of run ids and marker values: 16 bytes a node instead of two
  * 40-byte strings. 0 means "none seen". */
-static LK_NOINLINE uint64_t lk_hash(const uint8_t *p, size_t n)
+static LK_NOINLINE uint64_t lk_fnv(uint64_t h, const uint8_t *p, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325u;
     size_t k;
     for (k = 0; k < n; k++) {
         h = (h ^ p[k]) * 0x100000001b3u;
     }
+    return h;
+}
+#define LK_FNV_BASIS 0xcbf29ce484222325u
+
+static uint64_t lk_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = lk_fnv(LK_FNV_BASIS, p, n);
     return h != 0u ? h : 1u;
 }
 
@@ -121,6 +139,101 @@ static void lk_quarantine(elk_client_t *client, size_t i, uint64_t now, uint64_t
     elk_fmt_str(&f, " ms");
     elk_lock__log(client, ELK_LOG_WARN, NULL, i, "", client->hygiene_text[i], NULL,
                   elk_fmt_cstr(&f), ELK_OK);
+}
+
+/* Where the id part of a fleet marker's value ends: at its last "@" (the creation time
+ * follows), or its end for a marker written before the creation time was kept. */
+static size_t lk_marker_id_len(const elk_resp_node_t *m)
+{
+    size_t n = m->len;
+    while (n > 0u && m->str[n - 1u] != '@') {
+        n--;
+    }
+    return n > 0u ? n - 1u : m->len;
+}
+
+/* A marker value's creation time in server ms: the decimal digits after its last "@" (as
+ * ACQUIRE and EXTEND read it: '@(%d+)$'); 0 for anything else (an old-format marker counts
+ * as old). At most 15 digits (LK_MARKER_MAX): later than the year 33000 is not a time. */
+static int64_t lk_marker_created(const elk_resp_node_t *m)
+{
+    size_t at = lk_marker_id_len(m);
+    int64_t v = 0;
+    size_t k;
+    if (at == m->len || m->len - at - 1u == 0u || m->len - at - 1u > 15u) {
+        return 0;
+    }
+    for (k = at + 1u; k < m->len; k++) {
+        if (m->str[k] < '0' || m->str[k] > '9') {
+            return 0;
+        }
+        v = v * 10 + (int64_t)(m->str[k] - '0');
+    }
+    return v;
+}
+
+/* The amnesia rule (docs/design.md "Masters that forget within a connection"): node i's
+ * fleet marker was created at marker_ms (server ms; 0: before creation times were kept,
+ * old) and the server's clock read server_ms in the same script, received at lr. A marker
+ * younger than W was made after the node lost its data (FLUSHALL, a failover to an empty
+ * replica, an eviction that took the marker): keys of leases granted before it may be gone,
+ * so no vote until the marker is W old, measured on our clock from lr (the server read its
+ * clock before lr: the remaining time can only be longer). The creation is taken at the end
+ * of its ms (the latest it can have been); a marker from the future (a clock set back)
+ * counts as just made. Returns ELK_E_NODE_AMNESIA (quarantined) or ELK_OK. */
+static int lk_marker_rule(elk_client_t *client, size_t i, int64_t marker_ms, int64_t server_ms,
+                          uint64_t lr)
+{
+    uint64_t w = lk_window(client);
+    int64_t age;
+    if (marker_ms <= 0 || marker_ms > LK_MARKER_MAX) {
+        return ELK_OK;
+    }
+    /* both clamped: no overflow */
+    age = (server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms) - (marker_ms + 1);
+    if (age >= (int64_t)w) {
+        return ELK_OK;
+    }
+    age = age < 0 ? 0 : age;
+    /* one quarantine (and one log line) per loss, not one per reply or probe that sees it */
+    if (lr + (w - (uint64_t)age) > client->hygiene[i].until) {
+        lk_quarantine(client, i, lr, lr + (w - (uint64_t)age), "data lost (marker ", NULL,
+                      age / 1000, " s old)");
+    }
+    return ELK_E_NODE_AMNESIA;
+}
+
+int elk_lock__marker_ok(elk_client_t *client, size_t i, int64_t server_ms, int64_t marker_ms,
+                        uint64_t now)
+{
+    if (!client->cfg.vote_hygiene) {
+        return ELK_OK;
+    }
+    return lk_marker_rule(client, i, marker_ms, server_ms, now);
+}
+
+int64_t elk_lock__token_floor(const elk_client_t *client, uint64_t now)
+{
+    int64_t best = 0;
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        const elk_lock_hygiene_t *h = &client->hygiene[i];
+        /* floor_off is within +-2^62 (readings clamped) and now below 2^62: no overflow; the
+         * result below 2^53 us (the scripts' exact range), or nothing */
+        int64_t v = h->has_floor && now < LK_FLOOR_MAX_MS * 1000 ? (int64_t)now + h->floor_off : 0;
+        if (v > 0 && v < 2 * LK_FLOOR_MAX_MS && v * 1000 > best) {
+            best = v * 1000;
+        }
+    }
+    return best;
+}
+
+size_t elk_lock__marker_key(const elk_client_t *client, char *out)
+{
+    size_t plen = strlen(client->cfg.key_prefix); /* <= CONFIG_ELK_MAX_KEY_LEN (init) */
+    memcpy(out, client->cfg.key_prefix, plen);
+    memcpy(out + plen, ELK_LOCK_MARKER_NAME, sizeof(ELK_LOCK_MARKER_NAME) - 1u);
+    return plen + sizeof(ELK_LOCK_MARKER_NAME) - 1u;
 }
 
 /* How far a reading (server_ms, taken between the local times ls and lr) is off node i's
@@ -251,6 +364,11 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
     int64_t rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0; /* before the ref moves */
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
+    /* the token floor never goes back, even when the server's clock does */
+    if (!h->has_floor || ms - (int64_t)lr > h->floor_off) {
+        h->floor_off = ms - (int64_t)lr;
+        h->has_floor = true;
+    }
     /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
      * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
     if (jump != 0 || lr - h->ref_ls >= cfg->ttl_ms / 2u || old || blind / 2u >= lr - ls) {
@@ -322,8 +440,26 @@ static bool lk_uptime_ms(const elk_resp_node_t *n, uint64_t *ms)
  * an earlier run (its value is not this run's run_id), and AOF is on. */
 static LK_NOINLINE bool lk_kept(const elk_resp_node_t *f)
 {
-    return f[2].len != 0u && !(f[2].len == f[0].len && memcmp(f[2].str, f[0].str, f[0].len) == 0) &&
+    size_t id = lk_marker_id_len(&f[2]); /* "<run_id>@<s>": the run that wrote it */
+    return f[2].len != 0u && !(id == f[0].len && memcmp(f[2].str, f[0].str, f[0].len) == 0) &&
         elk_resp_str_eq(&f[3], "1");
+}
+
+/* Hash of the marker value the probe f just wrote: "<id>@<ms>", id the run_id f[0] when the
+ * server told it, else the random id whose FNV state (lk_fnv, not lk_hash) is probe_state. */
+static uint64_t lk_made(const elk_resp_node_t *f, uint64_t probe_state, int64_t ms)
+{
+    uint8_t d[24];
+    size_t n = sizeof d;
+    uint64_t v = ms > 0 ? (uint64_t)ms : 0u;
+    uint64_t h = f[0].len != 0u ? lk_fnv(LK_FNV_BASIS, f[0].str, f[0].len) : probe_state;
+    do {
+        d[--n] = (uint8_t)('0' + v % 10u);
+        v /= 10u;
+    } while (v != 0u);
+    d[--n] = '@';
+    h = lk_fnv(h, &d[n], sizeof d - n);
+    return h != 0u ? h : 1u;
 }
 
 /* Why the probe's reply quarantines a node (lk_probe_rule). */
@@ -344,10 +480,12 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
     uint64_t lr = client->now;
     uint64_t w = lk_window(client);
     uint64_t run = f[0].len != 0u ? lk_hash(f[0].str, f[0].len) : 0u;
-    /* the marker's value now: as read, or just written (run_id, else our random id) */
-    uint64_t marker = f[2].len != 0u ? lk_hash(f[2].str, f[2].len)
-        : run != 0u                  ? run
-                                     : h->probe_hash;
+    /* the marker's value now: as read, or just written (run_id, else our random id, "@" and
+     * the server's TIME f[4]) */
+    uint64_t marker =
+        f[2].len != 0u ? lk_hash(f[2].str, f[2].len) : lk_made(f, h->probe_hash, f[4].integer);
+    /* when the marker was made, in server ms (0: before times were kept) */
+    int64_t made = f[2].len != 0u ? lk_marker_created(&f[2]) : f[4].integer;
     bool same_run = run != 0u && run == h->run_hash;
     bool same_marker = marker == h->marker_hash;
     uint64_t up = 0;
@@ -376,7 +514,9 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
         why = 2u; /* the same run lost the marker: its data was flushed, not restarted */
     } else if (up < w && !lk_kept(f)) {
         why = 3u;
-        cut = up;
+        /* the data went at the restart, or later (a FLUSHALL after it) if the marker is
+         * gone: then W from now, as the marker this probe made says (same reason shown) */
+        cut = f[2].len != 0u ? up : 0u;
         after = " s ago";
     } else if (blind && had_ref) {
         why = 4u;
@@ -389,6 +529,8 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
         lk_quarantine(client, i, lr, lr + w - cut, lk_probe_says[why], why == 1u ? &f[1] : NULL,
                       why == 3u ? (int64_t)(up / 1000u) : -1, after);
     }
+    /* a refresh too: the marker it reads is as good as a lock request's */
+    (void)lk_marker_rule(client, i, made, f[4].integer, lr);
 }
 
 /* PROBE's reply (or its failure) for node i: the node's vote from now on. */
@@ -441,7 +583,6 @@ static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
     char key[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
     char id[2u * ELK_LOCK_RANDOM_BYTES];
     uint8_t rnd[ELK_LOCK_RANDOM_BYTES];
-    size_t plen = strlen(client->cfg.key_prefix); /* <= CONFIG_ELK_MAX_KEY_LEN (init) */
     size_t k;
     int rc = ELK_E_ENTROPY;
 
@@ -450,12 +591,10 @@ static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
             id[2u * k] = hex[rnd[k] >> 4];
             id[2u * k + 1u] = hex[rnd[k] & 15u];
         }
-        memcpy(key, client->cfg.key_prefix, plen);
-        memcpy(key + plen, ELK_LOCK_MARKER_NAME, sizeof(ELK_LOCK_MARKER_NAME) - 1u);
         memcpy(argv, head, sizeof head);
         memset(&argv[3], 0, 2u * sizeof argv[0]);
         argv[3].ptr = (const uint8_t *)key;
-        argv[3].len = plen + sizeof(ELK_LOCK_MARKER_NAME) - 1u;
+        argv[3].len = elk_lock__marker_key(client, key);
         argv[4].ptr = (const uint8_t *)id;
         argv[4].len = sizeof id;
         /* deadline 0: the node's request timeout; a timeout resets the connection */
@@ -463,7 +602,7 @@ static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
     }
     if (rc == ELK_OK) { /* elk_node_send never calls back from inside */
         h->probe_at = now;
-        h->probe_hash = lk_hash((const uint8_t *)id, sizeof id);
+        h->probe_hash = lk_fnv(LK_FNV_BASIS, (const uint8_t *)id, sizeof id); /* lk_made */
     }
     return rc;
 }

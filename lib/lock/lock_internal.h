@@ -99,6 +99,25 @@ int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint
 int elk_lock__clock_ok(elk_client_t *client, const elk_lock_t *lock, size_t i, int64_t server_ms,
                        uint64_t t_send, uint64_t now);
 
+/* The fleet marker a reply of node i carried (ACQUIRE, EXTEND: its creation time marker_ms
+ * in server ms, 0 for an old-format marker; the server's TIME server_ms read in the
+ * same script), received at now. ELK_OK, or ELK_E_NODE_AMNESIA: the marker is younger than
+ * W, the node lost its data within W (docs/design.md "Masters that forget within a
+ * connection"); it is quarantined until the marker is W old and the reply does not count.
+ * Called for every such reply, of decided rounds too. ELK_OK with vote_hygiene off. */
+int elk_lock__marker_ok(elk_client_t *client, size_t i, int64_t server_ms, int64_t marker_ms,
+                        uint64_t now);
+/* The floor ACQUIRE gets for its token (ARGV[5], us): the highest server clock this client's
+ * readings say the fleet has reached by now (per node the highest reading ever, plus the local
+ * time since it was received: a clock set back does not lower it), quarantined nodes
+ * included, so that a master whose clock runs (or ran) ahead lifts every token, also after
+ * the masters lost their counters (docs/design.md "Fencing tokens across a fleet"). 0 with
+ * no reading (vote hygiene off). */
+int64_t elk_lock__token_floor(const elk_client_t *client, uint64_t now);
+/* Write the fleet marker key "<prefix>marker" into out (room for CONFIG_ELK_MAX_KEY_LEN +
+ * sizeof(ELK_LOCK_MARKER_NAME)); returns its length (no NUL). */
+size_t elk_lock__marker_key(const elk_client_t *client, char *out);
+
 /* lock_log.c: a lock line "<key>: <head><what><val><after>[ token N][: <error>]" (lock
  * not NULL) or a node line "node <host>:<port>: <head><what><val><after>[: <error>]" (node,
  * lock NULL); val may be NULL; cut at CONFIG_ELK_MAX_KEY_LEN + 200 bytes. */

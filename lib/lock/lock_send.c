@@ -65,9 +65,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     elk_client_t *client = lock->client;
     uint8_t kind = r->kind;
     bool eval = (r->eval_mask & LK_BIT(node)) != 0u;
-    elk_resp_arg_t argv[10];
+    elk_resp_arg_t argv[12];
     char key2[LK_KEY_BUF];
     char key3[LK_KEY_BUF];
+    char key4[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
     size_t argc = 0;
     static const elk_resp_arg_t verb[2] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR("EVAL")};
     size_t script;
@@ -89,7 +90,7 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
      * ACQUIRE, COMMIT or EXTEND is RELEASE. Zeroed once, then only the fields that
      * differ are set: the elk_resp_arg_* initialisers write every field each time.
      * Keys: the lock key; the fence counter (ACQUIRE, COMMIT); the lock-delay marker
-     * (all but COMMIT), elk/lock_scripts.h. */
+     * (all but COMMIT); the fleet marker (ACQUIRE, EXTEND), elk/lock_scripts.h. */
     fence = (kind == LK_ACQUIRE || kind == LK_COMMIT);
     release = !fence && kind != LK_EXTEND;
     memset(argv, 0, sizeof(argv));
@@ -97,13 +98,16 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     script = lk_script_of[kind <= LK_RELEASE ? kind : LK_RELEASE];
     argv[argc++] = eval ? elk_lock__script_load[script][2] : lk_sha[script];
     argv[argc].is_int = true;
-    argv[argc++].ival = kind == LK_ACQUIRE ? 3 : 2; /* numkeys */
+    argv[argc++].ival = kind == LK_ACQUIRE ? 4 : kind == LK_EXTEND ? 3 : 2; /* numkeys */
     lk_arg(&argv[argc++], lock->key, lock->key_len);
     if (fence) {
         lk_arg(&argv[argc++], key2, elk_lock__key_with(lock, ELK_LOCK_FENCE_SUFFIX, key2));
     }
     if (kind != LK_COMMIT) {
         lk_arg(&argv[argc++], key3, elk_lock__key_with(lock, ELK_LOCK_DELAY_SUFFIX, key3));
+    }
+    if (kind == LK_ACQUIRE || kind == LK_EXTEND) {
+        lk_arg(&argv[argc++], key4, elk_lock__marker_key(client, key4));
     }
     if (release) {
         lk_arg(&argv[argc++], lock->rel_value, lock->rel_value_len);
@@ -118,6 +122,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
         if (kind != LK_COMMIT) {
             argv[argc].is_int = true;
             argv[argc++].ival = (int64_t)lock->cfg.lock_delay_ms;
+        }
+        if (kind == LK_ACQUIRE) { /* the token's floor: the fleet's clock as we know it */
+            argv[argc].is_int = true;
+            argv[argc++].ival = elk_lock__token_floor(client, now);
         }
     }
     t = ticket_take(lock);
@@ -165,27 +173,31 @@ static void copy_text(elk_lock_node_result_t *r, const elk_resp_node_t *n)
     r->text[len] = '\0';
 }
 
-/* The script's result in a reply: an integer for COMMIT and RELEASE, {result, server_ms}
- * for ACQUIRE and EXTEND (*server_ms gets the second, 0 if it is not a positive
- * integer). NULL when the reply does not have that shape. top is the reply's top value;
- * an aggregate's nodes follow it (elk/resp.h). */
+/* The script's result in a reply: an integer for COMMIT and RELEASE, {result, server_us,
+ * marker_ms} for ACQUIRE and EXTEND (*server_ms gets the second / 1000, 0 if it is not a
+ * positive integer; *marker_ms the third, 0 unless positive). NULL when the reply does not
+ * have that shape. top is the reply's top value; an aggregate's nodes follow it
+ * (elk/resp.h). */
 static const elk_resp_node_t *lk_result_of(uint8_t kind, const elk_resp_node_t *top,
-                                           int64_t *server_ms)
+                                           int64_t *server_ms, int64_t *marker_ms)
 {
     const elk_resp_node_t *n;
     *server_ms = 0;
+    *marker_ms = 0;
     if (kind != LK_ACQUIRE && kind != LK_EXTEND) {
         return top->type == ELK_RESP_INTEGER ? top : NULL;
     }
-    /* {result, server_ms}: an array of exactly two integers, its nodes right after it */
-    if (top->type != ELK_RESP_ARRAY || top->integer != 2 || top->subtree != 2u) {
+    /* {result, server_us, marker_ms}: an array of exactly three integers, its nodes after it */
+    if (top->type != ELK_RESP_ARRAY || top->integer != 3 || top->subtree != 3u) {
         return NULL;
     }
     n = top + 1;
-    if (n[0].type != ELK_RESP_INTEGER || n[1].type != ELK_RESP_INTEGER) {
+    if (n[0].type != ELK_RESP_INTEGER || n[1].type != ELK_RESP_INTEGER ||
+        n[2].type != ELK_RESP_INTEGER) {
         return NULL;
     }
-    *server_ms = n[1].integer > 0 ? n[1].integer : 0;
+    *server_ms = n[1].integer > 0 ? n[1].integer / 1000 : 0;
+    *marker_ms = n[2].integer > 0 ? n[2].integer : 0;
     return n;
 }
 
@@ -213,6 +225,23 @@ static uint8_t classify(uint8_t kind, int64_t v, uint64_t token)
     }
 }
 
+/* What an answer st (err) of a node is worth: none when the node's clock jumped (clock: it
+ * counts as ERROR); from a node without a vote (novote: amnesic) no positive vote, but its
+ * "value gone" (BUSY) still counts, as it only ends a hold sooner; err then says it came from
+ * such a node (no release follows, lock_engine.c). */
+static uint8_t lk_weigh(uint8_t st, int *err, int clock, int novote)
+{
+    if (clock != ELK_OK) {
+        *err = clock;
+        return ELK_LOCK_NODE_ERROR;
+    }
+    if (novote == ELK_OK || st == ELK_LOCK_NODE_ERROR || *err == ELK_E_LOCK_DELAY) {
+        return st;
+    }
+    *err = novote;
+    return st == ELK_LOCK_NODE_OK ? ELK_LOCK_NODE_ERROR : st;
+}
+
 void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
     elk_lock_ticket_t *t = (elk_lock_ticket_t *)user;
@@ -224,11 +253,14 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     elk_lock_round_t *round = kind == LK_RELEASE ? &lock->rel : &lock->fg;
     elk_lock_node_result_t *r = &round->results[i];
     int64_t server_ms = 0;
+    int64_t marker_ms = 0;
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, NULL) : NULL;
-    const elk_resp_node_t *res = top != NULL ? lk_result_of(kind, top, &server_ms) : NULL;
+    const elk_resp_node_t *res =
+        top != NULL ? lk_result_of(kind, top, &server_ms, &marker_ms) : NULL;
     uint8_t st = ELK_LOCK_NODE_ERROR;
     int err = ELK_E_UNEXPECTED_REPLY;
     int clock;
+    int novote;
 
     (void)node;
     t->in_use = 0;
@@ -238,6 +270,11 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
      * holder's: its answer does not count (lock_hygiene.c). */
     clock = server_ms != 0 ? elk_lock__clock_ok(client, lock, i, server_ms, t->t_send, client->now)
                            : ELK_OK;
+    /* The fleet marker: a node that lost its data within W (FLUSHALL, an empty replica) has
+     * no vote until it cannot hold a key of a lease granted before (lock_hygiene.c). */
+    novote = res != NULL && server_ms != 0
+        ? elk_lock__marker_ok(client, i, server_ms, marker_ms, client->now)
+        : ELK_OK;
     if (t->seq != round->seq || kind != round->kind) {
         return; /* a reply of a round already decided or abandoned */
     }
@@ -270,10 +307,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
             err = res->integer == ELK_LOCK_ACQUIRE_DELAYED && kind == LK_ACQUIRE ? ELK_E_LOCK_DELAY
                                                                                  : ELK_OK;
         }
-        if (clock != ELK_OK) {
-            st = ELK_LOCK_NODE_ERROR;
-            err = clock;
-        }
+        st = lk_weigh(st, &err, clock, novote);
     }
     r->status = st;
     r->err = err;

@@ -505,6 +505,40 @@ void elk_sim_net_restart(elk_sim_net_t *net, size_t node, int mode)
     node_start(net, r, 0);
 }
 
+void elk_sim_net_flush(elk_sim_net_t *net, size_t node)
+{
+    if (node < net->n_nodes && net->nodes[node].up) {
+        memset(net->nodes[node].keys, 0, sizeof net->nodes[node].keys);
+    }
+}
+
+void elk_sim_net_evict(elk_sim_net_t *net, size_t node, const char *marker, bool marker_too)
+{
+    size_t k, mlen = strlen(marker);
+    if (node >= net->n_nodes || !net->nodes[node].up) {
+        return;
+    }
+    for (k = 0; k < ELK_SIM_KEYS; k++) {
+        elk_sim_key_t *key = &net->nodes[node].keys[k];
+        bool is_marker = key->klen == mlen && memcmp(key->key, marker, mlen) == 0;
+        if (key->used && (key->expire_ms != 0 || (marker_too && is_marker))) {
+            key->used = 0;
+        }
+    }
+}
+
+void elk_sim_net_failover(elk_sim_net_t *net, size_t node)
+{
+    elk_sim_redis_t *r;
+    if (node >= net->n_nodes || !net->nodes[node].up) {
+        return;
+    }
+    elk_sim_net_crash(net, node);
+    elk_sim_net_restart(net, node, ELK_SIM_RESTART_LOSE);
+    r = &net->nodes[node];
+    r->up_before_us = INT64_C(3600000000);
+}
+
 void elk_sim_net_clock_jump(elk_sim_net_t *net, size_t node, int64_t delta_us)
 {
     if (node >= net->n_nodes) {

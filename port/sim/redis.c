@@ -25,6 +25,11 @@ int64_t elk_sim_redis_now_ms(const elk_sim_redis_t *node)
     return elk_sim_clock_local_us_at(&node->clock, *node->clock.true_now_us) / 1000;
 }
 
+int64_t elk_sim_redis_now_us(const elk_sim_redis_t *node)
+{
+    return elk_sim_clock_local_us_at(&node->clock, *node->clock.true_now_us);
+}
+
 int64_t elk_sim_redis_uptime_ms(const elk_sim_redis_t *node)
 {
     /* Both readings with today's offset give the elapsed wall time without steps; the

@@ -25,12 +25,40 @@ static int64_t counter_of(elk_sim_redis_t *node, const elk_sim_bytes_t *key)
     return c;
 }
 
-/* TIME inside a script: the node's wall clock in ms (t[1] * 1000 + t[2] / 1000). */
-static void reply_pair(elk_sim_redis_t *node, elk_sim_reply_t *out, int64_t result)
+/* The fleet marker as ACQUIRE and EXTEND read it: created as "@<ms>" when missing (SET
+ * without expiry); its creation time is tonumber of '@(%d+)$' of the value, 0 without one
+ * (or, under the no-amnesia control, always). false: out of memory. */
+static bool fleet_marker(elk_sim_redis_t *node, const elk_sim_bytes_t *key, bool blind,
+                         int64_t *made)
 {
-    elk_sim_reply_array(out, 2);
+    elk_sim_key_t *k = elk_sim_redis_lookup(node, key->p, key->len);
+    uint8_t v[24];
+    size_t at, n;
+    *made = 0;
+    if (k == NULL) {
+        v[0] = '@';
+        n = 1u + elk_resp_format_int(elk_sim_redis_now_ms(node), v + 1);
+        k = elk_sim_redis_set(node, key->p, key->len, v, n, 0);
+        if (k == NULL) {
+            return false;
+        }
+    }
+    for (at = k->vlen; at > 0u && k->val[at - 1u] >= '0' && k->val[at - 1u] <= '9'; at--) {
+    }
+    if (!blind && at > 0u && at < k->vlen && k->val[at - 1u] == '@' &&
+        !elk_sim_parse_i64(k->val + at, k->vlen - at, made)) {
+        *made = 0;
+    }
+    return true;
+}
+
+/* {result, TIME in us (t[1] * 1e6 + t[2]), the fleet marker's creation ms}. */
+static void reply_triple(elk_sim_redis_t *node, elk_sim_reply_t *out, int64_t result, int64_t made)
+{
+    elk_sim_reply_array(out, 3);
     elk_sim_reply_int(out, result);
-    elk_sim_reply_int(out, elk_sim_redis_now_ms(node));
+    elk_sim_reply_int(out, elk_sim_redis_now_us(node));
+    elk_sim_reply_int(out, made);
 }
 
 static bool is_zero(const elk_sim_bytes_t *a)
@@ -53,12 +81,12 @@ static bool delay_px(const elk_sim_bytes_t *delay, int64_t ttl, int64_t *px)
 static void s_acquire(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
                       const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
 {
-    int64_t ttl, px = 0, c;
+    const elk_sim_scripts_t *tbl = (const elk_sim_scripts_t *)user;
+    int64_t ttl, px = 0, c, made, floor;
     uint8_t num[20];
     size_t n;
     bool mark;
-    (void)user;
-    if (nkeys < 3u || nargs < 4u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl) || ttl <= 0) {
+    if (nkeys < 4u || nargs < 4u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl) || ttl <= 0) {
         elk_sim_reply_error(out, "ERR Error running script: bad arguments to ACQUIRE");
         return;
     }
@@ -67,12 +95,16 @@ static void s_acquire(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t
         elk_sim_reply_error(out, "ERR Error running script: bad lock delay to ACQUIRE");
         return;
     }
+    if (!fleet_marker(node, &keys[3], tbl->no_amnesia, &made)) {
+        elk_sim_reply_oom(out);
+        return;
+    }
     if (elk_sim_redis_lookup(node, keys[0].p, keys[0].len) != NULL) {
-        reply_pair(node, out, ELK_LOCK_ACQUIRE_BUSY);
+        reply_triple(node, out, ELK_LOCK_ACQUIRE_BUSY, made);
         return;
     }
     if (elk_sim_redis_lookup(node, keys[2].p, keys[2].len) != NULL) {
-        reply_pair(node, out, ELK_LOCK_ACQUIRE_DELAYED);
+        reply_triple(node, out, ELK_LOCK_ACQUIRE_DELAYED, made);
         return;
     }
     if (elk_sim_redis_set(node, keys[0].p, keys[0].len, args[0].p, args[0].len, ttl) == NULL ||
@@ -82,26 +114,35 @@ static void s_acquire(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t
         return;
     }
     if (!(args[2].len == 1u && args[2].p[0] == '1')) {
-        reply_pair(node, out, 0);
+        reply_triple(node, out, 0, made);
         return;
     }
+    /* the token: max(counter + 1, TIME in us, ARGV[5] as tonumber reads it, else 0), SET as
+     * Redis formats a Lua number (%.17g: plain digits below 1e17) */
     c = counter_of(node, &keys[1]) + 1;
+    if (!tbl->no_amnesia && !tbl->no_floor && c < elk_sim_redis_now_us(node)) {
+        c = elk_sim_redis_now_us(node);
+    }
+    if (!tbl->no_amnesia && !tbl->no_floor && nargs > 4u &&
+        elk_sim_parse_i64(args[4].p, args[4].len, &floor) && c < floor) {
+        c = floor;
+    }
     n = elk_resp_format_int(c, num);
     if (elk_sim_redis_set(node, keys[1].p, keys[1].len, num, n, 0) == NULL) {
         elk_sim_reply_oom(out);
         return;
     }
-    reply_pair(node, out, c);
+    reply_triple(node, out, c, made);
 }
 
 static void s_extend(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
                      const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
 {
-    int64_t ttl, px = 0;
+    const elk_sim_scripts_t *tbl = (const elk_sim_scripts_t *)user;
+    int64_t ttl, px = 0, made;
     elk_sim_key_t *k;
     bool mark;
-    (void)user;
-    if (nkeys < 2u || nargs < 3u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl)) {
+    if (nkeys < 3u || nargs < 3u || !elk_sim_parse_i64(args[1].p, args[1].len, &ttl)) {
         elk_sim_reply_error(out, "ERR Error running script: bad arguments to EXTEND");
         return;
     }
@@ -110,9 +151,13 @@ static void s_extend(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
         elk_sim_reply_error(out, "ERR Error running script: bad lock delay to EXTEND");
         return;
     }
+    if (!fleet_marker(node, &keys[2], tbl->no_amnesia, &made)) {
+        elk_sim_reply_oom(out);
+        return;
+    }
     k = elk_sim_redis_lookup(node, keys[0].p, keys[0].len);
     if (!val_eq(k, &args[0])) {
-        reply_pair(node, out, 0);
+        reply_triple(node, out, 0, made);
         return;
     }
     if (ttl <= 0) {
@@ -125,7 +170,7 @@ static void s_extend(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
         elk_sim_reply_oom(out);
         return;
     }
-    reply_pair(node, out, 1);
+    reply_triple(node, out, 1, made);
 }
 
 static void s_release(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
@@ -213,20 +258,20 @@ static void s_safety(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t 
 
 /* PROBE (vote hygiene): {run_id, uptime_in_seconds, marker, aof_enabled, server_ms}. INFO
  * through pcall: without +info the three INFO fields are "". The marker (no expiry) is
- * created when missing, holding the run_id, or ARGV[1] when INFO told none; the reply then
- * says "" for it. uptime is Redis's: wall-clock seconds since the start, "" when negative
+ * created when missing, holding the run_id, or ARGV[1] when INFO told none, then "@" and
+ * server_ms; the reply then says "" for it. uptime is Redis's: wall-clock seconds since the start, "" when negative
  * (a backward step: Redis prints "-N", which the script's (%d+) does not match). */
 static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
                     const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out, void *user)
 {
     elk_sim_key_t *m;
-    uint8_t marker[ELK_SIM_VAL_MAX], up[20];
+    uint8_t marker[ELK_SIM_VAL_MAX], up[20], made[ELK_SIM_VAL_MAX];
     size_t mlen = 0, uplen = 0;
     int64_t uptime = elk_sim_redis_uptime_ms(node);
     bool info = !node->info_denied;
     const uint8_t *id = (const uint8_t *)(info ? node->run_id : "");
     size_t idlen = info ? ELK_SIM_RUN_ID_LEN : 0u;
-    (void)user;
+    const elk_sim_scripts_t *tbl = (const elk_sim_scripts_t *)user;
     if (nkeys < 1u || (!info && nargs < 1u)) {
         /* The Lua would SET the marker to nil: Redis refuses that argument. */
         elk_sim_reply_error(out, "ERR Error running script: bad arguments to PROBE");
@@ -236,10 +281,24 @@ static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t n
     if (m != NULL) {
         mlen = m->vlen;
         memcpy(marker, m->val, mlen);
-    } else if (elk_sim_redis_set(node, keys[0].p, keys[0].len, info ? id : args[0].p,
-                                 info ? idlen : args[0].len, 0) == NULL) {
-        elk_sim_reply_oom(out);
-        return;
+    } else {
+        /* "<id>@<ms>": the id, then the TIME the reply carries (the id alone under the
+         * no-amnesia control: a marker as the PROBE wrote it before issue 26) */
+        const elk_sim_bytes_t *a = info ? NULL : &args[0];
+        size_t n = a != NULL ? a->len : idlen;
+        if (n + 22u > sizeof made) {
+            elk_sim_reply_error(out, "ERR Error running script: bad arguments to PROBE");
+            return;
+        }
+        memcpy(made, a != NULL ? a->p : id, n);
+        if (!tbl->no_amnesia) {
+            made[n++] = '@';
+            n += elk_resp_format_int(elk_sim_redis_now_ms(node), made + n);
+        }
+        if (elk_sim_redis_set(node, keys[0].p, keys[0].len, made, n, 0) == NULL) {
+            elk_sim_reply_oom(out);
+            return;
+        }
     }
     if (info && uptime >= 0) {
         uplen = elk_resp_format_int(uptime / 1000, up);
@@ -255,14 +314,16 @@ static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t n
 void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commit_noop)
 {
     tbl->commit_noop = commit_noop;
+    tbl->no_amnesia = false;
+    tbl->no_floor = false;
     tbl->entry[0].sha1 = ELK_LOCK_SCRIPT_ACQUIRE_SHA1;
     tbl->entry[0].text = ELK_LOCK_SCRIPT_ACQUIRE;
     tbl->entry[0].fn = s_acquire;
-    tbl->entry[0].user = NULL;
+    tbl->entry[0].user = tbl;
     tbl->entry[1].sha1 = ELK_LOCK_SCRIPT_EXTEND_SHA1;
     tbl->entry[1].text = ELK_LOCK_SCRIPT_EXTEND;
     tbl->entry[1].fn = s_extend;
-    tbl->entry[1].user = NULL;
+    tbl->entry[1].user = tbl;
     tbl->entry[2].sha1 = ELK_LOCK_SCRIPT_RELEASE_SHA1;
     tbl->entry[2].text = ELK_LOCK_SCRIPT_RELEASE;
     tbl->entry[2].fn = s_release;
@@ -278,5 +339,5 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[5].sha1 = ELK_LOCK_SCRIPT_PROBE_SHA1;
     tbl->entry[5].text = ELK_LOCK_SCRIPT_PROBE;
     tbl->entry[5].fn = s_probe;
-    tbl->entry[5].user = NULL;
+    tbl->entry[5].user = tbl;
 }

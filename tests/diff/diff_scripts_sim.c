@@ -8,8 +8,9 @@
  *
  *     diff_scripts_sim OPS SEED
  *
- * After each call both replies are compared (the server's clock, run ids, uptimes and
- * aof_enabled by shape only), then the state of every key of the resource: value, and expiry in
+ * After each call both replies are compared (the server's clock, the token's clock floor,
+ * the fleet marker's creation time, run ids, uptimes and aof_enabled by shape only), then
+ * the state of every key of the resource and the fleet marker: value, and expiry in
  * 30-second classes (no expiry, ~TTL, ~TTL + lock delay; nothing expires during a run).
  * A real redis-server on 127.0.0.1 (ephemeral port) is started and stopped here.
  * Exit 0 when all OPS calls agree; 1 with the first difference and a replay command.
@@ -139,9 +140,45 @@ static void put(char *out, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A clock reading: ms (about 1.7e12 on both servers) or us (about 1.7e15, ACQUIRE's TIME
+ * and its token floor). Counters the calls raised above the clocks (COMMIT of tokens near
+ * 9e15) stay exact. */
+static bool is_clock(long long v)
+{
+    return v > 1000000000000LL && v < 5000000000000000LL;
+}
+
+/* A string with what differs between the servers replaced: a run of 40 hex digits (a run
+ * id) "ID", a clock in decimal digits "T" (a fleet marker's "<id>@<ms>", a counter that
+ * holds the token floor). */
+static void canon_str(const char *s, size_t len, char *out, size_t cap)
+{
+    size_t i = 0;
+    put(out, cap, "'");
+    while (i < len) {
+        size_t n = 0;
+        while (i + n < len && isxdigit((unsigned char)s[i + n])) {
+            n++;
+        }
+        if (n == 40) {
+            put(out, cap, "ID");
+        } else if (n > 0 && strspn(s + i, "0123456789") >= n && n <= 18 &&
+                   is_clock(strtoll(s + i, NULL, 10))) {
+            put(out, cap, "T");
+        } else if (n > 0) {
+            put(out, cap, "%.*s", (int)n, s + i);
+        } else {
+            put(out, cap, "%c", s[i]);
+            n = 1;
+        }
+        i += n;
+    }
+    put(out, cap, "'");
+}
+
 /* The reply as text, with what legitimately differs between the two servers replaced by
- * its shape: a clock (an integer above 10^12) "T", a run id (40 hex digits) "ID" (a
- * marker equal to the run id too), an uptime (digits, second element of PROBE) "UP". */
+ * its shape: a clock (is_clock) "T", a run id (40 hex digits) "ID" (in a marker too), an
+ * uptime (digits, second element of PROBE) "UP". */
 static void canon(const redisReply *r, char *out, size_t cap, bool probe)
 {
     out[0] = '\0';
@@ -151,7 +188,7 @@ static void canon(const redisReply *r, char *out, size_t cap, bool probe)
     }
     switch (r->type) {
     case REDIS_REPLY_INTEGER:
-        put(out, cap, r->integer > 1000000000000LL ? "T" : "%lld", r->integer);
+        put(out, cap, is_clock(r->integer) ? "T" : "%lld", r->integer);
         break;
     case REDIS_REPLY_NIL:
         put(out, cap, "nil");
@@ -161,14 +198,15 @@ static void canon(const redisReply *r, char *out, size_t cap, bool probe)
         break;
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
-        put(out, cap, "'%s'", r->str);
+        canon_str(r->str, r->len, out, cap);
         break;
     case REDIS_REPLY_ARRAY:
         put(out, cap, "[");
         for (size_t i = 0; i < r->elements; i++) {
             const redisReply *e = r->element[i];
             char sub[256];
-            bool id = probe && e->type == REDIS_REPLY_STRING && all_digits(e->str, e->len, 40);
+            bool id = probe && e->type == REDIS_REPLY_STRING && e->len == 40 &&
+                all_digits(e->str, e->len, 40);
             bool up = probe && i == 1 && e->type == REDIS_REPLY_STRING && e->len > 0;
             if (probe && i == 3) {
                 snprintf(sub, sizeof sub, "AOF"); /* how each server was started */
@@ -204,6 +242,11 @@ static const char *const K = "d:{r}";
 static const char *const KF = "d:{r}:fence";
 static const char *const KD = "d:{r}:delay";
 static const char *const KC = "d:{r}:released";
+static const char *const KM = "d:marker";
+/* fleet marker values a server may hold: old format (no time), malformed times, a time
+ * long ago, and an odd one with two "@" */
+static const char *const markers[] = {
+    "00112233445566778899aabbccddeeff", "x@", "x@12y", "x@1000", "@@1000", "id@1700000000000"};
 
 static uint64_t rng_state;
 static uint32_t rnd(uint32_t n)
@@ -233,16 +276,19 @@ static void make_call(call_t *c)
 {
     const char *v = values[rnd(3)];
     memset(c, 0, sizeof *c);
-    switch (rnd(8)) {
+    switch (rnd(9)) {
     case 0:
     case 1:
-        arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_ACQUIRE_SHA1), arg(c, "3");
-        arg(c, K), arg(c, KF), arg(c, KD), arg(c, v), num(c, TTL_MS);
+        arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_ACQUIRE_SHA1), arg(c, "4");
+        arg(c, K), arg(c, KF), arg(c, KD), arg(c, KM), arg(c, v), num(c, TTL_MS);
         arg(c, rnd(2) ? "1" : "0"), num(c, rnd(2) ? DELAY_MS : 0);
+        /* the client's floor: none, one below the counters, one above every clock (all below 2^53, where Lua is exact) */
+        num(c, rnd(3) == 0 ? 0 : rnd(2) ? 5 : 8900000000000000LL + rnd(1000));
         break;
     case 2:
-        arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_EXTEND_SHA1), arg(c, "2");
-        arg(c, K), arg(c, KD), arg(c, v), num(c, TTL_MS), num(c, rnd(2) ? DELAY_MS : 0);
+        arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_EXTEND_SHA1), arg(c, "3");
+        arg(c, K), arg(c, KD), arg(c, KM), arg(c, v), num(c, TTL_MS);
+        num(c, rnd(2) ? DELAY_MS : 0);
         break;
     case 3:
         arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_RELEASE_SHA1), arg(c, "2");
@@ -250,7 +296,10 @@ static void make_call(call_t *c)
         break;
     case 4:
         arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_COMMIT_SHA1), arg(c, "2");
-        arg(c, K), arg(c, KF), arg(c, v), num(c, 1 + rnd(12));
+        /* small tokens (below the counters' clock floor) or ones above every clock, so
+         * that the next ACQUIRE's counter + 1 beats its floor */
+        arg(c, K), arg(c, KF), arg(c, v);
+        num(c, rnd(2) ? 1 + (long long)rnd(12) : 9000000000000000LL + rnd(1000));
         break;
     case 5:
         arg(c, "DEL"), arg(c, rnd(2) ? K : KD); /* the lease or its marker expired */
@@ -260,8 +309,11 @@ static void make_call(call_t *c)
         arg(c, "00112233445566778899aabbccddeeff");
         c->probe = true;
         break;
+    case 7:
+        arg(c, "DEL"), arg(c, KM); /* a FLUSHALL, an eviction, an empty replica */
+        break;
     default:
-        arg(c, "DEL"), arg(c, "d:marker");
+        arg(c, "SET"), arg(c, KM), arg(c, markers[rnd(6)]);
         break;
     }
     for (int i = 0; i < c->argc; i++) {
@@ -279,9 +331,9 @@ static long long pttl_class(long long p)
 
 static void state_of(redisContext *rc, bool sim, char *out, size_t cap)
 {
-    static const char *const keys[] = {"d:{r}", "d:{r}:fence", "d:{r}:delay"};
+    static const char *const keys[] = {"d:{r}", "d:{r}:fence", "d:{r}:delay", "d:marker"};
     out[0] = '\0';
-    for (size_t k = 0; k < 3; k++) {
+    for (size_t k = 0; k < 4; k++) {
         const char *get[2] = {"GET", keys[k]};
         const char *pttl[2] = {"PTTL", keys[k]};
         redisReply *g = sim ? sim_call(2, get) : redisCommandArgv(rc, 2, get, NULL);

@@ -18,7 +18,8 @@ static sim_world_t world;         /* a few MB: static, never on the stack */
 static const char *timeline_path; /* --timeline FILE, NULL: none */
 
 static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
-                                            "naive-fence", "setnx-getset",    "no-vote-hygiene"};
+                                            "naive-fence", "setnx-getset",    "no-vote-hygiene",
+                                            "no-amnesia"};
 
 static void usage(FILE *f)
 {
@@ -38,6 +39,8 @@ static void usage(FILE *f)
             "  --control C          negative control: no-drift-margin | drift-beyond-bound |\n"
             "                       naive-fence | setnx-getset | no-vote-hygiene (with\n"
             "                       --faults hostile-masters: restarted or jumped masters vote)\n"
+            "                       | no-amnesia (the scripts before issue 26: no marker age,\n"
+            "                       no token floor; with --faults hostile-masters)\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
@@ -172,6 +175,9 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
             t->refused > 0u;
     case CTRL_NAIVE_FENCE:
         return t->violations[V_FENCE_BACKWARDS] > 0u;
+    case CTRL_NO_AMNESIA:
+        /* both promises: one holder at a time, and tokens that only grow */
+        return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_BACKWARDS] > 0u;
     default:
         return false;
     }
@@ -245,11 +251,13 @@ int main(int argc, char **argv)
         total.acquire_failed += world.run.acquire_failed;
         total.drives += world.run.drives;
         total.refused += world.run.refused;
-        total.fence_excused += world.run.fence_excused;
         total.crashes += world.run.crashes;
         total.empty_restarts += world.run.empty_restarts;
         total.jumps += world.run.jumps;
         total.forward_jumps += world.run.forward_jumps;
+        total.flushes += world.run.flushes;
+        total.evictions += world.run.evictions;
+        total.failovers += world.run.failovers;
         total.events += world.run.events;
         total.sim_us += world.run.sim_us;
         /* Combine per-run hashes in order: the summary hash covers every run. */
@@ -299,13 +307,15 @@ int main(int argc, char **argv)
            total.runs, o.seed, o.seed + (o.runs ? o.runs - 1u : 0u), o.gateways, o.nodes,
            o.resources, o.faults, o.drift_ppm, control_names[o.control]);
     printf("  lock cycles (grants) %" PRIu64 ", renewals %" PRIu64 ", losses %" PRIu64
-           ", failed acquires %" PRIu64 ", drive commands %" PRIu64 ", stale refused %" PRIu64
-           ", token drops after data loss %" PRIu64 "\n",
+           ", failed acquires %" PRIu64 ", drive commands %" PRIu64 ", stale refused %" PRIu64 "\n",
            total.cycles, total.renewals, total.losses, total.acquire_failed, total.drives,
-           total.refused, total.fence_excused);
+           total.refused);
     printf("  node faults: %" PRIu64 " crashes (%" PRIu64 " restarted empty), %" PRIu64
            " wall-clock jumps (%" PRIu64 " forward)\n",
            total.crashes, total.empty_restarts, total.jumps, total.forward_jumps);
+    printf("  data lost without a restart: %" PRIu64 " FLUSHALLs, %" PRIu64 " evictions, %" PRIu64
+           " failovers to an empty replica (each on a majority or all for the first two)\n",
+           total.flushes, total.evictions, total.failovers);
     printf("  violations:");
     for (k = 0; k < V_KINDS; k++) {
         printf(" %s %" PRIu64, sim_violation_name(k), total.violations[k]);

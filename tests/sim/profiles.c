@@ -68,7 +68,8 @@ static const sim_profile_t profiles[] = {
          * wall clock jumps forward by 1..4 TTLs, or by just over the lease's drift margin,
          * (and sometimes back), over mild's network. Without vote hygiene a holder on a
          * bare majority loses exclusion here (the no-vote-hygiene control); with it the
-         * lease layer must show no overlap at all. */
+         * lease layer must show no overlap at all, and tokens never go back (the
+         * no-amnesia control shows both failing with the scripts before issue 26). */
         .name = "hostile-masters",
         MILD_NETWORK,
         .crash_every_ms = 3000,
@@ -83,6 +84,13 @@ static const sim_profile_t profiles[] = {
         .forward_jumps = true,
         .jump_ttl_max = 4,
         .small_jump_ppm = 400000,
+        /* Issue 26: data lost with the connections open, about every 4 s: FLUSHALL on a
+         * bare majority or (one in four) on every master, an eviction of the lease keys and
+         * the fleet marker, or a failover of one master to an empty replica. */
+        .flush_every_ms = 4000,
+        .flush_all_ppm = 250000,
+        .evict_ppm = 250000,
+        .failover_ppm = 200000,
     },
 };
 

@@ -29,7 +29,8 @@ typedef enum sim_control {
     CTRL_DRIFT_BEYOND,    /* clocks drift 20x beyond the bound the lock is told */
     CTRL_NAIVE_FENCE,     /* COMMIT never raises counters: naive max-over-quorum tokens */
     CTRL_SETNX_GETSET,    /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
-    CTRL_NO_VOTE_HYGIENE  /* client cfg vote_hygiene = false: restarted or jumped masters vote */
+    CTRL_NO_VOTE_HYGIENE, /* client cfg vote_hygiene = false: restarted or jumped masters vote */
+    CTRL_NO_AMNESIA       /* the scripts before issue 26: no marker age, no token floor */
 } sim_control_t;
 
 /* Violation kinds, in report order. */
@@ -81,6 +82,11 @@ typedef struct sim_profile {
                                  the lease's drift margin (1..4 x the margin, the least the
                                  clock check must see); on one master per run (the jumper) */
     uint32_t small_jump_ppm;
+    /* issue 26: data lost without a restart, every flush_every_ms (average): a FLUSHALL on a
+     * bare majority (flush_all_ppm: on every node), or an eviction of every key with a TTL
+     * and the fleet marker on those nodes (evict_ppm), or a failover of one node to an
+     * empty replica (failover_ppm) */
+    uint32_t flush_every_ms, flush_all_ppm, evict_ppm, failover_ppm;
 } sim_profile_t;
 
 typedef enum gw_phase {
@@ -171,11 +177,12 @@ typedef struct sim_actuator {
 } sim_actuator_t;
 
 typedef struct sim_stats {
-    uint64_t runs, cycles, renewals, losses, acquire_failed, drives, refused, fence_excused;
+    uint64_t runs, cycles, renewals, losses, acquire_failed, drives, refused;
     uint64_t events, sim_us;
     uint64_t violations[V_KINDS];
     /* node faults injected (world.c) */
     uint64_t crashes, empty_restarts, jumps, forward_jumps;
+    uint64_t flushes, evictions, failovers; /* issue 26: data lost without a restart */
 } sim_stats_t;
 
 typedef struct sim_world {
@@ -189,7 +196,7 @@ typedef struct sim_world {
     sim_gw_t gw[ELK_SIM_MAX_GATEWAYS];
     sim_actuator_t act[SIM_MAX_RESOURCES];
     uint8_t block_count[ELK_SIM_MAX_GATEWAYS][ELK_SIM_MAX_NODES];
-    bool data_lost;       /* some node restarted empty in this run */
+    bool data_lost;       /* some node lost its data in this run (restart, flush) */
     uint8_t jumper;       /* forward_jumps: the one master whose wall clock jumps */
     const char *password; /* nodes require AUTH in this run, or NULL */
     uint64_t calm_from, end_at, last_grant_at;

@@ -281,13 +281,32 @@ static void assert_node_time(const char *server_ms, size_t node)
     assert_in_range(atoll(server_ms), now - 10, now);
 }
 
-/* ACQUIRE/EXTEND reply {result, server_ms}: the result; server_ms must be the node's TIME. */
+/* ACQUIRE/EXTEND reply {result, server_us, marker_ms}: the result; server_us must be the
+ * node's TIME in us, marker_ms the creation of the fleet marker "M" (made by the first
+ * call, or earlier). */
 static long long pair_result(const char *reply, size_t node)
 {
     fields_t f = parse_array(reply);
-    assert_int_equal(f.n, 2);
-    assert_node_time(f.f[1], node);
+    char ms[32];
+    assert_int_equal(f.n, 3);
+    snprintf(ms, sizeof ms, "%lld", atoll(f.f[1]) / 1000);
+    assert_node_time(ms, node);
+    assert_in_range(atoll(f.f[2]), 1, atoll(ms));
     return atoll(f.f[0]);
+}
+
+/* A token just handed out by node: its clock in us when the call ran (the floor), unless
+ * the counter was above it (then it is larger still). */
+static bool is_fresh_token(long long tok, size_t node)
+{
+    return tok >= elk_sim_redis_now_us(&net.nodes[node]) - 10000;
+}
+
+/* The fence counter L:f's value, as a number. */
+static long long counter(elk_transport_t *t)
+{
+    const char *r = call(t, "GET L:f");
+    return r[0] == '$' ? atoll(strstr(r, "\r\n") + 2) : -1;
 }
 
 static void test_scripts_evalsha_noscript_and_restart(void **state)
@@ -295,7 +314,7 @@ static void test_scripts_evalsha_noscript_and_restart(void **state)
     char cmd[512];
     (void)state;
     elk_transport_t t = connect_to(0, 1);
-    snprintf(cmd, sizeof cmd, "EVALSHA %s 3 L L:fence L:delay gw0:aa 1000 1 0",
+    snprintf(cmd, sizeof cmd, "EVALSHA %s 4 L L:fence L:delay M gw0:aa 1000 1 0",
              ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
     assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0);
     /* SCRIPT LOAD takes the exact text (with spaces), so send it as one argument. */
@@ -303,8 +322,8 @@ static void test_scripts_evalsha_noscript_and_restart(void **state)
                               elk_resp_arg_cstr(ELK_LOCK_SCRIPT_ACQUIRE)};
     char reply[256];
     assert_non_null(strstr(call_argv(&t, argv, 3), ELK_LOCK_SCRIPT_ACQUIRE_SHA1));
-    assert_int_equal(pair_result(call(&t, cmd), 1), 1);  /* taken, counter 1 */
-    assert_int_equal(pair_result(call(&t, cmd), 1), -1); /* busy */
+    assert_true(is_fresh_token(pair_result(call(&t, cmd), 1), 1)); /* taken: the clock floor */
+    assert_int_equal(pair_result(call(&t, cmd), 1), -1);           /* busy */
     snprintf(cmd, sizeof cmd, "EVALSHA %s 2 L L:fence gw0:aa 9", ELK_LOCK_SCRIPT_COMMIT_SHA1);
     assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0); /* not loaded yet */
     /* Crash: the client sees the connection closed; after a restart (data kept) the
@@ -316,7 +335,7 @@ static void test_scripts_evalsha_noscript_and_restart(void **state)
     t.close(t.ctx);
     t = connect_to(0, 1);
     assert_string_equal(call(&t, "GET L"), "$6\r\ngw0:aa\r\n");
-    snprintf(cmd, sizeof cmd, "EVALSHA %s 3 L L:fence L:delay gw0:aa 1000 1 0",
+    snprintf(cmd, sizeof cmd, "EVALSHA %s 4 L L:fence L:delay M gw0:aa 1000 1 0",
              ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
     assert_true(strncmp(call(&t, cmd), "-NOSCRIPT", 9) == 0);
     elk_sim_net_crash(&net, 1);
@@ -324,9 +343,14 @@ static void test_scripts_evalsha_noscript_and_restart(void **state)
     t.close(t.ctx);
     t = connect_to(0, 1);
     assert_string_equal(call(&t, "GET L"), "$-1\r\n");
-    /* A wrong number of keys (the pre-issue-20 ACQUIRE) is refused, not misread. */
+    /* A wrong number of keys (the pre-issue-20 ACQUIRE, the pre-amnesia one) is refused, not
+     * misread. */
     assert_true(
         strncmp(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 2, "L L:fence gw0:aa 1000 1"), "-ERR", 4) == 0);
+    assert_true(strncmp(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:fence L:d gw0:aa 1000 1 0"),
+                        "-ERR", 4) == 0);
+    assert_true(strncmp(eval(&t, ELK_LOCK_SCRIPT_EXTEND, 2, "L L:d gw0:aa 1000 0"), "-ERR", 4) ==
+                0);
 }
 
 /* Lock delay: ACQUIRE leaves a marker living ttl + delay, refuses with -2 while it
@@ -336,41 +360,42 @@ static void test_lock_delay_marker(void **state)
 {
     (void)state;
     elk_transport_t t = connect_to(0, 0);
-    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d a 100 1 300"), 0),
-                     1);
+    long long t1 = pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M a 100 1 300"), 0);
+    assert_true(is_fresh_token(t1, 0));
     assert_string_equal(call(&t, "GET L:d"), "$1\r\na\r\n");
     assert_in_range(atoi(call(&t, "PTTL L:d") + 1), 370, 400); /* ttl + delay, 30 ms on */
     run_until(core.now_us + 150000); /* the lease expired, the marker stands */
     assert_string_equal(call(&t, "GET L"), "$-1\r\n");
-    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d b 100 1 0"), 0),
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M b 100 1 0"), 0),
                      ELK_LOCK_ACQUIRE_DELAYED);
     assert_string_equal(call(&t, "GET L"), "$-1\r\n"); /* nothing taken, counter untouched */
-    assert_string_equal(call(&t, "GET L:f"), "$1\r\n1\r\n");
+    assert_int_equal(counter(&t), t1);
     run_until(core.now_us + 300000); /* 400 ms after the acquire: the delay is over */
-    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d b 100 1 0"), 0),
-                     2);
+    long long t2 = pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M b 100 1 0"), 0);
+    assert_true(t2 > t1 && is_fresh_token(t2, 0));
+    assert_int_equal(counter(&t), t2);
     assert_string_equal(call(&t, "GET L:d"), "$-1\r\n"); /* delay 0: no marker */
     /* EXTEND with a delay sets the marker to ttl + delay from now; a wrong value changes
      * nothing. */
-    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_EXTEND, 2, "L L:d x 500 250"), 0), 0);
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_EXTEND, 3, "L L:d M x 500 250"), 0), 0);
     assert_string_equal(call(&t, "GET L:d"), "$-1\r\n");
-    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_EXTEND, 2, "L L:d b 500 250"), 0), 1);
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_EXTEND, 3, "L L:d M b 500 250"), 0), 1);
     assert_in_range(atoi(call(&t, "PTTL L") + 1), 480, 500);
     assert_in_range(atoi(call(&t, "PTTL L:d") + 1), 720, 750);
     /* A node clock step forward shows in TIME and shortens both. */
     elk_sim_net_clock_jump(&net, 0, 600000);
-    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d c 100 0 0"), 0),
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M c 100 0 0"), 0),
                      ELK_LOCK_ACQUIRE_DELAYED);
     /* RELEASE by another value leaves the marker; ours deletes it, and then the key. */
     assert_string_equal(eval(&t, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d other L:released"), ":0\r\n");
     assert_string_equal(call(&t, "GET L:d"), "$1\r\nb\r\n");
     assert_string_equal(eval(&t, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d b L:released"), ":0\r\n");
     assert_string_equal(call(&t, "GET L:d"), "$-1\r\n");
-    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d c 100 0 0"), 0),
+    assert_int_equal(pair_result(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M c 100 0 0"), 0),
                      0);
     assert_string_equal(eval(&t, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d c L:released"), ":1\r\n");
-    assert_true(strncmp(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d c 100 0 -5"), "-ERR", 4) ==
-                0);
+    assert_true(
+        strncmp(eval(&t, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M c 100 0 -5"), "-ERR", 4) == 0);
 }
 
 /* A clean RELEASE publishes after deleting the marker: the waiter woken by it finds the
@@ -382,16 +407,24 @@ static void test_release_wakes_waiter_with_marker_gone(void **state)
     elk_transport_t holder = connect_to(0, 2);
     elk_transport_t waiter = connect_to(1, 2);
     assert_non_null(strstr(call(&waiter, "SUBSCRIBE L:released"), "subscribe"));
-    assert_int_equal(
-        pair_result(eval(&holder, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d h 1000 1 5000"), 2), 1);
+    long long t1 =
+        pair_result(eval(&holder, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M h 1000 1 5000"), 2);
     assert_string_equal(eval(&holder, ELK_LOCK_SCRIPT_RELEASE, 2, "L L:d h L:released"), ":1\r\n");
     run_until(core.now_us + 10000);
     int32_t n = waiter.recv(waiter.ctx, (uint8_t *)reply, sizeof reply - 1);
     assert_true(n > 0);
     reply[n] = '\0';
     assert_non_null(strstr(reply, "message"));
-    assert_int_equal(
-        pair_result(eval(&holder, ELK_LOCK_SCRIPT_ACQUIRE, 3, "L L:f L:d w 1000 1 0"), 2), 2);
+    assert_true(
+        pair_result(eval(&holder, ELK_LOCK_SCRIPT_ACQUIRE, 4, "L L:f L:d M w 1000 1 0"), 2) > t1);
+}
+
+/* A marker value "<id>@<digits>" (what follows the digits is not looked at). */
+static bool is_marker_of(const char *marker, const char *id)
+{
+    size_t n = strlen(id);
+    return strncmp(marker, id, n) == 0 && marker[n] == '@' && marker[n + 1] >= '0' &&
+        marker[n + 1] <= '9';
 }
 
 static fields_t probe(elk_transport_t *t)
@@ -431,7 +464,8 @@ static void test_probe_restarts_marker_and_uptime(void **state)
     f = probe(&t);
     assert_string_equal(f.f[0], first);
     assert_string_equal(f.f[1], "3602");
-    assert_string_equal(f.f[2], first); /* the marker holds the run_id that wrote it */
+    /* the marker holds the run_id that wrote it, "@" and the TIME it was written at */
+    assert_true(is_marker_of(f.f[2], first));
     /* Restart without the data: new run_id, uptime from 0, marker gone, AOF off. */
     f = restart_and_probe(&t, ELK_SIM_RESTART_LOSE);
     assert_string_not_equal(f.f[0], first);
@@ -450,19 +484,58 @@ static void test_probe_restarts_marker_and_uptime(void **state)
     /* Restart with the data: the marker of the earlier run survived. */
     f = restart_and_probe(&t, ELK_SIM_RESTART_KEEP);
     assert_string_not_equal(f.f[0], first);
-    assert_string_equal(f.f[2], first);
+    assert_true(is_marker_of(f.f[2], first));
     assert_string_equal(f.f[3], "1");
     /* Without +info: no run_id, uptime or AOF; the marker still answers. */
     net.nodes[1].info_denied = true;
     f = probe(&t);
     assert_string_equal(f.f[0], "");
     assert_string_equal(f.f[1], "");
-    assert_string_equal(f.f[2], first);
+    assert_true(is_marker_of(f.f[2], first));
     assert_string_equal(f.f[3], "");
     assert_true(strncmp(eval(&t, ELK_LOCK_SCRIPT_SAFETY, 0, ""), "-ERR", 4) == 0);
     assert_string_equal(call(&t, "DEL elk:marker"), ":1\r\n");
     assert_string_equal(probe(&t).f[2], "");
-    assert_string_equal(call(&t, "GET elk:marker"), "$16\r\n0123456789abcdef\r\n");
+    assert_true(is_marker_of(strstr(call(&t, "GET elk:marker"), "\r\n") + 2, "0123456789abcdef"));
+}
+
+/* Issue 26: data lost without a restart. FLUSHALL empties the node and keeps the connection
+ * (and the script cache); an eviction takes the keys with a TTL (and the marker when asked);
+ * a failover resets the connection, and the empty replica has a new run_id and an hour's
+ * uptime, so only the fleet marker (missing: the PROBE makes it, and says "") tells. */
+static void test_flush_evict_failover(void **state)
+{
+    char first[64];
+    (void)state;
+    elk_transport_t t = connect_to(0, 1);
+    fields_t f = probe(&t);
+    snprintf(first, sizeof first, "%s", f.f[0]);
+    assert_string_equal(call(&t, "SET L v PX 5000"), "+OK\r\n");
+    assert_string_equal(call(&t, "SET L:f 7"), "+OK\r\n");
+    elk_sim_net_flush(&net, 1);
+    assert_string_equal(call(&t, "GET L"), "$-1\r\n"); /* the same connection answers */
+    assert_string_equal(call(&t, "GET L:f"), "$-1\r\n");
+    assert_string_equal(probe(&t).f[2], ""); /* the marker went too: made anew */
+    assert_string_equal(call(&t, "SET L v PX 5000"), "+OK\r\n");
+    assert_string_equal(call(&t, "SET L:f 7"), "+OK\r\n");
+    elk_sim_net_evict(&net, 1, "elk:marker", false);
+    assert_string_equal(call(&t, "GET L"), "$-1\r\n");
+    assert_string_equal(call(&t, "GET L:f"), "$1\r\n7\r\n"); /* no TTL: kept */
+    assert_true(is_marker_of(strstr(call(&t, "GET elk:marker"), "\r\n") + 2, first));
+    elk_sim_net_evict(&net, 1, "elk:marker", true);
+    assert_string_equal(call(&t, "GET elk:marker"), "$-1\r\n");
+    f = probe(&t);
+    assert_string_equal(f.f[2], "");
+    elk_sim_net_failover(&net, 1);
+    char reply[64];
+    assert_int_equal(t.recv(t.ctx, (uint8_t *)reply, sizeof reply), ELK_E_CLOSED);
+    t.close(t.ctx);
+    t = connect_to(0, 1);
+    assert_string_equal(call(&t, "GET L:f"), "$-1\r\n");
+    f = probe(&t);
+    assert_string_not_equal(f.f[0], first);
+    assert_string_equal(f.f[1], "3600"); /* a replica up an hour: no restart to see */
+    assert_string_equal(f.f[2], "");
 }
 
 static void test_partition_delays_but_never_reorders(void **state)
@@ -523,6 +596,7 @@ int main(void)
         cmocka_unit_test_setup(test_lock_delay_marker, setup_net),
         cmocka_unit_test_setup(test_release_wakes_waiter_with_marker_gone, setup_net),
         cmocka_unit_test_setup(test_probe_restarts_marker_and_uptime, setup_net),
+        cmocka_unit_test_setup(test_flush_evict_failover, setup_net),
         cmocka_unit_test_setup(test_partition_delays_but_never_reorders, setup_net),
         cmocka_unit_test_setup(test_commit_noop_control_leaves_counters, setup_net),
     };

@@ -15,6 +15,7 @@ enum {
     EV_RESTART,
     EV_PAUSE_TICK,
     EV_JUMP_TICK,
+    EV_FLUSH_TICK,
     EV_CALM,
     EV_END
 };
@@ -238,6 +239,39 @@ static void fault_jump(sim_world_t *w)
     sim_trace(w, "jump", n, (uint64_t)delta, 0);
 }
 
+/* Issue 26: a master (or a majority, or all) loses its data with its connections open:
+ * FLUSHALL, an eviction of the lease keys and the fleet marker, or (one node) a failover to
+ * an empty replica behind the same address. Nothing restarts: only the clients' amnesia
+ * check (the fleet marker's age in ACQUIRE/EXTEND replies) can see the first two. */
+static void fault_flush(sim_world_t *w)
+{
+    const sim_profile_t *p = &w->prof;
+    uint32_t n = w->opt.nodes;
+    uint32_t count = elk_sim_rng_chance(&w->core.rng, p->flush_all_ppm) ? n : n / 2u + 1u;
+    uint32_t first = (uint32_t)elk_sim_rng_range(&w->core.rng, 0, n - 1u);
+    uint32_t mode = elk_sim_rng_chance(&w->core.rng, p->failover_ppm) ? 2u
+        : elk_sim_rng_chance(&w->core.rng, p->evict_ppm)              ? 1u
+                                                                      : 0u;
+    uint32_t k;
+    if (mode == 2u) {
+        elk_sim_net_failover(&w->net, first);
+        w->run.failovers++;
+        count = 1u;
+    }
+    for (k = 0; mode != 2u && k < count; k++) {
+        uint32_t i = (first + k) % n;
+        if (mode == 1u) {
+            elk_sim_net_evict(&w->net, i, "elk:marker", true);
+        } else {
+            elk_sim_net_flush(&w->net, i);
+        }
+    }
+    w->run.flushes += mode == 0u ? 1u : 0u;
+    w->run.evictions += mode == 1u ? 1u : 0u;
+    w->data_lost = true;
+    sim_trace(w, "flush", first, mode, count);
+}
+
 static void calm(sim_world_t *w)
 {
     uint32_t g, n;
@@ -329,6 +363,9 @@ static void schedule_faults(sim_world_t *w)
     if (p->jump_every_ms) {
         push(w, every(w, p->jump_every_ms), EV_JUMP_TICK, 0, 0);
     }
+    if (p->flush_every_ms) {
+        push(w, every(w, p->flush_every_ms), EV_FLUSH_TICK, 0, 0);
+    }
     w->jumper = 0;
     if (p->forward_jumps) {
         w->jumper = (uint8_t)elk_sim_rng_range(&w->core.rng, 0, w->opt.nodes - 1u);
@@ -368,6 +405,10 @@ int sim_run(sim_world_t *w, uint64_t seed)
         w->net.cmd_user = w;
     }
     elk_sim_scripts_init(&w->scripts, &w->net, w->opt.control == CTRL_NAIVE_FENCE);
+    w->scripts.no_amnesia = w->opt.control == CTRL_NO_AMNESIA;
+    /* the naive scheme is the counters' max alone: the clock floor (issue 26) would hide
+     * what the missing commit round does to them */
+    w->scripts.no_floor = w->opt.control == CTRL_NAIVE_FENCE;
     (void)elk_sim_net_set_scripts(&w->net, w->scripts.entry, ELK_SIM_EDGELOCK_SCRIPTS);
     setup_clocks(w, &seeder);
     /* One run in four has password-protected nodes, so AUTH is on the path too. */
@@ -459,6 +500,12 @@ int sim_run(sim_world_t *w, uint64_t seed)
             if (faulting) {
                 fault_jump(w);
                 push(w, every(w, w->prof.jump_every_ms), EV_JUMP_TICK, 0, 0);
+            }
+            break;
+        case EV_FLUSH_TICK:
+            if (faulting) {
+                fault_flush(w);
+                push(w, every(w, w->prof.flush_every_ms), EV_FLUSH_TICK, 0, 0);
             }
             break;
         case EV_CALM:

@@ -264,7 +264,9 @@ static void test_single_acquire_release(void **state)
     const elk_lock_event_t *ev = last_ev(&W.rec);
     assert_non_null(ev);
     assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRED);
-    assert_int_equal(ev->token, 1);
+    /* the token: max(counter + 1, the server's TIME in us) = its clock when served */
+    uint64_t tok1 = (uint64_t)((int64_t)NOW() + W.srv[0].wall_offset_ms) * 1000u;
+    assert_int_equal(ev->token, tok1);
     /* deadline = t_send + ttl - (ttl*1% + 2) - stop_margin = t0 + 1000 - 12 - 50 */
     assert_int_equal(ev->deadline, t0 + 938);
     assert_int_equal(elk_lock_deadline(&W.lock), t0 + 938);
@@ -272,7 +274,7 @@ static void test_single_acquire_release(void **state)
     assert_int_equal(ev->ok, 1);
     assert_int_equal(W.srv[0].commit_calls, 0); /* one node: one round trip, no commit */
     assert_true(elk_lock_is_held(&W.lock, NOW()));
-    assert_int_equal(elk_lock_token(&W.lock), 1);
+    assert_int_equal(elk_lock_token(&W.lock), tok1);
     assert_int_equal(elk_lock_hold_count(&W.lock), 1);
 
     /* the value: gateway id, ':', 32 hex digits (128 bits) */
@@ -285,7 +287,7 @@ static void test_single_acquire_release(void **state)
         assert_non_null(strchr("0123456789abcdef", v[i]));
     }
     assert_int_equal(lfr_pttl(&W.srv[0], "t:{valve}"), 1000); /* set when served, at t0 + 3 */
-    assert_int_equal(lfr_int(&W.srv[0], "t:{valve}:fence"), 1);
+    assert_int_equal(lfr_int(&W.srv[0], "t:{valve}:fence"), (int64_t)tok1);
 
     assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_OK);
     assert_false(elk_lock_is_held(&W.lock, NOW()));
@@ -298,12 +300,13 @@ static void test_single_acquire_release(void **state)
     assert_false(elk_lock_busy(&W.lock));
     assert_int_equal(elk_lock_release(&W.lock, NOW()), ELK_E_NOT_HELD);
 
-    /* the next acquisition has a new value and a larger token */
+    /* the next acquisition has a new value and a larger token (the same ms on the server's
+     * clock: the counter + 1) */
     char old[128];
     snprintf(old, sizeof old, "%s", v == NULL ? "" : elk_lock_value(&W.lock));
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
-    assert_int_equal(elk_lock_token(&W.lock), 2);
+    assert_int_equal(elk_lock_token(&W.lock), tok1 + 1u);
     assert_string_not_equal(old, elk_lock_value(&W.lock));
     assert_int_equal(elk_lock_deinit(&W.lock), ELK_E_STATE);
 }
@@ -422,7 +425,10 @@ static void test_noscript_fallback(void **state)
     }
 }
 
-/* design.md: counters (5,1,1); A locks nodes 1,2 -> 6; B then locks nodes 2,3. */
+/* design.md: counters (5,1,1); A locks nodes 1,2 -> 6; B then locks nodes 2,3. The counters
+ * are F + those, F above the servers' clocks in us (the token's floor), so the counters
+ * decide as in the design's table: counters ahead of the clock need the commit too. */
+#define F_ 9000000000000000
 static void test_fencing_commit_design_case(void **state)
 {
     (void)state;
@@ -430,9 +436,9 @@ static void test_fencing_commit_design_case(void **state)
     c.round_timeout_ms = 100;
     world_setup(.nodes = 3, .lcfg = &c, .two = true);
     pump();
-    lfr_set(&W.srv[0], "t:{valve}:fence", "5", 0);
-    lfr_set(&W.srv[1], "t:{valve}:fence", "1", 0);
-    lfr_set(&W.srv[2], "t:{valve}:fence", "1", 0);
+    lfr_set(&W.srv[0], "t:{valve}:fence", "9000000000000005", 0);
+    lfr_set(&W.srv[1], "t:{valve}:fence", "9000000000000001", 0);
+    lfr_set(&W.srv[2], "t:{valve}:fence", "9000000000000001", 0);
 
     /* A: node 3 does not answer */
     W.srv[2].silent = true;
@@ -440,10 +446,10 @@ static void test_fencing_commit_design_case(void **state)
     pump();
     const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
     assert_non_null(ev);
-    assert_int_equal(ev->token, 6);
-    assert_int_equal(lfr_int(&W.srv[0], "t:{valve}:fence"), 6);
-    assert_int_equal(lfr_int(&W.srv[1], "t:{valve}:fence"), 6); /* committed: was 2 */
-    assert_int_equal(lfr_int(&W.srv[2], "t:{valve}:fence"), 1);
+    assert_int_equal(ev->token, F_ + 6);
+    assert_int_equal(lfr_int(&W.srv[0], "t:{valve}:fence"), F_ + 6);
+    assert_int_equal(lfr_int(&W.srv[1], "t:{valve}:fence"), F_ + 6); /* committed: was 2 */
+    assert_int_equal(lfr_int(&W.srv[2], "t:{valve}:fence"), F_ + 1);
     assert_int_equal(W.srv[1].commit_calls, 1);
 
     /* Without the commit node 2 would read 2 and B's token would be max(3, 2) = 3 < 6. */
@@ -455,11 +461,12 @@ static void test_fencing_commit_design_case(void **state)
     pump();
     ev = find_ev(&W.rec2, ELK_LOCK_EV_ACQUIRED);
     assert_non_null(ev);
-    assert_int_equal(ev->token, 7);
-    assert_true(ev->token > 6);
-    assert_int_equal(lfr_int(&W.srv[1], "t:{valve}:fence"), 7);
-    assert_int_equal(lfr_int(&W.srv[2], "t:{valve}:fence"), 7);
+    assert_int_equal(ev->token, F_ + 7);
+    assert_true(ev->token > F_ + 6);
+    assert_int_equal(lfr_int(&W.srv[1], "t:{valve}:fence"), F_ + 7);
+    assert_int_equal(lfr_int(&W.srv[2], "t:{valve}:fence"), F_ + 7);
 }
+#undef F_
 
 /* Successive holders over partly overlapping majorities: tokens strictly increase. */
 static void test_tokens_increase_over_overlapping_majorities(void **state)
@@ -2035,13 +2042,18 @@ static void test_keepalive_stops_retries_too(void **state)
 
 /* ------------------------------------- the scripts' replies and the lock-delay marker */
 
-/* ACQUIRE and EXTEND answer {result, server_ms}; any other shape is a failed node, never a
- * grant: the old bare integer, an array of three, a string where an integer belongs. */
+/* ACQUIRE and EXTEND answer {result, server_us, marker_ms}; any other shape is a failed
+ * node, never a grant: the old bare integer, the old pair, an array of four, a string where
+ * an integer belongs. */
 static void test_reply_shape_is_checked(void **state)
 {
     (void)state;
-    static const char *const bad[] = {":1\r\n", "*3\r\n:1\r\n:2\r\n:3\r\n",
-                                      "*2\r\n$1\r\n1\r\n:5\r\n", "*2\r\n:1\r\n$1\r\n5\r\n",
+    static const char *const bad[] = {":1\r\n",
+                                      "*2\r\n:1\r\n:2\r\n",
+                                      "*4\r\n:1\r\n:2\r\n:3\r\n:4\r\n",
+                                      "*3\r\n$1\r\n1\r\n:5\r\n:1\r\n",
+                                      "*3\r\n:1\r\n$1\r\n5\r\n:1\r\n",
+                                      "*3\r\n:1\r\n:5\r\n$1\r\n1\r\n",
                                       "*1\r\n:1\r\n"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         elk_lock_config_t c = cfg_ttl(1000);
@@ -2071,7 +2083,8 @@ static void test_server_time_recorded(void **state)
     const elk_lock_event_t *ev = last_ev(&W.rec);
     assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRED);
     assert_int_equal(ev->nodes[0].server_ms, (int64_t)NOW() + W.srv[0].wall_offset_ms);
-    assert_int_equal(ev->nodes[0].value, 1); /* the token, first element of the pair */
+    /* the token, first element of the reply: the server's clock in us (its floor) */
+    assert_int_equal(ev->nodes[0].value, ((int64_t)NOW() + W.srv[0].wall_offset_ms) * 1000);
 }
 
 /* lock_delay_ms reaches the scripts: the marker outlives the lease by it, a renewal

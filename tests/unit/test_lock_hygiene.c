@@ -221,9 +221,11 @@ static void test_fresh_node_quarantined_then_votes(void **state)
     assert_int_equal(ev->nodes[0].err, ELK_E_NODE_QUARANTINED);
     assert_int_equal(T.srv[0].acquire_calls, 0); /* no request reached a quarantined node */
 
-    run_until(t0 + W_DEFAULT - 1u);
-    assert_false(elk_client_ready(C(0)));
+    /* the probe also made the fleet marker: W from its ms, plus 1 ms for TIME's rounding
+     * (the refreshes read it) */
     run_until(t0 + W_DEFAULT);
+    assert_false(elk_client_ready(C(0)));
+    run_until(t0 + W_DEFAULT + 1u);
     assert_true(elk_client_ready(C(0)));
     assert_string_equal(HY(0, 1), "ok");
     assert_int_equal(elk_client_node_quarantine(C(0), 1), 0);
@@ -233,7 +235,7 @@ static void test_fresh_node_quarantined_then_votes(void **state)
     assert_int_equal(acquire_once(0), ELK_OK);
     uint32_t q = 0, j = 9;
     assert_int_equal(elk_client_node_hygiene_stats(C(0), 2, &q, &j), ELK_OK);
-    assert_int_equal(q, 1);
+    assert_int_equal(q, 2); /* the restart, then the marker's 1 ms more (a refresh read it) */
     assert_int_equal(j, 0);
 }
 
@@ -335,7 +337,7 @@ static void test_marker_of_this_run_is_no_proof(void **state)
     }
     pump(); /* A's probe runs first and writes the marker, B's finds it */
     assert_string_equal(lfr_get(&T.srv[0], "elk:marker"),
-                        "0000000000000000000000000000000000000002");
+                        "0000000000000000000000000000000000000002@1700000001000");
     assert_string_equal(HY(0, 0), "quarantined: restarted 0 s ago");
     assert_string_equal(HY(1, 0), "quarantined: restarted 0 s ago");
 }
@@ -449,11 +451,20 @@ static void test_window(void **state)
     setup(.fresh = true, .nodes = 1, .quarantine_ms = 60000);
     pump();
     assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 60000u);
-    /* uptime counts: restarted 3 s before contact with W = 60 s leaves 57 s */
-    setup(.fresh = true, .nodes = 1, .quarantine_ms = 60000);
+    /* uptime counts: an RDB restart (marker kept, AOF off) 3 s before contact with W = 60 s
+     * leaves 57 s */
+    setup(.nodes = 1, .quarantine_ms = 60000);
+    lfr_restart(&T.srv[0], true);
     T.now += 3000;
     pump();
     assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 3000u + 57000u);
+    assert_string_equal(HY(0, 0), "quarantined: restarted 3 s ago");
+    /* an empty restart 3 s before: the marker this probe made says the data may have gone
+     * only now (a FLUSHALL may have followed the restart): W from now */
+    setup(.fresh = true, .nodes = 1, .quarantine_ms = 60000);
+    T.now += 3000;
+    pump();
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 3000u + 60000u);
     assert_string_equal(HY(0, 0), "quarantined: restarted 3 s ago");
 }
 
@@ -1094,6 +1105,207 @@ static void test_queries_bad_args(void **state)
     assert_int_equal(cc.quarantine_ms, 0);
 }
 
+/* ------------------------------------------- amnesia within a connection (issue 26) */
+
+/* A flushes node i's marker (a FLUSHALL of the whole node) and sets it as made `ago` ms before
+ * now on the server's clock, as another gateway's request would have left it. */
+static void flush_marked(size_t i, int64_t ago)
+{
+    char v[40];
+    lfr_flushall(&T.srv[i]);
+    snprintf(v, sizeof v, "@%lld", (long long)(srv_time(i) - ago));
+    lfr_set(&T.srv[i], "elk:marker", v, 0);
+}
+
+/* The tester's case: A holds on all three masters, two of them are FLUSHALLed within their
+ * connections (no restart, no reconnect: no probe). B's acquire makes their markers anew and
+ * gets no vote from them (ELK_E_NODE_AMNESIA): quarantined until the markers are W old. A's
+ * renewal finds its value gone on the majority and stops at once; B gets the lease only after
+ * W, never while A held it. */
+static void test_flushall_majority_no_second_holder(void **state)
+{
+    (void)state;
+    setup(.gws = 2);
+    pump();
+    assert_int_equal(acquire_once(0), ELK_OK);
+    uint64_t token_a = elk_lock_token(L(0));
+    char value_a[128];
+    snprintf(value_a, sizeof value_a, "%s", elk_lock_value(L(0)));
+    lfr_flushall(&T.srv[0]);
+    lfr_flushall(&T.srv[1]);
+    uint64_t tf = T.now;
+    assert_int_not_equal(acquire_once(1), ELK_OK);
+    const elk_lock_event_t *ev = elk_ts_events_last(&T.gw[1].rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->nodes[0].err, ELK_E_NODE_AMNESIA);
+    assert_int_equal(ev->nodes[1].err, ELK_E_NODE_AMNESIA);
+    assert_int_equal(ev->nodes[2].status, ELK_LOCK_NODE_BUSY);
+    assert_false(T.overlap);
+    /* the marker B's ACQUIRE made: W from its ms (+1 for TIME's rounding, the reply read at tf) */
+    assert_string_equal(HY(1, 0), "quarantined: data lost (marker 0 s old)");
+    assert_int_equal(elk_client_node_quarantine(C(1), 0), tf + W_DEFAULT);
+    assert_true(logged(1, "quarantined: data lost (marker 0 s old): no vote for 1012 ms"));
+    /* A's renewal: its value is gone on the majority: lost at once, long before its deadline;
+     * that "value gone" came from amnesic nodes: no release, A's value on node 3 runs out */
+    uint64_t deadline_a = elk_lock_deadline(L(0));
+    assert_int_equal(elk_lock_acquire(L(1), T.now, T.now + 5000u), ELK_E_WOULD_BLOCK);
+    run_until(tf + 400u);
+    assert_false(elk_lock_is_held(L(0), T.now));
+    assert_true(T.now < deadline_a);
+    assert_int_equal(elk_ts_events_last(&T.gw[0].rec, ELK_LOCK_EV_LOST)->err, ELK_E_LOCK_TAKEN);
+    for (size_t k = 0; k < T.srv[2].nlog; k++) {
+        assert_false(strcmp(T.srv[2].log[k].which, "release") == 0 &&
+                     strcmp(T.srv[2].log[k].value, value_a) == 0);
+    }
+    /* B waits out the markers' quarantine */
+    run_until(tf + W_DEFAULT - 1u);
+    assert_false(elk_lock_is_held(L(1), T.now));
+    run_until(tf + 3000u);
+    assert_true(elk_lock_is_held(L(1), T.now));
+    assert_false(T.overlap);
+    /* the flushed majority lost the counters: the clock floor keeps B's token above A's */
+    assert_true(elk_lock_token(L(1)) > token_a);
+}
+
+/* A gateway that starts after the flush (its first probe) sees the marker's age: no vote until
+ * the marker is W old, not W from its own first contact; the vote comes back then. */
+static void test_young_marker_seen_by_fresh_client(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    flush_marked(0, 300);
+    uint64_t t0 = T.now;
+    pump();
+    assert_string_equal(HY(0, 0), "quarantined: data lost (marker 0 s old)");
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT - 300u + 1u);
+    assert_false(elk_client_node_votes(C(0), 0));
+    run_until(t0 + W_DEFAULT - 300u + 1u);
+    assert_true(elk_client_node_votes(C(0), 0));
+    assert_int_equal(acquire_once(0), ELK_OK);
+    /* an old marker (written before creation times were kept: no "@") counts as old */
+    setup(.nodes = 1);
+    lfr_flushall(&T.srv[0]);
+    lfr_set(&T.srv[0], "elk:marker", "0000000000000000000000000000000000000001", 0);
+    pump();
+    assert_string_equal(HY(0, 0), "ok");
+    assert_int_equal(acquire_once(0), ELK_OK);
+}
+
+/* A marker gone while the node votes: the next acquire reply (no probe in between) is not
+ * counted and starts the quarantine, which the reply's marker age sets: a marker another
+ * gateway made 400 ms ago leaves W - 400 ms (+1). */
+static void test_marker_in_reply_quarantines(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    pump();
+    assert_string_equal(HY(0, 0), "ok");
+    flush_marked(0, 400);
+    uint64_t t0 = T.now;
+    assert_int_equal(acquire_node_err(0, 0), ELK_E_NODE_AMNESIA);
+    assert_int_equal(T.srv[0].probe, 1); /* no reconnect, no new probe: the reply told */
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT - 400u + 1u);
+    assert_string_equal(HY(0, 0), "quarantined: data lost (marker 0 s old)");
+    /* the single node's lease was taken on the server, but not handed out */
+    assert_false(elk_lock_is_held(L(0), T.now));
+    /* vote hygiene off: plain Redlock, the reply counts (the negative control) */
+    setup(.nodes = 1, .hygiene_off = true);
+    pump();
+    flush_marked(0, 400);
+    assert_int_equal(acquire_once(0), ELK_OK);
+    assert_string_equal(HY(0, 0), "off");
+}
+
+/* Quarantines are never shortened: a marker reading that would end sooner leaves the longer
+ * quarantine (and its reason) standing; one that ends later extends it. */
+static void test_marker_never_shortens_quarantine(void **state)
+{
+    (void)state;
+    setup(.nodes = 1, .fresh = true, .quarantine_ms = 5000);
+    uint64_t t0 = T.now;
+    pump();
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 5000u);
+    assert_string_equal(HY(0, 0), "quarantined: restarted 0 s ago");
+    /* the marker now says it was made 4 s ago: 1 s left by it, 5 s by the restart */
+    flush_marked(0, 4000);
+    run_until(t0 + 2600u); /* refreshes read it */
+    assert_true(T.srv[0].probe >= 2u);
+    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 5000u);
+    assert_string_equal(HY(0, 0), "quarantined: restarted 0 s ago");
+    /* a marker made just now ends later: extended, with its reason */
+    flush_marked(0, 0);
+    run_until(t0 + 5000u);
+    assert_true(elk_client_node_quarantine(C(0), 0) > t0 + 5000u);
+    assert_string_equal(HY(0, 0), "quarantined: data lost (marker 0 s old)");
+}
+
+/* Every master loses its data at once (the counters with it): after the quarantine the next
+ * token is still above every token handed out before, by the servers' clocks (the token is
+ * max(counter + 1, TIME in us)). The old script (counter + 1 only) goes back to 1. */
+static void test_token_floor_after_total_loss(void **state)
+{
+    (void)state;
+    setup(.gws = 2);
+    pump();
+    assert_int_equal(acquire_once(0), ELK_OK);
+    uint64_t token_a = elk_lock_token(L(0));
+    assert_true(token_a >= (uint64_t)srv_time(0) * 1000u - 50000u);
+    assert_int_equal(elk_lock_release(L(0), T.now), ELK_OK);
+    run_until(T.now + 20u);
+    for (size_t i = 0; i < T.nodes; i++) {
+        lfr_flushall(&T.srv[i]);
+    }
+    assert_int_equal(elk_lock_acquire(L(1), T.now, T.now + 5000u), ELK_E_WOULD_BLOCK);
+    run_until(T.now + 3000u);
+    assert_true(elk_lock_is_held(L(1), T.now));
+    assert_true(elk_lock_token(L(1)) > token_a);
+    for (size_t i = 0; i < T.nodes; i++) {
+        assert_int_equal(lfr_int(&T.srv[i], "elk:{valve}:fence"), (int64_t)elk_lock_token(L(1)));
+    }
+    /* the old script, counter + 1 alone: the same story hands out a lower token */
+    uint64_t token_b = elk_lock_token(L(1));
+    assert_int_equal(elk_lock_release(L(1), T.now), ELK_OK);
+    run_until(T.now + 20u);
+    for (size_t i = 0; i < T.nodes; i++) {
+        lfr_flushall(&T.srv[i]);
+        T.srv[i].no_token_floor = true;
+    }
+    assert_int_equal(elk_lock_acquire(L(0), T.now, T.now + 5000u), ELK_E_WOULD_BLOCK);
+    run_until(T.now + 3000u);
+    assert_true(elk_lock_is_held(L(0), T.now));
+    assert_true(elk_lock_token(L(0)) < 10u); /* the counters start again (each try adds 1) */
+    assert_true(elk_lock_token(L(0)) < token_b);
+}
+
+/* The client's floor (ARGV[5]): a master whose clock runs 5 s ahead of the others lifts the
+ * token even when it is not in the quorum (silent here), as its counters (and the tokens it
+ * gave) are ahead by that much; without the floor the two others' clocks would give a token
+ * 5 s lower than one it could have granted. */
+static void test_client_floor_carries_fastest_clock(void **state)
+{
+    (void)state;
+    setup();
+    T.srv[2].wall_offset_ms += 5000; /* before the first contact: its reference, no jump */
+    pump();
+    T.srv[2].silent = true;
+    assert_int_equal(acquire_once(0), ELK_OK);
+    uint64_t tok = elk_lock_token(L(0));
+    assert_true(T.srv[0].last_floor >= (srv_time(2) - 60) * 1000);
+    assert_true(tok >= (uint64_t)(srv_time(2) - 60) * 1000u);
+    assert_true(tok > (uint64_t)srv_time(0) * 1000u + 4000000u);
+    /* that master's clock is then set back 5 s (and read again): the floor keeps the highest
+     * reading, as tokens were handed out by it */
+    int64_t floor1 = T.srv[0].last_floor;
+    uint64_t t1 = T.now;
+    assert_int_equal(elk_lock_release(L(0), T.now), ELK_OK);
+    T.srv[2].silent = false;
+    T.srv[2].wall_offset_ms -= 5000;
+    drop(2); /* reconnect: the probe reads node 3's clock again (the jump back) */
+    run_until(T.now + 200u);
+    assert_int_equal(T.srv[2].probe, 2);
+    (void)acquire_once(0); /* its floor: after that reading */
+    assert_true(T.srv[0].last_floor >= floor1 + (int64_t)(T.now - t1) * 1000 - 60000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1133,6 +1345,12 @@ int main(void)
         cmocka_unit_test(test_clock_reading_sent_before_reference_received),
         cmocka_unit_test(test_wait_granted_when_quarantine_ends),
         cmocka_unit_test(test_queries_bad_args),
+        cmocka_unit_test(test_flushall_majority_no_second_holder),
+        cmocka_unit_test(test_young_marker_seen_by_fresh_client),
+        cmocka_unit_test(test_marker_in_reply_quarantines),
+        cmocka_unit_test(test_marker_never_shortens_quarantine),
+        cmocka_unit_test(test_token_floor_after_total_loss),
+        cmocka_unit_test(test_client_floor_carries_fastest_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,14 +132,19 @@ static void test_scripts_shape(void **state)
         assert_int_equal(all[i][n - 1], '\n');
         assert_int_not_equal(all[i][n - 2], '\n');
     }
-    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "'PX',ARGV[2])"));
-    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "INCR"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "'PX',a[2])"));
+    /* the token: the counter + 1, at least the server's clock in microseconds */
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE,
+                           "math.max((tonumber(c('GET',k[2]))or 0)+1,u,tonumber(a[5])or 0)"));
     /* the clock check needs the server's TIME in every acquire and renewal reply */
-    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "redis.call('TIME')"));
-    assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "redis.call('TIME')"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "c('TIME')"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "c('TIME')"));
+    /* the amnesia check: both read (and create) the fleet marker, the last key */
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "c('GET',k[4])"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "c('GET',k[3])"));
     /* lock-delay: acquire honours the marker, renewal pushes it out, release deletes it */
-    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "EXISTS',KEYS[3]"));
-    assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "SET', KEYS[2]"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_ACQUIRE, "EXISTS',k[3]"));
+    assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "SET',k[2]"));
     assert_non_null(strstr(ELK_LOCK_SCRIPT_RELEASE, "DEL', KEYS[2]"));
     assert_non_null(strstr(ELK_LOCK_SCRIPT_EXTEND, "PEXPIRE"));
     assert_non_null(strstr(ELK_LOCK_SCRIPT_RELEASE, "PUBLISH"));
@@ -160,22 +165,26 @@ static void test_longest_request_fits_the_bound(void **state)
     static const char *scripts[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND,
                                     ELK_LOCK_SCRIPT_RELEASE, ELK_LOCK_SCRIPT_COMMIT};
     char key[CONFIG_ELK_MAX_KEY_LEN + 1], value[ELK_LOCK_VALUE_MAX + 1];
+    char marker[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
     uint8_t buf[ELK_LOCK_REQUEST_MAX + 256];
     size_t longest = 0;
     memset(key, 'k', sizeof key - 1);
     key[sizeof key - 1] = '\0';
     memset(value, 'v', sizeof value - 1);
     value[sizeof value - 1] = '\0';
+    memset(marker, 'p', CONFIG_ELK_MAX_KEY_LEN);
+    memcpy(marker + CONFIG_ELK_MAX_KEY_LEN, ELK_LOCK_MARKER_NAME, sizeof(ELK_LOCK_MARKER_NAME));
     for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
-        /* the widest argument list of any script (ACQUIRE's): 3 keys, value, ttl, flag,
-         * lock delay (both numbers uint32) */
-        elk_resp_arg_t argv[10] = {elk_resp_arg_cstr("EVAL"), elk_resp_arg_cstr(scripts[i]),
-                                   elk_resp_arg_int(3),       elk_resp_arg_cstr(key),
-                                   elk_resp_arg_cstr(key),    elk_resp_arg_cstr(key),
-                                   elk_resp_arg_cstr(value),  elk_resp_arg_int(UINT32_MAX),
-                                   elk_resp_arg_cstr("1"),    elk_resp_arg_int(UINT32_MAX)};
+        /* the widest argument list of any script (ACQUIRE's): 3 keys, the fleet marker
+         * (the longest prefix and "marker"), value, ttl, flag, lock delay (both uint32), the
+         * token floor (an int64: 20 characters at most) */
+        elk_resp_arg_t argv[12] = {
+            elk_resp_arg_cstr("EVAL"), elk_resp_arg_cstr(scripts[i]), elk_resp_arg_int(4),
+            elk_resp_arg_cstr(key),    elk_resp_arg_cstr(key),        elk_resp_arg_cstr(key),
+            elk_resp_arg_cstr(marker), elk_resp_arg_cstr(value),      elk_resp_arg_int(UINT32_MAX),
+            elk_resp_arg_cstr("1"),    elk_resp_arg_int(UINT32_MAX),  elk_resp_arg_int(INT64_MIN)};
         size_t len = 0;
-        assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 10, &len), ELK_OK);
+        assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 12, &len), ELK_OK);
         if (len > longest) {
             longest = len;
         }

@@ -48,7 +48,7 @@
 #endif
 /* Pool block size in bytes: one request or reply buffer (>= ELK_LOCK_REQUEST_MAX). */
 #ifndef CONFIG_ELK_POOL_BLOCK_SIZE
-#define CONFIG_ELK_POOL_BLOCK_SIZE 1024
+#define CONFIG_ELK_POOL_BLOCK_SIZE 1280
 #endif
 /* Number of pool blocks. */
 #ifndef CONFIG_ELK_POOL_BLOCK_COUNT

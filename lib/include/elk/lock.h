@@ -18,12 +18,14 @@
  * from elk_client_poll at the deadline at the latest, whatever the network does, and
  * while a lock is held elk_client_poll never returns a wake time after its deadline.
  *
- * Fencing (design.md "Fencing tokens across a fleet"): ACQUIRE increments a counter
- * per node; the token is the max over the quorum; with more than one node it is then
- * COMMITted (counter = max(counter, token) where our value still stands) and reported
- * only after a quorum of commits, so tokens grow strictly across successive holders.
- * A node restarted without its data can lower its counter: the actuator guard
- * (fence.h) still refuses a lower token, so that costs liveness, never safety.
+ * Fencing (design.md "Fencing tokens across a fleet"): ACQUIRE raises a counter per
+ * node to max(counter + 1, the server's TIME in microseconds); the token is the max over
+ * the quorum; with more than one node it is then COMMITted (counter = max(counter, token)
+ * where our value still stands) and reported only after a quorum of commits, so tokens
+ * grow strictly across successive holders. Tokens are large (about 1.8e15 in 2026): the
+ * clock floor keeps them growing when masters lose their counters (FLUSHALL, a restart
+ * without data, even all of them at once), together with the amnesia quarantine (vote
+ * hygiene). The actuator guard (fence.h) still refuses a lower token.
  *
  * Scripts and their KEYS/ARGV/replies: elk/lock_scripts.h. They are sent with
  * EVALSHA, falling back to EVAL on NOSCRIPT (also after a server restart or flush).
@@ -50,9 +52,10 @@ extern "C" {
 /* Longest lock value: "<gateway id>:<32 hex>". */
 #define ELK_LOCK_VALUE_MAX (CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1u + 2u * ELK_LOCK_RANDOM_BYTES)
 /* Longest request the engine sends: EVAL of its longest script (after NOSCRIPT) with
- * three keys of CONFIG_ELK_MAX_KEY_LEN, a lock value and two 10-digit numbers and a flag
- * (ACQUIRE), each of at most 10 RESP arguments framed in at most 9 bytes ("$" + 5 digits
- * + 2 CRLF), plus the array header. A node's transmit buffer is one pool block, so
+ * three keys of CONFIG_ELK_MAX_KEY_LEN and the fleet marker key (the prefix, at most as
+ * long, and "marker"), a lock value, two 10-digit numbers, a flag and a 20-digit one
+ * (ACQUIRE), each of at most 12 RESP arguments framed in at most 9 bytes ("$" + 5 digits +
+ * 2 CRLF), plus the array header. A node's transmit buffer is one pool block, so
  * CONFIG_ELK_POOL_BLOCK_SIZE must be at least this; the library does not build
  * otherwise (a smaller block could never send the request: no lease, ever). */
 #define ELK_LOCK_MAX_(a, b) ((a) > (b) ? (a) : (b))
@@ -64,8 +67,8 @@ extern "C" {
      1u)
 /* Bytes of the largest request the lease engine sends (see above). */
 #define ELK_LOCK_REQUEST_MAX                                                                       \
-    (5u + 10u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 3u * CONFIG_ELK_MAX_KEY_LEN +             \
-     ELK_LOCK_VALUE_MAX + 21u)
+    (5u + 12u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 4u * CONFIG_ELK_MAX_KEY_LEN +             \
+     sizeof(ELK_LOCK_MARKER_NAME) - 1u + ELK_LOCK_VALUE_MAX + 41u)
 
 /* Safety check result kept per node (elk_client_node_check; truncated, NUL-terminated). */
 #define ELK_LOCK_CHECK_TEXT_MAX 64u
@@ -187,8 +190,9 @@ typedef struct elk_lock_node_result {
                                           ELK_E_TIMEOUT, ELK_E_UNSAFE_SERVER, ... */
     int64_t value;                     /* the script's integer reply (token, counter, 0/1) */
     uint32_t rtt_ms;                   /* reply time - round t_send */
-    int64_t server_ms;                 /* the server's TIME in the reply (ACQUIRE, EXTEND), 0
-                                          if none: for the clock check */
+    int64_t server_ms;                 /* the server's TIME in the reply (ACQUIRE, EXTEND) in
+                                          ms (the script's microseconds / 1000), 0 if none:
+                                          for the clock check */
     char text[ELK_LOCK_NODE_TEXT_MAX]; /* server error text (truncated), "" if none */
 } elk_lock_node_result_t;
 
@@ -371,8 +375,11 @@ typedef struct elk_lock_hygiene {
     int64_t ref_server;   /*   the server's TIME in ms */
     uint64_t run_hash;    /* hash of the run_id seen last (0: none seen) */
     uint64_t marker_hash; /* hash of the fleet marker's value seen last (0: none) */
-    uint64_t probe_hash;  /* hash of the random id the probe in flight carries */
+    uint64_t probe_hash;  /* FNV state after the random id the probe in flight carries */
     uint64_t probe_at;    /* when that probe was sent (its reply's ls) */
+    int64_t floor_off;    /* the highest (server TIME - local receive time) of any reading, ms:
+                             now + floor_off is the latest the node's clock can have reached
+                             by what we saw (token floor; a clock set back does not lower it) */
     uint32_t quarantines; /* times a quarantine started or was extended (metrics) */
     uint32_t clock_jumps; /* server clock jumps seen, forward or backward (metrics) */
     uint64_t jump_at;     /* local time of the last clock jump seen (0: none) */
@@ -380,6 +387,7 @@ typedef struct elk_lock_hygiene {
     bool pending;         /* no vote until the PROBE of this connection has answered */
     bool has_ref;         /* ref_* hold a reading */
     bool refreshing;      /* a probe sent only to read the clock (elk_lock__hygiene_refresh) */
+    bool has_floor;       /* floor_off holds a reading */
 } elk_lock_hygiene_t;
 
 /* A lock client over a fleet. Caller-owned; fields are internal. */
@@ -459,7 +467,9 @@ uint64_t elk_client_node_quarantine(const elk_client_t *client, size_t node);
 
 /* Vote hygiene of fleet node `node` as text for STATUS (client-owned, valid until the next
  * poll): "ok", "off", "pending" (probe not answered), "quarantined: restarted 2 s ago",
- * "quarantined: clock ran 5000 ms ahead", ... "" for a bad index. */
+ * "quarantined: clock ran 5000 ms ahead", "quarantined: data lost (marker 3 s old)" (a
+ * FLUSHALL or an empty replica within a connection: the fleet marker is younger than W),
+ * ... "" for a bad index. */
 const char *elk_client_node_hygiene(const elk_client_t *client, size_t node);
 
 /* Vote hygiene counters of fleet node `node` since elk_client_init, for metrics: into

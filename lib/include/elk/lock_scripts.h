@@ -8,15 +8,19 @@
  * what the SHA1 (as Redis computes it for EVALSHA) covers: each script ends with a
  * single "\n". tests/unit/test_lock_scripts.c recomputes every SHA1 from the text.
  *
- * Key layout (one hash tag, so all keys of a resource land in one cluster slot):
+ * Key layout (one hash tag, so all keys of a resource land in one cluster slot; the fleet
+ * marker is in another slot, which ACQUIRE and EXTEND touch too: edgelock's masters are
+ * independent servers (Redlock), never one Redis Cluster, where those scripts would fail
+ * with CROSSSLOT):
  *   lock key      <prefix>{<resource>}
  *   fence counter <prefix>{<resource>}:fence      (never expires)
  *   delay marker  <prefix>{<resource>}:delay      (lock_delay; expires ttl + lock_delay
  *                                                  after the last acquire or renewal)
  *   channel       <prefix>{<resource>}:released   (pub/sub, not a key)
- *   fleet marker  <prefix>marker                  (vote hygiene; never expires)
+ *   fleet marker  <prefix>marker                  (vote hygiene; never expires; its value
+ *                                                  ends in "@<creation time, server ms>")
  *
- * ACQUIRE and EXTEND reply {result, server_ms}, the others an integer (PROBE and SAFETY
+ * ACQUIRE and EXTEND reply {result, server_us, marker_ms}, the others an integer (PROBE and SAFETY
  * an array of fields); no script ever returns an error on its own
  * (a Redis error reply means the server refused to run it: NOSCRIPT, OOM, READONLY...).
  * Lock values are opaque strings "<gateway id>:<32 hex digits>".
@@ -25,57 +29,84 @@
 #define ELK_LOCK_SCRIPTS_H
 
 /*
- * ACQUIRE: take the lease if free and no lock-delay marker stands; with fencing, bump the
- * node's counter; with a lock delay, leave a marker that outlives the lease by it.
+ * ACQUIRE: take the lease if free and no lock-delay marker stands; with fencing, raise the
+ * node's counter to the token; with a lock delay, leave a marker that outlives the lease by
+ * it. Also reads the fleet marker (amnesia check), creating it when missing.
  *   KEYS[1] lock key          KEYS[2] fence counter key   KEYS[3] lock-delay marker key
+ *   KEYS[4] fleet marker key (<prefix>marker: another hash slot than the others; the masters
+ *           are independent servers, not a Redis Cluster, see the key layout above)
  *   ARGV[1] lock value        ARGV[2] ttl in ms (decimal)   ARGV[3] "1" fencing on, "0" off
  *   ARGV[4] lock delay in ms (decimal, "0": no marker is left)
- * Returns {result, server_ms}: server_ms is the server's TIME in ms (for the clock check,
- *   docs/design.md "Masters that restart or jump"); result is
- *          the counter after INCR (>= 1) when the lease was taken with fencing on;
+ *   ARGV[5] the client's floor for the token, in us (decimal, "0": none): the highest server
+ *           clock it knows in the fleet now (lock_hygiene.c), which covers a master whose
+ *           clock runs ahead of this one's
+ * Returns {result, server_us, marker_ms}: server_us is the server's TIME in microseconds
+ *   (for the clock check, docs/design.md "Masters that restart or jump", and the token
+ *   floor); marker_ms the fleet marker's creation time in server ms ("@<ms>" at the end of
+ *   its value; 0 for a marker without it, i.e. written before this check existed; server_us
+ *   / 1000 when this very call created it: docs/design.md "Masters that forget within a
+ *   connection"); result is
+ *          the token (>= 1) when the lease was taken with fencing on: max(counter + 1,
+ *             server_us, ARGV[5]), also stored as the counter, so tokens keep growing with
+ *             the servers' clocks even after the counter was lost (design.md "Fencing
+ *             tokens across a fleet");
  *          0 when taken with fencing off (the counter is not touched);
  *          -1 when the key exists (held by another holder, or by an older value of ours);
  *          -2 when a lock-delay marker stands: a holder's lease ended without a release
  *             and lock_delay has not passed since it could last have been valid.
+ * The counter is SET from a Lua number: Redis formats those with 17 significant digits
+ * (exact below 2^53, about the year 2255 in microseconds), never with Lua's "%.14g"
+ * (tostring, ..), which would round it; it is read back with tonumber, whatever the form.
+ * The marker's ms (13 digits until the year 2286) are safe with "..".
  * A marker is honoured whatever this caller's own lock delay (ARGV[4]) is. Written tersely:
  * its EVAL is the longest request (ELK_LOCK_REQUEST_MAX), which a pool block must hold.
- * Usage: EVALSHA <sha> 3 <lock key> <fence key> <delay key> <value> <ttl> <0|1> <delay>
+ * Usage: EVALSHA <sha> 4 <lock key> <fence key> <delay key> <marker key> <value> <ttl> <0|1>
+ *        <delay> <floor>
  */
 #define ELK_LOCK_SCRIPT_ACQUIRE                                                                    \
-    "local t=redis.call('TIME')\n"                                                                 \
-    "local r={0,t[1]*1000+math.floor(t[2]/1000)}\n"                                                \
-    "if redis.call('EXISTS',KEYS[1])==1 then r[1]=-1\n"                                            \
-    "elseif redis.call('EXISTS',KEYS[3])==1 then r[1]=-2\n"                                        \
+    "local c,k,a=redis.call,KEYS,ARGV\n"                                                           \
+    "local t=c('TIME')\n"                                                                          \
+    "local u=t[1]*1e6+t[2]\n"                                                                      \
+    "local m=c('GET',k[4])\n"                                                                      \
+    "if not m then m='@'..math.floor(u/1e3)c('SET',k[4],m)end\n"                                   \
+    "local r={0,u,tonumber(m:match'@(%d+)$')or 0}\n"                                               \
+    "if c('EXISTS',k[1])==1 then r[1]=-1\n"                                                        \
+    "elseif c('EXISTS',k[3])==1 then r[1]=-2\n"                                                    \
     "else\n"                                                                                       \
-    " redis.call('SET',KEYS[1],ARGV[1],'PX',ARGV[2])\n"                                            \
-    " if ARGV[4]~='0' then redis.call('SET',KEYS[3],ARGV[1],'PX',ARGV[2]+ARGV[4]) end\n"           \
-    " if ARGV[3]=='1' then r[1]=redis.call('INCR',KEYS[2]) end\n"                                  \
+    "c('SET',k[1],a[1],'PX',a[2])\n"                                                               \
+    "if a[4]~='0' then c('SET',k[3],a[1],'PX',a[2]+a[4])end\n"                                     \
+    "if a[3]=='1' then\n"                                                                          \
+    "r[1]=math.max((tonumber(c('GET',k[2]))or 0)+1,u,tonumber(a[5])or 0)c('SET',k[2],r[1])\n"      \
+    "end\n"                                                                                        \
     "end\n"                                                                                        \
     "return r\n"
-#define ELK_LOCK_SCRIPT_ACQUIRE_SHA1 "c8e1776244debe33801776a75e3f98444029861b"
+#define ELK_LOCK_SCRIPT_ACQUIRE_SHA1 "e04069d85675d6c55cb835ec622dfec0e3ef4037"
 
 /*
  * EXTEND (renewal): compare-and-extend; the lock-delay marker is pushed out with the key.
- *   KEYS[1] lock key          KEYS[2] lock-delay marker key
+ * Reads the fleet marker as ACQUIRE does (creating it when missing).
+ *   KEYS[1] lock key          KEYS[2] lock-delay marker key   KEYS[3] fleet marker key
  *   ARGV[1] lock value        ARGV[2] new ttl in ms (decimal), counted from now on the server
  *   ARGV[3] lock delay in ms ("0": the marker is not touched)
- * Returns {result, server_ms} (server_ms as for ACQUIRE); result is
+ * Returns {result, server_us, marker_ms} (the last two as for ACQUIRE); result is
  *          1 when the key held ARGV[1] and its expiry was reset to ARGV[2] ms;
  *          0 when the key is absent or holds another value (nothing changed).
- * Usage: EVALSHA <sha> 2 <lock key> <delay key> <value> <ttl> <delay>
+ * Usage: EVALSHA <sha> 3 <lock key> <delay key> <marker key> <value> <ttl> <delay>
  */
 #define ELK_LOCK_SCRIPT_EXTEND                                                                     \
-    "local t = redis.call('TIME')\n"                                                               \
-    "local n = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                            \
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then\n"                                              \
-    "  return {0, n}\n"                                                                            \
+    "local c,k,a=redis.call,KEYS,ARGV\n"                                                           \
+    "local t=c('TIME')\n"                                                                          \
+    "local u=t[1]*1e6+t[2]\n"                                                                      \
+    "local m=c('GET',k[3])\n"                                                                      \
+    "if not m then m='@'..math.floor(u/1e3)c('SET',k[3],m)end\n"                                   \
+    "local r={0,u,tonumber(m:match'@(%d+)$')or 0}\n"                                               \
+    "if c('GET',k[1])==a[1] then\n"                                                                \
+    "c('PEXPIRE',k[1],a[2])\n"                                                                     \
+    "if a[3]~='0' then c('SET',k[2],a[1],'PX',a[2]+a[3])end\n"                                     \
+    "r[1]=1\n"                                                                                     \
     "end\n"                                                                                        \
-    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                                                    \
-    "if ARGV[3] ~= '0' then\n"                                                                     \
-    "  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2] + ARGV[3])\n"                             \
-    "end\n"                                                                                        \
-    "return {1, n}\n"
-#define ELK_LOCK_SCRIPT_EXTEND_SHA1 "9be2eb86d80ce9286be96f8bcfe87c9db90865c7"
+    "return r\n"
+#define ELK_LOCK_SCRIPT_EXTEND_SHA1 "a0f824c287eb0e66a6cec0cb6c6ef7f233b4d98f"
 
 /*
  * RELEASE: compare-and-delete (a clean release also deletes this holder's lock-delay
@@ -141,7 +172,7 @@
  * connection, before the node may vote (docs/design.md "Masters that restart or jump").
  *   KEYS[1] the fleet's marker key (<prefix>marker): never expires, so a restart without
  *           persistence loses it. Created here when missing, holding the server's run_id
- *           (or ARGV[1] when INFO is not allowed).
+ *           (or ARGV[1] when INFO is not allowed), "@" and the server's TIME in ms.
  *   ARGV[1] a random id (32 hex digits) for a server that does not tell its run_id
  * Returns {run_id, uptime_in_seconds, marker, aof_enabled, server_ms}: the first four as
  *   strings, "" when not known (INFO refused by the ACL, field missing; marker "" when it
@@ -156,14 +187,15 @@
     "if type(s) ~= 'string' then s = '' end\n"                                                     \
     "if type(p) ~= 'string' then p = '' end\n"                                                     \
     "local id = string.match(s, 'run_id:(%x+)') or ''\n"                                           \
+    "local t = redis.call('TIME')\n"                                                               \
+    "local n = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                            \
     "local m = redis.call('GET', KEYS[1])\n"                                                       \
     "if not m then\n"                                                                              \
-    "  redis.call('SET', KEYS[1], id ~= '' and id or ARGV[1])\n"                                   \
+    "  redis.call('SET', KEYS[1], (id ~= '' and id or ARGV[1]) .. '@' .. n)\n"                     \
     "end\n"                                                                                        \
-    "local t = redis.call('TIME')\n"                                                               \
     "return {id, string.match(s, 'uptime_in_seconds:(%d+)') or '', m or '',\n"                     \
-    "  string.match(p, 'aof_enabled:(%d)') or '', t[1] * 1000 + math.floor(t[2] / 1000)}\n"
-#define ELK_LOCK_SCRIPT_PROBE_SHA1 "b9e955ed867c64d3609982ff0967a47445e0277e"
+    "  string.match(p, 'aof_enabled:(%d)') or '', n}\n"
+#define ELK_LOCK_SCRIPT_PROBE_SHA1 "b6a1ac7f7b70a9635156616ee3db7e52ccdd77a8"
 
 /* Reply values of the scripts, by name. */
 #define ELK_LOCK_ACQUIRE_BUSY (-1)    /* ACQUIRE: key exists */

@@ -171,12 +171,14 @@ static long long wall_ms(void)
 }
 
 /* What a well-behaved Redis 7 would answer (values are plausible, not stored): ACQUIRE
- * and EXTEND {1, TIME}, PROBE a server up for a day that kept its marker. */
+ * and EXTEND {1, TIME in us, the fleet marker made a day ago}, PROBE a server up for a day
+ * that kept its marker. */
 static void valid_reply(char *buf, size_t cap, const char *cmd, const char *arg1)
 {
     if (script_is(cmd, arg1, ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_ACQUIRE_SHA1) ||
         script_is(cmd, arg1, ELK_LOCK_SCRIPT_EXTEND, ELK_LOCK_SCRIPT_EXTEND_SHA1))
-        snprintf(buf, cap, "*2\r\n:1\r\n:%lld\r\n", wall_ms());
+        snprintf(buf, cap, "*3\r\n:1\r\n:%lld\r\n:%lld\r\n", wall_ms() * 1000,
+                 wall_ms() - 86400000);
     else if (script_is(cmd, arg1, ELK_LOCK_SCRIPT_PROBE, ELK_LOCK_SCRIPT_PROBE_SHA1))
         snprintf(buf, cap,
                  "*5\r\n$40\r\n0123456789abcdef0123456789abcdef01234567\r\n$5\r\n86400\r\n$40\r\n"

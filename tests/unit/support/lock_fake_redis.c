@@ -9,6 +9,8 @@
 #include "elk/err.h"
 #include "elk/lock_scripts.h"
 
+static void lfr_old_marker(lfr_server_t *s, const char *key);
+
 void lfr_init(lfr_server_t *s, const uint64_t *now)
 {
     memset(s, 0, sizeof *s);
@@ -16,6 +18,22 @@ void lfr_init(lfr_server_t *s, const uint64_t *now)
     s->scripts_loaded = false;
     s->maxmemory_policy = "noeviction";
     s->wall_offset_ms = 1700000000000; /* a wall clock, as TIME gives it */
+    s->old_marker = true;
+}
+
+void lfr_flushall(lfr_server_t *s)
+{
+    memset(s->kv, 0, sizeof s->kv);
+    s->old_marker = false;
+}
+
+/* A fleet in use for a day: whatever the key prefix, its marker was written by run 1's first
+ * probe then, until the data is lost. */
+static void lfr_old_marker(lfr_server_t *s, const char *key)
+{
+    if (s->old_marker && lfr_get(s, key) == NULL) {
+        lfr_set(s, key, "0000000000000000000000000000000000000001@1699913600000", 0);
+    }
 }
 
 size_t lfr_attach(lfr_server_t *s, fake_transport_t *ft)
@@ -121,11 +139,34 @@ static long long lfr_time_ms(const lfr_server_t *s)
     return (long long)((int64_t)*s->now + s->wall_offset_ms);
 }
 
-/* {result, server_ms}: the reply of ACQUIRE and EXTEND. */
-static void lfr_pair_reply(lfr_server_t *s, size_t c, long long v)
+/* The fleet marker's creation time in server ms, as ACQUIRE and EXTEND read it
+ * ('@(%d+)$' of its value, 0 without), creating it ("@<ms>") when missing. */
+static long long lfr_marker(lfr_server_t *s, const char *key)
 {
-    char b[64];
-    int n = snprintf(b, sizeof b, "*2\r\n:%lld\r\n:%lld\r\n", v, lfr_time_ms(s));
+    const char *m;
+    const char *at;
+    char v[32];
+    lfr_old_marker(s, key);
+    m = lfr_get(s, key);
+    if (m == NULL) {
+        snprintf(v, sizeof v, "@%lld", lfr_time_ms(s));
+        lfr_set(s, key, v, 0);
+        m = lfr_get(s, key);
+    }
+    at = strrchr(m, '@');
+    if (at == NULL || at[1] == '\0' || strspn(at + 1, "0123456789") != strlen(at + 1)) {
+        return 0;
+    }
+    return atoll(at + 1);
+}
+
+/* {result, server_us, marker_ms}: the reply of ACQUIRE and EXTEND (the test clock is in ms:
+ * the microseconds are ms * 1000). */
+static void lfr_pair_reply(lfr_server_t *s, size_t c, long long v, long long marker_ms)
+{
+    char b[96];
+    int n = snprintf(b, sizeof b, "*3\r\n:%lld\r\n:%lld\r\n:%lld\r\n", v, lfr_time_ms(s) * 1000,
+                     marker_ms);
     lfr_out(s, c, b, (size_t)n);
 }
 
@@ -195,13 +236,19 @@ static void lfr_record(lfr_server_t *s, const char *which, const char *value, bo
 static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd,
                     size_t first)
 {
-    char k1[LFR_STR], k2[LFR_STR], k3[LFR_STR], a1[LFR_STR], a2[LFR_STR], a3[LFR_STR], a4[LFR_STR];
+    char k1[LFR_STR], k2[LFR_STR], k3[LFR_STR], k4[LFR_STR];
+    char a1[LFR_STR], a2[LFR_STR], a3[LFR_STR], a4[LFR_STR], a5[LFR_STR];
+    long long mk = 0;
     char nk[16];
     lfr_arg(cmd, first, nk);
     size_t numkeys = (size_t)atoi(nk);
     lfr_arg(cmd, first + 1, k1);
     lfr_arg(cmd, first + 2, k2);
     lfr_arg(cmd, first + 3, k3);
+    lfr_arg(cmd, first + 4, k4);
+    if (numkeys < 4) {
+        k4[0] = '\0';
+    }
     if (numkeys < 3) {
         k3[0] = '\0';
     }
@@ -212,6 +259,7 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
     lfr_arg(cmd, first + 2 + numkeys, a2);
     lfr_arg(cmd, first + 3 + numkeys, a3);
     lfr_arg(cmd, first + 4 + numkeys, a4);
+    lfr_arg(cmd, first + 5 + numkeys, a5);
     lfr_record(s, which, a1, fake_cmd_is(cmd, "EVAL"));
     if (strcmp(which, "acquire") == 0) {
         s->acquire_calls++;
@@ -231,13 +279,16 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
         return;
     }
     if (strcmp(which, "acquire") == 0) {
-        /* KEYS: lock, fence, delay marker; ARGV: value, ttl, fencing, lock delay */
+        /* KEYS: lock, fence, delay marker, fleet marker; ARGV: value, ttl, fencing, delay,
+         * the client's token floor */
+        mk = lfr_marker(s, k4);
+        s->last_floor = atoll(a5);
         if (lfr_get(s, k1) != NULL) {
-            lfr_pair_reply(s, c, -1);
+            lfr_pair_reply(s, c, -1, mk);
             return;
         }
         if (lfr_get(s, k3) != NULL) {
-            lfr_pair_reply(s, c, -2);
+            lfr_pair_reply(s, c, -2, mk);
             return;
         }
         lfr_set(s, k1, a1, (uint64_t)atoll(a2));
@@ -245,26 +296,34 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
             lfr_set(s, k3, a1, (uint64_t)(atoll(a2) + atoll(a4)));
         }
         if (strcmp(a3, "1") == 0) {
+            /* max(counter + 1, TIME in us, ARGV[5]), unless the test turned the floor off */
             char v[32];
             long long n = lfr_int(s, k2) + 1;
+            if (!s->no_token_floor && n < lfr_time_ms(s) * 1000) {
+                n = lfr_time_ms(s) * 1000;
+            }
+            if (!s->no_token_floor && n < atoll(a5)) {
+                n = atoll(a5);
+            }
             snprintf(v, sizeof v, "%lld", n);
             lfr_set(s, k2, v, 0);
-            lfr_pair_reply(s, c, n);
+            lfr_pair_reply(s, c, n, mk);
             return;
         }
-        lfr_pair_reply(s, c, 0);
+        lfr_pair_reply(s, c, 0, mk);
     } else if (strcmp(which, "extend") == 0) {
-        /* KEYS: lock, delay marker; ARGV: value, ttl, lock delay */
+        /* KEYS: lock, delay marker, fleet marker; ARGV: value, ttl, lock delay */
+        mk = lfr_marker(s, k3);
         const char *v = lfr_get(s, k1);
         if (v != NULL && strcmp(v, a1) == 0) {
             lfr_set(s, k1, a1, (uint64_t)atoll(a2));
             if (strcmp(a3, "0") != 0) {
                 lfr_set(s, k2, a1, (uint64_t)(atoll(a2) + atoll(a3)));
             }
-            lfr_pair_reply(s, c, 1);
+            lfr_pair_reply(s, c, 1, mk);
             return;
         }
-        lfr_pair_reply(s, c, 0);
+        lfr_pair_reply(s, c, 0, mk);
     } else if (strcmp(which, "release") == 0) {
         /* KEYS: lock, delay marker; ARGV: value, channel */
         const char *v = lfr_get(s, k2);
@@ -431,6 +490,7 @@ void lfr_restart(lfr_server_t *s, bool keep_data)
     s->scripts_loaded = false;
     if (!keep_data) {
         memset(s->kv, 0, sizeof s->kv);
+        s->old_marker = false;
     }
     for (size_t c = 0; c < s->nconn; c++) {
         s->resp3[c] = false;
@@ -469,11 +529,14 @@ static bool lfr_probe(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         snprintf(run_id, sizeof run_id, "%040u", s->run + 1u);
         snprintf(uptime, sizeof uptime, "%llu", (unsigned long long)up);
     }
+    lfr_old_marker(s, key);
     const char *m = lfr_get(s, key);
     if (m != NULL) {
         snprintf(marker, sizeof marker, "%s", m);
     } else {
-        lfr_set(s, key, run_id[0] != '\0' ? run_id : id, 0);
+        char made[LFR_STR];
+        snprintf(made, sizeof made, "%.60s@%lld", run_id[0] != '\0' ? run_id : id, lfr_time_ms(s));
+        lfr_set(s, key, made, 0);
     }
     char b[512];
     size_t len = (size_t)snprintf(b, sizeof b, "*5\r\n");

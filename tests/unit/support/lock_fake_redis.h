@@ -3,7 +3,8 @@
  * A tiny in-memory Redis for lease-engine unit tests. It answers, on scripted
  * transports (fake_transport.h), exactly the commands lib/lock sends: EVALSHA/EVAL of
  * the four lease scripts in elk/lock_scripts.h (run natively here; ACQUIRE and EXTEND
- * answer {result, server TIME}, with the lock-delay marker), SCRIPT LOAD, CONFIG
+ * answer {result, server TIME in us, fleet marker's creation s}, with the lock-delay
+ * marker, the fleet marker and the token's clock floor), SCRIPT LOAD, CONFIG
  * GET, HELLO, SUBSCRIBE/UNSUBSCRIBE, plus PUBLISH from the release script to
  * subscribed connections (RESP3 pushes, or RESP2 pub/sub arrays). Several connections (one per client) may share one
  * server, so two clients can contend.
@@ -86,6 +87,12 @@ typedef struct lfr_server {
     const char *probe_raw; /* non-NULL: the PROBE's reply is these raw RESP bytes */
     unsigned probe;        /* PROBE calls */
     bool probe_no_info;    /* the PROBE's INFO is refused (no +info) */
+    bool no_token_floor;   /* ACQUIRE's token is counter + 1 only (the old script: a test
+                              shows what the clock floor prevents) */
+    long long last_floor;  /* ARGV[5] of the last ACQUIRE: the client's token floor */
+    bool old_marker;       /* lfr_init: a missing fleet marker reads as one written a day
+                              ago, whatever the prefix (until a restart without data or
+                              lfr_flushall) */
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
@@ -108,5 +115,8 @@ int64_t lfr_int(lfr_server_t *s, const char *key);
  * connection closed (the client reconnects), and every key lost unless keep_data (a
  * restart from AOF; set aof too for the PROBE to say so). */
 void lfr_restart(lfr_server_t *s, bool keep_data);
+/* FLUSHALL: every key gone (the fleet marker too), the process and its connections go on
+ * (no restart). */
+void lfr_flushall(lfr_server_t *s);
 
 #endif /* LOCK_FAKE_REDIS_H */

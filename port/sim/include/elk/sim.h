@@ -227,6 +227,8 @@ elk_sim_key_t *elk_sim_redis_set(elk_sim_redis_t *node, const uint8_t *key, size
 bool elk_sim_redis_del(elk_sim_redis_t *node, const uint8_t *key, size_t klen);
 /* Node wall-clock ms now. */
 int64_t elk_sim_redis_now_ms(const elk_sim_redis_t *node);
+/* The same wall clock in microseconds (TIME's t[1] * 1e6 + t[2]). */
+int64_t elk_sim_redis_now_us(const elk_sim_redis_t *node);
 /* What INFO's uptime says now, in ms: wall-clock time since the node's last start (steps
  * of its wall clock included, as Redis computes it); negative after a backward step past
  * the start (Redis then prints a negative number, which no uptime pattern matches). */
@@ -346,6 +348,17 @@ void elk_sim_net_crash(elk_sim_net_t *net, size_t node);
  * A restart is a new server process: a new run_id (from the net's rng), uptime from 0, and
  * appendonly "yes" when the data was kept, "no" when it was lost (what INFO then says). */
 void elk_sim_net_restart(elk_sim_net_t *net, size_t node, int mode);
+/* Data lost without a restart (issue 26): FLUSHALL on node (every key gone, connections and
+ * the script cache kept, as in Redis). */
+void elk_sim_net_flush(elk_sim_net_t *net, size_t node);
+/* Eviction under memory pressure: every key with an expiry (leases, lock-delay markers)
+ * and, with marker_too, the key named marker (the fleet marker: an allkeys policy may take
+ * it too; one that keeps it is the safety check's part, docs/design.md). */
+void elk_sim_net_evict(elk_sim_net_t *net, size_t node, const char *marker, bool marker_too);
+/* Failover of node to an empty replica behind the same address: every connection fails,
+ * the new master answers at once, empty, with a new run_id and an uptime of an hour (the
+ * replica was running), appendonly "no". */
+void elk_sim_net_failover(elk_sim_net_t *net, size_t node);
 /* Step node's wall clock by delta_us (either way); its expiry, TIME and INFO's uptime
  * follow, as they do on a real server whose clock is stepped. */
 void elk_sim_net_clock_jump(elk_sim_net_t *net, size_t node, int64_t delta_us);
