@@ -414,10 +414,16 @@ static void write_bar(const page_t *p, size_t i)
     bar_info(p, b);
     fputs("\"/>", p->f);
     if (hold && b->token) {
-        fprintf(p->f,
-                "<text class=\"token\" data-s=\"%" PRIu64 "\" x=\"%.2f\" y=\"%d\">%" PRIu64
-                "</text>",
-                b->start_ms - p->t0, x0 + 3, y + BAR_H - 4, b->token);
+        /* Tokens are server times in microseconds (16 digits): the bar shows the last six,
+         * which differ from holder to holder; the hover has the whole token. */
+        char shown[32];
+        if (b->token >= 10000000u) {
+            snprintf(shown, sizeof shown, "&#8230;%06" PRIu64, b->token % 1000000u);
+        } else {
+            snprintf(shown, sizeof shown, "%" PRIu64, b->token);
+        }
+        fprintf(p->f, "<text class=\"token\" data-s=\"%" PRIu64 "\" x=\"%.2f\" y=\"%d\">%s</text>",
+                b->start_ms - p->t0, x0 + 3, y + BAR_H - 4, shown);
     }
     fputc('\n', p->f);
 }
