@@ -186,6 +186,7 @@ struct agent {
     int level_override;  /* --log-level, which a reload keeps (-1: none) */
     uint64_t started_at; /* clock ms at start, for the uptime in STATUS */
     uint32_t reloads, reload_failures;
+    uint32_t full_refusals; /* connections refused with ELK_E_AGENT_FULL, for the metrics */
     char reload_error[ELKFW_ERR_MAX]; /* why the last reload kept the running config ("" ok) */
     elkfw_notify_t notify;            /* the service manager ($NOTIFY_SOCKET), if any */
     bool ready_sent;
@@ -1287,6 +1288,8 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
     src->quorum = elk_client_quorum(&a->client);
     src->reloads = a->reloads;
     src->reload_failures = a->reload_failures;
+    src->client_slots = ELKD_MAX_CLIENTS;
+    src->full_refusals = a->full_refusals;
     src->res = res;
     src->nodes = nodes;
     src->local_clock_suspect =
@@ -1714,6 +1717,7 @@ static void accept_clients(agent_t *a, uint64_t now)
             /* Answered before closing: the client reads why instead of a broken pipe. */
             (void)!send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
             if (!a->shutting_down) {
+                a->full_refusals++;
                 elkd_log(a, ELK_LOG_WARN, "connection of uid %u (pid %d, %s) refused: %s",
                          (unsigned)peer.uid, (int)peer.pid, peer.exe, why);
             }

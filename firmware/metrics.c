@@ -140,6 +140,11 @@ static void write_agent(FILE *f, const elkfw_metrics_src_t *s)
     fprintf(f, "elk_agent_uptime_seconds %" PRIu64 "\n", s->uptime_s);
     family(f, "elk_agent_clients", "gauge", "Local programs connected to the control socket.");
     fprintf(f, "elk_agent_clients %zu\n", s->clients);
+    family(f, "elk_agent_client_slots", "gauge", "Connections elkd can hold at once.");
+    fprintf(f, "elk_agent_client_slots %zu\n", s->client_slots);
+    family(f, "elk_agent_full_refusals_total", "counter",
+           "Connections refused because no client slot was free for them (ELK_E_AGENT_FULL).");
+    fprintf(f, "elk_agent_full_refusals_total %" PRIu32 "\n", s->full_refusals);
     family(f, "elk_agent_nodes_ready", "gauge", "Nodes of the fleet ready now.");
     fprintf(f, "elk_agent_nodes_ready %zu\n", s->nodes_ready);
     family(f, "elk_agent_quorum", "gauge", "Nodes a lease needs.");

@@ -143,4 +143,12 @@ check_contains "idle: and still holds its lease" "holder release: OK RELEASED va
 ms=$(sed -n 's/.*closed: it held nothing and sent nothing for \([0-9]*\) ms.*/\1/p' "$L" | tail -1)
 echo "measure: idle connection closed after ${ms:-?} ms (bound $IDLE_MS ms)"
 [ -n "$ms" ] && [ "$ms" -ge "$IDLE_MS" ]; check "idle: closed no earlier than the bound (elkd's log: ${ms:-none} ms)" 0 $?
+
+# 4. The refusals are counted for the metrics (the EdgelockAgentFull alert reads them): the
+#    three of root's commands and the flood, at least (a slot is free again by now).
+refusals=""
+metric() { refusals=$("$ELK" --socket "$SOCK" status --metrics 2>/dev/null | sed -n 's/^elk_agent_full_refusals_total \([0-9]*\)$/\1/p'); [ -n "$refusals" ]; }
+wait_until 60 metric
+[ -n "$refusals" ] && [ "$refusals" -ge $((N + 3)) ]; check "metrics: elk_agent_full_refusals_total counts them (${refusals:-none} >= $((N + 3)))" 0 $?
+check_contains "metrics: the slots are told" "elk_agent_client_slots " "$("$ELK" --socket "$SOCK" status --metrics)"
 finish

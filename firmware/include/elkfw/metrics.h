@@ -71,6 +71,8 @@ typedef struct elkfw_metrics_src {
     const char *version, *gateway;
     uint64_t uptime_s;
     size_t clients, nodes_ready, quorum;
+    size_t client_slots;    /* connections elkd can hold at once */
+    uint32_t full_refusals; /* connections refused: no free slot (ELK_E_AGENT_FULL) */
     uint32_t reloads, reload_failures;
     const elkfw_metrics_res_t *res;
     size_t n_res;
