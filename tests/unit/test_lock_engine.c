@@ -1288,7 +1288,7 @@ static void test_safety_check_fits_before_many_resubscribes(void **state)
         assert_int_equal(
             elk_lock_init(&extra[k], &W.client, name[k], &c, elk_ts_events_on, &extra_rec[k]),
             ELK_OK);
-        snprintf(key, sizeof key, "t:{%s}", name[k]);
+        snprintf(key, sizeof key, "t:{%.15s}", name[k]);
         lfr_set(&W.srv[0], key, "other:1", 600000); /* held elsewhere: they wait */
     }
     pump();
