@@ -109,8 +109,30 @@ static LK_NOINLINE int64_t lk_with_drift(const elk_lock_config_t *cfg, uint64_t 
     return (int64_t)(ms + elk_lock__drift(&c));
 }
 
+/* The most drift any registered lock (the defaults when none) allows over span ms. A
+ * quarantine's length is server time (until the longest lease could have expired there),
+ * counted here on our clock: without this margin a server clock a little slower than ours,
+ * or a reading taken early in its round trip, still shows the window open when ours has
+ * closed, and the first reply after the quarantine loses its vote to the same rule. */
+static LK_NOINLINE uint64_t lk_margin(const elk_client_t *client, uint64_t span)
+{
+    elk_lock_config_t c;
+    uint64_t most = 0;
+    size_t k = 0;
+    elk_lock_config_defaults(&c);
+    do {
+        if (k < client->lock_count) {
+            c = client->locks[k]->cfg;
+        }
+        c.ttl_ms = (uint32_t)(span > UINT32_MAX ? UINT32_MAX : span);
+        most = elk_lock__drift(&c) > most ? elk_lock__drift(&c) : most;
+    } while (++k < client->lock_count);
+    return most;
+}
+
 /* "quarantined: <what>[<val>][<n>]<after>" as node i's text, and no vote until `until`
- * (extended, never shortened; the text changes only with it); one warning line. */
+ * plus lk_margin (extended, never shortened; the text changes only with it); one warning
+ * line. */
 static void lk_quarantine(elk_client_t *client, size_t i, uint64_t now, uint64_t until,
                           const char *what, const elk_resp_node_t *val, int64_t n,
                           const char *after)
@@ -119,6 +141,7 @@ static void lk_quarantine(elk_client_t *client, size_t i, uint64_t now, uint64_t
     char line[32];
     elk_fmt_t f;
     h->quarantines++;
+    until += until > now ? lk_margin(client, until - now) : 0u;
     if (until >= h->until) {
         h->until = until;
         elk_fmt_init(&f, client->hygiene_text[i], sizeof client->hygiene_text[i]);
@@ -196,7 +219,8 @@ static int lk_marker_rule(elk_client_t *client, size_t i, int64_t marker_ms, int
     }
     age = age < 0 ? 0 : age;
     /* one quarantine (and one log line) per loss, not one per reply or probe that sees it */
-    if (lr + (w - (uint64_t)age) > client->hygiene[i].until) {
+    if (lr + (w - (uint64_t)age) + lk_margin(client, w - (uint64_t)age) >
+        client->hygiene[i].until) {
         lk_quarantine(client, i, lr, lr + (w - (uint64_t)age), "data lost (marker ", NULL,
                       age / 1000, " s old)");
     }
