@@ -41,17 +41,6 @@ static void lk_count(const elk_lock_node_result_t *r, size_t n, uint8_t *ok, uin
     }
 }
 
-/* A quorum of the foreground round's "busy" answers came from nodes with a vote: a busy
- * answer of a node without one carries why in err (ELK_E_NODE_AMNESIA). */
-static bool lk_busy_voters(const elk_lock_t *lock)
-{
-    size_t i, n = 0;
-    for (i = 0; i < lk_nodes(lock); i++) {
-        n += lock->fg.results[i].status == ELK_LOCK_NODE_BUSY && lock->fg.results[i].err == ELK_OK;
-    }
-    return n >= elk_client_quorum(lock->client);
-}
-
 static unsigned lk_popcount(uint32_t m)
 {
     unsigned c = 0;
@@ -367,15 +356,14 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         return;
     }
     if (t->busy_quorum) {
-        /* A quorum no longer holds our value: someone else can take it right now. */
-        bool voters = lk_busy_voters(lock);
+        /* A quorum no longer holds our value: lost at once. Nothing is released: that
+         * quorum may count nodes that never held our value (outside our grant's quorum),
+         * amnesic ones, or one whose clock jumped; where our value still stands (this
+         * renewal may just have extended it) it keeps the next holder out until it runs
+         * out, never before our deadline (elk-sim seeds 2000362 and 1000962: a release
+         * here let another grant, or our own next one, inside our old validity). */
         lk_lost(lock, ELK_E_LOCK_TAKEN, now);
-        if (!voters) {
-            /* ... unless that quorum needs nodes without a vote (amnesic: lock_send.c):
-             * nobody can count them, and releasing our value where it still stands would
-             * let the next holder in before our deadline. It runs out there. */
-            lock->lost_release_at = 0;
-        }
+        lock->lost_release_at = 0;
         return;
     }
     if (t->over) {

@@ -790,6 +790,16 @@ static void test_renew_value_gone_is_lost_at_once(void **state)
     assert_int_equal(ev->err, ELK_E_LOCK_TAKEN); /* not "deadline passed": it did not */
     assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_LOCK_TAKEN);
     assert_string_equal(lfr_get(&W.srv[1], "t:{valve}"), "thief:1");
+    /* node 2 still had our value (the renewal extended it there): it is not released, so
+     * nobody (we included) gets a quorum through it before it runs out */
+    char ours[128];
+    snprintf(ours, sizeof ours, "%s", lfr_get(&W.srv[2], "t:{valve}"));
+    assert_true(strncmp(ours, "thief", 5) != 0);
+    run_until(t0 + 330 + 500);
+    assert_int_equal(W.srv[2].release_calls, 0);
+    assert_string_equal(lfr_get(&W.srv[2], "t:{valve}"), ours);
+    assert_int_equal(elk_lock_state(&W.lock),
+                     ELK_LOCK_LOST); /* until the caller releases or acquires */
 }
 
 static void test_caps_stop_renewal(void **state)

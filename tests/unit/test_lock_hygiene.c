@@ -453,7 +453,8 @@ static void test_window(void **state)
     setup(.fresh = true, .nodes = 1, .lock_delay_ms = 500);
     uint64_t t0 = T.now;
     pump();
-    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT + 500u + 18u); /* + 1 % of 1512 + 2 */
+    assert_int_equal(elk_client_node_quarantine(C(0), 0),
+                     t0 + W_DEFAULT + 500u + 18u); /* + 1 % of 1512 + 2 */
     setup(.fresh = true, .nodes = 1, .quarantine_ms = 60000);
     pump();
     assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + 60000u + 602u); /* 1 % + 2 ms */
@@ -1215,7 +1216,8 @@ static void test_marker_in_reply_quarantines(void **state)
     uint64_t t0 = T.now;
     assert_int_equal(acquire_node_err(0, 0), ELK_E_NODE_AMNESIA);
     assert_int_equal(T.srv[0].probe, 1); /* no reconnect, no new probe: the reply told */
-    assert_int_equal(elk_client_node_quarantine(C(0), 0), t0 + W_DEFAULT - 400u + 1u + 9u); /* as above */
+    assert_int_equal(elk_client_node_quarantine(C(0), 0),
+                     t0 + W_DEFAULT - 400u + 1u + 9u); /* as above */
     assert_string_equal(HY(0, 0), "quarantined: data lost (marker 0 s old)");
     /* the single node's lease was taken on the server, but not handed out */
     assert_false(elk_lock_is_held(L(0), T.now));
