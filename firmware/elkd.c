@@ -1943,6 +1943,7 @@ static int setup_node(agent_t *a, size_t i, char *err, size_t errlen)
     cfg.resp3 = CONFIG_ELK_RESP3 ? true : false;
     cfg.connect_timeout_ms = nc->connect_timeout_ms;
     cfg.request_timeout_ms = nc->request_timeout_ms;
+    cfg.clock = &a->clock; /* a reply's receive time read after its recv, not before a preemption */
     rc = elk_node_init(&a->nodes[i], &cfg, &tr, &a->pool, &a->entropy, &a->lib_log);
     if (rc != ELK_OK) {
         snprintf(err, errlen, "[node %s]: %s", nc->name, elk_err_message(rc));

@@ -68,6 +68,12 @@ size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node)
     return SIZE_MAX;
 }
 
+uint64_t elk_lock__received_at(const elk_client_t *client, const elk_node_t *node)
+{
+    uint64_t t = elk_node_received_at(node);
+    return t > client->now ? t : client->now;
+}
+
 static void lk_on_state(void *user, elk_node_t *node, elk_node_state_t state, int err)
 {
     elk_client_t *client = (elk_client_t *)user;

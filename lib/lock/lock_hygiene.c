@@ -497,11 +497,11 @@ static const char *const lk_probe_says[] = {
 
 /* The probe's reply f[0..4] = {run_id, uptime_s, marker, aof_enabled, server_ms}: decide
  * node i's vote (file comment), take server_ms as its clock reference. */
-static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f, bool refresh)
+static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f, bool refresh,
+                          uint64_t lr)
 {
     elk_lock_hygiene_t *h = &client->hygiene[i];
     elk_lock_config_t strict;
-    uint64_t lr = client->now;
     uint64_t w = lk_window(client);
     uint64_t run = f[0].len != 0u ? lk_hash(f[0].str, f[0].len) : 0u;
     /* the marker's value now: as read, or just written (run_id, else our random id, "@" and
@@ -582,7 +582,7 @@ static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp
         }
     }
     if (k == 5u) {
-        lk_probe_rule(client, i, f, refresh);
+        lk_probe_rule(client, i, f, refresh, elk_lock__received_at(client, node));
         return;
     }
     if (refresh) {

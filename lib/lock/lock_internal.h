@@ -72,6 +72,9 @@ void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, siz
 
 /* lock_client.c: index of node in the client's fleet (SIZE_MAX if not one of them). */
 size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
+/* When node's reply now being delivered was read: its receive time, never before the
+ * poll's now (the clock check's lr; elk_node_received_at). */
+uint64_t elk_lock__received_at(const elk_client_t *client, const elk_node_t *node);
 
 /* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);

@@ -261,19 +261,18 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     int err = ELK_E_UNEXPECTED_REPLY;
     int clock;
     int novote;
+    uint64_t lr = elk_lock__received_at(client, node);
 
-    (void)node;
     t->in_use = 0;
     /* Every reading of the server's clock, of a decided round too: a waiter whose rounds are
      * decided before this node answers would otherwise compare with an old reference. A
      * server whose clock jumped may have let our key expire early, or may let the next
      * holder's: its answer does not count (lock_hygiene.c). */
-    clock = server_ms != 0 ? elk_lock__clock_ok(client, lock, i, server_ms, t->t_send, client->now)
-                           : ELK_OK;
+    clock = server_ms != 0 ? elk_lock__clock_ok(client, lock, i, server_ms, t->t_send, lr) : ELK_OK;
     /* The fleet marker: a node that lost its data within W (FLUSHALL, an empty replica) has
      * no vote until it cannot hold a key of a lease granted before (lock_hygiene.c). */
     novote = res != NULL && server_ms != 0
-        ? elk_lock__marker_ok(client, i, server_ms, marker_ms, client->now)
+        ? elk_lock__marker_ok(client, i, server_ms, marker_ms, lr)
         : ELK_OK;
     if (t->seq != round->seq || kind != round->kind) {
         return; /* a reply of a round already decided or abandoned */

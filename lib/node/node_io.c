@@ -228,7 +228,7 @@ static int elk_node_io_route_all(elk_node_t *node, uint64_t now, elk_node__rx_t 
 
 /* One recv into the reader. Returns > 0 after bytes came in, 0 when none were waiting,
  * or a negative code. */
-static int elk_node_io_recv(elk_node_t *node, elk_node__rx_t *rx)
+static int elk_node_io_recv(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
 {
     size_t avail = 0;
     uint8_t *space = elk_resp_reader_space(&node->reader, &avail);
@@ -246,6 +246,13 @@ static int elk_node_io_recv(elk_node_t *node, elk_node__rx_t *rx)
     if (elk_resp_reader_commit(&node->reader, (size_t)n > avail ? avail : (size_t)n) != ELK_OK) {
         return ELK_E_INTERNAL;
     }
+    /* The caller's now may predate a preemption between its clock read and this recv: a
+     * reply read late would look received early, and its server clock run ahead. */
+    node->rx_at = now;
+    if (node->cfg.clock != NULL && node->cfg.clock->now_ms != NULL) {
+        uint64_t t = node->cfg.clock->now_ms(node->cfg.clock->ctx);
+        node->rx_at = t > now ? t : now;
+    }
     /* A short read took everything the transport had (platform.h): asking again would
      * only return "nothing yet" and cost a system call per poll. */
     rx->drained = (size_t)n < avail;
@@ -259,12 +266,17 @@ int elk_node__io_pump(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
         if (r != ELK_NODE__RX_IDLE || rx->drained) {
             return r;
         }
-        r = elk_node_io_recv(node, rx);
+        r = elk_node_io_recv(node, now, rx);
         if (r <= 0) {
             return r;
         }
     }
     return ELK_NODE__RX_MORE;
+}
+
+uint64_t elk_node_received_at(const elk_node_t *node)
+{
+    return node != NULL ? node->rx_at : 0u;
 }
 
 /* The checks and the encoding elk_node_send (noreply false) and elk_node_send_noreply

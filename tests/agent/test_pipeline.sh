@@ -13,12 +13,10 @@ C="$ELK_T_DIR/elkd.conf"
 start_redis a
 cat > "$C" <<CONF
 [fleet]
-# This test is about the control socket and keeps elkd busy. On a loaded machine (two CPU
-# hogs, rtt_ms=443 in STATUS) the vote hygiene's clock check has been seen to quarantine the
-# one healthy node ("quarantined: clock ran 12 ms ahead") and so lose the lease this test
-# holds: a matter of lib/lock (a reply's receive time is the now read before its recv), not
-# of the control socket.
-vote_hygiene = off
+# This test keeps elkd busy, on a loaded machine too: with the vote hygiene on, a reply's
+# receive time must be read after its recv (elk_node_config.clock), or the clock check sees
+# the one healthy node's clock run ahead ("quarantined: clock ran 12 ms ahead") and the
+# lease this test holds is lost.
 [node a]
 host = 127.0.0.1
 port = $REDIS_PORT_a

@@ -38,7 +38,18 @@ static struct {
     gateway_t gw[2];
     bool overlap;  /* two gateways held the lease at one moment */
     size_t served; /* commands the servers executed */
+    uint64_t late; /* the nodes' receive clock (recv_clock) runs this far past T.now */
 } T;
+
+/* The clock the nodes read right after a recv: T.now, or later while a test stands for a
+ * poll that was preempted between its clock read (T.now) and its recv. */
+static uint64_t recv_clock_now(void *ctx)
+{
+    (void)ctx;
+    return T.now + T.late;
+}
+
+static const elk_clock_t recv_clock = {NULL, recv_clock_now};
 
 typedef struct opts {
     size_t nodes;           /* 0: 3 */
@@ -47,8 +58,9 @@ typedef struct opts {
     uint32_t quarantine_ms; /* 0: auto */
     uint32_t ttl_ms;        /* 0: 1000 */
     uint32_t lock_delay_ms;
-    bool fresh;   /* servers (re)started at the test's start: uptime 0, no marker */
-    bool no_info; /* INFO refused: PROBE gets "" for run_id, uptime, aof */
+    bool fresh;         /* servers (re)started at the test's start: uptime 0, no marker */
+    bool no_info;       /* INFO refused: PROBE gets "" for run_id, uptime, aof */
+    bool no_recv_clock; /* the nodes have no clock: a reply counts as read at the poll's now */
 } opts_t;
 
 #define setup(...) setup_opts(&(const opts_t){__VA_ARGS__})
@@ -65,6 +77,7 @@ static void setup_opts(const opts_t *o)
     elk_node_config_defaults(&nc);
     nc.endpoint.host = "127.0.0.1";
     nc.endpoint.port = 6379;
+    nc.clock = o->no_recv_clock ? NULL : &recv_clock;
     elk_lock_config_defaults(&lc);
     lc.ttl_ms = o->ttl_ms != 0u ? o->ttl_ms : 1000u;
     lc.lock_delay_ms = o->lock_delay_ms;
@@ -1011,6 +1024,35 @@ static void test_quarantine_end_covers_slow_server_clock(void **state)
     assert_string_equal(HY(0, 0), "ok");
 }
 
+/* The poll read its clock, then was preempted 30 ms before its recv: the server's TIME in
+ * the reply is 30 ms past the poll's now. With the nodes' clock read after the recv, the
+ * reading is compared with when it really came in and the vote counts; without one (the
+ * negative control) the same reply looks like a server clock 30 ms ahead: a false jump,
+ * seen on loaded machines as quarantines and failed acquires. */
+static void test_reply_read_after_preemption_is_no_jump(void **state)
+{
+    (void)state;
+    for (int control = 0; control < 2; control++) {
+        setup(.nodes = 1, .no_recv_clock = control == 1);
+        pump();
+        run_until(T.now + 100);
+        assert_string_equal(HY(0, 0), "ok");
+        T.srv[0].wall_offset_ms += 30; /* the true time, at the server and at our recv */
+        T.late = 30;
+        int r = acquire_node_err(0, 0);
+        T.now += 30; /* the next poll's now has caught up */
+        T.srv[0].wall_offset_ms -= 30;
+        T.late = 0;
+        if (control == 0) {
+            assert_int_equal(r, ELK_OK);
+            assert_string_equal(HY(0, 0), "ok");
+        } else {
+            assert_int_equal(r, ELK_E_CLOCK_JUMP);
+            assert_true(strncmp(HY(0, 0), "quarantined: clock ran", 22) == 0);
+        }
+    }
+}
+
 /* A gateway whose clock runs 5 % slow sees every server's clock run ahead at the same rate:
  * the clock check quarantines them all (as before: no vote), and the library names the
  * gateway's own clock as the likely cause, once per spell, with the rate. */
@@ -1329,6 +1371,7 @@ int main(void)
         cmocka_unit_test(test_eviction_with_aof_refused),
         cmocka_unit_test(test_later_shorter_quarantine_does_not_shorten),
         cmocka_unit_test(test_quarantine_end_covers_slow_server_clock),
+        cmocka_unit_test(test_reply_read_after_preemption_is_no_jump),
         cmocka_unit_test(test_local_clock_slow_named),
         cmocka_unit_test(test_local_clock_needs_every_node),
         cmocka_unit_test(test_fresh_node_quarantined_then_votes),

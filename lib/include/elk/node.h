@@ -85,7 +85,11 @@ typedef struct elk_node_config {
     uint32_t request_timeout_ms; /* default per-request deadline, default 1000 */
     uint32_t backoff_min_ms;     /* first reconnect delay, default 100 */
     uint32_t backoff_max_ms;     /* cap, default 5000 (raised to backoff_min_ms if below) */
-} elk_node_config_t;             /* elk_node_init treats a 0 timeout/backoff as its default */
+    /* Optional (NULL: none). Read right after bytes come in, so that a reply's receive time
+     * (elk_node_received_at) is not the poll's `now`, taken before a preemption that may
+     * have lasted longer than the clock check allows. Same origin as the caller's now. */
+    const elk_clock_t *clock;
+} elk_node_config_t; /* elk_node_init treats a 0 timeout/backoff as its default */
 
 /* Fill cfg with defaults (all zero/NULL, timeouts as documented above). */
 void elk_node_config_defaults(elk_node_config_t *cfg);
@@ -139,6 +143,7 @@ typedef struct elk_node {
     uint8_t in_poll;          /* guards against a nested elk_node_poll */
     uint32_t epoch;           /* bumped on every teardown: callbacks that closed the node */
     uint64_t connect_started; /* start of the current connect (connect timeout base) */
+    uint64_t rx_at;           /* when the bytes being routed were read (elk_node_received_at) */
     /* The large members last: the small ones above stay within short load/store offsets
      * (smaller code on Cortex-M). */
     elk_resp_reader_t reader;
@@ -203,6 +208,11 @@ size_t elk_node_inflight(const elk_node_t *node);
  * delay = d/2 + random(0..d/2) with d = backoff_min_ms doubled per consecutive
  * failure, capped at backoff_max_ms; reset to backoff_min_ms on reaching READY. */
 uint64_t elk_node_poll(elk_node_t *node, uint64_t now);
+
+/* Inside a reply callback: the local time (the caller's ms clock) the reply's bytes were
+ * read, no earlier than the now of the poll that read them (cfg.clock's reading when set,
+ * else that now). Outside one: the last such time. Returns 0 for NULL. */
+uint64_t elk_node_received_at(const elk_node_t *node);
 
 /* Send what is queued, nothing else: no reading, no connecting. For a loop that has
  * just queued requests (its replies cannot be there yet; the descriptor wakes it when
