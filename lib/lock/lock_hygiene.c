@@ -286,6 +286,18 @@ static LK_NOINLINE int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_c
     return 0;
 }
 
+/* lk_jump against the kept finer reference (best_*) instead of ref_*. */
+static LK_NOINLINE int64_t lk_jump_from_best(const elk_lock_hygiene_t *h,
+                                             const elk_lock_config_t *cfg, int64_t server_ms,
+                                             uint64_t ls, uint64_t lr)
+{
+    elk_lock_hygiene_t b = *h;
+    b.ref_server = h->best_server;
+    b.ref_ls = h->best_ls;
+    b.ref_lr = h->best_lr;
+    return lk_jump(&b, cfg, server_ms, ls, lr);
+}
+
 /* How much forward jump a comparison of a reading (sent at ls, received at lr) with node i's
  * reference cannot tell from drift: the two readings' round trips plus cfg's drift rate over
  * the time between them (lk_jump's tolerance beyond the fixed term). It ranks references. */
@@ -388,6 +400,11 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
     int64_t rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0; /* before the ref moves */
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
+    bool worse = h->has_ref && lr - ls > h->ref_lr - h->ref_ls; /* a longer round trip */
+    if (jump == 0 && h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms) {
+        jump = lk_jump_from_best(h, cfg, ms, ls, lr);
+        rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0;
+    }
     /* the token floor never goes back, even when the server's clock does */
     if (!h->has_floor || ms - (int64_t)lr > h->floor_off) {
         h->floor_off = ms - (int64_t)lr;
@@ -396,6 +413,20 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
      * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
     if (jump != 0 || lr - h->ref_ls >= cfg->ttl_ms / 2u || old || blind / 2u >= lr - ls) {
+        /* A precise reference that gives way to a slower reading stays the one to beat
+         * (elk-sim seed 1004453: a stalled client's replies, all read at one late moment,
+         * replaced it and a +51 ms step went unseen); a jump starts over. */
+        bool best_live = h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms;
+        if (jump != 0 || old) {
+            h->has_best = false;
+        } else if (worse && (!best_live || h->ref_lr - h->ref_ls <= h->best_lr - h->best_ls)) {
+            h->best_server = h->ref_server;
+            h->best_ls = h->ref_ls;
+            h->best_lr = h->ref_lr;
+            h->has_best = true;
+        } else {
+            h->has_best = best_live && h->best_lr - h->best_ls < lr - ls; /* still the finer */
+        }
         h->ref_server = ms;
         h->ref_ls = ls;
         h->ref_lr = lr;

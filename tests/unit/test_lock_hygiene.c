@@ -1053,6 +1053,28 @@ static void test_reply_read_after_preemption_is_no_jump(void **state)
     }
 }
 
+/* A precise reference gives way, half a TTL on, to a reading with a 300 ms round trip (a
+ * stalled client reading a batch of replies late); the server's clock then steps 40 ms
+ * ahead. Against the slow reading the step hides inside its round trip; against the precise
+ * one, kept for a TTL, it shows (elk-sim seed 1004453: a paused holder's key cut short, a
+ * second grant inside its validity). */
+static void test_slow_reading_does_not_hide_a_jump(void **state)
+{
+    (void)state;
+    setup(.nodes = 1);
+    pump();
+    int64_t s0 = srv_time(0);
+    uint64_t t0 = T.now;
+    T.now = t0 + 100;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 100, t0 + 100, t0 + 100), ELK_OK);
+    T.now = t0 + 900;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 700, t0 + 600, t0 + 900), ELK_OK);
+    T.now = t0 + 950;
+    assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 950 + 40, t0 + 950, t0 + 950),
+                     ELK_E_CLOCK_JUMP);
+    assert_string_equal(HY(0, 0), "quarantined: clock ran 40 ms ahead");
+}
+
 /* A gateway whose clock runs 5 % slow sees every server's clock run ahead at the same rate:
  * the clock check quarantines them all (as before: no vote), and the library names the
  * gateway's own clock as the likely cause, once per spell, with the rate. */
@@ -1372,6 +1394,7 @@ int main(void)
         cmocka_unit_test(test_later_shorter_quarantine_does_not_shorten),
         cmocka_unit_test(test_quarantine_end_covers_slow_server_clock),
         cmocka_unit_test(test_reply_read_after_preemption_is_no_jump),
+        cmocka_unit_test(test_slow_reading_does_not_hide_a_jump),
         cmocka_unit_test(test_local_clock_slow_named),
         cmocka_unit_test(test_local_clock_needs_every_node),
         cmocka_unit_test(test_fresh_node_quarantined_then_votes),

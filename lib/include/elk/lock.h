@@ -373,6 +373,9 @@ typedef struct elk_lock_hygiene {
     uint64_t ref_ls;      /* clock reference: sent at (local ms) */
     uint64_t ref_lr;      /*   received at (local ms) */
     int64_t ref_server;   /*   the server's TIME in ms */
+    uint64_t best_ls;     /* the more precise reference a half-TTL-old one gave way to, kept */
+    uint64_t best_lr;     /*   while it is younger than a TTL: every reading is compared with */
+    int64_t best_server;  /*   it too, so that a run of slow replies cannot hide a jump */
     uint64_t run_hash;    /* hash of the run_id seen last (0: none seen) */
     uint64_t marker_hash; /* hash of the fleet marker's value seen last (0: none) */
     uint64_t probe_hash;  /* FNV state after the random id the probe in flight carries */
@@ -386,6 +389,7 @@ typedef struct elk_lock_hygiene {
     int32_t jump_ppm;     /*   its rate against our clock, ppm (< 0: back; local clock) */
     bool pending;         /* no vote until the PROBE of this connection has answered */
     bool has_ref;         /* ref_* hold a reading */
+    bool has_best;        /* best_* hold one */
     bool refreshing;      /* a probe sent only to read the clock (elk_lock__hygiene_refresh) */
     bool has_floor;       /* floor_off holds a reading */
 } elk_lock_hygiene_t;
