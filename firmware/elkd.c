@@ -131,8 +131,8 @@ typedef struct resource {
     uint32_t keepalive_ms;  /* this hold's keepalive interval (ACQUIRE keepalive=, or conf) */
     bool keepalive_missed;  /* renewal stopped: the holder's KEEPALIVE came too late */
     uint64_t suspect_since; /* SUSPECT spell started at (0: not suspect), for the log */
-    uint8_t last_ok, last_busy, last_failed, last_nodes;
-    size_t last_ready; /* nodes ready when that round failed */
+    char last_counts[200];  /* that round's counts (round_counts) */
+    size_t last_ready;      /* nodes ready when that round failed */
 } resource_t;
 
 typedef struct waiter {
@@ -636,8 +636,9 @@ static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why
         record_event(a, ELKFW_EV_RELEASE, r, r->owner, token, now, 0, ELK_OK);
         elkfw_hist_add(&r->metrics.hold, now - r->granted_at);
         elkd_log(a, ELK_LOG_INFO,
-                 "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
-                 r->conf->name, why, token, now - r->granted_at, renewals);
+                 "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewal%s",
+                 r->conf->name, why, token, now - r->granted_at, renewals,
+                 renewals == 1 ? "" : "s");
     } else {
         elkd_log(a, rc == ELK_E_NOT_HELD ? ELK_LOG_DEBUG : ELK_LOG_INFO, "%s: released (%s)%s",
                  r->conf->name, why,
@@ -836,20 +837,82 @@ static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_ev
     send_grant(a, slot, "OK ACQUIRED", r, ev->token, ev->validity_ms, ev->deadline);
 }
 
+/* snprintf at out + *len, *len advanced past what fitted. */
+__attribute__((format(printf, 4, 5))) static void counts_add(char *out, size_t cap, size_t *len,
+                                                             const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(out + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        *len += (size_t)n < cap - *len ? (size_t)n : cap - *len - 1u;
+    }
+}
+
+/* A round's counts that add up: "0 ok, 0 busy, 1 failed, 1 quarantined, 1 not answered of
+ * 3; b quarantined: restarted 2 s ago". A node that may not vote (quarantined by the vote
+ * hygiene, or its safety check unsafe or not done) is counted and named apart from those
+ * that failed, so a refusal says when a quarantine is why. */
+static void round_counts(agent_t *a, const elk_lock_event_t *ev, char *out, size_t cap)
+{
+    unsigned c[6] = {0}; /* ok, busy, failed, quarantined, no vote, no answer */
+    static const char *const label[6] = {"ok",          "busy",           "failed",
+                                         "quarantined", "without a vote", "not answered"};
+    size_t i, len = 0, k;
+    for (i = 0; i < ev->node_count && ev->nodes != NULL; i++) {
+        int err = ev->nodes[i].err;
+        uint8_t st = ev->nodes[i].status;
+        k = st == ELK_LOCK_NODE_OK                                        ? 0
+            : st == ELK_LOCK_NODE_BUSY                                    ? 1
+            : st == ELK_LOCK_NODE_NONE                                    ? 5
+            : err == ELK_E_NODE_QUARANTINED                               ? 3
+            : err == ELK_E_SERVER_UNCHECKED || err == ELK_E_UNSAFE_SERVER ? 4
+                                                                          : 2;
+        c[k]++;
+    }
+    if (ev->nodes == NULL) {
+        c[0] = ev->ok, c[1] = ev->busy, c[2] = ev->failed;
+        c[5] = ev->node_count > c[0] + c[1] + c[2] ? ev->node_count - c[0] - c[1] - c[2] : 0u;
+    }
+    out[0] = '\0';
+    for (k = 0; k < 6; k++) {
+        if (k < 3 || c[k] != 0) {
+            counts_add(out, cap, &len, "%s%u %s", k != 0 ? ", " : "", c[k], label[k]);
+        }
+    }
+    counts_add(out, cap, &len, " of %u", ev->node_count);
+    for (i = 0; ev->nodes != NULL && i < ev->node_count && i < a->conf.n_nodes; i++) {
+        int err = ev->nodes[i].err;
+        const char *why = elk_client_node_hygiene(&a->client, i);
+        if (err == ELK_E_NODE_QUARANTINED) {
+            /* "quarantined: restarted 2 s ago" reads "b quarantined: restarted 2 s ago" */
+            counts_add(out, cap, &len, "; %s %s", a->conf.nodes[i].name, why);
+        } else if (err == ELK_E_SERVER_UNCHECKED || err == ELK_E_UNSAFE_SERVER) {
+            counts_add(out, cap, &len, "; %s: %s", a->conf.nodes[i].name, elk_err_message(err));
+        }
+    }
+}
+
 static void lease_not_acquired(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
 {
+    char counts[sizeof r->last_counts];
     r->acquiring = false;
-    elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)",
-             r->conf->name, elk_err_message(ev->err), ev->ok, ev->busy, ev->failed, ev->node_count);
+    round_counts(a, ev, counts, sizeof counts);
+    elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%s)", r->conf->name, elk_err_message(ev->err),
+             counts);
     if (slot >= 0) {
         if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
-            char detail[320];
-            snprintf(detail, sizeof detail,
-                     "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes "
-                     "ready)",
+            char detail[400];
+            snprintf(detail, sizeof detail, "%s; last round: %s %s (%s; %zu of %zu nodes ready)",
                      r->conf->name, elk_err_name(r->last_round_err),
-                     elk_err_message(r->last_round_err), r->last_ok, r->last_busy, r->last_failed,
-                     r->last_nodes, r->last_ready, a->fleet.count);
+                     elk_err_message(r->last_round_err), r->last_counts, r->last_ready,
+                     a->fleet.count);
+            client_err(a, slot, ev->err, detail);
+        } else if (ev->err == ELK_E_FLEET_UNAVAILABLE || ev->err == ELK_E_VALIDITY) {
+            char detail[300];
+            snprintf(detail, sizeof detail, "%s (%s)", r->conf->name, counts);
             client_err(a, slot, ev->err, detail);
         } else {
             client_err(a, slot, ev->err, r->conf->name);
@@ -864,10 +927,7 @@ static void lease_round_failed(agent_t *a, resource_t *r, int slot, const elk_lo
 {
     (void)slot;
     r->last_round_err = ev->err;
-    r->last_ok = ev->ok;
-    r->last_busy = ev->busy;
-    r->last_failed = ev->failed;
-    r->last_nodes = ev->node_count;
+    round_counts(a, ev, r->last_counts, sizeof r->last_counts);
     r->last_ready = elk_fleet_ready_count(&a->fleet);
     elkd_log(a, ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name,
              elk_err_name(ev->err));
@@ -876,8 +936,8 @@ static void lease_round_failed(agent_t *a, resource_t *r, int slot, const elk_lo
 static void lease_renew_event(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
 {
     if (ev->type == ELK_LOCK_EV_RENEWED) {
-        elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms",
-                 r->conf->name, ev->renewals, ev->validity_ms);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewal%s), valid %" PRIu32 " ms",
+                 r->conf->name, ev->renewals, ev->renewals == 1 ? "" : "s", ev->validity_ms);
         if (slot >= 0) {
             send_grant(a, slot, "EVENT RENEWED", r, ev->token, ev->validity_ms, ev->deadline);
         }
@@ -926,9 +986,9 @@ static void lease_recovered(agent_t *a, resource_t *r, int slot, const elk_lock_
 {
     elkd_log(a, ELK_LOG_INFO,
              "%s: recovered after %" PRIu64 " ms suspect: renewed (%" PRIu32
-             " renewals), valid %" PRIu32 " ms",
+             " renewal%s), valid %" PRIu32 " ms",
              r->conf->name, r->suspect_since != 0 ? ev->now - r->suspect_since : 0, ev->renewals,
-             ev->validity_ms);
+             ev->renewals == 1 ? "" : "s", ev->validity_ms);
     r->suspect_since = 0;
     if (slot >= 0) {
         send_grant(a, slot, "EVENT RECOVERED", r, ev->token, ev->validity_ms, ev->deadline);

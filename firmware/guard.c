@@ -37,12 +37,9 @@
 #include "elk/err.h"
 #include "elk/fence.h"
 #include "elk/fence_file.h"
+#include "elkfw/cli.h"
 #include "elkfw/conf.h"
 #include "elkfw/lease.h"
-
-#define EXIT_USAGE 64
-#define EXIT_NOEXEC 126
-#define EXIT_NOTFOUND 127
 
 typedef struct guard_opts {
     const char *state;
@@ -68,7 +65,8 @@ void elkfw_guard_usage(FILE *f)
         "held\n"
         "until CMD exits, so no other step (a newer holder waits, an older one is refused) can\n"
         "start while it runs. Drive the actuator only from inside CMD (see docs/guard.md).\n"
-        "  --wait DURATION     wait at most this long (500ms, 10s, ...) for a step that holds the\n"
+        "  --wait DURATION     wait at most this long (seconds, or 500ms, 10s) for a step that "
+        "holds the\n"
         "                      guard; default: as long as it takes\n"
         "  --lease-file FILE   default $ELK_LEASE_FILE (set by elk run): refuse unless FILE says\n"
         "                      the lease of TOKEN is current (deadline not passed, not ended)\n"
@@ -85,8 +83,7 @@ static int guard_usage_error(const char *fmt, const char *arg)
 {
     fputs("elk: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    elkfw_guard_usage(stderr);
+    fputs("\nTry 'elk guard --help' for more information.\n", stderr);
     return EXIT_USAGE;
 }
 
@@ -136,11 +133,11 @@ static int guard_check_args(guard_opts_t *o)
 {
     o->wait_ms = ELK_FENCE_FILE_WAIT_FOREVER;
     if (o->wait_arg != NULL &&
-        (!elkfw_parse_duration(o->wait_arg, strlen(o->wait_arg), &o->wait_ms) ||
+        (!elkfw_cli_duration(o->wait_arg, &o->wait_ms) ||
          o->wait_ms == ELK_FENCE_FILE_WAIT_FOREVER)) {
-        elkfw_say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')",
-                  o->wait_arg);
-        return EXIT_USAGE;
+        return guard_usage_error("--wait takes seconds (10, 0.5) or a duration with a unit "
+                                 "(500ms, 10s, 2m) (got '%s')",
+                                 o->wait_arg);
     }
     if (o->lease_file == NULL) {
         o->lease_file = getenv("ELK_LEASE_FILE");
@@ -254,8 +251,9 @@ static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence
                          const elk_fence_file_t *ff)
 {
     if (rc == ELK_E_FENCE_STALE) {
-        elkfw_say("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", o->token,
-                  elk_fence_highest(fence), elk_err_message(rc));
+        elkfw_say("token %" PRIu64 " refused: lower than token %" PRIu64
+                  ", which was already accepted (a newer holder has driven the actuator)",
+                  o->token, elk_fence_highest(fence));
         return ELKFW_GUARD_EXIT_STALE;
     }
     if (rc == ELK_E_FENCE_BUSY) {

@@ -9,7 +9,7 @@ ST="$ELK_T_DIR/valve.state"
 "$ELK" guard --state "$ST" 5; check "same token accepted again (same holder)" 0 $?
 out=$("$ELK" guard --state "$ST" 4 2>&1); rc=$?
 check "stale token refused with exit 65" 65 $rc
-check_contains "refusal names the accepted token" "token 4 refused: 5 was already accepted" "$out"
+check_contains "refusal names the accepted token" "token 4 refused: lower than token 5, which was already accepted" "$out"
 "$ELK" guard --state "$ST" 6; check "higher token accepted" 0 $?
 ELK_FENCE_TOKEN=6 "$ELK" guard --state "$ST"; check "token from ELK_FENCE_TOKEN" 0 $?
 ELK_FENCE_TOKEN=3 "$ELK" guard --state "$ST" 2>/dev/null; check "stale token from the environment" 65 $?
