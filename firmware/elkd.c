@@ -1947,6 +1947,31 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
 
 /* ------------------------------------------------------------------ setup */
 
+#ifdef ELKD_TLS
+/* The TLS files of nc could not be set up (rc): a file that cannot be opened is named with
+ * the system's reason (errno), which the TLS library's "unreadable or not PEM" loses. */
+static void tls_files_err(const agent_t *a, const elkfw_node_conf_t *nc, int rc, char *err,
+                          size_t errlen)
+{
+    const char *role[3] = {"CA file", "certificate", "key"};
+    const char *path[3] = {nc->tls.ca, nc->tls.cert, nc->tls.key};
+    size_t k;
+    for (k = 0; k < 3; k++) {
+        FILE *f = path[k][0] != '\0' ? fopen(path[k], "rb") : NULL;
+        if (path[k][0] != '\0' && f == NULL) {
+            snprintf(err, errlen, "%s:%d: [node %s]: cannot read the %s '%s': %s", a->conf.path,
+                     nc->line, nc->name, role[k], path[k], strerror(errno));
+            return;
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line, nc->name,
+             elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "", nc->tls.cert);
+}
+#endif
+
 /* Node i's TLS layer over its TCP transport *tcp (tls = on): *tr becomes the TLS one. */
 static int setup_node_tls(agent_t *a, size_t i, elk_transport_t *tcp, elk_transport_t *tr,
                           char *err, size_t errlen)
@@ -1961,9 +1986,7 @@ static int setup_node_tls(agent_t *a, size_t i, elk_transport_t *tcp, elk_transp
     tc.key_file = nc->tls.key[0] ? nc->tls.key : NULL;
     rc = elk_tls_shared_init(&a->tls_shared[i], &tc, &a->entropy);
     if (rc != ELK_OK) {
-        snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line,
-                 nc->name, elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "",
-                 nc->tls.cert);
+        tls_files_err(a, nc, rc, err, errlen);
         return rc;
     }
     rc = elk_tls_conn_init(&a->tls_conn[i], &a->tls_shared[i], tcp, tr);
