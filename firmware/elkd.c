@@ -1267,11 +1267,26 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
     }
 }
 
+/* STATUS JSON's layout version (docs/control-protocol.md): 2 since absent values are null
+ * (holder, last_error); the layout before had no "schema" and wrote "-" or "" for them. */
+#define ELKD_STATUS_SCHEMA 2
+
+/* A JSON value for text that may be absent ("-"): null, or the text quoted (it holds no
+ * byte that needs escaping: names and error names). */
+static const char *json_or_null(const char *text, char *buf, size_t cap)
+{
+    if (text == NULL || strcmp(text, "-") == 0) {
+        return "null";
+    }
+    snprintf(buf, cap, "\"%s\"", text);
+    return buf;
+}
+
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
     bool first = true;
-    char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX], hyg[256];
+    char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX], hyg[256], hq[40], eq[48];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
     int32_t ppm = 0;
     const char *clock = local_clock_word(a, &ppm); /* before ppm is read */
@@ -1279,34 +1294,37 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         send_status_text(a, slot, now);
         return;
     }
-    client_send(a, slot,
-                "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
-                ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
-                "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
-                ",\"reload_failures\":%" PRIu32
-                ",\"local_clock\":\"%s\",\"local_clock_ppm\":%" PRId32 ",\"resources\":[",
-                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
-                elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
-                elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false",
-                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
+    client_send(
+        a, slot,
+        "OK JSON "
+        "{\"schema\":%d,\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
+        ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+        "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
+        ",\"reload_failures\":%" PRIu32 ",\"local_clock\":\"%s\",\"local_clock_ppm\":%" PRId32
+        ",\"resources\":[",
+        ELKD_STATUS_SCHEMA, a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
+        elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
+        elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false", clients_connected(a),
+        ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
         if (!r->in_use) {
             continue;
         }
-        client_send(
-            a, slot,
-            "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
-            ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
-            ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\",\"keepalive_ms\":%" PRIu32
-            ",\"lock_delay_ms\":%" PRIu32 "}",
-            first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-            holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-            elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
-            r->conf->stop_margin_ms,
-            elk_lock_last_error(&r->lock) == ELK_OK ? ""
-                                                    : elk_err_name(elk_lock_last_error(&r->lock)),
-            res_keepalive(r, now), r->conf->lock_delay_ms);
+        client_send(a, slot,
+                    "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":%s,\"token\":%" PRIu64
+                    ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
+                    ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":%s,\"keepalive_ms\":%" PRIu32
+                    ",\"lock_delay_ms\":%" PRIu32 "}",
+                    first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                    json_or_null(holder_text(a, r, holder, sizeof holder), hq, sizeof hq),
+                    elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now),
+                    elk_lock_renewals(&r->lock), r->conf->ttl_ms, r->conf->stop_margin_ms,
+                    json_or_null(elk_lock_last_error(&r->lock) == ELK_OK
+                                     ? "-"
+                                     : elk_err_name(elk_lock_last_error(&r->lock)),
+                                 eq, sizeof eq),
+                    res_keepalive(r, now), r->conf->lock_delay_ms);
         first = false;
     }
     client_send(a, slot, "],\"nodes\":[");
@@ -1317,13 +1335,14 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
             a, slot,
             "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
             "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
-            ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\",\"votes\":%s,\"check\":\"%s\","
+            ",\"timeouts\":%" PRIu32 ",\"last_error\":%s,\"votes\":%s,\"check\":\"%s\","
             "\"hygiene\":\"%s\",\"quarantined_ms\":%" PRIu64 "}",
             i ? "," : "", a->conf.nodes[i].name, addr,
             elk_node_state_name(elk_node_state(&a->nodes[i])),
             elk_node_is_ready(&a->nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
             st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-            st->last_error == ELK_OK ? "" : elk_err_name(st->last_error),
+            json_or_null(st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error), eq,
+                         sizeof eq),
             elk_client_node_votes(&a->client, i) ? "true" : "false",
             json_text(elk_client_node_check(&a->client, i), check, sizeof check),
             json_text(elk_client_node_hygiene(&a->client, i), hyg, sizeof hyg),
