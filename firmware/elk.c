@@ -1694,6 +1694,11 @@ static int status_watch(agent_link_t *ak, unsigned long count)
         localtime_r(&t, &tm);
         strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
         elkfw_watch_render(stdout, rows, n, tty, clock_text);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            /* the reader left (| head, a closed pager): SIGPIPE is ignored, so without this
+             * check every next frame failed unseen and elk went on forever */
+            return errno == EPIPE ? EXIT_OK : EXIT_FAIL;
+        }
     }
     return EXIT_OK;
 }
