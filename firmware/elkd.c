@@ -46,6 +46,7 @@
 #include "elkfw/notify.h"
 #include "elkfw/reload.h"
 #include "elkfw/say.h"
+#include "elkfw/suggest.h"
 #include "elkfw/supervise.h"
 #ifdef ELKD_TLS
 #include "elk/port_mbedtls.h"
@@ -2974,6 +2975,28 @@ typedef struct elkd_args {
     bool print_acl;
 } elkd_args_t;
 
+/* An option getopt refused (unknown, or its value missing): one line with the closest
+ * option when it looks like a slip, then where the usage is. */
+static int bad_option(const struct option *opts, const char *arg)
+{
+    char names[12][24];
+    const char *cands[12];
+    size_t n = 0;
+    const char *guess;
+    for (; opts[n].name != NULL && n < 12; n++) {
+        snprintf(names[n], sizeof names[n], "--%s", opts[n].name);
+        cands[n] = names[n];
+    }
+    guess = arg[0] == '-' && arg[1] == '-' ? elkfw_suggest(arg, strcspn(arg, "="), cands, n) : NULL;
+    if (guess != NULL && strncmp(arg, guess, strlen(guess)) != 0) {
+        fprintf(stderr, "elkd: unknown option '%s' (did you mean %s?)\n", arg, guess);
+    } else {
+        fprintf(stderr, "elkd: unknown option '%s'\n", arg);
+    }
+    fputs("Try 'elkd --help' for more information.\n", stderr);
+    return ELKD_EXIT_CONFIG;
+}
+
 static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
 {
     static const struct option opts[] = {
@@ -2984,7 +3007,8 @@ static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
         {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
     int opt;
     memset(args, 0, sizeof *args);
-    while ((opt = getopt_long(argc, argv, "c:fs:hV", opts, NULL)) != -1) {
+    opterr = 0; /* a wrong option is said in one line below, with the closest one */
+    while ((opt = getopt_long(argc, argv, ":c:fs:hV", opts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             a->conf_path = optarg;
@@ -3013,9 +3037,14 @@ static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
         case 'V':
             printf("elkd %s\n", ELK_VERSION_STRING);
             return ELKD_EXIT_OK;
-        default:
-            usage(stderr);
+        case ':':
+            fprintf(stderr,
+                    "elkd: option '%s' needs a value\nTry 'elkd --help' for more "
+                    "information.\n",
+                    argv[optind - 1]);
             return ELKD_EXIT_CONFIG;
+        default:
+            return bad_option(opts, argv[optind - 1]);
         }
     }
     if (optind != argc) {

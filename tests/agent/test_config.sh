@@ -134,4 +134,9 @@ check_contains "the unknown section" "$C.many:12: unknown section [resorce valve
 check_contains "and another key" "$C.many:15: unknown key 'tll' in [resource valve-1] (did you mean 'ttl'?" "$out"
 check_contains "and a bad value" "$C.many:16: key 'stop_margin' in [resource valve-1]: '5x' is not a duration" "$out"
 check "four problems, one line each (the unknown section's keys are not blamed)" 4 "$(echo "$out" | grep -c "^\(elkd: \)\?$C.many:")"
+# a mistyped elkd option: one line naming the likely one, and where the usage is
+out=$("$ELKD" --chek 2>&1); rc=$?
+check "elkd --chek: exit 2" 2 $rc
+check_contains "elkd --chek: did you mean" "unknown option '--chek' (did you mean --check?)" "$out"
+check "elkd --chek: two lines, not the whole usage" 2 "$(printf '%s\n' "$out" | wc -l)"
 finish
