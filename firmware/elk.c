@@ -1875,8 +1875,7 @@ static int cmd_reload(agent_link_t *ak, int argc, char **argv)
     uint64_t pid, ok0, failed0, until;
     int rc;
     if (argc > 1) {
-        elkfw_say("unexpected argument '%s'", argv[1]);
-        return EXIT_USAGE;
+        return elkfw_cli_usage_error("reload", "unexpected argument '%s'", argv[1]);
     }
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
