@@ -175,7 +175,7 @@ int elkfw_access_peer(int fd, elkfw_peer_t *peer)
     snprintf(link, sizeof link, "/proc/%d/exe", (int)cred.pid);
     n = readlink(link, peer->exe, sizeof peer->exe - 1);
     if (n <= 0) {
-        strcpy(peer->exe, "?");
+        strcpy(peer->exe, "command unknown"); /* gone, or /proc hidden from elkd */
     } else {
         peer->exe[n] = '\0';
     }

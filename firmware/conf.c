@@ -14,6 +14,7 @@
 
 #include "elk/platform.h"
 #include "elkfw/preflight.h"
+#include "elkfw/suggest.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -409,27 +410,38 @@ typedef struct parser {
     int seen_line[32];
     bool fleet_seen, agent_seen;
     int fleet_line, agent_line;
+    int errors;        /* problems found so far: each is one line of err */
+    size_t used;       /* bytes of err written */
+    bool skip_section; /* its header was wrong: its keys are not read (nor blamed) */
 } parser_t;
 
+/* One problem, as one more line of p->err ("file:line: text"): the parser goes on, so one
+ * run (elkd --check) names every problem of the file. Returns ELK_E_CONFIG. */
 static int fail(parser_t *p, int line, const char *fmt, ...)
 {
     va_list ap;
-    size_t n = 0;
-    if (p->errlen == 0) {
+    size_t n = p->used;
+    int w;
+    p->errors++;
+    if (p->errlen == 0 || n + 1 >= p->errlen) {
         return ELK_E_CONFIG;
     }
-    if (line > 0) {
-        int w = snprintf(p->err, p->errlen, "%s:%d: ", p->file, line);
-        n = w > 0 ? (size_t)w : 0;
-    } else {
-        int w = snprintf(p->err, p->errlen, "%s: ", p->file);
-        n = w > 0 ? (size_t)w : 0;
+    if (n != 0) {
+        p->err[n++] = '\n';
     }
+    if (line > 0) {
+        w = snprintf(p->err + n, p->errlen - n, "%s:%d: ", p->file, line);
+    } else {
+        w = snprintf(p->err + n, p->errlen - n, "%s: ", p->file);
+    }
+    n += w > 0 ? (size_t)w : 0u;
     if (n < p->errlen) {
         va_start(ap, fmt);
-        vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+        w = vsnprintf(p->err + n, p->errlen - n, fmt, ap);
         va_end(ap);
+        n += w > 0 ? (size_t)w : 0u;
     }
+    p->used = n < p->errlen ? n : p->errlen - 1;
     return ELK_E_CONFIG;
 }
 
@@ -863,6 +875,25 @@ static int find_key(const parser_t *p, const char *k, size_t klen)
     return -1;
 }
 
+/* A key this section does not have: said with the closest one it has, if it looks like a
+ * slip. */
+static int unknown_key(parser_t *p, const char *k, size_t klen, const char *kq)
+{
+    const char *names[32];
+    const char *guess;
+    size_t i, n = p->n_keys < 32 ? p->n_keys : 32;
+    for (i = 0; i < n; i++) {
+        names[i] = p->keys[i].name;
+    }
+    guess = elkfw_suggest(k, klen, names, n);
+    if (guess != NULL) {
+        return fail(p, p->line, "unknown key '%s' in %s (did you mean '%s'? see elkd.conf(5))", kq,
+                    p->section, guess);
+    }
+    return fail(p, p->line, "unknown key '%s' in %s (the keys of each section: elkd.conf(5))", kq,
+                p->section);
+}
+
 static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_t vlen)
 {
     key_value_t kv;
@@ -876,9 +907,7 @@ static int set_key(parser_t *p, const char *k, size_t klen, const char *v, size_
     }
     i = find_key(p, k, klen);
     if (i < 0) {
-        return fail(p, p->line,
-                    "unknown key '%s' in %s (see the Configuration section of README.md)", kq,
-                    p->section);
+        return unknown_key(p, k, klen, kq);
     }
     if (p->seen & (1u << i)) {
         return fail(p, p->line, "key '%s' in %s is set twice (first on line %d)", kq, p->section,
@@ -1124,26 +1153,19 @@ static int check_conf(parser_t *p)
 {
     elkfw_conf_t *c = p->c;
     size_t i;
-    if (check_fleet(p, c) != ELK_OK) {
-        return ELK_E_CONFIG;
-    }
+    /* each check adds its problem to p->err and the next one still runs */
+    (void)check_fleet(p, c);
     for (i = 0; i < c->n_nodes; i++) {
-        if (check_node(p, c, &c->nodes[i]) != ELK_OK) {
-            return ELK_E_CONFIG;
-        }
+        (void)check_node(p, c, &c->nodes[i]);
     }
     for (i = 0; i < c->n_resources; i++) {
-        if (check_resource(p, c, &c->resources[i]) != ELK_OK) {
-            return ELK_E_CONFIG;
-        }
+        (void)check_resource(p, c, &c->resources[i]);
     }
-    if (check_quarantine(p, c) != ELK_OK) {
-        return ELK_E_CONFIG;
-    }
+    (void)check_quarantine(p, c);
     if (c->agent.socket_path[0] == '\0') {
-        return fail(p, 0, "[agent] socket must not be empty");
+        (void)fail(p, 0, "[agent] socket must not be empty");
     }
-    return ELK_OK;
+    return p->errors != 0 ? ELK_E_CONFIG : ELK_OK;
 }
 
 /* Narrow [*b, *e) past the spaces at both ends. */
@@ -1162,13 +1184,15 @@ static int section_line(parser_t *p, const char *line, size_t b, size_t e)
 {
     size_t sb = b + 1, se;
     if (line[e - 1] != ']') {
+        p->skip_section = true;
         return fail(p, p->line,
                     "section header is not closed: expected ']' at the end of the line");
     }
     se = e - 1;
     trim(line, &sb, &se);
     p->seen = 0;
-    return open_section(p, line + sb, se - sb);
+    p->skip_section = open_section(p, line + sb, se - sb) != ELK_OK;
+    return p->skip_section ? ELK_E_CONFIG : ELK_OK;
 }
 
 /* "key = value" in line[b..e). */
@@ -1211,6 +1235,9 @@ static int parse_line(parser_t *p, const char *line, size_t ll)
     if (memchr(line + b, '\0', e - b) != NULL) {
         return fail(p, p->line, "line contains a NUL byte (is this a text file?)");
     }
+    if (line[b] != '[' && p->skip_section) {
+        return ELK_OK; /* a key of a section that was not understood: said once, at its header */
+    }
     return line[b] == '[' ? section_line(p, line, b, e) : key_line(p, line, b, e);
 }
 
@@ -1241,12 +1268,10 @@ int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, si
         size_t ll = nl != NULL ? (size_t)(nl - line) : len - pos;
         pos += ll + (nl != NULL ? 1u : 0u);
         p.line++;
-        rc = parse_line(&p, line, ll);
-        if (rc != ELK_OK) {
-            return rc;
-        }
+        (void)parse_line(&p, line, ll); /* a problem is kept in err; the next line is read */
     }
-    return check_conf(&p);
+    rc = check_conf(&p);
+    return rc;
 }
 
 const elkfw_resource_conf_t *elkfw_conf_resource(const elkfw_conf_t *c, const char *name,

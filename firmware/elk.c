@@ -2,21 +2,15 @@
 /*
  * elk: command-line client of elkd, and the actuator-side fencing guard.
  *
- *   elk run [--wait MS] [--on-suspect/--on-lost HOOK] [--heartbeat D] RESOURCE -- CMD...
- *                                                    flock(1) across the fleet
- *   elk acquire [--wait MS] RESOURCE                 hold until SIGINT/SIGTERM
+ *   elk run [-w SECS|-n] [-E CODE] [--on-suspect/--on-lost HOOK] [--heartbeat D]
+ *           RESOURCE -- CMD... | -c STRING       flock(1) across the fleet
+ *   elk acquire [-w SECS|-n] [-E CODE] RESOURCE   hold until SIGINT/SIGTERM
  *   elk status [--json]
  *   elk guard --state FILE [TOKEN] [-- CMD...]        accept or refuse a fencing token;
  *                                                     with CMD, run it holding the guard
  *
- * Exit codes (README "Exit codes"): 0 ok; 1 other failure reported by elkd; 64 usage;
- * 65 guard refused a stale token; 66 guard storage error (unreadable, corrupt, sync
- * failed); 67 guard refused by the lease file; 68 guard busy for all of --wait;
- * 69 elkd unreachable; 73 lock not acquired; 77 not allowed to take the resource (busy, timed out, fleet unavailable);
- * 75 lease lost while held, or elkd shut down (run: CMD was stopped), or run: CMD missed
- * its --heartbeat (stopped, lease released);
- * 126/127 run: CMD could not be executed / not found; otherwise run passes on CMD's
- * exit status (128+N if it died of signal N).
+ * Exit codes: one cause each, elkfw/cli.h (the enum) and firmware/cli.c (elkd's refusal
+ * to the code); README "Exit codes" and elk(1) list them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +35,7 @@
 #include "elk/err.h"
 #include "elk/fence.h"
 #include "elk/fence_file.h"
+#include "elkfw/cli.h"
 #include "elkfw/ctl.h"
 #include "elkfw/guard.h"
 #include "elkfw/heartbeat.h"
@@ -48,25 +43,11 @@
 #include "elkfw/hooks.h"
 #include "elkfw/lease.h"
 #include "elkfw/say.h"
+#include "elkfw/suggest.h"
 #include "elkfw/supervise.h"
 #include "elkfw/watch.h"
 
 #include "elk/version.h"
-
-enum {
-    EXIT_OK = 0,
-    EXIT_FAIL = 1,
-    EXIT_USAGE = 64,
-    EXIT_STALE = 65,
-    EXIT_STORAGE = 66,
-    EXIT_UNREACHABLE = 69,
-    EXIT_NOT_ACQUIRED = 73,
-    EXIT_AGENT_FULL = 74, /* elkd has no client slot for us (ELK_E_AGENT_FULL): retry later */
-    EXIT_NOPERM = 77,     /* EX_NOPERM: allow_users / allow_groups refused this user */
-    EXIT_LOST = 75,
-    EXIT_NOEXEC = 126,
-    EXIT_NOTFOUND = 127
-};
 
 /* What a step of a waiting loop returns to say: no exit code yet, keep going. */
 #define STEP_ON (-1)
@@ -82,6 +63,7 @@ typedef struct agent_link {
     const char *sock_path;
     int fd;             /* -1 until agent_connect */
     bool full;          /* elkd answered ELK_E_AGENT_FULL: every command exits EXIT_AGENT_FULL */
+    int held_code;      /* exit code for "held by another holder" (elk run/acquire -E) */
     elkfw_linebuf_t lb; /* lines received, over store */
     char store[REPLY_BUF];
 } agent_link_t;
@@ -113,12 +95,12 @@ static int agent_connect(agent_link_t *ak)
         const char *hint = e == EACCES
             ? "elkd is running but this user may not use its socket: ask for "
               "membership of the socket's group ([agent] socket_group)"
-            : e == ENOENT       ? "no socket there: is elkd running, and is this its socket? (use "
-                                  "--socket or ELK_SOCKET)"
+            : e == ENOENT ? "no socket there: is elkd running, and is this its socket? Name it "
+                            "with --socket or ELK_SOCKET"
             : e == ECONNREFUSED ? "nobody listens there: elkd is not running (or crashed and left "
                                   "its socket behind); start it"
-                                : "is elkd running? use --socket or ELK_SOCKET";
-        elkfw_say("cannot reach elkd at %s: %s (%s)", ak->sock_path, strerror(e), hint);
+                                : "is elkd running? Name its socket with --socket or ELK_SOCKET";
+        elkfw_say("cannot reach elkd at %s: %s; %s", ak->sock_path, strerror(e), hint);
         if (fd >= 0) {
             close(fd);
         }
@@ -423,24 +405,10 @@ static void print_err_reply(const elkfw_ctl_msg_t *m, const char *what)
     elkfw_say("%s: %.*s [%s]", what, (int)m->text_len, m->text, m->code);
 }
 
-static int exit_for_err(const char *code)
+/* elkd's refusal (an ERR line in m) as elk's exit code: the table in firmware/cli.c. */
+static int exit_for_err(const agent_link_t *ak, const elkfw_ctl_msg_t *m)
 {
-    int e = elkfw_err_from_name(code);
-    if (e == ELK_E_AGENT_FULL) {
-        return EXIT_AGENT_FULL;
-    }
-    if (e == ELK_E_LOCK_BUSY || e == ELK_E_LOCK_TIMEOUT || e == ELK_E_FLEET_UNAVAILABLE ||
-        e == ELK_E_VALIDITY || e == ELK_E_SHUTTING_DOWN) {
-        return EXIT_NOT_ACQUIRED;
-    }
-    if (e == ELK_E_FORBIDDEN) {
-        return EXIT_NOPERM;
-    }
-    if (e == ELK_E_RESOURCE_UNKNOWN || e == ELK_E_NAME_INVALID || e == ELK_E_NAME_TOO_LONG ||
-        e == ELK_E_CTL_SYNTAX) {
-        return EXIT_USAGE;
-    }
-    return EXIT_FAIL;
+    return elkfw_cli_exit_for(m->code, m->text, m->text_len, ak->held_code);
 }
 
 /* While a wait runs on a terminal: one line on stderr, rewritten every second, saying
@@ -512,7 +480,8 @@ static int acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_m
 
 /* One line from elkd while waiting for the grant of resource: an exit code (EXIT_OK for
  * the grant, in *m), or STEP_ON for a line that does not answer us. */
-static int acquire_reply(const char *line, size_t len, const char *resource, elkfw_ctl_msg_t *m)
+static int acquire_reply(const agent_link_t *ak, const char *line, size_t len, const char *resource,
+                         elkfw_ctl_msg_t *m)
 {
     if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK) {
         elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
@@ -522,7 +491,7 @@ static int acquire_reply(const char *line, size_t len, const char *resource, elk
         char what[128];
         snprintf(what, sizeof what, "cannot acquire %s", resource);
         print_err_reply(m, what);
-        return exit_for_err(m->code);
+        return exit_for_err(ak, m);
     }
     if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 &&
         strcmp(m->resource, resource) == 0) {
@@ -530,7 +499,7 @@ static int acquire_reply(const char *line, size_t len, const char *resource, elk
     }
     if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
         elkfw_say("cannot acquire %s: elkd is shutting down", resource);
-        return EXIT_NOT_ACQUIRED;
+        return EXIT_UNREACHABLE;
     }
     return STEP_ON;
 }
@@ -564,7 +533,7 @@ static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t w
         size_t len;
         int rc;
         if (elkfw_linebuf_next(&ak->lb, &line, &len) == 1) {
-            rc = acquire_reply(line, len, resource, m);
+            rc = acquire_reply(ak, line, len, resource, m);
             if (rc != STEP_ON) {
                 return rc;
             }
@@ -583,7 +552,7 @@ static int acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t w
         }
         if (p[0].revents && agent_fill(ak) <= 0) {
             elkfw_say("elkd closed the connection before answering (is it shutting down?)");
-            return EXIT_NOT_ACQUIRED;
+            return EXIT_UNREACHABLE;
         }
     }
 }
@@ -617,15 +586,6 @@ static void release_and_wait(agent_link_t *ak, const char *resource)
 
 /* ------------------------------------------------------------------ options */
 
-static int parse_wait(const char *s, uint32_t *ms)
-{
-    if (!elkfw_parse_duration(s, strlen(s), ms)) {
-        elkfw_say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')", s);
-        return -1;
-    }
-    return 0;
-}
-
 static void usage_main(FILE *f)
 {
     fprintf(
@@ -634,9 +594,11 @@ static void usage_main(FILE *f)
         "Leases on shared actuators through elkd (the edgelock agent).\n"
         "\n"
         "Commands:\n"
-        "  run [--wait MS] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE (hooks,\n"
-        "                                             heartbeat: elk run --help)\n"
-        "  acquire [--wait MS] RESOURCE               take RESOURCE and hold it until "
+        "  run [-w SECS|-n] [-E CODE] RESOURCE -- CMD [ARGS...]  run CMD while holding RESOURCE\n"
+        "  run [-w SECS|-n] [-E CODE] RESOURCE -c STRING       the same, STRING run by /bin/sh\n"
+        "                                             (as flock(1); hooks, heartbeat: elk run "
+        "--help)\n"
+        "  acquire [-w SECS|-n] [-E CODE] RESOURCE    take RESOURCE and hold it until "
         "SIGINT/SIGTERM\n"
         "  status [--json|--metrics|--watch]          leases and nodes of this agent\n"
         "  reload                                     make elkd re-read its configuration\n"
@@ -649,12 +611,15 @@ static void usage_main(FILE *f)
         "  --socket PATH   elkd's control socket (default $ELK_SOCKET or " ELK_DEFAULT_SOCKET ")\n"
         "  --help          help (also after any command), --version\n"
         "\n"
+        "Durations on the command line: a bare number is seconds (10, 0.5), or give a unit:\n"
+        "500ms, 10s, 2m, 1h.\n"
+        "\n"
         "Exit codes: 0 ok, 1 other error from elkd, 64 usage, 65 stale token (guard), 66 guard\n"
         "storage error, 67 guard: lease ended/expired/other token, 68 guard busy (--wait ran "
         "out),\n"
-        "69 elkd unreachable, 73 lock not acquired, 75 lease lost / elkd stopped / run: heartbeat\n"
-        "missed, 77 not allowed\n"
-        "(allow_users / allow_groups of the resource in elkd.conf),\n"
+        "69 elkd unreachable or shutting down, 73 held by another holder (or -E CODE), 74 elkd\n"
+        "full, 75 lease lost / run: heartbeat missed, 76 fleet unreachable (too few servers for a\n"
+        "quorum), 77 not allowed (allow_users / allow_groups), 78 configuration refused (reload),\n"
         "126/127 CMD not executable / not found; run passes on CMD's own exit status.\n");
 }
 
@@ -662,8 +627,9 @@ static void usage_run(FILE *f)
 {
     fprintf(
         f,
-        "Usage: elk run [--wait MS] [--on-suspect HOOK] [--on-lost HOOK] [--hook-timeout D]\n"
-        "               [--heartbeat D] RESOURCE -- CMD [ARGS...]\n"
+        "Usage: elk run [-w SECS | -n] [-E CODE] [--on-suspect HOOK] [--on-lost HOOK]\n"
+        "               [--hook-timeout D] [--heartbeat D] RESOURCE -- CMD [ARGS...]\n"
+        "       elk run [OPTIONS] RESOURCE -c STRING\n"
         "Acquire RESOURCE through elkd, run CMD while the lease holds, release when CMD and\n"
         "everything it started in its process group have exited.\n"
         "CMD gets ELK_RESOURCE, ELK_FENCE_TOKEN, ELK_DEADLINE_MS (validity left at start) and\n"
@@ -679,7 +645,13 @@ static void usage_run(FILE *f)
         "signal, even SIGKILL) or stops reading, CMD dies with it (parent-death signal) and elkd\n"
         "stops the rest of the group before it releases the lease; if it cannot confirm the group\n"
         "gone, it lets the lease run out instead. Processes that leave the group (setsid) escape.\n"
-        "  --wait MS   wait up to MS (or 500ms, 10s, 2m) for the lease; default: try once\n"
+        "  -w, --wait SECS  wait up to SECS seconds (as flock -w; or 500ms, 10s, 2m) for the\n"
+        "              lease; default: try once\n"
+        "  -n, --nonblock   try once, fail at once if the resource is held (the default; wins\n"
+        "              over --wait, as in flock)\n"
+        "  -E, --conflict-exit-code CODE  exit CODE (0..255) when the resource is held by\n"
+        "              another holder; default 73\n"
+        "  -c, --command STRING  run STRING with /bin/sh -c instead of CMD after '--'\n"
         "  --on-suspect HOOK  run HOOK (/bin/sh -c, own process group, output on stderr) when a\n"
         "              renewal misses its quorum while the lease still holds (SUSPECT)\n"
         "  --on-lost HOOK     run HOOK when the lease is lost (or the command is stopped for a\n"
@@ -692,18 +664,24 @@ static void usage_run(FILE *f)
         "              (at least 100ms); elkd renews only while it does. A missed heartbeat:\n"
         "              SIGTERM to CMD's group, SIGKILL after the stop margin (at least 1 s),\n"
         "              release, exit 75. Closing the fd is no miss by itself\n"
-        "Exit: CMD's status, or 73 not acquired, 75 lost (or heartbeat missed), 69 elkd\n"
-        "unreachable, 64 usage, 126/127 exec failed.\n");
+        "Durations: a bare number is seconds; or 500ms, 10s, 2m.\n"
+        "Exit: CMD's status, or 73 held by another holder (-E), 76 fleet unreachable, 75 lost\n"
+        "(or heartbeat missed), 69 elkd unreachable, 74 elkd full, 77 not allowed, 64 usage,\n"
+        "126/127 exec failed.\n");
 }
 
 static void usage_acquire(FILE *f)
 {
     fprintf(
         f,
-        "Usage: elk acquire [--wait MS] RESOURCE\n"
+        "Usage: elk acquire [-w SECS | -n] [-E CODE] RESOURCE\n"
         "Acquire RESOURCE and hold it until this process gets SIGINT or SIGTERM (then release,\n"
         "exit 0). Prints 'acquired RESOURCE token=T validity_ms=V' and one line per event.\n"
-        "Exit: 0 released, 73 not acquired, 75 lease lost or elkd stopped, 69 elkd unreachable.\n");
+        "  -w, --wait SECS  wait up to SECS seconds (or 500ms, 10s, 2m); default: try once\n"
+        "  -n, --nonblock   try once (the default; wins over --wait)\n"
+        "  -E, --conflict-exit-code CODE  exit CODE when held by another holder (default 73)\n"
+        "Exit: 0 released, 73 held by another holder (-E), 76 fleet unreachable, 75 lease lost,\n"
+        "69 elkd unreachable or shutting down, 74 elkd full, 77 not allowed.\n");
 }
 
 static void usage_status(FILE *f)
@@ -744,116 +722,6 @@ static bool want_help(int argc, char **argv)
         }
     }
     return false;
-}
-
-/* elk run's own options (issue 20). */
-typedef struct run_opts {
-    const char *on_suspect, *on_lost; /* hook commands, NULL: none */
-    uint32_t heartbeat_ms;            /* 0: no heartbeat */
-    uint32_t hook_timeout_ms;
-} run_opts_t;
-
-/* argv[*i] is option name: its value (the next argument, or after '=') in *val. Returns
- * 1 with the value, 0 if argv[*i] is another option, -1 if the value is missing (said). */
-static int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0 || (argv[*i][n] != '\0' && argv[*i][n] != '=')) {
-        return 0;
-    }
-    if (argv[*i][n] == '=') {
-        *val = argv[*i] + n + 1;
-        return 1;
-    }
-    if (*i + 1 >= argc) {
-        elkfw_say("%s needs a value", name);
-        return -1;
-    }
-    *val = argv[++*i];
-    return 1;
-}
-
-/* A duration option of at least min_ms: 1, or -1 (said). */
-static int opt_duration(const char *name, const char *v, uint32_t min_ms, uint32_t *ms)
-{
-    if (!elkfw_parse_duration(v, strlen(v), ms) || *ms < min_ms) {
-        elkfw_say("%s takes a duration of at least %" PRIu32
-                  " ms: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')",
-                  name, min_ms, v);
-        return -1;
-    }
-    return 1;
-}
-
-/* One of elk run's own options at argv[*i]: 1 taken, 0 not one of them, -1 wrong (said). */
-static int run_option(int argc, char **argv, int *i, run_opts_t *ro)
-{
-    static const char *const names[] = {"--on-suspect", "--on-lost", "--heartbeat",
-                                        "--hook-timeout"};
-    const char *v = NULL;
-    size_t k;
-    int rc = 0;
-    for (k = 0; k < sizeof names / sizeof names[0] && rc == 0; k++) {
-        rc = opt_value(argc, argv, i, names[k], &v);
-    }
-    if (rc <= 0) {
-        return rc;
-    }
-    k--;
-    if (k >= 2) {
-        return opt_duration(names[k], v, k == 2 ? ELKFW_HB_MIN_MS : 1u,
-                            k == 2 ? &ro->heartbeat_ms : &ro->hook_timeout_ms);
-    }
-    if (v[0] == '\0') {
-        elkfw_say("%s needs a shell command", names[k]);
-        return -1;
-    }
-    *(k == 0 ? &ro->on_suspect : &ro->on_lost) = v;
-    return 1;
-}
-
-/* Options shared by run and acquire: [--wait MS] [--socket PATH] RESOURCE, and run's own
- * when ro is not NULL. Returns the index of the first argument after RESOURCE, or -1. */
-static int parse_lock_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
-                           const char **resource, run_opts_t *ro)
-{
-    int taken;
-    int i;
-    *wait_ms = 0;
-    *resource = NULL;
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--wait") == 0 || strcmp(argv[i], "-w") == 0) {
-            if (i + 1 >= argc || parse_wait(argv[i + 1], wait_ms) != 0) {
-                if (i + 1 >= argc) {
-                    elkfw_say("--wait needs a value");
-                }
-                return -1;
-            }
-            i++;
-        } else if (strncmp(argv[i], "--wait=", 7) == 0) {
-            if (parse_wait(argv[i] + 7, wait_ms) != 0) {
-                return -1;
-            }
-        } else if (strcmp(argv[i], "--socket") == 0) {
-            if (i + 1 >= argc) {
-                elkfw_say("--socket needs a path");
-                return -1;
-            }
-            ak->sock_path = argv[++i];
-        } else if (ro != NULL && (taken = run_option(argc, argv, &i, ro)) != 0) {
-            if (taken < 0) {
-                return -1;
-            }
-        } else if (argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
-            elkfw_say("unknown option '%s'", argv[i]);
-            return -1;
-        } else {
-            *resource = argv[i];
-            return i + 1;
-        }
-    }
-    elkfw_say("missing RESOURCE");
-    return -1;
 }
 
 static bool resource_ok(const char *r)
@@ -1356,25 +1224,44 @@ static bool lease_usable(agent_link_t *ak, lease_watch_t *w, const elkfw_ctl_msg
     return !w->lost && now_ms() < w->deadline;
 }
 
-/* elk run's arguments: the index of CMD in argv (after "--"), or -1 when they are wrong
- * (said, with the usage where it helps). */
-static int run_args(agent_link_t *ak, int argc, char **argv, uint32_t *wait_ms,
-                    const char **resource, run_opts_t *ro)
+/* elk run's arguments into o, and the command into *cmd: CMD after "--", or sh (filled
+ * here) for -c STRING. Returns false when they are wrong (said in one line). */
+static bool run_args(agent_link_t *ak, int argc, char **argv, elkfw_lock_opts_t *o, char **sh,
+                     char ***cmd)
 {
-    int next = parse_lock_args(ak, argc, argv, wait_ms, resource, ro);
+    int next = elkfw_cli_lock_args(argc, argv, true, ELKFW_HOOK_TIMEOUT_MS, o);
     if (next < 0) {
-        usage_run(stderr);
-        return -1;
+        return false;
     }
-    if (next >= argc || strcmp(argv[next], "--") != 0 || next + 1 >= argc) {
-        elkfw_say("missing '-- CMD [ARGS...]' after the resource");
-        usage_run(stderr);
-        return -1;
+    ak->sock_path = o->sock_path != NULL ? o->sock_path : ak->sock_path;
+    ak->held_code = o->held_code;
+    if (o->command != NULL && next < argc) {
+        elkfw_cli_usage_error("run",
+                              "give the command either with -c STRING or after '--', not "
+                              "both (got '%s' after it)",
+                              argv[next]);
+        return false;
     }
-    if (!resource_ok(*resource)) {
-        return -1;
+    if (o->command == NULL && (next >= argc || strcmp(argv[next], "--") != 0 || next + 1 >= argc)) {
+        elkfw_cli_usage_error("run",
+                              "missing the command: RESOURCE -- CMD [ARGS...], or RESOURCE "
+                              "-c 'SHELL COMMAND'");
+        return false;
     }
-    return next + 1;
+    if (!resource_ok(o->resource)) {
+        return false;
+    }
+    if (o->command != NULL) {
+        /* as flock -c: the string goes to the shell */
+        sh[0] = (char *)"/bin/sh";
+        sh[1] = (char *)"-c";
+        sh[2] = (char *)o->command;
+        sh[3] = NULL;
+        *cmd = sh;
+    } else {
+        *cmd = &argv[next + 1];
+    }
+    return true;
 }
 
 /* Before the lease goes (released, or left to elkd) and before elk exits (its hooks die
@@ -1463,26 +1350,24 @@ static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
 
 static int cmd_run(agent_link_t *ak, int argc, char **argv)
 {
-    uint32_t wait_ms;
     elkfw_ctl_msg_t m;
     sigset_t old;
     run_sup_t rs;
-    run_opts_t ro;
-    int cmd, rc;
+    elkfw_lock_opts_t ro;
+    char *sh[4], **cmd;
+    int rc;
 
     memset(&rs, 0, sizeof rs);
-    memset(&ro, 0, sizeof ro);
     rs.ak = ak;
     rs.go_pipe = -1;
     rs.tty = -1;
     rs.hb_fd = rs.hb_wfd = -1;
     rs.conn_open = true;
-    ro.hook_timeout_ms = ELKFW_HOOK_TIMEOUT_MS;
-    cmd = run_args(ak, argc, argv, &wait_ms, &rs.resource, &ro);
-    if (cmd < 0) {
+    if (!run_args(ak, argc, argv, &ro, sh, &cmd)) {
         return EXIT_USAGE;
     }
-    rs.cmd_name = argv[cmd];
+    rs.resource = ro.resource;
+    rs.cmd_name = ro.command != NULL ? "sh -c" : cmd[0];
     elkfw_hook_init(&rs.on_suspect, "suspect", ro.on_suspect, ro.hook_timeout_ms);
     elkfw_hook_init(&rs.on_lost, "lost", ro.on_lost, ro.hook_timeout_ms);
     elkfw_hb_start(&rs.hb, ro.heartbeat_ms, now_ms());
@@ -1490,7 +1375,7 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    rc = acquire_lease(ak, rs.resource, wait_ms, ro.heartbeat_ms, rs.sfd, &m);
+    rc = acquire_lease(ak, rs.resource, ro.wait_ms, ro.heartbeat_ms, rs.sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
     }
@@ -1506,7 +1391,7 @@ static int cmd_run(agent_link_t *ak, int argc, char **argv)
         }
         return EXIT_LOST;
     }
-    return run_command(&rs, &argv[cmd], &old);
+    return run_command(&rs, cmd, &old);
 }
 
 /* ------------------------------------------------------------------ acquire / release */
@@ -1603,21 +1488,23 @@ static int acquire_hold(agent_link_t *ak, lease_watch_t *w, int sfd)
 
 static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
 {
-    uint32_t wait_ms;
+    elkfw_lock_opts_t o;
     const char *resource;
     elkfw_ctl_msg_t m;
-    int next = parse_lock_args(ak, argc, argv, &wait_ms, &resource, NULL);
+    int next = elkfw_cli_lock_args(argc, argv, false, 0, &o);
     int sfd, rc;
     lease_watch_t w;
     bool conn_open = true;
     if (next < 0) {
-        usage_acquire(stderr);
         return EXIT_USAGE;
     }
     if (next != argc) {
-        elkfw_say("unexpected argument '%s'", argv[next]);
-        return EXIT_USAGE;
+        return elkfw_cli_usage_error("acquire", "unexpected argument '%s' after the resource",
+                                     argv[next]);
     }
+    resource = o.resource;
+    ak->sock_path = o.sock_path != NULL ? o.sock_path : ak->sock_path;
+    ak->held_code = o.held_code;
     if (!resource_ok(resource)) {
         return EXIT_USAGE;
     }
@@ -1625,7 +1512,7 @@ static int cmd_acquire(agent_link_t *ak, int argc, char **argv)
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
-    rc = acquire_lease(ak, resource, wait_ms, 0, sfd, &m);
+    rc = acquire_lease(ak, resource, o.wait_ms, 0, sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
     }
@@ -1704,6 +1591,13 @@ static void table_add(table_t *t, char *line)
         }
         t->cell[t->rows][col] = eq + 1;
         col++;
+        if (strcmp(tok, "hygiene") == 0) {
+            /* the protocol keeps the value one word ("quarantined:_restarted_1_s_ago;..."):
+             * a person reads it with its spaces */
+            for (char *u = eq + 1; *u != '\0'; u++) {
+                *u = *u == '_' ? ' ' : *u;
+            }
+        }
         /* musl's strtok_r leaves save NULL after the last token (glibc: at the end). */
         if (strcmp(tok, "check") == 0 && save != NULL && *save != '\0') {
             /* the safety check's text has spaces: it is the last field, up to the end */
@@ -1800,6 +1694,11 @@ static int status_watch(agent_link_t *ak, unsigned long count)
         localtime_r(&t, &tm);
         strftime(clock_text, sizeof clock_text, "%H:%M:%S", &tm);
         elkfw_watch_render(stdout, rows, n, tty, clock_text);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            /* the reader left (| head, a closed pager): SIGPIPE is ignored, so without this
+             * check every next frame failed unseen and elk went on forever */
+            return errno == EPIPE ? EXIT_OK : EXIT_FAIL;
+        }
     }
     return EXIT_OK;
 }
@@ -1854,7 +1753,7 @@ static bool status_args(agent_link_t *ak, int argc, char **argv, status_opts_t *
         } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
             ak->sock_path = argv[++i];
         } else {
-            elkfw_say("unexpected argument '%s'", argv[i]);
+            elkfw_cli_usage_error("status", "unexpected argument '%s'", argv[i]);
             return false;
         }
     }
@@ -1874,7 +1773,7 @@ static int status_request(agent_link_t *ak, bool json, elkfw_ctl_msg_t *m)
     if (elkfw_ctl_parse_reply(line, len, m) == ELK_OK && m->kind == ELKFW_MSG_ERR) {
         /* refused at connect (agent full, shutting down): the same words as agent_send's */
         elkfw_say("elkd refused the connection: %s %.*s", m->code, (int)m->text_len, m->text);
-        return exit_for_err(m->code);
+        return exit_for_err(ak, m);
     }
     if (elkfw_ctl_parse_reply(line, len, m) != ELK_OK || m->kind != ELKFW_MSG_OK) {
         elkfw_say("unexpected reply from elkd: %.*s", (int)len, line);
@@ -1920,7 +1819,6 @@ static int cmd_status(agent_link_t *ak, int argc, char **argv)
     elkfw_ctl_msg_t m;
     int rc;
     if (!status_args(ak, argc, argv, &o)) {
-        usage_status(stderr);
         return EXIT_USAGE;
     }
     if (agent_connect(ak) < 0) {
@@ -1977,8 +1875,7 @@ static int cmd_reload(agent_link_t *ak, int argc, char **argv)
     uint64_t pid, ok0, failed0, until;
     int rc;
     if (argc > 1) {
-        elkfw_say("unexpected argument '%s'", argv[1]);
-        return EXIT_USAGE;
+        return elkfw_cli_usage_error("reload", "unexpected argument '%s'", argv[1]);
     }
     if (agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
@@ -2000,7 +1897,7 @@ static int cmd_reload(agent_link_t *ak, int argc, char **argv)
         }
         if (json_number(m.text, m.text_len, "reload_failures") != failed0) {
             elkfw_say("reload failed; elkd keeps its running configuration (its log says why)");
-            return EXIT_FAIL;
+            return EXIT_CONFIG;
         }
         if (json_number(m.text, m.text_len, "reloads") != ok0) {
             printf("reloaded\n");
@@ -2054,6 +1951,24 @@ static const command_t commands[] = {
     {"timeline", elkfw_history_usage_timeline, cmd_timeline},
 };
 
+/* A command elk does not know: said in one line, with the closest one if it looks like a
+ * slip. */
+static int unknown_command(const char *cmd)
+{
+    const char *names[sizeof commands / sizeof commands[0] + 1];
+    const char *guess;
+    size_t k;
+    for (k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        names[k] = commands[k].name;
+    }
+    names[k] = "help";
+    guess = elkfw_suggest(cmd, strlen(cmd), names, k + 1);
+    if (guess != NULL) {
+        return elkfw_cli_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", cmd, guess);
+    }
+    return elkfw_cli_usage_error(NULL, "unknown command '%s'", cmd);
+}
+
 /* The options before the command (from argv[*i], which ends at the command): STEP_ON,
  * or the exit code of --help, --version or a wrong option. */
 static int main_options(agent_link_t *ak, int argc, char **argv, int *i)
@@ -2073,9 +1988,10 @@ static int main_options(agent_link_t *ak, int argc, char **argv, int *i)
             printf("elk %s\n", ELK_VERSION_STRING);
             return EXIT_OK;
         } else {
-            elkfw_say("unknown option '%s'", a);
-            usage_main(stderr);
-            return EXIT_USAGE;
+            return elkfw_cli_usage_error(NULL,
+                                         "unknown option '%s' (elk's own options: --socket, "
+                                         "--help, --version; a command's come after it)",
+                                         a);
         }
     }
     return STEP_ON;
@@ -2091,14 +2007,16 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     ak->fd = -1;
     ak->full = false;
+    ak->held_code = EXIT_NOT_ACQUIRED;
     ak->sock_path = getenv("ELK_SOCKET") ? getenv("ELK_SOCKET") : ELK_DEFAULT_SOCKET;
     rc = main_options(ak, argc, argv, &i);
     if (rc != STEP_ON) {
         return rc;
     }
     if (i >= argc) {
-        usage_main(stderr);
-        return EXIT_USAGE;
+        return elkfw_cli_usage_error(NULL,
+                                     "missing COMMAND (run, acquire, status, reload, guard, "
+                                     "events, timeline)");
     }
     cmd = argv[i];
     argc -= i;
@@ -2127,7 +2045,5 @@ int main(int argc, char **argv)
                   "acquire' or 'elk run' (its pid is the holder in 'elk status')");
         return EXIT_USAGE;
     }
-    elkfw_say("unknown command '%s'", cmd);
-    usage_main(stderr);
-    return EXIT_USAGE;
+    return unknown_command(cmd);
 }

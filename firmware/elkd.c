@@ -46,6 +46,7 @@
 #include "elkfw/notify.h"
 #include "elkfw/reload.h"
 #include "elkfw/say.h"
+#include "elkfw/suggest.h"
 #include "elkfw/supervise.h"
 #ifdef ELKD_TLS
 #include "elk/port_mbedtls.h"
@@ -131,8 +132,8 @@ typedef struct resource {
     uint32_t keepalive_ms;  /* this hold's keepalive interval (ACQUIRE keepalive=, or conf) */
     bool keepalive_missed;  /* renewal stopped: the holder's KEEPALIVE came too late */
     uint64_t suspect_since; /* SUSPECT spell started at (0: not suspect), for the log */
-    uint8_t last_ok, last_busy, last_failed, last_nodes;
-    size_t last_ready; /* nodes ready when that round failed */
+    char last_counts[200];  /* that round's counts (round_counts) */
+    size_t last_ready;      /* nodes ready when that round failed */
 } resource_t;
 
 typedef struct waiter {
@@ -636,8 +637,9 @@ static void release_res(agent_t *a, resource_t *r, uint64_t now, const char *why
         record_event(a, ELKFW_EV_RELEASE, r, r->owner, token, now, 0, ELK_OK);
         elkfw_hist_add(&r->metrics.hold, now - r->granted_at);
         elkd_log(a, ELK_LOG_INFO,
-                 "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewals",
-                 r->conf->name, why, token, now - r->granted_at, renewals);
+                 "%s: released (%s), token %" PRIu64 ", held %" PRIu64 " ms, %" PRIu32 " renewal%s",
+                 r->conf->name, why, token, now - r->granted_at, renewals,
+                 renewals == 1 ? "" : "s");
     } else {
         elkd_log(a, rc == ELK_E_NOT_HELD ? ELK_LOG_DEBUG : ELK_LOG_INFO, "%s: released (%s)%s",
                  r->conf->name, why,
@@ -836,20 +838,82 @@ static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_ev
     send_grant(a, slot, "OK ACQUIRED", r, ev->token, ev->validity_ms, ev->deadline);
 }
 
+/* snprintf at out + *len, *len advanced past what fitted. */
+__attribute__((format(printf, 4, 5))) static void counts_add(char *out, size_t cap, size_t *len,
+                                                             const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(out + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        *len += (size_t)n < cap - *len ? (size_t)n : cap - *len - 1u;
+    }
+}
+
+/* A round's counts that add up: "0 ok, 0 busy, 1 failed, 1 quarantined, 1 not answered of
+ * 3; b quarantined: restarted 2 s ago". A node that may not vote (quarantined by the vote
+ * hygiene, or its safety check unsafe or not done) is counted and named apart from those
+ * that failed, so a refusal says when a quarantine is why. */
+static void round_counts(agent_t *a, const elk_lock_event_t *ev, char *out, size_t cap)
+{
+    unsigned c[6] = {0}; /* ok, busy, failed, quarantined, no vote, no answer */
+    static const char *const label[6] = {"ok",          "busy",           "failed",
+                                         "quarantined", "without a vote", "not answered"};
+    size_t i, len = 0, k;
+    for (i = 0; i < ev->node_count && ev->nodes != NULL; i++) {
+        int err = ev->nodes[i].err;
+        uint8_t st = ev->nodes[i].status;
+        k = st == ELK_LOCK_NODE_OK                                        ? 0
+            : st == ELK_LOCK_NODE_BUSY                                    ? 1
+            : st == ELK_LOCK_NODE_NONE                                    ? 5
+            : err == ELK_E_NODE_QUARANTINED                               ? 3
+            : err == ELK_E_SERVER_UNCHECKED || err == ELK_E_UNSAFE_SERVER ? 4
+                                                                          : 2;
+        c[k]++;
+    }
+    if (ev->nodes == NULL) {
+        c[0] = ev->ok, c[1] = ev->busy, c[2] = ev->failed;
+        c[5] = ev->node_count > c[0] + c[1] + c[2] ? ev->node_count - c[0] - c[1] - c[2] : 0u;
+    }
+    out[0] = '\0';
+    for (k = 0; k < 6; k++) {
+        if (k < 3 || c[k] != 0) {
+            counts_add(out, cap, &len, "%s%u %s", k != 0 ? ", " : "", c[k], label[k]);
+        }
+    }
+    counts_add(out, cap, &len, " of %u", ev->node_count);
+    for (i = 0; ev->nodes != NULL && i < ev->node_count && i < a->conf.n_nodes; i++) {
+        int err = ev->nodes[i].err;
+        const char *why = elk_client_node_hygiene(&a->client, i);
+        if (err == ELK_E_NODE_QUARANTINED) {
+            /* "quarantined: restarted 2 s ago" reads "b quarantined: restarted 2 s ago" */
+            counts_add(out, cap, &len, "; %s %s", a->conf.nodes[i].name, why);
+        } else if (err == ELK_E_SERVER_UNCHECKED || err == ELK_E_UNSAFE_SERVER) {
+            counts_add(out, cap, &len, "; %s: %s", a->conf.nodes[i].name, elk_err_message(err));
+        }
+    }
+}
+
 static void lease_not_acquired(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
 {
+    char counts[sizeof r->last_counts];
     r->acquiring = false;
-    elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%u ok, %u busy, %u failed of %u)",
-             r->conf->name, elk_err_message(ev->err), ev->ok, ev->busy, ev->failed, ev->node_count);
+    round_counts(a, ev, counts, sizeof counts);
+    elkd_log(a, ELK_LOG_INFO, "%s: not acquired: %s (%s)", r->conf->name, elk_err_message(ev->err),
+             counts);
     if (slot >= 0) {
         if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
-            char detail[320];
-            snprintf(detail, sizeof detail,
-                     "%s; last round: %s %s (%u ok, %u busy, %u failed of %u; %zu of %zu nodes "
-                     "ready)",
+            char detail[400];
+            snprintf(detail, sizeof detail, "%s; last round: %s %s (%s; %zu of %zu nodes ready)",
                      r->conf->name, elk_err_name(r->last_round_err),
-                     elk_err_message(r->last_round_err), r->last_ok, r->last_busy, r->last_failed,
-                     r->last_nodes, r->last_ready, a->fleet.count);
+                     elk_err_message(r->last_round_err), r->last_counts, r->last_ready,
+                     a->fleet.count);
+            client_err(a, slot, ev->err, detail);
+        } else if (ev->err == ELK_E_FLEET_UNAVAILABLE || ev->err == ELK_E_VALIDITY) {
+            char detail[300];
+            snprintf(detail, sizeof detail, "%s (%s)", r->conf->name, counts);
             client_err(a, slot, ev->err, detail);
         } else {
             client_err(a, slot, ev->err, r->conf->name);
@@ -864,10 +928,7 @@ static void lease_round_failed(agent_t *a, resource_t *r, int slot, const elk_lo
 {
     (void)slot;
     r->last_round_err = ev->err;
-    r->last_ok = ev->ok;
-    r->last_busy = ev->busy;
-    r->last_failed = ev->failed;
-    r->last_nodes = ev->node_count;
+    round_counts(a, ev, r->last_counts, sizeof r->last_counts);
     r->last_ready = elk_fleet_ready_count(&a->fleet);
     elkd_log(a, ELK_LOG_DEBUG, "%s: round failed (%s), retrying", r->conf->name,
              elk_err_name(ev->err));
@@ -876,8 +937,8 @@ static void lease_round_failed(agent_t *a, resource_t *r, int slot, const elk_lo
 static void lease_renew_event(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
 {
     if (ev->type == ELK_LOCK_EV_RENEWED) {
-        elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewals), valid %" PRIu32 " ms",
-                 r->conf->name, ev->renewals, ev->validity_ms);
+        elkd_log(a, ELK_LOG_DEBUG, "%s: renewed (%" PRIu32 " renewal%s), valid %" PRIu32 " ms",
+                 r->conf->name, ev->renewals, ev->renewals == 1 ? "" : "s", ev->validity_ms);
         if (slot >= 0) {
             send_grant(a, slot, "EVENT RENEWED", r, ev->token, ev->validity_ms, ev->deadline);
         }
@@ -926,9 +987,9 @@ static void lease_recovered(agent_t *a, resource_t *r, int slot, const elk_lock_
 {
     elkd_log(a, ELK_LOG_INFO,
              "%s: recovered after %" PRIu64 " ms suspect: renewed (%" PRIu32
-             " renewals), valid %" PRIu32 " ms",
+             " renewal%s), valid %" PRIu32 " ms",
              r->conf->name, r->suspect_since != 0 ? ev->now - r->suspect_since : 0, ev->renewals,
-             ev->validity_ms);
+             ev->renewals == 1 ? "" : "s", ev->validity_ms);
     r->suspect_since = 0;
     if (slot >= 0) {
         send_grant(a, slot, "EVENT RECOVERED", r, ev->token, ev->validity_ms, ev->deadline);
@@ -1207,11 +1268,26 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
     }
 }
 
+/* STATUS JSON's layout version (docs/control-protocol.md): 2 since absent values are null
+ * (holder, last_error); the layout before had no "schema" and wrote "-" or "" for them. */
+#define ELKD_STATUS_SCHEMA 2
+
+/* A JSON value for text that may be absent ("-"): null, or the text quoted (it holds no
+ * byte that needs escaping: names and error names). */
+static const char *json_or_null(const char *text, char *buf, size_t cap)
+{
+    if (text == NULL || strcmp(text, "-") == 0) {
+        return "null";
+    }
+    snprintf(buf, cap, "\"%s\"", text);
+    return buf;
+}
+
 static void send_status(agent_t *a, int slot, bool json, uint64_t now)
 {
     size_t i;
     bool first = true;
-    char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX], hyg[256];
+    char holder[32], addr[300], check[ELK_LOCK_CHECK_TEXT_MAX], hyg[256], hq[40], eq[48];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
     int32_t ppm = 0;
     const char *clock = local_clock_word(a, &ppm); /* before ppm is read */
@@ -1219,34 +1295,37 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
         send_status_text(a, slot, now);
         return;
     }
-    client_send(a, slot,
-                "OK JSON {\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
-                ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
-                "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
-                ",\"reload_failures\":%" PRIu32
-                ",\"local_clock\":\"%s\",\"local_clock_ppm\":%" PRId32 ",\"resources\":[",
-                a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
-                elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
-                elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false",
-                clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
+    client_send(
+        a, slot,
+        "OK JSON "
+        "{\"schema\":%d,\"gateway\":\"%s\",\"pid\":%d,\"version\":\"%s\",\"uptime_s\":%" PRIu64
+        ",\"mode\":\"%s\",\"quorum\":%zu,\"nodes_ready\":%zu,"
+        "\"shutting_down\":%s,\"clients\":%zu,\"max_clients\":%d,\"reloads\":%" PRIu32
+        ",\"reload_failures\":%" PRIu32 ",\"local_clock\":\"%s\",\"local_clock_ppm\":%" PRId32
+        ",\"resources\":[",
+        ELKD_STATUS_SCHEMA, a->gateway_id, (int)getpid(), ELK_VERSION_STRING, uptime_s,
+        elkfw_mode_name(a->conf.mode), elk_client_quorum(&a->client),
+        elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false", clients_connected(a),
+        ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = &a->res[i];
         if (!r->in_use) {
             continue;
         }
-        client_send(
-            a, slot,
-            "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":\"%s\",\"token\":%" PRIu64
-            ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
-            ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":\"%s\",\"keepalive_ms\":%" PRIu32
-            ",\"lock_delay_ms\":%" PRIu32 "}",
-            first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
-            holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
-            elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock), r->conf->ttl_ms,
-            r->conf->stop_margin_ms,
-            elk_lock_last_error(&r->lock) == ELK_OK ? ""
-                                                    : elk_err_name(elk_lock_last_error(&r->lock)),
-            res_keepalive(r, now), r->conf->lock_delay_ms);
+        client_send(a, slot,
+                    "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":%s,\"token\":%" PRIu64
+                    ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
+                    ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":%s,\"keepalive_ms\":%" PRIu32
+                    ",\"lock_delay_ms\":%" PRIu32 "}",
+                    first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+                    json_or_null(holder_text(a, r, holder, sizeof holder), hq, sizeof hq),
+                    elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now),
+                    elk_lock_renewals(&r->lock), r->conf->ttl_ms, r->conf->stop_margin_ms,
+                    json_or_null(elk_lock_last_error(&r->lock) == ELK_OK
+                                     ? "-"
+                                     : elk_err_name(elk_lock_last_error(&r->lock)),
+                                 eq, sizeof eq),
+                    res_keepalive(r, now), r->conf->lock_delay_ms);
         first = false;
     }
     client_send(a, slot, "],\"nodes\":[");
@@ -1257,13 +1336,14 @@ static void send_status(agent_t *a, int slot, bool json, uint64_t now)
             a, slot,
             "%s{\"name\":\"%s\",\"addr\":\"%s\",\"state\":\"%s\",\"connected\":%s,\"tls\":%s,"
             "\"rtt_ms\":%" PRIu32 ",\"connects\":%" PRIu32 ",\"failures\":%" PRIu32
-            ",\"timeouts\":%" PRIu32 ",\"last_error\":\"%s\",\"votes\":%s,\"check\":\"%s\","
+            ",\"timeouts\":%" PRIu32 ",\"last_error\":%s,\"votes\":%s,\"check\":\"%s\","
             "\"hygiene\":\"%s\",\"quarantined_ms\":%" PRIu64 "}",
             i ? "," : "", a->conf.nodes[i].name, addr,
             elk_node_state_name(elk_node_state(&a->nodes[i])),
             elk_node_is_ready(&a->nodes[i]) ? "true" : "false", st->tls ? "true" : "false",
             st->last_rtt_ms, st->connects, st->failures, st->timeouts,
-            st->last_error == ELK_OK ? "" : elk_err_name(st->last_error),
+            json_or_null(st->last_error == ELK_OK ? "-" : elk_err_name(st->last_error), eq,
+                         sizeof eq),
             elk_client_node_votes(&a->client, i) ? "true" : "false",
             json_text(elk_client_node_check(&a->client, i), check, sizeof check),
             json_text(elk_client_node_hygiene(&a->client, i), hyg, sizeof hyg),
@@ -1887,6 +1967,31 @@ static void client_readable(agent_t *a, int slot, uint64_t now)
 
 /* ------------------------------------------------------------------ setup */
 
+#ifdef ELKD_TLS
+/* The TLS files of nc could not be set up (rc): a file that cannot be opened is named with
+ * the system's reason (errno), which the TLS library's "unreadable or not PEM" loses. */
+static void tls_files_err(const agent_t *a, const elkfw_node_conf_t *nc, int rc, char *err,
+                          size_t errlen)
+{
+    const char *role[3] = {"CA file", "certificate", "key"};
+    const char *path[3] = {nc->tls.ca, nc->tls.cert, nc->tls.key};
+    size_t k;
+    for (k = 0; k < 3; k++) {
+        FILE *f = path[k][0] != '\0' ? fopen(path[k], "rb") : NULL;
+        if (path[k][0] != '\0' && f == NULL) {
+            snprintf(err, errlen, "%s:%d: [node %s]: cannot read the %s '%s': %s", a->conf.path,
+                     nc->line, nc->name, role[k], path[k], strerror(errno));
+            return;
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line, nc->name,
+             elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "", nc->tls.cert);
+}
+#endif
+
 /* Node i's TLS layer over its TCP transport *tcp (tls = on): *tr becomes the TLS one. */
 static int setup_node_tls(agent_t *a, size_t i, elk_transport_t *tcp, elk_transport_t *tr,
                           char *err, size_t errlen)
@@ -1901,9 +2006,7 @@ static int setup_node_tls(agent_t *a, size_t i, elk_transport_t *tcp, elk_transp
     tc.key_file = nc->tls.key[0] ? nc->tls.key : NULL;
     rc = elk_tls_shared_init(&a->tls_shared[i], &tc, &a->entropy);
     if (rc != ELK_OK) {
-        snprintf(err, errlen, "%s:%d: [node %s]: %s (ca '%s'%s%s)", a->conf.path, nc->line,
-                 nc->name, elk_err_message(rc), nc->tls.ca, nc->tls.cert[0] ? ", cert " : "",
-                 nc->tls.cert);
+        tls_files_err(a, nc, rc, err, errlen);
         return rc;
     }
     rc = elk_tls_conn_init(&a->tls_conn[i], &a->tls_shared[i], tcp, tr);
@@ -2873,6 +2976,28 @@ typedef struct elkd_args {
     bool print_acl;
 } elkd_args_t;
 
+/* An option getopt refused (unknown, or its value missing): one line with the closest
+ * option when it looks like a slip, then where the usage is. */
+static int bad_option(const struct option *opts, const char *arg)
+{
+    char names[12][24];
+    const char *cands[12];
+    size_t n = 0;
+    const char *guess;
+    for (; opts[n].name != NULL && n < 12; n++) {
+        snprintf(names[n], sizeof names[n], "--%s", opts[n].name);
+        cands[n] = names[n];
+    }
+    guess = arg[0] == '-' && arg[1] == '-' ? elkfw_suggest(arg, strcspn(arg, "="), cands, n) : NULL;
+    if (guess != NULL && strncmp(arg, guess, strlen(guess)) != 0) {
+        fprintf(stderr, "elkd: unknown option '%s' (did you mean %s?)\n", arg, guess);
+    } else {
+        fprintf(stderr, "elkd: unknown option '%s'\n", arg);
+    }
+    fputs("Try 'elkd --help' for more information.\n", stderr);
+    return ELKD_EXIT_CONFIG;
+}
+
 static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
 {
     static const struct option opts[] = {
@@ -2883,7 +3008,8 @@ static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
         {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
     int opt;
     memset(args, 0, sizeof *args);
-    while ((opt = getopt_long(argc, argv, "c:fs:hV", opts, NULL)) != -1) {
+    opterr = 0; /* a wrong option is said in one line below, with the closest one */
+    while ((opt = getopt_long(argc, argv, ":c:fs:hV", opts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             a->conf_path = optarg;
@@ -2912,9 +3038,14 @@ static int parse_args(agent_t *a, int argc, char **argv, elkd_args_t *args)
         case 'V':
             printf("elkd %s\n", ELK_VERSION_STRING);
             return ELKD_EXIT_OK;
-        default:
-            usage(stderr);
+        case ':':
+            fprintf(stderr,
+                    "elkd: option '%s' needs a value\nTry 'elkd --help' for more "
+                    "information.\n",
+                    argv[optind - 1]);
             return ELKD_EXIT_CONFIG;
+        default:
+            return bad_option(opts, argv[optind - 1]);
         }
     }
     if (optind != argc) {

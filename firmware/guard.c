@@ -37,12 +37,9 @@
 #include "elk/err.h"
 #include "elk/fence.h"
 #include "elk/fence_file.h"
+#include "elkfw/cli.h"
 #include "elkfw/conf.h"
 #include "elkfw/lease.h"
-
-#define EXIT_USAGE 64
-#define EXIT_NOEXEC 126
-#define EXIT_NOTFOUND 127
 
 typedef struct guard_opts {
     const char *state;
@@ -52,6 +49,7 @@ typedef struct guard_opts {
     uint32_t wait_ms;
     uint64_t token;
     char **cmd; /* NULL: check only */
+    bool reset; /* --reset: forget the highest token accepted (a replaced actuator) */
 } guard_opts_t;
 
 void elkfw_guard_usage(FILE *f)
@@ -60,6 +58,7 @@ void elkfw_guard_usage(FILE *f)
         f,
         "Usage: elk guard --state FILE [--wait DURATION] [--lease-file FILE] [TOKEN] [-- CMD "
         "[ARGS...]]\n"
+        "       elk guard --state FILE --reset [--lease-file FILE]\n"
         "Actuator side of fencing: accept TOKEN (default $ELK_FENCE_TOKEN) if it is not lower "
         "than\n"
         "the highest token ever accepted, which FILE keeps durably (written atomically, fsynced).\n"
@@ -68,8 +67,12 @@ void elkfw_guard_usage(FILE *f)
         "held\n"
         "until CMD exits, so no other step (a newer holder waits, an older one is refused) can\n"
         "start while it runs. Drive the actuator only from inside CMD (see docs/guard.md).\n"
-        "  --wait DURATION     wait at most this long (500ms, 10s, ...) for a step that holds the\n"
+        "  --wait DURATION     wait at most this long (seconds, or 500ms, 10s) for a step that "
+        "holds the\n"
         "                      guard; default: as long as it takes\n"
+        "  --reset             forget the highest token accepted (a replaced actuator): the next\n"
+        "                      token is accepted whatever its value; refused while --lease-file\n"
+        "                      (or $ELK_LEASE_FILE) says a lease is current\n"
         "  --lease-file FILE   default $ELK_LEASE_FILE (set by elk run): refuse unless FILE says\n"
         "                      the lease of TOKEN is current (deadline not passed, not ended)\n"
         "Exit: 0 accepted (with CMD: CMD's own status, 128+N if it died of signal N),\n"
@@ -85,8 +88,7 @@ static int guard_usage_error(const char *fmt, const char *arg)
 {
     fputs("elk: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    elkfw_guard_usage(stderr);
+    fputs("\nTry 'elk guard --help' for more information.\n", stderr);
     return EXIT_USAGE;
 }
 
@@ -116,6 +118,10 @@ static int guard_parse_args(int argc, char **argv, guard_opts_t *o)
             o->cmd = argv + i + 1;
             break;
         }
+        if (strcmp(argv[i], "--reset") == 0) {
+            o->reset = true;
+            continue;
+        }
         if (guard_opt(argc, argv, &i, "--state", &o->state) ||
             guard_opt(argc, argv, &i, "--wait", &o->wait_arg) ||
             guard_opt(argc, argv, &i, "--lease-file", &o->lease_file)) {
@@ -129,6 +135,10 @@ static int guard_parse_args(int argc, char **argv, guard_opts_t *o)
     if (o->state == NULL) {
         return guard_usage_error("missing --state %s", "FILE");
     }
+    if (o->reset && (o->cmd != NULL || o->token_arg != NULL)) {
+        return guard_usage_error("--reset takes no TOKEN and no command (got '%s')",
+                                 o->cmd != NULL ? o->cmd[0] : o->token_arg);
+    }
     return 0;
 }
 
@@ -136,11 +146,11 @@ static int guard_check_args(guard_opts_t *o)
 {
     o->wait_ms = ELK_FENCE_FILE_WAIT_FOREVER;
     if (o->wait_arg != NULL &&
-        (!elkfw_parse_duration(o->wait_arg, strlen(o->wait_arg), &o->wait_ms) ||
+        (!elkfw_cli_duration(o->wait_arg, &o->wait_ms) ||
          o->wait_ms == ELK_FENCE_FILE_WAIT_FOREVER)) {
-        elkfw_say("--wait takes a duration: milliseconds, or e.g. 500ms, 10s, 2m (got '%s')",
-                  o->wait_arg);
-        return EXIT_USAGE;
+        return guard_usage_error("--wait takes seconds (10, 0.5) or a duration with a unit "
+                                 "(500ms, 10s, 2m) (got '%s')",
+                                 o->wait_arg);
     }
     if (o->lease_file == NULL) {
         o->lease_file = getenv("ELK_LEASE_FILE");
@@ -148,6 +158,9 @@ static int guard_check_args(guard_opts_t *o)
     if (o->lease_file != NULL && o->lease_file[0] == '\0') {
         elkfw_say("--lease-file (or ELK_LEASE_FILE) is empty: name the lease file elk run wrote");
         return EXIT_USAGE;
+    }
+    if (o->reset) {
+        return 0;
     }
     if (o->token_arg == NULL) {
         o->token_arg = getenv("ELK_FENCE_TOKEN");
@@ -254,8 +267,9 @@ static int guard_refused(int rc, const guard_opts_t *o, const elk_fence_t *fence
                          const elk_fence_file_t *ff)
 {
     if (rc == ELK_E_FENCE_STALE) {
-        elkfw_say("token %" PRIu64 " refused: %" PRIu64 " was already accepted (%s)", o->token,
-                  elk_fence_highest(fence), elk_err_message(rc));
+        elkfw_say("token %" PRIu64 " refused: lower than token %" PRIu64
+                  ", which was already accepted (a newer holder has driven the actuator)",
+                  o->token, elk_fence_highest(fence));
         return ELKFW_GUARD_EXIT_STALE;
     }
     if (rc == ELK_E_FENCE_BUSY) {
@@ -323,6 +337,76 @@ static int guard_lease_check(const guard_opts_t *o)
                   o->lease_file);
     }
     return ELKFW_GUARD_EXIT_LEASE;
+}
+
+/* ------------------------------------------------------------------ --reset */
+
+/* 0 when no lease file stands in the way of a reset: none given, none there, or one that
+ * says its lease ended or expired. A current lease (or a file that cannot be judged) is a
+ * holder that may still drive with the tokens of now: ELKFW_GUARD_EXIT_LEASE, said. */
+static int guard_reset_lease(const guard_opts_t *o)
+{
+    char buf[ELKFW_LEASE_LINE_MAX + 1];
+    uint64_t token = 0, deadline = 0, now;
+    ssize_t got = -1;
+    int fd = o->lease_file != NULL ? open(o->lease_file, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        if (o->lease_file == NULL || errno == ENOENT) {
+            return 0;
+        }
+        elkfw_say("reset refused: lease file %s: %s", o->lease_file, strerror(errno));
+        return ELKFW_GUARD_EXIT_LEASE;
+    }
+    do {
+        got = read(fd, buf, sizeof buf);
+    } while (got < 0 && errno == EINTR);
+    close(fd);
+    if (got < 0 || !elkfw_lease_parse(buf, (size_t)got, &token, &deadline)) {
+        elkfw_say("reset refused: lease file %s cannot be read as a lease (fail closed)",
+                  o->lease_file);
+        return ELKFW_GUARD_EXIT_LEASE;
+    }
+    now = guard_boottime_ms();
+    if (deadline != 0 && now < deadline) {
+        elkfw_say("reset refused: lease file %s says the lease of token %" PRIu64
+                  " is current for %" PRIu64 " ms more; stop its elk run first",
+                  o->lease_file, token, deadline - now);
+        return ELKFW_GUARD_EXIT_LEASE;
+    }
+    return 0;
+}
+
+/* --reset: a replaced actuator (or one whose own memory was reset) starts again from no
+ * token, so the next holder's token is accepted whatever its value. Under the guard's
+ * lock, so no step is deciding or running meanwhile. */
+static int guard_reset(const guard_opts_t *o, elk_fence_file_t *ff)
+{
+    uint64_t had = 0;
+    int rc = elk_fence_file_lock(ff);
+    if (rc != ELK_OK) {
+        elkfw_say("reset refused: %s: %s", o->state,
+                  rc == ELK_E_FENCE_BUSY ? "a step holds the guard for all of --wait"
+                                         : elk_err_message(rc));
+        return rc == ELK_E_FENCE_BUSY ? ELKFW_GUARD_EXIT_BUSY : ELKFW_GUARD_EXIT_STORAGE;
+    }
+    rc = guard_reset_lease(o);
+    if (rc == 0) {
+        bool known = elk_fence_file_load(ff, &had) == ELK_OK; /* a corrupt file is reset too */
+        if (unlink(o->state) != 0 && errno != ENOENT) {
+            elkfw_say("reset failed: cannot remove %s: %s", o->state, strerror(errno));
+            rc = ELKFW_GUARD_EXIT_STORAGE;
+        } else if (known) {
+            printf("reset %s: it had accepted up to token %" PRIu64
+                   "; the next token is accepted whatever its value\n",
+                   o->state, had);
+        } else {
+            printf("reset %s: its unreadable record is gone; the next token is accepted "
+                   "whatever its value\n",
+                   o->state);
+        }
+    }
+    elk_fence_file_unlock(ff);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ hold: run CMD */
@@ -459,6 +543,10 @@ int elkfw_guard_main(int argc, char **argv)
         return EXIT_USAGE;
     }
     elk_fence_file_set_inherited(&ff, guard_inherited_fd());
+    if (o.reset) {
+        elk_fence_file_set_wait(&ff, o.wait_ms);
+        return guard_reset(&o, &ff);
+    }
     (void)elk_fence_init(&fence, &st); /* a hint only: begin reloads under the lock */
     rc = guard_begin(&o, &ff, &fence);
     if (rc != ELK_OK) {

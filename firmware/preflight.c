@@ -207,10 +207,18 @@ int elkfw_preflight_tls(const elkfw_conf_t *c, time_t now, char *err, size_t err
 
 int elkfw_preflight(const elkfw_conf_t *c, char *err, size_t errlen)
 {
-    if (elkfw_preflight_key_modes(c, err, errlen) != ELK_OK ||
-        elkfw_preflight_tls(c, time(NULL), err, errlen) != ELK_OK ||
-        elkfw_preflight_duplicates(c, err, errlen) != ELK_OK) {
-        return ELK_E_CONFIG;
+    /* every check runs, each problem one more line of err: --check names them all at once */
+    char one[ELKFW_ERR_MAX];
+    size_t used = 0;
+    int k, bad = 0;
+    for (k = 0; k < 3; k++) {
+        int rc = k == 0 ? elkfw_preflight_key_modes(c, one, sizeof one)
+            : k == 1    ? elkfw_preflight_tls(c, time(NULL), one, sizeof one)
+                        : elkfw_preflight_duplicates(c, one, sizeof one);
+        if (rc != ELK_OK) {
+            int w = snprintf(err + used, errlen - used, "%s%s", bad++ ? "\n" : "", one);
+            used += w > 0 && (size_t)w < errlen - used ? (size_t)w : 0u;
+        }
     }
-    return ELK_OK;
+    return bad != 0 ? ELK_E_CONFIG : ELK_OK;
 }

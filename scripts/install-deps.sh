@@ -34,9 +34,29 @@ fi
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 echo "install-deps: installing$missing"
+# Another apt or dpkg (unattended-upgrades, a second terminal) holds its lock: say who, and
+# wait for it (up to 10 min) rather than fail with apt's "Could not get lock".
+dpkg_lock_holder() {
+  local f ino line pid
+  for f in ${DPKG_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock}; do
+    [ -e "$f" ] || continue
+    ino=$(stat -c %i "$f") || continue
+    # /proc/locks: "1: POSIX ADVISORY WRITE <pid> <maj>:<min>:<inode> 0 EOF"
+    line=$(awk -v ino="$ino" '{ n = split($6, d, ":"); if (d[n] == ino) { print $5; exit } }' /proc/locks)
+    pid=${line:-}
+    if [ -n "$pid" ]; then
+      echo "$f is held by pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || echo gone))"
+      return 0
+    fi
+  done
+  return 1
+}
+if holder=$(dpkg_lock_holder); then
+  echo "install-deps: another package manager is running: $holder; waiting for it (up to 10 min)"
+fi
 # A mirror mid-sync can fail one index (seen with the armhf security index); what we
 # need may still install from the lists that did download, so let apt-get install decide.
-$SUDO apt-get update -qq || echo "install-deps: apt-get update reported errors; trying the install anyway"
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq || echo "install-deps: apt-get update reported errors; trying the install anyway"
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $missing >/dev/null
 # Debian starts a system redis-server on 6379 when it installs; edgelock never uses it
 # (tests start their own on ephemeral ports), so stop it where systemd is not running it.

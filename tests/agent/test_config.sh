@@ -100,4 +100,43 @@ CONF
 out=$("$ELKD" -c "$C.tls" -f 2>&1); rc=$?
 check "unreadable CA: exit 4" 4 $rc
 check_contains "unreadable CA: names file, line and node" "$C.tls:1: [node a]:" "$out"
+check_contains "unreadable CA: the system's reason (errno)" "'$ELK_T_DIR/missing-ca.pem': No such file or directory" "$out"
+out=$("$ELKD" -c "$C.tls" --check 2>&1); rc=$?
+check_contains "--check says the same" "No such file or directory" "$out"
+
+# issue 29: --check names every problem of the file in one run, a near-miss key with the
+# key it probably meant, and exits non-zero
+cat >"$C.many" <<CONF
+[fleet]
+mode = redlock
+[node a]
+host = 127.0.0.1
+prot = 1
+[node b]
+host = 127.0.0.1
+port = 2
+[node c]
+host = 127.0.0.1
+port = 3
+[resorce valve]
+ttl = 5s
+[resource valve-1]
+tll = 5s
+stop_margin = 5x
+[agent]
+socket = $SOCK
+CONF
+out=$("$ELKD" -c "$C.many" --check 2>&1); rc=$?
+echo "$out"
+check "several problems: exit 2" 2 $rc
+check_contains "the misspelt key, with the one meant" "$C.many:5: unknown key 'prot' in [node a] (did you mean 'port'? see elkd.conf(5))" "$out"
+check_contains "the unknown section" "$C.many:12: unknown section [resorce valve]" "$out"
+check_contains "and another key" "$C.many:15: unknown key 'tll' in [resource valve-1] (did you mean 'ttl'?" "$out"
+check_contains "and a bad value" "$C.many:16: key 'stop_margin' in [resource valve-1]: '5x' is not a duration" "$out"
+check "four problems, one line each (the unknown section's keys are not blamed)" 4 "$(echo "$out" | grep -c "^\(elkd: \)\?$C.many:")"
+# a mistyped elkd option: one line naming the likely one, and where the usage is
+out=$("$ELKD" --chek 2>&1); rc=$?
+check "elkd --chek: exit 2" 2 $rc
+check_contains "elkd --chek: did you mean" "unknown option '--chek' (did you mean --check?)" "$out"
+check "elkd --chek: two lines, not the whole usage" 2 "$(printf '%s\n' "$out" | wc -l)"
 finish

@@ -9,7 +9,7 @@ ST="$ELK_T_DIR/valve.state"
 "$ELK" guard --state "$ST" 5; check "same token accepted again (same holder)" 0 $?
 out=$("$ELK" guard --state "$ST" 4 2>&1); rc=$?
 check "stale token refused with exit 65" 65 $rc
-check_contains "refusal names the accepted token" "token 4 refused: 5 was already accepted" "$out"
+check_contains "refusal names the accepted token" "token 4 refused: lower than token 5, which was already accepted" "$out"
 "$ELK" guard --state "$ST" 6; check "higher token accepted" 0 $?
 ELK_FENCE_TOKEN=6 "$ELK" guard --state "$ST"; check "token from ELK_FENCE_TOKEN" 0 $?
 ELK_FENCE_TOKEN=3 "$ELK" guard --state "$ST" 2>/dev/null; check "stale token from the environment" 65 $?
@@ -152,4 +152,20 @@ for c in run acquire status reload; do
   "$ELK" $c --help | grep -q "Usage: elk $c"; check "$c --help" 0 $?
 done
 "$ELK" release --help 2>/dev/null; check "release: removed, a usage error" 64 $?
+# --reset (issue 29): a replaced actuator starts from no token, unless a lease is current
+R="$ELK_T_DIR/reset-state" RL="$ELK_T_DIR/reset-lease"
+"$ELK" guard --state "$R" 50 >/dev/null 2>&1; check "reset: token 50 accepted" 0 $?
+"$ELK" guard --state "$R" 10 >/dev/null 2>&1; check "reset: token 10 refused before the reset" 65 $?
+# a lease current for ten more minutes (CLOCK_BOOTTIME ms, as elk run writes it)
+printf 'elklease 1 50 %s\n' $(($(awk '{print int($1 * 1000)}' /proc/uptime) + 600000)) >"$RL"
+out=$("$ELK" guard --state "$R" --reset --lease-file "$RL" 2>&1); rc=$?
+check "reset refused while the lease file says a lease is current" 67 $rc
+check_contains "and says whose" "lease of token 50 is current" "$out"
+"$ELK" guard --state "$R" 10 >/dev/null 2>&1; check "the refused reset left the guard as it was" 65 $?
+printf 'elklease 1 50 0\n' >"$RL"
+out=$("$ELK" guard --state "$R" --reset --lease-file "$RL" 2>&1); rc=$?
+check "reset once the lease ended" 0 $rc
+check_contains "reset says what was forgotten" "had accepted up to token 50" "$out"
+"$ELK" guard --state "$R" 10 >/dev/null 2>&1; check "after the reset a lower token is accepted" 0 $?
+"$ELK" guard --state "$R" --reset 7 >/dev/null 2>&1; check "--reset with a token: usage" 64 $?
 finish

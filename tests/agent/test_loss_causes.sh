@@ -46,7 +46,7 @@ lose() {
   wc -l <"$ELK_T_DIR/elkd.log" >"$ELK_T_DIR/$name.mark"
   # --wait: after the ACL fault below the node's clock reading is old, and the first round's
   # reply only renews it (vote hygiene: an unverified clock gives no vote); the retry counts
-  "$ELK" --socket "$SOCK" run --wait 10000 "$res" -- sh -c "trap '' TERM; touch $ELK_T_DIR/started; while :; do sleep 0.05; done" \
+  "$ELK" --socket "$SOCK" run --wait 10s "$res" -- sh -c "trap '' TERM; touch $ELK_T_DIR/started; while :; do sleep 0.05; done" \
     2>"$ELK_T_DIR/$name.err" &
   r=$!
   track $r

@@ -62,7 +62,7 @@ check_contains "log level debug applies" " debug " "$(sed -n '/reload: /,$p' "$E
 # A broken file: refused, everything keeps running.
 echo "[resource broken" >> "$C"
 E reload >/dev/null 2>&1; rc=$?
-check "elk reload of a broken file fails" 1 $rc
+check "elk reload of a broken file fails (78: configuration refused)" 78 $rc
 check "reload failure counted" 1 "$(J | jfield 'd["reload_failures"]')"
 check_contains "the log says why" "reload failed, keeping the running configuration" "$(cat "$ELK_T_DIR/elkd.log")"
 check "pump still there after the failed reload" "0" "$(E run pump -- true; echo $?)"
@@ -72,7 +72,7 @@ write_conf 5s 6s debug "[resource pump]
 ttl = 2s"
 sed -i "s/port = $REDIS_PORT_c/port = 1/" "$C"
 E reload >/dev/null 2>&1; rc=$?
-check "a fleet change while a lease is held is refused" 1 $rc
+check "a fleet change while a lease is held is refused (78)" 78 $rc
 check_contains "the refusal names the lease" "valve-1 is held" "$(grep 'reload failed' "$ELK_T_DIR/elkd.log" | tail -1)"
 
 # Back to a good file: `elk reload` says so.
@@ -89,7 +89,7 @@ sed -i 's/^\[resource door\]$/[resource door]\nallow_users = nobody/' "$C"
 E reload >/dev/null; check "reload with allow_users" 0 $?
 check_contains "door refused to $me" "ELK_E_FORBIDDEN" "$(E run door -- true 2>&1)"
 sed -i 's/^allow_users = nobody$/allow_users = no-such-user-xyz/' "$C"
-E reload >/dev/null 2>&1; check "an unknown user in allow_users fails the reload" 1 $?
+E reload >/dev/null 2>&1; check "an unknown user in allow_users fails the reload" 78 $?
 check_contains "door still refused (the running lists are kept)" "ELK_E_FORBIDDEN" "$(E run door -- true 2>&1)"
 sed -i "s/^allow_users = no-such-user-xyz$/allow_users = $me/" "$C"
 E reload >/dev/null; check "reload allowing $me" 0 $?

@@ -33,7 +33,7 @@ check "a lease over TLS" 0 "$(E run valve-1 -- true; echo $?)"
 # A CA that is not PEM: the reload fails and the fleet runs on with the old CA.
 echo "not a certificate" > "$ELK_T_DIR/bad-ca.pem"
 write_conf "$ELK_T_DIR/bad-ca.pem"
-E reload >/dev/null 2>&1; check "a reload with an unusable CA fails" 1 $?
+E reload >/dev/null 2>&1; check "a reload with an unusable CA fails" 78 $?
 check_contains "the log names the TLS problem" "reload failed" "$(grep 'reload failed' "$ELK_T_DIR/elkd.log")"
 wait_ready
 check "leases still work over the old TLS setup" 0 "$(E run valve-1 -- true; echo $?)"

@@ -68,7 +68,7 @@ check_contains "text status shows the check with its spaces" "unsafe: maxmemory-
 grep -q "node 127.0.0.1:$REDIS_PORT_c: refused, no vote: safety check impossible" "$ELK_T_DIR/elkd.log"
 check "elkd logged why c has no vote" 0 $?
 out=$("$ELK" --socket "$SOCK" run valve-1 -- true 2>&1); rc=$?
-check "one voting node of three: not acquired (73)" 73 $rc
+check "one voting node of three: fleet unreachable (76)" 76 $rc
 echo "$out"
 for n in b c; do
   port=$(eval echo "\$REDIS_PORT_$n")

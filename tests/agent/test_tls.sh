@@ -40,7 +40,7 @@ start_elkd "$C"
 names_tls_error() { "$ELK" --socket "$SOCK" status | grep -q "ELK_E_TLS_UNKNOWN_CA"; }
 wait_until 60 names_tls_error; check "status names the TLS error (unknown CA)" 0 $?
 "$ELK" --socket "$SOCK" run valve-1 -- true 2>"$ELK_T_DIR/err"; rc=$?
-check "no lease through an untrusted server: exit 73" 73 $rc
+check "no lease through an untrusted server: exit 76 (fleet unreachable)" 76 $rc
 check_contains "reason given" "ELK_E_FLEET_UNAVAILABLE" "$(cat "$ELK_T_DIR/err")"
 check "nothing written to the server" 0 "$(redis-cli -s $REDIS_SOCK_a exists 'elk:{valve-1}')"
 finish

@@ -34,7 +34,7 @@ start_elkd "$C"
 wait_for 30 '[ -S "$SOCK" ]'
 
 "$ELK" --socket "$SOCK" acquire --wait 700ms valve-1 >"$ELK_T_DIR/acq.out" 2>"$ELK_T_DIR/acq.err"; rc=$?
-check "acquire --wait with the fleet down: exit 73" 73 $rc
+check "acquire --wait with the fleet down: exit 76 (fleet unreachable)" 76 $rc
 err=$(cat "$ELK_T_DIR/acq.err")
 check_contains "the wait timed out" "ELK_E_LOCK_TIMEOUT" "$err"
 check_contains "the last round's cause is named" "last round: ELK_E_FLEET_UNAVAILABLE" "$err"
@@ -42,12 +42,12 @@ check_contains "with the node counts" "of 3 nodes ready" "$err"
 check "nothing printed as acquired" "" "$(cat "$ELK_T_DIR/acq.out")"
 
 "$ELK" --socket "$SOCK" run --wait 500ms valve-1 -- true 2>"$ELK_T_DIR/run.err"; rc=$?
-check "run --wait with the fleet down: exit 73" 73 $rc
+check "run --wait with the fleet down: exit 76" 76 $rc
 check_contains "run names the last round's cause too" "last round: ELK_E_FLEET_UNAVAILABLE" "$(cat "$ELK_T_DIR/run.err")"
 
 # one attempt (no --wait) still gets the plain cause
 "$ELK" --socket "$SOCK" acquire valve-1 >/dev/null 2>"$ELK_T_DIR/once.err"; rc=$?
-check "one attempt with the fleet down: exit 73" 73 $rc
+check "one attempt with the fleet down: exit 76" 76 $rc
 check_contains "one attempt names the cause" "ELK_E_FLEET_UNAVAILABLE" "$(cat "$ELK_T_DIR/once.err")"
 kill -TERM $ELKD_PID; wait $ELKD_PID
 finish

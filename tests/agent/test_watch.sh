@@ -66,4 +66,12 @@ kill -TERM "$holder"
 for _ in $(seq 1 200); do screen | grep -q 'got-it' && break; sleep 0.05; done
 check_contains "then gets the lease" "got-it" "$(screen)"
 stop_tmux
+# a reader that leaves (| head): elk ends, quietly, instead of writing frames into a closed
+# pipe forever (SIGPIPE is ignored in elk); the 60 s bound only stops a broken elk
+t0=$(now_ms)
+timeout 60 "$ELK" --socket "$SOCK" status --watch 2>"$ELK_T_DIR/pipe.err" | head -3 >/dev/null
+rc=${PIPESTATUS[0]}
+check "status --watch | head: elk ends by itself (exit 0, not the timeout's 124)" 0 "$rc"
+check "and says nothing on stderr" "" "$(cat "$ELK_T_DIR/pipe.err")"
+figure watch_pipe_end_ms $(($(now_ms) - t0))
 finish

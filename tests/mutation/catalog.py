@@ -958,8 +958,8 @@ MUTANTS = [
     # ------------------------------------------------ preflight, lib and fence-file classes (issue 26)
     # (section: preflight)
     dict(id="preflight.duplicates-not-checked", file="firmware/preflight.c",
-         old="elkfw_preflight_tls(c, time(NULL), err, errlen) != ELK_OK ||\n        elkfw_preflight_duplicates(c, err, errlen) != ELK_OK) {",
-         new="elkfw_preflight_tls(c, time(NULL), err, errlen) != ELK_OK) {",
+         old="                        : elkfw_preflight_duplicates(c, one, sizeof one);",
+         new="                        : ELK_OK;",
          tests=["unit.test_config", "agent.preflight"], why="two [node] sections on one server: one vote counted twice"),
     dict(id="preflight.duplicates-port-ignored", file="firmware/preflight.c",
          old="return a->family == b->family && a->port == b->port &&",
@@ -1029,4 +1029,18 @@ MUTANTS = [
          old="if (c->has_session && c->session_peer != peer) {",
          new="if (0) {",
          tests=["integration.test_tls_resume"], why="a session from one server offered to another endpoint"),
+
+    # (section: habits2)
+    dict(id="cli.fleet-down-as-held", file="firmware/cli.c",
+         old="{ELK_E_FLEET_UNAVAILABLE, EXIT_FLEET},",
+         new="{ELK_E_FLEET_UNAVAILABLE, 0},",
+         tests=["agent.flock"], why="2 of 3 servers down exits as 'held by another' (73 or -E): a script retries a lock nobody holds"),
+    dict(id="cli.timeout-ignores-last-round", file="firmware/cli.c",
+         old="if (err == ELK_E_LOCK_TIMEOUT && text != NULL) {",
+         new="if (0) {",
+         tests=["agent.flock"], why="a wait that ran out with the fleet down exits as 'held by another'"),
+    dict(id="guard.reset-ignores-current-lease", file="firmware/guard.c",
+         old="if (deadline != 0 && now < deadline) {",
+         new="if (0) {",
+         tests=["agent.guard"], why="elk guard --reset clears the guard while a holder's lease is current: its stale steps pass again"),
 ]

@@ -48,6 +48,11 @@ def test_lease_token_deadline_status_release(fleet):
         assert lease.held() and lease.token == first
     # released: elkd shows the resource idle, and the next holder gets a larger token
     wait_until("valve-1 idle", lambda: _resource(agent, "valve-1")["state"] == "idle")
+    # STATUS JSON schema 2 (docs/control-protocol.md): an absent holder is null, not "-"
+    with edgelock.Client(agent.sock) as c:
+        whole = c.status()
+    assert whole["schema"] == 2
+    assert [r["holder"] for r in whole["resources"] if r["name"] == "valve-1"] == [None]
     with edgelock.lease("valve-1", socket=agent.sock) as again:
         assert again.token > first
 

@@ -30,7 +30,7 @@ for w in 0 1s 3s; do
   t0=$(now_ms)
   out=$(timeout 30 "$ELK" --socket "$S_DIR/gw-a.sock" acquire --wait $w valve 2>&1); rc=$?
   el=$(($(now_ms) - t0))
-  check "elk acquire --wait $w: exit 73 (not acquired)" 73 $rc
+  check "elk acquire --wait $w: exit 76 (fleet unreachable)" 76 $rc
   # one attempt reports the cause; a wait that ran out reports the timeout
   case "$out" in
     *ELK_E_FLEET_UNAVAILABLE* | *ELK_E_LOCK_TIMEOUT*) ok "elk acquire --wait $w names a code: ${out##*[}" ;;
@@ -41,7 +41,7 @@ done
 t0=$(now_ms)
 timeout 30 "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 2s valve -- "$WORK" gw-a 1 0.01 >"$S_DIR/run2.out" 2>&1; rc=$?
 figure run_wait_2s_returned_after_ms $(($(now_ms) - t0))
-check "elk run --wait 2s: exit 73" 73 $rc
+check "elk run --wait 2s: exit 76" 76 $rc
 n=$(tail -n +$((ACT_MARK + 1)) "$ACT_LOG" | wc -l)
 check "no actuator command without a lease" 0 "$n"
 st=$(ctl gw-a --quiet-ms 150 STATUS | grep '^agent')

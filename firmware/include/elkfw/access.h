@@ -34,7 +34,7 @@ typedef struct elkfw_peer {
     gid_t gid; /* primary group */
     gid_t groups[ELKFW_PEER_GROUPS];
     size_t n_groups; /* supplementary groups (SO_PEERGROUPS; 0 if unsupported) */
-    char exe[128];   /* /proc/<pid>/exe at accept, or "?" (another user's, unreadable) */
+    char exe[128];   /* /proc/<pid>/exe at accept, or "command unknown" (unreadable) */
 } elkfw_peer_t;
 
 /* Resolve every resource's allow_users / allow_groups of c (names through the user and

@@ -24,7 +24,7 @@
 #define ELKFW_SOCKET_MAX 108 /* sun_path size on Linux */
 #define ELKFW_MAX_RESOURCES 32
 #define ELKFW_PREFIX_MAX 64
-#define ELKFW_ERR_MAX 512 /* size of an error message buffer that always fits */
+#define ELKFW_ERR_MAX 2048 /* an error buffer: room for several problems, one a line */
 
 typedef enum { ELKFW_MODE_SINGLE = 0, ELKFW_MODE_REDLOCK = 1 } elkfw_mode_t;
 typedef enum { ELKFW_LOG_STDERR = 0, ELKFW_LOG_SYSLOG = 1 } elkfw_log_target_t;
