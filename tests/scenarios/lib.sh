@@ -252,3 +252,12 @@ wait_all_vote() { local gw; for gw in "$@"; do wait_until 60 all_vote "$gw" 3 ||
 # busy_for GW RESOURCE: the exit status of one `elk run` attempt on RESOURCE (73: not
 # acquired); unlike `elk acquire` it never stays holding when the attempt succeeds
 busy_for() { elk_gw "$1" run "$2" -- true >/dev/null 2>&1; }
+# check_refused MSG RC: the try of busy_for was not granted: 73 (held: a quorum said busy) or
+# 76 (no quorum either way: on a loaded machine a node's busy answer can come after the
+# try-once round has ended). Anything else, a grant (0) above all, fails.
+check_refused() {
+  case "$2" in
+    73 | 76) ok "$1 (exit $2)" ;;
+    *) bad "$1: expected 73 (held) or 76 (no quorum), got '$2'" ;;
+  esac
+}

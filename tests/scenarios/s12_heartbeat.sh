@@ -80,7 +80,7 @@ alive() {
   # 4 TTLs at one renewal every third of the TTL: 12 renewals
   wait_renewals_of gw-a valve 12; check_true "alive: the lease is kept over 4 TTLs (12 renewals)" $?
   busy_for gw-b valve
-  check "alive: gw-b cannot take it (exit 73)" 73 $?
+  check_refused "alive: gw-b cannot take it" $?
   figure alive_renewals "$(($(renewals_of gw-a valve) - n0))"
   wait_until 120 gone "$RA"
   wait "$RA"; rcA=$?

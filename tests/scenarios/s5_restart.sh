@@ -59,7 +59,7 @@ variant() { # variant NAME DELAY_S
   st=$(res_field gw-a valve state)
   case "$st" in held | renewing) ok "$v: lease still held ($st)" ;; *) bad "$v: lease state $st" ;; esac
   busy_for gw-b valve; rc=$?
-  check "$v: gw-b cannot take it (quorum still with gw-a): exit 73" 73 $rc
+  check_refused "$v: gw-b cannot take it (quorum still with gw-a)" $rc
   # Second amnesic node, right after a renewal so the old lease has most of its TTL left.
   wait_renewals 1
   t2=$(now_ms)
