@@ -6,6 +6,7 @@
 #define ELK_LOCK_INTERNAL_H
 
 #include "elk/lock.h"
+#include "elk/lock_scripts.h"
 
 /* What a request (ticket) or a foreground round runs. */
 enum { LK_NONE = 0, LK_ACQUIRE, LK_COMMIT, LK_EXTEND, LK_RELEASE };

@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "elk/fmt.h"
+#include "../util/fmt.h"
 #include "elk/lock_scripts.h"
 #include "lock_internal.h"
 

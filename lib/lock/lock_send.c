@@ -10,6 +10,18 @@
 
 #include "lock_internal.h"
 
+/* elk/lock.h sizes the longest request with these lengths (the scripts are not public). */
+#define LK_MAX_(a, b) ((a) > (b) ? (a) : (b))
+typedef char elk_lock_script_len_max_is_the_longest_script
+    [(ELK_LOCK_SCRIPT_LEN_MAX ==
+      LK_MAX_(LK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),
+              LK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) -
+          1u)
+         ? 1
+         : -1];
+typedef char elk_lock_marker_name_len_is_its_length
+    [(ELK_LOCK_MARKER_NAME_LEN == sizeof(ELK_LOCK_MARKER_NAME) - 1u) ? 1 : -1];
+
 /* Longest key with a suffix appended: the lock key plus ":released". */
 #define LK_KEY_BUF (CONFIG_ELK_MAX_KEY_LEN + 16u)
 

@@ -27,7 +27,8 @@
  * without data, even all of them at once), together with the amnesia quarantine (vote
  * hygiene). The actuator guard (fence.h) still refuses a lower token.
  *
- * Scripts and their KEYS/ARGV/replies: elk/lock_scripts.h. They are sent with
+ * Scripts and their KEYS/ARGV/replies: lib/lock/include/elk/lock_scripts.h (internal, not
+ * installed). They are sent with
  * EVALSHA, falling back to EVAL on NOSCRIPT (also after a server restart or flush).
  */
 #ifndef ELK_LOCK_H
@@ -39,7 +40,6 @@
 
 #include "elk/config.h"
 #include "elk/err.h"
-#include "elk/lock_scripts.h"
 #include "elk/node.h"
 #include "elk/platform.h"
 
@@ -51,6 +51,13 @@ extern "C" {
 #define ELK_LOCK_RANDOM_BYTES 16u
 /* Longest lock value: "<gateway id>:<32 hex>". */
 #define ELK_LOCK_VALUE_MAX (CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1u + 2u * ELK_LOCK_RANDOM_BYTES)
+/* Length of the longest lock script (without its NUL): ACQUIRE's. The scripts are internal
+ * (lib/lock/include/elk/lock_scripts.h); lib/lock/lock_send.c does not build unless this
+ * is their longest length. */
+#define ELK_LOCK_SCRIPT_LEN_MAX 483u
+/* Length of the fleet marker key's name after the prefix ("marker", ELK_LOCK_MARKER_NAME;
+ * checked the same way). */
+#define ELK_LOCK_MARKER_NAME_LEN 6u
 /* Longest request the engine sends: EVAL of its longest script (after NOSCRIPT) with
  * three keys of CONFIG_ELK_MAX_KEY_LEN and the fleet marker key (the prefix, at most as
  * long, and "marker"), a lock value, two 10-digit numbers, a flag and a 20-digit one
@@ -58,17 +65,10 @@ extern "C" {
  * 2 CRLF), plus the array header. A node's transmit buffer is one pool block, so
  * CONFIG_ELK_POOL_BLOCK_SIZE must be at least this; the library does not build
  * otherwise (a smaller block could never send the request: no lease, ever). */
-#define ELK_LOCK_MAX_(a, b) ((a) > (b) ? (a) : (b))
-/* Length of the longest lock script (without its NUL). */
-#define ELK_LOCK_SCRIPT_LEN_MAX                                                                    \
-    (ELK_LOCK_MAX_(                                                                                \
-         ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),           \
-         ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) -         \
-     1u)
 /* Bytes of the largest request the lease engine sends (see above). */
 #define ELK_LOCK_REQUEST_MAX                                                                       \
     (5u + 12u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 4u * CONFIG_ELK_MAX_KEY_LEN +             \
-     sizeof(ELK_LOCK_MARKER_NAME) - 1u + ELK_LOCK_VALUE_MAX + 41u)
+     ELK_LOCK_MARKER_NAME_LEN + ELK_LOCK_VALUE_MAX + 41u)
 
 /* Safety check result kept per node (elk_client_node_check; truncated, NUL-terminated). */
 #define ELK_LOCK_CHECK_TEXT_MAX 64u
