@@ -3,7 +3,8 @@
  * The public calls on one lock, the caller's side of the client: the engine makes the
  * transition (and checks the arguments), then this file writes what it queued, so the
  * caller's next wait is for the replies. Calls go one way: here -> engine -> rounds ->
- * node, and here -> fleet (the write); never back up. Also the state queries.
+ * node, and here -> fleet (the write); never back up (CONTRIBUTING.md, "Layers"). Also
+ * the queries of a hold (the state itself: lock_state.c).
  */
 #include "lock_internal.h"
 

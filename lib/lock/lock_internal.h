@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal interfaces between the files of lib/lock. Not installed, not public.
+ * A file calls only files below it (CONTRIBUTING.md, "Layers"; scripts/check-layers.py):
+ * lock_api.c, lock_client.c > lock_engine.c > lock_round.c > lock_safety.c, lock_hygiene.c
+ * > lock_session.c, lock_state.c, lock_sub.c > lock_send.c > lock_config.c, lock_value.c,
+ * lock_log.c.
  */
 #ifndef ELK_LOCK_INTERNAL_H
 #define ELK_LOCK_INTERNAL_H
