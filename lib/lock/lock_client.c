@@ -233,31 +233,27 @@ bool elk_client_ready(const elk_client_t *client)
 
 /* ------------------------------------------------------------------- poll */
 
-/* A per-node chore of the poll: its part for fleet node i (its record client->nodes[i]);
- * returns when it is due next (UINT64_MAX: nothing to wait for). */
-typedef uint64_t (*lk_chore_fn)(elk_client_t *client, size_t i, uint64_t now);
+/* The per-node chores of the poll, each for fleet node i (its record client->nodes[i]);
+ * those with a wake return when they are due next (UINT64_MAX: nothing to wait for). */
 
 /* The node (re)connected: probe, safety check, release channels, scripts. */
-static uint64_t lk_chore_fresh(elk_client_t *client, size_t i, uint64_t now)
+static void lk_chore_fresh(elk_client_t *client, size_t i, uint64_t now)
 {
     if (client->nodes[i].fresh) {
         lk_node_fresh(client, i, now);
     }
-    return UINT64_MAX;
 }
 
 /* Its subscriber connection (RESP2 release channel) came back: SUBSCRIBE again. */
-static uint64_t lk_chore_resubscribe(elk_client_t *client, size_t i, uint64_t now)
+static void lk_chore_resubscribe(elk_client_t *client, size_t i)
 {
     size_t k;
-    (void)now;
     if (client->nodes[i].sub_fresh) {
         client->nodes[i].sub_fresh = 0;
         for (k = 0; k < client->lock_count; k++) {
             elk_lock__resubscribe(client->locks[k], i);
         }
     }
-    return UINT64_MAX;
 }
 
 /* After a flush: what did not fit the send buffers before it (the safety check behind the
@@ -292,32 +288,47 @@ static uint64_t lk_chore_settle(elk_client_t *client, size_t i, uint64_t now)
     return until;
 }
 
-/* The chores, in the order each node gets them. Before the locks' steps: a new
- * connection's probe and safety check first (they decide its vote), the clock refresh
- * and the repeated safety check, the release channel. */
-static const lk_chore_fn lk_chores_before[] = {lk_chore_fresh, elk_lock__hygiene_refresh,
-                                               elk_lock__safety_recheck, lk_chore_resubscribe};
-static const lk_chore_fn lk_chores_flushed[] = {lk_chore_after_flush};
-static const lk_chore_fn lk_chores_last[] = {lk_chore_settle};
-
-/* Run chores[0..n) on every node, node by node; returns next lowered by their wakes. */
-static uint64_t lk_chores(elk_client_t *client, const lk_chore_fn *chores, size_t n, uint64_t now,
-                          uint64_t next)
+/* The chores before the locks' steps, node by node, in this order: a new connection's
+ * probe and safety check first (they decide its vote), the clock refresh, the repeated
+ * safety check, the release channel. Returns next lowered by their wakes. */
+static uint64_t lk_chores_before(elk_client_t *client, uint64_t now, uint64_t next)
 {
     uint64_t w;
     size_t i;
-    size_t k;
     for (i = 0; i < client->fleet->count; i++) {
-        for (k = 0; k < n; k++) {
-            w = chores[k](client, i, now);
-            next = w < next ? w : next;
-        }
+        lk_chore_fresh(client, i, now);
+        w = elk_lock__hygiene_refresh(client, i, now);
+        next = w < next ? w : next;
+        w = elk_lock__safety_recheck(client, i, now);
+        next = w < next ? w : next;
+        lk_chore_resubscribe(client, i);
     }
     return next;
 }
 
-#define LK_CHORES(client, table, now, next)                                                        \
-    lk_chores(client, table, sizeof(table) / sizeof(table[0]), now, next)
+/* The chore after the flush of what the steps queued, node by node. */
+static uint64_t lk_chores_flushed(elk_client_t *client, uint64_t now, uint64_t next)
+{
+    uint64_t w;
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        w = lk_chore_after_flush(client, i, now);
+        next = w < next ? w : next;
+    }
+    return next;
+}
+
+/* The last chore (after the subscribers' flush too), node by node. */
+static uint64_t lk_chores_last(elk_client_t *client, uint64_t now, uint64_t next)
+{
+    uint64_t w;
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        w = lk_chore_settle(client, i, now);
+        next = w < next ? w : next;
+    }
+    return next;
+}
 
 uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
 {
@@ -335,7 +346,7 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
         w = elk_fleet_poll(client->cfg.subscribers, now);
         next = w < next ? w : next;
     }
-    next = LK_CHORES(client, lk_chores_before, now, next);
+    next = lk_chores_before(client, now, next);
     if (client->quarantine_wake != 0u && now >= client->quarantine_wake) {
         /* a node's quarantine is over: a waiting acquire gets its vote back now, not at
          * its next random retry (as when a release message arrives) */
@@ -353,12 +364,12 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
     client->dirty = false;
     w = elk_fleet_flush(client->fleet, now);
     next = w < next ? w : next;
-    next = LK_CHORES(client, lk_chores_flushed, now, next);
+    next = lk_chores_flushed(client, now, next);
     if (client->cfg.subscribers != NULL) {
         w = elk_fleet_flush(client->cfg.subscribers, now);
         next = w < next ? w : next;
     }
-    next = LK_CHORES(client, lk_chores_last, now, next);
+    next = lk_chores_last(client, now, next);
     if (client->dirty) {
         next = now;
     }
