@@ -104,13 +104,13 @@ elk_client_t *elk_lock__session_client(elk_lock_session_t *s);
 /* ELK_OK when node i may get a request of round kind `kind` (LK_*) now, else why not:
  * ELK_E_UNSAFE_SERVER, ELK_E_SERVER_UNCHECKED (safety check), ELK_E_NODE_QUARANTINED. */
 int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now);
+/* When node's reply now being delivered was read: its receive time, never before the
+ * poll's now (the clock check's lr; elk_node_received_at). */
+uint64_t elk_lock__received_at(const elk_client_t *client, const elk_node_t *node);
 
 /* lock_state.c: the one way the lock's state changes (the transitions a debug build
  * allows are in one table there). */
 void elk_lock__set_state(elk_lock_t *lock, elk_lock_state_t to);
-/* When node's reply now being delivered was read: its receive time, never before the
- * poll's now (the clock check's lr; elk_node_received_at). */
-uint64_t elk_lock__received_at(const elk_client_t *client, const elk_node_t *node);
 
 /* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);

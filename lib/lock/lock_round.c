@@ -14,9 +14,6 @@
 /* A round's per-node masks are 16 bits wide (elk/lock.h). (C99 has no static_assert.) */
 typedef char elk_lock_round_masks_hold_every_node[(CONFIG_ELK_MAX_NODES <= 16) ? 1 : -1];
 
-/* Send node i its request of round r (EVAL when r's NOSCRIPT mark for i is set, else
- * EVALSHA) and record it as awaited, or why it was not sent. One copy for a round's
- * start, a release's resends and the EVAL resends. */
 /* Reply callback of every ticket: the wire decodes the reply, the vote hygiene judges the
  * server's clock and fleet marker in it, the wire records it in its round. */
 static void lk_on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
@@ -57,6 +54,9 @@ static int lk_send(elk_lock_t *lock, const elk_lock_round_t *r, size_t i, uint64
         lk_on_reply);
 }
 
+/* Send node i its request of round r (EVAL when r's NOSCRIPT mark for i is set, else
+ * EVALSHA) and record it as awaited, or why it was not sent. One copy for a round's
+ * start, a release's resends and the EVAL resends. */
 static LK_NOINLINE void lk_round_send(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
 {
     uint32_t bit = LK_BIT(i);
