@@ -15,7 +15,7 @@ set(ELK_APIDOC_INSTALL_DIR ${CMAKE_INSTALL_DOCDIR}/html CACHE STRING
 set(ELK_APIDOC_DIR ${PROJECT_BINARY_DIR}/apidoc)
 set(ELK_APIDOC_FILTER "${ELK_APIDOC_PYTHON3} ${PROJECT_SOURCE_DIR}/docs/doxygen-filter.py")
 # The installed headers of the core and of the ports (fmt.h and lock_scripts.h are
-# internals: the Doxyfile leaves them out; sim is the test harness's port).
+# internals, not under lib/include; sim is the test harness's port).
 set(ELK_APIDOC_INPUT)
 foreach(d lib/include/elk port/posix/include/elk port/mbedtls/include/elk port/socket/include/elk
           port/lwip/include/elk)

@@ -39,7 +39,7 @@ mkdir -p "$out"
 cc=arm-none-eabi-gcc
 arch=(-mcpu=cortex-m4 -mthumb -Os -ffunction-sections -fdata-sections)
 xlib=$out/xlib
-inc=(-I"$root/lib/include" -I"$root/port/sim/include" -I"$xlib/generated" -I"$root/tests/sim"
+inc=(-I"$root/lib/include" -I"$root/lib/lock/include" -I"$root/port/sim/include" -I"$xlib/generated" -I"$root/tests/sim"
      -I"$root/tests/mcu")
 
 # lib/ and port/sim for the M4, same Kconfig as the host build being compared.

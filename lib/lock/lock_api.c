@@ -3,7 +3,8 @@
  * The public calls on one lock, the caller's side of the client: the engine makes the
  * transition (and checks the arguments), then this file writes what it queued, so the
  * caller's next wait is for the replies. Calls go one way: here -> engine -> rounds ->
- * node, and here -> fleet (the write); never back up. Also the state queries.
+ * node, and here -> fleet (the write); never back up (CONTRIBUTING.md, "Layers"). Also
+ * the queries of a hold (the state itself: lock_state.c).
  */
 #include "lock_internal.h"
 
@@ -60,57 +61,16 @@ int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
     return lk_flushed(elk_lock__abandon(lock, now), lock, now);
 }
 
-typedef char elk_lock_round_kinds_are_states
-    [(LK_ACQUIRE == (int)ELK_LOCK_ACQUIRING && LK_COMMIT == (int)ELK_LOCK_COMMITTING) ? 1 : -1];
-
 /* The stored states of a hold (SUSPECT is one of them, see elk_lock_state). */
 static bool lk_held_state(const elk_lock_t *lock)
 {
     return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING);
 }
 
-/* ACQUIRING and COMMITTING are not stored: the foreground round's kind says so (the
- * stored state is then IDLE). */
-elk_lock_state_t elk_lock_state(const elk_lock_t *lock)
-{
-    if (lock == NULL) {
-        return ELK_LOCK_IDLE;
-    }
-    /* LK_ACQUIRE and LK_COMMIT have the values of ACQUIRING and COMMITTING (checked above). */
-    if ((unsigned)lock->fg.kind - LK_ACQUIRE <= LK_COMMIT - LK_ACQUIRE) {
-        return (elk_lock_state_t)lock->fg.kind;
-    }
-    /* SUSPECT is not stored either: a flag over HELD / RENEWING, which every other query
-     * and the engine keep treating as held. */
-    return lock->suspect && lk_held_state(lock) ? ELK_LOCK_SUSPECT : lock->state;
-}
-
 bool elk_lock_is_held(const elk_lock_t *lock, uint64_t now)
 {
     return lock != NULL && (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) &&
         now < lock->deadline;
-}
-
-bool elk_lock_busy(const elk_lock_t *lock)
-{
-    size_t i;
-    elk_lock_state_t st;
-    if (lock == NULL) {
-        return false;
-    }
-    st = elk_lock_state(lock);
-    if (st != ELK_LOCK_IDLE && st != ELK_LOCK_LOST) {
-        return true;
-    }
-    if (lock->rel.kind != LK_NONE || lock->lost_release_at != 0u) {
-        return true;
-    }
-    for (i = 0; i < ELK_LOCK_TICKETS; i++) {
-        if (lock->tickets[i].in_use) {
-            return true;
-        }
-    }
-    return false;
 }
 
 uint64_t elk_lock_token(const elk_lock_t *lock)

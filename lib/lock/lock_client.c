@@ -57,7 +57,8 @@ static int lk_check_name(const char *s, size_t max, bool may_be_empty)
 
 /* ------------------------------------------------------------ node events */
 
-size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node)
+/* Index of node in the client's fleet (SIZE_MAX if not one of them). */
+static size_t lk_node_of(const elk_client_t *client, const elk_node_t *node)
 {
     size_t i;
     for (i = 0; i < client->fleet->count; i++) {
@@ -68,21 +69,15 @@ size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node)
     return SIZE_MAX;
 }
 
-uint64_t elk_lock__received_at(const elk_client_t *client, const elk_node_t *node)
-{
-    uint64_t t = elk_node_received_at(node);
-    return t > client->now ? t : client->now;
-}
-
 static void lk_on_state(void *user, elk_node_t *node, elk_node_state_t state, int err)
 {
     elk_client_t *client = (elk_client_t *)user;
-    size_t i = elk_lock__node_of(client, node);
+    size_t i = lk_node_of(client, node);
     if (i != SIZE_MAX && state == ELK_NODE_READY) {
-        client->node_fresh[i] = 1;
+        client->nodes[i].fresh = 1;
         /* no vote until checked: an acquire between now and the next poll must not use it */
-        client->node_unsafe[i] = client->cfg.safety == ELK_SAFETY_REFUSE ? 2u : 0u;
-        client->hygiene[i].pending = client->cfg.vote_hygiene; /* until PROBE has answered */
+        client->nodes[i].unsafe = client->cfg.safety == ELK_SAFETY_REFUSE ? 2u : 0u;
+        client->nodes[i].hygiene.pending = client->cfg.vote_hygiene; /* until PROBE has answered */
         client->dirty = true;
     }
     if (client->cfg.on_node_state != NULL) {
@@ -102,7 +97,7 @@ static void lk_on_sub_state(void *user, elk_node_t *node, elk_node_state_t state
      * CONFIG_ELK_MAX_NODES; the explicit bound also lets the compiler see it. */
     for (i = 0; i < client->cfg.subscribers->count && i < (size_t)CONFIG_ELK_MAX_NODES; i++) {
         if (&client->cfg.subscribers->nodes[i] == node) {
-            client->sub_fresh[i] = 1;
+            client->nodes[i].sub_fresh = 1;
             client->dirty = true;
         }
     }
@@ -137,10 +132,10 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
  * so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
 static void lk_preload(elk_client_t *client, size_t i, uint64_t now)
 {
-    while (client->preloaded[i] < 4u &&
-           elk_lock__send_plain(client, i, elk_lock__script_load[client->preloaded[i]], 3, now) ==
-               ELK_OK) {
-        client->preloaded[i]++;
+    while (client->nodes[i].preloaded < 4u &&
+           elk_lock__send_plain(client, i, elk_lock__script_load[client->nodes[i].preloaded], 3,
+                                now) == ELK_OK) {
+        client->nodes[i].preloaded++;
     }
 }
 
@@ -149,8 +144,8 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
     elk_node_t *node = &client->fleet->nodes[i];
     size_t k;
 
-    client->node_fresh[i] = 0;
-    client->node_unsafe[i] = 0;
+    client->nodes[i].fresh = 0;
+    client->nodes[i].unsafe = 0;
     if (!elk_node_is_ready(node)) {
         return;
     }
@@ -163,7 +158,7 @@ static void lk_node_fresh(elk_client_t *client, size_t i, uint64_t now)
     for (k = 0; k < client->lock_count; k++) {
         elk_lock__resubscribe(client->locks[k], i);
     }
-    client->preloaded[i] = 0;
+    client->nodes[i].preloaded = 0;
     lk_preload(client, i, now);
 }
 
@@ -205,9 +200,10 @@ int elk_client_init(elk_client_t *client, const elk_client_config_t *cfg, elk_fl
     for (i = 0; i < fleet->count; i++) {
         elk_node_on_state(&fleet->nodes[i], lk_on_state, client);
         elk_node_on_push(&fleet->nodes[i], lk_on_push, client);
-        client->node_fresh[i] = elk_node_is_ready(&fleet->nodes[i]) ? 1u : 0u;
+        client->nodes[i].index = (uint8_t)i;
+        client->nodes[i].fresh = elk_node_is_ready(&fleet->nodes[i]) ? 1u : 0u;
         /* no vote before its probe; a node not connected says ELK_E_NOT_CONNECTED itself */
-        client->hygiene[i].pending = cfg->vote_hygiene && client->node_fresh[i] != 0u;
+        client->nodes[i].hygiene.pending = cfg->vote_hygiene && client->nodes[i].fresh != 0u;
         if (cfg->subscribers != NULL) {
             elk_node_t *sn = &cfg->subscribers->nodes[i];
             elk_node_set_subscriber(sn, true);
@@ -216,15 +212,6 @@ int elk_client_init(elk_client_t *client, const elk_client_config_t *cfg, elk_fl
         }
     }
     return ELK_OK;
-}
-
-size_t elk_client_quorum(const elk_client_t *client)
-{
-    if (client == NULL || client->fleet == NULL) {
-        return 1;
-    }
-    /* One quorum rule for the whole library: the fleet's. */
-    return elk_fleet_quorum(client->fleet);
 }
 
 bool elk_client_ready(const elk_client_t *client)
@@ -244,22 +231,101 @@ bool elk_client_ready(const elk_client_t *client)
     return n >= elk_client_quorum(client);
 }
 
+/* ------------------------------------------------------------------- poll */
+
+/* The per-node chores of the poll, each for fleet node i (its record client->nodes[i]);
+ * those with a wake return when they are due next (UINT64_MAX: nothing to wait for). */
+
+/* The node (re)connected: probe, safety check, release channels, scripts. */
+static void lk_chore_fresh(elk_client_t *client, size_t i, uint64_t now)
+{
+    if (client->nodes[i].fresh) {
+        lk_node_fresh(client, i, now);
+    }
+}
+
+/* Its subscriber connection (RESP2 release channel) came back: SUBSCRIBE again. */
+static void lk_chore_resubscribe(elk_client_t *client, size_t i)
+{
+    size_t k;
+    if (client->nodes[i].sub_fresh) {
+        client->nodes[i].sub_fresh = 0;
+        for (k = 0; k < client->lock_count; k++) {
+            elk_lock__resubscribe(client->locks[k], i);
+        }
+    }
+}
+
 /* After a flush: what did not fit the send buffers before it (the safety check behind the
- * probe, preloads) goes now, flushed again. Returns next, lowered by that flush's wake. */
-static uint64_t lk_after_flush(elk_client_t *client, uint64_t now, uint64_t next)
+ * probe, preloads) goes now, flushed again; that flush's wake. */
+static uint64_t lk_chore_after_flush(elk_client_t *client, size_t i, uint64_t now)
+{
+    if ((client->nodes[i].safety_due || client->nodes[i].preloaded < 4u) &&
+        elk_node_is_ready(&client->fleet->nodes[i])) {
+        if (client->nodes[i].safety_due) {
+            elk_lock__safety_start(client, i, now); /* first: it decides the vote */
+        }
+        lk_preload(client, i, now); /* what did not fit before that flush */
+        return elk_fleet_flush(client->fleet, now);
+    }
+    return UINT64_MAX;
+}
+
+/* Last: a node event still to handle makes the next poll due at once, and a quarantine
+ * that ends gives a waiting round its node back: look then. */
+static uint64_t lk_chore_settle(elk_client_t *client, size_t i, uint64_t now)
+{
+    uint64_t until = client->nodes[i].hygiene.until;
+    if (client->nodes[i].fresh || client->nodes[i].sub_fresh) {
+        client->dirty = true;
+    }
+    if (until <= now) {
+        return UINT64_MAX;
+    }
+    if (client->quarantine_wake == 0u || until < client->quarantine_wake) {
+        client->quarantine_wake = until;
+    }
+    return until;
+}
+
+/* The chores before the locks' steps, node by node, in this order: a new connection's
+ * probe and safety check first (they decide its vote), the clock refresh, the repeated
+ * safety check, the release channel. Returns next lowered by their wakes. */
+static uint64_t lk_chores_before(elk_client_t *client, uint64_t now, uint64_t next)
 {
     uint64_t w;
     size_t i;
     for (i = 0; i < client->fleet->count; i++) {
-        if ((client->safety_due[i] || client->preloaded[i] < 4u) &&
-            elk_node_is_ready(&client->fleet->nodes[i])) {
-            if (client->safety_due[i]) {
-                elk_lock__safety_start(client, i, now); /* first: it decides the vote */
-            }
-            lk_preload(client, i, now); /* what did not fit before that flush */
-            w = elk_fleet_flush(client->fleet, now);
-            next = w < next ? w : next;
-        }
+        lk_chore_fresh(client, i, now);
+        w = elk_lock__hygiene_refresh(client, i, now);
+        next = w < next ? w : next;
+        w = elk_lock__safety_recheck(client, i, now);
+        next = w < next ? w : next;
+        lk_chore_resubscribe(client, i);
+    }
+    return next;
+}
+
+/* The chore after the flush of what the steps queued, node by node. */
+static uint64_t lk_chores_flushed(elk_client_t *client, uint64_t now, uint64_t next)
+{
+    uint64_t w;
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        w = lk_chore_after_flush(client, i, now);
+        next = w < next ? w : next;
+    }
+    return next;
+}
+
+/* The last chore (after the subscribers' flush too), node by node. */
+static uint64_t lk_chores_last(elk_client_t *client, uint64_t now, uint64_t next)
+{
+    uint64_t w;
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        w = lk_chore_settle(client, i, now);
+        next = w < next ? w : next;
     }
     return next;
 }
@@ -280,22 +346,7 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
         w = elk_fleet_poll(client->cfg.subscribers, now);
         next = w < next ? w : next;
     }
-    for (i = 0; i < client->fleet->count; i++) {
-        if (client->node_fresh[i]) {
-            lk_node_fresh(client, i, now);
-        }
-        w = elk_lock__hygiene_refresh(client, i, now);
-        next = w < next ? w : next;
-        w = elk_lock__safety_recheck(client, i, now);
-        next = w < next ? w : next;
-        if (client->sub_fresh[i]) {
-            size_t k;
-            client->sub_fresh[i] = 0;
-            for (k = 0; k < client->lock_count; k++) {
-                elk_lock__resubscribe(client->locks[k], i);
-            }
-        }
-    }
+    next = lk_chores_before(client, now, next);
     if (client->quarantine_wake != 0u && now >= client->quarantine_wake) {
         /* a node's quarantine is over: a waiting acquire gets its vote back now, not at
          * its next random retry (as when a release message arrives) */
@@ -313,24 +364,12 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
     client->dirty = false;
     w = elk_fleet_flush(client->fleet, now);
     next = w < next ? w : next;
-    next = lk_after_flush(client, now, next);
+    next = lk_chores_flushed(client, now, next);
     if (client->cfg.subscribers != NULL) {
         w = elk_fleet_flush(client->cfg.subscribers, now);
         next = w < next ? w : next;
     }
-    for (i = 0; i < client->fleet->count; i++) {
-        uint64_t until = client->hygiene[i].until;
-        if (client->node_fresh[i] || client->sub_fresh[i]) {
-            client->dirty = true;
-        }
-        /* a quarantine that ends gives a waiting round its node back: look then */
-        if (until > now && until < next) {
-            next = until;
-        }
-        if (until > now && (client->quarantine_wake == 0u || until < client->quarantine_wake)) {
-            client->quarantine_wake = until;
-        }
-    }
+    next = lk_chores_last(client, now, next);
     if (client->dirty) {
         next = now;
     }

@@ -145,7 +145,7 @@ static void lk_end_round(elk_lock_t *lock, uint64_t now)
  * copy for the three ways it ends (refused round, wait deadline, no lock value). */
 static void lk_give_up(elk_lock_t *lock, int err, uint64_t now)
 {
-    lock->state = ELK_LOCK_IDLE;
+    elk_lock__set_state(lock, ELK_LOCK_IDLE);
     lock->last_err = err;
     elk_lock__unsubscribe(lock);
     lk_fire(lock, ELK_LOCK_EV_ACQUIRE_FAILED, err, now);
@@ -160,7 +160,7 @@ static void lk_acquire_failed(elk_lock_t *lock, int err, uint64_t now)
     /* Partial locks go at once, on every node, answered or not. */
     lk_start_release(lock, now);
     if (lock->waiting && now < lock->wait_deadline) {
-        lock->state = ELK_LOCK_WAITING;
+        elk_lock__set_state(lock, ELK_LOCK_WAITING);
         /* wake_now stays set if a release message arrived during this round */
         lock->next_retry = lk_min(now + elk_lock__random_delay(lock), lock->wait_deadline);
         elk_lock__subscribe(lock);
@@ -186,7 +186,7 @@ static LK_NOINLINE uint64_t lk_renew_at(const elk_lock_t *lock, uint64_t from)
 static void lk_become_held(elk_lock_t *lock, uint64_t now)
 {
     lk_end_round(lock, now);
-    lock->state = ELK_LOCK_HELD;
+    elk_lock__set_state(lock, ELK_LOCK_HELD);
     lock->hold_count = 1;
     lock->renewals = 0;
     lock->renew_stopped = false;
@@ -203,7 +203,7 @@ static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
     if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
-    lock->state = ELK_LOCK_LOST;
+    elk_lock__set_state(lock, ELK_LOCK_LOST);
     lock->suspect = false;
     lock->hold_count = 0;
     lock->last_err = err;
@@ -282,6 +282,7 @@ static void lk_eval_acquire(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         }
         if (acquire && lock->cfg.fencing && n > 1u) {
             /* Raise every node's counter to the token before anyone may use it. */
+            elk_lock__set_state(lock, ELK_LOCK_COMMITTING);
             lk_start_round(lock, LK_COMMIT, now);
             return;
         }
@@ -349,7 +350,7 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
         }
         lock->renewals++;
         lock->next_renew = lk_renew_at(lock, lock->fg.t_send);
-        lock->state = ELK_LOCK_HELD;
+        elk_lock__set_state(lock, ELK_LOCK_HELD);
         lock->suspect = false;
         lk_end_round(lock, now);
         lk_fire(lock, type, ELK_OK, now);
@@ -386,7 +387,7 @@ static void lk_eval_release(elk_lock_t *lock, uint64_t now)
     }
     elk_lock__round_end(&lock->rel, now);
     if (lock->state == ELK_LOCK_RELEASING && lock->lost_release_at == 0u) {
-        lock->state = ELK_LOCK_IDLE;
+        elk_lock__set_state(lock, ELK_LOCK_IDLE);
     }
     if (lock->rel_notify) {
         lock->rel_notify = false;
@@ -417,7 +418,7 @@ static void lk_wait_step(elk_lock_t *lock, uint64_t now)
         lk_give_up(lock, rc, now);
         return;
     }
-    lock->state = ELK_LOCK_IDLE; /* ACQUIRING: the round's kind says so */
+    elk_lock__set_state(lock, ELK_LOCK_ACQUIRING);
     lk_start_round(lock, LK_ACQUIRE, now);
 }
 
@@ -580,12 +581,13 @@ static void lk_step_renew(elk_lock_t *lock, uint64_t now)
 {
     int cap = lk_renew_cap(lock, now);
     if (cap != ELK_OK) {
-        lock->state = ELK_LOCK_HELD; /* a stopped retry is no longer due (lk_renew_due_at) */
+        /* a stopped retry is no longer due (lk_renew_due_at) */
+        elk_lock__set_state(lock, ELK_LOCK_HELD);
         lock->renew_stopped = true;
         lock->last_err = cap; /* the cause LOST reports at the deadline */
         lk_fire(lock, ELK_LOCK_EV_RENEW_STOPPED, cap, now);
     } else if (!lk_queue_short(lock)) {
-        lock->state = ELK_LOCK_RENEWING;
+        elk_lock__set_state(lock, ELK_LOCK_RENEWING);
         lk_start_round(lock, LK_EXTEND, now);
     }
 }
@@ -649,7 +651,7 @@ int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline)
     lock->hold_count = 0;
     lock->renewals = 0;
     lock->suspect = false;
-    lock->state = ELK_LOCK_IDLE; /* ACQUIRING: the round's kind says so */
+    elk_lock__set_state(lock, ELK_LOCK_ACQUIRING);
     lk_start_round(lock, LK_ACQUIRE, now);
     lk_mark_due(lock);
     return ELK_E_WOULD_BLOCK;
@@ -662,17 +664,17 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now)
         return ELK_E_INVALID_ARG;
     }
     switch (lock->state) {
+    case ELK_LOCK_ACQUIRING:
+    case ELK_LOCK_COMMITTING:
+        break; /* cancel */
     case ELK_LOCK_IDLE:
-        if (lock->fg.kind != LK_NONE) {
-            break; /* acquiring or committing: cancel */
-        }
-        return ELK_E_NOT_HELD;
     case ELK_LOCK_RELEASING:
         return ELK_E_NOT_HELD;
     case ELK_LOCK_LOST:
-        lock->state = (lock->rel.kind != LK_NONE || lock->lost_release_at != 0u)
-            ? ELK_LOCK_RELEASING
-            : ELK_LOCK_IDLE;
+        elk_lock__set_state(lock,
+                            (lock->rel.kind != LK_NONE || lock->lost_release_at != 0u)
+                                ? ELK_LOCK_RELEASING
+                                : ELK_LOCK_IDLE);
         return ELK_E_LOCK_LOST;
     case ELK_LOCK_HELD:
     case ELK_LOCK_RENEWING:
@@ -695,7 +697,7 @@ int elk_lock__release(elk_lock_t *lock, uint64_t now)
     lock->token = 0;
     lock->deadline = 0;
     lock->suspect = false;
-    lock->state = ELK_LOCK_RELEASING;
+    elk_lock__set_state(lock, ELK_LOCK_RELEASING);
     lk_start_release(lock, now);
     lock->rel_notify = true;
     lk_mark_due(lock);
@@ -717,7 +719,7 @@ int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
     if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
     }
-    lock->state = ELK_LOCK_HELD;
+    elk_lock__set_state(lock, ELK_LOCK_HELD);
     lock->renew_stopped = true;
     lock->last_err = ELK_E_LOCK_ABANDONED;
     lock->suspect = false; /* it ends here, renewed or not */

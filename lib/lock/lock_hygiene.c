@@ -36,7 +36,7 @@
  */
 #include <string.h>
 
-#include "elk/fmt.h"
+#include "../util/fmt.h"
 #include "elk/lock_scripts.h"
 #include "lock_internal.h"
 
@@ -137,14 +137,14 @@ static void lk_quarantine(elk_client_t *client, size_t i, uint64_t now, uint64_t
                           const char *what, const elk_resp_node_t *val, int64_t n,
                           const char *after)
 {
-    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_hygiene_t *h = &client->nodes[i].hygiene;
     char line[32];
     elk_fmt_t f;
     h->quarantines++;
     until += until > now ? lk_margin(client, until - now) : 0u;
     if (until >= h->until) {
         h->until = until;
-        elk_fmt_init(&f, client->hygiene_text[i], sizeof client->hygiene_text[i]);
+        elk_fmt_init(&f, client->nodes[i].hygiene_text, sizeof client->nodes[i].hygiene_text);
         elk_fmt_str(&f, "quarantined: ");
         elk_fmt_str(&f, what);
         if (val != NULL) {
@@ -160,7 +160,7 @@ static void lk_quarantine(elk_client_t *client, size_t i, uint64_t now, uint64_t
     elk_fmt_str(&f, ": no vote for ");
     elk_fmt_uint(&f, h->until > now ? h->until - now : 0u);
     elk_fmt_str(&f, " ms");
-    elk_lock__log(client, ELK_LOG_WARN, NULL, i, "", client->hygiene_text[i], NULL,
+    elk_lock__log(client, ELK_LOG_WARN, NULL, i, "", client->nodes[i].hygiene_text, NULL,
                   elk_fmt_cstr(&f), ELK_OK);
 }
 
@@ -220,7 +220,7 @@ static int lk_marker_rule(elk_client_t *client, size_t i, int64_t marker_ms, int
     age = age < 0 ? 0 : age;
     /* one quarantine (and one log line) per loss, not one per reply or probe that sees it */
     if (lr + (w - (uint64_t)age) + lk_margin(client, w - (uint64_t)age) >
-        client->hygiene[i].until) {
+        client->nodes[i].hygiene.until) {
         lk_quarantine(client, i, lr, lr + (w - (uint64_t)age), "data lost (marker ", NULL,
                       age / 1000, " s old)");
     }
@@ -241,7 +241,7 @@ int64_t elk_lock__token_floor(const elk_client_t *client, uint64_t now)
     int64_t best = 0;
     size_t i;
     for (i = 0; i < client->fleet->count; i++) {
-        const elk_lock_hygiene_t *h = &client->hygiene[i];
+        const elk_lock_hygiene_t *h = &client->nodes[i].hygiene;
         /* floor_off is within +-2^62 (readings clamped) and now below 2^62: no overflow; the
          * result below 2^53 us (the scripts' exact range), or nothing */
         int64_t v = h->has_floor && now < LK_FLOOR_MAX_MS * 1000 ? (int64_t)now + h->floor_off : 0;
@@ -250,14 +250,6 @@ int64_t elk_lock__token_floor(const elk_client_t *client, uint64_t now)
         }
     }
     return best;
-}
-
-size_t elk_lock__marker_key(const elk_client_t *client, char *out)
-{
-    size_t plen = strlen(client->cfg.key_prefix); /* <= CONFIG_ELK_MAX_KEY_LEN (init) */
-    memcpy(out, client->cfg.key_prefix, plen);
-    memcpy(out + plen, ELK_LOCK_MARKER_NAME, sizeof(ELK_LOCK_MARKER_NAME) - 1u);
-    return plen + sizeof(ELK_LOCK_MARKER_NAME) - 1u;
 }
 
 /* How far a reading (server_ms, taken between the local times ls and lr) is off node i's
@@ -335,7 +327,7 @@ static LK_NOINLINE int64_t lk_rate(const elk_lock_hygiene_t *h, int64_t server_m
  * only: the quarantines stand as they are. */
 static void lk_local_clock(elk_client_t *client, size_t i, uint64_t lr, int64_t ppm)
 {
-    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_hygiene_t *h = &client->nodes[i].hygiene;
     uint64_t w = lk_window(client);
     int64_t lo = INT64_MAX;
     int64_t hi = 0;
@@ -347,7 +339,7 @@ static void lk_local_clock(elk_client_t *client, size_t i, uint64_t lr, int64_t 
     h->jump_at = lr;
     h->jump_ppm = (int32_t)ppm;
     for (k = 0; k < client->fleet->count; k++) {
-        const elk_lock_hygiene_t *o = &client->hygiene[k];
+        const elk_lock_hygiene_t *o = &client->nodes[k].hygiene;
         int64_t r = o->jump_ppm < 0 ? -(int64_t)o->jump_ppm : o->jump_ppm;
         if (!elk_node_is_ready(&client->fleet->nodes[k])) {
             continue;
@@ -394,7 +386,7 @@ enum { LK_CLOCK_OK, LK_CLOCK_BLIND, LK_CLOCK_JUMP };
 static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *cfg,
                       int64_t server_ms, uint64_t ls, uint64_t lr)
 {
-    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_hygiene_t *h = &client->nodes[i].hygiene;
     int64_t ms = server_ms < 0 ? 0 : server_ms > LK_MS_MAX ? LK_MS_MAX : server_ms;
     int64_t jump = h->has_ref ? lk_jump(h, cfg, ms, ls, lr) : 0;
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
@@ -531,7 +523,7 @@ static const char *const lk_probe_says[] = {
 static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t *f, bool refresh,
                           uint64_t lr)
 {
-    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_hygiene_t *h = &client->nodes[i].hygiene;
     elk_lock_config_t strict;
     uint64_t w = lk_window(client);
     uint64_t run = f[0].len != 0u ? lk_hash(f[0].str, f[0].len) : 0u;
@@ -591,18 +583,16 @@ static void lk_probe_rule(elk_client_t *client, size_t i, const elk_resp_node_t 
 /* PROBE's reply (or its failure) for node i: the node's vote from now on. */
 static void lk_on_probe(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
-    elk_client_t *client = (elk_client_t *)user;
-    size_t i = elk_lock__node_of(client, node);
+    elk_lock_session_t *s = (elk_lock_session_t *)user;
+    elk_client_t *client = elk_lock__session_client(s);
+    size_t i = s->index;
     size_t idx = 0;
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
     const elk_resp_node_t *f = top != NULL ? &reply->nodes[idx + 1u] : NULL;
     size_t k;
-    if (i == SIZE_MAX) {
-        return;
-    }
-    bool refresh = client->hygiene[i].refreshing;
-    client->hygiene[i].pending = false;
-    client->hygiene[i].refreshing = false;
+    bool refresh = client->nodes[i].hygiene.refreshing;
+    client->nodes[i].hygiene.pending = false;
+    client->nodes[i].hygiene.refreshing = false;
     client->dirty = true; /* a waiting round may now reach its quorum */
     /* {4 strings, integer}: an array of 5 scalars (an error has no children) */
     for (k = 0; top != NULL && top->type == ELK_RESP_ARRAY && top->integer == 5 &&
@@ -633,7 +623,7 @@ static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
     static const elk_resp_arg_t head[3] = {
         ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_PROBE), ELK_RESP_ARG_STR("1")};
     static const char hex[] = "0123456789abcdef";
-    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_hygiene_t *h = &client->nodes[i].hygiene;
     elk_resp_arg_t argv[5];
     char key[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
     char id[2u * ELK_LOCK_RANDOM_BYTES];
@@ -653,7 +643,8 @@ static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
         argv[4].ptr = (const uint8_t *)id;
         argv[4].len = sizeof id;
         /* deadline 0: the node's request timeout; a timeout resets the connection */
-        rc = elk_node_send(&client->fleet->nodes[i], now, argv, 5, 0, lk_on_probe, client);
+        rc = elk_node_send(&client->fleet->nodes[i], now, argv, 5, 0, lk_on_probe,
+                           &client->nodes[i]);
     }
     if (rc == ELK_OK) { /* elk_node_send never calls back from inside */
         h->probe_at = now;
@@ -665,8 +656,8 @@ static int lk_send_probe(elk_client_t *client, size_t i, uint64_t now)
 void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
 {
     int rc;
-    client->hygiene[i].pending = false;
-    client->hygiene[i].refreshing = false;
+    client->nodes[i].hygiene.pending = false;
+    client->nodes[i].hygiene.refreshing = false;
     if (!client->cfg.vote_hygiene) {
         return;
     }
@@ -676,12 +667,12 @@ void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now)
                       elk_err_name(rc));
         return;
     }
-    client->hygiene[i].pending = true;
+    client->nodes[i].hygiene.pending = true;
 }
 
 uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now)
 {
-    elk_lock_hygiene_t *h = &client->hygiene[i];
+    elk_lock_hygiene_t *h = &client->nodes[i].hygiene;
     elk_lock_config_t strict;
     uint64_t due;
     if (!client->cfg.vote_hygiene || !h->has_ref || h->pending || h->refreshing ||
@@ -699,24 +690,6 @@ uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now)
     return UINT64_MAX;
 }
 
-int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now)
-{
-    const elk_lock_hygiene_t *h = &client->hygiene[i];
-    /* pending and until are only ever set with vote_hygiene on */
-    if (kind != LK_RELEASE) {
-        if (h->pending) {
-            return ELK_E_SERVER_UNCHECKED;
-        }
-        if (now < h->until) {
-            return ELK_E_NODE_QUARANTINED;
-        }
-    }
-    if (client->node_unsafe[i]) {
-        return client->node_unsafe[i] == 1u ? ELK_E_UNSAFE_SERVER : ELK_E_SERVER_UNCHECKED;
-    }
-    return ELK_OK;
-}
-
 static bool lk_node_ok(const elk_client_t *client, size_t node)
 {
     return client != NULL && client->fleet != NULL && node < client->fleet->count;
@@ -724,10 +697,10 @@ static bool lk_node_ok(const elk_client_t *client, size_t node)
 
 uint64_t elk_client_node_quarantine(const elk_client_t *client, size_t node)
 {
-    if (!lk_node_ok(client, node) || client->now >= client->hygiene[node].until) {
+    if (!lk_node_ok(client, node) || client->now >= client->nodes[node].hygiene.until) {
         return 0;
     }
-    return client->hygiene[node].until;
+    return client->nodes[node].hygiene.until;
 }
 
 const char *elk_client_node_hygiene(const elk_client_t *client, size_t node)
@@ -738,11 +711,12 @@ const char *elk_client_node_hygiene(const elk_client_t *client, size_t node)
     if (!client->cfg.vote_hygiene) {
         return "off";
     }
-    if (client->hygiene[node].pending ||
-        (client->hygiene[node].marker_hash == 0u && client->hygiene[node].until == 0u)) {
+    if (client->nodes[node].hygiene.pending ||
+        (client->nodes[node].hygiene.marker_hash == 0u &&
+         client->nodes[node].hygiene.until == 0u)) {
         return "pending"; /* probe in flight, or no connection yet */
     }
-    return elk_client_node_quarantine(client, node) != 0u ? client->hygiene_text[node] : "ok";
+    return elk_client_node_quarantine(client, node) != 0u ? client->nodes[node].hygiene_text : "ok";
 }
 
 int elk_client_node_hygiene_stats(const elk_client_t *client, size_t node, uint32_t *quarantines,
@@ -752,10 +726,10 @@ int elk_client_node_hygiene_stats(const elk_client_t *client, size_t node, uint3
         return ELK_E_INVALID_ARG;
     }
     if (quarantines != NULL) {
-        *quarantines = client->hygiene[node].quarantines;
+        *quarantines = client->nodes[node].hygiene.quarantines;
     }
     if (clock_jumps != NULL) {
-        *clock_jumps = client->hygiene[node].clock_jumps;
+        *clock_jumps = client->nodes[node].hygiene.clock_jumps;
     }
     return ELK_OK;
 }

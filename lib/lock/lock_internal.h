@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal interfaces between the files of lib/lock. Not installed, not public.
+ * A file calls only files below it (CONTRIBUTING.md, "Layers"; scripts/check-layers.py):
+ * lock_api.c, lock_client.c > lock_engine.c > lock_round.c > lock_safety.c, lock_hygiene.c
+ * > lock_session.c, lock_state.c, lock_sub.c > lock_send.c > lock_config.c, lock_value.c,
+ * lock_log.c.
  */
 #ifndef ELK_LOCK_INTERNAL_H
 #define ELK_LOCK_INTERNAL_H
 
 #include "elk/lock.h"
+#include "elk/lock_scripts.h"
 
 /* What a request (ticket) or a foreground round runs. */
 enum { LK_NONE = 0, LK_ACQUIRE, LK_COMMIT, LK_EXTEND, LK_RELEASE };
@@ -26,10 +31,14 @@ void elk_lock__round_resend(elk_lock_t *lock, uint64_t now);
  * later replies are ignored. Its results stay for the event that reports it. */
 void elk_lock__round_end(elk_lock_round_t *r, uint64_t now);
 
-/* lock_send.c: send the script of round r to node i of the fleet for lock (as EVAL when
- * r's NOSCRIPT mark for i is set); returns ELK_OK or the reason the request was not
- * queued (its callback will then never run). */
-int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now);
+/* lock_send.c, the wire: requests and replies, no policy. Send the script of round r to
+ * node i of the fleet for lock (as EVAL when r's NOSCRIPT mark for i is set); floor is
+ * ACQUIRE's token floor (ARGV[5], the caller's elk_lock__token_floor); on_reply gets the
+ * reply with the request's ticket as its user pointer. Whether the node may vote is the
+ * caller's question, asked before. Returns ELK_OK or the reason the request was not
+ * queued (on_reply will then never run). */
+int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now,
+                          int64_t floor, elk_node_reply_fn on_reply);
 /* Write lock->key then suffix into out (room for CONFIG_ELK_MAX_KEY_LEN + 16);
  * returns the length (no NUL). */
 size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out);
@@ -39,8 +48,27 @@ extern const elk_resp_arg_t elk_lock__script_load[4][3];
 /* send a client-level command whose reply is ignored (SCRIPT LOAD, SUBSCRIBE ...) */
 int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
                          uint64_t now);
-/* Reply callback of every ticket. */
-void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply);
+/* A reply to a ticket's request, decoded: its top value (NULL: failed, status says why),
+ * the script's result (NULL: not of the script's shape), and the server's TIME and the
+ * fleet marker's creation it carried (ACQUIRE, EXTEND; 0 if none). */
+typedef struct elk_lock_reply {
+    int status;
+    const elk_resp_node_t *top;
+    const elk_resp_node_t *res;
+    int64_t server_ms;
+    int64_t marker_ms;
+} elk_lock_reply_t;
+/* Decode a reply of ticket t (the node callback's status and reply) into *out and free t. */
+void elk_lock__reply_decode(elk_lock_ticket_t *t, int status, const elk_resp_reply_t *reply,
+                            elk_lock_reply_t *out);
+/* Record a decoded reply of ticket t in its round (a reply of another round is ignored),
+ * weighed by the vote policies' verdicts on it: clock (elk_lock__clock_ok) and novote
+ * (elk_lock__marker_ok), ELK_OK when none applies. */
+void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *rp, int clock,
+                            int novote);
+/* Write the fleet marker key "<prefix>marker" into out (room for CONFIG_ELK_MAX_KEY_LEN +
+ * sizeof(ELK_LOCK_MARKER_NAME)); returns its length (no NUL). */
+size_t elk_lock__marker_key(const elk_client_t *client, char *out);
 
 /* lock_engine.c: the state machine. The transitions below change state and queue
  * requests; they never write to the network. One that queued marks the client due
@@ -70,11 +98,19 @@ void elk_lock__resubscribe(elk_lock_t *lock, size_t node);
 void elk_lock__release_message(elk_client_t *client, const uint8_t *channel, size_t len,
                                const uint8_t *payload, size_t plen);
 
-/* lock_client.c: index of node in the client's fleet (SIZE_MAX if not one of them). */
-size_t elk_lock__node_of(const elk_client_t *client, const elk_node_t *node);
+/* lock_session.c: the per-node session records. The client a record belongs to (records
+ * are the client's nodes[] array: the callbacks of the vote policies get a record). */
+elk_client_t *elk_lock__session_client(elk_lock_session_t *s);
+/* ELK_OK when node i may get a request of round kind `kind` (LK_*) now, else why not:
+ * ELK_E_UNSAFE_SERVER, ELK_E_SERVER_UNCHECKED (safety check), ELK_E_NODE_QUARANTINED. */
+int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now);
 /* When node's reply now being delivered was read: its receive time, never before the
  * poll's now (the clock check's lr; elk_node_received_at). */
 uint64_t elk_lock__received_at(const elk_client_t *client, const elk_node_t *node);
+
+/* lock_state.c: the one way the lock's state changes (the transitions a debug build
+ * allows are in one table there). */
+void elk_lock__set_state(elk_lock_t *lock, elk_lock_state_t to);
 
 /* lock_safety.c: node i just became READY: check its settings per client->cfg.safety. */
 void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now);
@@ -90,9 +126,6 @@ void elk_lock__hygiene_start(elk_client_t *client, size_t i, uint64_t now);
  * again, for its TIME only (no pending state: the vote stays). Returns when it is due next
  * (UINT64_MAX: nothing to wait for). */
 uint64_t elk_lock__hygiene_refresh(elk_client_t *client, size_t i, uint64_t now);
-/* ELK_OK when node i may get a request of round kind `kind` (LK_*) now, else why not:
- * ELK_E_UNSAFE_SERVER, ELK_E_SERVER_UNCHECKED (safety check), ELK_E_NODE_QUARANTINED. */
-int elk_lock__node_vote(const elk_client_t *client, size_t i, uint8_t kind, uint64_t now);
 /* A reply of node i to a request of lock sent at t_send carried the server's TIME,
  * server_ms, read between t_send and now. ELK_OK: the reply's vote counts. Else it counts
  * as ERROR with the code returned: ELK_E_CLOCK_JUMP when the server's clock jumped beyond
@@ -117,10 +150,6 @@ int elk_lock__marker_ok(elk_client_t *client, size_t i, int64_t server_ms, int64
  * the masters lost their counters (docs/design.md "Fencing tokens across a fleet"). 0 with
  * no reading (vote hygiene off). */
 int64_t elk_lock__token_floor(const elk_client_t *client, uint64_t now);
-/* Write the fleet marker key "<prefix>marker" into out (room for CONFIG_ELK_MAX_KEY_LEN +
- * sizeof(ELK_LOCK_MARKER_NAME)); returns its length (no NUL). */
-size_t elk_lock__marker_key(const elk_client_t *client, char *out);
-
 /* lock_log.c: a lock line "<key>: <head><what><val><after>[ token N][: <error>]" (lock
  * not NULL) or a node line "node <host>:<port>: <head><what><val><after>[: <error>]" (node,
  * lock NULL); val may be NULL; cut at CONFIG_ELK_MAX_KEY_LEN + 200 bytes. */

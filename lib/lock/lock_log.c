@@ -3,7 +3,7 @@
  * The lock module's log lines, of two kinds: a lock line for events and a node line
  * for the server settings check. One level check and one write for both.
  */
-#include "elk/fmt.h"
+#include "../util/fmt.h"
 #include "lock_internal.h"
 
 /* At CONFIG_ELK_LOG_LEVEL 0 this is always false, so the formatting is compiled out. */

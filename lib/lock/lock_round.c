@@ -4,7 +4,8 @@
  * foreground round (acquire, commit, extend) and the background release. Sending,
  * recording what was not sent, resends (a release to a node back up, EVAL after
  * NOSCRIPT), timeouts at the limit and the wake time. What a round's replies mean is
- * decided in lock_engine.c; recording them is lock_send.c's reply callback.
+ * decided in lock_engine.c; this file's reply callback has lock_send.c decode and record
+ * them, weighed by the vote hygiene's verdict on each (lock_hygiene.c).
  */
 #include <string.h>
 
@@ -12,6 +13,46 @@
 
 /* A round's per-node masks are 16 bits wide (elk/lock.h). (C99 has no static_assert.) */
 typedef char elk_lock_round_masks_hold_every_node[(CONFIG_ELK_MAX_NODES <= 16) ? 1 : -1];
+
+/* Reply callback of every ticket: the wire decodes the reply, the vote hygiene judges the
+ * server's clock and fleet marker in it, the wire records it in its round. */
+static void lk_on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+{
+    elk_lock_ticket_t *t = (elk_lock_ticket_t *)user;
+    elk_lock_t *lock = t->lock;
+    elk_client_t *client = lock->client;
+    uint64_t lr = elk_lock__received_at(client, node);
+    elk_lock_reply_t rp;
+    int clock;
+    int novote;
+
+    elk_lock__reply_decode(t, status, reply, &rp);
+    /* Every reading of the server's clock, of a decided round too: a waiter whose rounds are
+     * decided before this node answers would otherwise compare with an old reference. A
+     * server whose clock jumped may have let our key expire early, or may let the next
+     * holder's: its answer does not count (lock_hygiene.c). */
+    clock = rp.server_ms != 0
+        ? elk_lock__clock_ok(client, lock, t->node, rp.server_ms, t->t_send, lr)
+        : ELK_OK;
+    /* The fleet marker: a node that lost its data within W (FLUSHALL, an empty replica) has
+     * no vote until it cannot hold a key of a lease granted before (lock_hygiene.c). */
+    novote = rp.res != NULL && rp.server_ms != 0
+        ? elk_lock__marker_ok(client, t->node, rp.server_ms, rp.marker_ms, lr)
+        : ELK_OK;
+    elk_lock__reply_record(t, &rp, clock, novote);
+}
+
+/* Node i's request of round r, if the node may get it (its vote: lock_session.c). */
+static int lk_send(elk_lock_t *lock, const elk_lock_round_t *r, size_t i, uint64_t now)
+{
+    int rc = elk_lock__node_vote(lock->client, i, r->kind, now);
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    return elk_lock__send_script(
+        lock, r, i, now, r->kind == LK_ACQUIRE ? elk_lock__token_floor(lock->client, now) : 0,
+        lk_on_reply);
+}
 
 /* Send node i its request of round r (EVAL when r's NOSCRIPT mark for i is set, else
  * EVALSHA) and record it as awaited, or why it was not sent. One copy for a round's
@@ -21,7 +62,7 @@ static LK_NOINLINE void lk_round_send(elk_lock_t *lock, elk_lock_round_t *r, siz
     uint32_t bit = LK_BIT(i);
     bool eval = (r->eval_mask & bit) != 0u;
     elk_lock_node_result_t *res = &r->results[i];
-    int rc = elk_lock__send_script(lock, r, i, now);
+    int rc = lk_send(lock, r, i, now);
     r->eval_mask &= ~bit;
     r->unsent_mask &= ~bit;
     if (rc == ELK_OK) {

@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "elk/fmt.h"
+#include "../util/fmt.h"
 #include "elk/lock_scripts.h"
 #include "lock_internal.h"
 
@@ -35,7 +35,7 @@ static void lk_check_text(elk_client_t *client, size_t i, const char *head, cons
                           size_t n)
 {
     elk_fmt_t f;
-    elk_fmt_init(&f, client->node_check[i], sizeof client->node_check[i]);
+    elk_fmt_init(&f, client->nodes[i].check, sizeof client->nodes[i].check);
     elk_fmt_str(&f, head);
     if (p != NULL) {
         elk_fmt_bytes(&f, p, n);
@@ -83,9 +83,9 @@ static void lk_verdict(elk_client_t *client, size_t i, int status, const elk_res
     bool error = elk_resp_is_error(top);
     size_t says = 4u; /* not checkable */
     size_t head = 0;
-    size_t was = client->safety_says[i];
+    size_t was = client->nodes[i].safety_says;
     char old[ELK_LOCK_CHECK_TEXT_MAX];
-    memcpy(old, client->node_check[i], sizeof old);
+    memcpy(old, client->nodes[i].check, sizeof old);
     /* {policy, aof}: an aggregate of two (an error has no subtree; the subtree's nodes are
      * in the reply, elk/resp.h), a policy not empty */
     if (top != NULL && top->subtree >= 2u && reply->nodes[idx + 1u].len != 0u) {
@@ -97,20 +97,20 @@ static void lk_verdict(elk_client_t *client, size_t i, int status, const elk_res
     } else {
         lk_check_text(client, i, "unchecked: ", error ? top->str : (const uint8_t *)why,
                       error ? top->len : strlen(why));
-        after = client->node_check[i] + sizeof("unchecked: ") - 1u;
+        after = client->nodes[i].check + sizeof("unchecked: ") - 1u;
     }
     if (says < 2u) {
         val = NULL;
-        client->node_unsafe[i] = 0;
+        client->nodes[i].unsafe = 0;
         client->dirty = true; /* a waiting round may now reach its quorum */
     } else {
         head = refuse ? 2u : val != NULL ? 1u : 0u;
         if (refuse) {
-            client->node_unsafe[i] = 1;
+            client->nodes[i].unsafe = 1;
         }
     }
-    client->safety_says[i] = (uint8_t)(says + 1u);
-    if (recheck && was == says + 1u && strcmp(old, client->node_check[i]) == 0) {
+    client->nodes[i].safety_says = (uint8_t)(says + 1u);
+    if (recheck && was == says + 1u && strcmp(old, client->nodes[i].check) == 0) {
         return; /* the same as last time: said then */
     }
     if (recheck && says < 2u && was >= 3u) {
@@ -131,14 +131,13 @@ static void lk_verdict(elk_client_t *client, size_t i, int status, const elk_res
  * error (no +config|get) is a debug line, a value other than "always" a warning. */
 static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
-    elk_client_t *client = (elk_client_t *)user;
-    size_t i = elk_lock__node_of(client, node);
+    elk_lock_session_t *s = (elk_lock_session_t *)user;
+    elk_client_t *client = elk_lock__session_client(s);
+    size_t i = s->index;
     size_t idx = 0;
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, &idx) : NULL;
-    if (i == SIZE_MAX) {
-        return;
-    }
-    if (client->node_check[i][0] == '\0') {
+    (void)node;
+    if (client->nodes[i].check[0] == '\0') {
         lk_verdict(client, i, status, reply, false);
     } else if (elk_resp_is_error(top)) {
         elk_lock__log(client, ELK_LOG_DEBUG, NULL, i, "",
@@ -159,12 +158,14 @@ static void lk_on_check(void *user, elk_node_t *node, int status, const elk_resp
  * A recheck overtaken by a new connection's check (flag cleared) is not this one's. */
 static void lk_on_recheck(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
 {
-    elk_client_t *client = (elk_client_t *)user;
-    size_t i = elk_lock__node_of(client, node);
-    if (i == SIZE_MAX || !client->safety_rechecking[i]) {
+    elk_lock_session_t *s = (elk_lock_session_t *)user;
+    elk_client_t *client = elk_lock__session_client(s);
+    size_t i = s->index;
+    (void)node;
+    if (!s->safety_rechecking) {
         return;
     }
-    client->safety_rechecking[i] = 0;
+    client->nodes[i].safety_rechecking = 0;
     if (status == ELK_OK) {
         lk_verdict(client, i, status, reply, true);
     }
@@ -179,22 +180,24 @@ void elk_lock__safety_start(elk_client_t *client, size_t i, uint64_t now)
     const char *text = "off";
     size_t k;
     int rc;
-    client->safety_due[i] = 0;
-    client->safety_rechecking[i] = 0; /* a reply of the old connection is not this one's */
-    client->safety_says[i] = 0;
-    client->safety_at[i] = now;
+    client->nodes[i].safety_due = 0;
+    client->nodes[i].safety_rechecking = 0; /* a reply of the old connection is not this one's */
+    client->nodes[i].safety_says = 0;
+    client->nodes[i].safety_at = now;
     if (client->cfg.safety != ELK_SAFETY_OFF) {
         text = ""; /* pending: elk_client_node_check says so, lk_on_check waits for the script */
         if (client->cfg.safety == ELK_SAFETY_REFUSE) {
-            client->node_unsafe[i] = 2; /* no vote until the script has answered "noeviction" */
+            client->nodes[i].unsafe = 2; /* no vote until the script has answered "noeviction" */
         }
         for (k = 0; k < 2u; k++) {
-            rc = elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check, client);
+            rc = elk_node_send(&client->fleet->nodes[i], now, argv[k], 3, 0, lk_on_check,
+                               &client->nodes[i]);
             if (rc != ELK_OK) {
                 /* Behind the probe a small send buffer (an MCU's 768-byte block) is full:
                  * the check goes after the next flush (elk_client_poll), still pending. */
-                client->safety_due[i] = k == 0u && rc == ELK_E_QUEUE_FULL ? 1u : 0u;
-                text = k != 0u || client->safety_due[i] ? text : "unchecked: request not sent";
+                client->nodes[i].safety_due = k == 0u && rc == ELK_E_QUEUE_FULL ? 1u : 0u;
+                text =
+                    k != 0u || client->nodes[i].safety_due ? text : "unchecked: request not sent";
                 break;
             }
         }
@@ -241,10 +244,10 @@ uint64_t elk_lock__safety_recheck(elk_client_t *client, size_t i, uint64_t now)
 {
     static const elk_resp_arg_t argv[3] = {
         ELK_RESP_ARG_STR("EVAL"), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_SAFETY), ELK_RESP_ARG_STR("0")};
-    uint64_t due = client->safety_at[i] + elk_client_safety_recheck_ms(client);
+    uint64_t due = client->nodes[i].safety_at + elk_client_safety_recheck_ms(client);
     /* not while the connection's own check is pending (or waits for room) or one runs */
-    if (client->cfg.safety == ELK_SAFETY_OFF || client->node_check[i][0] == '\0' ||
-        client->safety_due[i] || client->safety_rechecking[i] ||
+    if (client->cfg.safety == ELK_SAFETY_OFF || client->nodes[i].check[0] == '\0' ||
+        client->nodes[i].safety_due || client->nodes[i].safety_rechecking ||
         !elk_node_is_ready(&client->fleet->nodes[i])) {
         return UINT64_MAX;
     }
@@ -253,9 +256,10 @@ uint64_t elk_lock__safety_recheck(elk_client_t *client, size_t i, uint64_t now)
     }
     /* not sent (send buffer or request queue full behind a round): the next poll tries
      * again, after the requests in flight have answered or timed out */
-    if (elk_node_send(&client->fleet->nodes[i], now, argv, 3, 0, lk_on_recheck, client) == ELK_OK) {
-        client->safety_at[i] = now;
-        client->safety_rechecking[i] = 1;
+    if (elk_node_send(&client->fleet->nodes[i], now, argv, 3, 0, lk_on_recheck,
+                      &client->nodes[i]) == ELK_OK) {
+        client->nodes[i].safety_at = now;
+        client->nodes[i].safety_rechecking = 1;
     }
     return UINT64_MAX;
 }
@@ -265,7 +269,7 @@ const char *elk_client_node_check(const elk_client_t *client, size_t node)
     if (client == NULL || client->fleet == NULL || node >= client->fleet->count) {
         return "";
     }
-    return client->node_check[node][0] != '\0' ? client->node_check[node] : "pending";
+    return client->nodes[node].check[0] != '\0' ? client->nodes[node].check : "pending";
 }
 
 bool elk_client_node_votes(const elk_client_t *client, size_t node)

@@ -1,12 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Requests of the lease engine on the wire: the four scripts as EVALSHA (or EVAL
- * after NOSCRIPT), request tickets, and the classification of each node's reply
- * (ACQUIRE and EXTEND also carry the server's clock, checked by lock_hygiene.c).
+ * after NOSCRIPT), request tickets, the keys, and the classification of each node's reply
+ * (ACQUIRE and EXTEND also carry the server's clock). The wire knows no policy: whether a
+ * node may vote, the token floor and what the clock check says of a reply are the
+ * caller's (lock_round.c asks lock_session.c and lock_hygiene.c), passed in as arguments.
  */
 #include <string.h>
 
 #include "lock_internal.h"
+
+/* elk/lock.h sizes the longest request with these lengths (the scripts are not public). */
+#define LK_MAX_(a, b) ((a) > (b) ? (a) : (b))
+typedef char elk_lock_script_len_max_is_the_longest_script
+    [(ELK_LOCK_SCRIPT_LEN_MAX ==
+      LK_MAX_(LK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),
+              LK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) -
+          1u)
+         ? 1
+         : -1];
+typedef char elk_lock_marker_name_len_is_its_length
+    [(ELK_LOCK_MARKER_NAME_LEN == sizeof(ELK_LOCK_MARKER_NAME) - 1u) ? 1 : -1];
 
 /* Longest key with a suffix appended: the lock key plus ":released". */
 #define LK_KEY_BUF (CONFIG_ELK_MAX_KEY_LEN + 16u)
@@ -29,6 +43,14 @@ size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out)
     memcpy(out, lock->key, lock->key_len);
     memcpy(out + lock->key_len, suffix, n);
     return lock->key_len + n;
+}
+
+size_t elk_lock__marker_key(const elk_client_t *client, char *out)
+{
+    size_t plen = strlen(client->cfg.key_prefix); /* <= CONFIG_ELK_MAX_KEY_LEN (init) */
+    memcpy(out, client->cfg.key_prefix, plen);
+    memcpy(out + plen, ELK_LOCK_MARKER_NAME, sizeof(ELK_LOCK_MARKER_NAME) - 1u);
+    return plen + sizeof(ELK_LOCK_MARKER_NAME) - 1u;
 }
 
 static void lk_arg(elk_resp_arg_t *a, const void *p, size_t len)
@@ -60,7 +82,8 @@ static const uint8_t lk_script_of[] = {2u, 0u, 3u, 1u,
 typedef char elk_lock_script_kinds_in_order
     [(LK_ACQUIRE == 1 && LK_COMMIT == 2 && LK_EXTEND == 3 && LK_RELEASE == 4) ? 1 : -1];
 
-int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
+int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now,
+                          int64_t floor, elk_node_reply_fn on_reply)
 {
     elk_client_t *client = lock->client;
     uint8_t kind = r->kind;
@@ -78,10 +101,6 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     bool release;
     int rc;
 
-    rc = elk_lock__node_vote(client, node, kind, now);
-    if (rc != ELK_OK) {
-        return rc;
-    }
     if (!elk_node_is_ready(&client->fleet->nodes[node])) {
         return ELK_E_NOT_CONNECTED;
     }
@@ -125,7 +144,7 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
         }
         if (kind == LK_ACQUIRE) { /* the token's floor: the fleet's clock as we know it */
             argv[argc].is_int = true;
-            argv[argc++].ival = elk_lock__token_floor(client, now);
+            argv[argc++].ival = floor;
         }
     }
     t = ticket_take(lock);
@@ -138,8 +157,7 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
     t->kind = kind;
     t->eval = eval ? 1u : 0u;
     t->t_send = now;
-    rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, elk_lock__on_reply,
-                       t);
+    rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, on_reply, t);
     if (rc != ELK_OK) {
         t->in_use = 0;
     }
@@ -242,9 +260,21 @@ static uint8_t lk_weigh(uint8_t st, int *err, int clock, int novote)
     return st == ELK_LOCK_NODE_OK ? ELK_LOCK_NODE_ERROR : st;
 }
 
-void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply)
+void elk_lock__reply_decode(elk_lock_ticket_t *t, int status, const elk_resp_reply_t *reply,
+                            elk_lock_reply_t *out)
 {
-    elk_lock_ticket_t *t = (elk_lock_ticket_t *)user;
+    out->status = status;
+    out->top = status == ELK_OK ? elk_resp_reply_top(reply, NULL) : NULL;
+    out->server_ms = 0;
+    out->marker_ms = 0;
+    out->res =
+        out->top != NULL ? lk_result_of(t->kind, out->top, &out->server_ms, &out->marker_ms) : NULL;
+    t->in_use = 0;
+}
+
+void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *rp, int clock,
+                            int novote)
+{
     elk_lock_t *lock = t->lock;
     elk_client_t *client = lock->client;
     size_t i = t->node;
@@ -252,28 +282,11 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     /* A release ticket belongs to the release round, any other to the foreground one. */
     elk_lock_round_t *round = kind == LK_RELEASE ? &lock->rel : &lock->fg;
     elk_lock_node_result_t *r = &round->results[i];
-    int64_t server_ms = 0;
-    int64_t marker_ms = 0;
-    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, NULL) : NULL;
-    const elk_resp_node_t *res =
-        top != NULL ? lk_result_of(kind, top, &server_ms, &marker_ms) : NULL;
+    const elk_resp_node_t *top = rp->top;
+    const elk_resp_node_t *res = rp->res;
     uint8_t st = ELK_LOCK_NODE_ERROR;
     int err = ELK_E_UNEXPECTED_REPLY;
-    int clock;
-    int novote;
-    uint64_t lr = elk_lock__received_at(client, node);
 
-    t->in_use = 0;
-    /* Every reading of the server's clock, of a decided round too: a waiter whose rounds are
-     * decided before this node answers would otherwise compare with an old reference. A
-     * server whose clock jumped may have let our key expire early, or may let the next
-     * holder's: its answer does not count (lock_hygiene.c). */
-    clock = server_ms != 0 ? elk_lock__clock_ok(client, lock, i, server_ms, t->t_send, lr) : ELK_OK;
-    /* The fleet marker: a node that lost its data within W (FLUSHALL, an empty replica) has
-     * no vote until it cannot hold a key of a lease granted before (lock_hygiene.c). */
-    novote = res != NULL && server_ms != 0
-        ? elk_lock__marker_ok(client, i, server_ms, marker_ms, lr)
-        : ELK_OK;
     if (t->seq != round->seq || kind != round->kind) {
         return; /* a reply of a round already decided or abandoned */
     }
@@ -283,9 +296,9 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
     client->dirty = true;
     r->rtt_ms = client->now > round->t_send ? (uint32_t)(client->now - round->t_send) : 0u;
     /* Every outcome but a NOSCRIPT to resend ends the same way: one copy of the stores. */
-    if (status != ELK_OK) {
-        st = status == ELK_E_TIMEOUT ? ELK_LOCK_NODE_TIMEOUT : ELK_LOCK_NODE_ERROR;
-        err = status;
+    if (rp->status != ELK_OK) {
+        st = rp->status == ELK_E_TIMEOUT ? ELK_LOCK_NODE_TIMEOUT : ELK_LOCK_NODE_ERROR;
+        err = rp->status;
     } else if (top == NULL) {
         /* no value at all: unexpected */
     } else if (elk_resp_is_error(top)) {
@@ -299,7 +312,7 @@ void elk_lock__on_reply(void *user, elk_node_t *node, int status, const elk_resp
         err = noscript ? ELK_E_NOSCRIPT : ELK_E_SERVER_ERROR;
         copy_text(r, top);
     } else if (res != NULL) {
-        r->server_ms = server_ms;
+        r->server_ms = rp->server_ms;
         r->value = res->integer;
         st = classify(kind, res->integer, lock->token);
         if (st != ELK_LOCK_NODE_ERROR) {

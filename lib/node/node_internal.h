@@ -10,7 +10,7 @@
 
 #include "elk/node.h"
 
-#include "elk/fmt.h"
+#include "../util/fmt.h"
 
 /* For a helper gcc -Os would otherwise copy into each caller (measured on Cortex-M4). */
 #if defined(__GNUC__)

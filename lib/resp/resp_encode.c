@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "elk/fmt.h"
+#include "../util/fmt.h"
 #include "elk/resp.h"
 #include "resp_lex.h"
 

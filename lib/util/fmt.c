@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Text builder for log lines (see elk/fmt.h). */
-#include "elk/fmt.h"
+/* Text builder for log lines (see fmt.h). */
+#include "fmt.h"
 
 #include <string.h>
 

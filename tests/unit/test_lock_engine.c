@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "elk/lock.h"
+#include "elk/lock_scripts.h"
 #include "lock_fake_redis.h"
 #include "node_harness.h"
 

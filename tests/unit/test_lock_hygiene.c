@@ -565,14 +565,14 @@ static void test_old_reference_gives_no_vote(void **state)
     assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1001, T.now, T.now),
                      ELK_E_CLOCK_UNVERIFIED);
     assert_string_equal(HY(0, 0), "ok"); /* no quarantine */
-    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1001);
+    assert_int_equal(C(0)->nodes[0].hygiene.ref_ls, t0 + 1001);
     T.now += 100;
     assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1101, T.now, T.now), ELK_OK);
-    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1101);
+    assert_int_equal(C(0)->nodes[0].hygiene.ref_ls, t0 + 1101);
     /* a 20 ms round trip 100 ms later counts, but the reference stays (20 > 0 + 1) */
     T.now += 100;
     assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s0 + 1190, T.now - 20, T.now), ELK_OK);
-    assert_int_equal(C(0)->hygiene[0].ref_ls, t0 + 1101);
+    assert_int_equal(C(0)->nodes[0].hygiene.ref_ls, t0 + 1101);
     /* an acquire after an idle 1.5 s: no vote on that round, the next one counts */
     T.now += 1500;
     assert_int_equal(acquire_node_err(0, 0), ELK_E_CLOCK_UNVERIFIED);
@@ -584,7 +584,7 @@ static void test_old_reference_gives_no_vote(void **state)
     int64_t s1 = srv_time(0);
     assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s1 - 15, T.now - 30, T.now),
                      ELK_E_CLOCK_UNVERIFIED);
-    assert_int_equal(C(0)->hygiene[0].ref_ls, T.now - 30);
+    assert_int_equal(C(0)->nodes[0].hygiene.ref_ls, T.now - 30);
     T.now += 100;
     assert_int_equal(elk_lock__clock_ok(C(0), L(0), 0, s1 + 100, T.now, T.now), ELK_OK);
 }

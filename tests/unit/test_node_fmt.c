@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lib/util text builder (elk/fmt.h) used for node log lines: strings, integers at
+/* lib/util text builder (lib/util/fmt.h) used for node log lines: strings, integers at
  * their limits, unprintable bytes, truncation that never writes past the buffer. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "elk/fmt.h"
+#include "util/fmt.h"
 
 static void test_builds_text(void **state)
 {

@@ -27,7 +27,8 @@
  * without data, even all of them at once), together with the amnesia quarantine (vote
  * hygiene). The actuator guard (fence.h) still refuses a lower token.
  *
- * Scripts and their KEYS/ARGV/replies: elk/lock_scripts.h. They are sent with
+ * Scripts and their KEYS/ARGV/replies: lib/lock/include/elk/lock_scripts.h (internal, not
+ * installed). They are sent with
  * EVALSHA, falling back to EVAL on NOSCRIPT (also after a server restart or flush).
  */
 #ifndef ELK_LOCK_H
@@ -39,7 +40,6 @@
 
 #include "elk/config.h"
 #include "elk/err.h"
-#include "elk/lock_scripts.h"
 #include "elk/node.h"
 #include "elk/platform.h"
 
@@ -51,6 +51,13 @@ extern "C" {
 #define ELK_LOCK_RANDOM_BYTES 16u
 /* Longest lock value: "<gateway id>:<32 hex>". */
 #define ELK_LOCK_VALUE_MAX (CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1u + 2u * ELK_LOCK_RANDOM_BYTES)
+/* Length of the longest lock script (without its NUL): ACQUIRE's. The scripts are internal
+ * (lib/lock/include/elk/lock_scripts.h); lib/lock/lock_send.c does not build unless this
+ * is their longest length. */
+#define ELK_LOCK_SCRIPT_LEN_MAX 483u
+/* Length of the fleet marker key's name after the prefix ("marker", ELK_LOCK_MARKER_NAME;
+ * checked the same way). */
+#define ELK_LOCK_MARKER_NAME_LEN 6u
 /* Longest request the engine sends: EVAL of its longest script (after NOSCRIPT) with
  * three keys of CONFIG_ELK_MAX_KEY_LEN and the fleet marker key (the prefix, at most as
  * long, and "marker"), a lock value, two 10-digit numbers, a flag and a 20-digit one
@@ -58,17 +65,10 @@ extern "C" {
  * 2 CRLF), plus the array header. A node's transmit buffer is one pool block, so
  * CONFIG_ELK_POOL_BLOCK_SIZE must be at least this; the library does not build
  * otherwise (a smaller block could never send the request: no lease, ever). */
-#define ELK_LOCK_MAX_(a, b) ((a) > (b) ? (a) : (b))
-/* Length of the longest lock script (without its NUL). */
-#define ELK_LOCK_SCRIPT_LEN_MAX                                                                    \
-    (ELK_LOCK_MAX_(                                                                                \
-         ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_ACQUIRE), sizeof(ELK_LOCK_SCRIPT_EXTEND)),           \
-         ELK_LOCK_MAX_(sizeof(ELK_LOCK_SCRIPT_RELEASE), sizeof(ELK_LOCK_SCRIPT_COMMIT))) -         \
-     1u)
 /* Bytes of the largest request the lease engine sends (see above). */
 #define ELK_LOCK_REQUEST_MAX                                                                       \
     (5u + 12u * 9u + 4u + ELK_LOCK_SCRIPT_LEN_MAX + 1u + 4u * CONFIG_ELK_MAX_KEY_LEN +             \
-     sizeof(ELK_LOCK_MARKER_NAME) - 1u + ELK_LOCK_VALUE_MAX + 41u)
+     ELK_LOCK_MARKER_NAME_LEN + ELK_LOCK_VALUE_MAX + 41u)
 
 /* Safety check result kept per node (elk_client_node_check; truncated, NUL-terminated). */
 #define ELK_LOCK_CHECK_TEXT_MAX 64u
@@ -284,8 +284,7 @@ typedef struct elk_lock_round {
  * 16-bit Thumb loads and stores reach (bytes up to offset 31, words up to 124). */
 typedef struct elk_lock {
     struct elk_client *client;
-    elk_lock_state_t state; /* while an acquire or commit round runs: IDLE (the
-                                           round's kind says ACQUIRING / COMMITTING) */
+    elk_lock_state_t state; /* changed by lock_state.c only; SUSPECT is the flag below */
     bool renew_stopped;
     bool suspect;    /* held, but the last renewal round missed its quorum: SUSPECT */
     bool subscribed; /* SUBSCRIBE sent for this wait */
@@ -394,6 +393,27 @@ typedef struct elk_lock_hygiene {
     bool has_floor;       /* floor_off holds a reading */
 } elk_lock_hygiene_t;
 
+/* What the client keeps for one fleet node (internal): its session on the current
+ * connection and what the vote hygiene and the safety check know of it. The node
+ * callbacks of lib/lock get it as their user pointer: it finds its client (index). */
+typedef struct elk_lock_session {
+    uint8_t index;             /* in the fleet (and in elk_client_t.nodes) */
+    uint8_t fresh;             /* just became READY: load scripts, check safety */
+    uint8_t unsafe;            /* no vote: 1 refused by the safety check, 2 check pending
+                                  (policy REFUSE) */
+    uint8_t sub_fresh;         /* subscriber connection just became READY */
+    uint8_t preloaded;         /* scripts SCRIPT LOADed on this connection */
+    uint8_t safety_due;        /* the safety check did not fit the send buffer behind the
+                                  probe: sent after a flush */
+    uint8_t safety_rechecking; /* a repeated safety check is in flight */
+    uint8_t safety_says;       /* the last verdict + 1 (0: none yet on this connection) */
+    uint64_t safety_at;        /* when the safety check was last sent */
+    elk_lock_hygiene_t hygiene;
+    char check[ELK_LOCK_CHECK_TEXT_MAX]; /* elk_client_node_check */
+    /* why the node is (or was last) quarantined: elk_client_node_hygiene */
+    char hygiene_text[ELK_LOCK_HYGIENE_TEXT_MAX];
+} elk_lock_session_t;
+
 /* A lock client over a fleet. Caller-owned; fields are internal. */
 typedef struct elk_client {
     elk_client_config_t cfg;
@@ -401,29 +421,14 @@ typedef struct elk_client {
     const elk_entropy_t *entropy;
     const elk_log_t *log;
     size_t lock_count;
-    uint8_t node_fresh[CONFIG_ELK_MAX_NODES];  /* just became READY: load scripts, check safety */
-    uint8_t node_unsafe[CONFIG_ELK_MAX_NODES]; /* no vote: 1 refused by the safety check,
-                                                   2 check pending (policy REFUSE) */
-    uint8_t sub_fresh[CONFIG_ELK_MAX_NODES];   /* subscriber connection just became READY */
-    uint8_t preloaded[CONFIG_ELK_MAX_NODES];   /* scripts SCRIPT LOADed on this connection */
-    uint64_t now;                              /* time of the poll in progress */
-    uint64_t next_wake;                        /* what the last poll returned; 0: poll now */
+    uint64_t now;             /* time of the poll in progress */
+    uint64_t next_wake;       /* what the last poll returned; 0: poll now */
     uint64_t quarantine_wake; /* the next quarantine's end (waiters retry then); 0: none */
     bool in_poll;
-    bool dirty;                              /* replies recorded, not yet evaluated */
-    bool due;                                /* an API call queued requests to write */
-    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS]; /* the fields above stay at short offsets */
-    char node_check[CONFIG_ELK_MAX_NODES][ELK_LOCK_CHECK_TEXT_MAX]; /* elk_client_node_check */
-    elk_lock_hygiene_t hygiene[CONFIG_ELK_MAX_NODES];
-    /* the safety check did not fit the send buffer behind the probe: sent after a flush */
-    uint8_t safety_due[CONFIG_ELK_MAX_NODES];
-    /* why a node is (or was last) quarantined: elk_client_node_hygiene */
-    char hygiene_text[CONFIG_ELK_MAX_NODES][ELK_LOCK_HYGIENE_TEXT_MAX];
-    /* the repeated safety check: when node i's check was last sent, a recheck in flight,
-     * the last verdict + 1 (0: none yet on this connection) */
-    uint64_t safety_at[CONFIG_ELK_MAX_NODES];
-    uint8_t safety_rechecking[CONFIG_ELK_MAX_NODES];
-    uint8_t safety_says[CONFIG_ELK_MAX_NODES];
+    bool dirty;                                     /* replies recorded, not yet evaluated */
+    bool due;                                       /* an API call queued requests to write */
+    elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];        /* the fields above stay at short offsets */
+    elk_lock_session_t nodes[CONFIG_ELK_MAX_NODES]; /* one per fleet node, same order */
     /* the local clock suspect (elk_client_local_clock_suspect): a spell lasts while
      * now < clock_suspect_until; the rate seen last; spells so far */
     uint64_t clock_suspect_until;

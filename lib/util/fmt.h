@@ -2,7 +2,8 @@
 /*
  * Tiny text builder for log lines, so lib/ never needs snprintf: append strings,
  * bytes and integers into a caller-owned buffer. Appends that do not fit are cut
- * off (and flagged), never written past the buffer.
+ * off (and flagged), never written past the buffer. Internal to lib/ (not installed):
+ * its modules include it as "../util/fmt.h".
  */
 #ifndef ELK_FMT_H
 #define ELK_FMT_H
