@@ -353,6 +353,134 @@ static int open_conns(void)
     return n;
 }
 
+static void ctl_delay(struct ctl *cl, int argc, char **argv)
+{
+    uint64_t v = 0;
+    if (!tool_parse_u64(argv[1], &v) || v > 600000) {
+        ctl_reply(cl, "ERR usage: delay MS [up|down|both] (MS <= 600000)");
+        return;
+    }
+    const char *which = argc > 2 ? argv[2] : "both";
+    if (!strcmp(which, "up") || !strcmp(which, "both"))
+        F.delay_ms[UP] = (uint32_t)v;
+    if (!strcmp(which, "down") || !strcmp(which, "both"))
+        F.delay_ms[DOWN] = (uint32_t)v;
+    if (strcmp(which, "up") && strcmp(which, "down") && strcmp(which, "both")) {
+        ctl_reply(cl, "ERR direction must be up, down or both");
+        return;
+    }
+    ctl_reply(cl, "OK delay up=%u down=%u", F.delay_ms[UP], F.delay_ms[DOWN]);
+}
+
+/* jitter MS, throttle BYTES_PER_S, cut N: one number, bounded, into its setting. */
+static void ctl_number(struct ctl *cl, int argc, char **argv)
+{
+    uint64_t v = 0;
+    (void)argc;
+    if (!strcmp(argv[0], "jitter")) {
+        if (!tool_parse_u64(argv[1], &v) || v > 600000) {
+            ctl_reply(cl, "ERR usage: jitter MS");
+            return;
+        }
+        F.jitter_ms = (uint32_t)v;
+        ctl_reply(cl, "OK jitter %u", F.jitter_ms);
+    } else if (!strcmp(argv[0], "throttle")) {
+        if (!tool_parse_u64(argv[1], &v)) {
+            ctl_reply(cl, "ERR usage: throttle BYTES_PER_S (0 = off)");
+            return;
+        }
+        F.throttle_bps = v;
+        ctl_reply(cl, "OK throttle %llu", (unsigned long long)v);
+    } else {
+        if (!tool_parse_u64(argv[1], &v) || v > 1000000000) {
+            ctl_reply(cl, "ERR usage: cut N (bytes of the next server reply chunk to forward)");
+            return;
+        }
+        F.cut_bytes = (long)v;
+        ctl_reply(cl, "OK cut %ld", F.cut_bytes);
+    }
+}
+
+/* blackhole, hold, refuse: a fault switched on until pass. */
+static void ctl_flag(struct ctl *cl, int argc, char **argv)
+{
+    (void)argc;
+    if (!strcmp(argv[0], "blackhole"))
+        F.blackhole = true;
+    else if (!strcmp(argv[0], "hold"))
+        F.hold = true;
+    else
+        F.refuse = true;
+    ctl_reply(cl, "OK %s", argv[0]);
+}
+
+static void ctl_drop(struct ctl *cl, int argc, char **argv)
+{
+    bool rst = argc < 2 || !strcmp(argv[1], "rst");
+    if (argc > 1 && strcmp(argv[1], "rst") && strcmp(argv[1], "fin")) {
+        ctl_reply(cl, "ERR usage: drop [rst|fin]");
+        return;
+    }
+    int n = 0;
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (conns[i].used) {
+            conn_close(&conns[i], rst);
+            n++;
+        }
+    S.dropped += (uint64_t)n;
+    ctl_reply(cl, "OK dropped %d (%s)", n, rst ? "rst" : "fin");
+}
+
+static void ctl_pass(struct ctl *cl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    F.delay_ms[UP] = F.delay_ms[DOWN] = 0;
+    F.jitter_ms = 0;
+    F.throttle_bps = 0;
+    F.blackhole = F.hold = F.refuse = false;
+    F.cut_bytes = -1;
+    ctl_reply(cl, "OK pass");
+}
+
+static void ctl_status(struct ctl *cl, int argc, char **argv)
+{
+    uint64_t up = 0, down = 0;
+    (void)argc;
+    (void)argv;
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (conns[i].used) {
+            up += conns[i].d[UP].bytes;
+            down += conns[i].d[DOWN].bytes;
+        }
+    ctl_reply(cl,
+              "OK conns=%d accepted=%llu dropped=%llu refused=%llu cut=%llu discarded=%llu "
+              "open_up_bytes=%llu open_down_bytes=%llu delay_up=%u delay_down=%u jitter=%u "
+              "throttle=%llu blackhole=%d hold=%d refuse=%d cut_pending=%ld",
+              open_conns(), (unsigned long long)S.accepted, (unsigned long long)S.dropped,
+              (unsigned long long)S.refused, (unsigned long long)S.cut,
+              (unsigned long long)S.discarded, (unsigned long long)up, (unsigned long long)down,
+              F.delay_ms[UP], F.delay_ms[DOWN], F.jitter_ms, (unsigned long long)F.throttle_bps,
+              F.blackhole, F.hold, F.refuse, F.cut_bytes);
+}
+
+static void ctl_quit(struct ctl *cl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    ctl_reply(cl, "OK bye");
+    quit_requested = true;
+}
+
+static const struct {
+    const char *name;
+    void (*run)(struct ctl *cl, int argc, char **argv);
+} ctl_commands[] = {
+    {"delay", ctl_delay}, {"jitter", ctl_number}, {"throttle", ctl_number}, {"blackhole", ctl_flag},
+    {"hold", ctl_flag},   {"refuse", ctl_flag},   {"drop", ctl_drop},       {"cut", ctl_number},
+    {"pass", ctl_pass},   {"status", ctl_status}, {"quit", ctl_quit},
+};
+
 static void ctl_command(struct ctl *cl, char *line)
 {
     char *argv[4] = {0};
@@ -361,99 +489,15 @@ static void ctl_command(struct ctl *cl, char *line)
         argv[argc++] = tok;
     if (argc == 0)
         return;
-    uint64_t v = 0;
-    const char *cmd = argv[0];
-    if (!strcmp(cmd, "delay")) {
-        if (!tool_parse_u64(argv[1], &v) || v > 600000) {
-            ctl_reply(cl, "ERR usage: delay MS [up|down|both] (MS <= 600000)");
+    for (size_t i = 0; i < sizeof ctl_commands / sizeof ctl_commands[0]; i++)
+        if (!strcmp(argv[0], ctl_commands[i].name)) {
+            ctl_commands[i].run(cl, argc, argv);
             return;
         }
-        const char *which = argc > 2 ? argv[2] : "both";
-        if (!strcmp(which, "up") || !strcmp(which, "both"))
-            F.delay_ms[UP] = (uint32_t)v;
-        if (!strcmp(which, "down") || !strcmp(which, "both"))
-            F.delay_ms[DOWN] = (uint32_t)v;
-        if (strcmp(which, "up") && strcmp(which, "down") && strcmp(which, "both")) {
-            ctl_reply(cl, "ERR direction must be up, down or both");
-            return;
-        }
-        ctl_reply(cl, "OK delay up=%u down=%u", F.delay_ms[UP], F.delay_ms[DOWN]);
-    } else if (!strcmp(cmd, "jitter")) {
-        if (!tool_parse_u64(argv[1], &v) || v > 600000) {
-            ctl_reply(cl, "ERR usage: jitter MS");
-            return;
-        }
-        F.jitter_ms = (uint32_t)v;
-        ctl_reply(cl, "OK jitter %u", F.jitter_ms);
-    } else if (!strcmp(cmd, "throttle")) {
-        if (!tool_parse_u64(argv[1], &v)) {
-            ctl_reply(cl, "ERR usage: throttle BYTES_PER_S (0 = off)");
-            return;
-        }
-        F.throttle_bps = v;
-        ctl_reply(cl, "OK throttle %llu", (unsigned long long)v);
-    } else if (!strcmp(cmd, "blackhole")) {
-        F.blackhole = true;
-        ctl_reply(cl, "OK blackhole");
-    } else if (!strcmp(cmd, "hold")) {
-        F.hold = true;
-        ctl_reply(cl, "OK hold");
-    } else if (!strcmp(cmd, "refuse")) {
-        F.refuse = true;
-        ctl_reply(cl, "OK refuse");
-    } else if (!strcmp(cmd, "drop")) {
-        bool rst = argc < 2 || !strcmp(argv[1], "rst");
-        if (argc > 1 && strcmp(argv[1], "rst") && strcmp(argv[1], "fin")) {
-            ctl_reply(cl, "ERR usage: drop [rst|fin]");
-            return;
-        }
-        int n = 0;
-        for (int i = 0; i < MAX_CONNS; i++)
-            if (conns[i].used) {
-                conn_close(&conns[i], rst);
-                n++;
-            }
-        S.dropped += (uint64_t)n;
-        ctl_reply(cl, "OK dropped %d (%s)", n, rst ? "rst" : "fin");
-    } else if (!strcmp(cmd, "cut")) {
-        if (!tool_parse_u64(argv[1], &v) || v > 1000000000) {
-            ctl_reply(cl, "ERR usage: cut N (bytes of the next server reply chunk to forward)");
-            return;
-        }
-        F.cut_bytes = (long)v;
-        ctl_reply(cl, "OK cut %ld", F.cut_bytes);
-    } else if (!strcmp(cmd, "pass")) {
-        F.delay_ms[UP] = F.delay_ms[DOWN] = 0;
-        F.jitter_ms = 0;
-        F.throttle_bps = 0;
-        F.blackhole = F.hold = F.refuse = false;
-        F.cut_bytes = -1;
-        ctl_reply(cl, "OK pass");
-    } else if (!strcmp(cmd, "status")) {
-        uint64_t up = 0, down = 0;
-        for (int i = 0; i < MAX_CONNS; i++)
-            if (conns[i].used) {
-                up += conns[i].d[UP].bytes;
-                down += conns[i].d[DOWN].bytes;
-            }
-        ctl_reply(cl,
-                  "OK conns=%d accepted=%llu dropped=%llu refused=%llu cut=%llu discarded=%llu "
-                  "open_up_bytes=%llu open_down_bytes=%llu delay_up=%u delay_down=%u jitter=%u "
-                  "throttle=%llu blackhole=%d hold=%d refuse=%d cut_pending=%ld",
-                  open_conns(), (unsigned long long)S.accepted, (unsigned long long)S.dropped,
-                  (unsigned long long)S.refused, (unsigned long long)S.cut,
-                  (unsigned long long)S.discarded, (unsigned long long)up, (unsigned long long)down,
-                  F.delay_ms[UP], F.delay_ms[DOWN], F.jitter_ms, (unsigned long long)F.throttle_bps,
-                  F.blackhole, F.hold, F.refuse, F.cut_bytes);
-    } else if (!strcmp(cmd, "quit")) {
-        ctl_reply(cl, "OK bye");
-        quit_requested = true;
-    } else {
-        ctl_reply(cl,
-                  "ERR unknown command '%s' (delay jitter throttle blackhole hold refuse drop "
-                  "cut pass status quit)",
-                  cmd);
-    }
+    ctl_reply(cl,
+              "ERR unknown command '%s' (delay jitter throttle blackhole hold refuse drop "
+              "cut pass status quit)",
+              argv[0]);
 }
 
 static void ctl_read(struct ctl *cl)
