@@ -21,9 +21,7 @@ host = 127.0.0.1
 port = $REDIS_PORT_a
 user = elk
 password_file = $ELK_T_DIR/pw
-[resource valve-1]
-ttl = 1500ms
-stop_margin = 300ms
+$(resource valve-1 1500ms 300ms)
 wait_min = 100ms
 wait_max = 200ms
 release_channel = on

@@ -4,8 +4,6 @@
 # which the unit does not restart) with a message naming what to change.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 gen_certs
 umask 077
 # conf NODE_LINES...: a one-node file with the given extra node lines

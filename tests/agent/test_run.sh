@@ -10,14 +10,9 @@ gateway_id = gw-test
 key_prefix = t:
 # TTLs well above the waits for a release below: a key gone within them was released,
 # not left to expire, however slowly a loaded machine runs this
-[resource valve-1]
-ttl = 10s
-stop_margin = 300ms
-[resource door]
-ttl = 10s
-stop_margin = 200ms
-[agent]
-socket = $SOCK
+$(resource valve-1 10s 300ms)
+$(resource door 10s 200ms)
+$(agent_section)
 log_level = debug
 CONF
 E() { "$ELK" --socket "$SOCK" "$@"; }

@@ -8,15 +8,10 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
 request_timeout = 200ms
-[resource valve-1]
-ttl = 4s
-stop_margin = 1s
-[agent]
-socket = $SOCK
+$(resource valve-1 4s 1s)
+$(agent_section)
 log_level = debug
 CONF
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 DRIVE="trap 'exit 0' TERM; echo \$ELK_FENCE_TOKEN > $M/token; touch $M/started; while :; do sleep 0.05; done"
 
 # fresh_fleet: a new redis-server in place of the killed one, elkd restarted on it

@@ -22,12 +22,9 @@ vote_hygiene = off
 ttl = 12s
 renew_fraction = 0.5
 stop_margin = 500ms
-[agent]
-socket = $SOCK
+$(agent_section)
 log_level = debug
 CONF
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 
 "$ELK" --socket "$SOCK" run \
   --on-suspect "env | grep '^ELK_' | sort > $M/suspect.tmp; mv $M/suspect.tmp $M/suspect.env; exit 3" \

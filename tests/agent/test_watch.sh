@@ -5,8 +5,6 @@
 # terminal shows who holds the resource and how long it has waited, on one line.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 start_redis a; start_redis b; start_redis c
 { fleet3_conf gw-watch w:; printf '[resource valve-1]\nttl = 3s\n[resource door]\nttl = 2s\n[agent]\nsocket = %s\n' "$SOCK"; } > "$C"
 start_elkd "$C"
