@@ -22,35 +22,27 @@ enum { F_VALID, F_MTLS, F_OTHER_CA, F_WRONG_HOST, F_EXPIRED, F_PLAIN, F_COUNT };
 static elk_tf_t fleets[F_COUNT];
 static const elk_tf_certs_t *certs;
 
+static void configure(int i, elk_tf_options_t *o)
+{
+    o->tls = i != F_PLAIN;
+    o->tls_auth_clients = i == F_MTLS;
+    o->server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
+        : i == F_WRONG_HOST          ? ELK_TF_CERT_WRONG_HOST
+        : i == F_EXPIRED             ? ELK_TF_CERT_EXPIRED
+                                     : ELK_TF_CERT_VALID;
+}
+
 static int setup(void **state)
 {
     (void)state;
     certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    for (int i = 0; i < F_COUNT; i++) {
-        elk_tf_options_t o;
-        elk_tf_options_defaults(&o);
-        o.tls = i != F_PLAIN;
-        o.tls_auth_clients = i == F_MTLS;
-        o.server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
-            : i == F_WRONG_HOST         ? ELK_TF_CERT_WRONG_HOST
-            : i == F_EXPIRED            ? ELK_TF_CERT_EXPIRED
-                                        : ELK_TF_CERT_VALID;
-        if (elk_tf_start(&fleets[i], &o) != 0) {
-            return -1;
-        }
-    }
-    return 0;
+    return certs == NULL ? -1 : elk_tf_start_each(fleets, F_COUNT, configure);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < F_COUNT; i++) {
-        elk_tf_stop(&fleets[i]);
-    }
+    elk_tf_stop_each(fleets, F_COUNT);
     return 0;
 }
 
