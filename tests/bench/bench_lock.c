@@ -702,21 +702,10 @@ static void many_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
     many_lost += ev->type == ELK_LOCK_EV_LOST;
 }
 
-static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
+/* Acquire every one of the count locks; a full queue (ELK_E_QUEUE_FULL) only means:
+ * drive and try again. */
+static void many_acquire_all(size_t count)
 {
-    elk_lock_config_t lc;
-    elk_lock_config_defaults(&lc);
-    lc.ttl_ms = ttl_ms;
-    gw_init(&ga, &ports[0], 1, "gwM", false);
-    for (size_t i = 0; i < count; i++) {
-        snprintf(many_names[i], sizeof many_names[i], "m%zu", i);
-        int rc = elk_lock_init(&many[i], &ga.client, many_names[i], &lc, many_ev, NULL);
-        if (rc != ELK_OK) {
-            die("many: lock init", rc);
-        }
-    }
-    gw_wait_ready(&ga);
-    /* Acquire all; a full queue (ELK_E_QUEUE_FULL) only means: drive and try again. */
     size_t next = 0, held = 0;
     uint64_t end = elk_posix_now_ms() + 20000;
     while (held < count) {
@@ -756,6 +745,12 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
             }
         }
     }
+}
+
+/* Hold count locks for window_s and print what renewing them costs. */
+static void many_measure(size_t count, uint32_t ttl_ms, double window_s,
+                         const elk_lock_config_t *lc)
+{
     /* Renewals are spread by the acquisition order; measure whole renewal periods. */
     long c0 = server_commands(ports[0]);
     many_renewed = many_renew_failed = many_lost = 0;
@@ -771,7 +766,7 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
         still += elk_lock_is_held(&many[i], elk_posix_now_ms());
     }
     double cmds = c0 >= 0 && c1 >= 0 ? (double)(c1 - c0) / dt : -1;
-    double renew_expect = (double)count / (ttl_ms * lc.renew_fraction_pct / 100.0 / 1000.0);
+    double renew_expect = (double)count / (ttl_ms * lc->renew_fraction_pct / 100.0 / 1000.0);
     printf("  %5zu locks: CPU %7.3f ms/s (%.4f%% of a core)  %8.1f requests/s (renewal schedule: "
            "%.1f/s)  "
            "still held %zu/%zu, renewed %u, renew failed %u, lost %u\n",
@@ -787,10 +782,15 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
              "%zu locks held, renewing (ttl %u ms): requests/s (EVALSHA+PING at the server)", count,
              ttl_ms);
     result(id, cmds, "req/s", name);
+}
+
+/* Release every lock, wait (5 s at most) until none is busy, deinit them. */
+static void many_release_all(size_t count)
+{
     for (size_t i = 0; i < count; i++) {
         elk_lock_release(&many[i], elk_posix_now_ms());
     }
-    end = elk_posix_now_ms() + 5000;
+    uint64_t end = elk_posix_now_ms() + 5000;
     while (elk_posix_now_ms() < end) {
         size_t busy = 0;
         for (size_t i = 0; i < count; i++) {
@@ -804,6 +804,25 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
     for (size_t i = 0; i < count; i++) {
         elk_lock_deinit(&many[i]);
     }
+}
+
+static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
+{
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    lc.ttl_ms = ttl_ms;
+    gw_init(&ga, &ports[0], 1, "gwM", false);
+    for (size_t i = 0; i < count; i++) {
+        snprintf(many_names[i], sizeof many_names[i], "m%zu", i);
+        int rc = elk_lock_init(&many[i], &ga.client, many_names[i], &lc, many_ev, NULL);
+        if (rc != ELK_OK) {
+            die("many: lock init", rc);
+        }
+    }
+    gw_wait_ready(&ga);
+    many_acquire_all(count);
+    many_measure(count, ttl_ms, window_s, &lc);
+    many_release_all(count);
     gw_free(&ga);
 }
 
@@ -890,36 +909,24 @@ static double handoff(const uint16_t *pl, size_t n, bool channel, bool fencing, 
     return p50;
 }
 
-int main(int argc, char **argv)
+/* --cycles N: only the cycle loop on one plain server (for profiling). */
+static int run_cycles_only(unsigned n)
 {
-    bool cycles_only = argc > 2 && strcmp(argv[1], "--cycles") == 0;
-    unsigned n = (unsigned)atoi(argc > 2 && cycles_only ? argv[2] : argc > 1 ? argv[1] : "10000");
-    if (n < 100) {
-        n = 100;
-    }
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-benchlock-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("bench_lock: mkdtemp");
-        return 2;
-    }
-    elk_posix_entropy(&entropy);
-    atexit(stop_all);
-    if (cycles_only) {
-        start_servers(false, false);
-        elk_lock_config_t lc;
-        elk_lock_config_defaults(&lc);
-        gw_init(&ga, &ports[0], 1, "gwA", false);
-        gw_lock(&ga, &lc);
-        bench_cycles(&ga, 200, NULL);
-        bench_cycles(&ga, n, NULL);
-        gw_free(&ga);
-        printf("bench_lock --cycles: %u cycles done\n", n);
-        return 0;
-    }
+    start_servers(false, false);
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    gw_init(&ga, &ports[0], 1, "gwA", false);
+    gw_lock(&ga, &lc);
+    bench_cycles(&ga, 200, NULL);
+    bench_cycles(&ga, n, NULL);
+    gw_free(&ga);
+    printf("bench_lock --cycles: %u cycles done\n", n);
+    return 0;
+}
+
+/* The servers, plain and TLS; false when the TLS rows are to be skipped. */
+static bool start_all(void)
+{
     bool tls = start_servers(true, false);
     if (tls) {
         elk_tls_config_t tc;
@@ -934,15 +941,12 @@ int main(int argc, char **argv)
             tls_shared_up = true;
         }
     }
-    printf("bench_lock: %u cycles, %s build, loopback, RESP3, CONFIG_ELK_MAX_LOCKS=%d\n", n,
-           ELK_BENCH_BUILD_TYPE, CONFIG_ELK_MAX_LOCKS);
+    return tls;
+}
 
-    /* BENCH_ONLY=handoff: section 5 only (for strace / perf of the hand-off path) */
-    const char *only = getenv("BENCH_ONLY");
-    if (only != NULL && strcmp(only, "handoff") == 0) {
-        goto handoff_only;
-    }
-    /* 1. limits with the same command types as a cycle */
+/* 1. limits with the same command types as a cycle: *lim_ping and *lim_eval. */
+static void section_limits(double *lim_ping_out, double *lim_eval_out)
+{
     char args[400];
     double ping = redis_benchmark(ports[0], 20000, "-t ping");
     ping_rtt_us = ping > 0 ? 1e6 / ping : 0;
@@ -980,6 +984,12 @@ int main(int argc, char **argv)
     result("raw.evalsha_cycle_limit", lim_eval, "cycles/s",
            "2-RTT limit, same scripts: 1/(1/acq + 1/rel)");
 
+    *lim_ping_out = lim_ping;
+    *lim_eval_out = lim_eval;
+}
+
+static void section_cycles(unsigned n, double lim_ping, double lim_eval, bool tls)
+{
     /* 2. cycles */
     printf("\n2. single node, acquire + release (2 round trips each), %u cycles\n", n);
     double raw_lim = 0;
@@ -993,9 +1003,10 @@ int main(int argc, char **argv)
     if (tls) {
         cycles("elk_tls", true, n / 2, 0, NULL);
     }
+}
 
-    stack_hwm();
-
+static void section_latency(unsigned n)
+{
     /* 3. acquire latency */
     unsigned reps = n / 10 < 200 ? 200 : n / 10;
     printf("\n3. acquire latency (%u acquisitions each, released in between)\n", reps);
@@ -1031,7 +1042,10 @@ int main(int argc, char **argv)
         result("elk5d.ratio_1node", p5 / p1, "x", "delayed: 5-node (fencing) / 1-node");
         result("elk5dnf.ratio_1node", p5nf / p1, "x", "delayed: 5-node (no fencing) / 1-node");
     }
+}
 
+static void section_many_locks(void)
+{
     /* 4. many locks */
     printf(
         "\n4. many locks held on 1 node, renewing (ttl 3000 ms, renew every ~1 s), 3.0 s window\n");
@@ -1044,9 +1058,11 @@ int main(int argc, char **argv)
                "-DELK_DEFCONFIG=tests/bench/"
                "bench_defconfig)\n");
     }
+}
 
-    /* 5. hand-off */
-handoff_only:
+/* 5. hand-off */
+static void section_handoff(void)
+{
     printf("\n5. hand-off: holder's release -> waiter's ACQUIRED (p50)\n");
     double h1c = handoff(&ports[0], 1, true, true, 40);
     double h1p = handoff(&ports[0], 1, false, true, 8);
@@ -1080,6 +1096,44 @@ handoff_only:
     result("elk3nf.handoff_p50_us", h3cn, "us",
            "edgelock hand-off p50, 3 nodes, channel, no fencing");
     result("elk3.handoff_poll_p50_us", h3p, "us", "edgelock hand-off p50, 3 nodes, polling");
+}
+
+int main(int argc, char **argv)
+{
+    bool cycles_only = argc > 2 && strcmp(argv[1], "--cycles") == 0;
+    unsigned n = (unsigned)atoi(argc > 2 && cycles_only ? argv[2] : argc > 1 ? argv[1] : "10000");
+    if (n < 100) {
+        n = 100;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-benchlock-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("bench_lock: mkdtemp");
+        return 2;
+    }
+    elk_posix_entropy(&entropy);
+    atexit(stop_all);
+    if (cycles_only) {
+        return run_cycles_only(n);
+    }
+    bool tls = start_all();
+    printf("bench_lock: %u cycles, %s build, loopback, RESP3, CONFIG_ELK_MAX_LOCKS=%d\n", n,
+           ELK_BENCH_BUILD_TYPE, CONFIG_ELK_MAX_LOCKS);
+
+    /* BENCH_ONLY=handoff: section 5 only (for strace / perf of the hand-off path) */
+    const char *only = getenv("BENCH_ONLY");
+    if (only == NULL || strcmp(only, "handoff") != 0) {
+        double lim_ping, lim_eval;
+        section_limits(&lim_ping, &lim_eval);
+        section_cycles(n, lim_ping, lim_eval, tls);
+        stack_hwm();
+        section_latency(n);
+        section_many_locks();
+    }
+    section_handoff();
 
     if (tls_shared_up) {
         elk_tls_shared_free(&tls_shared);
