@@ -65,14 +65,13 @@ elkd_up() {
   wait_ready
 }
 
+# redlock_section GATEWAY_ID KEY_PREFIX: the [fleet] section of a Redlock fleet
+redlock_section() { printf '[fleet]\nmode = redlock\ngateway_id = %s\nkey_prefix = %s' "$1" "$2"; }
 # fleet3_conf GATEWAY_ID KEY_PREFIX: the [fleet] and three [node] sections for redis a, b, c.
 fleet3_conf() {
-  printf '[fleet]\nmode = redlock\ngateway_id = %s\nkey_prefix = %s\n' "$1" "$2"
-  local n p
-  for n in a b c; do
-    eval "p=\$REDIS_PORT_$n"
-    printf '[node %s]\nhost = 127.0.0.1\nport = %s\n' "$n" "$p"
-  done
+  redlock_section "$1" "$2"
+  echo
+  node_sections "a b c"
 }
 
 # elkdlog check|grants|quarantines|count LOG ...: elkd's own record of quarantines and grants
@@ -110,4 +109,16 @@ fake_elkd_start() {
   track $FAKE_PID
   wait_until 30 test -S "$SOCK" && return 0
   echo "fake elkd did not start"; exit 1
+}
+
+# acl_nodes NAMES: node_sections NAMES, each logging in as the ACL user elk with the
+# password in $ELK_T_DIR/pw (written here, mode 0600: s3cret-elk)
+acl_nodes() {
+  local n
+  printf 's3cret-elk\n' >"$ELK_T_DIR/pw"
+  chmod 600 "$ELK_T_DIR/pw"
+  for n in $1; do
+    node_sections "$n"
+    printf 'user = elk\npassword_file = %s\n' "$ELK_T_DIR/pw"
+  done
 }

@@ -4,10 +4,7 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up "a b c" <<CONF
-[fleet]
-mode = redlock
-gateway_id = gw-test
-key_prefix = t:
+$(redlock_section gw-test t:)
 # TTLs well above the waits for a release below: a key gone within them was released,
 # not left to expire, however slowly a loaded machine runs this
 $(resource valve-1 10s 300ms)

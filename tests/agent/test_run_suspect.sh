@@ -10,10 +10,7 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up "a b c" <<CONF
-[fleet]
-mode = redlock
-gateway_id = gw-test
-key_prefix = t:
+$(redlock_section gw-test t:)
 request_timeout = 300ms
 # the servers are stopped, not restarted: their quarantine after a reconnect is not what
 # this test is about (and would hold the recovery back past the deadline)
