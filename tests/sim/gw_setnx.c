@@ -227,18 +227,12 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
     }
 }
 
+static uint64_t poll_node(sim_gw_t *g, uint64_t now)
+{
+    return elk_node_poll(&g->nodes[0], now);
+}
+
 void sim_gw_step_setnx(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next_ms)
 {
-    int i;
-    uint64_t next = UINT64_MAX;
-    for (i = 0; i < 6; i++) {
-        uint64_t b = UINT64_MAX;
-        uint64_t p = elk_node_poll(&g->nodes[0], now);
-        bool acted = behave(w, g, now, &b);
-        next = p < b ? p : b;
-        if (!acted) {
-            break;
-        }
-    }
-    *next_ms = next;
+    sim_gw_step_rounds(w, g, now, next_ms, 6, poll_node, behave);
 }

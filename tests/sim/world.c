@@ -76,6 +76,23 @@ void sim_gw_wake(sim_world_t *w, sim_gw_t *g, uint64_t at_us)
     }
 }
 
+void sim_gw_step_rounds(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms, int rounds,
+                        sim_gw_poll_fn poll, sim_gw_behave_fn behave)
+{
+    int i;
+    uint64_t next = UINT64_MAX;
+    for (i = 0; i < rounds; i++) {
+        uint64_t b = UINT64_MAX;
+        uint64_t p = poll(g, now_ms);
+        bool acted = behave(w, g, now_ms, &b);
+        next = p < b ? p : b;
+        if (!acted) {
+            break;
+        }
+    }
+    *next_ms = next;
+}
+
 static void net_wake(void *user, uint8_t gw, uint64_t at_us)
 {
     sim_world_t *w = (sim_world_t *)user;
