@@ -1090,12 +1090,7 @@ int main(int argc, char **argv)
         n = 100;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-benchlock-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("bench_lock: mkdtemp");
+    if (!bench_begin("bench_lock", "/tmp/elk-benchlock-XXXXXX", on_signal, tmpdir, sizeof tmpdir)) {
         return 2;
     }
     elk_posix_entropy(&entropy);

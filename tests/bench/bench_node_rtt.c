@@ -240,12 +240,7 @@ int main(int argc, char **argv)
         return 2;
     }
     self_path = argv[0];
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-bench-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("bench: mkdtemp");
+    if (!bench_begin("bench", "/tmp/elk-bench-XXXXXX", on_signal, tmpdir, sizeof tmpdir)) {
         return 2;
     }
     char gen[600];

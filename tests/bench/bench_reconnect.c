@@ -482,12 +482,8 @@ int main(int argc, char **argv)
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-benchrc-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("bench_reconnect: mkdtemp");
+    if (!bench_begin("bench_reconnect", "/tmp/elk-benchrc-XXXXXX", on_signal, tmpdir,
+                     sizeof tmpdir)) {
         return 2;
     }
     atexit(stop_all);

@@ -2,7 +2,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_stats.h"
 
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 double bench_now_s(void)
@@ -27,4 +29,19 @@ double bench_pct(const double *v, size_t n, double p)
 void bench_result(const char *id, double v, const char *unit, const char *name)
 {
     printf("RESULT %s %.6g %s %s\n", id, v, unit, name);
+}
+
+bool bench_begin(const char *prog, const char *tmpl, void (*on_signal)(int), char *dir, size_t cap)
+{
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    snprintf(dir, cap, "%s", tmpl);
+    if (mkdtemp(dir) == NULL) {
+        char what[64];
+        snprintf(what, sizeof what, "%s: mkdtemp", prog);
+        perror(what);
+        return false;
+    }
+    return true;
 }
