@@ -104,12 +104,12 @@ done
 # lwipopts #error check, compiled once against the Cortex-M lwipopts.
 if [ -f "$out/cortex_m4/port/lwip/libelk_port_lwip.a" ]; then
   inc=(-I"$root/lib/include" -I"$out/cortex_m4/generated" -I"$root/port/lwip/include" -I"$root/port/socket/include"
-       -I"$root/port/lwip" -I"$root/port/lwip/cortex-m" -isystem /usr/include/lwip)
+       -I"$root/port/lwip/src" -I"$root/port/lwip/cortex-m" -isystem /usr/include/lwip)
   "$cc" "${arch[@]}" "${strict[@]}" "${inc[@]}" -DLWIP_SOCKET_POLL=0 -DLWIP_SOCKET_SELECT=1 \
-    -c "$root/port/lwip/wait.c" -o "$out/wait_select.o"
+    -c "$root/port/lwip/src/wait.c" -o "$out/wait_select.o"
   echo "OK: port/lwip wait.c compiles on the lwip_select path too"
   if "$cc" "${arch[@]}" "${strict[@]}" "${inc[@]}" -DLWIP_SOCKET_POLL=0 -DLWIP_SOCKET_SELECT=0 \
-       -c "$root/port/lwip/wait.c" -o /dev/null 2>"$out/error_check.log"; then
+       -c "$root/port/lwip/src/wait.c" -o /dev/null 2>"$out/error_check.log"; then
     echo "FAIL: port/lwip compiled without poll or select"; status=1
   elif grep -q 'needs LWIP_SOCKET_POLL=1' "$out/error_check.log"; then
     echo "OK: an lwipopts.h without poll/select stops the build with the #error message"

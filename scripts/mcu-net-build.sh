@@ -122,10 +122,10 @@ mbed_flags=("${arch[@]}" -std=gnu11 -w "${mbed_inc[@]}")
 compile_all mbedtls mbed_flags "$mbedtls"/library/*.c
 
 # The ports, as strict as in the host build (-std=c99 -pedantic -Werror).
-port_flags=("${arch[@]}" -std=c99 -Wall -Wextra -Werror -pedantic "${elk_inc[@]}" -I"$root/port/lwip"
-            -I"$root/port/socket" "${lwip_inc[@]}" "${mbed_inc[@]}")
-compile_all port_lwip port_flags "$root"/port/lwip/{transport,wait,clock,entropy}.c \
-  "$root/port/socket/socket_transport.c"
+port_flags=("${arch[@]}" -std=c99 -Wall -Wextra -Werror -pedantic "${elk_inc[@]}" -I"$root/port/lwip/src"
+            -I"$root/port/socket/src" "${lwip_inc[@]}" "${mbed_inc[@]}")
+compile_all port_lwip port_flags "$root"/port/lwip/src/{transport,wait,clock,entropy}.c \
+  "$root/port/socket/src/socket_transport.c"
 # mbedTLS without MBEDTLS_FS_IO does not declare the file loaders port/mbedtls names.
 mbed_port_flags=("${port_flags[@]}" -include "$net/mbedtls_nofs.h")
 compile_all port_mbedtls mbed_port_flags "$root"/port/mbedtls/src/*.c

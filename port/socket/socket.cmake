@@ -5,7 +5,7 @@
 #   elk_port_use_socket_transport(<target> <shim_dir>)
 function(elk_port_use_socket_transport target shim_dir)
   set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
-  target_sources(${target} PRIVATE ${dir}/socket_transport.c)
+  target_sources(${target} PRIVATE ${dir}/src/socket_transport.c)
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${dir}/include>
-                             PRIVATE ${dir} ${shim_dir})
+                             PRIVATE ${dir}/src ${shim_dir})
 endfunction()

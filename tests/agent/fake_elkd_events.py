@@ -7,65 +7,40 @@ Every line the client sends is appended to LOG as "<CLOCK_BOOTTIME ms> <line>".
 MODE recover: the grant leaves 1.5 s; 0.2 s after the command starts, EVENT SUSPECT; at
 0.6 s, EVENT RECOVERED with 3 s from then (the only later deadline the client gets).
 MODE keepalive: the grant leaves 30 s; KEEPALIVE is answered OK, RELEASE too.
-The socket appears (by rename) only once a connect can succeed.
+The socket appears (by rename) only once a connect can succeed (fake_elkd.py).
 """
-import os
-import socket
 import sys
-import time
 
-
-def now():
-    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * 1000)
+from fake_elkd import now, serve
 
 
 def main():
     path, log, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(path + ".new")
-    s.listen(4)
-    os.rename(path + ".new", path)
-    c, _ = s.accept()
-    c.settimeout(0.02)
-    out = open(log, "a", buffering=1)
-    buf = b""
     script = []  # (when, line) still to send
-    end = now() + 60000
-    while now() < end:
-        try:
-            data = c.recv(4096)
-            if not data:
-                break
-            buf += data
-        except socket.timeout:
-            pass
-        while b"\n" in buf:
-            raw, buf = buf.split(b"\n", 1)
-            line = raw.decode()
-            out.write("%d %s\n" % (now(), line))
-            w = line.split()
-            t = now()
-            if w[0] == "ACQUIRE":
-                validity = 1500 if mode == "recover" else 30000
-                c.sendall(b"OK ACQUIRED valve-1 5 %d 300 deadline_boottime_ms=%d\n" % (validity, t + validity))
-            elif w[0] == "SUPERVISE":
-                c.sendall(b"OK SUPERVISED valve-1\n")
-                if mode == "recover":
-                    script = [(t + 200, b"EVENT SUSPECT valve-1 1300 ELK_E_FLEET_UNAVAILABLE\n"),
-                              (t + 600, None)]
-            elif w[0] == "KEEPALIVE":
-                c.sendall(b"OK KEEPALIVE valve-1\n")
-            elif w[0] == "RELEASE":
-                c.sendall(b"OK RELEASED valve-1\n")
+
+    def on_line(c, w, out):
+        t = now()
+        if w[0] == "ACQUIRE":
+            validity = 1500 if mode == "recover" else 30000
+            c.sendall(b"OK ACQUIRED valve-1 5 %d 300 deadline_boottime_ms=%d\n" % (validity, t + validity))
+        elif w[0] == "SUPERVISE":
+            c.sendall(b"OK SUPERVISED valve-1\n")
+            if mode == "recover":
+                script[:] = [(t + 200, b"EVENT SUSPECT valve-1 1300 ELK_E_FLEET_UNAVAILABLE\n"),
+                             (t + 600, None)]
+        elif w[0] == "KEEPALIVE":
+            c.sendall(b"OK KEEPALIVE valve-1\n")
+        elif w[0] == "RELEASE":
+            c.sendall(b"OK RELEASED valve-1\n")
+
+    def tick(c, out):
         while script and script[0][0] <= now():
             _, msg = script.pop(0)
             if msg is None:
                 msg = b"EVENT RECOVERED valve-1 5 3000 300 deadline_boottime_ms=%d\n" % (now() + 3000)
             c.sendall(msg)
+
+    serve(path, log, 60, on_line, tick)
 
 
 if __name__ == "__main__":

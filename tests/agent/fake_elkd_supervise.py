@@ -16,13 +16,9 @@ for the pid in MARKS/leftover, if any (a zombie counts as gone). The socket appe
 succeed.
 """
 import os
-import socket
 import sys
-import time
 
-
-def now():
-    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * 1000)
+from fake_elkd import now, serve
 
 
 def alive(pidfile):
@@ -35,49 +31,29 @@ def alive(pidfile):
 
 def main():
     path, log, mode, marks = sys.argv[1:5]
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(path + ".new")
-    s.listen(4)
-    os.rename(path + ".new", path)
-    c, _ = s.accept()
-    c.settimeout(0.02)
-    out = open(log, "a", buffering=1)
-    buf = b""
-    lose = False
-    end = now() + 120000
-    while now() < end:
-        try:
-            data = c.recv(4096)
-            if not data:
-                break
-            buf += data
-        except socket.timeout:
-            pass
-        while b"\n" in buf:
-            raw, buf = buf.split(b"\n", 1)
-            line = raw.decode()
-            out.write("%d %s\n" % (now(), line))
-            w = line.split()
-            if w[0] == "ACQUIRE":
-                c.sendall(b"OK ACQUIRED valve-1 7 30000 300 deadline_boottime_ms=%d\n" % (now() + 30000))
-            elif w[0] == "SUPERVISE" and mode == "deny":
-                c.sendall(b"ERR ELK_E_SUPERVISE_DENIED SUPERVISE refused: process 1 in the group "
-                          b"runs as uid 0 (effective 0, saved 0), not as the client's uid 65534\n")
-            elif w[0] == "SUPERVISE":
-                c.sendall(b"OK SUPERVISED valve-1\n")
-                lose = True
-            elif w[0] == "RELEASE":
-                if os.path.exists(marks + "/leftover"):
-                    out.write("%d at RELEASE: leftover alive=%d\n" % (now(), alive(marks + "/leftover")))
-                c.sendall(b"OK RELEASED valve-1\n")
-        if lose and os.path.exists(marks + "/ready"):
-            lose = False
+    lose = [False]
+
+    def on_line(c, w, out):
+        if w[0] == "ACQUIRE":
+            c.sendall(b"OK ACQUIRED valve-1 7 30000 300 deadline_boottime_ms=%d\n" % (now() + 30000))
+        elif w[0] == "SUPERVISE" and mode == "deny":
+            c.sendall(b"ERR ELK_E_SUPERVISE_DENIED SUPERVISE refused: process 1 in the group "
+                      b"runs as uid 0 (effective 0, saved 0), not as the client's uid 65534\n")
+        elif w[0] == "SUPERVISE":
+            c.sendall(b"OK SUPERVISED valve-1\n")
+            lose[0] = True
+        elif w[0] == "RELEASE":
+            if os.path.exists(marks + "/leftover"):
+                out.write("%d at RELEASE: leftover alive=%d\n" % (now(), alive(marks + "/leftover")))
+            c.sendall(b"OK RELEASED valve-1\n")
+
+    def tick(c, out):
+        if lose[0] and os.path.exists(marks + "/ready"):
+            lose[0] = False
             out.write("%d EVENT LOST sent\n" % now())
             c.sendall(b"EVENT LOST valve-1 ELK_E_FLEET_LOST 300\n")
+
+    serve(path, log, 120, on_line, tick)
 
 
 if __name__ == "__main__":

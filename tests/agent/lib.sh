@@ -65,17 +65,60 @@ elkd_up() {
   wait_ready
 }
 
+# redlock_section GATEWAY_ID KEY_PREFIX: the [fleet] section of a Redlock fleet
+redlock_section() { printf '[fleet]\nmode = redlock\ngateway_id = %s\nkey_prefix = %s' "$1" "$2"; }
 # fleet3_conf GATEWAY_ID KEY_PREFIX: the [fleet] and three [node] sections for redis a, b, c.
 fleet3_conf() {
-  printf '[fleet]\nmode = redlock\ngateway_id = %s\nkey_prefix = %s\n' "$1" "$2"
-  local n p
-  for n in a b c; do
-    eval "p=\$REDIS_PORT_$n"
-    printf '[node %s]\nhost = 127.0.0.1\nport = %s\n' "$n" "$p"
-  done
+  redlock_section "$1" "$2"
+  echo
+  node_sections "a b c"
 }
 
 # elkdlog check|grants|quarantines|count LOG ...: elkd's own record of quarantines and grants
 # (which nodes voted), read from its log (tests/scenarios/elkdlog.py): tests assert the vote
 # hygiene from it rather than from a STATUS read that races a quarantine's end.
 elkdlog() { python3 "$SUP_LIB/../scenarios/elkdlog.py" "$@"; }
+
+# Sections of an elkd configuration, for a test's here-document:
+# resource NAME TTL STOP_MARGIN: a [resource NAME] section with its ttl and stop margin
+# (further keys follow on the lines after it);
+resource() { printf '[resource %s]\nttl = %s\nstop_margin = %s' "$1" "$2" "$3"; }
+# agent_section: the [agent] section on $SOCK (further keys follow on the lines after it).
+agent_section() { printf '[agent]\nsocket = %s' "$SOCK"; }
+
+# M: a folder for the marks a test's commands and hooks leave (files whose presence or
+# content the test reads back).
+M="$ELK_T_DIR/marks"
+mkdir -p "$M"
+
+# alive PID: the process runs (a zombie drives nothing and is as good as gone)
+alive() {
+  local st
+  st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
+  [ -n "$st" ] && [ "$st" != Z ]
+}
+
+# fake_elkd SCRIPT ARG...: a scripted elkd (tests/agent/SCRIPT) on $SOCK logging the
+# lines it read to $LOG; FAKE_PID, and back once the socket exists.
+fake_elkd_start() {
+  local script=$1
+  shift
+  rm -f "$SOCK" "$LOG"
+  python3 "$SUP_LIB/../agent/$script" "$SOCK" "$LOG" "$@" &
+  FAKE_PID=$!
+  track $FAKE_PID
+  wait_until 30 test -S "$SOCK" && return 0
+  echo "fake elkd did not start"; exit 1
+}
+
+# acl_nodes NAMES: node_sections NAMES, each logging in as the ACL user elk with the
+# password in $ELK_T_DIR/pw (written here, mode 0600: s3cret-elk)
+acl_nodes() {
+  local n
+  printf 's3cret-elk\n' >"$ELK_T_DIR/pw"
+  chmod 600 "$ELK_T_DIR/pw"
+  for n in $1; do
+    node_sections "$n"
+    printf 'user = elk\npassword_file = %s\n' "$ELK_T_DIR/pw"
+  done
+}

@@ -10,8 +10,6 @@ if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
   echo "skipped: needs root and setpriv (two real accounts)"; exit 0
 fi
 chmod 0755 "$ELK_T_DIR" # nobody must reach the socket inside it
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 SOCK_GID=47181   # may use the socket
 VALVE_GID=47182  # may take valve-2
 # as nobody, with the given supplementary groups (comma-separated, or "" for none)
@@ -28,19 +26,12 @@ cat > "$C" <<CONF
 [node a]
 host = 127.0.0.1
 port = $REDIS_PORT_a
-[resource valve-1]
-ttl = 3s
-stop_margin = 300ms
+$(resource valve-1 3s 300ms)
 allow_users = root
-[resource valve-2]
-ttl = 3s
-stop_margin = 300ms
+$(resource valve-2 3s 300ms)
 allow_groups = $VALVE_GID
-[resource open-1]
-ttl = 3s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource open-1 3s 300ms)
+$(agent_section)
 socket_mode = 0660
 socket_group = $SOCK_GID
 max_clients_per_uid = 2

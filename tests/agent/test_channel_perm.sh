@@ -9,21 +9,14 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 start_redis a
-printf 's3cret-elk\n' > "$ELK_T_DIR/pw"; chmod 600 "$ELK_T_DIR/pw"
 conf() { # conf GATEWAY -> $ELK_T_DIR/GATEWAY.conf, socket $ELK_T_DIR/GATEWAY.sock
   (umask 077; cat > "$ELK_T_DIR/$1.conf" <<CONF
 [fleet]
 mode = single
 gateway_id = $1
 key_prefix = elk:
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
-user = elk
-password_file = $ELK_T_DIR/pw
-[resource valve-1]
-ttl = 1500ms
-stop_margin = 300ms
+$(acl_nodes a)
+$(resource valve-1 1500ms 300ms)
 wait_min = 100ms
 wait_max = 200ms
 release_channel = on

@@ -3,8 +3,6 @@
 # elkd refuses a bad configuration with exit 2 and a file:line:key message, starting nothing.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-C="$ELK_T_DIR/elkd.conf"
-SOCK="$ELK_T_DIR/elkd.sock"
 
 cat > "$C" <<CONF
 [fleet]
@@ -19,8 +17,7 @@ stop_margin = 1s
 # the next line is wrong
 ttl = 10x
 
-[agent]
-socket = $SOCK
+$(agent_section)
 CONF
 out=$("$ELKD" -c "$C" -f 2>&1); rc=$?
 check "bad duration: exit 2" 2 $rc
@@ -94,8 +91,7 @@ server_name = localhost
 tls = on
 ca = $ELK_T_DIR/missing-ca.pem
 [resource r]
-[agent]
-socket = $SOCK
+$(agent_section)
 CONF
 out=$("$ELKD" -c "$C.tls" -f 2>&1); rc=$?
 check "unreadable CA: exit 4" 4 $rc

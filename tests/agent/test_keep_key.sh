@@ -8,11 +8,8 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 KEEP="python3 $(dirname "$0")/keep_key.py"
 elkd_up a <<CONF
-[resource r1]
-ttl = 10s
-stop_margin = 1500ms
-[agent]
-socket = $SOCK
+$(resource r1 10s 1500ms)
+$(agent_section)
 CONF
 $KEEP shutdown "$SOCK" r1 "$REDIS_PORT_a" 'elk:{r1}' "$ELKD_PID" 1500
 check "shutdown: key kept until stop_margin, then released" 0 $?
@@ -37,11 +34,8 @@ request_timeout = 300ms
 host = 127.0.0.1
 port = $REDIS_PORT_d
 request_timeout = 300ms
-[resource r1]
-ttl = 4s
-stop_margin = 1500ms
-[agent]
-socket = $SOCK
+$(resource r1 4s 1500ms)
+$(agent_section)
 CONF
 start_elkd "$C"
 wait_ready

@@ -15,8 +15,7 @@ host = 127.0.0.1
 [resource forever]
 max_hold = 0
 [resource capped]
-[agent]
-socket = $SOCK
+$(agent_section)
 CONF
 out=$("$ELKD" -c "$C.check" --check 2>&1); rc=$?
 echo "$out"
@@ -28,15 +27,10 @@ check "only the resource without a cap (the default is 1h) is warned about" 1 "$
 # The hygiene may keep a just-started server out of the vote for a while (its restart is
 # new): every ACQUIRE here waits, so that is a delay, never a failure.
 elkd_up a <<CONF
-[resource valve-1]
-ttl = 2s
-stop_margin = 200ms
-[resource valve-2]
-ttl = 3s
-stop_margin = 200ms
+$(resource valve-1 2s 200ms)
+$(resource valve-2 3s 200ms)
 keepalive = 500ms
-[agent]
-socket = $SOCK
+$(agent_section)
 CONF
 
 out=$(session <<'S'

@@ -9,12 +9,9 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 session() { python3 "$(dirname "$0")/ctl_session.py" "$SOCK"; }
 elkd_up a <<CONF
-[resource valve-1]
-ttl = 2s
-stop_margin = 200ms
+$(resource valve-1 2s 200ms)
 lock_delay = 6s
-[agent]
-socket = $SOCK
+$(agent_section)
 CONF
 KEY='elk:{valve-1}'
 pa=$REDIS_PORT_a

@@ -6,8 +6,6 @@
 # prefixes when stderr is the journal.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 L="$ELK_T_DIR/elkd.log"
 start_redis a; start_redis b; start_redis c
 { fleet3_conf gw-logs l:; printf '[resource valve-1]\nttl = 900ms\nstop_margin = 100ms\nmin_validity = 100ms\n[agent]\nsocket = %s\nlog_summary = 1s\n' "$SOCK"; } > "$C"

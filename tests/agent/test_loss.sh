@@ -8,17 +8,12 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
 request_timeout = 200ms
-[resource valve-1]
-ttl = 4s
-stop_margin = 1s
+$(resource valve-1 4s 1s)
 # renew late enough that no renewal happens between reading the expiry and the crash
 renew_fraction = 0.6
-[agent]
-socket = $SOCK
+$(agent_section)
 log_level = debug
 CONF
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c "trap 'date +%s%3N > $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &
 R=$!

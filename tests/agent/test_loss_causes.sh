@@ -7,8 +7,6 @@
 # holding another value.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 start_redis a
 write_conf() {
   cat > "$C" <<CONF
@@ -16,19 +14,12 @@ write_conf() {
 host = 127.0.0.1
 port = $1
 request_timeout = 300ms
-[resource valve-1]
-ttl = 2s
-stop_margin = 1s
-[resource capped-renewals]
-ttl = 2s
-stop_margin = 1s
+$(resource valve-1 2s 1s)
+$(resource capped-renewals 2s 1s)
 max_renewals = 2
-[resource capped-hold]
-ttl = 2s
-stop_margin = 1s
+$(resource capped-hold 2s 1s)
 max_hold = 2500ms
-[agent]
-socket = $SOCK
+$(agent_section)
 log_level = debug
 CONF
 }

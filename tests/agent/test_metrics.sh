@@ -5,8 +5,6 @@
 # numbers follow what happened: grants, refusals, renewals, losses by cause, histograms.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 MF="$ELK_T_DIR/elk.prom"
 start_redis a; start_redis b; start_redis c
 { fleet3_conf gw-metrics m:

@@ -6,8 +6,6 @@
 # it is stopped past the watchdog timeout), STOPPING=1 at shutdown.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 N="$ELK_T_DIR/notify.sock" NLOG="$ELK_T_DIR/notify.log" PINGS="$ELK_T_DIR/pings"
 start_redis a; start_redis b; start_redis c
 { fleet3_conf gw-notify n:; printf '[resource valve-1]\nttl = 3s\n[agent]\nsocket = %s\n' "$SOCK"; } > "$C"

@@ -8,8 +8,6 @@
 # (back-pressure) instead of dropping it; a lease taken before a long burst stays held.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 start_redis a
 cat > "$C" <<CONF
 [fleet]
@@ -24,11 +22,8 @@ port = $REDIS_PORT_a
 # held through the long bursts below: a ttl that a loaded machine's renewals keep up with
 ttl = 10s
 stop_margin = 300ms
-[resource valve-2]
-ttl = 3s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource valve-2 3s 300ms)
+$(agent_section)
 # the slow readers below never leave their answers untouched for this long (at most 1 s),
 # though some take longer in all
 client_stall_timeout = 3s

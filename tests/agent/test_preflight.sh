@@ -4,8 +4,6 @@
 # which the unit does not restart) with a message naming what to change.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 gen_certs
 umask 077
 # conf NODE_LINES...: a one-node file with the given extra node lines
@@ -56,9 +54,10 @@ refused "unknown user in allow_users" "key 'allow_users' in [resource s]: no use
 # their dates, a client certificate with another key. Each refused by --check and at start.
 D=$ELK_T_DIR
 # mkcert NAME DAYS [FAKETIME]: self-signed EC certificate $D/NAME.pem and key $D/NAME.key,
-# made at FAKETIME (faketime) when given
+# made at FAKETIME (faketime -f: the clock stands there, so the dates do not depend on how
+# long openssl takes on a loaded machine) when given
 mkcert() {
-  (cd "$D" && ${3:+faketime "$3"} openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+  (cd "$D" && ${3:+faketime -f "$3"} openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
     -nodes -keyout "$1.key" -out "$1.pem" -days "$2" -subj "/CN=elk $1") >>"$D/openssl.log" 2>&1 \
     || { echo "openssl failed:"; cat "$D/openssl.log"; exit 1; }
   chmod 600 "$D/$1.key"

@@ -5,11 +5,8 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
-[resource valve-1]
-ttl = 3s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource valve-1 3s 300ms)
+$(agent_section)
 # this test fills every slot from one account
 max_clients_per_uid = 64
 # and has a client that never reads declared stalled soon

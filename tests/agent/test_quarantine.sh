@@ -11,11 +11,8 @@ session() { python3 "$(dirname "$0")/ctl_session.py" "$SOCK"; }
 elkd_up a <<CONF
 [fleet]
 quarantine = 8s
-[resource valve-1]
-ttl = 2s
-stop_margin = 200ms
-[agent]
-socket = $SOCK
+$(resource valve-1 2s 200ms)
+$(agent_section)
 CONF
 node_line() { printf 'lines st STATUS\n' | session | grep '^st: node name=a '; }
 # a just-started server is new too: wait for its first quarantine to end

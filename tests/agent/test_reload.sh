@@ -6,8 +6,6 @@
 # fleet change while a lease is held leaves everything running as it was.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 start_redis a; start_redis b; start_redis c
 # quarantine = 7s: the fleet is new (its markers made at elkd's start), and a reload that
 # lengthens the automatic W (door 2s -> 6s) would quarantine every node whose marker is younger
@@ -15,15 +13,10 @@ start_redis a; start_redis b; start_redis c
 # every ttl used here keeps this test about the reload.
 write_conf() { # write_conf VALVE_TTL DOOR_TTL LOG_LEVEL EXTRA_RESOURCE_SECTION
   { fleet3_conf gw-reload r: | sed '/^key_prefix/a quarantine = 7s'; cat <<CONF
-[resource valve-1]
-ttl = $1
-stop_margin = 300ms
-[resource door]
-ttl = $2
-stop_margin = 200ms
+$(resource valve-1 $1 300ms)
+$(resource door $2 200ms)
 $4
-[agent]
-socket = $SOCK
+$(agent_section)
 log_level = $3
 CONF
   } > "$C.new"

@@ -4,8 +4,6 @@
 # is held); a CA file that cannot be used fails the reload and the running TLS fleet goes on.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 gen_certs
 start_redis_tls a
 write_conf() { # write_conf CA_FILE
@@ -20,8 +18,7 @@ port = $REDIS_PORT_a
 server_name = localhost
 [resource valve-1]
 ttl = 3s
-[agent]
-socket = $SOCK
+$(agent_section)
 CONF
 }
 write_conf "$ELK_T_DIR/ca.pem"

@@ -4,20 +4,12 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up "a b c" <<CONF
-[fleet]
-mode = redlock
-gateway_id = gw-test
-key_prefix = t:
+$(redlock_section gw-test t:)
 # TTLs well above the waits for a release below: a key gone within them was released,
 # not left to expire, however slowly a loaded machine runs this
-[resource valve-1]
-ttl = 10s
-stop_margin = 300ms
-[resource door]
-ttl = 10s
-stop_margin = 200ms
-[agent]
-socket = $SOCK
+$(resource valve-1 10s 300ms)
+$(resource door 10s 200ms)
+$(agent_section)
 log_level = debug
 CONF
 E() { "$ELK" --socket "$SOCK" "$@"; }

@@ -11,17 +11,8 @@ ELKD=unused
 . "$(dirname "$0")/lib.sh"
 SOCK="$ELK_T_DIR/fake.sock"
 LOG="$ELK_T_DIR/fake.lines"
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 
-fake_elkd() {
-  rm -f "$SOCK" "$LOG"
-  python3 "$(dirname "$0")/fake_elkd_events.py" "$SOCK" "$LOG" "$1" &
-  FAKE_PID=$!
-  track $FAKE_PID
-  wait_until 30 test -S "$SOCK" && return 0
-  echo "fake elkd did not start"; exit 1
-}
+fake_elkd() { fake_elkd_start fake_elkd_events.py "$1"; }
 
 # 1. SUSPECT, then RECOVERED: the hook runs, the command runs past the old deadline (1.5 s).
 fake_elkd recover

@@ -10,15 +10,10 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
 request_timeout = 500ms
-[resource valve-1]
-ttl = 2s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource valve-1 2s 300ms)
+$(agent_section)
 log_level = debug
 CONF
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 E() { "$ELK" --socket "$SOCK" "$@"; }
 TTL_MS=2000 HB_MS=1000
 
@@ -79,8 +74,7 @@ kill -STOP $R
 t0=$(now_ms)
 wait_until 30 E run valve-1 -- true 2>/dev/null; check "with elk stopped, the lease ends: another client gets it" 0 $?
 figure elk_stopped_release_ms $(($(now_ms) - t0))
-# alive PID: running, not a zombie (the stopped elk cannot reap its killed command)
-alive() { local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1); [ -n "$st" ] && [ "$st" != Z ]; }
+# alive is false for a zombie (the stopped elk cannot reap its killed command)
 alive "$(cat "$M/pid")"; check "the command of the stopped elk was stopped by elkd" 1 $?
 kill -CONT $R
 wait_until 60 gone $R

@@ -8,15 +8,10 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
 request_timeout = 200ms
-[resource valve-1]
-ttl = 4s
-stop_margin = 1s
-[agent]
-socket = $SOCK
+$(resource valve-1 4s 1s)
+$(agent_section)
 log_level = debug
 CONF
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 DRIVE="trap 'exit 0' TERM; echo \$ELK_FENCE_TOKEN > $M/token; touch $M/started; while :; do sleep 0.05; done"
 
 # fresh_fleet: a new redis-server in place of the killed one, elkd restarted on it
@@ -29,15 +24,26 @@ fresh_fleet() {
   rm -f "$M"/*
 }
 
+# run_lose NAME REDIS_PID OPTION...: elk run OPTION... valve-1 -- $DRIVE in the background
+# (stderr to $ELK_T_DIR/NAME.err); once the command has started, the fleet's one server
+# (REDIS_PID) is killed. ended: 0 if elk ended by itself within 60 s; rc: its exit status.
+run_lose() {
+  local name=$1 rpid=$2
+  shift 2
+  "$ELK" --socket "$SOCK" run "$@" valve-1 -- sh -c "$DRIVE" 2>"$ELK_T_DIR/$name.err" &
+  R=$!
+  wait_for 30 '[ -e "$M/started" ]'
+  kill -KILL "$rpid"
+  wait_until 60 gone $R
+  ended=$?
+  kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
+  wait $R
+  rc=$?
+}
+
 # 1. --on-lost: runs on the loss with ELK_EVENT, ELK_RESOURCE, ELK_TOKEN, ELK_TIME_LEFT_MS.
-"$ELK" --socket "$SOCK" run --on-lost "sleep 0.5; env | grep '^ELK_' | sort > $M/lost.tmp; mv $M/lost.tmp $M/lost.env" \
-  valve-1 -- sh -c "$DRIVE" 2>"$ELK_T_DIR/run1.err" &
-R=$!
-wait_for 30 '[ -e "$M/started" ]'
-kill -KILL $REDIS_PID_a
-wait_until 60 gone $R; check "elk run ends after the loss" 0 $?
-kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
-wait $R; rc=$?
+run_lose run1 "$REDIS_PID_a" --on-lost "sleep 0.5; env | grep '^ELK_' | sort > $M/lost.tmp; mv $M/lost.tmp $M/lost.env"
+check "elk run ends after the loss" 0 $ended
 check "elk run exits 75 when the lease is lost (the hook changes nothing there)" 75 $rc
 # elk waits for its hooks before it exits (the hook takes 0.5 s, the command ends at once
 # on SIGTERM): the file is there now, not later
@@ -52,14 +58,8 @@ check_contains "the command was still stopped" "sending SIGTERM to the command" 
 
 # 2. --hook-timeout: a hook that hangs and ignores SIGTERM is killed, and said so; elk still ends.
 fresh_fleet a2
-"$ELK" --socket "$SOCK" run --hook-timeout 300ms --on-lost "echo \$\$ > $M/hook.pid; trap '' TERM; while :; do sleep 0.05; done" \
-  valve-1 -- sh -c "$DRIVE" 2>"$ELK_T_DIR/run2.err" &
-R=$!
-wait_for 30 '[ -e "$M/started" ]'
-kill -KILL $REDIS_PID_a2
-wait_until 60 gone $R; check "elk run ends although its hook hangs" 0 $?
-kill -KILL $R 2>/dev/null # only if it hangs: it is still unreaped, the pid is its own
-wait $R; rc=$?
+run_lose run2 "$REDIS_PID_a2" --hook-timeout 300ms --on-lost "echo \$\$ > $M/hook.pid; trap '' TERM; while :; do sleep 0.05; done"
+check "elk run ends although its hook hangs" 0 $ended
 check "elk run exits 75" 75 $rc
 hook=$(cat "$M/hook.pid" 2>/dev/null || echo 0)
 [ "$hook" -gt 1 ] && ! kill -0 "$hook" 2>/dev/null; check "the hanging hook ($hook) is gone" 0 $?

@@ -10,10 +10,7 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up "a b c" <<CONF
-[fleet]
-mode = redlock
-gateway_id = gw-test
-key_prefix = t:
+$(redlock_section gw-test t:)
 request_timeout = 300ms
 # the servers are stopped, not restarted: their quarantine after a reconnect is not what
 # this test is about (and would hold the recovery back past the deadline)
@@ -22,12 +19,9 @@ vote_hygiene = off
 ttl = 12s
 renew_fraction = 0.5
 stop_margin = 500ms
-[agent]
-socket = $SOCK
+$(agent_section)
 log_level = debug
 CONF
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 
 "$ELK" --socket "$SOCK" run \
   --on-suspect "env | grep '^ELK_' | sort > $M/suspect.tmp; mv $M/suspect.tmp $M/suspect.env; exit 3" \

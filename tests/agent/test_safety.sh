@@ -6,34 +6,14 @@
 # lease then needs the other nodes, and a node that is fixed votes again after reconnecting.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 start_redis a; start_redis b; start_redis c
-printf 's3cret-elk\n' > "$ELK_T_DIR/pw"; chmod 600 "$ELK_T_DIR/pw"
 (umask 077; cat > "$C" <<CONF
 [fleet]
 mode = redlock
 key_prefix = elk:
-[node a]
-host = 127.0.0.1
-port = $REDIS_PORT_a
-user = elk
-password_file = $ELK_T_DIR/pw
-[node b]
-host = 127.0.0.1
-port = $REDIS_PORT_b
-user = elk
-password_file = $ELK_T_DIR/pw
-[node c]
-host = 127.0.0.1
-port = $REDIS_PORT_c
-user = elk
-password_file = $ELK_T_DIR/pw
-[resource valve-1]
-ttl = 3s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(acl_nodes "a b c")
+$(resource valve-1 3s 300ms)
+$(agent_section)
 safety_check = refuse
 CONF
 )

@@ -5,16 +5,10 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
-[resource r1]
-ttl = 10s
-stop_margin = 300ms
-[resource r2]
-ttl = 10s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource r1 10s 300ms)
+$(resource r2 10s 300ms)
+$(agent_section)
 CONF
-M="$ELK_T_DIR/marks"; mkdir -p "$M"
 "$ELK" --socket "$SOCK" acquire r1 > "$M/acq.out" &
 A=$!
 "$ELK" --socket "$SOCK" run r2 -- sh -c "trap 'touch $M/term; exit 0' TERM; touch $M/started; while :; do sleep 0.05; done" &

@@ -13,11 +13,8 @@ fi
 chmod 0755 "$ELK_T_DIR" # nobody and daemon must reach the socket inside it
 IDLE_MS=3000
 elkd_up a <<CONF
-[resource valve-1]
-ttl = 3s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource valve-1 3s 300ms)
+$(agent_section)
 socket_mode = 0666
 client_idle_timeout = ${IDLE_MS}ms
 CONF

@@ -10,11 +10,8 @@ ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 STALL_MS=1000
 elkd_up a <<CONF
-[resource valve-1]
-ttl = 4s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource valve-1 4s 300ms)
+$(agent_section)
 client_stall_timeout = ${STALL_MS}ms
 CONF
 L="$ELK_T_DIR/elkd.log"

@@ -14,23 +14,8 @@ ELKD=unused
 . "$(dirname "$0")/lib.sh"
 SOCK="$ELK_T_DIR/fake.sock"
 LOG="$ELK_T_DIR/fake.lines"
-M="$ELK_T_DIR/marks"
-mkdir -p "$M"
 
-fake_elkd() {
-  rm -f "$SOCK" "$LOG"
-  python3 "$(dirname "$0")/fake_elkd_supervise.py" "$SOCK" "$LOG" "$1" "$M" &
-  FAKE_PID=$!
-  track $FAKE_PID
-  wait_until 30 test -S "$SOCK" && return 0
-  echo "fake elkd did not start"; exit 1
-}
-# alive PID: the process runs (a zombie drives nothing)
-alive() {
-  local st
-  st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
-  [ -n "$st" ] && [ "$st" != Z ]
-}
+fake_elkd() { fake_elkd_start fake_elkd_supervise.py "$1" "$M"; }
 
 # a) SUPERVISE refused.
 fake_elkd deny

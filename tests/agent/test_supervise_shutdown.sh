@@ -8,20 +8,11 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
-[resource valve-1]
-ttl = 3s
-stop_margin = 0
-[agent]
-socket = $SOCK
+$(resource valve-1 3s 0)
+$(agent_section)
 log_level = debug
 CONF
-M="$ELK_T_DIR/marks"; mkdir -p "$M"
 LOG="$ELK_T_DIR/elkd.log"
-alive() {
-  local st
-  st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
-  [ -n "$st" ] && [ "$st" != Z ]
-}
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c "
   ( trap '' TERM; while :; do sleep 0.05; done ) & echo \$! > $M/child
   trap '' TERM

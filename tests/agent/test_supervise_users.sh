@@ -20,21 +20,12 @@ chmod 0755 "$ELK_T_DIR" # nobody must reach the socket inside it
 CLIENT="$(cd "$(dirname "$0")" && pwd)/sup_client.py"
 as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups -- "$@"; }
 elkd_up a <<CONF
-[resource valve-1]
-ttl = 2s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource valve-1 2s 300ms)
+$(agent_section)
 socket_mode = 0666
 log_level = debug
 CONF
 LOG="$ELK_T_DIR/elkd.log"
-# alive PID: the process runs (a zombie drives nothing and is as good as gone)
-alive() {
-  local st
-  st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
-  [ -n "$st" ] && [ "$st" != Z ]
-}
 
 # a) The root script, in a session (and process group) of its own so that elkd, before
 #    the fix, kills only it and not this test.

@@ -13,11 +13,8 @@ for n in a b c; do start_redis $n; done
 {
   fleet3_conf gw-s "elk:"
   cat <<CONF
-[resource valve-1]
-ttl = 20s
-stop_margin = 200ms
-[agent]
-socket = $SOCK
+$(resource valve-1 20s 200ms)
+$(agent_section)
 CONF
 } >"$C"
 start_elkd "$C"

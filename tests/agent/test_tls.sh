@@ -4,8 +4,6 @@
 # CA is refused with a TLS error in status and no lease.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 gen_certs
 start_redis_tls a
 cat > "$C" <<CONF
@@ -17,11 +15,8 @@ ca = $ELK_T_DIR/ca.pem
 host = 127.0.0.1
 port = $REDIS_PORT_a
 server_name = localhost
-[resource valve-1]
-ttl = 3s
-stop_margin = 300ms
-[agent]
-socket = $SOCK
+$(resource valve-1 3s 300ms)
+$(agent_section)
 log_level = debug
 CONF
 start_elkd "$C"

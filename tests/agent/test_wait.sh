@@ -4,8 +4,6 @@
 # names what stood in the way (the last round's cause), not only ELK_E_LOCK_TIMEOUT.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 # three ports nothing listens on (taken and closed again): every connect is refused
 P1=$(free_port) P2=$(free_port) P3=$(free_port)
 cat > "$C" <<CONF
@@ -22,13 +20,10 @@ port = $P2
 [node c]
 host = 127.0.0.1
 port = $P3
-[resource valve-1]
-ttl = 3s
-stop_margin = 300ms
+$(resource valve-1 3s 300ms)
 wait_min = 20ms
 wait_max = 50ms
-[agent]
-socket = $SOCK
+$(agent_section)
 CONF
 start_elkd "$C"
 wait_for 30 '[ -S "$SOCK" ]'

@@ -5,8 +5,6 @@
 # terminal shows who holds the resource and how long it has waited, on one line.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
-SOCK="$ELK_T_DIR/elkd.sock"
-C="$ELK_T_DIR/elkd.conf"
 start_redis a; start_redis b; start_redis c
 { fleet3_conf gw-watch w:; printf '[resource valve-1]\nttl = 3s\n[resource door]\nttl = 2s\n[agent]\nsocket = %s\n' "$SOCK"; } > "$C"
 start_elkd "$C"
@@ -15,7 +13,7 @@ E() { "$ELK" --socket "$SOCK" "$@"; }
 E run valve-1 -- sleep 30 &
 HOLD=$!
 track $HOLD
-for _ in $(seq 1 100); do E status | grep -q 'valve-1 .*held' && break; sleep 0.05; done
+wait_for 60 "E status | grep -q 'valve-1 .*held'"
 
 # Not a terminal: plain frames, one per second.
 out=$(E status --watch --count 2); rc=$?
@@ -33,7 +31,7 @@ TMUX_TMPDIR="$ELK_T_DIR" tmux -f /dev/null new-session -d -s "$TS" -x 120 -y 50 
 stop_tmux() { TMUX_TMPDIR="$ELK_T_DIR" tmux kill-session -t "$TS" 2>/dev/null; }
 trap 'stop_tmux; cleanup' EXIT
 screen() { TMUX_TMPDIR="$ELK_T_DIR" tmux capture-pane -p -t "$TS"; }
-for _ in $(seq 1 100); do screen | grep -q 'valve-1' && break; sleep 0.05; done
+wait_for 60 "screen | grep -q 'valve-1'"
 s1=$(screen)
 printf '%s\n' "$s1" > "$ELK_T_DIR/screen1.txt"
 cat "$ELK_T_DIR/screen1.txt"
@@ -42,10 +40,12 @@ check_contains "with its holder" "pid:" "$s1"
 check_contains "and a validity bar" "█" "$s1"
 check_contains "and the nodes" "ready" "$s1"
 t1=$(printf '%s\n' "$s1" | grep -o '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$' | head -1)
-for _ in $(seq 1 100); do
+# redrawn: the clock in the frame's corner moved on (t2 is read by the check below)
+redrawn() {
   t2=$(screen | grep -o '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$' | head -1)
-  [ -n "$t2" ] && [ "$t2" != "$t1" ] && break; sleep 0.05
-done
+  [ -n "$t2" ] && [ "$t2" != "$t1" ]
+}
+wait_until 60 redrawn
 [ -n "$t2" ] && [ "$t2" != "$t1" ]; check "the screen is redrawn ($t1 -> $t2)" 0 $?
 check "one frame on the screen after a redraw (drawn over, not scrolled)" 1 "$(screen | grep -c '^elkd ')"
 stop_tmux
@@ -53,8 +53,8 @@ stop_tmux
 # elk run --wait on a terminal: one updating line naming the holder and the time waited.
 TMUX_TMPDIR="$ELK_T_DIR" tmux -f /dev/null new-session -d -s "$TS" -x 120 -y 10 \
   "$ELK --socket $SOCK run --wait 60s valve-1 -- echo got-it; sleep 30"
-for _ in $(seq 1 100); do screen | grep -q 'waiting for valve-1' && break; sleep 0.05; done
-for _ in $(seq 1 100); do screen | grep -q 'waited [1-9]' && break; sleep 0.05; done
+wait_for 60 "screen | grep -q 'waiting for valve-1'"
+wait_for 60 "screen | grep -q 'waited [1-9]'"
 w=$(screen)
 printf '%s\n' "$w"
 check_contains "the wait line names the holder" "held by pid" "$w"
@@ -63,7 +63,7 @@ secs=$(printf '%s\n' "$w" | grep -o 'waited [0-9]* s' | grep -o '[0-9]*')
 [ "${secs:-0}" -ge 1 ]; check "and counts the wait (${secs:-none} s)" 0 $?
 holder=$(printf '%s\n' "$w" | grep -o 'held by pid [0-9]*' | grep -o '[0-9]*$')
 kill -TERM "$holder"
-for _ in $(seq 1 200); do screen | grep -q 'got-it' && break; sleep 0.05; done
+wait_for 60 "screen | grep -q 'got-it'"
 check_contains "then gets the lease" "got-it" "$(screen)"
 stop_tmux
 # a reader that leaves (| head): elk ends, quietly, instead of writing frames into a closed

@@ -17,14 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "elkfw/evlog.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static elkfw_event_t sample(uint64_t i)
 {
@@ -59,7 +53,7 @@ int main(int argc, char **argv)
     }
     FILE *f = fopen(plain, "a");
     size_t bytes = 0;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < n; i++) {
         elkfw_event_t ev = sample((uint64_t)i);
         if (!elkfw_evlog_append(&log, &ev)) {
@@ -67,8 +61,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    double t_ring = now_s() - t0;
-    t0 = now_s();
+    double t_ring = bench_now_s() - t0;
+    t0 = bench_now_s();
     for (long i = 0; i < n; i++) {
         elkfw_event_t ev = sample((uint64_t)i);
         ev.seq = (uint64_t)i + 1u;
@@ -76,7 +70,7 @@ int main(int argc, char **argv)
         fprintf(f, "%s\n", line);
         fflush(f);
     }
-    double t_plain = now_s() - t0;
+    double t_plain = bench_now_s() - t0;
     fclose(f);
     elkfw_evlog_close(&log);
     printf("events: %ld\n", n);

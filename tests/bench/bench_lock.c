@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "alloc_count.h"
 #include "bench_redis.h"
 #include "elk/blocking.h"
@@ -122,24 +123,12 @@ static bool start_servers(bool want_tls, bool own)
     return tls;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static double cpu_s(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
         ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
-}
-
-static void result(const char *id, double v, const char *unit, const char *name)
-{
-    printf("RESULT %s %.6g %s %s\n", id, v, unit, name);
 }
 
 /* ------------------------------------------------------------------ gateway */
@@ -180,7 +169,7 @@ static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
     gw_t *g = user;
     (void)lock;
     if (ev->type == ELK_LOCK_EV_ACQUIRED) {
-        g->acquired_at = now_s();
+        g->acquired_at = bench_now_s();
     }
 }
 
@@ -201,7 +190,7 @@ static double hygiene_waited_s; /* time spent waiting for fresh servers' quarant
  * printed at the end. Bound: 60 s, generous against a loaded machine. */
 static void gw_wait_ready(gw_t *g)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     uint64_t end = elk_posix_now_ms() + 60000;
     for (;;) {
         size_t busy = 0, votes = 0;
@@ -210,7 +199,7 @@ static void gw_wait_ready(gw_t *g)
             votes += elk_node_is_ready(&g->nodes[i]) && elk_client_node_votes(&g->client, i);
         }
         if (votes == g->n && busy == 0) {
-            hygiene_waited_s += now_s() - t0;
+            hygiene_waited_s += bench_now_s() - t0;
             return;
         }
         if (elk_posix_now_ms() >= end) {
@@ -304,18 +293,6 @@ static double redis_benchmark(uint16_t port, unsigned n, const char *args)
     return best;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    size_t i = (size_t)((double)n * p);
-    return v[i < n ? i : n - 1];
-}
-
 /* A blocking TCP connection to 127.0.0.1:port with TCP_NODELAY; -1 when it fails. */
 static int raw_connect(uint16_t port)
 {
@@ -405,7 +382,7 @@ static double raw_cycles(uint16_t port, unsigned n)
     }
     int al, rl;
     raw_scripts("rawlk", val, true, acq, &al, rel, &rl);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (unsigned k = 0; k < 2 * n; k++) {
         const char *req = (k & 1u) ? rel : acq;
         size_t len = (size_t)((k & 1u) ? rl : al);
@@ -423,7 +400,7 @@ static double raw_cycles(uint16_t port, unsigned n)
             return 0;
         }
     }
-    return n / (now_s() - t0);
+    return n / (bench_now_s() - t0);
 }
 
 /* The same-bytes floor of one Redlock round on this machine: blocking sockets to n
@@ -444,7 +421,7 @@ static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
         }
     }
     for (unsigned k = 0; k < reps + 10; k++) {
-        double t0 = now_s(), t1 = 0;
+        double t0 = bench_now_s(), t1 = 0;
         for (int round = 0; round < 2; round++) {
             const char *req = round ? rel : acq;
             size_t len = (size_t)(round ? rl : al);
@@ -460,7 +437,7 @@ static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
                 }
             }
             if (round == 0) {
-                t1 = now_s();
+                t1 = bench_now_s();
             }
         }
         if (k >= 10) {
@@ -471,8 +448,8 @@ out:
     for (size_t i = 0; i < n; i++) {
         close(fd[i]);
     }
-    qsort(v, reps, sizeof *v, cmp_d);
-    double p50 = pct(v, reps, 0.5);
+    qsort(v, reps, sizeof *v, bench_cmp_d);
+    double p50 = bench_pct(v, reps, 0.5);
     free(v);
     return p50;
 }
@@ -481,7 +458,7 @@ out:
 __attribute__((noinline)) void bench_cycles(gw_t *g, unsigned n, double *lat_us)
 {
     for (unsigned k = 0; k < n; k++) {
-        double t0 = lat_us != NULL ? now_s() : 0;
+        double t0 = lat_us != NULL ? bench_now_s() : 0;
         int rc = elk_blocking_acquire(&g->client, &g->lock, 0, NULL);
         if (rc != ELK_OK) {
             die("acquire", rc);
@@ -491,7 +468,7 @@ __attribute__((noinline)) void bench_cycles(gw_t *g, unsigned n, double *lat_us)
             die("release", rc);
         }
         if (lat_us != NULL) {
-            lat_us[k] = (now_s() - t0) * 1e6;
+            lat_us[k] = (bench_now_s() - t0) * 1e6;
         }
     }
 }
@@ -515,9 +492,9 @@ static double cycles(const char *tag, bool tls, unsigned n, double limit, double
             double r = raw_cycles(ports[0], m);
             *raw_limit = r > *raw_limit ? r : *raw_limit;
         }
-        double t0 = now_s();
+        double t0 = bench_now_s();
         bench_cycles(&ga, m, lat + done);
-        double d = now_s() - t0;
+        double d = bench_now_s() - t0;
         dt += d;
         best = m / d > best ? m / d : best;
         done += m;
@@ -525,8 +502,8 @@ static double cycles(const char *tag, bool tls, unsigned n, double limit, double
     uint64_t allocs = bench_alloc_count() - a0, frees = bench_free_count() - f0;
     gw_free(&ga);
     double cps = n / dt;
-    qsort(lat, n, sizeof *lat, cmp_d);
-    double p50 = pct(lat, n, 0.5), p99 = pct(lat, n, 0.99);
+    qsort(lat, n, sizeof *lat, bench_cmp_d);
+    double p50 = bench_pct(lat, n, 0.5), p99 = bench_pct(lat, n, 0.99);
     free(lat);
     printf("  edgelock %-5s %9.0f cycles/s (best third %.0f)  p50 %6.1f us  p99 %6.1f us\n",
            tls ? "TLS" : "plain", cps, best, p50, p99);
@@ -537,30 +514,31 @@ static double cycles(const char *tag, bool tls, unsigned n, double limit, double
         printf("  raw blocking loop, same command bytes: %.0f cycles/s (best third) -> edgelock "
                "best third / raw = %.2f\n",
                *raw_limit, best / *raw_limit);
-        result("raw.same_bytes_cycle_limit", *raw_limit, "cycles/s",
-               "2-RTT limit: blocking socket loop sending our exact acquire+release EVALSHA bytes "
-               "(best third)");
-        result("elk.best_cycles_per_s", best, "cycles/s",
-               "edgelock acquire+release, best third (interleaved with the raw loop)");
-        result("elk.ratio_same_bytes_limit", best / *raw_limit, "x",
-               "edgelock / same-bytes raw limit (best thirds)");
+        bench_result(
+            "raw.same_bytes_cycle_limit", *raw_limit, "cycles/s",
+            "2-RTT limit: blocking socket loop sending our exact acquire+release EVALSHA bytes "
+            "(best third)");
+        bench_result("elk.best_cycles_per_s", best, "cycles/s",
+                     "edgelock acquire+release, best third (interleaved with the raw loop)");
+        bench_result("elk.ratio_same_bytes_limit", best / *raw_limit, "x",
+                     "edgelock / same-bytes raw limit (best thirds)");
     }
     char id[64];
     snprintf(id, sizeof id, "%s.cycles_per_s", tag);
-    result(id, cps, "cycles/s",
-           tls ? "edgelock TLS acquire+release, 1 node" : "edgelock acquire+release, 1 node");
+    bench_result(id, cps, "cycles/s",
+                 tls ? "edgelock TLS acquire+release, 1 node" : "edgelock acquire+release, 1 node");
     snprintf(id, sizeof id, "%s.p50_us", tag);
-    result(id, p50, "us", tls ? "edgelock TLS cycle p50" : "edgelock cycle p50");
+    bench_result(id, p50, "us", tls ? "edgelock TLS cycle p50" : "edgelock cycle p50");
     snprintf(id, sizeof id, "%s.p99_us", tag);
-    result(id, p99, "us", tls ? "edgelock TLS cycle p99" : "edgelock cycle p99");
+    bench_result(id, p99, "us", tls ? "edgelock TLS cycle p99" : "edgelock cycle p99");
     if (!tls) {
         printf("  heap calls over %u cycles after connect: %llu malloc/calloc/realloc, %llu free "
                "(target 0)\n",
                n, (unsigned long long)allocs, (unsigned long long)frees);
-        result("elk.heap_per_cycle", (double)allocs / n, "calls",
-               "edgelock heap calls per cycle (lib+port, --wrap)");
-        result("elk.heap_calls_total", (double)(allocs + frees), "calls",
-               "edgelock heap calls over the timed cycles");
+        bench_result("elk.heap_per_cycle", (double)allocs / n, "calls",
+                     "edgelock heap calls per cycle (lib+port, --wrap)");
+        bench_result("elk.heap_calls_total", (double)(allocs + frees), "calls",
+                     "edgelock heap calls over the timed cycles");
     }
     return cps;
 }
@@ -580,9 +558,9 @@ static double latency(const char *label, const char *id, const uint16_t *pl, siz
         if (latency_idle_ms > 0) {
             usleep(latency_idle_ms * 1000u);
         }
-        double t0 = now_s();
+        double t0 = bench_now_s();
         int rc = elk_blocking_acquire(&ga.client, &ga.lock, 0, NULL);
-        double t1 = now_s();
+        double t1 = bench_now_s();
         if (rc != ELK_OK) {
             die("acquire", rc);
         }
@@ -591,16 +569,16 @@ static double latency(const char *label, const char *id, const uint16_t *pl, siz
         }
         elk_blocking_release(&ga.client, &ga.lock, 1000, NULL);
     }
-    qsort(v, reps, sizeof *v, cmp_d);
-    double p50 = pct(v, reps, 0.5), p99 = pct(v, reps, 0.99);
+    qsort(v, reps, sizeof *v, bench_cmp_d);
+    double p50 = bench_pct(v, reps, 0.5), p99 = bench_pct(v, reps, 0.99);
     printf("  %-46s p50 %8.1f us   p99 %8.1f us\n", label, p50, p99);
     char rid[64], name[160];
     snprintf(rid, sizeof rid, "%s.acq_p50_us", id);
     snprintf(name, sizeof name, "edgelock acquire p50, %s", label);
-    result(rid, p50, "us", name);
+    bench_result(rid, p50, "us", name);
     snprintf(rid, sizeof rid, "%s.acq_p99_us", id);
     snprintf(name, sizeof name, "edgelock acquire p99, %s", label);
-    result(rid, p99, "us", name);
+    bench_result(rid, p99, "us", name);
     free(v);
     gw_free(&ga);
     return p50;
@@ -659,8 +637,9 @@ static void stack_hwm(void)
            "%zu bytes\n"
            "  (painted pthread stack, minus an empty thread's %zu bytes)\n",
            used - base, base);
-    result("elk.stack_hwm_bytes", (double)(used - base), "bytes",
-           "stack high-water of a lock cycle, host x86_64 -O2 (blocking API + lib + port + libc)");
+    bench_result(
+        "elk.stack_hwm_bytes", (double)(used - base), "bytes",
+        "stack high-water of a lock cycle, host x86_64 -O2 (blocking API + lib + port + libc)");
 }
 
 /* ---------------------------------------------------------------- many locks */
@@ -702,21 +681,10 @@ static void many_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
     many_lost += ev->type == ELK_LOCK_EV_LOST;
 }
 
-static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
+/* Acquire every one of the count locks; a full queue (ELK_E_QUEUE_FULL) only means:
+ * drive and try again. */
+static void many_acquire_all(size_t count)
 {
-    elk_lock_config_t lc;
-    elk_lock_config_defaults(&lc);
-    lc.ttl_ms = ttl_ms;
-    gw_init(&ga, &ports[0], 1, "gwM", false);
-    for (size_t i = 0; i < count; i++) {
-        snprintf(many_names[i], sizeof many_names[i], "m%zu", i);
-        int rc = elk_lock_init(&many[i], &ga.client, many_names[i], &lc, many_ev, NULL);
-        if (rc != ELK_OK) {
-            die("many: lock init", rc);
-        }
-    }
-    gw_wait_ready(&ga);
-    /* Acquire all; a full queue (ELK_E_QUEUE_FULL) only means: drive and try again. */
     size_t next = 0, held = 0;
     uint64_t end = elk_posix_now_ms() + 20000;
     while (held < count) {
@@ -756,22 +724,28 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
             }
         }
     }
+}
+
+/* Hold count locks for window_s and print what renewing them costs. */
+static void many_measure(size_t count, uint32_t ttl_ms, double window_s,
+                         const elk_lock_config_t *lc)
+{
     /* Renewals are spread by the acquisition order; measure whole renewal periods. */
     long c0 = server_commands(ports[0]);
     many_renewed = many_renew_failed = many_lost = 0;
-    double cpu0 = cpu_s(), t0 = now_s();
+    double cpu0 = cpu_s(), t0 = bench_now_s();
     uint64_t stop = elk_posix_now_ms() + (uint64_t)(window_s * 1000);
     while (elk_posix_now_ms() < stop) {
         elk_blocking_step(&ga.client, stop, NULL);
     }
-    double cpu = cpu_s() - cpu0, dt = now_s() - t0;
+    double cpu = cpu_s() - cpu0, dt = bench_now_s() - t0;
     long c1 = server_commands(ports[0]);
     size_t still = 0;
     for (size_t i = 0; i < count; i++) {
         still += elk_lock_is_held(&many[i], elk_posix_now_ms());
     }
     double cmds = c0 >= 0 && c1 >= 0 ? (double)(c1 - c0) / dt : -1;
-    double renew_expect = (double)count / (ttl_ms * lc.renew_fraction_pct / 100.0 / 1000.0);
+    double renew_expect = (double)count / (ttl_ms * lc->renew_fraction_pct / 100.0 / 1000.0);
     printf("  %5zu locks: CPU %7.3f ms/s (%.4f%% of a core)  %8.1f requests/s (renewal schedule: "
            "%.1f/s)  "
            "still held %zu/%zu, renewed %u, renew failed %u, lost %u\n",
@@ -781,16 +755,21 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
     snprintf(id, sizeof id, "elk.many%zu.cpu_ms_per_s", count);
     snprintf(name, sizeof name, "%zu locks held, renewing (ttl %u ms): CPU (getrusage)", count,
              ttl_ms);
-    result(id, cpu * 1e3 / dt, "ms/s", name);
+    bench_result(id, cpu * 1e3 / dt, "ms/s", name);
     snprintf(id, sizeof id, "elk.many%zu.cmds_per_s", count);
     snprintf(name, sizeof name,
              "%zu locks held, renewing (ttl %u ms): requests/s (EVALSHA+PING at the server)", count,
              ttl_ms);
-    result(id, cmds, "req/s", name);
+    bench_result(id, cmds, "req/s", name);
+}
+
+/* Release every lock, wait (5 s at most) until none is busy, deinit them. */
+static void many_release_all(size_t count)
+{
     for (size_t i = 0; i < count; i++) {
         elk_lock_release(&many[i], elk_posix_now_ms());
     }
-    end = elk_posix_now_ms() + 5000;
+    uint64_t end = elk_posix_now_ms() + 5000;
     while (elk_posix_now_ms() < end) {
         size_t busy = 0;
         for (size_t i = 0; i < count; i++) {
@@ -804,6 +783,25 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
     for (size_t i = 0; i < count; i++) {
         elk_lock_deinit(&many[i]);
     }
+}
+
+static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
+{
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    lc.ttl_ms = ttl_ms;
+    gw_init(&ga, &ports[0], 1, "gwM", false);
+    for (size_t i = 0; i < count; i++) {
+        snprintf(many_names[i], sizeof many_names[i], "m%zu", i);
+        int rc = elk_lock_init(&many[i], &ga.client, many_names[i], &lc, many_ev, NULL);
+        if (rc != ELK_OK) {
+            die("many: lock init", rc);
+        }
+    }
+    gw_wait_ready(&ga);
+    many_acquire_all(count);
+    many_measure(count, ttl_ms, window_s, &lc);
+    many_release_all(count);
     gw_free(&ga);
 }
 
@@ -812,7 +810,7 @@ static void many_locks(size_t count, uint32_t ttl_ms, double window_s)
 static void drive_both(double until_s, bool (*stop)(void))
 {
     for (;;) {
-        double t = now_s();
+        double t = bench_now_s();
         if (t >= until_s || (stop != NULL && stop())) {
             return;
         }
@@ -863,63 +861,52 @@ static double handoff(const uint16_t *pl, size_t n, bool channel, bool fencing, 
         if (rc != ELK_E_WOULD_BLOCK) {
             die("hand-off: B acquire", rc);
         }
-        drive_both(now_s() + 2.0, b_waiting);
-        drive_both(now_s() + 0.02, NULL); /* B subscribed and settled */
-        double t0 = now_s();
+        drive_both(bench_now_s() + 2.0, b_waiting);
+        drive_both(bench_now_s() + 0.02, NULL); /* B subscribed and settled */
+        double t0 = bench_now_s();
         if (blog() != NULL) {
             fprintf(stderr, "  %.6f hand-off: A releases\n", t0);
         }
         elk_lock_release(&ga.lock, elk_posix_now_ms());
-        handoff_rel_us += (now_s() - t0) * 1e6;
+        handoff_rel_us += (bench_now_s() - t0) * 1e6;
         drive_both(t0 + 5.0, b_held);
         if (!b_held()) {
             die("hand-off: B never acquired", elk_lock_last_error(&gb.lock));
         }
         v[k] = (gb.acquired_at - t0) * 1e6;
         elk_blocking_release(&gb.client, &gb.lock, 1000, NULL);
-        drive_both(now_s() + 0.01, NULL);
+        drive_both(bench_now_s() + 0.01, NULL);
     }
     gw_free(&ga);
     gw_free(&gb);
-    qsort(v, reps, sizeof *v, cmp_d);
-    double p50 = pct(v, reps, 0.5);
+    qsort(v, reps, sizeof *v, bench_cmp_d);
+    double p50 = bench_pct(v, reps, 0.5);
     printf("    (hand-off on %zu node(s), %s: min %.1f p50 %.1f p90 %.1f us; inside "
            "elk_lock_release(): mean %.1f us)\n",
-           n, channel ? "channel" : "polling", v[0], p50, pct(v, reps, 0.9), handoff_rel_us / reps);
+           n, channel ? "channel" : "polling", v[0], p50, bench_pct(v, reps, 0.9),
+           handoff_rel_us / reps);
     free(v);
     return p50;
 }
 
-int main(int argc, char **argv)
+/* --cycles N: only the cycle loop on one plain server (for profiling). */
+static int run_cycles_only(unsigned n)
 {
-    bool cycles_only = argc > 2 && strcmp(argv[1], "--cycles") == 0;
-    unsigned n = (unsigned)atoi(argc > 2 && cycles_only ? argv[2] : argc > 1 ? argv[1] : "10000");
-    if (n < 100) {
-        n = 100;
-    }
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-benchlock-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("bench_lock: mkdtemp");
-        return 2;
-    }
-    elk_posix_entropy(&entropy);
-    atexit(stop_all);
-    if (cycles_only) {
-        start_servers(false, false);
-        elk_lock_config_t lc;
-        elk_lock_config_defaults(&lc);
-        gw_init(&ga, &ports[0], 1, "gwA", false);
-        gw_lock(&ga, &lc);
-        bench_cycles(&ga, 200, NULL);
-        bench_cycles(&ga, n, NULL);
-        gw_free(&ga);
-        printf("bench_lock --cycles: %u cycles done\n", n);
-        return 0;
-    }
+    start_servers(false, false);
+    elk_lock_config_t lc;
+    elk_lock_config_defaults(&lc);
+    gw_init(&ga, &ports[0], 1, "gwA", false);
+    gw_lock(&ga, &lc);
+    bench_cycles(&ga, 200, NULL);
+    bench_cycles(&ga, n, NULL);
+    gw_free(&ga);
+    printf("bench_lock --cycles: %u cycles done\n", n);
+    return 0;
+}
+
+/* The servers, plain and TLS; false when the TLS rows are to be skipped. */
+static bool start_all(void)
+{
     bool tls = start_servers(true, false);
     if (tls) {
         elk_tls_config_t tc;
@@ -934,20 +921,17 @@ int main(int argc, char **argv)
             tls_shared_up = true;
         }
     }
-    printf("bench_lock: %u cycles, %s build, loopback, RESP3, CONFIG_ELK_MAX_LOCKS=%d\n", n,
-           ELK_BENCH_BUILD_TYPE, CONFIG_ELK_MAX_LOCKS);
+    return tls;
+}
 
-    /* BENCH_ONLY=handoff: section 5 only (for strace / perf of the hand-off path) */
-    const char *only = getenv("BENCH_ONLY");
-    if (only != NULL && strcmp(only, "handoff") == 0) {
-        goto handoff_only;
-    }
-    /* 1. limits with the same command types as a cycle */
+/* 1. limits with the same command types as a cycle: *lim_ping and *lim_eval. */
+static void section_limits(double *lim_ping_out, double *lim_eval_out)
+{
     char args[400];
     double ping = redis_benchmark(ports[0], 20000, "-t ping");
     ping_rtt_us = ping > 0 ? 1e6 / ping : 0;
-    result("raw.ping_rtt_us", ping_rtt_us, "us",
-           "1 PING round trip (1e6 / redis-benchmark -c 1 PING req/s)");
+    bench_result("raw.ping_rtt_us", ping_rtt_us, "us",
+                 "1 PING round trip (1e6 / redis-benchmark -c 1 PING req/s)");
     /* The client loads the scripts at connect; make sure they are there for redis-benchmark. */
     gw_init(&ga, &ports[0], 1, "gwL", false);
     elk_lock_config_t lc0;
@@ -972,30 +956,39 @@ int main(int argc, char **argv)
     printf("  PING %.0f req/s -> 2-RTT limit %.0f cycles/s\n", ping, lim_ping);
     printf("  EVALSHA acquire %.0f req/s + EVALSHA release %.0f req/s -> limit %.0f cycles/s\n",
            acq, rel, lim_eval);
-    result("raw.ping_rps", ping, "req/s", "redis-benchmark -c 1 PING_MBULK");
-    result("raw.ping_cycle_limit", lim_ping, "cycles/s", "2-RTT limit from PING (req/s / 2)");
-    result("raw.evalsha_acquire_rps", acq, "req/s",
-           "redis-benchmark -c 1 EVALSHA <acquire sha> (fresh keys)");
-    result("raw.evalsha_release_rps", rel, "req/s", "redis-benchmark -c 1 EVALSHA <release sha>");
-    result("raw.evalsha_cycle_limit", lim_eval, "cycles/s",
-           "2-RTT limit, same scripts: 1/(1/acq + 1/rel)");
+    bench_result("raw.ping_rps", ping, "req/s", "redis-benchmark -c 1 PING_MBULK");
+    bench_result("raw.ping_cycle_limit", lim_ping, "cycles/s", "2-RTT limit from PING (req/s / 2)");
+    bench_result("raw.evalsha_acquire_rps", acq, "req/s",
+                 "redis-benchmark -c 1 EVALSHA <acquire sha> (fresh keys)");
+    bench_result("raw.evalsha_release_rps", rel, "req/s",
+                 "redis-benchmark -c 1 EVALSHA <release sha>");
+    bench_result("raw.evalsha_cycle_limit", lim_eval, "cycles/s",
+                 "2-RTT limit, same scripts: 1/(1/acq + 1/rel)");
 
+    *lim_ping_out = lim_ping;
+    *lim_eval_out = lim_eval;
+}
+
+static void section_cycles(unsigned n, double lim_ping, double lim_eval, bool tls)
+{
     /* 2. cycles */
     printf("\n2. single node, acquire + release (2 round trips each), %u cycles\n", n);
     double raw_lim = 0;
     double cps = cycles("elk", false, n, lim_eval, &raw_lim);
     if (lim_eval > 0) {
-        result("elk.ratio_evalsha_limit", cps / lim_eval, "x", "edgelock / EVALSHA 2-RTT limit");
+        bench_result("elk.ratio_evalsha_limit", cps / lim_eval, "x",
+                     "edgelock / EVALSHA 2-RTT limit");
     }
     if (lim_ping > 0) {
-        result("elk.ratio_ping_limit", cps / lim_ping, "x", "edgelock / PING 2-RTT limit");
+        bench_result("elk.ratio_ping_limit", cps / lim_ping, "x", "edgelock / PING 2-RTT limit");
     }
     if (tls) {
         cycles("elk_tls", true, n / 2, 0, NULL);
     }
+}
 
-    stack_hwm();
-
+static void section_latency(unsigned n)
+{
     /* 3. acquire latency */
     unsigned reps = n / 10 < 200 ? 200 : n / 10;
     printf("\n3. acquire latency (%u acquisitions each, released in between)\n", reps);
@@ -1009,12 +1002,13 @@ int main(int argc, char **argv)
            "us, 5 nodes %.1f us "
            "(%.2fx: 5 servers share %ld cores here)\n",
            r1, r5, r1 > 0 ? r5 / r1 : 0, sysconf(_SC_NPROCESSORS_ONLN));
-    result("raw1.acq_p50_us", r1, "us",
-           "same-bytes floor of one acquire round, 1 node (blocking sockets)");
-    result("raw5.acq_p50_us", r5, "us",
-           "same-bytes floor of one acquire round, 5 nodes in parallel (blocking sockets)");
-    result("elk5.ratio_1node", l5 / l1, "x", "5-node acquire (fencing) / 1-node acquire");
-    result("elk5nf.ratio_1node", l5nf / l1, "x", "5-node acquire (no fencing) / 1-node acquire");
+    bench_result("raw1.acq_p50_us", r1, "us",
+                 "same-bytes floor of one acquire round, 1 node (blocking sockets)");
+    bench_result("raw5.acq_p50_us", r5, "us",
+                 "same-bytes floor of one acquire round, 5 nodes in parallel (blocking sockets)");
+    bench_result("elk5.ratio_1node", l5 / l1, "x", "5-node acquire (fencing) / 1-node acquire");
+    bench_result("elk5nf.ratio_1node", l5nf / l1, "x",
+                 "5-node acquire (no fencing) / 1-node acquire");
     if (have_proxies) {
         unsigned dr = 60;
         const char *d = getenv("ELK_BENCH_DELAY_MS");
@@ -1028,10 +1022,14 @@ int main(int argc, char **argv)
         p5nf = latency(lab, "elk5dnf", &proxy_ports[1], 5, false, dr);
         printf("  delayed: ratio 5-node/1-node: fencing %.2f, no fencing %.2f\n", p5 / p1,
                p5nf / p1);
-        result("elk5d.ratio_1node", p5 / p1, "x", "delayed: 5-node (fencing) / 1-node");
-        result("elk5dnf.ratio_1node", p5nf / p1, "x", "delayed: 5-node (no fencing) / 1-node");
+        bench_result("elk5d.ratio_1node", p5 / p1, "x", "delayed: 5-node (fencing) / 1-node");
+        bench_result("elk5dnf.ratio_1node", p5nf / p1, "x",
+                     "delayed: 5-node (no fencing) / 1-node");
     }
+}
 
+static void section_many_locks(void)
+{
     /* 4. many locks */
     printf(
         "\n4. many locks held on 1 node, renewing (ttl 3000 ms, renew every ~1 s), 3.0 s window\n");
@@ -1044,9 +1042,11 @@ int main(int argc, char **argv)
                "-DELK_DEFCONFIG=tests/bench/"
                "bench_defconfig)\n");
     }
+}
 
-    /* 5. hand-off */
-handoff_only:
+/* 5. hand-off */
+static void section_handoff(void)
+{
     printf("\n5. hand-off: holder's release -> waiter's ACQUIRED (p50)\n");
     double h1c = handoff(&ports[0], 1, true, true, 40);
     double h1p = handoff(&ports[0], 1, false, true, 8);
@@ -1062,24 +1062,57 @@ handoff_only:
     latency_idle_ms = 0;
     printf("  hand-off with channel = %.1f cold acquire round trips\n",
            cold1 > 0 ? h1c / cold1 : 0);
-    result("elk.handoff_cold_rtts", cold1 > 0 ? h1c / cold1 : 0, "x",
-           "edgelock hand-off (1 node, channel) / 1-node acquire after 20 ms idle");
+    bench_result("elk.handoff_cold_rtts", cold1 > 0 ? h1c / cold1 : 0, "x",
+                 "edgelock hand-off (1 node, channel) / 1-node acquire after 20 ms idle");
     printf("  1 node,  release channel          %9.1f us (%.1f PING round trips)\n", h1c,
            rtt > 0 ? h1c / rtt : 0);
     printf("  1 node,  polling (50..250 ms)     %9.1f us\n", h1p);
     printf("  3 nodes, channel, fencing         %9.1f us (includes the commit round)\n", h3c);
     printf("  3 nodes, channel, no fencing      %9.1f us\n", h3cn);
     printf("  3 nodes, polling, fencing         %9.1f us\n", h3p);
-    result("elk.handoff_p50_us", h1c, "us", "edgelock hand-off p50, 1 node, release channel");
-    result("elk.handoff_rtts", rtt > 0 ? h1c / rtt : 0, "RTT",
-           "edgelock hand-off, 1 node, in PING round trips");
-    result("elk.handoff_poll_p50_us", h1p, "us",
-           "edgelock hand-off p50, 1 node, polling 50..250 ms");
-    result("elk3.handoff_p50_us", h3c, "us",
-           "edgelock hand-off p50, 3 nodes, channel, fencing (+commit)");
-    result("elk3nf.handoff_p50_us", h3cn, "us",
-           "edgelock hand-off p50, 3 nodes, channel, no fencing");
-    result("elk3.handoff_poll_p50_us", h3p, "us", "edgelock hand-off p50, 3 nodes, polling");
+    bench_result("elk.handoff_p50_us", h1c, "us", "edgelock hand-off p50, 1 node, release channel");
+    bench_result("elk.handoff_rtts", rtt > 0 ? h1c / rtt : 0, "RTT",
+                 "edgelock hand-off, 1 node, in PING round trips");
+    bench_result("elk.handoff_poll_p50_us", h1p, "us",
+                 "edgelock hand-off p50, 1 node, polling 50..250 ms");
+    bench_result("elk3.handoff_p50_us", h3c, "us",
+                 "edgelock hand-off p50, 3 nodes, channel, fencing (+commit)");
+    bench_result("elk3nf.handoff_p50_us", h3cn, "us",
+                 "edgelock hand-off p50, 3 nodes, channel, no fencing");
+    bench_result("elk3.handoff_poll_p50_us", h3p, "us", "edgelock hand-off p50, 3 nodes, polling");
+}
+
+int main(int argc, char **argv)
+{
+    bool cycles_only = argc > 2 && strcmp(argv[1], "--cycles") == 0;
+    unsigned n = (unsigned)atoi(argc > 2 && cycles_only ? argv[2] : argc > 1 ? argv[1] : "10000");
+    if (n < 100) {
+        n = 100;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!bench_begin("bench_lock", "/tmp/elk-benchlock-XXXXXX", on_signal, tmpdir, sizeof tmpdir)) {
+        return 2;
+    }
+    elk_posix_entropy(&entropy);
+    atexit(stop_all);
+    if (cycles_only) {
+        return run_cycles_only(n);
+    }
+    bool tls = start_all();
+    printf("bench_lock: %u cycles, %s build, loopback, RESP3, CONFIG_ELK_MAX_LOCKS=%d\n", n,
+           ELK_BENCH_BUILD_TYPE, CONFIG_ELK_MAX_LOCKS);
+
+    /* BENCH_ONLY=handoff: section 5 only (for strace / perf of the hand-off path) */
+    const char *only = getenv("BENCH_ONLY");
+    if (only == NULL || strcmp(only, "handoff") != 0) {
+        double lim_ping, lim_eval;
+        section_limits(&lim_ping, &lim_eval);
+        section_cycles(n, lim_ping, lim_eval, tls);
+        stack_hwm();
+        section_latency(n);
+        section_many_locks();
+    }
+    section_handoff();
 
     if (tls_shared_up) {
         elk_tls_shared_free(&tls_shared);

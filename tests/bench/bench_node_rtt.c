@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "alloc_count.h"
 #include "bench_redis.h"
 #include "elk/node.h"
@@ -128,13 +129,6 @@ static bool is_done(void)
     return done;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 typedef struct result {
     double us_per_op;
     uint64_t our_allocs, our_frees; /* static code during the timed loop */
@@ -169,7 +163,7 @@ static result_t measure(const elk_transport_t *t, uint16_t port, bool tls, int n
     for (int phase = 0; phase < 2; phase++) {
         int count = phase == 0 ? n / 10 + 1 : n; /* warm-up, then timed */
         uint64_t a0 = bench_alloc_count(), f0 = bench_free_count(), c0 = dyn_calloc_calls;
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int i = 0; i < count; i++) {
             done = false;
             int rc = elk_node_send(&node, elk_posix_now_ms(), ping, 1, 0, on_reply, NULL);
@@ -185,7 +179,7 @@ static result_t measure(const elk_transport_t *t, uint16_t port, bool tls, int n
                 exit(1);
             }
         }
-        double t1 = now_s();
+        double t1 = bench_now_s();
         if (phase == 1) {
             r.us_per_op = (t1 - t0) * 1e6 / count;
             r.our_allocs = bench_alloc_count() - a0;
@@ -246,12 +240,7 @@ int main(int argc, char **argv)
         return 2;
     }
     self_path = argv[0];
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-bench-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("bench: mkdtemp");
+    if (!bench_begin("bench", "/tmp/elk-bench-XXXXXX", on_signal, tmpdir, sizeof tmpdir)) {
         return 2;
     }
     char gen[600];

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "bench_redis.h"
 #include "elk/node.h"
 #include "elk/port_mbedtls.h"
@@ -88,23 +89,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void result(const char *id, double v, const char *unit, const char *name)
-{
-    printf("RESULT %s %.6g %s %s\n", id, v, unit, name);
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    size_t i = (size_t)((double)n * p);
-    return v[i < n ? i : n - 1];
 }
 
 /* ---------------------------------------------------------------- proxy */
@@ -311,12 +295,12 @@ static void dropped_link(const char *mode, uint16_t port, bool tls, bool resume,
     if (tls) {
         elk_tls_conn_free(&tls_conn);
     }
-    qsort(setup, reps, sizeof *setup, cmp_d);
-    qsort(total, reps, sizeof *total, cmp_d);
+    qsort(setup, reps, sizeof *setup, bench_cmp_d);
+    qsort(total, reps, sizeof *total, bench_cmp_d);
     printf("  %-12s setup (CONNECTING -> READY) p50 %7.2f ms  p90 %7.2f ms   drop -> READY "
            "p50 %7.1f ms  p90 %7.1f ms",
-           mode, pct(setup, reps, 0.5), pct(setup, reps, 0.9), pct(total, reps, 0.5),
-           pct(total, reps, 0.9));
+           mode, bench_pct(setup, reps, 0.5), bench_pct(setup, reps, 0.9),
+           bench_pct(total, reps, 0.5), bench_pct(total, reps, 0.9));
     if (tls) {
         printf("   resumed %u/%u", resumed, reps);
     }
@@ -324,13 +308,13 @@ static void dropped_link(const char *mode, uint16_t port, bool tls, bool resume,
     char id[96], name[160];
     snprintf(id, sizeof id, "reconnect.%s_setup_p50_ms", mode);
     snprintf(name, sizeof name, "lib/node reconnect setup (TCP+TLS+HELLO), %s, p50", mode);
-    result(id, pct(setup, reps, 0.5), "ms", name);
+    bench_result(id, bench_pct(setup, reps, 0.5), "ms", name);
     snprintf(id, sizeof id, "reconnect.%s_drop_to_ready_p50_ms", mode);
     snprintf(name, sizeof name, "dropped link -> READY (default backoff), %s, p50", mode);
-    result(id, pct(total, reps, 0.5), "ms", name);
+    bench_result(id, bench_pct(total, reps, 0.5), "ms", name);
     if (tls) {
         snprintf(id, sizeof id, "reconnect.%s_resumed", mode);
-        result(id, resumed, "of", "reconnects the server resumed (abbreviated handshake)");
+        bench_result(id, resumed, "of", "reconnects the server resumed (abbreviated handshake)");
     }
     free(setup);
     free(total);
@@ -378,7 +362,7 @@ static void *restart_thread(void *arg)
 static size_t peak_per_ms(double *v, size_t n)
 {
     size_t peak = 0;
-    qsort(v, n, sizeof *v, cmp_d);
+    qsort(v, n, sizeof *v, bench_cmp_d);
     for (size_t i = 0, j = 0; i < n; i++) {
         while (v[i] - v[j] >= 1.0) {
             j++;
@@ -452,7 +436,7 @@ static void storm(const char *label, bool jitter, size_t n)
     }
     size_t peak = peak_per_ms(attempt_log, attempt_n);
     size_t speak = peak_per_ms(sched_log, sched_n);
-    qsort(sched_log, sched_n, sizeof *sched_log, cmp_d);
+    qsort(sched_log, sched_n, sizeof *sched_log, bench_cmp_d);
     printf("  %-16s all %zu READY %7.1f ms after the kill, %7.1f ms after the server answered\n"
            "  %-16s %u attempts; scheduled: at most %zu in one ms, spread over %.0f ms; "
            "as run here: at most %zu in one ms\n",
@@ -463,18 +447,18 @@ static void storm(const char *label, bool jitter, size_t n)
     snprintf(id, sizeof id, "reconnect.storm_%s_sched_peak_per_ms", tag);
     snprintf(name, sizeof name, "%zu gateways, master restart, %s: most retries scheduled in 1 ms",
              n, label);
-    result(id, (double)speak, "connects", name);
+    bench_result(id, (double)speak, "connects", name);
     snprintf(id, sizeof id, "reconnect.storm_%s_peak_per_ms", tag);
     snprintf(name, sizeof name, "%zu gateways, master restart, %s: most connects run in 1 ms", n,
              label);
-    result(id, (double)peak, "connects", name);
+    bench_result(id, (double)peak, "connects", name);
     snprintf(id, sizeof id, "reconnect.storm_%s_attempts", tag);
     snprintf(name, sizeof name, "%zu gateways, master restart, %s: connection attempts", n, label);
-    result(id, attempts, "connects", name);
+    bench_result(id, attempts, "connects", name);
     snprintf(id, sizeof id, "reconnect.storm_%s_ms", tag);
     snprintf(name, sizeof name, "%zu gateways, master restart, %s: server up -> all READY", n,
              label);
-    result(id, last - t_up, "ms", name);
+    bench_result(id, last - t_up, "ms", name);
     for (size_t i = 0; i < n; i++) {
         elk_node_close(&gs[i].node, elk_posix_now_ms());
     }
@@ -498,12 +482,8 @@ int main(int argc, char **argv)
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/elk-benchrc-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("bench_reconnect: mkdtemp");
+    if (!bench_begin("bench_reconnect", "/tmp/elk-benchrc-XXXXXX", on_signal, tmpdir,
+                     sizeof tmpdir)) {
         return 2;
     }
     atexit(stop_all);

@@ -19,6 +19,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "bench_stats.h"
 #include "alloc_count.h"
 #include "elk/resp.h"
 
@@ -27,13 +28,6 @@
 #endif
 
 #define CHUNK (16u * 1024u)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint32_t lcg = 12345u;
 static uint32_t rnd(void)
@@ -103,7 +97,7 @@ typedef struct result {
  * this round's heap calls, replies and sink (the clock is read first). */
 static void res_round(result_t *res, double t0, uint64_t a0, size_t replies, uint64_t sink)
 {
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     if (res->secs == 0 || t < res->secs) {
         res->secs = t;
     }
@@ -122,7 +116,7 @@ static void run_ours(const uint8_t *s, size_t len, result_t *res)
     size_t replies = 0;
     uint64_t sink = 0;
     uint64_t a0 = bench_alloc_count();
-    double t0 = now_s();
+    double t0 = bench_now_s();
     elk_resp_reader_init(&r, reader_buf, sizeof reader_buf, reader_nodes, 64, 8);
     for (size_t off = 0; off < len;) {
         size_t chunk = len - off < CHUNK ? len - off : CHUNK;
@@ -151,7 +145,7 @@ static void run_hiredis(const uint8_t *s, size_t len, result_t *res)
     size_t replies = 0;
     uint64_t sink = 0;
     uint64_t a0 = bench_alloc_count();
-    double t0 = now_s();
+    double t0 = bench_now_s();
     redisReader *h = redisReaderCreate();
     for (size_t off = 0; off < len;) {
         size_t chunk = len - off < CHUNK ? len - off : CHUNK;
@@ -191,7 +185,7 @@ static void run_enc_ours(size_t cmds, result_t *res, size_t *bytes)
     uint64_t sink = 0;
     size_t total = 0;
     uint64_t a0 = bench_alloc_count();
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t i = 0; i < cmds; i++) {
         size_t n = 0;
         int rc;
@@ -224,7 +218,7 @@ static void run_enc_hiredis(size_t cmds, result_t *res, size_t *bytes)
     uint64_t sink = 0;
     size_t total = 0;
     uint64_t a0 = bench_alloc_count();
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t i = 0; i < cmds; i++) {
         char ttl[24];
         /* The caller has to format the integer itself: hiredis takes only strings. */

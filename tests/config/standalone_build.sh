@@ -28,11 +28,11 @@ done
 # The port includes the shared socket transport's header; that transport is compiled
 # against the port's own shim (port/socket/socket.cmake does the same).
 POSIX_INC=(-I "$ROOT/port/posix/include" -I "$ROOT/port/socket/include" -I "$ROOT/lib/include"
-           -I "$ROOT/port/socket" -I "$ROOT/port/posix/src")
+           -I "$ROOT/port/socket/src" -I "$ROOT/port/posix/src")
 for src in "$ROOT"/port/posix/src/*.c; do
   compile "$src" "$OUT/posix_$(basename "$src" .c).o" -D_GNU_SOURCE "${POSIX_INC[@]}"
 done
-compile "$ROOT/port/socket/socket_transport.c" "$OUT/posix_socket_transport.o" -D_GNU_SOURCE \
+compile "$ROOT/port/socket/src/socket_transport.c" "$OUT/posix_socket_transport.o" -D_GNU_SOURCE \
   "${POSIX_INC[@]}"
 # And the defaults are the ones in effect: no elk_config.h was found on the way.
 printf '#include "elk/config.h"\n#include "elk/elk_config_defaults.h"\ntypedef char elk_max_nodes_is_default[CONFIG_ELK_MAX_NODES == 5 ? 1 : -1];\n' >"$OUT/probe.c"

@@ -7,13 +7,7 @@
 #include <string.h>
 
 #include "elkfw/conf.h"
-
-/* Checked in every build type (assert vanishes under NDEBUG, which fuzz builds use). */
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c))                                                                                  \
-            abort();                                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 static elkfw_conf_t conf;
 

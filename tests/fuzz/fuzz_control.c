@@ -8,13 +8,7 @@
 #include <string.h>
 
 #include "elkfw/ctl.h"
-
-/* Checked in every build type (assert vanishes under NDEBUG, which fuzz builds use). */
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c))                                                                                  \
-            abort();                                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -795,3 +795,23 @@ void elk_tf_listener_stop(elk_tf_listener_t *l)
         }
     }
 }
+
+int elk_tf_start_each(elk_tf_t *fleets, int n, void (*configure)(int i, elk_tf_options_t *opts))
+{
+    for (int i = 0; i < n; i++) {
+        elk_tf_options_t o;
+        elk_tf_options_defaults(&o);
+        configure(i, &o);
+        if (elk_tf_start(&fleets[i], &o) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void elk_tf_stop_each(elk_tf_t *fleets, int n)
+{
+    for (int i = 0; i < n; i++) {
+        elk_tf_stop(&fleets[i]);
+    }
+}

@@ -126,6 +126,12 @@ int elk_tf_start(elk_tf_t *fleet, const elk_tf_options_t *opts);
  * the temp dir. Safe to call twice or on a fleet that never started. */
 void elk_tf_stop(elk_tf_t *fleet);
 
+/* n fleets side by side (a test's one fleet per kind of server): fleets[i] started with
+ * the defaults as configure(i, &opts) changes them. Returns 0, or -1 at the first that
+ * fails (elk_tf_stop_each stops those started). */
+int elk_tf_start_each(elk_tf_t *fleets, int n, void (*configure)(int i, elk_tf_options_t *opts));
+void elk_tf_stop_each(elk_tf_t *fleets, int n);
+
 /* Number of servers, TCP port of server i, and an endpoint for it: host "127.0.0.1",
  * server_name "localhost" when TLS (NULL when plain). Strings are static. */
 size_t elk_tf_count(const elk_tf_t *fleet);

@@ -23,6 +23,7 @@
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "tls_client.h"
 
 #define TMO 10000u
 
@@ -31,34 +32,26 @@ static elk_tf_t fleets[F_COUNT];
 static const elk_tf_certs_t *certs;
 static const char *const tls12_only[] = {"--tls-protocols", "TLSv1.2", NULL};
 
+static void configure(int i, elk_tf_options_t *o)
+{
+    o->tls = true;
+    o->server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
+        : i == F_WRONG_HOST          ? ELK_TF_CERT_WRONG_HOST
+                                     : ELK_TF_CERT_VALID;
+    o->extra_args = tls12_only;
+}
+
 static int setup(void **state)
 {
     (void)state;
     certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    for (int i = 0; i < F_COUNT; i++) {
-        elk_tf_options_t o;
-        elk_tf_options_defaults(&o);
-        o.tls = true;
-        o.server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
-            : i == F_WRONG_HOST         ? ELK_TF_CERT_WRONG_HOST
-                                        : ELK_TF_CERT_VALID;
-        o.extra_args = tls12_only;
-        if (elk_tf_start(&fleets[i], &o) != 0) {
-            return -1;
-        }
-    }
-    return 0;
+    return certs == NULL ? -1 : elk_tf_start_each(fleets, F_COUNT, configure);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < F_COUNT; i++) {
-        elk_tf_stop(&fleets[i]);
-    }
+    elk_tf_stop_each(fleets, F_COUNT);
     return 0;
 }
 
@@ -66,9 +59,8 @@ static int teardown(void **state)
  * layer above sees the same endpoint (so it offers its kept session) while another
  * server answers, as a server that took over the address would. */
 typedef struct redirect {
-    elk_posix_tcp_t tcp;
-    elk_transport_t tcp_t;
-    uint16_t to; /* 0: no redirection */
+    const elk_transport_t *inner; /* the client's TCP transport */
+    uint16_t to;                  /* 0: no redirection */
 } redirect_t;
 
 static int rd_open(void *ctx, const elk_endpoint_t *ep)
@@ -78,52 +70,44 @@ static int rd_open(void *ctx, const elk_endpoint_t *ep)
     if (r->to != 0u) {
         e.port = r->to;
     }
-    return r->tcp_t.open(r->tcp_t.ctx, &e);
+    return r->inner->open(r->inner->ctx, &e);
 }
 static int rd_progress(void *ctx)
 {
     redirect_t *r = ctx;
-    return r->tcp_t.progress(r->tcp_t.ctx);
+    return r->inner->progress(r->inner->ctx);
 }
 static int32_t rd_send(void *ctx, const uint8_t *buf, size_t len)
 {
     redirect_t *r = ctx;
-    return r->tcp_t.send(r->tcp_t.ctx, buf, len);
+    return r->inner->send(r->inner->ctx, buf, len);
 }
 static int32_t rd_recv(void *ctx, uint8_t *buf, size_t len)
 {
     redirect_t *r = ctx;
-    return r->tcp_t.recv(r->tcp_t.ctx, buf, len);
+    return r->inner->recv(r->inner->ctx, buf, len);
 }
 static void rd_close(void *ctx)
 {
     redirect_t *r = ctx;
-    r->tcp_t.close(r->tcp_t.ctx);
+    r->inner->close(r->inner->ctx);
 }
 static int rd_wait(void *ctx, unsigned *events)
 {
     redirect_t *r = ctx;
-    return r->tcp_t.wait(r->tcp_t.ctx, events);
+    return r->inner->wait(r->inner->ctx, events);
 }
 
 typedef struct client {
-    elk_tls_shared_t shared;
-    elk_tls_conn_t conn;
+    elk_tc_t tc;
     redirect_t rd;
     elk_transport_t rd_t;
-    elk_transport_t t;
-    elk_entropy_t entropy;
 } client_t;
 
 static void client_init(client_t *c)
 {
-    elk_tls_config_t cfg;
+    elk_tls_config_t cfg = elk_tc_ca_only();
     memset(c, 0, sizeof *c);
-    memset(&cfg, 0, sizeof cfg);
-    cfg.ca_file = certs->ca_crt;
-    elk_posix_entropy(&c->entropy);
-    assert_int_equal(elk_tls_shared_init(&c->shared, &cfg, &c->entropy), ELK_OK);
-    assert_int_equal(elk_posix_tcp_init(&c->rd.tcp, NULL, &c->rd.tcp_t), ELK_OK);
     c->rd_t = (elk_transport_t){.ctx = &c->rd,
                                 .open = rd_open,
                                 .progress = rd_progress,
@@ -131,13 +115,13 @@ static void client_init(client_t *c)
                                 .recv = rd_recv,
                                 .close = rd_close,
                                 .wait = rd_wait};
-    assert_int_equal(elk_tls_conn_init(&c->conn, &c->shared, &c->rd_t, &c->t), ELK_OK);
+    assert_int_equal(elk_tc_init(&c->tc, &cfg, &c->rd_t), ELK_OK);
+    c->rd.inner = &c->tc.tcp_t;
 }
 
 static void client_free(client_t *c)
 {
-    elk_tls_conn_free(&c->conn);
-    elk_tls_shared_free(&c->shared);
+    elk_tc_free(&c->tc);
 }
 
 /* Connect to F_VALID's endpoint (answered by fleet `answer`), close again; the rc. */
@@ -145,14 +129,14 @@ static int connect_as_valid(client_t *c, int answer)
 {
     elk_endpoint_t ep = elk_tf_endpoint(&fleets[F_VALID], 0);
     c->rd.to = answer == F_VALID ? 0u : elk_tf_endpoint(&fleets[answer], 0).port;
-    int rc = elk_tf_xport_connect(&c->t, &ep, TMO);
+    int rc = elk_tf_xport_connect(&c->tc.t, &ep, TMO);
     if (rc < 0) {
         char text[512];
-        print_message("    -> %s\n", elk_tls_conn_error_text(&c->conn, text, sizeof text));
+        print_message("    -> %s\n", elk_tls_conn_error_text(&c->tc.conn, text, sizeof text));
     } else {
-        assert_int_equal(elk_tf_xport_ping(&c->t, TMO), ELK_OK);
-        print_message("    %s, %s handshake\n", elk_tls_conn_version(&c->conn),
-                      elk_tls_conn_resumed(&c->conn) ? "abbreviated (resumed)" : "full");
+        assert_int_equal(elk_tf_xport_ping(&c->tc.t, TMO), ELK_OK);
+        print_message("    %s, %s handshake\n", elk_tls_conn_version(&c->tc.conn),
+                      elk_tls_conn_resumed(&c->tc.conn) ? "abbreviated (resumed)" : "full");
     }
     return rc;
 }
@@ -163,23 +147,23 @@ static void test_reconnect_resumes(void **state)
     client_t c;
     client_init(&c);
     assert_int_equal(connect_as_valid(&c, F_VALID), 1);
-    assert_false(elk_tls_conn_resumed(&c.conn)); /* first contact: the full handshake */
-    assert_true(c.conn.sniff.server_cert);
-    assert_true(c.conn.has_session);
+    assert_false(elk_tls_conn_resumed(&c.tc.conn)); /* first contact: the full handshake */
+    assert_true(c.tc.conn.sniff.server_cert);
+    assert_true(c.tc.conn.has_session);
     for (int k = 0; k < 3; k++) {
-        c.t.close(c.t.ctx);
+        c.tc.t.close(c.tc.t.ctx);
         assert_int_equal(connect_as_valid(&c, F_VALID), 1);
-        assert_true(c.conn.offered);
+        assert_true(c.tc.conn.offered);
         /* The server sent no certificate: it took the session (abbreviated handshake). */
-        assert_false(c.conn.sniff.server_cert);
-        assert_true(elk_tls_conn_resumed(&c.conn));
+        assert_false(c.tc.conn.sniff.server_cert);
+        assert_true(elk_tls_conn_resumed(&c.tc.conn));
     }
     /* Forgotten: the next handshake is a full one again. */
-    c.t.close(c.t.ctx);
-    elk_tls_conn_forget_session(&c.conn);
+    c.tc.t.close(c.tc.t.ctx);
+    elk_tls_conn_forget_session(&c.tc.conn);
     assert_int_equal(connect_as_valid(&c, F_VALID), 1);
-    assert_false(c.conn.offered);
-    assert_false(elk_tls_conn_resumed(&c.conn));
+    assert_false(c.tc.conn.offered);
+    assert_false(elk_tls_conn_resumed(&c.tc.conn));
     client_free(&c);
 }
 
@@ -189,17 +173,17 @@ static void refused_with_session(int impostor, int want)
     client_t c;
     client_init(&c);
     assert_int_equal(connect_as_valid(&c, F_VALID), 1);
-    assert_true(c.conn.has_session);
-    c.t.close(c.t.ctx);
+    assert_true(c.tc.conn.has_session);
+    c.tc.t.close(c.tc.t.ctx);
     assert_int_equal(connect_as_valid(&c, impostor), want);
-    assert_true(c.conn.offered); /* the session was offered, and did not help */
-    assert_false(elk_tls_conn_resumed(&c.conn));
-    assert_false(c.conn.has_session);
+    assert_true(c.tc.conn.offered); /* the session was offered, and did not help */
+    assert_false(elk_tls_conn_resumed(&c.tc.conn));
+    assert_false(c.tc.conn.has_session);
     /* The real server again: a full handshake (nothing kept from before). */
-    c.t.close(c.t.ctx);
+    c.tc.t.close(c.tc.t.ctx);
     assert_int_equal(connect_as_valid(&c, F_VALID), 1);
-    assert_false(c.conn.offered);
-    assert_false(elk_tls_conn_resumed(&c.conn));
+    assert_false(c.tc.conn.offered);
+    assert_false(elk_tls_conn_resumed(&c.tc.conn));
     client_free(&c);
 }
 
@@ -222,13 +206,13 @@ static void test_session_not_offered_elsewhere(void **state)
     client_t c;
     client_init(&c);
     assert_int_equal(connect_as_valid(&c, F_VALID), 1);
-    c.t.close(c.t.ctx);
+    c.tc.t.close(c.tc.t.ctx);
     elk_endpoint_t ep = elk_tf_endpoint(&fleets[F_WRONG_HOST], 0);
     ep.server_name = "wrong.example.invalid";
     c.rd.to = 0;
-    assert_int_equal(elk_tf_xport_connect(&c.t, &ep, TMO), 1);
-    assert_false(c.conn.offered);
-    assert_false(elk_tls_conn_resumed(&c.conn));
+    assert_int_equal(elk_tf_xport_connect(&c.tc.t, &ep, TMO), 1);
+    assert_false(c.tc.conn.offered);
+    assert_false(elk_tls_conn_resumed(&c.tc.conn));
     client_free(&c);
 }
 

@@ -23,6 +23,7 @@
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "tls_client.h"
 
 #define TMO 5000u
 
@@ -34,14 +35,7 @@
 
 static const elk_tf_certs_t *certs;
 
-typedef struct client {
-    elk_tls_shared_t shared;
-    elk_tls_conn_t conn;
-    elk_posix_tcp_t tcp;
-    elk_transport_t tcp_t;
-    elk_transport_t t;
-    elk_entropy_t entropy;
-} client_t;
+typedef elk_tc_t client_t;
 
 static int setup(void **state)
 {
@@ -52,20 +46,8 @@ static int setup(void **state)
 
 static void client_init(client_t *c)
 {
-    elk_tls_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.ca_file = certs->ca_crt;
-    memset(c, 0, sizeof *c);
-    elk_posix_entropy(&c->entropy);
-    assert_int_equal(elk_tls_shared_init(&c->shared, &cfg, &c->entropy), ELK_OK);
-    assert_int_equal(elk_posix_tcp_init(&c->tcp, NULL, &c->tcp_t), ELK_OK);
-    assert_int_equal(elk_tls_conn_init(&c->conn, &c->shared, &c->tcp_t, &c->t), ELK_OK);
-}
-
-static void client_free(client_t *c)
-{
-    elk_tls_conn_free(&c->conn);
-    elk_tls_shared_free(&c->shared);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(c, &cfg, NULL), ELK_OK);
 }
 
 static int connect_port(client_t *c, uint16_t port)
@@ -113,7 +95,7 @@ static void test_default_session_is_newest(void **state)
     assert_int_equal(connect_port(&c, elk_tf_port(&f, 0)), 1);
     assert_string_equal(elk_tls_conn_version(&c.conn), HAVE_TLS13 ? "TLSv1.3" : "TLSv1.2");
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
     elk_tf_stop(&f);
 }
 
@@ -127,7 +109,7 @@ static void test_tls12_only_server(void **state)
     assert_int_equal(connect_port(&c, elk_tf_port(&f, 0)), 1);
     assert_string_equal(elk_tls_conn_version(&c.conn), "TLSv1.2");
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
     elk_tf_stop(&f);
 }
 
@@ -146,7 +128,7 @@ static void test_tls13_only_server(void **state)
     } else {
         assert_int_equal(connect_port(&c, elk_tf_port(&f, 0)), ELK_E_TLS_VERSION);
     }
-    client_free(&c);
+    elk_tc_free(&c);
     elk_tf_stop(&f);
 }
 
@@ -201,7 +183,7 @@ static void test_tls11_only_server_is_refused(void **state)
     assert_non_null(strstr(elk_tls_conn_error_text(&c.conn, text, sizeof text),
                            HAVE_TLS13 ? "refused every version" : "TLS 1.1 or older"));
     assert_string_equal(elk_tls_conn_version(&c.conn), "");
-    client_free(&c);
+    elk_tc_free(&c);
     stop_server(pid);
 }
 

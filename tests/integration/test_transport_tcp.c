@@ -51,6 +51,23 @@ static void ensure_running(void)
     }
 }
 
+/* A fresh TCP transport in *t (state in *tcp), connected to ep. */
+static void open_to(elk_posix_tcp_t *tcp, elk_transport_t *t, const elk_endpoint_t *ep)
+{
+    assert_int_equal(elk_posix_tcp_init(tcp, NULL, t), ELK_OK);
+    assert_int_equal(elk_tf_xport_connect(t, ep, TMO), 1);
+}
+
+/* PING on t answered +PONG. */
+static void ping_pong(const elk_transport_t *t)
+{
+    uint8_t buf[64];
+    size_t len;
+    assert_int_equal(elk_tf_xport_send_all(t, "PING\r\n", 6, TMO), ELK_OK);
+    assert_int_equal(elk_tf_xport_recv_until(t, buf, sizeof buf, "\r\n", TMO, &len), ELK_OK);
+    assert_string_equal((char *)buf, "+PONG\r\n");
+}
+
 static void test_ping_round_trip(void **state)
 {
     (void)state;
@@ -60,8 +77,7 @@ static void test_ping_round_trip(void **state)
     size_t len;
     elk_endpoint_t ep = elk_tf_endpoint(&fleet, 0);
 
-    assert_int_equal(elk_posix_tcp_init(&tcp, NULL, &t), ELK_OK);
-    assert_int_equal(elk_tf_xport_connect(&t, &ep, TMO), 1);
+    open_to(&tcp, &t, &ep);
     unsigned ev = 0;
     assert_true(t.wait(t.ctx, &ev) >= 0);
     assert_true(ev & ELK_WAIT_READ);
@@ -105,8 +121,7 @@ static void test_large_value_partial_io(void **state)
     size_t cmdlen = (size_t)hdr + VAL + 2;
     static const char get[] = "*2\r\n$3\r\nGET\r\n$7\r\nbig:key\r\n";
 
-    assert_int_equal(elk_posix_tcp_init(&tcp, NULL, &t), ELK_OK);
-    assert_int_equal(elk_tf_xport_connect(&t, &ep, TMO), 1);
+    open_to(&tcp, &t, &ep);
 
     /* With the server paused nothing drains the socket: send must come to "would block"
      * (0) well before 16 MiB, and the wait set must then ask for WRITE. */
@@ -190,15 +205,10 @@ static void test_connect_by_name(void **state)
     (void)state;
     elk_posix_tcp_t tcp;
     elk_transport_t t;
-    uint8_t buf[64];
-    size_t len;
     elk_endpoint_t ep = {"localhost", elk_tf_port(&fleet, 0), NULL};
 
-    assert_int_equal(elk_posix_tcp_init(&tcp, NULL, &t), ELK_OK);
-    assert_int_equal(elk_tf_xport_connect(&t, &ep, TMO), 1);
-    assert_int_equal(elk_tf_xport_send_all(&t, "PING\r\n", 6, TMO), ELK_OK);
-    assert_int_equal(elk_tf_xport_recv_until(&t, buf, sizeof buf, "\r\n", TMO, &len), ELK_OK);
-    assert_string_equal((char *)buf, "+PONG\r\n");
+    open_to(&tcp, &t, &ep);
+    ping_pong(&t);
     t.close(t.ctx);
 }
 
@@ -211,8 +221,7 @@ static void test_peer_close_is_closed(void **state)
     size_t len;
     elk_endpoint_t ep = elk_tf_endpoint(&fleet, 0);
 
-    assert_int_equal(elk_posix_tcp_init(&tcp, NULL, &t), ELK_OK);
-    assert_int_equal(elk_tf_xport_connect(&t, &ep, TMO), 1);
+    open_to(&tcp, &t, &ep);
     assert_int_equal(elk_tf_xport_send_all(&t, "*1\r\n$4\r\nQUIT\r\n", 14, TMO), ELK_OK);
     /* terminator NULL: read until the orderly close, which must surface as ELK_E_CLOSED. */
     assert_int_equal(elk_tf_xport_recv_until(&t, buf, sizeof buf, NULL, TMO, &len), ELK_OK);
@@ -231,8 +240,7 @@ static void test_server_killed(void **state)
     ensure_running();
     elk_endpoint_t ep = elk_tf_endpoint(&fleet, 0);
 
-    assert_int_equal(elk_posix_tcp_init(&tcp, NULL, &t), ELK_OK);
-    assert_int_equal(elk_tf_xport_connect(&t, &ep, TMO), 1);
+    open_to(&tcp, &t, &ep);
     assert_int_equal(elk_tf_kill(&fleet, 0), 0);
     assert_false(elk_tf_running(&fleet, 0));
     int rc = elk_tf_xport_recv_until(&t, buf, sizeof buf, "\r\n", TMO, &len);
@@ -243,9 +251,7 @@ static void test_server_killed(void **state)
     assert_int_equal(elk_tf_restart(&fleet, 0), 0);
     assert_int_equal(elk_tf_port(&fleet, 0), ep.port);
     assert_int_equal(elk_tf_xport_connect(&t, &ep, TMO), 1);
-    assert_int_equal(elk_tf_xport_send_all(&t, "PING\r\n", 6, TMO), ELK_OK);
-    assert_int_equal(elk_tf_xport_recv_until(&t, buf, sizeof buf, "\r\n", TMO, &len), ELK_OK);
-    assert_string_equal((char *)buf, "+PONG\r\n");
+    ping_pong(&t);
     t.close(t.ctx);
 }
 
@@ -261,8 +267,7 @@ static void test_server_paused(void **state)
     ensure_running();
     elk_endpoint_t ep = elk_tf_endpoint(&fleet, 0);
 
-    assert_int_equal(elk_posix_tcp_init(&tcp, NULL, &t), ELK_OK);
-    assert_int_equal(elk_tf_xport_connect(&t, &ep, TMO), 1);
+    open_to(&tcp, &t, &ep);
     assert_int_equal(elk_tf_pause(&fleet, 0), 0);
     assert_null(elk_tf_redis(&fleet, 0));
     assert_int_equal(elk_tf_xport_send_all(&t, "PING\r\n", 6, TMO), ELK_OK);
@@ -345,11 +350,7 @@ static void test_options_applied(void **state)
     fd = t.wait(t.ctx, &ev);
     assert_int_equal(sockopt(fd, IPPROTO_TCP, TCP_NODELAY), 0);
     assert_int_equal(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
-    uint8_t buf[32];
-    size_t len;
-    assert_int_equal(elk_tf_xport_send_all(&t, "PING\r\n", 6, TMO), ELK_OK);
-    assert_int_equal(elk_tf_xport_recv_until(&t, buf, sizeof buf, "\r\n", TMO, &len), ELK_OK);
-    assert_string_equal((char *)buf, "+PONG\r\n");
+    ping_pong(&t);
     t.close(t.ctx);
 }
 

@@ -14,6 +14,7 @@
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "tls_client.h"
 
 #define TMO 5000u
 
@@ -21,35 +22,27 @@ enum { F_VALID, F_MTLS, F_OTHER_CA, F_WRONG_HOST, F_EXPIRED, F_PLAIN, F_COUNT };
 static elk_tf_t fleets[F_COUNT];
 static const elk_tf_certs_t *certs;
 
+static void configure(int i, elk_tf_options_t *o)
+{
+    o->tls = i != F_PLAIN;
+    o->tls_auth_clients = i == F_MTLS;
+    o->server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
+        : i == F_WRONG_HOST          ? ELK_TF_CERT_WRONG_HOST
+        : i == F_EXPIRED             ? ELK_TF_CERT_EXPIRED
+                                     : ELK_TF_CERT_VALID;
+}
+
 static int setup(void **state)
 {
     (void)state;
     certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    for (int i = 0; i < F_COUNT; i++) {
-        elk_tf_options_t o;
-        elk_tf_options_defaults(&o);
-        o.tls = i != F_PLAIN;
-        o.tls_auth_clients = i == F_MTLS;
-        o.server_cert = i == F_OTHER_CA ? ELK_TF_CERT_OTHER_CA
-            : i == F_WRONG_HOST         ? ELK_TF_CERT_WRONG_HOST
-            : i == F_EXPIRED            ? ELK_TF_CERT_EXPIRED
-                                        : ELK_TF_CERT_VALID;
-        if (elk_tf_start(&fleets[i], &o) != 0) {
-            return -1;
-        }
-    }
-    return 0;
+    return certs == NULL ? -1 : elk_tf_start_each(fleets, F_COUNT, configure);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < F_COUNT; i++) {
-        elk_tf_stop(&fleets[i]);
-    }
+    elk_tf_stop_each(fleets, F_COUNT);
     return 0;
 }
 
@@ -64,41 +57,7 @@ static int heal(void **state)
     return 0;
 }
 
-/* One client: shared config + connection over a fresh TCP transport. */
-typedef struct client {
-    elk_tls_shared_t shared;
-    elk_tls_conn_t conn;
-    elk_posix_tcp_t tcp;
-    elk_transport_t tcp_t;
-    elk_transport_t t;
-    elk_entropy_t entropy;
-} client_t;
-
-static int client_init(client_t *c, const elk_tls_config_t *cfg)
-{
-    memset(c, 0, sizeof *c);
-    elk_posix_entropy(&c->entropy);
-    int rc = elk_tls_shared_init(&c->shared, cfg, &c->entropy);
-    if (rc != ELK_OK) {
-        return rc;
-    }
-    assert_int_equal(elk_posix_tcp_init(&c->tcp, NULL, &c->tcp_t), ELK_OK);
-    return elk_tls_conn_init(&c->conn, &c->shared, &c->tcp_t, &c->t);
-}
-
-static void client_free(client_t *c)
-{
-    elk_tls_conn_free(&c->conn);
-    elk_tls_shared_free(&c->shared);
-}
-
-static elk_tls_config_t ca_only(void)
-{
-    elk_tls_config_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.ca_file = certs->ca_crt;
-    return cfg;
-}
+typedef elk_tc_t client_t;
 
 static void ping(client_t *c)
 {
@@ -140,8 +99,8 @@ static void test_tls_round_trip(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_VALID, "localhost"), 1);
     assert_int_equal(elk_tls_conn_verify_flags(&c.conn), 0);
     ping(&c);
@@ -165,7 +124,7 @@ static void test_tls_round_trip(void **state)
     assert_int_equal(c.t.wait(c.t.ctx, &ev), -1);
     assert_int_equal(connect_to(&c, F_VALID, "localhost"), 1);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 /* Replies larger than one TLS record (16 KiB) and requests larger than the send
@@ -175,7 +134,7 @@ static void test_tls_large_value(void **state)
     (void)state;
     enum { VAL = 8 * 1024 * 1024 };
     client_t c;
-    elk_tls_config_t cfg = ca_only();
+    elk_tls_config_t cfg = elk_tc_ca_only();
     char *cmd = malloc(VAL + 128);
     uint8_t *rx = malloc(VAL + 128);
     assert_non_null(cmd);
@@ -187,7 +146,7 @@ static void test_tls_large_value(void **state)
     memcpy(cmd + hdr + VAL, "\r\n", 2);
 
     size_t cmdlen = (size_t)hdr + VAL + 2;
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_VALID, "localhost"), 1);
 
     /* Paused server: sooner or later mbedTLS has a record encrypted that the socket will
@@ -229,7 +188,7 @@ static void test_tls_large_value(void **state)
     assert_int_equal(got, want);
     assert_memory_equal(rx, lenhdr, (size_t)lh);
     assert_memory_equal(rx + lh, cmd + hdr, VAL);
-    client_free(&c);
+    elk_tc_free(&c);
     free(cmd);
     free(rx);
 }
@@ -239,8 +198,8 @@ static void test_tls_ip_address_name(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     int rc = connect_to(&c, F_VALID, NULL);
 #if MBEDTLS_VERSION_NUMBER >= 0x03060000
     /* mbedTLS 3.6 matches the certificate's iPAddress SAN (127.0.0.1). */
@@ -251,15 +210,15 @@ static void test_tls_ip_address_name(void **state)
      * fail closed with the host name error, not connect unverified. */
     assert_int_equal(rc, ELK_E_TLS_HOSTNAME);
 #endif
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 static void test_tls_unknown_ca(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_OTHER_CA, "localhost"), ELK_E_TLS_UNKNOWN_CA);
     assert_true(elk_tls_conn_verify_flags(&c.conn) & MBEDTLS_X509_BADCERT_NOT_TRUSTED);
     char text[512];
@@ -270,24 +229,24 @@ static void test_tls_unknown_ca(void **state)
     uint8_t b[8];
     assert_int_equal(c.t.send(c.t.ctx, b, sizeof b), ELK_E_TLS_UNKNOWN_CA);
     assert_int_equal(c.t.progress(c.t.ctx), ELK_E_TLS_UNKNOWN_CA);
-    client_free(&c);
+    elk_tc_free(&c);
 
     /* Trusting that other CA instead makes the same server acceptable: the failure
      * above was about the chain, nothing else. */
-    elk_tls_config_t other = ca_only();
+    elk_tls_config_t other = elk_tc_ca_only();
     other.ca_file = certs->other_ca_crt;
-    assert_int_equal(client_init(&c, &other), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &other, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_OTHER_CA, "localhost"), 1);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 static void test_tls_hostname_mismatch(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_WRONG_HOST, "localhost"), ELK_E_TLS_HOSTNAME);
     assert_true(elk_tls_conn_verify_flags(&c.conn) & MBEDTLS_X509_BADCERT_CN_MISMATCH);
     /* The valid server, asked for under another name, fails the same way. */
@@ -295,18 +254,18 @@ static void test_tls_hostname_mismatch(void **state)
     /* And the wrong-host server is fine under its own name. */
     assert_int_equal(connect_to(&c, F_WRONG_HOST, "wrong.example.invalid"), 1);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 static void test_tls_expired(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_EXPIRED, "localhost"), ELK_E_TLS_EXPIRED);
     assert_true(elk_tls_conn_verify_flags(&c.conn) & MBEDTLS_X509_BADCERT_EXPIRED);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 /* A plain redis-server never answers a ClientHello (it waits for a newline, and strchr
@@ -315,12 +274,12 @@ static void test_tls_plain_port_is_not_tls(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
+    elk_tls_config_t cfg = elk_tc_ca_only();
     elk_endpoint_t ep = elk_tf_endpoint(&fleets[F_PLAIN], 0);
     ep.server_name = "localhost";
 
     /* Without a clock: the caller's timeout ends it, and the port says why. */
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(elk_tf_xport_connect(&c.t, &ep, 300), ELK_E_CONNECT_TIMEOUT);
     assert_int_equal(elk_tls_conn_stall_reason(&c.conn), ELK_E_TLS_NOT_TLS);
     c.t.close(c.t.ctx);
@@ -329,7 +288,7 @@ static void test_tls_plain_port_is_not_tls(void **state)
     elk_tls_conn_error_text(&c.conn, text, sizeof text);
     print_message("    -> %s\n", text);
     assert_non_null(strstr(text, "ELK_E_TLS_NOT_TLS"));
-    client_free(&c);
+    elk_tc_free(&c);
 
     /* With a clock and silent_ms: progress() itself fails with ELK_E_TLS_NOT_TLS. The
      * loop waits in short slices so progress() runs again after silent_ms. */
@@ -337,7 +296,7 @@ static void test_tls_plain_port_is_not_tls(void **state)
     elk_posix_clock(&clk);
     cfg.clock = &clk;
     cfg.silent_ms = 200;
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(c.t.open(c.t.ctx, &ep), ELK_OK);
     uint64_t deadline = elk_posix_now_ms() + TMO;
     int rc = 0;
@@ -350,14 +309,14 @@ static void test_tls_plain_port_is_not_tls(void **state)
         }
     }
     assert_int_equal(rc, ELK_E_TLS_NOT_TLS);
-    client_free(&c);
+    elk_tc_free(&c);
 
     /* The same settings against a real TLS server change nothing. */
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_VALID, "localhost"), 1);
     assert_int_equal(elk_tls_conn_stall_reason(&c.conn), ELK_OK);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 /* A peer that answers the ClientHello with a Redis error line is "not TLS" at once. */
@@ -366,12 +325,12 @@ static void test_tls_plain_answer_is_not_tls(void **state)
     (void)state;
     static elk_tf_listener_t l;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
+    elk_tls_config_t cfg = elk_tc_ca_only();
     assert_int_equal(elk_tf_listener_start(&l, ELK_TF_LISTEN_REPLY_ERR), 0);
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     elk_endpoint_t ep = {"127.0.0.1", l.port, "localhost"};
     assert_int_equal(elk_tf_xport_connect(&c.t, &ep, TMO), ELK_E_TLS_NOT_TLS);
-    client_free(&c);
+    elk_tc_free(&c);
     elk_tf_listener_stop(&l);
 }
 
@@ -382,14 +341,14 @@ static void test_tls_handshake_cut(void **state)
     for (size_t m = 0; m < 2; m++) {
         static elk_tf_listener_t l;
         client_t c;
-        elk_tls_config_t cfg = ca_only();
+        elk_tls_config_t cfg = elk_tc_ca_only();
         assert_int_equal(elk_tf_listener_start(&l, modes[m]), 0);
-        assert_int_equal(client_init(&c, &cfg), ELK_OK);
+        assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
         elk_endpoint_t ep = {"127.0.0.1", l.port, "localhost"};
         int rc = elk_tf_xport_connect(&c.t, &ep, TMO);
         print_message("    mode %zu -> %s\n", m, elk_err_name(rc));
         assert_int_equal(rc, ELK_E_TLS_HANDSHAKE_CUT);
-        client_free(&c);
+        elk_tc_free(&c);
         elk_tf_listener_stop(&l);
     }
 }
@@ -401,16 +360,16 @@ static void test_tls_silent_server_times_out(void **state)
     (void)state;
     static elk_tf_listener_t l;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
+    elk_tls_config_t cfg = elk_tc_ca_only();
     assert_int_equal(elk_tf_listener_start(&l, ELK_TF_LISTEN_SILENT), 0);
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     elk_endpoint_t ep = {"127.0.0.1", l.port, "localhost"};
     assert_int_equal(elk_tf_xport_connect(&c.t, &ep, 300), ELK_E_CONNECT_TIMEOUT);
     unsigned ev = 0;
     assert_true(c.t.wait(c.t.ctx, &ev) >= 0);
     assert_int_equal(ev, ELK_WAIT_READ); /* waiting for the ServerHello */
     assert_int_equal(c.t.progress(c.t.ctx), 0);
-    client_free(&c);
+    elk_tc_free(&c);
     elk_tf_listener_stop(&l);
 }
 
@@ -418,34 +377,34 @@ static void test_mtls_without_client_cert(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_and_ping(&c, F_MTLS), ELK_E_TLS_CLIENT_CERT);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 static void test_mtls_with_client_cert(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
+    elk_tls_config_t cfg = elk_tc_ca_only();
     cfg.cert_file = certs->client_crt;
     cfg.key_file = certs->client_key;
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_MTLS, "localhost"), 1);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 
     /* A client certificate from a CA the server does not trust is refused by the
      * server; that is a TLS error, not "certificate required". */
     cfg.cert_file = certs->other_client_crt;
     cfg.key_file = certs->other_client_key;
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_and_ping(&c, F_MTLS), ELK_E_TLS);
     char text[512];
     assert_non_null(
         strstr(elk_tls_conn_error_text(&c.conn, text, sizeof text), "client certificate"));
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 static void test_certs_from_memory(void **state)
@@ -467,10 +426,10 @@ static void test_certs_from_memory(void **state)
     cfg.cert_pem_len = crt_len;
     cfg.key_pem = key;
     cfg.key_pem_len = key_len;
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_MTLS, "localhost"), 1);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 
     /* ... with the NUL counted, and with 0 meaning strlen. A buffer also wins over a
      * file path that does not exist. */
@@ -478,10 +437,10 @@ static void test_certs_from_memory(void **state)
     cfg.cert_pem_len = 0;
     cfg.key_pem_len = key_len + 1;
     cfg.ca_file = "/nonexistent/ca.crt";
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_MTLS, "localhost"), 1);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 static int fail_entropy(void *ctx, uint8_t *buf, size_t len)
@@ -518,7 +477,7 @@ static void test_bad_config(void **state)
     char text[200];
     assert_true(strlen(elk_tls_strerror(sh.last_mbedtls_err, text, sizeof text)) > 0);
     /* Certificate without key, key without certificate, key not matching. */
-    cfg = ca_only();
+    cfg = elk_tc_ca_only();
     cfg.cert_file = certs->client_crt;
     assert_int_equal(elk_tls_shared_init(&sh, &cfg, &ent), ELK_E_TLS_CONFIG);
     cfg.cert_file = NULL;
@@ -531,7 +490,7 @@ static void test_bad_config(void **state)
     cfg.key_file = certs->ca_crt;
     assert_int_equal(elk_tls_shared_init(&sh, &cfg, &ent), ELK_E_TLS_CONFIG);
     /* Entropy source failure. */
-    cfg = ca_only();
+    cfg = elk_tc_ca_only();
     elk_entropy_t bad = {NULL, fail_entropy};
     assert_int_equal(elk_tls_shared_init(&sh, &cfg, &bad), ELK_E_ENTROPY);
     /* Argument checks. */
@@ -554,7 +513,7 @@ static void test_shared_config_many_connections(void **state)
     elk_tls_shared_t sh;
     elk_entropy_t ent;
     elk_posix_entropy(&ent);
-    elk_tls_config_t cfg = ca_only();
+    elk_tls_config_t cfg = elk_tc_ca_only();
     cfg.cert_file = certs->client_crt;
     cfg.key_file = certs->client_key;
     assert_int_equal(elk_tls_shared_init(&sh, &cfg, &ent), ELK_OK);
@@ -658,7 +617,7 @@ static void test_tls_over_trickling_transport(void **state)
     (void)state;
     client_t c;
     trickle_t tr;
-    elk_tls_config_t cfg = ca_only();
+    elk_tls_config_t cfg = elk_tc_ca_only();
     cfg.cert_file = certs->client_crt;
     cfg.key_file = certs->client_key;
     memset(&c, 0, sizeof c);
@@ -673,15 +632,15 @@ static void test_tls_over_trickling_transport(void **state)
         ping(&c);
     }
     assert_true(tr.calls > 200); /* it really went a few bytes at a time */
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 static void test_tls_server_killed(void **state)
 {
     (void)state;
     client_t c;
-    elk_tls_config_t cfg = ca_only();
-    assert_int_equal(client_init(&c, &cfg), ELK_OK);
+    elk_tls_config_t cfg = elk_tc_ca_only();
+    assert_int_equal(elk_tc_init(&c, &cfg, NULL), ELK_OK);
     assert_int_equal(connect_to(&c, F_VALID, "localhost"), 1);
     ping(&c);
     assert_int_equal(elk_tf_kill(&fleets[F_VALID], 0), 0);
@@ -692,7 +651,7 @@ static void test_tls_server_killed(void **state)
     assert_int_equal(elk_tf_restart(&fleets[F_VALID], 0), 0);
     assert_int_equal(connect_to(&c, F_VALID, "localhost"), 1);
     ping(&c);
-    client_free(&c);
+    elk_tc_free(&c);
 }
 
 int main(void)

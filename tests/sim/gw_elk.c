@@ -266,18 +266,12 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
     }
 }
 
+static uint64_t poll_client(sim_gw_t *g, uint64_t now)
+{
+    return elk_client_poll(&g->client, now);
+}
+
 void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next_ms)
 {
-    int i;
-    uint64_t next = UINT64_MAX;
-    for (i = 0; i < 4; i++) {
-        uint64_t b = UINT64_MAX;
-        uint64_t p = elk_client_poll(&g->client, now);
-        bool acted = behave(w, g, now, &b);
-        next = p < b ? p : b;
-        if (!acted) {
-            break;
-        }
-    }
-    *next_ms = next;
+    sim_gw_step_rounds(w, g, now, next_ms, 4, poll_client, behave);
 }

@@ -104,34 +104,32 @@ int sim_gw_setup_setnx(sim_world_t *w, sim_gw_t *g)
     return rc;
 }
 
-static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
+/* GW_THINK: when the pause is over and the node ready, SETNX with our expiry time. */
+static bool on_think(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t wall, uint64_t *next)
+{
+    if (now < g->think_until) {
+        *next = g->think_until;
+        return false;
+    }
+    if (!elk_node_is_ready(&g->nodes[0])) {
+        retry_later(g, now, 10, 50);
+        *next = g->think_until;
+        return false;
+    }
+    snprintf(g->c_new, sizeof g->c_new, "%llu", (unsigned long long)(wall + w->opt.ttl_ms + 1u));
+    if (send_cmd(g, now, "SETNX", g->c_new)) {
+        g->phase = GW_C_SETNX;
+    } else {
+        retry_later(g, now, 10, 50);
+    }
+    return true;
+}
+
+/* The replies of the acquire steps: SETNX, GET of the holder's expiry, GETSET. */
+static bool on_acquire_reply(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t wall)
 {
     sim_setnx_reply_t *r = &g->c_reply;
-    uint64_t wall = wall_ms(g);
-    char buf[24];
-    switch (g->phase) {
-    case GW_THINK:
-        if (now < g->think_until) {
-            *next = g->think_until;
-            return false;
-        }
-        if (!elk_node_is_ready(&g->nodes[0])) {
-            retry_later(g, now, 10, 50);
-            *next = g->think_until;
-            return false;
-        }
-        snprintf(g->c_new, sizeof g->c_new, "%llu",
-                 (unsigned long long)(wall + w->opt.ttl_ms + 1u));
-        if (send_cmd(g, now, "SETNX", g->c_new)) {
-            g->phase = GW_C_SETNX;
-        } else {
-            retry_later(g, now, 10, 50);
-        }
-        return true;
-    case GW_C_SETNX:
-        if (!g->c_have_reply) {
-            return false;
-        }
+    if (g->phase == GW_C_SETNX) {
         if (r->is_int && r->ival == 1) {
             acquired(w, g, now, g->c_new);
         } else if (r->is_int && r->ival == 0 && send_cmd(g, now, "GET", NULL)) {
@@ -139,11 +137,7 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
         } else {
             retry_later(g, now, 10, 50);
         }
-        return true;
-    case GW_C_GET:
-        if (!g->c_have_reply) {
-            return false;
-        }
+    } else if (g->phase == GW_C_GET) {
         if (r->is_bulk && strtoull(r->bulk, NULL, 10) < wall) {
             snprintf(g->c_seen, sizeof g->c_seen, "%s", r->bulk);
             snprintf(g->c_new, sizeof g->c_new, "%llu",
@@ -154,79 +148,91 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             }
         }
         retry_later(g, now, 5, 30);
-        return true;
-    case GW_C_GETSET:
-        if (!g->c_have_reply) {
-            return false;
-        }
-        if (r->is_bulk && strcmp(r->bulk, g->c_seen) == 0) {
-            acquired(w, g, now, g->c_new);
-        } else {
-            retry_later(g, now, 5, 30);
-        }
-        return true;
-    case GW_HOLD:
-        if (now >= g->work_until || wall >= g->c_hold_until) {
-            /* Stop first; unlock once the actuator is safe, as the elk gateways do. */
-            g->phase = GW_STOPPING;
-            g->work_until = now + 20u;
-            *next = g->work_until;
-            return false;
-        }
-        if (now >= g->next_tick) {
-            sim_check_drive(w, g, now);
-            g->next_tick = now + TICK_MS;
-        }
-        *next = g->next_tick < g->work_until ? g->next_tick : g->work_until;
+    } else if (r->is_bulk && strcmp(r->bulk, g->c_seen) == 0) {
+        acquired(w, g, now, g->c_new);
+    } else {
+        retry_later(g, now, 5, 30);
+    }
+    return true;
+}
+
+/* GW_HOLD: drive until the work or our expiry ends, then stop first. */
+static bool on_hold(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t wall, uint64_t *next)
+{
+    if (now >= g->work_until || wall >= g->c_hold_until) {
+        /* Stop first; unlock once the actuator is safe, as the elk gateways do. */
+        g->phase = GW_STOPPING;
+        g->work_until = now + 20u;
+        *next = g->work_until;
         return false;
-    case GW_STOPPING:
+    }
+    if (now >= g->next_tick) {
+        sim_check_drive(w, g, now);
+        g->next_tick = now + TICK_MS;
+    }
+    *next = g->next_tick < g->work_until ? g->next_tick : g->work_until;
+    return false;
+}
+
+/* GW_STOPPING, then the unlock's GET and DEL replies. */
+static bool on_unlock(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
+{
+    sim_setnx_reply_t *r = &g->c_reply;
+    char buf[24];
+    if (g->phase == GW_STOPPING) {
         if (now < g->work_until) {
             *next = g->work_until;
             return false;
         }
-        {
-            sim_check_release(w, g);
-            if (send_cmd(g, now, "GET", NULL)) {
-                g->phase = GW_C_UNLOCK_GET;
-            } else {
-                retry_later(g, now, 0, 200);
-            }
-            return true;
-        }
-    case GW_C_UNLOCK_GET:
-        if (!g->c_have_reply) {
-            return false;
-        }
-        snprintf(buf, sizeof buf, "%s", g->c_value);
-        if (r->is_bulk && strcmp(r->bulk, buf) == 0 && send_cmd(g, now, "DEL", NULL)) {
-            g->phase = GW_C_UNLOCK_DEL;
+        sim_check_release(w, g);
+        if (send_cmd(g, now, "GET", NULL)) {
+            g->phase = GW_C_UNLOCK_GET;
         } else {
             retry_later(g, now, 0, 200);
         }
         return true;
-    case GW_C_UNLOCK_DEL:
-        if (!g->c_have_reply) {
-            return false;
+    }
+    if (!g->c_have_reply) {
+        return false;
+    }
+    if (g->phase == GW_C_UNLOCK_GET) {
+        snprintf(buf, sizeof buf, "%s", g->c_value);
+        if (r->is_bulk && strcmp(r->bulk, buf) == 0 && send_cmd(g, now, "DEL", NULL)) {
+            g->phase = GW_C_UNLOCK_DEL;
+            return true;
         }
-        retry_later(g, now, 0, 200);
-        return true;
+    }
+    retry_later(g, now, 0, 200);
+    return true;
+}
+
+static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
+{
+    uint64_t wall = wall_ms(g);
+    switch (g->phase) {
+    case GW_THINK:
+        return on_think(w, g, now, wall, next);
+    case GW_C_SETNX:
+    case GW_C_GET:
+    case GW_C_GETSET:
+        return g->c_have_reply && on_acquire_reply(w, g, now, wall);
+    case GW_HOLD:
+        return on_hold(w, g, now, wall, next);
+    case GW_STOPPING:
+    case GW_C_UNLOCK_GET:
+    case GW_C_UNLOCK_DEL:
+        return on_unlock(w, g, now, next);
     default:
         return false;
     }
 }
 
+static uint64_t poll_node(sim_gw_t *g, uint64_t now)
+{
+    return elk_node_poll(&g->nodes[0], now);
+}
+
 void sim_gw_step_setnx(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next_ms)
 {
-    int i;
-    uint64_t next = UINT64_MAX;
-    for (i = 0; i < 6; i++) {
-        uint64_t b = UINT64_MAX;
-        uint64_t p = elk_node_poll(&g->nodes[0], now);
-        bool acted = behave(w, g, now, &b);
-        next = p < b ? p : b;
-        if (!acted) {
-            break;
-        }
-    }
-    *next_ms = next;
+    sim_gw_step_rounds(w, g, now, next_ms, 6, poll_node, behave);
 }

@@ -81,6 +81,55 @@ static bool is_numeric_option(const char *a)
     return false;
 }
 
+/* --control NAME */
+static int parse_control(const char *v, sim_options_t *o)
+{
+    size_t c;
+    o->control = CTRL_NONE;
+    for (c = 1; c < sizeof control_names / sizeof control_names[0]; c++) {
+        if (strcmp(v, control_names[c]) == 0) {
+            o->control = (sim_control_t)c;
+        }
+    }
+    if (o->control == CTRL_NONE) {
+        fprintf(stderr, "elk-sim: unknown control '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* One of is_numeric_option's options with its value v, range-checked. */
+static int parse_numeric(const char *a, const char *v, sim_options_t *o)
+{
+    uint64_t n = 0;
+    if (!parse_u64(v, &n)) {
+        fprintf(stderr, "elk-sim: bad value for %s: %s (a non-negative integer)\n", a, v);
+        return -1;
+    }
+    if (strcmp(a, "--seed") == 0) {
+        o->seed = n;
+    } else if (strcmp(a, "--runs") == 0 && n >= 1) {
+        o->runs = n;
+    } else if (strcmp(a, "--gateways") == 0 && n >= 1 && n <= ELK_SIM_MAX_GATEWAYS) {
+        o->gateways = (uint32_t)n;
+    } else if (strcmp(a, "--nodes") == 0 && n >= 1 && n <= ELK_SIM_MAX_NODES &&
+               n <= CONFIG_ELK_MAX_NODES) {
+        o->nodes = (uint32_t)n;
+    } else if (strcmp(a, "--resources") == 0 && n >= 1 && n <= SIM_MAX_RESOURCES) {
+        o->resources = (uint32_t)n;
+    } else if (strcmp(a, "--drift") == 0 && n <= 100000) {
+        o->drift_ppm = (uint32_t)n;
+    } else if (strcmp(a, "--duration-ms") == 0 && n >= 1000 && n <= 3600000) {
+        o->duration_ms = (uint32_t)n;
+    } else if (strcmp(a, "--ttl-ms") == 0 && n >= 100 && n <= 60000) {
+        o->ttl_ms = (uint32_t)n;
+    } else {
+        fprintf(stderr, "elk-sim: bad value for %s: %s\n", a, v);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, sim_options_t *o)
 {
     int i;
@@ -97,66 +146,43 @@ static int parse_args(int argc, char **argv, sim_options_t *o)
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t n = 0;
+        int rc = 0;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
         } else if (strcmp(a, "--trace") == 0) {
             o->trace = true;
+            continue;
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = true;
+            continue;
         } else if (strcmp(a, "--expect-violations") == 0) {
             o->expect_violations = true;
-        } else if (strcmp(a, "--timeline") == 0 && v != NULL) {
+            continue;
+        } else if (v == NULL) {
+            rc = -1;
+        } else if (strcmp(a, "--timeline") == 0) {
             timeline_path = v;
-            i++;
-        } else if (strcmp(a, "--faults") == 0 && v != NULL) {
+        } else if (strcmp(a, "--faults") == 0) {
             o->faults = v;
-            i++;
-        } else if (strcmp(a, "--control") == 0 && v != NULL) {
-            size_t c;
-            o->control = CTRL_NONE;
-            for (c = 1; c < sizeof control_names / sizeof control_names[0]; c++) {
-                if (strcmp(v, control_names[c]) == 0) {
-                    o->control = (sim_control_t)c;
-                }
+        } else if (strcmp(a, "--control") == 0) {
+            rc = parse_control(v, o);
+            if (rc != 0) {
+                return rc;
             }
-            if (o->control == CTRL_NONE) {
-                fprintf(stderr, "elk-sim: unknown control '%s'\n", v);
-                return -1;
+        } else if (is_numeric_option(a)) {
+            rc = parse_numeric(a, v, o);
+            if (rc != 0) {
+                return rc;
             }
-            i++;
-        } else if (v != NULL && is_numeric_option(a)) {
-            if (!parse_u64(v, &n)) {
-                fprintf(stderr, "elk-sim: bad value for %s: %s (a non-negative integer)\n", a, v);
-                return -1;
-            }
-            if (strcmp(a, "--seed") == 0) {
-                o->seed = n;
-            } else if (strcmp(a, "--runs") == 0 && n >= 1) {
-                o->runs = n;
-            } else if (strcmp(a, "--gateways") == 0 && n >= 1 && n <= ELK_SIM_MAX_GATEWAYS) {
-                o->gateways = (uint32_t)n;
-            } else if (strcmp(a, "--nodes") == 0 && n >= 1 && n <= ELK_SIM_MAX_NODES &&
-                       n <= CONFIG_ELK_MAX_NODES) {
-                o->nodes = (uint32_t)n;
-            } else if (strcmp(a, "--resources") == 0 && n >= 1 && n <= SIM_MAX_RESOURCES) {
-                o->resources = (uint32_t)n;
-            } else if (strcmp(a, "--drift") == 0 && n <= 100000) {
-                o->drift_ppm = (uint32_t)n;
-            } else if (strcmp(a, "--duration-ms") == 0 && n >= 1000 && n <= 3600000) {
-                o->duration_ms = (uint32_t)n;
-            } else if (strcmp(a, "--ttl-ms") == 0 && n >= 100 && n <= 60000) {
-                o->ttl_ms = (uint32_t)n;
-            } else {
-                fprintf(stderr, "elk-sim: bad value for %s: %s\n", a, v);
-                return -1;
-            }
-            i++;
         } else {
+            rc = -1;
+        }
+        if (rc != 0) {
             fprintf(stderr, "elk-sim: unknown or incomplete option '%s'\n", a);
             return -1;
         }
+        i++;
     }
     return 0;
 }
@@ -193,33 +219,134 @@ static void replay_hint(const sim_options_t *o, uint64_t seed)
             o->control != CTRL_NONE ? control_names[o->control] : "");
 }
 
-int main(int argc, char **argv)
+/* One run's figures into the sweep's. */
+static void add_run(sim_stats_t *total, const sim_stats_t *run)
 {
-    sim_options_t o;
-    sim_stats_t total;
-    uint64_t r, hash = 0xcbf29ce484222325ull, failing_runs = 0;
-    struct timespec t0, t1;
-    double wall_s, sim_h;
     int k;
-    bool caught;
+    for (k = 0; k < V_KINDS; k++) {
+        total->violations[k] += run->violations[k];
+    }
+    total->runs++;
+    total->cycles += run->cycles;
+    total->renewals += run->renewals;
+    total->losses += run->losses;
+    total->acquire_failed += run->acquire_failed;
+    total->drives += run->drives;
+    total->refused += run->refused;
+    total->crashes += run->crashes;
+    total->empty_restarts += run->empty_restarts;
+    total->jumps += run->jumps;
+    total->forward_jumps += run->forward_jumps;
+    total->flushes += run->flushes;
+    total->evictions += run->evictions;
+    total->failovers += run->failovers;
+    total->events += run->events;
+    total->sim_us += run->sim_us;
+}
 
-    if (parse_args(argc, argv, &o) != 0) {
+static uint64_t run_violations(const sim_stats_t *run)
+{
+    uint64_t v = 0;
+    int k;
+    for (k = 0; k < V_KINDS; k++) {
+        v += run->violations[k];
+    }
+    return v;
+}
+
+/* Combine per-run hashes in order: the summary hash covers every run. */
+static uint64_t hash_combine(uint64_t hash, uint64_t run_hash)
+{
+    int b;
+    for (b = 0; b < 8; b++) {
+        hash = (hash ^ (uint8_t)(run_hash >> (8 * b))) * 0x100000001b3ull;
+    }
+    return hash;
+}
+
+#ifdef ELK_SIM_TIMELINE
+static int write_timeline(const sim_options_t *o, uint64_t seed)
+{
+    char title[160];
+    snprintf(title, sizeof title,
+             "elk-sim seed %" PRIu64 ", %s, %u gateways, %u nodes, %u resources%s%s", seed,
+             o->faults, o->gateways, o->nodes, o->resources,
+             o->control != CTRL_NONE ? ", control " : "",
+             o->control != CTRL_NONE ? control_names[o->control] : "");
+    int trc = sim_timeline_write(&world, timeline_path, title);
+    if (trc != 0) {
+        fprintf(stderr, "elk-sim: cannot write %s: %s\n", timeline_path, strerror(trc));
+        return 1;
+    }
+    return 0;
+}
+#endif
+
+/* A failing sweep names its first seeds with a replay command; a control run that finds
+ * what it looks for names a few unless --quiet. */
+static void report_failure(const sim_options_t *o, uint64_t seed, uint64_t failing_runs)
+{
+    if ((!o->expect_violations && failing_runs <= 10u) ||
+        (o->expect_violations && !o->quiet && failing_runs <= 3u)) {
+        fprintf(stderr, "%s seed %" PRIu64 ": %s\n", o->expect_violations ? "caught" : "FAIL", seed,
+                world.first_violation);
+        if (!o->expect_violations) {
+            replay_hint(o, seed);
+        }
+    }
+}
+
+static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint64_t failing_runs,
+                          double wall_s, uint64_t hash)
+{
+    double sim_h = (double)total->sim_us / 3.6e9;
+    int k;
+    printf("elk-sim: %" PRIu64 " runs (seeds %" PRIu64 "..%" PRIu64 "), %u gateways, %u nodes, "
+           "%u resources, faults %s, drift %u ppm, control %s\n",
+           total->runs, o->seed, o->seed + (o->runs ? o->runs - 1u : 0u), o->gateways, o->nodes,
+           o->resources, o->faults, o->drift_ppm, control_names[o->control]);
+    printf("  lock cycles (grants) %" PRIu64 ", renewals %" PRIu64 ", losses %" PRIu64
+           ", failed acquires %" PRIu64 ", drive commands %" PRIu64 ", stale refused %" PRIu64 "\n",
+           total->cycles, total->renewals, total->losses, total->acquire_failed, total->drives,
+           total->refused);
+    printf("  node faults: %" PRIu64 " crashes (%" PRIu64 " restarted empty), %" PRIu64
+           " wall-clock jumps (%" PRIu64 " forward)\n",
+           total->crashes, total->empty_restarts, total->jumps, total->forward_jumps);
+    printf("  data lost without a restart: %" PRIu64 " FLUSHALLs, %" PRIu64 " evictions, %" PRIu64
+           " failovers to an empty replica (each on a majority or all for the first two)\n",
+           total->flushes, total->evictions, total->failovers);
+    printf("  violations:");
+    for (k = 0; k < V_KINDS; k++) {
+        printf(" %s %" PRIu64, sim_violation_name(k), total->violations[k]);
+    }
+    printf(" (runs with violations %" PRIu64 "%s)\n", failing_runs,
+           !o->expect_violations && failing_runs > 10u ? ", the first 10 listed above" : "");
+    printf("  simulated %.3f h in %.2f s wall: %.1f simulated hours per wall second, %" PRIu64
+           " events\n",
+           sim_h, wall_s, wall_s > 0 ? sim_h / wall_s : 0.0, total->events);
+    printf("  trace hash %016" PRIx64 "\n", hash);
+}
+
+/* The options checked against each other and the build; 0 or the exit status. */
+static int setup(int argc, char **argv, sim_options_t *o)
+{
+    if (parse_args(argc, argv, o) != 0) {
         usage(stderr);
         return 2;
     }
-    if (!sim_profile_get(o.faults, &world.prof)) {
-        fprintf(stderr, "elk-sim: unknown fault profile '%s' (%s)\n", o.faults,
+    if (!sim_profile_get(o->faults, &world.prof)) {
+        fprintf(stderr, "elk-sim: unknown fault profile '%s' (%s)\n", o->faults,
                 sim_profile_names());
         return 2;
     }
-    if (o.resources > o.gateways) {
-        o.resources = o.gateways;
+    if (o->resources > o->gateways) {
+        o->resources = o->gateways;
     }
-    world.opt = o;
-    world.trace = o.trace ? stdout : NULL;
+    world.opt = *o;
+    world.trace = o->trace ? stdout : NULL;
     if (timeline_path != NULL) {
 #ifdef ELK_SIM_TIMELINE
-        if (o.runs != 1) {
+        if (o->runs != 1) {
             fprintf(stderr, "elk-sim: --timeline draws one run: add --runs 1\n");
             return 2;
         }
@@ -229,103 +356,50 @@ int main(int argc, char **argv)
         return 2;
 #endif
     }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    sim_options_t o;
+    sim_stats_t total;
+    uint64_t r, hash = 0xcbf29ce484222325ull, failing_runs = 0;
+    struct timespec t0, t1;
+    double wall_s;
+    bool caught;
+    int rc = setup(argc, argv, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
     memset(&total, 0, sizeof total);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (r = 0; r < o.runs; r++) {
         uint64_t seed = o.seed + r;
-        uint64_t v = 0;
-        int rc = sim_run(&world, seed);
+        rc = sim_run(&world, seed);
         if (rc != ELK_OK) {
             fprintf(stderr, "elk-sim: seed %" PRIu64 ": setup failed: %s\n", seed,
                     elk_err_message(rc));
             return 1;
         }
-        for (k = 0; k < V_KINDS; k++) {
-            total.violations[k] += world.run.violations[k];
-            v += world.run.violations[k];
-        }
-        total.runs++;
-        total.cycles += world.run.cycles;
-        total.renewals += world.run.renewals;
-        total.losses += world.run.losses;
-        total.acquire_failed += world.run.acquire_failed;
-        total.drives += world.run.drives;
-        total.refused += world.run.refused;
-        total.crashes += world.run.crashes;
-        total.empty_restarts += world.run.empty_restarts;
-        total.jumps += world.run.jumps;
-        total.forward_jumps += world.run.forward_jumps;
-        total.flushes += world.run.flushes;
-        total.evictions += world.run.evictions;
-        total.failovers += world.run.failovers;
-        total.events += world.run.events;
-        total.sim_us += world.run.sim_us;
-        /* Combine per-run hashes in order: the summary hash covers every run. */
-        {
-            int b;
-            for (b = 0; b < 8; b++) {
-                hash = (hash ^ (uint8_t)(world.hash >> (8 * b))) * 0x100000001b3ull;
-            }
-        }
+        add_run(&total, &world.run);
+        hash = hash_combine(hash, world.hash);
 #ifdef ELK_SIM_TIMELINE
-        if (timeline_path != NULL) {
-            char title[160];
-            snprintf(title, sizeof title,
-                     "elk-sim seed %" PRIu64 ", %s, %u gateways, %u nodes, %u resources%s%s", seed,
-                     o.faults, o.gateways, o.nodes, o.resources,
-                     o.control != CTRL_NONE ? ", control " : "",
-                     o.control != CTRL_NONE ? control_names[o.control] : "");
-            int trc = sim_timeline_write(&world, timeline_path, title);
-            if (trc != 0) {
-                fprintf(stderr, "elk-sim: cannot write %s: %s\n", timeline_path, strerror(trc));
-                return 1;
-            }
+        if (timeline_path != NULL && write_timeline(&o, seed) != 0) {
+            return 1;
         }
 #endif
         if (o.trace) {
             printf("run seed %" PRIu64 ": trace hash %016" PRIx64 "\n", seed, world.hash);
         }
-        if (v > 0u) {
+        if (run_violations(&world.run) > 0u) {
             failing_runs++;
-            /* A failing sweep names its first seeds with a replay command; a control
-             * run that finds what it looks for names a few unless --quiet. */
-            if ((!o.expect_violations && failing_runs <= 10u) ||
-                (o.expect_violations && !o.quiet && failing_runs <= 3u)) {
-                fprintf(stderr, "%s seed %" PRIu64 ": %s\n",
-                        o.expect_violations ? "caught" : "FAIL", seed, world.first_violation);
-                if (!o.expect_violations) {
-                    replay_hint(&o, seed);
-                }
-            }
+            report_failure(&o, seed, failing_runs);
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    sim_h = (double)total.sim_us / 3.6e9;
-    printf("elk-sim: %" PRIu64 " runs (seeds %" PRIu64 "..%" PRIu64 "), %u gateways, %u nodes, "
-           "%u resources, faults %s, drift %u ppm, control %s\n",
-           total.runs, o.seed, o.seed + (o.runs ? o.runs - 1u : 0u), o.gateways, o.nodes,
-           o.resources, o.faults, o.drift_ppm, control_names[o.control]);
-    printf("  lock cycles (grants) %" PRIu64 ", renewals %" PRIu64 ", losses %" PRIu64
-           ", failed acquires %" PRIu64 ", drive commands %" PRIu64 ", stale refused %" PRIu64 "\n",
-           total.cycles, total.renewals, total.losses, total.acquire_failed, total.drives,
-           total.refused);
-    printf("  node faults: %" PRIu64 " crashes (%" PRIu64 " restarted empty), %" PRIu64
-           " wall-clock jumps (%" PRIu64 " forward)\n",
-           total.crashes, total.empty_restarts, total.jumps, total.forward_jumps);
-    printf("  data lost without a restart: %" PRIu64 " FLUSHALLs, %" PRIu64 " evictions, %" PRIu64
-           " failovers to an empty replica (each on a majority or all for the first two)\n",
-           total.flushes, total.evictions, total.failovers);
-    printf("  violations:");
-    for (k = 0; k < V_KINDS; k++) {
-        printf(" %s %" PRIu64, sim_violation_name(k), total.violations[k]);
-    }
-    printf(" (runs with violations %" PRIu64 "%s)\n", failing_runs,
-           !o.expect_violations && failing_runs > 10u ? ", the first 10 listed above" : "");
-    printf("  simulated %.3f h in %.2f s wall: %.1f simulated hours per wall second, %" PRIu64
-           " events\n",
-           sim_h, wall_s, wall_s > 0 ? sim_h / wall_s : 0.0, total.events);
-    printf("  trace hash %016" PRIx64 "\n", hash);
+    print_summary(&o, &total, failing_runs, wall_s, hash);
     if (o.expect_violations) {
         caught = control_caught(&o, &total);
         printf("  control %s: %s\n", control_names[o.control],

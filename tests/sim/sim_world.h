@@ -238,6 +238,13 @@ void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *nex
 int sim_gw_setup_setnx(sim_world_t *w, sim_gw_t *g);
 void sim_gw_step_setnx(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
 void sim_gw_wake(sim_world_t *w, sim_gw_t *g, uint64_t at_us);
+/* One gateway step: poll its library (the time it next wants) and let the gateway's
+ * behaviour act, in turn, until the behaviour does nothing or `rounds` are used up;
+ * *next_ms is the earlier of the last round's two wake times. */
+typedef uint64_t (*sim_gw_poll_fn)(sim_gw_t *g, uint64_t now_ms);
+typedef bool (*sim_gw_behave_fn)(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
+void sim_gw_step_rounds(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms, int rounds,
+                        sim_gw_poll_fn poll, sim_gw_behave_fn behave);
 
 /* Profiles (profiles.c). */
 bool sim_profile_get(const char *name, sim_profile_t *out);

@@ -76,6 +76,23 @@ void sim_gw_wake(sim_world_t *w, sim_gw_t *g, uint64_t at_us)
     }
 }
 
+void sim_gw_step_rounds(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms, int rounds,
+                        sim_gw_poll_fn poll, sim_gw_behave_fn behave)
+{
+    int i;
+    uint64_t next = UINT64_MAX;
+    for (i = 0; i < rounds; i++) {
+        uint64_t b = UINT64_MAX;
+        uint64_t p = poll(g, now_ms);
+        bool acted = behave(w, g, now_ms, &b);
+        next = p < b ? p : b;
+        if (!acted) {
+            break;
+        }
+    }
+    *next_ms = next;
+}
+
 static void net_wake(void *user, uint8_t gw, uint64_t at_us)
 {
     sim_world_t *w = (sim_world_t *)user;
@@ -372,14 +389,12 @@ static void schedule_faults(sim_world_t *w)
     }
 }
 
-int sim_run(sim_world_t *w, uint64_t seed)
+/* A fresh run: the world's state reset, the core, net and scripts set up, the clocks and
+ * the nodes' password drawn from seeder. */
+static int run_reset(sim_world_t *w, uint64_t seed, uint64_t *seeder)
 {
-    uint64_t seeder = seed;
     uint32_t i;
-    elk_sim_event_t ev;
     int rc;
-    bool done = false;
-
     w->run_seed = seed;
     memset(&w->run, 0, sizeof w->run);
     w->first_violation[0] = '\0';
@@ -391,7 +406,7 @@ int sim_run(sim_world_t *w, uint64_t seed)
     w->lease_seq = 0;
     w->last_grant_at = 0;
     w->core.now_us = 0;
-    elk_sim_rng_seed(&w->core.rng, elk_sim_splitmix64(&seeder));
+    elk_sim_rng_seed(&w->core.rng, elk_sim_splitmix64(seeder));
     rc = elk_sim_queue_init(&w->core.queue, w->events, SIM_EVENTS);
     if (rc == ELK_OK) {
         rc = elk_sim_net_init(&w->net, &w->core, &w->prof.net, w->opt.gateways, w->opt.nodes,
@@ -410,9 +425,9 @@ int sim_run(sim_world_t *w, uint64_t seed)
      * what the missing commit round does to them */
     w->scripts.no_floor = w->opt.control == CTRL_NAIVE_FENCE;
     (void)elk_sim_net_set_scripts(&w->net, w->scripts.entry, ELK_SIM_EDGELOCK_SCRIPTS);
-    setup_clocks(w, &seeder);
+    setup_clocks(w, seeder);
     /* One run in four has password-protected nodes, so AUTH is on the path too. */
-    w->password = (elk_sim_splitmix64(&seeder) & 3u) == 0u ? "sim-secret" : NULL;
+    w->password = (elk_sim_splitmix64(seeder) & 3u) == 0u ? "sim-secret" : NULL;
     for (i = 0; i < w->opt.nodes; i++) {
         w->net.nodes[i].password = w->password;
     }
@@ -422,15 +437,22 @@ int sim_run(sim_world_t *w, uint64_t seed)
      * master restarted empty late in the fault phase sits out once it is back: TTL + drift +
      * lock delay (at most TTL/2 in gw_elk.c), under 2 TTL. */
     w->end_at = w->calm_from + ((uint64_t)w->opt.ttl_ms * 6u + 4000u) * 1000u;
+    return ELK_OK;
+}
 
+/* Every gateway set up (its randomness drawn from seeder) and woken at a random start. */
+static int setup_gateways(sim_world_t *w, uint64_t *seeder)
+{
+    uint32_t i;
     for (i = 0; i < w->opt.gateways; i++) {
         sim_gw_t *g = &w->gw[i];
+        int rc;
         g->w = w;
         g->id = (uint8_t)i;
         g->resource = (uint8_t)(i % w->opt.resources);
         snprintf(g->name, sizeof g->name, "gw%u", i);
-        elk_sim_rng_seed(&g->rng_entropy, elk_sim_splitmix64(&seeder));
-        elk_sim_rng_seed(&g->rng, elk_sim_splitmix64(&seeder));
+        elk_sim_rng_seed(&g->rng_entropy, elk_sim_splitmix64(seeder));
+        elk_sim_rng_seed(&g->rng, elk_sim_splitmix64(seeder));
         g->entropy = elk_sim_rng_entropy(&g->rng_entropy);
         g->phase = GW_THINK;
         g->think_until = 0;
@@ -449,73 +471,94 @@ int sim_run(sim_world_t *w, uint64_t seed)
         }
         sim_gw_wake(w, g, elk_sim_rng_range(&g->rng, 0, 100000u));
     }
+    return ELK_OK;
+}
+
+/* One event that is not the net's own; true at the end of the run. */
+static bool dispatch(sim_world_t *w, const elk_sim_event_t *ev)
+{
+    bool faulting = w->core.now_us < w->calm_from;
+    switch (ev->kind) {
+    case EV_GW:
+        gw_event(w, &w->gw[ev->a], ev->b);
+        break;
+    case EV_PART_TICK:
+        if (faulting) {
+            fault_partition(w);
+            push(w, every(w, w->prof.partition_every_ms), EV_PART_TICK, 0, 0);
+        }
+        break;
+    case EV_HEAL:
+        heal(w, ev->a, (uint32_t)ev->b);
+        break;
+    case EV_CRASH_TICK:
+        if (faulting) {
+            fault_crash(w);
+            push(w, every(w, w->prof.crash_every_ms), EV_CRASH_TICK, 0, 0);
+        }
+        break;
+    case EV_RESTART:
+        elk_sim_net_restart(&w->net, ev->a, (int)ev->b);
+        if ((int)ev->b == ELK_SIM_RESTART_LOSE) {
+            w->data_lost = true;
+        }
+        sim_trace(w, "restart", ev->a, ev->b, 0);
+        break;
+    case EV_PAUSE_TICK:
+        if (faulting) {
+            fault_pause(w);
+            push(w, every(w, w->prof.pause_every_ms), EV_PAUSE_TICK, 0, 0);
+        }
+        break;
+    case EV_JUMP_TICK:
+        if (faulting) {
+            fault_jump(w);
+            push(w, every(w, w->prof.jump_every_ms), EV_JUMP_TICK, 0, 0);
+        }
+        break;
+    case EV_FLUSH_TICK:
+        if (faulting) {
+            fault_flush(w);
+            push(w, every(w, w->prof.flush_every_ms), EV_FLUSH_TICK, 0, 0);
+        }
+        break;
+    case EV_CALM:
+        calm(w);
+        break;
+    case EV_END:
+        return true;
+    default:
+        break;
+    }
+    return false;
+}
+
+int sim_run(sim_world_t *w, uint64_t seed)
+{
+    uint64_t seeder = seed;
+    elk_sim_event_t ev;
+    int rc;
+    bool done = false;
+
+    rc = run_reset(w, seed, &seeder);
+    if (rc == ELK_OK) {
+        rc = setup_gateways(w, &seeder);
+    }
+    if (rc != ELK_OK) {
+        return rc;
+    }
     schedule_faults(w);
     push(w, w->calm_from, EV_CALM, 0, 0);
     push(w, w->end_at, EV_END, 0, 0);
 
     while (!done && elk_sim_queue_pop(&w->core.queue, &ev)) {
-        bool faulting;
         w->core.now_us = ev.at_us;
         w->run.events++;
         hash_u64(w, ev.at_us);
         hash_u64(w, ((uint64_t)ev.kind << 32) | ev.a);
         hash_u64(w, ev.b);
-        if (elk_sim_net_handle(&w->net, &ev)) {
-            continue;
-        }
-        faulting = w->core.now_us < w->calm_from;
-        switch (ev.kind) {
-        case EV_GW:
-            gw_event(w, &w->gw[ev.a], ev.b);
-            break;
-        case EV_PART_TICK:
-            if (faulting) {
-                fault_partition(w);
-                push(w, every(w, w->prof.partition_every_ms), EV_PART_TICK, 0, 0);
-            }
-            break;
-        case EV_HEAL:
-            heal(w, ev.a, (uint32_t)ev.b);
-            break;
-        case EV_CRASH_TICK:
-            if (faulting) {
-                fault_crash(w);
-                push(w, every(w, w->prof.crash_every_ms), EV_CRASH_TICK, 0, 0);
-            }
-            break;
-        case EV_RESTART:
-            elk_sim_net_restart(&w->net, ev.a, (int)ev.b);
-            if ((int)ev.b == ELK_SIM_RESTART_LOSE) {
-                w->data_lost = true;
-            }
-            sim_trace(w, "restart", ev.a, ev.b, 0);
-            break;
-        case EV_PAUSE_TICK:
-            if (faulting) {
-                fault_pause(w);
-                push(w, every(w, w->prof.pause_every_ms), EV_PAUSE_TICK, 0, 0);
-            }
-            break;
-        case EV_JUMP_TICK:
-            if (faulting) {
-                fault_jump(w);
-                push(w, every(w, w->prof.jump_every_ms), EV_JUMP_TICK, 0, 0);
-            }
-            break;
-        case EV_FLUSH_TICK:
-            if (faulting) {
-                fault_flush(w);
-                push(w, every(w, w->prof.flush_every_ms), EV_FLUSH_TICK, 0, 0);
-            }
-            break;
-        case EV_CALM:
-            calm(w);
-            break;
-        case EV_END:
-            done = true;
-            break;
-        default:
-            break;
+        if (!elk_sim_net_handle(&w->net, &ev)) {
+            done = dispatch(w, &ev);
         }
     }
     if (w->queue_overflow || w->net.dropped_events > 0u) {

@@ -7,7 +7,7 @@
 #ifndef ELK_CORTEX_M_LWIPOPTS_H
 #define ELK_CORTEX_M_LWIPOPTS_H
 
-/* Required by port/lwip (checked with #error in port/lwip/lwip_requirements.h). */
+/* Required by port/lwip (checked with #error in port/lwip/src/lwip_requirements.h). */
 #define NO_SYS 0 /* an RTOS runs lwIP's tcpip thread */
 #define LWIP_SOCKET 1
 #define LWIP_NETCONN 1 /* the socket API is built on it */

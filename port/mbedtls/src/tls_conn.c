@@ -536,21 +536,6 @@ int elk_tls_conn_last_mbedtls_error(const elk_tls_conn_t *c)
     return c == NULL ? 0 : c->last_mbedtls_err;
 }
 
-int elk_tls_conn_stall_reason(const elk_tls_conn_t *c)
-{
-    if (c == NULL) {
-        return ELK_E_INVALID_ARG;
-    }
-    if (c->silent_close || (c->state == ELK_TLS_HANDSHAKING && c->hello_out && !c->rx_any) ||
-        c->last_err == ELK_E_TLS_NOT_TLS) {
-        return ELK_E_TLS_NOT_TLS;
-    }
-    if (c->done) {
-        return ELK_OK;
-    }
-    return ELK_E_CONNECT_TIMEOUT;
-}
-
 uint32_t elk_tls_conn_verify_flags(const elk_tls_conn_t *c)
 {
     return c == NULL ? 0u : c->verify_flags;

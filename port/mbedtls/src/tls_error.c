@@ -89,6 +89,21 @@ int elk_tls_map_handshake_error(const elk_tls_conn_t *c, int ret)
     return ELK_E_TLS;
 }
 
+int elk_tls_conn_stall_reason(const elk_tls_conn_t *c)
+{
+    if (c == NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    if (c->silent_close || (c->state == ELK_TLS_HANDSHAKING && c->hello_out && !c->rx_any) ||
+        c->last_err == ELK_E_TLS_NOT_TLS) {
+        return ELK_E_TLS_NOT_TLS;
+    }
+    if (c->done) {
+        return ELK_OK;
+    }
+    return ELK_E_CONNECT_TIMEOUT;
+}
+
 char *elk_tls_strerror(int mbedtls_err, char *buf, size_t len)
 {
     if (buf == NULL || len == 0) {

@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tool_server.h"
+
 #define MAX_CONNS 256
 #define MAX_CTL 8
 #define CHUNK_MAX 16384
@@ -107,22 +109,6 @@ static uint16_t upstream_port;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static bool quit_requested;
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static uint64_t rng(void)
-{
-    /* xorshift64*: reproducible jitter from --seed */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-
 static bool is_loopback(struct in_addr a)
 {
     return (ntohl(a.s_addr) >> 24) == 127u;
@@ -132,26 +118,6 @@ static void set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-static int listen_on(uint16_t port, uint16_t *bound)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 64) < 0) {
-        close(fd);
-        return -1;
-    }
-    socklen_t sl = sizeof sa;
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    *bound = ntohs(sa.sin_port);
-    set_nonblock(fd);
-    return fd;
 }
 
 static void free_queue(struct dir *d)
@@ -244,7 +210,7 @@ static uint64_t release_time(struct dir *d, int k, uint64_t now)
 {
     uint64_t t = now + F.delay_ms[k];
     if (F.jitter_ms)
-        t += rng() % (F.jitter_ms + 1u);
+        t += tool_rng(&rng_state) % (F.jitter_ms + 1u);
     if (t < d->last_release)
         t = d->last_release; /* never reorder bytes within a stream */
     d->last_release = t;
@@ -379,19 +345,6 @@ static void ctl_reply(struct ctl *cl, const char *fmt, ...)
     (void)w;
 }
 
-static bool parse_u64(const char *s, uint64_t *out)
-{
-    if (!s || !*s)
-        return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || s[0] == '-')
-        return false;
-    *out = v;
-    return true;
-}
-
 static int open_conns(void)
 {
     int n = 0;
@@ -399,6 +352,134 @@ static int open_conns(void)
         n += conns[i].used;
     return n;
 }
+
+static void ctl_delay(struct ctl *cl, int argc, char **argv)
+{
+    uint64_t v = 0;
+    if (!tool_parse_u64(argv[1], &v) || v > 600000) {
+        ctl_reply(cl, "ERR usage: delay MS [up|down|both] (MS <= 600000)");
+        return;
+    }
+    const char *which = argc > 2 ? argv[2] : "both";
+    if (!strcmp(which, "up") || !strcmp(which, "both"))
+        F.delay_ms[UP] = (uint32_t)v;
+    if (!strcmp(which, "down") || !strcmp(which, "both"))
+        F.delay_ms[DOWN] = (uint32_t)v;
+    if (strcmp(which, "up") && strcmp(which, "down") && strcmp(which, "both")) {
+        ctl_reply(cl, "ERR direction must be up, down or both");
+        return;
+    }
+    ctl_reply(cl, "OK delay up=%u down=%u", F.delay_ms[UP], F.delay_ms[DOWN]);
+}
+
+/* jitter MS, throttle BYTES_PER_S, cut N: one number, bounded, into its setting. */
+static void ctl_number(struct ctl *cl, int argc, char **argv)
+{
+    uint64_t v = 0;
+    (void)argc;
+    if (!strcmp(argv[0], "jitter")) {
+        if (!tool_parse_u64(argv[1], &v) || v > 600000) {
+            ctl_reply(cl, "ERR usage: jitter MS");
+            return;
+        }
+        F.jitter_ms = (uint32_t)v;
+        ctl_reply(cl, "OK jitter %u", F.jitter_ms);
+    } else if (!strcmp(argv[0], "throttle")) {
+        if (!tool_parse_u64(argv[1], &v)) {
+            ctl_reply(cl, "ERR usage: throttle BYTES_PER_S (0 = off)");
+            return;
+        }
+        F.throttle_bps = v;
+        ctl_reply(cl, "OK throttle %llu", (unsigned long long)v);
+    } else {
+        if (!tool_parse_u64(argv[1], &v) || v > 1000000000) {
+            ctl_reply(cl, "ERR usage: cut N (bytes of the next server reply chunk to forward)");
+            return;
+        }
+        F.cut_bytes = (long)v;
+        ctl_reply(cl, "OK cut %ld", F.cut_bytes);
+    }
+}
+
+/* blackhole, hold, refuse: a fault switched on until pass. */
+static void ctl_flag(struct ctl *cl, int argc, char **argv)
+{
+    (void)argc;
+    if (!strcmp(argv[0], "blackhole"))
+        F.blackhole = true;
+    else if (!strcmp(argv[0], "hold"))
+        F.hold = true;
+    else
+        F.refuse = true;
+    ctl_reply(cl, "OK %s", argv[0]);
+}
+
+static void ctl_drop(struct ctl *cl, int argc, char **argv)
+{
+    bool rst = argc < 2 || !strcmp(argv[1], "rst");
+    if (argc > 1 && strcmp(argv[1], "rst") && strcmp(argv[1], "fin")) {
+        ctl_reply(cl, "ERR usage: drop [rst|fin]");
+        return;
+    }
+    int n = 0;
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (conns[i].used) {
+            conn_close(&conns[i], rst);
+            n++;
+        }
+    S.dropped += (uint64_t)n;
+    ctl_reply(cl, "OK dropped %d (%s)", n, rst ? "rst" : "fin");
+}
+
+static void ctl_pass(struct ctl *cl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    F.delay_ms[UP] = F.delay_ms[DOWN] = 0;
+    F.jitter_ms = 0;
+    F.throttle_bps = 0;
+    F.blackhole = F.hold = F.refuse = false;
+    F.cut_bytes = -1;
+    ctl_reply(cl, "OK pass");
+}
+
+static void ctl_status(struct ctl *cl, int argc, char **argv)
+{
+    uint64_t up = 0, down = 0;
+    (void)argc;
+    (void)argv;
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (conns[i].used) {
+            up += conns[i].d[UP].bytes;
+            down += conns[i].d[DOWN].bytes;
+        }
+    ctl_reply(cl,
+              "OK conns=%d accepted=%llu dropped=%llu refused=%llu cut=%llu discarded=%llu "
+              "open_up_bytes=%llu open_down_bytes=%llu delay_up=%u delay_down=%u jitter=%u "
+              "throttle=%llu blackhole=%d hold=%d refuse=%d cut_pending=%ld",
+              open_conns(), (unsigned long long)S.accepted, (unsigned long long)S.dropped,
+              (unsigned long long)S.refused, (unsigned long long)S.cut,
+              (unsigned long long)S.discarded, (unsigned long long)up, (unsigned long long)down,
+              F.delay_ms[UP], F.delay_ms[DOWN], F.jitter_ms, (unsigned long long)F.throttle_bps,
+              F.blackhole, F.hold, F.refuse, F.cut_bytes);
+}
+
+static void ctl_quit(struct ctl *cl, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    ctl_reply(cl, "OK bye");
+    quit_requested = true;
+}
+
+static const struct {
+    const char *name;
+    void (*run)(struct ctl *cl, int argc, char **argv);
+} ctl_commands[] = {
+    {"delay", ctl_delay}, {"jitter", ctl_number}, {"throttle", ctl_number}, {"blackhole", ctl_flag},
+    {"hold", ctl_flag},   {"refuse", ctl_flag},   {"drop", ctl_drop},       {"cut", ctl_number},
+    {"pass", ctl_pass},   {"status", ctl_status}, {"quit", ctl_quit},
+};
 
 static void ctl_command(struct ctl *cl, char *line)
 {
@@ -408,99 +489,15 @@ static void ctl_command(struct ctl *cl, char *line)
         argv[argc++] = tok;
     if (argc == 0)
         return;
-    uint64_t v = 0;
-    const char *cmd = argv[0];
-    if (!strcmp(cmd, "delay")) {
-        if (!parse_u64(argv[1], &v) || v > 600000) {
-            ctl_reply(cl, "ERR usage: delay MS [up|down|both] (MS <= 600000)");
+    for (size_t i = 0; i < sizeof ctl_commands / sizeof ctl_commands[0]; i++)
+        if (!strcmp(argv[0], ctl_commands[i].name)) {
+            ctl_commands[i].run(cl, argc, argv);
             return;
         }
-        const char *which = argc > 2 ? argv[2] : "both";
-        if (!strcmp(which, "up") || !strcmp(which, "both"))
-            F.delay_ms[UP] = (uint32_t)v;
-        if (!strcmp(which, "down") || !strcmp(which, "both"))
-            F.delay_ms[DOWN] = (uint32_t)v;
-        if (strcmp(which, "up") && strcmp(which, "down") && strcmp(which, "both")) {
-            ctl_reply(cl, "ERR direction must be up, down or both");
-            return;
-        }
-        ctl_reply(cl, "OK delay up=%u down=%u", F.delay_ms[UP], F.delay_ms[DOWN]);
-    } else if (!strcmp(cmd, "jitter")) {
-        if (!parse_u64(argv[1], &v) || v > 600000) {
-            ctl_reply(cl, "ERR usage: jitter MS");
-            return;
-        }
-        F.jitter_ms = (uint32_t)v;
-        ctl_reply(cl, "OK jitter %u", F.jitter_ms);
-    } else if (!strcmp(cmd, "throttle")) {
-        if (!parse_u64(argv[1], &v)) {
-            ctl_reply(cl, "ERR usage: throttle BYTES_PER_S (0 = off)");
-            return;
-        }
-        F.throttle_bps = v;
-        ctl_reply(cl, "OK throttle %llu", (unsigned long long)v);
-    } else if (!strcmp(cmd, "blackhole")) {
-        F.blackhole = true;
-        ctl_reply(cl, "OK blackhole");
-    } else if (!strcmp(cmd, "hold")) {
-        F.hold = true;
-        ctl_reply(cl, "OK hold");
-    } else if (!strcmp(cmd, "refuse")) {
-        F.refuse = true;
-        ctl_reply(cl, "OK refuse");
-    } else if (!strcmp(cmd, "drop")) {
-        bool rst = argc < 2 || !strcmp(argv[1], "rst");
-        if (argc > 1 && strcmp(argv[1], "rst") && strcmp(argv[1], "fin")) {
-            ctl_reply(cl, "ERR usage: drop [rst|fin]");
-            return;
-        }
-        int n = 0;
-        for (int i = 0; i < MAX_CONNS; i++)
-            if (conns[i].used) {
-                conn_close(&conns[i], rst);
-                n++;
-            }
-        S.dropped += (uint64_t)n;
-        ctl_reply(cl, "OK dropped %d (%s)", n, rst ? "rst" : "fin");
-    } else if (!strcmp(cmd, "cut")) {
-        if (!parse_u64(argv[1], &v) || v > 1000000000) {
-            ctl_reply(cl, "ERR usage: cut N (bytes of the next server reply chunk to forward)");
-            return;
-        }
-        F.cut_bytes = (long)v;
-        ctl_reply(cl, "OK cut %ld", F.cut_bytes);
-    } else if (!strcmp(cmd, "pass")) {
-        F.delay_ms[UP] = F.delay_ms[DOWN] = 0;
-        F.jitter_ms = 0;
-        F.throttle_bps = 0;
-        F.blackhole = F.hold = F.refuse = false;
-        F.cut_bytes = -1;
-        ctl_reply(cl, "OK pass");
-    } else if (!strcmp(cmd, "status")) {
-        uint64_t up = 0, down = 0;
-        for (int i = 0; i < MAX_CONNS; i++)
-            if (conns[i].used) {
-                up += conns[i].d[UP].bytes;
-                down += conns[i].d[DOWN].bytes;
-            }
-        ctl_reply(cl,
-                  "OK conns=%d accepted=%llu dropped=%llu refused=%llu cut=%llu discarded=%llu "
-                  "open_up_bytes=%llu open_down_bytes=%llu delay_up=%u delay_down=%u jitter=%u "
-                  "throttle=%llu blackhole=%d hold=%d refuse=%d cut_pending=%ld",
-                  open_conns(), (unsigned long long)S.accepted, (unsigned long long)S.dropped,
-                  (unsigned long long)S.refused, (unsigned long long)S.cut,
-                  (unsigned long long)S.discarded, (unsigned long long)up, (unsigned long long)down,
-                  F.delay_ms[UP], F.delay_ms[DOWN], F.jitter_ms, (unsigned long long)F.throttle_bps,
-                  F.blackhole, F.hold, F.refuse, F.cut_bytes);
-    } else if (!strcmp(cmd, "quit")) {
-        ctl_reply(cl, "OK bye");
-        quit_requested = true;
-    } else {
-        ctl_reply(cl,
-                  "ERR unknown command '%s' (delay jitter throttle blackhole hold refuse drop "
-                  "cut pass status quit)",
-                  cmd);
-    }
+    ctl_reply(cl,
+              "ERR unknown command '%s' (delay jitter throttle blackhole hold refuse drop "
+              "cut pass status quit)",
+              argv[0]);
 }
 
 static void ctl_read(struct ctl *cl)
@@ -542,6 +539,212 @@ static void usage(FILE *f)
             "blackhole, hold, refuse, drop [rst|fin], cut N, pass, status, quit).\n");
 }
 
+static uint64_t up_port, listen_port, ctl_port;
+static bool have_up;
+static const char *up_host = "127.0.0.1";
+
+static enum tool_opt option(int o, const char *arg)
+{
+    uint64_t v;
+    switch (o) {
+    case 'u':
+        have_up = true;
+        return tool_parse_port(arg, &up_port) && up_port != 0 ? TOOL_OPT_OK : TOOL_OPT_BAD;
+    case 'H':
+        up_host = arg;
+        return TOOL_OPT_OK;
+    case 'l':
+        return tool_parse_port(arg, &listen_port) ? TOOL_OPT_OK : TOOL_OPT_BAD;
+    case 'c':
+        return tool_parse_port(arg, &ctl_port) ? TOOL_OPT_OK : TOOL_OPT_BAD;
+    case 'd':
+    case 'j':
+        if (!tool_parse_u64(arg, &v) || v > 600000)
+            return TOOL_OPT_BAD;
+        if (o == 'd')
+            F.delay_ms[UP] = F.delay_ms[DOWN] = (uint32_t)v;
+        else
+            F.jitter_ms = (uint32_t)v;
+        return TOOL_OPT_OK;
+    case 't':
+        return tool_parse_u64(arg, &F.throttle_bps) ? TOOL_OPT_OK : TOOL_OPT_BAD;
+    case 'b':
+        F.blackhole = true;
+        return TOOL_OPT_OK;
+    case 'o':
+        F.hold = true;
+        return TOOL_OPT_OK;
+    case 'r':
+        F.refuse = true;
+        return TOOL_OPT_OK;
+    case 's':
+        if (!tool_parse_u64(arg, &v))
+            return TOOL_OPT_BAD;
+        rng_state = v ? v : 1;
+        return TOOL_OPT_OK;
+    case 'h':
+        usage(stdout);
+        return TOOL_OPT_DONE;
+    default:
+        return TOOL_OPT_BAD;
+    }
+}
+
+static bool check(void)
+{
+    if (!have_up) {
+        usage(stderr);
+        return false;
+    }
+    if (inet_pton(AF_INET, up_host, &upstream_addr) != 1 || !is_loopback(upstream_addr)) {
+        fprintf(stderr,
+                "elk-faultproxy: upstream host '%s' refused: only numeric 127.0.0.0/8 "
+                "addresses are allowed\n",
+                up_host);
+        return false;
+    }
+    upstream_port = (uint16_t)up_port;
+    return true;
+}
+
+static struct pollfd pfds[2 + MAX_CTL + 2 * MAX_CONNS];
+static int owner[2 + MAX_CTL + 2 * MAX_CONNS]; /* >=0 conn*2+side, <0 ctl -1-idx */
+
+/* Both descriptors of a connection, each with what it waits for now. */
+static size_t poll_conn(size_t np, int i, uint64_t now)
+{
+    struct conn *c = &conns[i];
+    short ce = 0, se = 0;
+    if (c->connecting) {
+        se = POLLOUT;
+    } else {
+        if (!c->d[UP].eof && c->d[UP].queued < QUEUE_LIMIT)
+            ce |= POLLIN;
+        if (!c->d[DOWN].eof && c->d[DOWN].queued < QUEUE_LIMIT)
+            se |= POLLIN;
+        if (!F.hold && c->d[UP].head && c->d[UP].head->release_at <= now)
+            se |= POLLOUT;
+        if (!F.hold && c->d[DOWN].head && c->d[DOWN].head->release_at <= now)
+            ce |= POLLOUT;
+    }
+    /* a descriptor with nothing to wait for is left out: a peer that has
+     * closed would otherwise report POLLHUP on every round (busy loop while
+     * its last bytes are delayed or held) */
+    owner[np] = i * 2;
+    pfds[np++] = (struct pollfd){.fd = ce ? c->cfd : -1, .events = ce};
+    owner[np] = i * 2 + 1;
+    pfds[np++] = (struct pollfd){.fd = se ? c->sfd : -1, .events = se};
+    return np;
+}
+
+static size_t poll_set(int lfd, int cfd, uint64_t now)
+{
+    size_t np = 0;
+    pfds[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    pfds[np++] = (struct pollfd){.fd = cfd, .events = POLLIN};
+    for (int i = 0; i < MAX_CTL; i++)
+        if (ctls[i].used) {
+            owner[np] = -1 - i;
+            pfds[np++] = (struct pollfd){.fd = ctls[i].fd, .events = POLLIN};
+        }
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (conns[i].used)
+            np = poll_conn(np, i, now);
+    return np;
+}
+
+static void accept_ctl(int cfd)
+{
+    int fd = accept(cfd, NULL, NULL);
+    if (fd < 0)
+        return;
+    for (int i = 0; i < MAX_CTL; i++)
+        if (!ctls[i].used) {
+            ctls[i] = (struct ctl){.used = true, .fd = fd};
+            return;
+        }
+    close(fd);
+}
+
+/* One ready descriptor of a connection: a finished connect upstream, or bytes in. */
+static void conn_ready(size_t p, uint64_t now)
+{
+    struct conn *c = &conns[owner[p] / 2];
+    int side = owner[p] % 2; /* 0 client fd, 1 server fd */
+    if (!c->used || pfds[p].fd < 0 || (side == 0 ? c->cfd : c->sfd) != pfds[p].fd)
+        return; /* not polled, or closed earlier in this round */
+    short re = pfds[p].revents;
+    if (!re)
+        return;
+    if (side == 1 && c->connecting) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err)
+            conn_close(c, true); /* upstream down: the client sees RST as with a dead server */
+        else
+            c->connecting = false;
+        return;
+    }
+    if ((re & (POLLIN | POLLHUP | POLLERR)) && !pump_in(c, side == 0 ? UP : DOWN, now))
+        conn_close(c, true);
+}
+
+/* flush due data on every connection, then apply closes */
+static void flush_all(uint64_t now)
+{
+    for (int i = 0; i < MAX_CONNS; i++) {
+        struct conn *c = &conns[i];
+        if (!c->used || c->connecting)
+            continue;
+        if (!pump_out(c, UP, now) || !pump_out(c, DOWN, now)) {
+            conn_close(c, true);
+            continue;
+        }
+        if (c->close_after_flush && !c->d[DOWN].head) {
+            conn_close(c, false);
+            continue;
+        }
+        /* a side that closed: once its bytes are through, close the pair */
+        if ((c->d[UP].eof && !c->d[UP].head) || (c->d[DOWN].eof && !c->d[DOWN].head))
+            conn_close(c, false);
+    }
+}
+
+static int serve(int lfd, int cfd)
+{
+    while (!quit_requested) {
+        uint64_t now = tool_now_ms();
+        size_t np = poll_set(lfd, cfd, now);
+        uint64_t wake = next_wake(now);
+        int timeout = -1;
+        if (wake != UINT64_MAX)
+            timeout = wake <= now ? 0 : (int)(wake - now > 1000 ? 1000 : wake - now);
+        int rc = poll(pfds, np, timeout);
+        if (rc < 0 && errno != EINTR) {
+            perror("elk-faultproxy: poll");
+            return 1;
+        }
+        now = tool_now_ms();
+        if (pfds[0].revents)
+            accept_client(lfd, now);
+        if (pfds[1].revents)
+            accept_ctl(cfd);
+        for (size_t p = 2; p < np; p++) {
+            if (owner[p] < 0 && pfds[p].revents) {
+                struct ctl *cl = &ctls[-1 - owner[p]];
+                if (cl->used && cl->fd == pfds[p].fd)
+                    ctl_read(cl);
+            }
+        }
+        for (size_t p = 2; p < np; p++)
+            if (owner[p] >= 0)
+                conn_ready(p, now);
+        flush_all(now);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"upstream", required_argument, 0, 'u'},
@@ -557,209 +760,16 @@ int main(int argc, char **argv)
                                          {"seed", required_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    uint64_t up_port = 0, listen_port = 0, ctl_port = 0, v;
-    bool have_up = false;
-    const char *up_host = "127.0.0.1";
+    const struct tool_spec spec = {.name = "elk-faultproxy",
+                                   .opts = opts,
+                                   .shortopts = "u:H:l:c:d:j:t:bors:h",
+                                   .usage = usage,
+                                   .option = option,
+                                   .check = check,
+                                   .n_listen = 2,
+                                   .port = {&listen_port, &ctl_port}};
+    int lfd[TOOL_MAX_LISTEN];
     F.cut_bytes = -1;
-    int o;
-    while ((o = getopt_long(argc, argv, "u:H:l:c:d:j:t:bors:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'u':
-            if (!parse_u64(optarg, &up_port) || up_port == 0 || up_port > 65535)
-                goto bad;
-            have_up = true;
-            break;
-        case 'H':
-            up_host = optarg;
-            break;
-        case 'l':
-            if (!parse_u64(optarg, &listen_port) || listen_port > 65535)
-                goto bad;
-            break;
-        case 'c':
-            if (!parse_u64(optarg, &ctl_port) || ctl_port > 65535)
-                goto bad;
-            break;
-        case 'd':
-            if (!parse_u64(optarg, &v) || v > 600000)
-                goto bad;
-            F.delay_ms[UP] = F.delay_ms[DOWN] = (uint32_t)v;
-            break;
-        case 'j':
-            if (!parse_u64(optarg, &v) || v > 600000)
-                goto bad;
-            F.jitter_ms = (uint32_t)v;
-            break;
-        case 't':
-            if (!parse_u64(optarg, &F.throttle_bps))
-                goto bad;
-            break;
-        case 'b':
-            F.blackhole = true;
-            break;
-        case 'o':
-            F.hold = true;
-            break;
-        case 'r':
-            F.refuse = true;
-            break;
-        case 's':
-            if (!parse_u64(optarg, &v))
-                goto bad;
-            rng_state = v ? v : 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            goto bad;
-        }
-    }
-    if (!have_up)
-        goto bad;
-    if (inet_pton(AF_INET, up_host, &upstream_addr) != 1 || !is_loopback(upstream_addr)) {
-        fprintf(stderr,
-                "elk-faultproxy: upstream host '%s' refused: only numeric 127.0.0.0/8 "
-                "addresses are allowed\n",
-                up_host);
-        return 2;
-    }
-    upstream_port = (uint16_t)up_port;
-    signal(SIGPIPE, SIG_IGN);
-
-    uint16_t lport, cport;
-    int lfd = listen_on((uint16_t)listen_port, &lport);
-    int cfd = listen_on((uint16_t)ctl_port, &cport);
-    if (lfd < 0 || cfd < 0) {
-        fprintf(stderr, "elk-faultproxy: cannot listen on 127.0.0.1: %s\n", strerror(errno));
-        return 1;
-    }
-    printf("%u %u\n", lport, cport);
-    fflush(stdout);
-
-    static struct pollfd pfds[2 + MAX_CTL + 2 * MAX_CONNS];
-    static int owner[2 + MAX_CTL + 2 * MAX_CONNS]; /* >=0 conn*2+side, <0 ctl -1-idx */
-    while (!quit_requested) {
-        uint64_t now = now_ms();
-        size_t np = 0;
-        pfds[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
-        pfds[np++] = (struct pollfd){.fd = cfd, .events = POLLIN};
-        for (int i = 0; i < MAX_CTL; i++)
-            if (ctls[i].used) {
-                owner[np] = -1 - i;
-                pfds[np++] = (struct pollfd){.fd = ctls[i].fd, .events = POLLIN};
-            }
-        for (int i = 0; i < MAX_CONNS; i++) {
-            struct conn *c = &conns[i];
-            if (!c->used)
-                continue;
-            short ce = 0, se = 0;
-            if (c->connecting) {
-                se = POLLOUT;
-            } else {
-                if (!c->d[UP].eof && c->d[UP].queued < QUEUE_LIMIT)
-                    ce |= POLLIN;
-                if (!c->d[DOWN].eof && c->d[DOWN].queued < QUEUE_LIMIT)
-                    se |= POLLIN;
-                if (!F.hold && c->d[UP].head && c->d[UP].head->release_at <= now)
-                    se |= POLLOUT;
-                if (!F.hold && c->d[DOWN].head && c->d[DOWN].head->release_at <= now)
-                    ce |= POLLOUT;
-            }
-            /* a descriptor with nothing to wait for is left out: a peer that has
-             * closed would otherwise report POLLHUP on every round (busy loop while
-             * its last bytes are delayed or held) */
-            owner[np] = i * 2;
-            pfds[np++] = (struct pollfd){.fd = ce ? c->cfd : -1, .events = ce};
-            owner[np] = i * 2 + 1;
-            pfds[np++] = (struct pollfd){.fd = se ? c->sfd : -1, .events = se};
-        }
-        uint64_t wake = next_wake(now);
-        int timeout = -1;
-        if (wake != UINT64_MAX)
-            timeout = wake <= now ? 0 : (int)(wake - now > 1000 ? 1000 : wake - now);
-        int rc = poll(pfds, np, timeout);
-        if (rc < 0 && errno != EINTR) {
-            perror("elk-faultproxy: poll");
-            return 1;
-        }
-        now = now_ms();
-        if (pfds[0].revents)
-            accept_client(lfd, now);
-        if (pfds[1].revents) {
-            int fd = accept(cfd, NULL, NULL);
-            if (fd >= 0) {
-                int slot = -1;
-                for (int i = 0; i < MAX_CTL; i++)
-                    if (!ctls[i].used) {
-                        slot = i;
-                        break;
-                    }
-                if (slot < 0) {
-                    close(fd);
-                } else {
-                    ctls[slot] = (struct ctl){.used = true, .fd = fd};
-                }
-            }
-        }
-        for (size_t p = 2; p < np; p++) {
-            if (owner[p] < 0 && pfds[p].revents) {
-                struct ctl *cl = &ctls[-1 - owner[p]];
-                if (cl->used && cl->fd == pfds[p].fd)
-                    ctl_read(cl);
-            }
-        }
-        for (size_t p = 2; p < np; p++) {
-            if (owner[p] < 0)
-                continue;
-            struct conn *c = &conns[owner[p] / 2];
-            int side = owner[p] % 2; /* 0 client fd, 1 server fd */
-            if (!c->used || pfds[p].fd < 0 || (side == 0 ? c->cfd : c->sfd) != pfds[p].fd)
-                continue; /* not polled, or closed earlier in this round */
-            short re = pfds[p].revents;
-            if (!re)
-                continue;
-            if (side == 1 && c->connecting) {
-                int err = 0;
-                socklen_t el = sizeof err;
-                getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &err, &el);
-                if (err) {
-                    conn_close(c,
-                               true); /* upstream down: the client sees RST as with a dead server */
-                    continue;
-                }
-                c->connecting = false;
-                continue;
-            }
-            bool ok = true;
-            if (re & (POLLIN | POLLHUP | POLLERR))
-                ok = pump_in(c, side == 0 ? UP : DOWN, now);
-            if (!ok) {
-                conn_close(c, true);
-                continue;
-            }
-        }
-        /* flush due data on every connection, then apply closes */
-        for (int i = 0; i < MAX_CONNS; i++) {
-            struct conn *c = &conns[i];
-            if (!c->used || c->connecting)
-                continue;
-            if (!pump_out(c, UP, now) || !pump_out(c, DOWN, now)) {
-                conn_close(c, true);
-                continue;
-            }
-            if (c->close_after_flush && !c->d[DOWN].head) {
-                conn_close(c, false);
-                continue;
-            }
-            /* a side that closed: once its bytes are through, close the pair */
-            if ((c->d[UP].eof && !c->d[UP].head) || (c->d[DOWN].eof && !c->d[DOWN].head))
-                conn_close(c, false);
-        }
-    }
-    return 0;
-
-bad:
-    usage(stderr);
-    return 2;
+    int rc = tool_start(argc, argv, &spec, lfd);
+    return rc >= 0 ? rc : serve(lfd[0], lfd[1]);
 }

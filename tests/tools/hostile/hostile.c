@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "elk/lock_scripts.h"
+#include "tool_server.h"
 
 #define MAX_CONNS 64
 #define IN_MAX 65536
@@ -104,21 +105,6 @@ static uint32_t drip_ms = 100;
 static uint64_t rng_state = 1;
 static const char *only_cmds; /* comma-separated, NULL: every command */
 static struct conn conns[MAX_CONNS];
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
 
 static void out_append(struct conn *c, const void *p, size_t n)
 {
@@ -267,9 +253,9 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
     }
     switch (mode) {
     case M_RANDOM: {
-        size_t n = 1 + (size_t)(rng() % 512);
+        size_t n = 1 + (size_t)(tool_rng(&rng_state) % 512);
         for (size_t i = 0; i < n; i++) {
-            uint8_t b = (uint8_t)rng();
+            uint8_t b = (uint8_t)tool_rng(&rng_state);
             out_append(c, &b, 1);
         }
         c->close_after = true;
@@ -446,6 +432,130 @@ static void usage(FILE *f)
     fprintf(f, "\nPrints the port on stdout. Listens on 127.0.0.1 only.\n");
 }
 
+static uint64_t port;
+static bool have_mode;
+
+static enum tool_opt option(int o, const char *arg)
+{
+    switch (o) {
+    case 'm':
+        for (int i = 0; i < M_COUNT_; i++)
+            if (!strcmp(arg, mode_names[i])) {
+                mode = (enum mode)i;
+                have_mode = true;
+            }
+        if (!have_mode)
+            fprintf(stderr, "elk-hostile-server: unknown mode '%s'\n", arg);
+        return have_mode ? TOOL_OPT_OK : TOOL_OPT_BAD;
+    case 'p':
+        return tool_parse_port(arg, &port) ? TOOL_OPT_OK : TOOL_OPT_BAD;
+    case 'a':
+        after = strtol(arg, NULL, 10);
+        return TOOL_OPT_OK;
+    case 's':
+        rng_state = strtoull(arg, NULL, 10);
+        if (!rng_state)
+            rng_state = 1;
+        return TOOL_OPT_OK;
+    case 'd':
+        drip_ms = (uint32_t)strtoul(arg, NULL, 10);
+        return TOOL_OPT_OK;
+    case 'o':
+        only_cmds = arg;
+        return TOOL_OPT_OK;
+    case 'L':
+        for (int i = 0; i < M_COUNT_; i++)
+            printf("%s\n", mode_names[i]);
+        return TOOL_OPT_DONE;
+    case 'h':
+        usage(stdout);
+        return TOOL_OPT_DONE;
+    default:
+        return TOOL_OPT_BAD;
+    }
+}
+
+static bool check(void)
+{
+    if (!have_mode)
+        usage(stderr);
+    return have_mode;
+}
+
+static struct pollfd pfds[1 + MAX_CONNS];
+static int idx[1 + MAX_CONNS];
+
+/* The listening socket, then every connection with what it waits for; *timeout is the
+ * next drip's. */
+static size_t poll_set(int lfd, uint64_t now, int *timeout)
+{
+    size_t np = 0;
+    pfds[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    for (int i = 0; i < MAX_CONNS; i++) {
+        struct conn *c = &conns[i];
+        if (!c->used)
+            continue;
+        short ev = POLLIN;
+        if (c->out_off < c->out_len || c->endless) {
+            if (c->drip) {
+                int t = c->next_drip > now ? (int)(c->next_drip - now) : 0;
+                if (*timeout < 0 || t < *timeout)
+                    *timeout = t;
+                if (t == 0)
+                    ev |= POLLOUT;
+            } else {
+                ev |= POLLOUT;
+            }
+        }
+        idx[np] = i;
+        pfds[np++] = (struct pollfd){.fd = c->fd, .events = ev};
+    }
+    return np;
+}
+
+static void accept_conn(int lfd)
+{
+    int fd = accept(lfd, NULL, NULL);
+    if (fd < 0)
+        return;
+    struct conn *c = NULL;
+    for (int i = 0; i < MAX_CONNS && !c; i++)
+        if (!conns[i].used)
+            c = &conns[i];
+    if (!c) {
+        close(fd);
+        return;
+    }
+    int one = 1;
+    memset(c, 0, sizeof *c);
+    c->used = true;
+    c->fd = fd;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (mode == M_UNSOLICITED && after <= 0 && !only_cmds)
+        out_str(c, "+unsolicited\r\n"); /* a reply nobody asked for */
+}
+
+/* Read what came, answer it; false: the connection is over. */
+static bool serve_conn(struct conn *c, short revents, uint64_t now)
+{
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+        ssize_t n = recv(c->fd, c->in + c->in_len, IN_MAX - c->in_len, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            return false;
+        if (n > 0) {
+            c->in_len += (size_t)n;
+            if (!parse_commands(c, now)) {
+                /* a client that speaks no RESP gets what Redis sends, then the door */
+                out_str(c, "-ERR Protocol error\r\n");
+                c->close_after = true;
+                c->in_len = 0;
+            }
+        }
+    }
+    return flush_out(c, now);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"mode", required_argument, 0, 'm'},
@@ -457,147 +567,32 @@ int main(int argc, char **argv)
                                          {"only", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    long port = 0;
-    bool have_mode = false;
-    int o;
-    while ((o = getopt_long(argc, argv, "m:p:a:s:d:o:Lh", opts, NULL)) != -1) {
-        switch (o) {
-        case 'm':
-            for (int i = 0; i < M_COUNT_; i++)
-                if (!strcmp(optarg, mode_names[i])) {
-                    mode = (enum mode)i;
-                    have_mode = true;
-                }
-            if (!have_mode) {
-                fprintf(stderr, "elk-hostile-server: unknown mode '%s'\n", optarg);
-                usage(stderr);
-                return 2;
-            }
-            break;
-        case 'p':
-            port = strtol(optarg, NULL, 10);
-            break;
-        case 'a':
-            after = strtol(optarg, NULL, 10);
-            break;
-        case 's':
-            rng_state = strtoull(optarg, NULL, 10);
-            if (!rng_state)
-                rng_state = 1;
-            break;
-        case 'd':
-            drip_ms = (uint32_t)strtoul(optarg, NULL, 10);
-            break;
-        case 'o':
-            only_cmds = optarg;
-            break;
-        case 'L':
-            for (int i = 0; i < M_COUNT_; i++)
-                printf("%s\n", mode_names[i]);
-            return 0;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!have_mode || port < 0 || port > 65535) {
-        usage(stderr);
-        return 2;
-    }
-    signal(SIGPIPE, SIG_IGN);
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 64) < 0) {
-        fprintf(stderr, "elk-hostile-server: cannot listen on 127.0.0.1:%ld: %s\n", port,
-                strerror(errno));
-        return 1;
-    }
-    socklen_t sl = sizeof sa;
-    getsockname(lfd, (struct sockaddr *)&sa, &sl);
-    printf("%u\n", ntohs(sa.sin_port));
-    fflush(stdout);
-
-    static struct pollfd pfds[1 + MAX_CONNS];
-    int idx[1 + MAX_CONNS];
+    const struct tool_spec spec = {.name = "elk-hostile-server",
+                                   .opts = opts,
+                                   .shortopts = "m:p:a:s:d:o:Lh",
+                                   .usage = usage,
+                                   .option = option,
+                                   .check = check,
+                                   .n_listen = 1,
+                                   .port = {&port}};
+    int lfd;
+    int rc = tool_start(argc, argv, &spec, &lfd);
+    if (rc >= 0)
+        return rc;
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = tool_now_ms();
         int timeout = -1;
-        size_t np = 0;
-        pfds[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
-        for (int i = 0; i < MAX_CONNS; i++) {
-            struct conn *c = &conns[i];
-            if (!c->used)
-                continue;
-            short ev = POLLIN;
-            if (c->out_off < c->out_len || c->endless) {
-                if (c->drip) {
-                    int t = c->next_drip > now ? (int)(c->next_drip - now) : 0;
-                    if (timeout < 0 || t < timeout)
-                        timeout = t;
-                    if (t == 0)
-                        ev |= POLLOUT;
-                } else {
-                    ev |= POLLOUT;
-                }
-            }
-            idx[np] = i;
-            pfds[np++] = (struct pollfd){.fd = c->fd, .events = ev};
-        }
+        size_t np = poll_set(lfd, now, &timeout);
         if (poll(pfds, np, timeout) < 0 && errno != EINTR) {
             perror("elk-hostile-server: poll");
             return 1;
         }
-        now = now_ms();
-        if (pfds[0].revents & POLLIN) {
-            int fd = accept(lfd, NULL, NULL);
-            if (fd >= 0) {
-                struct conn *c = NULL;
-                for (int i = 0; i < MAX_CONNS; i++)
-                    if (!conns[i].used) {
-                        c = &conns[i];
-                        break;
-                    }
-                if (!c) {
-                    close(fd);
-                } else {
-                    memset(c, 0, sizeof *c);
-                    c->used = true;
-                    c->fd = fd;
-                    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                    if (mode == M_UNSOLICITED && after <= 0 && !only_cmds)
-                        out_str(c, "+unsolicited\r\n"); /* a reply nobody asked for */
-                }
-            }
-        }
+        now = tool_now_ms();
+        if (pfds[0].revents & POLLIN)
+            accept_conn(lfd);
         for (size_t p = 1; p < np; p++) {
             struct conn *c = &conns[idx[p]];
-            if (!c->used)
-                continue;
-            bool alive = true;
-            if (pfds[p].revents & (POLLIN | POLLHUP | POLLERR)) {
-                ssize_t n = recv(c->fd, c->in + c->in_len, IN_MAX - c->in_len, MSG_DONTWAIT);
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-                    alive = false;
-                else if (n > 0) {
-                    c->in_len += (size_t)n;
-                    if (!parse_commands(c, now)) {
-                        /* a client that speaks no RESP gets what Redis sends, then the door */
-                        out_str(c, "-ERR Protocol error\r\n");
-                        c->close_after = true;
-                        c->in_len = 0;
-                    }
-                }
-            }
-            if (alive)
-                alive = flush_out(c, now);
-            if (!alive)
+            if (c->used && !serve_conn(c, pfds[p].revents, now))
                 conn_close(c);
         }
     }

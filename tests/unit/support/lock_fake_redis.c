@@ -232,35 +232,118 @@ static void lfr_record(lfr_server_t *s, const char *which, const char *value, bo
     }
 }
 
+/* A script call's KEYS (k[0..3], "" past numkeys) and ARGV (a[0..4]). */
+typedef struct lfr_script_args {
+    char k[4][LFR_STR];
+    char a[5][LFR_STR];
+} lfr_script_args_t;
+
+/* KEYS: lock, fence, delay marker, fleet marker; ARGV: value, ttl, fencing, delay, the
+ * client's token floor */
+static void lfr_acquire(lfr_server_t *s, size_t c, const lfr_script_args_t *x)
+{
+    long long mk = lfr_marker(s, x->k[3]);
+    s->last_floor = atoll(x->a[4]);
+    if (lfr_get(s, x->k[0]) != NULL) {
+        lfr_pair_reply(s, c, -1, mk);
+        return;
+    }
+    if (lfr_get(s, x->k[2]) != NULL) {
+        lfr_pair_reply(s, c, -2, mk);
+        return;
+    }
+    lfr_set(s, x->k[0], x->a[0], (uint64_t)atoll(x->a[1]));
+    if (strcmp(x->a[3], "0") != 0) {
+        lfr_set(s, x->k[2], x->a[0], (uint64_t)(atoll(x->a[1]) + atoll(x->a[3])));
+    }
+    if (strcmp(x->a[2], "1") == 0) {
+        /* max(counter + 1, TIME in us, ARGV[5]), unless the test turned the floor off */
+        char v[32];
+        long long n = lfr_int(s, x->k[1]) + 1;
+        if (!s->no_token_floor && n < lfr_time_ms(s) * 1000) {
+            n = lfr_time_ms(s) * 1000;
+        }
+        if (!s->no_token_floor && n < atoll(x->a[4])) {
+            n = atoll(x->a[4]);
+        }
+        snprintf(v, sizeof v, "%lld", n);
+        lfr_set(s, x->k[1], v, 0);
+        lfr_pair_reply(s, c, n, mk);
+        return;
+    }
+    lfr_pair_reply(s, c, 0, mk);
+}
+
+/* KEYS: lock, delay marker, fleet marker; ARGV: value, ttl, lock delay */
+static void lfr_extend(lfr_server_t *s, size_t c, const lfr_script_args_t *x)
+{
+    long long mk = lfr_marker(s, x->k[2]);
+    const char *v = lfr_get(s, x->k[0]);
+    if (v != NULL && strcmp(v, x->a[0]) == 0) {
+        lfr_set(s, x->k[0], x->a[0], (uint64_t)atoll(x->a[1]));
+        if (strcmp(x->a[2], "0") != 0) {
+            lfr_set(s, x->k[1], x->a[0], (uint64_t)(atoll(x->a[1]) + atoll(x->a[2])));
+        }
+        lfr_pair_reply(s, c, 1, mk);
+        return;
+    }
+    lfr_pair_reply(s, c, 0, mk);
+}
+
+/* KEYS: lock, delay marker; ARGV: value, channel */
+static void lfr_release(lfr_server_t *s, size_t c, const lfr_script_args_t *x)
+{
+    const char *v = lfr_get(s, x->k[1]);
+    if (v != NULL && strcmp(v, x->a[0]) == 0) {
+        lfr_del(s, x->k[1]);
+    }
+    v = lfr_get(s, x->k[0]);
+    if (v != NULL && strcmp(v, x->a[0]) == 0) {
+        lfr_del(s, x->k[0]);
+        lfr_publish(s, x->a[1], x->a[0]);
+        lfr_int_reply(s, c, 1);
+        return;
+    }
+    lfr_int_reply(s, c, 0);
+}
+
+/* KEYS: lock, fence; ARGV: value, token */
+static void lfr_commit(lfr_server_t *s, size_t c, const lfr_script_args_t *x)
+{
+    const char *v = lfr_get(s, x->k[0]);
+    if (v == NULL || strcmp(v, x->a[0]) != 0) {
+        lfr_int_reply(s, c, -1);
+        return;
+    }
+    long long cur = lfr_int(s, x->k[1]);
+    long long t = atoll(x->a[1]);
+    if (t > cur) {
+        lfr_set(s, x->k[1], x->a[1], 0);
+        lfr_int_reply(s, c, t);
+        return;
+    }
+    lfr_int_reply(s, c, cur);
+}
+
 /* Run script `which` with KEYS/ARGV starting at argument `first` of cmd. */
 static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd,
                     size_t first)
 {
-    char k1[LFR_STR], k2[LFR_STR], k3[LFR_STR], k4[LFR_STR];
-    char a1[LFR_STR], a2[LFR_STR], a3[LFR_STR], a4[LFR_STR], a5[LFR_STR];
-    long long mk = 0;
+    lfr_script_args_t x;
     char nk[16];
+    size_t i;
     lfr_arg(cmd, first, nk);
     size_t numkeys = (size_t)atoi(nk);
-    lfr_arg(cmd, first + 1, k1);
-    lfr_arg(cmd, first + 2, k2);
-    lfr_arg(cmd, first + 3, k3);
-    lfr_arg(cmd, first + 4, k4);
-    if (numkeys < 4) {
-        k4[0] = '\0';
+    for (i = 0; i < 4; i++) {
+        lfr_arg(cmd, first + 1 + i, x.k[i]);
+        if (i > 0 && numkeys < i + 1) {
+            x.k[i][0] = '\0';
+        }
     }
-    if (numkeys < 3) {
-        k3[0] = '\0';
+    for (i = 0; i < 5; i++) {
+        lfr_arg(cmd, first + 1 + i + numkeys, x.a[i]);
     }
-    if (numkeys < 2) {
-        k2[0] = '\0';
-    }
-    lfr_arg(cmd, first + 1 + numkeys, a1);
-    lfr_arg(cmd, first + 2 + numkeys, a2);
-    lfr_arg(cmd, first + 3 + numkeys, a3);
-    lfr_arg(cmd, first + 4 + numkeys, a4);
-    lfr_arg(cmd, first + 5 + numkeys, a5);
-    lfr_record(s, which, a1, fake_cmd_is(cmd, "EVAL"));
+    lfr_record(s, which, x.a[0], fake_cmd_is(cmd, "EVAL"));
     if (strcmp(which, "acquire") == 0) {
         s->acquire_calls++;
     } else if (strcmp(which, "extend") == 0) {
@@ -272,86 +355,16 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
     }
     if (s->error_reply) {
         lfr_str_reply(s, c, "-", s->error_reply);
-        return;
-    }
-    if (s->raw_reply) {
+    } else if (s->raw_reply) {
         lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
-        return;
-    }
-    if (strcmp(which, "acquire") == 0) {
-        /* KEYS: lock, fence, delay marker, fleet marker; ARGV: value, ttl, fencing, delay,
-         * the client's token floor */
-        mk = lfr_marker(s, k4);
-        s->last_floor = atoll(a5);
-        if (lfr_get(s, k1) != NULL) {
-            lfr_pair_reply(s, c, -1, mk);
-            return;
-        }
-        if (lfr_get(s, k3) != NULL) {
-            lfr_pair_reply(s, c, -2, mk);
-            return;
-        }
-        lfr_set(s, k1, a1, (uint64_t)atoll(a2));
-        if (strcmp(a4, "0") != 0) {
-            lfr_set(s, k3, a1, (uint64_t)(atoll(a2) + atoll(a4)));
-        }
-        if (strcmp(a3, "1") == 0) {
-            /* max(counter + 1, TIME in us, ARGV[5]), unless the test turned the floor off */
-            char v[32];
-            long long n = lfr_int(s, k2) + 1;
-            if (!s->no_token_floor && n < lfr_time_ms(s) * 1000) {
-                n = lfr_time_ms(s) * 1000;
-            }
-            if (!s->no_token_floor && n < atoll(a5)) {
-                n = atoll(a5);
-            }
-            snprintf(v, sizeof v, "%lld", n);
-            lfr_set(s, k2, v, 0);
-            lfr_pair_reply(s, c, n, mk);
-            return;
-        }
-        lfr_pair_reply(s, c, 0, mk);
+    } else if (strcmp(which, "acquire") == 0) {
+        lfr_acquire(s, c, &x);
     } else if (strcmp(which, "extend") == 0) {
-        /* KEYS: lock, delay marker, fleet marker; ARGV: value, ttl, lock delay */
-        mk = lfr_marker(s, k3);
-        const char *v = lfr_get(s, k1);
-        if (v != NULL && strcmp(v, a1) == 0) {
-            lfr_set(s, k1, a1, (uint64_t)atoll(a2));
-            if (strcmp(a3, "0") != 0) {
-                lfr_set(s, k2, a1, (uint64_t)(atoll(a2) + atoll(a3)));
-            }
-            lfr_pair_reply(s, c, 1, mk);
-            return;
-        }
-        lfr_pair_reply(s, c, 0, mk);
+        lfr_extend(s, c, &x);
     } else if (strcmp(which, "release") == 0) {
-        /* KEYS: lock, delay marker; ARGV: value, channel */
-        const char *v = lfr_get(s, k2);
-        if (v != NULL && strcmp(v, a1) == 0) {
-            lfr_del(s, k2);
-        }
-        v = lfr_get(s, k1);
-        if (v != NULL && strcmp(v, a1) == 0) {
-            lfr_del(s, k1);
-            lfr_publish(s, a2, a1);
-            lfr_int_reply(s, c, 1);
-            return;
-        }
-        lfr_int_reply(s, c, 0);
+        lfr_release(s, c, &x);
     } else {
-        const char *v = lfr_get(s, k1);
-        if (v == NULL || strcmp(v, a1) != 0) {
-            lfr_int_reply(s, c, -1);
-            return;
-        }
-        long long cur = lfr_int(s, k2);
-        long long t = atoll(a2);
-        if (t > cur) {
-            lfr_set(s, k2, a2, 0);
-            lfr_int_reply(s, c, t);
-            return;
-        }
-        lfr_int_reply(s, c, cur);
+        lfr_commit(s, c, &x);
     }
 }
 
@@ -387,6 +400,61 @@ static const char *lfr_by_text(const fake_cmd_t *cmd, size_t i)
     return NULL;
 }
 
+/* The safety check's INFO script (not a lock script): maxmemory-policy and AOF. */
+static void lfr_safety(lfr_server_t *s, size_t c)
+{
+    s->info++;
+    if (s->info_disabled) {
+        lfr_str_reply(s, c, "-",
+                      "ERR The user executing the script can't run this command or subcommand");
+        return;
+    }
+    char b[256];
+    size_t len = (size_t)snprintf(b, sizeof b, "*2\r\n");
+    lfr_bulk(b, sizeof b, &len, s->maxmemory_policy);
+    lfr_bulk(b, sizeof b, &len, s->aof ? "1" : "0");
+    lfr_out(s, c, b, len);
+}
+
+/* SCRIPT LOAD: the known scripts' SHA1s ("0" for any other). */
+static void lfr_script_load(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
+{
+    s->script_load++;
+    if (!s->forget_scripts) {
+        s->scripts_loaded = true;
+    }
+    const char *which = cmd->argc > 2 ? lfr_by_text(cmd, 2) : NULL;
+    const char *sha = which == NULL     ? "0"
+        : strcmp(which, "acquire") == 0 ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
+        : strcmp(which, "extend") == 0  ? ELK_LOCK_SCRIPT_EXTEND_SHA1
+        : strcmp(which, "release") == 0 ? ELK_LOCK_SCRIPT_RELEASE_SHA1
+                                        : ELK_LOCK_SCRIPT_COMMIT_SHA1;
+    char b[64];
+    size_t len = 0;
+    lfr_bulk(b, sizeof b, &len, sha);
+    lfr_out(s, c, b, len);
+}
+
+/* CONFIG GET of the safety check's settings. */
+static void lfr_config_get(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
+{
+    char a[LFR_STR];
+    s->config_get++;
+    if (s->config_disabled) {
+        lfr_str_reply(s, c, "-", "ERR unknown command 'CONFIG'");
+        return;
+    }
+    lfr_arg(cmd, 2, a);
+    const char *val = strcmp(a, "maxmemory-policy") == 0 ? s->maxmemory_policy
+        : strcmp(a, "appendonly") == 0                   ? "no"
+                                                         : "everysec";
+    char b[256];
+    size_t len = (size_t)snprintf(b, sizeof b, "*2\r\n");
+    lfr_bulk(b, sizeof b, &len, a);
+    lfr_bulk(b, sizeof b, &len, val);
+    lfr_out(s, c, b, len);
+}
+
 static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
 {
     char a[LFR_STR];
@@ -403,17 +471,7 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
     } else if (fake_cmd_is(cmd, "EVAL") && cmd->argc > 1 &&
                cmd->len[1] == strlen(ELK_LOCK_SCRIPT_SAFETY) &&
                memcmp(cmd->argv[1], ELK_LOCK_SCRIPT_SAFETY, cmd->len[1]) == 0) {
-        s->info++; /* the safety check's INFO script, not a lock script */
-        if (s->info_disabled) {
-            lfr_str_reply(s, c, "-",
-                          "ERR The user executing the script can't run this command or subcommand");
-            return;
-        }
-        char b[256];
-        size_t len = (size_t)snprintf(b, sizeof b, "*2\r\n");
-        lfr_bulk(b, sizeof b, &len, s->maxmemory_policy);
-        lfr_bulk(b, sizeof b, &len, s->aof ? "1" : "0");
-        lfr_out(s, c, b, len);
+        lfr_safety(s, c);
     } else if (fake_cmd_is(cmd, "EVAL")) {
         s->eval++;
         const char *which = lfr_by_text(cmd, 1);
@@ -426,35 +484,9 @@ static void lfr_exec(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         }
         lfr_run(s, c, which, cmd, 2);
     } else if (fake_cmd_is(cmd, "SCRIPT")) {
-        s->script_load++;
-        if (!s->forget_scripts) {
-            s->scripts_loaded = true;
-        }
-        const char *which = cmd->argc > 2 ? lfr_by_text(cmd, 2) : NULL;
-        const char *sha = which == NULL     ? "0"
-            : strcmp(which, "acquire") == 0 ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
-            : strcmp(which, "extend") == 0  ? ELK_LOCK_SCRIPT_EXTEND_SHA1
-            : strcmp(which, "release") == 0 ? ELK_LOCK_SCRIPT_RELEASE_SHA1
-                                            : ELK_LOCK_SCRIPT_COMMIT_SHA1;
-        char b[64];
-        size_t len = 0;
-        lfr_bulk(b, sizeof b, &len, sha);
-        lfr_out(s, c, b, len);
+        lfr_script_load(s, c, cmd);
     } else if (fake_cmd_is(cmd, "CONFIG")) {
-        s->config_get++;
-        if (s->config_disabled) {
-            lfr_str_reply(s, c, "-", "ERR unknown command 'CONFIG'");
-            return;
-        }
-        lfr_arg(cmd, 2, a);
-        const char *val = strcmp(a, "maxmemory-policy") == 0 ? s->maxmemory_policy
-            : strcmp(a, "appendonly") == 0                   ? "no"
-                                                             : "everysec";
-        char b[256];
-        size_t len = (size_t)snprintf(b, sizeof b, "*2\r\n");
-        lfr_bulk(b, sizeof b, &len, a);
-        lfr_bulk(b, sizeof b, &len, val);
-        lfr_out(s, c, b, len);
+        lfr_config_get(s, c, cmd);
     } else if (fake_cmd_is(cmd, "HELLO")) {
         s->resp3[c] = true;
         lfr_out(s, c, "%1\r\n$5\r\nproto\r\n:3\r\n", strlen("%1\r\n$5\r\nproto\r\n:3\r\n"));

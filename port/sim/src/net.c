@@ -276,7 +276,7 @@ static void server_input(elk_sim_net_t *net, elk_sim_conn_t *c)
             out.len = 0;
             out.proto = c->srv.proto;
             out.overflow = false;
-            elk_sim_redis_exec(net, c, &cmd, &out);
+            elk_sim_redis_exec(net, c, &cmd, &out, elk_sim_net_publish);
             elk_resp_reader_release(&c->srv.reader);
             if (out.overflow) {
                 conn_fail(net, c, ELK_E_CLOSED);

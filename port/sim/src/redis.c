@@ -129,6 +129,7 @@ bool elk_sim_redis_del(elk_sim_redis_t *node, const uint8_t *key, size_t klen)
 
 typedef struct cmd_ctx {
     elk_sim_net_t *net;
+    elk_sim_publish_fn publish;
     elk_sim_conn_t *conn;
     elk_sim_redis_t *node;
     elk_sim_bytes_t argv[ELK_SIM_MAX_ARGS];
@@ -618,12 +619,13 @@ static void cmd_script(cmd_ctx_t *x)
 static void exec_command(cmd_ctx_t *xp);
 
 void elk_sim_redis_exec(elk_sim_net_t *net, elk_sim_conn_t *conn, const elk_resp_reply_t *cmd,
-                        elk_sim_reply_t *out)
+                        elk_sim_reply_t *out, elk_sim_publish_fn publish)
 {
     cmd_ctx_t x;
     const elk_resp_node_t *top;
     size_t i;
     x.net = net;
+    x.publish = publish;
     x.conn = conn;
     x.node = &net->nodes[conn->node];
     x.out = out;
@@ -684,9 +686,9 @@ static void exec_command(cmd_ctx_t *xp)
         if (x.argc != 3u) {
             wrong_args(&x);
         } else {
-            elk_sim_reply_int(out,
-                              elk_sim_net_publish(net, x.node, x.argv[1].p, x.argv[1].len,
-                                                  x.argv[2].p, x.argv[2].len));
+            elk_sim_reply_int(
+                out,
+                x.publish(net, x.node, x.argv[1].p, x.argv[1].len, x.argv[2].p, x.argv[2].len));
         }
     } else if (arg_is(&x.argv[0], "SUBSCRIBE")) {
         cmd_subscribe(&x);
