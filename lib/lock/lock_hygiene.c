@@ -373,6 +373,31 @@ static void lk_local_clock(elk_client_t *client, size_t i, uint64_t lr, int64_t 
 /* What a reading says of node i's vote (lk_reading). */
 enum { LK_CLOCK_OK, LK_CLOCK_BLIND, LK_CLOCK_JUMP };
 
+/* Node i's reference becomes the reading (server ms, sent at ls, received at lr). A finer
+ * reference that gives way to a slower reading stays the one to beat for its TTL (elk-sim
+ * seed 1004453: a stalled client's replies, all read at one late moment, replaced it and a
+ * +51 ms step went unseen); a jump or an aged reference (restart) starts over. */
+static void lk_move_reference(elk_lock_hygiene_t *h, const elk_lock_config_t *cfg, bool restart,
+                              int64_t ms, uint64_t ls, uint64_t lr)
+{
+    bool worse = h->has_ref && lr - ls > h->ref_lr - h->ref_ls; /* a longer round trip */
+    bool best_live = h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms;
+    if (restart) {
+        h->has_best = false;
+    } else if (worse && (!best_live || h->ref_lr - h->ref_ls <= h->best_lr - h->best_ls)) {
+        h->best_server = h->ref_server;
+        h->best_ls = h->ref_ls;
+        h->best_lr = h->ref_lr;
+        h->has_best = true;
+    } else {
+        h->has_best = best_live && h->best_lr - h->best_ls < lr - ls; /* still the finer */
+    }
+    h->ref_server = ms;
+    h->ref_ls = ls;
+    h->ref_lr = lr;
+    h->has_ref = true;
+}
+
 /* A reading of node i's clock, compared with the reference. A jump beyond the bound either
  * way quarantines the node for W from lr and the reply does not count: a net backward reading
  * does not rule out a forward jump in between (back, a key set, forward: that key is cut
@@ -392,7 +417,6 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
     int64_t rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0; /* before the ref moves */
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
-    bool worse = h->has_ref && lr - ls > h->ref_lr - h->ref_ls; /* a longer round trip */
     if (jump == 0 && h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms) {
         jump = lk_jump_from_best(h, cfg, ms, ls, lr);
         rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0;
@@ -405,24 +429,7 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     /* half a TTL old: replaced by any reading, or the refreshes (TTL/2 apart) could let a
      * precise reference age past the TTL (elk-sim harsh seed 100449: quarantines forever) */
     if (jump != 0 || lr - h->ref_ls >= cfg->ttl_ms / 2u || old || blind / 2u >= lr - ls) {
-        /* A precise reference that gives way to a slower reading stays the one to beat
-         * (elk-sim seed 1004453: a stalled client's replies, all read at one late moment,
-         * replaced it and a +51 ms step went unseen); a jump starts over. */
-        bool best_live = h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms;
-        if (jump != 0 || old) {
-            h->has_best = false;
-        } else if (worse && (!best_live || h->ref_lr - h->ref_ls <= h->best_lr - h->best_ls)) {
-            h->best_server = h->ref_server;
-            h->best_ls = h->ref_ls;
-            h->best_lr = h->ref_lr;
-            h->has_best = true;
-        } else {
-            h->has_best = best_live && h->best_lr - h->best_ls < lr - ls; /* still the finer */
-        }
-        h->ref_server = ms;
-        h->ref_ls = ls;
-        h->ref_lr = lr;
-        h->has_ref = true;
+        lk_move_reference(h, cfg, jump != 0 || old, ms, ls, lr);
     }
     if (jump == 0) {
         return old ? LK_CLOCK_BLIND : LK_CLOCK_OK;
