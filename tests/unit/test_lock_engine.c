@@ -799,8 +799,8 @@ static void test_renew_value_gone_is_lost_at_once(void **state)
     run_until(t0 + 330 + 500);
     assert_int_equal(W.srv[2].release_calls, 0);
     assert_string_equal(lfr_get(&W.srv[2], "t:{valve}"), ours);
-    assert_int_equal(elk_lock_state(&W.lock),
-                     ELK_LOCK_LOST); /* until the caller releases or acquires */
+    /* LOST until the caller releases or acquires */
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_LOST);
 }
 
 static void test_caps_stop_renewal(void **state)
