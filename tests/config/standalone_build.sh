@@ -17,8 +17,10 @@ compile() { # src obj extra-flags...
     echo "FAIL: $src"; cat "$obj.log"; fail=$((fail + 1))
   fi
 }
+# lib/lock/include: lib's internal headers (elk/lock_scripts.h), on lib's own path only
 for src in "$ROOT"/lib/*/*.c; do
-  compile "$src" "$OUT/lib_$(basename "$(dirname "$src")")_$(basename "$src" .c).o" -I "$ROOT/lib/include"
+  compile "$src" "$OUT/lib_$(basename "$(dirname "$src")")_$(basename "$src" .c).o" \
+    -I "$ROOT/lib/include" -I "$ROOT/lib/lock/include"
 done
 # The decoder without its fast path (CONFIG_ELK_RESP_FAST_PATH off) builds too.
 for src in "$ROOT"/lib/resp/*.c; do
