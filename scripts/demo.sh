@@ -10,8 +10,9 @@ cat <<INTRO
 demo: three Redis servers over TLS on 127.0.0.1, three gateways (elkd) contending for one
       valve with 'elk run', an actuator that checks fencing tokens; then a server killed under
       a held lease, a stale command refused, a lease lost with its quorum, a clean stop.
-demo: first the Debian packages it needs (scripts/install-deps.sh), then the build: about
-      2-4 minutes on 2 cores the first time (JOBS=$jobs), seconds when already built.
+demo: first the Debian packages it needs (scripts/install-deps.sh: minutes when they are
+      missing), then the build of elkd, elk and the actuator (about 15 s on 2 cores the first
+      time, JOBS=$jobs; seconds when already built), then the run itself (about 20 s).
 INTRO
 scripts/install-deps.sh
 log=build/demo-build.log
