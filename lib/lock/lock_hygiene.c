@@ -116,17 +116,18 @@ static LK_NOINLINE int64_t lk_with_drift(const elk_lock_config_t *cfg, uint64_t 
  * closed, and the first reply after the quarantine loses its vote to the same rule. */
 static LK_NOINLINE uint64_t lk_margin(const elk_client_t *client, uint64_t span)
 {
-    elk_lock_config_t c;
+    uint64_t ms = span > UINT32_MAX ? UINT32_MAX : span;
     uint64_t most = 0;
-    size_t k = 0;
-    elk_lock_config_defaults(&c);
-    do {
-        if (k < client->lock_count) {
-            c = client->locks[k]->cfg;
-        }
-        c.ttl_ms = (uint32_t)(span > UINT32_MAX ? UINT32_MAX : span);
-        most = elk_lock__drift(&c) > most ? elk_lock__drift(&c) : most;
-    } while (++k < client->lock_count);
+    size_t k;
+    if (client->lock_count == 0u) {
+        elk_lock_config_t d;
+        elk_lock_config_defaults(&d);
+        return (uint64_t)lk_with_drift(&d, ms) - ms;
+    }
+    for (k = 0; k < client->lock_count; k++) {
+        uint64_t m = (uint64_t)lk_with_drift(&client->locks[k]->cfg, ms) - ms;
+        most = m > most ? m : most;
+    }
     return most;
 }
 
@@ -278,6 +279,12 @@ static LK_NOINLINE int64_t lk_jump(const elk_lock_hygiene_t *h, const elk_lock_c
     return 0;
 }
 
+/* The kept finer reference (best_*) is there and younger than cfg's TTL at lr. */
+static bool lk_best_live(const elk_lock_hygiene_t *h, const elk_lock_config_t *cfg, uint64_t lr)
+{
+    return h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms;
+}
+
 /* lk_jump against the kept finer reference (best_*) instead of ref_*. */
 static LK_NOINLINE int64_t lk_jump_from_best(const elk_lock_hygiene_t *h,
                                              const elk_lock_config_t *cfg, int64_t server_ms,
@@ -381,7 +388,7 @@ static void lk_move_reference(elk_lock_hygiene_t *h, const elk_lock_config_t *cf
                               int64_t ms, uint64_t ls, uint64_t lr)
 {
     bool worse = h->has_ref && lr - ls > h->ref_lr - h->ref_ls; /* a longer round trip */
-    bool best_live = h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms;
+    bool best_live = lk_best_live(h, cfg, lr);
     if (restart) {
         h->has_best = false;
     } else if (worse && (!best_live || h->ref_lr - h->ref_ls <= h->best_lr - h->best_ls)) {
@@ -417,7 +424,7 @@ static int lk_reading(elk_client_t *client, size_t i, const elk_lock_config_t *c
     uint64_t blind = h->has_ref ? lk_blind(h, cfg, ls, lr) : UINT64_MAX;
     int64_t rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0; /* before the ref moves */
     bool old = blind == UINT64_MAX || lr - h->ref_ls > cfg->ttl_ms;
-    if (jump == 0 && h->has_best && lr >= h->best_ls && lr - h->best_ls <= cfg->ttl_ms) {
+    if (jump == 0 && lk_best_live(h, cfg, lr)) {
         jump = lk_jump_from_best(h, cfg, ms, ls, lr);
         rate = jump != 0 ? lk_rate(h, ms, jump, ls, lr) : 0;
     }
