@@ -24,6 +24,9 @@ JOBS=${JOBS:-$(nproc)}
 scripts/install-deps.sh
 
 passed=0; failed=0
+failed_names="" # what failed, repeated at the end: CI keeps only the tail of the log
+note_failure() { failed_names="$failed_names
+  - $*"; }
 # Every stage prints how long it took (CI has 30 minutes on a 2-core machine).
 stage_name=""; stage_t0=0; suite_t0=$(date +%s)
 stage() { # name: ends the previous stage (prints its time) and starts the next
@@ -46,8 +49,13 @@ run_ctest() { # dir, extra ctest args...
     fail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
     total=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/')
     passed=$((passed + total - fail)); failed=$((failed + fail))
+    local t
+    while read -r t; do
+      [ -n "$t" ] && note_failure "$stage_name: $t"
+    done < <(sed -n '/The following tests FAILED:/,$p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ' |
+             sed -E 's/^[[:space:]]+[0-9]+ - //')
   elif [ "$rc" -ne 0 ]; then
-    failed=$((failed + 1))
+    failed=$((failed + 1)); note_failure "$stage_name: ctest exited $rc without a summary"
   fi
   rm -f "$log"
   return 0
@@ -101,7 +109,7 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
        --seed "$(git rev-parse HEAD 2>/dev/null || echo no-git)"; then
     passed=$((passed + 1))
   else
-    failed=$((failed + 1))
+    failed=$((failed + 1)); note_failure "mutation sample: a mutant survived (see above)"
   fi
 
   # -O3 enables warnings (stringop-overflow, ...) that -O0 never sees; -Werror makes
@@ -111,7 +119,7 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   if cmake --build build-release -j"$JOBS" >build-release.log 2>&1; then
     passed=$((passed + 1))
   else
-    tail -40 build-release.log; failed=$((failed + 1))
+    tail -40 build-release.log; failed=$((failed + 1)); note_failure "Release build"
   fi
 
   stage "build (ASan+UBSan)"
@@ -140,7 +148,7 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
       grep -E 'stat::number_of_executed_units|Done' "$work.log" | tail -2
       passed=$((passed + 1))
     else
-      tail -40 "$work.log"; failed=$((failed + 1))
+      tail -40 "$work.log"; failed=$((failed + 1)); note_failure "libFuzzer: $name"
     fi
     rm -rf "$work" "$work.log"
   done
@@ -154,7 +162,7 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   case $armhf_rc in
     0) passed=$((passed + 1)) ;;
     77) echo "armhf: SKIPPED (reason above)" ;;
-    *) failed=$((failed + 1)) ;;
+    *) failed=$((failed + 1)); note_failure "armhf (exit $armhf_rc)" ;;
   esac
 fi
 
@@ -162,13 +170,20 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   # Each script exits 0 (pass), 77 (cannot run here: reason printed, counted as skipped)
   # or anything else (fail). Their caches live outside the clone (/var/cache/edgelock).
   run_script() { # name command...
-    local name=$1 rc=0; shift
-    "$@" || rc=$?
+    local name=$1 rc=0 log t; shift
+    log=$(mktemp)
+    set +e
+    "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
     case $rc in
       0) passed=$((passed + 1)) ;;
       77) echo "$name: SKIPPED (reason above)" ;;
-      *) failed=$((failed + 1)); echo "$name: FAILED (exit $rc)" ;;
+      *) failed=$((failed + 1)); echo "$name: FAILED (exit $rc)"; note_failure "$name (exit $rc)"
+         while read -r t; do note_failure "  $name: $t"; done < <(grep -E '^[[:space:]]+[0-9]+ - ' "$log" |
+           sed -E 's/^[[:space:]]+[0-9]+ - //' | sort -u) ;;
     esac
+    rm -f "$log"
   }
   # OpenWrt package: the UCI translator on valid and broken `uci show elkd`, checked by
   # the Debug build's elkd --check.
@@ -193,4 +208,5 @@ stage ""
 echo
 echo "total time $(( $(date +%s) - suite_t0 )) s"
 echo "all suites: $passed passed, $failed failed"
+if [ -n "$failed_names" ]; then echo "what failed:$failed_names"; fi
 [ "$failed" -eq 0 ]
