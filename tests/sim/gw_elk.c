@@ -6,6 +6,8 @@
  * Drawn from the run seed: a lock delay per resource; per gateway a keepalive interval
  * (its work proves it is alive; in some holds the work hangs, keepalives stop while the
  * gateway still thinks it holds) and whether it stops early on SUSPECT. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sim_world.h"
@@ -116,6 +118,14 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
     }
 }
 
+static void gw_log_write(void *ctx, int level, const char *module, const char *text, size_t len)
+{
+    const sim_gw_t *g = ctx;
+    (void)level;
+    fprintf(g->w->trace, "%10" PRIu64 ".%03" PRIu64 " ms  log        %s %s: %.*s\n",
+            g->w->core.now_us / 1000u, g->w->core.now_us % 1000u, g->name, module, (int)len, text);
+}
+
 int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
 {
     elk_client_config_t cc;
@@ -139,6 +149,11 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         g->hangs = elk_sim_rng_range(&g->rng, 0, 1) == 0u;
     }
     g->stop_on_suspect = elk_sim_rng_range(&g->rng, 0, 1) == 0u;
+    /* --trace shows why a gateway decided what it did: the library's log lines, at the true
+     * time they were written. Without --trace nothing is formatted (write NULL). */
+    g->log.ctx = g;
+    g->log.write = w->trace != NULL ? gw_log_write : NULL;
+    g->log.level = ELK_LOG_DEBUG;
     int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
                            SIM_POOL_BLOCKS);
     for (n = 0; rc == ELK_OK && n < w->opt.nodes; n++) {
@@ -153,7 +168,7 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         nc.request_timeout_ms = 1000;
         nc.backoff_min_ms = 50;
         nc.backoff_max_ms = 1000;
-        rc = elk_node_init(&g->nodes[n], &nc, &t, &g->pool, &g->entropy, NULL);
+        rc = elk_node_init(&g->nodes[n], &nc, &t, &g->pool, &g->entropy, &g->log);
     }
     if (rc == ELK_OK) {
         rc = elk_fleet_init(&g->fleet, g->nodes, w->opt.nodes);
@@ -170,7 +185,7 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
          * those controls exist to show about the lease margin. */
         cc.vote_hygiene = w->opt.control != CTRL_NO_VOTE_HYGIENE &&
             w->opt.control != CTRL_NO_DRIFT_MARGIN && w->opt.control != CTRL_DRIFT_BEYOND;
-        rc = elk_client_init(&g->client, &cc, &g->fleet, &g->entropy, NULL);
+        rc = elk_client_init(&g->client, &cc, &g->fleet, &g->entropy, &g->log);
     }
     if (rc == ELK_OK) {
         elk_lock_config_defaults(&lc);

@@ -123,6 +123,7 @@ typedef struct sim_gw {
     elk_sim_rng_t rng_entropy;
     elk_sim_rng_t rng; /* behaviour */
     elk_entropy_t entropy;
+    elk_log_t log; /* the library's own lines, printed with --trace only */
     uint8_t pool_mem[SIM_POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
     elk_pool_t pool;
     elk_node_t nodes[ELK_SIM_MAX_NODES];
