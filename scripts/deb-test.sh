@@ -102,6 +102,9 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 check_run "libelk0: libelk.so.0 with SONAME libelk.so.0" \
   sh -c "objdump -p /usr/lib/$multiarch/libelk.so.0 | grep -q 'SONAME *libelk.so.0\$' && dpkg -S /usr/lib/$multiarch/libelk.so.0 | grep -q '^libelk0:'"
 check_run "libelk0 ships its symbols file" sh -c "test -s \"\$(dpkg-query --control-path libelk0 symbols)\""
+check_run "libelk.so.0 exports exactly the public headers' functions" \
+  python3 scripts/check-exports.py --source . --include lib/include --include /usr/include/elk \
+    --so "/usr/lib/$multiarch/libelk.so.0"
 check_run "libelk-dev: static libelk.a and the libelk.so link" \
   test -f "/usr/lib/$multiarch/libelk.a" -a -L "/usr/lib/$multiarch/libelk.so"
 check_run "libelk-dev: API reference (elk_lock_acquire in the HTML)" \
