@@ -432,12 +432,18 @@ static void ignore_reply(void *user, elk_node_t *node, int status, const elk_res
 static void test_safety_check_behind_the_probe(void **state)
 {
     (void)state;
-    static char junk[300];
+    static char junk[CONFIG_ELK_POOL_BLOCK_SIZE];
     setup(.nodes = 1);
     C(0)->cfg.safety = ELK_SAFETY_REFUSE;
     node_harness_poll(&T.gw[0].h); /* READY before the client's first poll */
+    /* Sized so that the probe (about 650 bytes encoded) still fits behind it and the safety
+     * check (about 216) does not, whatever the block size (768 on an MCU, 1280 here): the
+     * check must go after the flush. It was a fixed 300 bytes, which a 1280-byte block took
+     * with both, and the retry went untested (mutant safety.not-retried-behind-probe). */
+    size_t block = elk_pool_block_size(&T.gw[0].h.pool);
     memset(junk, 'x', sizeof junk);
-    const elk_resp_arg_t argv[2] = {ELK_RESP_ARG_STR("GET"), ELK_RESP_ARG_STR(junk)};
+    const elk_resp_arg_t argv[2] = {ELK_RESP_ARG_STR("GET"),
+                                    {.ptr = (const uint8_t *)junk, .len = block - 720u}};
     assert_int_equal(elk_node_send(&T.gw[0].h.nodes[0], T.now, argv, 2, 0, ignore_reply, NULL),
                      ELK_OK);
     fake_transport_script_send(&T.gw[0].h.ft[0], 0); /* it stays in the buffer for now */
