@@ -467,6 +467,28 @@ static void test_fencing_commit_design_case(void **state)
     assert_int_equal(lfr_int(&W.srv[1], "t:{valve}:fence"), F_ + 7);
     assert_int_equal(lfr_int(&W.srv[2], "t:{valve}:fence"), F_ + 7);
 }
+
+/* The token is the highest over the quorum's replies, whichever node answers first or has
+ * the lowest index: counters (1, 5, 1) give F+2, F+6, F+2, and the token is F+6, committed
+ * to every node (mutant commit.token-first-not-max: the first node's F+2). */
+static void test_token_is_highest_of_the_quorum(void **state)
+{
+    (void)state;
+    world_setup(.nodes = 3);
+    pump();
+    lfr_set(&W.srv[0], "t:{valve}:fence", "9000000000000001", 0);
+    lfr_set(&W.srv[1], "t:{valve}:fence", "9000000000000005", 0);
+    lfr_set(&W.srv[2], "t:{valve}:fence", "9000000000000001", 0);
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
+    assert_non_null(ev);
+    assert_int_equal(ev->token, F_ + 6);
+    assert_int_equal(elk_lock_token(&W.lock), F_ + 6);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(lfr_int(&W.srv[i], "t:{valve}:fence"), F_ + 6);
+    }
+}
 #undef F_
 
 /* Successive holders over partly overlapping majorities: tokens strictly increase. */
@@ -2320,6 +2342,7 @@ int main(void)
         cmocka_unit_test(test_reentrancy),
         cmocka_unit_test(test_noscript_fallback),
         cmocka_unit_test(test_fencing_commit_design_case),
+        cmocka_unit_test(test_token_is_highest_of_the_quorum),
         cmocka_unit_test(test_tokens_increase_over_overlapping_majorities),
         cmocka_unit_test(test_commit_fails_on_majority),
         cmocka_unit_test(test_failed_round_releases_everywhere),
