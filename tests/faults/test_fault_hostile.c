@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -341,9 +342,5 @@ static int teardown(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_handshake_phase, teardown),
-        cmocka_unit_test_teardown(test_command_phase, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_EACH("tests", NULL, teardown, test_handshake_phase, test_command_phase);
 }

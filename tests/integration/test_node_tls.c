@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 #include <mbedtls/version.h>
 
 #include "elk/node.h"
@@ -219,10 +220,6 @@ static void test_unknown_ca_is_refused(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tls_round_trip_auth_resp3_pipelined),
-        cmocka_unit_test(test_mutual_tls),
-        cmocka_unit_test(test_unknown_ca_is_refused),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_tls_round_trip_auth_resp3_pipelined, test_mutual_tls,
+                         test_unknown_ca_is_refused);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
@@ -218,11 +219,7 @@ static void test_session_not_offered_elsewhere(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reconnect_resumes),
-        cmocka_unit_test(test_unrelated_ca_refused_with_session),
-        cmocka_unit_test(test_other_name_refused_with_session),
-        cmocka_unit_test(test_session_not_offered_elsewhere),
-    };
-    return cmocka_run_group_tests_name("integration.tls_resume", tests, setup, teardown);
+    return ELK_RUN_GROUP("integration.tls_resume", setup, teardown, test_reconnect_resumes,
+                         test_unrelated_ca_refused_with_session,
+                         test_other_name_refused_with_session, test_session_not_offered_elsewhere);
 }

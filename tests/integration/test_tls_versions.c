@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 #include <mbedtls/version.h>
 
 #include "elk/port_mbedtls.h"
@@ -189,11 +190,7 @@ static void test_tls11_only_server_is_refused(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_session_is_newest),
-        cmocka_unit_test(test_tls12_only_server),
-        cmocka_unit_test(test_tls13_only_server),
-        cmocka_unit_test(test_tls11_only_server_is_refused),
-    };
-    return cmocka_run_group_tests_name("integration.tls_versions", tests, setup, NULL);
+    return ELK_RUN_GROUP("integration.tls_versions", setup, NULL, test_default_session_is_newest,
+                         test_tls12_only_server, test_tls13_only_server,
+                         test_tls11_only_server_is_refused);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_lwip.h"
 
@@ -94,12 +95,7 @@ static void test_reinit_starts_over(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_extend_counts_wraps),
-        cmocka_unit_test(test_equal_ticks_are_not_a_wrap),
-        cmocka_unit_test(test_first_reading_is_not_a_wrap),
-        cmocka_unit_test(test_now_ms_reads_sys_now_across_the_wrap),
-        cmocka_unit_test(test_reinit_starts_over),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_extend_counts_wraps, test_equal_ticks_are_not_a_wrap,
+                         test_first_reading_is_not_a_wrap,
+                         test_now_ms_reads_sys_now_across_the_wrap, test_reinit_starts_over);
 }

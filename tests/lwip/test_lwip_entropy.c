@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_lwip.h"
 
@@ -119,12 +120,7 @@ static void test_bad_arguments(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fill_assembles_words_after_baseline),
-        cmocka_unit_test(test_stuck_generator_is_refused),
-        cmocka_unit_test(test_stuck_from_the_start_is_refused),
-        cmocka_unit_test(test_rng_fault_is_refused),
-        cmocka_unit_test(test_bad_arguments),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_fill_assembles_words_after_baseline, test_stuck_generator_is_refused,
+                         test_stuck_from_the_start_is_refused, test_rng_fault_is_refused,
+                         test_bad_arguments);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/heartbeat.h"
 
@@ -100,13 +101,8 @@ static void test_eof_is_no_miss_by_itself(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_heartbeat_does_nothing),
-        cmocka_unit_test(test_first_beat_is_sent_at_once),
-        cmocka_unit_test(test_keepalives_are_rate_limited_but_no_beat_is_dropped),
-        cmocka_unit_test(test_missed_after_more_than_one_interval),
-        cmocka_unit_test(test_pending_beat_is_not_sent_after_a_miss),
-        cmocka_unit_test(test_eof_is_no_miss_by_itself),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_no_heartbeat_does_nothing, test_first_beat_is_sent_at_once,
+                         test_keepalives_are_rate_limited_but_no_beat_is_dropped,
+                         test_missed_after_more_than_one_interval,
+                         test_pending_beat_is_not_sent_after_a_miss, test_eof_is_no_miss_by_itself);
 }

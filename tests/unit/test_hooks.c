@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/hooks.h"
 
@@ -115,12 +116,8 @@ static void test_hook_that_ignores_sigterm_gets_sigkill(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hook_sees_the_lease_and_its_status_is_kept),
-        cmocka_unit_test(test_hook_runs_in_its_own_process_group),
-        cmocka_unit_test(test_one_run_at_a_time_and_none_without_a_command),
-        cmocka_unit_test(test_hanging_hook_gets_sigterm_at_its_timeout),
-        cmocka_unit_test(test_hook_that_ignores_sigterm_gets_sigkill),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_hook_sees_the_lease_and_its_status_is_kept, test_hook_runs_in_its_own_process_group,
+        test_one_run_at_a_time_and_none_without_a_command,
+        test_hanging_hook_gets_sigterm_at_its_timeout, test_hook_that_ignores_sigterm_gets_sigkill);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/lock.h"
 #include "lock/lock_internal.h"
@@ -127,11 +128,6 @@ static void test_config_explain(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_drift_examples),
-        cmocka_unit_test(test_config_explain),
-        cmocka_unit_test(test_drift_matches_64bit_division),
-        cmocka_unit_test(test_config_check_boundary),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_drift_examples, test_config_explain,
+                         test_drift_matches_64bit_division, test_config_check_boundary);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/reload.h"
 
@@ -151,13 +152,7 @@ static void test_node_list_and_restart_keys(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_file_changes_nothing),
-        cmocka_unit_test(test_resources_added_changed_removed),
-        cmocka_unit_test(test_each_resource_key_is_a_change),
-        cmocka_unit_test(test_drift_changes_every_resource),
-        cmocka_unit_test(test_quorum_keys),
-        cmocka_unit_test(test_node_list_and_restart_keys),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_same_file_changes_nothing, test_resources_added_changed_removed,
+                         test_each_resource_key_is_a_change, test_drift_changes_every_resource,
+                         test_quorum_keys, test_node_list_and_restart_keys);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/resp.h"
 
@@ -271,16 +272,8 @@ static void test_round_trip_through_decoder(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_int_limits),
-        cmocka_unit_test(test_format_int_matches_printf),
-        cmocka_unit_test(test_encode_command_exact),
-        cmocka_unit_test(test_encode_empty_and_int_args),
-        cmocka_unit_test(test_encode_every_cap),
-        cmocka_unit_test(test_encode_command_matches_writer),
-        cmocka_unit_test(test_writer_incremental_and_measure),
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_round_trip_through_decoder),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_format_int_limits, test_format_int_matches_printf, test_encode_command_exact,
+        test_encode_empty_and_int_args, test_encode_every_cap, test_encode_command_matches_writer,
+        test_writer_incremental_and_measure, test_bad_arguments, test_round_trip_through_decoder);
 }

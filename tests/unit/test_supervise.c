@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/supervise.h"
 
@@ -285,15 +286,9 @@ static void test_stop_signals_every_member(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_which_groups_a_client_may_hand_over),
-        cmocka_unit_test(test_group_of_two_users_refused),
-        cmocka_unit_test(test_member_of_another_user_stops_the_escalation),
-        cmocka_unit_test(test_reused_group_number_not_signalled),
-        cmocka_unit_test(test_stop_signals_every_member),
-        cmocka_unit_test(test_zombies_do_not_count),
-        cmocka_unit_test(test_stop_sequence),
-        cmocka_unit_test(test_give_up_after_the_bound),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_which_groups_a_client_may_hand_over, test_group_of_two_users_refused,
+                         test_member_of_another_user_stops_the_escalation,
+                         test_reused_group_number_not_signalled, test_stop_signals_every_member,
+                         test_zombies_do_not_count, test_stop_sequence,
+                         test_give_up_after_the_bound);
 }

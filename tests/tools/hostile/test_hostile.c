@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,19 +224,8 @@ static void test_after_lets_handshake_through(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_huge_lengths),
-        cmocka_unit_test(test_bad_type_and_garbage),
-        cmocka_unit_test(test_wrong_types),
-        cmocka_unit_test(test_unsolicited),
-        cmocka_unit_test(test_deep),
-        cmocka_unit_test(test_endless),
-        cmocka_unit_test(test_drip),
-        cmocka_unit_test(test_valid_then_garbage),
-        cmocka_unit_test(test_random_is_seeded),
-        cmocka_unit_test(test_silent),
-        cmocka_unit_test(test_after_lets_handshake_through),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_valid, test_huge_lengths, test_bad_type_and_garbage, test_wrong_types,
+                         test_unsolicited, test_deep, test_endless, test_drip,
+                         test_valid_then_garbage, test_random_is_seeded, test_silent,
+                         test_after_lets_handshake_through);
 }
