@@ -75,8 +75,7 @@ static void test_config_and_names(void **state)
 static void test_single_acquire_release(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
+    world_setup(.ttl = 1000);
     pump(); /* connect, preload scripts */
     assert_true(elk_client_ready(&W.client));
     assert_int_equal(W.srv[0].script_load, 4);
@@ -142,9 +141,7 @@ static void test_single_acquire_release(void **state)
 static void test_acquire_and_release_write_at_once(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
-    pump();
+    world_setup(.ttl = 1000, .connect = true);
     assert_true(elk_client_ready(&W.client));
 
     unsigned sends = W.h.ft[0].send_calls;
@@ -179,14 +176,11 @@ static void test_single_busy_and_fencing_off(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.fencing = false;
-    world_setup(.lcfg = &c);
-    pump();
+    world_setup(.lcfg = &c, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
-    const elk_lock_event_t *ev = last_ev(&W.rec);
-    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
-    assert_int_equal(ev->err, ELK_E_LOCK_BUSY);
+    const elk_lock_event_t *ev = last_failed(&W.rec, ELK_E_LOCK_BUSY);
     assert_int_equal(ev->busy, 1);
     assert_int_equal(ev->nodes[0].status, ELK_LOCK_NODE_BUSY);
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
@@ -204,9 +198,7 @@ static void test_single_busy_and_fencing_off(void **state)
 static void test_reentrancy(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
-    pump();
+    world_setup(.ttl = 1000, .connect = true);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_STATE); /* still acquiring */
     pump();
@@ -229,14 +221,11 @@ static void test_reentrancy(void **state)
 static void test_noscript_fallback(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 3, .lcfg = &c);
+    world_setup(.nodes = 3, .ttl = 1000);
     for (size_t i = 0; i < 3; i++) {
         W.srv[i].forget_scripts = true; /* SCRIPT LOAD lost, as after SCRIPT FLUSH */
     }
-    pump();
-    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
+    (void)acquire_now();
     assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRED);
     for (size_t i = 0; i < 3; i++) {
         assert_true(W.srv[i].noscript >= 2); /* acquire and commit both fell back */
@@ -257,10 +246,7 @@ static void test_noscript_fallback(void **state)
 static void test_fencing_commit_design_case(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.round_timeout_ms = 100;
-    world_setup(.nodes = 3, .lcfg = &c, .two = true);
-    pump();
+    world_setup(.nodes = 3, .ttl = 1000, .round_ms = 100, .two = true, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}:fence", "9000000000000005", 0);
     lfr_set(&W.srv[1], "t:{valve}:fence", "9000000000000001", 0);
     lfr_set(&W.srv[2], "t:{valve}:fence", "9000000000000001", 0);
@@ -297,10 +283,7 @@ static void test_fencing_commit_design_case(void **state)
 static void test_tokens_increase_over_overlapping_majorities(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.round_timeout_ms = 50;
-    world_setup(.nodes = 5, .lcfg = &c, .two = true);
-    pump();
+    world_setup(.nodes = 5, .ttl = 1000, .round_ms = 50, .two = true, .connect = true);
     uint64_t last = 0;
     for (int k = 0; k < 12; k++) {
         /* a different pair of nodes is silent each time */
@@ -330,20 +313,12 @@ static void test_tokens_increase_over_overlapping_majorities(void **state)
 static void test_commit_fails_on_majority(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
-    elk_client_poll(&W.client, NOW()); /* acquire requests out */
-    for (size_t i = 0; i < 3; i++) {
-        lfr_serve(&W.srv[i]); /* acquire succeeds everywhere */
-    }
+    world_setup(.nodes = 3, .ttl = 1000);
+    acquire_served(3);
     W.srv[1].error_reply = "READONLY You can't write against a read only replica.";
     W.srv[2].error_reply = "READONLY You can't write against a read only replica.";
     pump();
-    const elk_lock_event_t *ev = last_ev(&W.rec);
-    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
-    assert_int_equal(ev->err, ELK_E_FLEET_UNAVAILABLE);
+    const elk_lock_event_t *ev = last_failed(&W.rec, ELK_E_FLEET_UNAVAILABLE);
     assert_int_equal(ev->ok, 1);
     assert_int_equal(ev->nodes[1].status, ELK_LOCK_NODE_ERROR);
     assert_int_equal(ev->nodes[1].err, ELK_E_SERVER_ERROR);
@@ -360,10 +335,7 @@ static void test_commit_fails_on_majority(void **state)
 static void test_failed_round_releases_everywhere(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.round_timeout_ms = 100;
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .ttl = 1000, .round_ms = 100, .connect = true);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
     W.srv[2].silent = true;
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
@@ -389,17 +361,13 @@ static void test_failed_round_releases_everywhere(void **state)
 static void test_busy_on_quorum(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 5, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 5, .ttl = 1000, .connect = true);
     for (size_t i = 0; i < 3; i++) {
         lfr_set(&W.srv[i], "t:{valve}", "other:1", 5000);
     }
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
-    const elk_lock_event_t *ev = last_ev(&W.rec);
-    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
-    assert_int_equal(ev->err, ELK_E_LOCK_BUSY);
+    const elk_lock_event_t *ev = last_failed(&W.rec, ELK_E_LOCK_BUSY);
     assert_int_equal(ev->busy, 3);
     assert_int_equal(ev->quorum, 3);
     assert_null(lfr_get(&W.srv[3], "t:{valve}")); /* partial lock on 4 and 5 released */
@@ -411,8 +379,7 @@ static void test_majority_late(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
     c.min_validity_ms = 100;
-    world_setup(.nodes = 5, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 5, .lcfg = &c, .connect = true);
     for (size_t i = 0; i < 3; i++) {
         W.srv[i].hold = true;
     }
@@ -481,12 +448,8 @@ static void assert_releases_carry(const lfr_server_t *s, const char *want)
  * its deadline (+938) as renewals are refused; v1 gets its value. */
 static uint64_t lose_one_lease(char *v1, size_t cap)
 {
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.ttl = 1000);
+    uint64_t t0 = acquire_now();
     snprintf(v1, cap, "%s", elk_lock_value(&W.lock));
     W.srv[0].error_reply = "ERR renewals refused";
     run_until(t0 + 938);
@@ -546,10 +509,7 @@ static void test_lost_busy_regrant_release_carries_old_value(void **state)
 static void test_release_resend_after_new_value(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.round_timeout_ms = 200;
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .ttl = 1000, .round_ms = 200, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
     W.srv[2].forget_scripts = true;
@@ -589,8 +549,7 @@ static void test_release_after_reconnect_carries_old_value(void **state)
     c.round_timeout_ms = 5000; /* rounds and releases wait that long for node 3 */
     c.wait_min_ms = 1;         /* the retry comes before node 3's reconnect backoff ends */
     c.wait_max_ms = 5;
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .connect = true);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 60000);
     W.srv[2].silent = true;
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), NOW() + 60000), ELK_E_WOULD_BLOCK);

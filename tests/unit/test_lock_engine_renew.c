@@ -22,12 +22,8 @@
 static void test_renewal_keeps_lock(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(300);
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.nodes = 3, .ttl = 300);
+    uint64_t t0 = acquire_now();
     uint64_t tok = elk_lock_token(&W.lock);
     /* renewal starts at t_send + ttl * 33% = t0 + 99 */
     run_until(t0 + 98);
@@ -52,13 +48,8 @@ static void test_renewal_keeps_lock(void **state)
 static void test_renewal_fails_on_minority(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(300);
-    c.round_timeout_ms = 30;
-    world_setup(.nodes = 5, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.nodes = 5, .ttl = 300, .round_ms = 30);
+    uint64_t t0 = acquire_now();
     W.srv[3].silent = true;
     W.srv[4].error_reply = "ERR boom";
     run_until(t0 + 900);
@@ -74,10 +65,7 @@ static void test_renewal_fails_on_majority_lost_at_deadline(void **state)
     elk_lock_config_t c = cfg_ttl(300);
     c.round_timeout_ms = 30; /* rounds fail fast and are retried until the deadline */
     world_setup(.nodes = 5, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t0 = acquire_now();
     uint64_t deadline = elk_lock_deadline(&W.lock);
     assert_int_equal(deadline, t0 + 245);
     W.srv[0].silent = true;
@@ -100,13 +88,9 @@ static void test_renewal_fails_on_majority_lost_at_deadline(void **state)
 static void test_lost_at_deadline_silent_single(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
+    world_setup(.ttl = 1000);
     W.h.nodes[0].cfg.request_timeout_ms = 60000; /* the node itself would wait far longer */
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t0 = acquire_now();
     W.srv[0].hold = true; /* the renewal reply will come, but only after the deadline */
     run_until(t0 + 937);
     assert_true(elk_lock_is_held(&W.lock, NOW()));
@@ -131,10 +115,7 @@ static void test_lost_release_waits_for_stop_margin(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000); /* stop_margin 50 */
     world_setup(.lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t0 = acquire_now();
     W.srv[0].error_reply = "ERR renewals refused"; /* the connection stays up */
     run_until(t0 + 938);
     const elk_lock_event_t *ev = find_ev(&W.rec, ELK_LOCK_EV_LOST);
@@ -156,12 +137,8 @@ static void test_lost_release_waits_for_stop_margin(void **state)
 static void test_renew_value_gone_is_lost_at_once(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.nodes = 3, .ttl = 1000);
+    uint64_t t0 = acquire_now();
     lfr_del(&W.srv[0], "t:{valve}");
     lfr_set(&W.srv[1], "t:{valve}", "thief:1", 5000);
     run_until(t0 + 330);
@@ -190,10 +167,7 @@ static void test_caps_stop_renewal(void **state)
     elk_lock_config_t c = cfg_ttl(300);
     c.max_renewals = 2;
     world_setup(.lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    uint64_t t0 = acquire_now();
     run_until(t0 + 2000);
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEWED), 2);
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RENEW_STOPPED), 1);
@@ -206,8 +180,7 @@ static void test_caps_stop_renewal(void **state)
 
     c.max_renewals = 0;
     c.max_hold_ms = 500;
-    world_setup(.lcfg = &c);
-    pump();
+    world_setup(.lcfg = &c, .connect = true);
     t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
     run_until(t0 + 2000);
@@ -225,12 +198,8 @@ static void test_caps_stop_renewal(void **state)
 static void test_lost_cause_fleet_unreachable(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(300);
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.nodes = 3, .ttl = 300);
+    uint64_t t0 = acquire_now();
     assert_true(elk_lock_is_held(&W.lock, NOW()));
     uint64_t deadline = elk_lock_deadline(&W.lock);
     for (size_t i = 0; i < 2; i++) {
@@ -272,8 +241,7 @@ static void test_abandon_lets_the_lease_run_out(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(300); /* deadline t_send + 245, renew every 99 */
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .connect = true);
     assert_int_equal(elk_lock_abandon(&W.lock, NOW()), ELK_E_NOT_HELD);
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -350,9 +318,7 @@ static void answer_after(size_t n, uint64_t d)
 static void test_commit_round_states(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .ttl = 1000, .connect = true);
     hold_replies(3, true);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_ACQUIRING);
@@ -386,8 +352,7 @@ static void test_renewal_deadline_with_reply_time(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000); /* deadline = send + 938, renew at send + 330 */
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .connect = true);
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
     answer_after(3, 7); /* acquire */
@@ -435,14 +400,8 @@ static void test_renewal_deadline_with_reply_time(void **state)
 static void test_commit_key_gone_on_majority(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
-    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
-    elk_client_poll(&W.client, NOW()); /* acquire requests out */
-    for (size_t i = 0; i < 3; i++) {
-        lfr_serve(&W.srv[i]); /* acquire succeeds everywhere */
-    }
+    world_setup(.nodes = 3, .ttl = 1000);
+    acquire_served(3);
     lfr_del(&W.srv[1], "t:{valve}");
     lfr_del(&W.srv[2], "t:{valve}");
     pump();
@@ -463,8 +422,7 @@ static void test_stale_round_reply_not_counted(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.fencing = false;
     c.round_timeout_ms = 500;
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 5000);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);
     W.srv[2].hold = true; /* node 3 runs everything, answers only when flushed */
@@ -492,12 +450,8 @@ static void test_stale_round_reply_not_counted(void **state)
 static void test_deadline_is_exclusive_without_poll(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
-    pump();
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.ttl = 1000);
+    uint64_t t0 = acquire_now();
     uint64_t d = elk_lock_deadline(&W.lock);
     assert_int_equal(d, t0 + 938);
     assert_true(elk_lock_is_held(&W.lock, d - 1));
@@ -518,8 +472,7 @@ static void test_renewal_time_for_ttl_not_multiple_of_100(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(1999);
     c.renew_fraction_pct = 33;
-    world_setup(.lcfg = &c);
-    pump();
+    world_setup(.lcfg = &c, .connect = true);
     uint64_t t0 = NOW();
     uint64_t at = (uint64_t)c.ttl_ms * c.renew_fraction_pct / 100u;
     assert_int_not_equal(at, (uint64_t)(c.ttl_ms / 100u) * c.renew_fraction_pct);

@@ -21,16 +21,6 @@
 
 /* ------------------------------------------- issue 20: SUSPECT, keepalive, lock-delay */
 
-/* Connect (first call), then acquire at once and take the replies: the hold's start. */
-static uint64_t acquire_now(void)
-{
-    pump();
-    uint64_t t = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t, 0), ELK_E_WOULD_BLOCK);
-    pump();
-    return t;
-}
-
 /* Every server of the first n answers its scripts with an error (or, msg NULL, normally
  * again). The connections stay up: rounds fail at once, not at their limit. */
 static void servers_fail(size_t first, size_t n, const char *msg)
@@ -227,8 +217,7 @@ static void test_keepalive_missed_stops_renewal(void **state)
     (void)state;
     elk_lock_config_t c = cfg_ttl(300); /* span 245, renew every 99 */
     c.keepalive_ms = 150;
-    world_setup(.lcfg = &c);
-    pump();
+    world_setup(.lcfg = &c, .connect = true);
     uint64_t t0 = NOW();
     assert_int_equal(elk_lock_keepalive(&W.lock, t0), ELK_E_NOT_HELD);
     assert_int_equal(elk_lock_acquire(&W.lock, t0, 0), ELK_E_WOULD_BLOCK);
@@ -276,9 +265,7 @@ static void test_keepalive_missed_stops_renewal(void **state)
 static void test_keepalive_kept_renews(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(300);
-    world_setup(.nodes = 3, .lcfg = &c, .no_hygiene = true);
-    pump();
+    world_setup(.nodes = 3, .ttl = 300, .no_hygiene = true, .connect = true);
     assert_int_equal(elk_lock_set_keepalive(NULL, NOW(), 60), ELK_E_INVALID_ARG);
     assert_int_equal(elk_lock_set_keepalive(&W.lock, NOW(), 60), ELK_OK);
     uint64_t t0 = NOW();
@@ -371,9 +358,7 @@ static void test_reply_shape_is_checked(void **state)
                                       "*3\r\n:1\r\n:5\r\n$1\r\n1\r\n",
                                       "*1\r\n:1\r\n"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        elk_lock_config_t c = cfg_ttl(1000);
-        world_setup(.lcfg = &c);
-        pump();
+        world_setup(.ttl = 1000, .connect = true);
         W.srv[0].raw_reply = bad[k];
         assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
         pump();
@@ -390,11 +375,8 @@ static void test_reply_shape_is_checked(void **state)
 static void test_server_time_recorded(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
-    pump();
-    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.ttl = 1000);
+    (void)acquire_now();
     const elk_lock_event_t *ev = last_ev(&W.rec);
     assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRED);
     assert_int_equal(ev->nodes[0].server_ms, (int64_t)NOW() + W.srv[0].wall_offset_ms);
@@ -411,9 +393,7 @@ static void test_lock_delay_marker(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.lock_delay_ms = 700;
     world_setup(.lcfg = &c, .two = true);
-    pump();
-    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
+    (void)acquire_now();
     assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRED);
     assert_string_equal(lfr_get(&W.srv[0], "t:{valve}:delay"), elk_lock_value(&W.lock));
     assert_int_equal(lfr_pttl(&W.srv[0], "t:{valve}:delay"), 1700);
@@ -445,11 +425,8 @@ static void test_lock_delay_marker(void **state)
 static void test_no_lock_delay_no_marker(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.lcfg = &c);
-    pump();
-    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
+    world_setup(.ttl = 1000);
+    (void)acquire_now();
     assert_int_equal(last_ev(&W.rec)->type, ELK_LOCK_EV_ACQUIRED);
     assert_null(lfr_get(&W.srv[0], "t:{valve}:delay"));
 }
@@ -461,15 +438,12 @@ static void test_lock_delay_reported(void **state)
 {
     (void)state;
     elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}:delay", "gone:1", 5000); /* an unclean end's marker */
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 5000);      /* an ordinary holder */
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
-    const elk_lock_event_t *ev = last_ev(&W.rec);
-    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
-    assert_int_equal(ev->err, ELK_E_LOCK_DELAY);
+    const elk_lock_event_t *ev = last_failed(&W.rec, ELK_E_LOCK_DELAY);
     assert_int_equal(ev->busy, 2);
     assert_int_equal(ev->nodes[1].err, ELK_OK); /* one delay among the busy is enough */
     assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_LOCK_DELAY);
@@ -479,20 +453,15 @@ static void test_lock_delay_reported(void **state)
     run_until(NOW() + 10);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
-    ev = last_ev(&W.rec);
-    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
-    assert_int_equal(ev->err, ELK_E_LOCK_BUSY);
+    ev = last_failed(&W.rec, ELK_E_LOCK_BUSY);
     assert_int_equal(elk_lock_last_error(&W.lock), ELK_E_LOCK_BUSY);
 
     /* a waiter: every round refused by the markers says so, then the grant comes once
      * they are gone */
-    world_setup(.nodes = 3, .lcfg = &c);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}:delay", "gone:1", 300);
     lfr_set(&W.srv[1], "t:{valve}:delay", "gone:1", 300);
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 2000), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 1000);
+    uint64_t t0 = ask_and_run(2000, 1000);
     ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRED);
     assert_non_null(ev);
     assert_true(ev->now >= t0 + 300);
@@ -527,9 +496,7 @@ static void test_lock_delay_survives_loss(void **state)
     assert_non_null(lfr_get(&W.srv[0], "t:{valve}:delay"));
     assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
-    ev = last_ev(&W.rec2);
-    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
-    assert_int_equal(ev->err, ELK_E_LOCK_DELAY);
+    ev = last_failed(&W.rec2, ELK_E_LOCK_DELAY);
     assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), t0 + 3000), ELK_E_WOULD_BLOCK);
     run_until(t0 + 3000);
     ev = find_ev(&W.rec2, ELK_LOCK_EV_ACQUIRED);
@@ -551,12 +518,7 @@ static void test_commit_reply_below_token_not_counted(void **state)
     for (int below = 1; below >= 0; below--) {
         elk_lock_config_t c = cfg_ttl(1000);
         world_setup(.nodes = 3, .lcfg = &c);
-        pump();
-        assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
-        elk_client_poll(&W.client, NOW()); /* acquire requests out */
-        for (size_t i = 0; i < 3; i++) {
-            lfr_serve(&W.srv[i]); /* acquire succeeds everywhere */
-        }
+        acquire_served(3);
         elk_client_poll(&W.client, NOW()); /* acquire replies read, COMMIT requests out */
         assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_COMMITTING);
         uint64_t sent = W.lock.token; /* what the COMMIT carries (lock_send.c) */

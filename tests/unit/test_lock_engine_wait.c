@@ -23,15 +23,9 @@
 static void test_wait_retry_then_timeout(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.wait_min_ms = 100;
-    c.wait_max_ms = 100;
-    world_setup(.lcfg = &c);
-    pump();
+    world_setup(.ttl = 1000, .wait_ms = 100, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 450), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 250);
+    uint64_t t0 = ask_and_run(450, 250);
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RETRY), 3); /* t0, +100, +200 */
     assert_int_equal(W.rec.ev[0].err, ELK_E_LOCK_BUSY);
@@ -46,9 +40,7 @@ static void test_wait_retry_then_timeout(void **state)
     /* never free: timed out at the wait deadline */
     W.rec.n = 0;
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
-    t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 450), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 1000);
+    t0 = ask_and_run(450, 1000);
     ev = find_ev(&W.rec, ELK_LOCK_EV_ACQUIRE_FAILED);
     assert_non_null(ev);
     assert_int_equal(ev->err, ELK_E_LOCK_TIMEOUT);
@@ -66,13 +58,7 @@ static void test_release_channel_handoff(void **state)
     world_setup(.nodes = 3, .lcfg = &c, .resp3 = true, .two = true); /* RESP3 */
     pump();
     assert_true(elk_node_stats(&W.h.nodes[0])->resp3);
-    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
-    assert_true(elk_lock_is_held(&W.lock2, NOW()));
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 100);
-    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    uint64_t t0 = b_holds_a_waits(5000, 100);
     assert_true(W.srv[0].subscribe >= 1);
     /* B releases at t0+100: A must get it at once, not at its retry 500 ms later */
     assert_int_equal(elk_lock_release(&W.lock2, NOW()), ELK_OK);
@@ -91,21 +77,12 @@ static void test_release_channel_handoff(void **state)
 static void test_refused_subscribe_keeps_connections_and_retries(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.wait_min_ms = 500;
-    c.wait_max_ms = 500;
-    world_setup(.nodes = 3, .lcfg = &c, .resp3 = true, .two = true);
+    world_setup(.nodes = 3, .ttl = 1000, .wait_ms = 500, .resp3 = true, .two = true);
     for (size_t i = 0; i < 3; i++) {
         W.srv[i].sub_refused = true;
     }
     pump();
-    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
-    assert_true(elk_lock_is_held(&W.lock2, NOW()));
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 1200); /* retries at +500, +1000 while lock2 renews */
-    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    uint64_t t0 = b_holds_a_waits(5000, 1200); /* retries at +500, +1000 while lock2 renews */
     assert_true(elk_lock_is_held(&W.lock2, NOW()));
     for (size_t i = 0; i < 3; i++) {
         assert_true(W.srv[i].subscribe >= 1);
@@ -124,15 +101,9 @@ static void test_refused_subscribe_keeps_connections_and_retries(void **state)
 static void test_release_message_during_retry_round(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.wait_min_ms = 500;
-    c.wait_max_ms = 500;
-    world_setup(.lcfg = &c, .resp3 = true);
-    pump();
+    world_setup(.ttl = 1000, .wait_ms = 500, .resp3 = true, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 499);
+    uint64_t t0 = ask_and_run(5000, 499);
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
     W.srv[0].hold = true; /* the retry at t0+500 gets its "busy" late */
     run_until(t0 + 500);
@@ -154,16 +125,10 @@ static void test_release_message_during_retry_round(void **state)
 static void test_own_release_does_not_wake(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    c.wait_min_ms = 500;
-    c.wait_max_ms = 500;
-    world_setup(.nodes = 3, .lcfg = &c, .resp3 = true);
-    pump();
+    world_setup(.nodes = 3, .ttl = 1000, .wait_ms = 500, .resp3 = true, .connect = true);
     lfr_set(&W.srv[0], "t:{valve}", "other:1", 0);
     lfr_set(&W.srv[1], "t:{valve}", "other:1", 0);
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 1900), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 1700);
+    (void)ask_and_run(1900, 1700);
     assert_true(W.srv[2].publish >= 3); /* its own partial releases published */
     assert_int_equal(count_ev(&W.rec, ELK_LOCK_EV_RETRY), 4); /* t0, +500, +1000, +1500 only */
     assert_int_equal(W.srv[2].acquire_calls, 4);
@@ -176,19 +141,12 @@ static void test_release_channel_resp2_subscriber(void **state)
     elk_lock_config_t c = cfg_ttl(1000);
     c.wait_min_ms = 500;
     c.wait_max_ms = 500;
-    world_setup(.nodes = 3, .lcfg = &c, .two = true, .subs = true);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .two = true, .subs = true, .connect = true);
     assert_false(elk_node_stats(&W.h.nodes[0])->resp3);
     assert_true(W.hs.nodes[0].subscriber);
     elk_wait_t w[2 * CONFIG_ELK_MAX_NODES];
     assert_int_equal(elk_client_waits(&W.client, w, 2 * CONFIG_ELK_MAX_NODES), 6);
-    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
-    assert_true(elk_lock_is_held(&W.lock2, NOW()));
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 100);
-    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    uint64_t t0 = b_holds_a_waits(5000, 100);
     assert_int_equal(W.srv[0].subscribe, 1); /* on the subscriber connection only */
     assert_string_equal(W.srv[0].sub[1], "t:{valve}:released"); /* conns: h, hs, h2 */
     assert_int_equal(elk_lock_release(&W.lock2, NOW()), ELK_OK);
@@ -199,13 +157,10 @@ static void test_release_channel_resp2_subscriber(void **state)
     assert_string_equal(W.srv[0].sub[1], ""); /* unsubscribed once acquired */
 
     /* without subscriber connections a RESP2 waiter falls back to its retry delay */
-    world_setup(.nodes = 3, .lcfg = &c, .two = true);
-    pump();
+    world_setup(.nodes = 3, .lcfg = &c, .two = true, .connect = true);
     assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
     pump();
-    t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 5000), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 100);
+    t0 = ask_and_run(5000, 100);
     assert_int_equal(W.srv[0].subscribe, 0);
     assert_int_equal(elk_lock_release(&W.lock2, NOW()), ELK_OK);
     run_until(t0 + 1000);
@@ -217,8 +172,7 @@ static void test_release_channel_resp2_subscriber(void **state)
 static void test_fleet_unavailable_and_cancel(void **state)
 {
     (void)state;
-    elk_lock_config_t c = cfg_ttl(1000);
-    world_setup(.nodes = 3, .lcfg = &c);
+    world_setup(.nodes = 3, .ttl = 1000);
     /* no poll yet: nodes are not connected */
     assert_false(elk_client_ready(&W.client));
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
@@ -255,8 +209,7 @@ static void test_fleet_unavailable_and_cancel(void **state)
 static void test_entropy_failure(void **state)
 {
     (void)state;
-    world_setup(.nodes = 1);
-    pump();
+    world_setup(.nodes = 1, .connect = true);
     fake_entropy_fail_next(&W.h.entropy, 1);
     assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_ENTROPY);
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
@@ -331,13 +284,7 @@ static void test_safety_check_sent_first_on_reconnect(void **state)
     W.client2.cfg.safety_recheck_ms = 60000;
     pump();
     assert_true(elk_client_node_votes(&W.client, 0));
-    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
-    pump();
-    assert_true(elk_lock_is_held(&W.lock2, NOW()));
-    uint64_t t0 = NOW();
-    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + 10000), ELK_E_WOULD_BLOCK);
-    run_until(t0 + 100);
-    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    (void)b_holds_a_waits(10000, 100);
     unsigned info = W.srv[0].info;
     /* the first gateway's connection drops; it reconnects with a waiter to resubscribe */
     fake_transport_push_rx_result(&W.h.ft[0], ELK_E_CLOSED);
@@ -405,10 +352,7 @@ static void test_safety_check_fits_before_many_resubscribes(void **state)
  * held by someone else must stop us, and half the fleet silent must lose a held lease. */
 static void check_even_fleet(size_t n)
 {
-    elk_lock_config_t c = cfg_ttl(300);
-    c.round_timeout_ms = 30;
-    world_setup(.nodes = n, .lcfg = &c);
-    pump();
+    world_setup(.nodes = n, .ttl = 300, .round_ms = 30, .connect = true);
     assert_int_equal(elk_client_quorum(&W.client), n / 2 + 1);
     assert_int_equal(elk_client_quorum(&W.client), elk_fleet_quorum(&W.h.fleet));
     for (size_t i = 0; i < n / 2; i++) {

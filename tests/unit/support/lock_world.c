@@ -40,6 +40,17 @@ void world_setup_opts(const world_opts_t *o)
     bool resp3 = o->resp3, two = o->two, subs = o->subs;
     elk_node_config_t nc;
     memset(&W, 0, sizeof W);
+    if (lcfg == NULL && o->ttl != 0) {
+        W.cfg = cfg_ttl(o->ttl);
+        if (o->wait_ms != 0) {
+            W.cfg.wait_min_ms = o->wait_ms;
+            W.cfg.wait_max_ms = o->wait_ms;
+        }
+        if (o->round_ms != 0) {
+            W.cfg.round_timeout_ms = o->round_ms;
+        }
+        lcfg = &W.cfg;
+    }
     elk_node_config_defaults(&nc);
     nc.endpoint.host = "127.0.0.1";
     nc.endpoint.port = 6379;
@@ -80,6 +91,9 @@ void world_setup_opts(const world_opts_t *o)
             elk_client_init(&W.client2, &cc, &W.h2.fleet, &W.h2.entropy_if, &W.h2.log_if), ELK_OK);
         assert_int_equal(
             elk_lock_init(&W.lock2, &W.client2, "valve", lcfg, elk_ts_events_on, &W.rec2), ELK_OK);
+    }
+    if (o->connect) {
+        pump();
     }
 }
 
@@ -143,4 +157,52 @@ elk_lock_config_t cfg_ttl(uint32_t ttl)
     c.ttl_ms = ttl;
     c.stop_margin_ms = 50;
     return c;
+}
+
+uint64_t acquire_now(void)
+{
+    pump();
+    uint64_t t = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t, 0), ELK_E_WOULD_BLOCK);
+    pump();
+    return t;
+}
+
+void acquire_served(size_t n)
+{
+    pump();
+    assert_int_equal(elk_lock_acquire(&W.lock, NOW(), 0), ELK_E_WOULD_BLOCK);
+    elk_client_poll(&W.client, NOW()); /* acquire requests out */
+    for (size_t i = 0; i < n; i++) {
+        lfr_serve(&W.srv[i]); /* acquire granted */
+    }
+}
+
+uint64_t b_holds_a_waits(uint64_t wait_ms, uint64_t run_ms)
+{
+    assert_int_equal(elk_lock_acquire(&W.lock2, NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_true(elk_lock_is_held(&W.lock2, NOW()));
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + wait_ms), ELK_E_WOULD_BLOCK);
+    run_until(t0 + run_ms);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_WAITING);
+    return t0;
+}
+
+uint64_t ask_and_run(uint64_t wait_ms, uint64_t run_ms)
+{
+    uint64_t t0 = NOW();
+    assert_int_equal(elk_lock_acquire(&W.lock, t0, t0 + wait_ms), ELK_E_WOULD_BLOCK);
+    run_until(t0 + run_ms);
+    return t0;
+}
+
+const elk_lock_event_t *last_failed(const ev_rec_t *r, int err)
+{
+    const elk_lock_event_t *ev = last_ev(r);
+    assert_non_null(ev);
+    assert_int_equal(ev->type, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(ev->err, err);
+    return ev;
 }
