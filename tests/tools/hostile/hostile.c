@@ -452,11 +452,6 @@ static enum tool_opt option(int o, const char *arg)
     case 'a':
         after = strtol(arg, NULL, 10);
         return TOOL_OPT_OK;
-    case 's':
-        rng_state = strtoull(arg, NULL, 10);
-        if (!rng_state)
-            rng_state = 1;
-        return TOOL_OPT_OK;
     case 'd':
         drip_ms = (uint32_t)strtoul(arg, NULL, 10);
         return TOOL_OPT_OK;
@@ -466,9 +461,6 @@ static enum tool_opt option(int o, const char *arg)
     case 'L':
         for (int i = 0; i < M_COUNT_; i++)
             printf("%s\n", mode_names[i]);
-        return TOOL_OPT_DONE;
-    case 'h':
-        usage(stdout);
         return TOOL_OPT_DONE;
     default:
         return TOOL_OPT_BAD;
@@ -558,23 +550,12 @@ static bool serve_conn(struct conn *c, short revents, uint64_t now)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"mode", required_argument, 0, 'm'},
-                                         {"port", required_argument, 0, 'p'},
-                                         {"after", required_argument, 0, 'a'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"drip-ms", required_argument, 0, 'd'},
-                                         {"list-modes", no_argument, 0, 'L'},
-                                         {"only", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const struct tool_spec spec = {.name = "elk-hostile-server",
-                                   .opts = opts,
-                                   .shortopts = "m:p:a:s:d:o:Lh",
-                                   .usage = usage,
-                                   .option = option,
-                                   .check = check,
-                                   .n_listen = 1,
-                                   .port = {&port}};
+    static const struct option opts[] = {
+        TOOL_ARG("mode", 'm'), TOOL_ARG("port", 'p'),    TOOL_ARG("after", 'a'),
+        TOOL_ARG("seed", 's'), TOOL_ARG("drip-ms", 'd'), TOOL_FLAG("list-modes", 'L'),
+        TOOL_ARG("only", 'o'), TOOL_FLAG("help", 'h'),   {0}};
+    const struct tool_spec spec = {
+        "elk-hostile-server", opts, usage, option, check, 1, {&port}, &rng_state};
     int lfd;
     int rc = tool_start(argc, argv, &spec, &lfd);
     if (rc >= 0)
