@@ -135,6 +135,18 @@ static void ctl_ok(struct fx *f, const char *cmd)
     assert_int_equal(rc, 0);
 }
 
+/* A connection through the proxy that has carried the byte b there and back. */
+static int connect_echoed(struct fx *f, char b)
+{
+    int fd = elk_tt_connect(f->port, 10000);
+    assert_true(fd >= 0);
+    assert_int_equal(elk_tt_send_all(fd, &b, 1), 0);
+    char c = 0;
+    assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
+    assert_int_equal(c, b);
+    return fd;
+}
+
 /* Send buf while reading the echo back concurrently; returns bytes echoed. */
 static size_t echo_roundtrip(int fd, const uint8_t *buf, size_t len, uint8_t *back)
 {
@@ -255,10 +267,8 @@ static void test_delay_one_direction(void **state)
 static void test_blackhole_stops_replies(void **state)
 {
     struct fx *f = *state;
-    int fd = elk_tt_connect(f->port, 10000);
-    elk_tt_send_all(fd, "a", 1);
+    int fd = connect_echoed(f, 'a');
     char c;
-    assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
     ctl_ok(f, "blackhole");
     elk_tt_send_all(fd, "b", 1);
     int eof = 0;
@@ -299,10 +309,8 @@ static void test_drop_closes(void **state)
     struct fx *f = *state;
     const char *modes[] = {"drop rst", "drop fin"};
     for (int m = 0; m < 2; m++) {
-        int fd = elk_tt_connect(f->port, 10000);
-        elk_tt_send_all(fd, "z", 1);
+        int fd = connect_echoed(f, 'z');
         char c;
-        assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
         ctl_ok(f, modes[m]);
         int eof = 0;
         assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, &eof), 0);
@@ -314,11 +322,8 @@ static void test_drop_closes(void **state)
 static void test_cut_truncates(void **state)
 {
     struct fx *f = *state;
-    int fd = elk_tt_connect(f->port, 10000);
     /* settle the connection first so the next chunk is the one that is cut */
-    elk_tt_send_all(fd, "0", 1);
-    char c;
-    assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
+    int fd = connect_echoed(f, '0');
     ctl_ok(f, "cut 10");
     char msg[100], back[100];
     memset(msg, 'q', sizeof msg);
