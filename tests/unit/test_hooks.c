@@ -90,28 +90,28 @@ static void test_one_run_at_a_time_and_none_without_a_command(void **state)
     assert_true(run_to_end(&h, 10000));
 }
 
-static void test_hanging_hook_gets_sigterm_at_its_timeout(void **state)
+/* A "lost" hook running cmd, with a 100 ms timeout, is ended by signal sig. */
+static void check_hook_timed_out(const char *cmd, int sig)
 {
     elkfw_hook_t h;
-    (void)state;
-    elkfw_hook_init(&h, "lost", "sleep 30", 100);
+    elkfw_hook_init(&h, "lost", cmd, 100);
     assert_true(elkfw_hook_start(&h, &lease, ms_now()));
     assert_true(run_to_end(&h, 20000));
     assert_true(h.last_timed_out);
     assert_true(WIFSIGNALED(h.last_status));
-    assert_int_equal(WTERMSIG(h.last_status), SIGTERM);
+    assert_int_equal(WTERMSIG(h.last_status), sig);
+}
+
+static void test_hanging_hook_gets_sigterm_at_its_timeout(void **state)
+{
+    (void)state;
+    check_hook_timed_out("sleep 30", SIGTERM);
 }
 
 static void test_hook_that_ignores_sigterm_gets_sigkill(void **state)
 {
-    elkfw_hook_t h;
     (void)state;
-    elkfw_hook_init(&h, "lost", "trap '' TERM; sleep 30; sleep 30", 100);
-    assert_true(elkfw_hook_start(&h, &lease, ms_now()));
-    assert_true(run_to_end(&h, 20000));
-    assert_true(h.last_timed_out);
-    assert_true(WIFSIGNALED(h.last_status));
-    assert_int_equal(WTERMSIG(h.last_status), SIGKILL);
+    check_hook_timed_out("trap '' TERM; sleep 30; sleep 30", SIGKILL);
 }
 
 int main(void)

@@ -33,6 +33,25 @@ static pid_t start(const char *mode, const char *opt1, const char *opt2, int *po
     return pid;
 }
 
+/* A server in mode (options opt1, opt2 or NULL) and one connection to it. */
+static int start_connected(const char *mode, const char *opt1, const char *opt2, pid_t *pid)
+{
+    int port;
+    *pid = start(mode, opt1, opt2, &port);
+    int fd = elk_tt_connect(port, 5000);
+    assert_true(fd >= 0);
+    return fd;
+}
+
+/* PING on fd is answered +PONG (within 2 s). */
+static void assert_pong(int fd)
+{
+    char buf[8] = {0};
+    assert_int_equal(elk_tt_send_all(fd, PING, strlen(PING)), 0);
+    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
+    assert_string_equal(buf, "+PONG\r\n");
+}
+
 /* Connect, send one command, collect up to cap bytes (stops at EOF or 500 ms of silence). */
 static size_t ask(int port, const char *cmd, char *out, size_t cap, int *eof)
 {
@@ -138,14 +157,10 @@ static void test_endless(void **s)
 static void test_drip(void **s)
 {
     (void)s;
-    int port;
-    pid_t pid = start("drip", "--drip-ms", "30", &port);
-    int fd = elk_tt_connect(port, 5000);
+    pid_t pid;
+    int fd = start_connected("drip", "--drip-ms", "30", &pid);
     uint64_t t0 = elk_tt_now_ms();
-    elk_tt_send_all(fd, PING, strlen(PING));
-    char buf[8] = {0};
-    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
-    assert_string_equal(buf, "+PONG\r\n");
+    assert_pong(fd);
     /* 7 bytes, one per 30 ms: the last cannot come before 6 intervals */
     assert_true(elk_tt_now_ms() - t0 >= 180);
     close(fd);
@@ -155,13 +170,10 @@ static void test_drip(void **s)
 static void test_valid_then_garbage(void **s)
 {
     (void)s;
-    int port;
-    pid_t pid = start("garbage", "--after", "1", &port);
-    int fd = elk_tt_connect(port, 5000);
+    pid_t pid;
+    int fd = start_connected("garbage", "--after", "1", &pid);
+    assert_pong(fd);
     char buf[64] = {0};
-    elk_tt_send_all(fd, PING, strlen(PING));
-    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
-    assert_string_equal(buf, "+PONG\r\n");
     elk_tt_send_all(fd, PING, strlen(PING));
     size_t n = elk_tt_recv_upto(fd, buf, sizeof buf, 500, NULL);
     assert_true(n > 6);
@@ -200,9 +212,8 @@ static void test_silent(void **s)
 static void test_after_lets_handshake_through(void **s)
 {
     (void)s;
-    int port;
-    pid_t pid = start("huge", "--after", "2", &port);
-    int fd = elk_tt_connect(port, 5000);
+    pid_t pid;
+    int fd = start_connected("huge", "--after", "2", &pid);
     const char *hello = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
     elk_tt_send_all(fd, hello, strlen(hello));
     char buf[256] = {0};
@@ -210,10 +221,7 @@ static void test_after_lets_handshake_through(void **s)
     assert_int_equal(n, 3);
     assert_memory_equal(buf, "%7\r", 3);
     elk_tt_recv_upto(fd, buf, sizeof buf, 300, NULL); /* rest of the map */
-    elk_tt_send_all(fd, PING, strlen(PING));
-    memset(buf, 0, sizeof buf);
-    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
-    assert_string_equal(buf, "+PONG\r\n");
+    assert_pong(fd);
     elk_tt_send_all(fd, PING, strlen(PING));
     memset(buf, 0, sizeof buf);
     elk_tt_recv_upto(fd, buf, 22, 2000, NULL);
