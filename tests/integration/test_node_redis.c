@@ -59,8 +59,7 @@ static void ctx_init(size_t count, const elk_node_config_t *cfgs)
 
 static void ctx_close(void)
 {
-    elk_ts_stack_close(&c.st);
-    assert_int_equal(elk_pool_available(&c.st.pool), POOL_BLOCKS);
+    assert_int_equal(elk_ts_stack_close(&c.st), POOL_BLOCKS);
 }
 
 typedef bool (*cond_fn)(void *arg);

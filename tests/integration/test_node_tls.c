@@ -61,8 +61,7 @@ static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
 
 static void ctx_free(void)
 {
-    elk_ts_stack_close(&c.st);
-    assert_int_equal(elk_pool_available(&c.st.pool), POOL_BLOCKS);
+    assert_int_equal(elk_ts_stack_close(&c.st), POOL_BLOCKS);
     if (c.shared_ok) {
         elk_tls_shared_free(&c.shared);
     }
@@ -98,17 +97,30 @@ static elk_node_config_t cfg_for(elk_tf_t *f)
     return cfg;
 }
 
+/* The fleet options' defaults, with TLS. */
+static elk_tf_options_t tls_options(void)
+{
+    elk_tf_options_t o;
+    elk_tf_options_defaults(&o);
+    o.tls = true;
+    return o;
+}
+
+/* Starts fleet f with o; returns the node config for its server. */
+static elk_node_config_t start_tls(elk_tf_t *f, const elk_tf_options_t *o)
+{
+    assert_int_equal(elk_tf_start(f, o), 0);
+    return cfg_for(f);
+}
+
 static void test_tls_round_trip_auth_resp3_pipelined(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.tls = true;
+    elk_tf_options_t o = tls_options();
     o.acl_user = "tlsuser";
     o.acl_password = "tls-pass";
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f);
+    elk_node_config_t cfg = start_tls(&f, &o);
     cfg.username = "tlsuser";
     cfg.password = "tls-pass";
     cfg.resp3 = true;
@@ -157,12 +169,9 @@ static void test_mutual_tls(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.tls = true;
+    elk_tf_options_t o = tls_options();
     o.tls_auth_clients = true;
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f);
+    elk_node_config_t cfg = start_tls(&f, &o);
 
     /* With the client certificate: accepted. */
     ctx_init(&cfg, true);
@@ -203,12 +212,9 @@ static void test_unknown_ca_is_refused(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.tls = true;
+    elk_tf_options_t o = tls_options();
     o.server_cert = ELK_TF_CERT_OTHER_CA;
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f);
+    elk_node_config_t cfg = start_tls(&f, &o);
     ctx_init(&cfg, false);
     assert_true(run_until(failed_once, NULL, 10000));
     assert_int_equal(elk_node_stats(&c.st.nodes[0])->last_error, ELK_E_TLS_UNKNOWN_CA);

@@ -109,13 +109,8 @@ static void client_init(client_t *c)
 {
     elk_tls_config_t cfg = elk_tc_ca_only();
     memset(c, 0, sizeof *c);
-    c->rd_t = (elk_transport_t){.ctx = &c->rd,
-                                .open = rd_open,
-                                .progress = rd_progress,
-                                .send = rd_send,
-                                .recv = rd_recv,
-                                .close = rd_close,
-                                .wait = rd_wait};
+    /* elk_transport_t's members in order: ctx, open, progress, send, recv, close, wait */
+    c->rd_t = (elk_transport_t){&c->rd, rd_open, rd_progress, rd_send, rd_recv, rd_close, rd_wait};
     assert_int_equal(elk_tc_init(&c->tc, &cfg, &c->rd_t), ELK_OK);
     c->rd.inner = &c->tc.tcp_t;
 }

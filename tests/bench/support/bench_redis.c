@@ -34,13 +34,11 @@ pid_t bench_redis_start(const char *dir, uint16_t port, bool tls, const char *lo
     if (log_path != NULL) {
         remove(log_path); /* a fresh log per run */
     }
-    elk_rp_opts_t o = {.port = port,
-                       .tls = tls,
-                       .tls_cert = crt,
-                       .tls_key = key,
-                       .tls_ca = ca,
-                       .dir = dir,
-                       .log_path = log_path};
+    elk_rp_opts_t o = {.port = port, .dir = dir, .log_path = log_path};
+    o.tls = tls; /* the files below are read only with tls */
+    o.tls_cert = crt;
+    o.tls_key = key;
+    o.tls_ca = ca;
     return elk_rp_spawn(&o);
 }
 
