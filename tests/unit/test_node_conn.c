@@ -673,9 +673,7 @@ static void test_state_handler_may_send_on_ready(void **state)
         fake_transport_sent_eq(&h.ft[0], "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$8\r\nreturn 1\r\n"));
     fake_transport_push_rx_str(&h.ft[0], "$40\r\ne0e1f9fabfc9d4800c877a703b823ac0578ff8db\r\n");
     node_harness_poll(&h);
-    assert_int_equal(ready_rec.n, 1);
-    assert_int_equal(ready_rec.status[0], ELK_OK);
-    assert_string_equal(ready_rec.text[0], "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+    assert_last_reply(&ready_rec, 1, ELK_OK, "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
 }
 
 static void test_null_node_is_harmless(void **state)

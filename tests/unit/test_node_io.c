@@ -277,9 +277,7 @@ static void test_timeout_fails_every_inflight_and_reconnects(void **state)
     assert_true(fake_transport_sent_eq(&h.ft[0], "*1\r\n$4\r\nPING\r\n"));
     fake_transport_push_rx_str(&h.ft[0], "+PONG\r\n");
     node_harness_poll(&h);
-    assert_int_equal(rec.n, 5);
-    assert_int_equal(rec.status[4], ELK_OK);
-    assert_string_equal(rec.text[4], "PONG");
+    assert_last_reply(&rec, 5, ELK_OK, "PONG");
 }
 
 static void test_queue_full(void **state)

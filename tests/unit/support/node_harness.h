@@ -80,5 +80,7 @@ typedef struct reply_rec {
 
 void reply_rec_init(reply_rec_t *rec);
 void reply_rec_cb(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply);
+/* Asserts (cmocka) that rec holds n completions, the last with status and text. */
+void assert_last_reply(const reply_rec_t *rec, size_t n, int status, const char *text);
 
 #endif /* NODE_HARNESS_H */
