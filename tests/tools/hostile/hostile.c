@@ -99,6 +99,15 @@ struct conn {
     uint64_t commands;
 };
 
+/* The modes whose pathology is one fixed text (sent as out_str sends: up to a NUL). */
+static const char *const fixed_reply[M_COUNT_] = {
+    [M_HUGE] = "$9999999999999999999\r\n",
+    [M_HUGE_ARRAY] = "*2147483648\r\n",
+    [M_NEGATIVE] = "$-2\r\n",
+    [M_GARBAGE] = "+OK\r\n\x01\xff garbage \x00\r\n$$$\r\n",
+    [M_BAD_TYPE] = "@what\r\n",
+};
+
 static enum mode mode = M_VALID;
 static long after = -1;
 static uint32_t drip_ms = 100;
@@ -251,6 +260,10 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
         out_str(c, valid);
         return;
     }
+    if (fixed_reply[mode] != NULL) {
+        out_str(c, fixed_reply[mode]);
+        return;
+    }
     switch (mode) {
     case M_RANDOM: {
         size_t n = 1 + (size_t)(tool_rng(&rng_state) % 512);
@@ -272,15 +285,6 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
         c->close_after = true;
         break;
     }
-    case M_HUGE:
-        out_str(c, "$9999999999999999999\r\n");
-        break;
-    case M_HUGE_ARRAY:
-        out_str(c, "*2147483648\r\n");
-        break;
-    case M_NEGATIVE:
-        out_str(c, "$-2\r\n");
-        break;
     case M_DEEP:
         for (int i = 0; i < 100000; i++)
             out_str(c, "*1\r\n");
@@ -303,12 +307,6 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
             c->drip = true;
             c->next_drip = now + drip_ms;
         }
-        break;
-    case M_GARBAGE:
-        out_str(c, "+OK\r\n\x01\xff garbage \x00\r\n$$$\r\n");
-        break;
-    case M_BAD_TYPE:
-        out_str(c, "@what\r\n");
         break;
     case M_SILENT:
         break;

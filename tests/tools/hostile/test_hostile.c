@@ -33,14 +33,27 @@ static pid_t start(const char *mode, const char *opt1, const char *opt2, int *po
     return pid;
 }
 
-/* A server in mode (options opt1, opt2 or NULL) and one connection to it. */
-static int start_connected(const char *mode, const char *opt1, const char *opt2, pid_t *pid)
+/* A server in a mode and one connection to it. */
+struct served {
+    pid_t pid;
+    int fd;
+};
+
+/* Starts the server in mode (options opt1, opt2 or NULL) and connects to it. */
+static struct served serve(const char *mode, const char *opt1, const char *opt2)
 {
+    struct served v;
     int port;
-    *pid = start(mode, opt1, opt2, &port);
-    int fd = elk_tt_connect(port, 5000);
-    assert_true(fd >= 0);
-    return fd;
+    v.pid = start(mode, opt1, opt2, &port);
+    v.fd = elk_tt_connect(port, 5000);
+    assert_true(v.fd >= 0);
+    return v;
+}
+
+static void unserve(struct served *v)
+{
+    close(v->fd);
+    elk_tt_stop(v->pid);
 }
 
 /* PING on fd is answered +PONG (within 2 s). */
@@ -157,29 +170,25 @@ static void test_endless(void **s)
 static void test_drip(void **s)
 {
     (void)s;
-    pid_t pid;
-    int fd = start_connected("drip", "--drip-ms", "30", &pid);
+    struct served v = serve("drip", "--drip-ms", "30");
     uint64_t t0 = elk_tt_now_ms();
-    assert_pong(fd);
+    assert_pong(v.fd);
     /* 7 bytes, one per 30 ms: the last cannot come before 6 intervals */
     assert_true(elk_tt_now_ms() - t0 >= 180);
-    close(fd);
-    elk_tt_stop(pid);
+    unserve(&v);
 }
 
 static void test_valid_then_garbage(void **s)
 {
     (void)s;
-    pid_t pid;
-    int fd = start_connected("garbage", "--after", "1", &pid);
-    assert_pong(fd);
+    struct served v = serve("garbage", "--after", "1");
+    assert_pong(v.fd);
     char buf[64] = {0};
-    elk_tt_send_all(fd, PING, strlen(PING));
-    size_t n = elk_tt_recv_upto(fd, buf, sizeof buf, 500, NULL);
+    elk_tt_send_all(v.fd, PING, strlen(PING));
+    size_t n = elk_tt_recv_upto(v.fd, buf, sizeof buf, 500, NULL);
     assert_true(n > 6);
     assert_memory_equal(buf, "+OK\r\n\x01", 6);
-    close(fd);
-    elk_tt_stop(pid);
+    unserve(&v);
 }
 
 static void test_random_is_seeded(void **s)
@@ -212,22 +221,20 @@ static void test_silent(void **s)
 static void test_after_lets_handshake_through(void **s)
 {
     (void)s;
-    pid_t pid;
-    int fd = start_connected("huge", "--after", "2", &pid);
+    struct served v = serve("huge", "--after", "2");
     const char *hello = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
-    elk_tt_send_all(fd, hello, strlen(hello));
+    elk_tt_send_all(v.fd, hello, strlen(hello));
     char buf[256] = {0};
-    size_t n = elk_tt_recv_upto(fd, buf, 3, 2000, NULL);
+    size_t n = elk_tt_recv_upto(v.fd, buf, 3, 2000, NULL);
     assert_int_equal(n, 3);
     assert_memory_equal(buf, "%7\r", 3);
-    elk_tt_recv_upto(fd, buf, sizeof buf, 300, NULL); /* rest of the map */
-    assert_pong(fd);
-    elk_tt_send_all(fd, PING, strlen(PING));
+    elk_tt_recv_upto(v.fd, buf, sizeof buf, 300, NULL); /* rest of the map */
+    assert_pong(v.fd);
+    elk_tt_send_all(v.fd, PING, strlen(PING));
     memset(buf, 0, sizeof buf);
-    elk_tt_recv_upto(fd, buf, 22, 2000, NULL);
+    elk_tt_recv_upto(v.fd, buf, 22, 2000, NULL);
     assert_string_equal(buf, "$9999999999999999999\r\n");
-    close(fd);
-    elk_tt_stop(pid);
+    unserve(&v);
 }
 
 int main(void)
