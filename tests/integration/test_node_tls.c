@@ -113,6 +113,13 @@ static elk_node_config_t start_tls(elk_tf_t *f, const elk_tf_options_t *o)
     return cfg_for(f);
 }
 
+/* The node on cfg (with the client certificate or not) until cond holds (10 s at most). */
+static void ctx_run(const elk_node_config_t *cfg, bool client_cert, bool (*cond)(void *))
+{
+    ctx_init(cfg, client_cert);
+    assert_true(run_until(cond, NULL, 10000));
+}
+
 static void test_tls_round_trip_auth_resp3_pipelined(void **state)
 {
     (void)state;
@@ -124,8 +131,7 @@ static void test_tls_round_trip_auth_resp3_pipelined(void **state)
     cfg.username = "tlsuser";
     cfg.password = "tls-pass";
     cfg.resp3 = true;
-    ctx_init(&cfg, false);
-    assert_true(run_until(is_ready, NULL, 10000));
+    ctx_run(&cfg, false, is_ready);
     assert_true(elk_node_stats(&c.st.nodes[0])->resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
@@ -174,8 +180,7 @@ static void test_mutual_tls(void **state)
     elk_node_config_t cfg = start_tls(&f, &o);
 
     /* With the client certificate: accepted. */
-    ctx_init(&cfg, true);
-    assert_true(run_until(is_ready, NULL, 10000));
+    ctx_run(&cfg, true, is_ready);
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
@@ -189,8 +194,7 @@ static void test_mutual_tls(void **state)
 
     /* Without it: the connection fails (a TLS error or the server closing on us),
      * never becomes READY, and backs off. */
-    ctx_init(&cfg, false);
-    assert_true(run_until(failed_once, NULL, 10000));
+    ctx_run(&cfg, false, failed_once);
     assert_false(elk_node_is_ready(&c.st.nodes[0]));
     int err = elk_node_stats(&c.st.nodes[0])->last_error;
     assert_true(err == ELK_E_TLS_CLIENT_CERT || err == ELK_E_TLS_HANDSHAKE_CUT ||
@@ -215,8 +219,7 @@ static void test_unknown_ca_is_refused(void **state)
     elk_tf_options_t o = tls_options();
     o.server_cert = ELK_TF_CERT_OTHER_CA;
     elk_node_config_t cfg = start_tls(&f, &o);
-    ctx_init(&cfg, false);
-    assert_true(run_until(failed_once, NULL, 10000));
+    ctx_run(&cfg, false, failed_once);
     assert_int_equal(elk_node_stats(&c.st.nodes[0])->last_error, ELK_E_TLS_UNKNOWN_CA);
     assert_int_equal(elk_node_state(&c.st.nodes[0]), ELK_NODE_BACKOFF);
     ctx_free();
