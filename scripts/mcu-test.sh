@@ -102,7 +102,8 @@ build_cycle_image() {
 
 # The unit tests that need no OS, each its own image, on a heap-free subset of cmocka's
 # API (tests/mcu/cmocka/cmocka.h: cmocka allocates its test states with malloc).
-unit_tests=(test_resp_decode test_resp_encode test_pool test_fence test_lock_engine test_lock_drift
+unit_tests=(test_resp_decode test_resp_encode test_pool test_fence test_lock_engine test_lock_engine_renew
+            test_lock_engine_wait test_lock_engine_suspect test_lock_drift
             test_lock_scripts test_node_io test_node_conn test_node_fmt)
 build_unit_images() {
   local o=$out/uobj f t support=()

@@ -293,26 +293,6 @@ static double redis_benchmark(uint16_t port, unsigned n, const char *args)
     return best;
 }
 
-/* A blocking TCP connection to 127.0.0.1:port with TCP_NODELAY; -1 when it fails. */
-static int raw_connect(uint16_t port)
-{
-    struct sockaddr_in a;
-    int one = 1;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
-
 /* Our acquire (fencing or not) and release scripts on key bench:{name} as fixed RESP text,
  * the bytes lib/lock sends (name: 5 characters); acq and rel hold 400 bytes each. */
 static void raw_scripts(const char *name, const char *val, bool fencing, char *acq, int *al,
@@ -377,7 +357,7 @@ static double raw_cycles(uint16_t port, unsigned n)
 {
     static const char val[] = "gwR:00112233445566778899aabbccddeeff";
     char acq[400], rel[400];
-    if (raw_fd < 0 && (raw_fd = raw_connect(port)) < 0) {
+    if (raw_fd < 0 && (raw_fd = bench_connect_loopback(port)) < 0) {
         return 0;
     }
     int al, rl;
@@ -415,7 +395,7 @@ static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
     int al, rl;
     raw_scripts("rawfo", val, false, acq, &al, rel, &rl);
     for (size_t i = 0; i < n; i++) {
-        if ((fd[i] = raw_connect(pl[i])) < 0) {
+        if ((fd[i] = bench_connect_loopback(pl[i])) < 0) {
             free(v);
             return 0;
         }
@@ -909,11 +889,9 @@ static bool start_all(void)
 {
     bool tls = start_servers(true, false);
     if (tls) {
-        elk_tls_config_t tc;
         char ca[128];
-        memset(&tc, 0, sizeof tc);
         snprintf(ca, sizeof ca, "%s/ca.crt", tmpdir);
-        tc.ca_file = ca;
+        const elk_tls_config_t tc = {.ca_file = ca};
         if (elk_tls_shared_init(&tls_shared, &tc, &entropy) != ELK_OK) {
             fprintf(stderr, "bench_lock: TLS setup failed: TLS rows skipped\n");
             tls = false;
@@ -1070,16 +1048,22 @@ static void section_handoff(void)
     printf("  3 nodes, channel, fencing         %9.1f us (includes the commit round)\n", h3c);
     printf("  3 nodes, channel, no fencing      %9.1f us\n", h3cn);
     printf("  3 nodes, polling, fencing         %9.1f us\n", h3p);
-    bench_result("elk.handoff_p50_us", h1c, "us", "edgelock hand-off p50, 1 node, release channel");
     bench_result("elk.handoff_rtts", rtt > 0 ? h1c / rtt : 0, "RTT",
                  "edgelock hand-off, 1 node, in PING round trips");
-    bench_result("elk.handoff_poll_p50_us", h1p, "us",
-                 "edgelock hand-off p50, 1 node, polling 50..250 ms");
-    bench_result("elk3.handoff_p50_us", h3c, "us",
-                 "edgelock hand-off p50, 3 nodes, channel, fencing (+commit)");
-    bench_result("elk3nf.handoff_p50_us", h3cn, "us",
-                 "edgelock hand-off p50, 3 nodes, channel, no fencing");
-    bench_result("elk3.handoff_poll_p50_us", h3p, "us", "edgelock hand-off p50, 3 nodes, polling");
+    /* the hand-off p50s, in us: what each row measured */
+    const struct {
+        const char *id, *what;
+        double us;
+    } p50[] = {{"elk.handoff_p50_us", "1 node, release channel", h1c},
+               {"elk.handoff_poll_p50_us", "1 node, polling 50..250 ms", h1p},
+               {"elk3.handoff_p50_us", "3 nodes, channel, fencing (+commit)", h3c},
+               {"elk3nf.handoff_p50_us", "3 nodes, channel, no fencing", h3cn},
+               {"elk3.handoff_poll_p50_us", "3 nodes, polling", h3p}};
+    for (size_t i = 0; i < sizeof p50 / sizeof p50[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "edgelock hand-off p50, %s", p50[i].what);
+        bench_result(p50[i].id, p50[i].us, "us", name);
+    }
 }
 
 int main(int argc, char **argv)

@@ -143,11 +143,7 @@ static result_t measure(const elk_transport_t *t, uint16_t port, bool tls, int n
     elk_entropy_t ent;
     elk_posix_entropy(&ent);
     elk_node_config_t cfg;
-    elk_node_config_defaults(&cfg);
-    cfg.endpoint.host = "127.0.0.1";
-    cfg.endpoint.port = port;
-    cfg.endpoint.server_name = tls ? "localhost" : NULL;
-    cfg.connect_timeout_ms = 5000;
+    bench_node_config(&cfg, port, tls, 5000);
     cfg.backoff_min_ms = 50;
     cfg.backoff_max_ms = 200;
     if (elk_pool_init(&pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, 4) != ELK_OK ||

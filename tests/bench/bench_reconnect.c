@@ -100,13 +100,8 @@ typedef struct proxy {
 
 static int tcp_to(uint16_t port)
 {
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    int fd = bench_connect_loopback(port);
+    if (fd < 0) {
         die("cannot reach the proxy's control port");
     }
     return fd;
@@ -191,11 +186,7 @@ static void gw_init(gwnode_t *g, uint16_t port, const elk_transport_t *t, bool t
                     elk_pool_t *pool, const elk_entropy_t *ent)
 {
     elk_node_config_t cfg;
-    elk_node_config_defaults(&cfg);
-    cfg.endpoint.host = "127.0.0.1";
-    cfg.endpoint.port = port;
-    cfg.endpoint.server_name = tls ? "localhost" : NULL;
-    cfg.connect_timeout_ms = 10000;
+    bench_node_config(&cfg, port, tls, 10000);
     if (elk_node_init(&g->node, &cfg, t, pool, ent, NULL) != ELK_OK) {
         die("node init");
     }

@@ -93,6 +93,14 @@ typedef struct result {
     uint64_t sink;   /* keeps the work observable */
 } result_t;
 
+/* One row of a comparison: MB/s, items/s and heap calls per item of the best round r,
+ * which handled bytes bytes in items items. */
+static void print_rates(const char *name, double bytes, double items, const result_t *r)
+{
+    printf("  %-24s %10.1f %14.0f %14.3f\n", name, bytes / r->secs / 1e6, items / r->secs,
+           (double)r->allocs / items);
+}
+
 /* Close one timed round started at t0 with the heap count a0: keep the best time, and
  * this round's heap calls, replies and sink (the clock is read first). */
 static void res_round(result_t *res, double t0, uint64_t a0, size_t replies, uint64_t sink)
@@ -290,10 +298,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("  %-24s %10s %14s %14s\n", "", "MB/s", "replies/s", "allocs/reply");
-    printf("  %-24s %10.1f %14.0f %14.3f\n", "elk_resp_reader", (double)len / ours.secs / 1e6,
-           (double)replies / ours.secs, (double)ours.allocs / (double)replies);
-    printf("  %-24s %10.1f %14.0f %14.3f\n", "hiredis redisReader", (double)len / hi.secs / 1e6,
-           (double)replies / hi.secs, (double)hi.allocs / (double)replies);
+    print_rates("elk_resp_reader", (double)len, (double)replies, &ours);
+    print_rates("hiredis redisReader", (double)len, (double)replies, &hi);
     printf("  ratio elk/hiredis throughput: %.2fx\n", hi.secs / ours.secs);
 
     size_t cmds = replies / 2;
@@ -310,10 +316,8 @@ int main(int argc, char **argv)
     printf("encoder: %zu commands (SET NX PX / EVALSHA, 6 args), %.1f MB, best of %d rounds\n",
            cmds, (double)ob / 1e6, rounds);
     printf("  %-24s %10s %14s %14s\n", "", "MB/s", "commands/s", "allocs/cmd");
-    printf("  %-24s %10.1f %14.0f %14.3f\n", "elk_resp_encode_command", (double)ob / eo.secs / 1e6,
-           (double)cmds / eo.secs, (double)eo.allocs / (double)cmds);
-    printf("  %-24s %10.1f %14.0f %14.3f\n", "redisFormatCommandArgv", (double)hb / eh.secs / 1e6,
-           (double)cmds / eh.secs, (double)eh.allocs / (double)cmds);
+    print_rates("elk_resp_encode_command", (double)ob, (double)cmds, &eo);
+    print_rates("redisFormatCommandArgv", (double)hb, (double)cmds, &eh);
     printf("  ratio elk/hiredis throughput: %.2fx\n", eh.secs / eo.secs);
     printf("(checksums %llu %llu %llu %llu)\n", (unsigned long long)ours.sink,
            (unsigned long long)hi.sink, (unsigned long long)eo.sink, (unsigned long long)eh.sink);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -237,14 +238,16 @@ static const struct hcase cases[] = {
     {"wrong-type", NULL, {ELK_E_UNEXPECTED_REPLY, ELK_E_AUTH, 0}, false, true},
 };
 
-static pid_t start_server(const struct hcase *hc, const char *after, int *port)
+/* The hostile server of case hc (after: its --after option) and a node on it. */
+static pid_t start_case(const struct hcase *hc, const char *after)
 {
     char *argv[8] = {ELK_HOSTILE_BIN, "--mode",          (char *)hc->mode,
                      (char *)after,   (char *)hc->extra, NULL};
-    pid_t pid = elk_tt_spawn(argv, port, 1, 5000);
-    assert_true(pid > 0);
-    current_srv = pid;
-    return pid;
+    int port = -1;
+    current_srv = elk_tt_spawn(argv, &port, 1, 5000);
+    assert_true(current_srv > 0);
+    node_setup(port);
+    return current_srv;
 }
 
 /* The pathology answers the very first command (AUTH). */
@@ -255,9 +258,7 @@ static void test_handshake_phase(void **state)
         const struct hcase *hc = &cases[i];
         if (!selected(hc, true))
             continue;
-        int port;
-        pid_t srv = start_server(hc, "--after=0", &port);
-        node_setup(port);
+        pid_t srv = start_case(hc, "--after=0");
         bool ok = run_until(three_failures, 15000);
         if (!ok)
             fail_msg("handshake/%s: node did not fail three times (failures %d, state %s)",
@@ -284,9 +285,7 @@ static void test_command_phase(void **state)
         const struct hcase *hc = &cases[i];
         if (!selected(hc, false))
             continue;
-        int port;
-        pid_t srv = start_server(hc, "--after=2", &port);
-        node_setup(port);
+        pid_t srv = start_case(hc, "--after=2");
         if (!run_until(is_ready, 10000))
             fail_msg("command/%s: node never became ready (state %s, last error %s)", hc->mode,
                      elk_node_state_name(elk_node_state(&T.node)),
@@ -341,9 +340,5 @@ static int teardown(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* port/posix has no MSG_NOSIGNAL (lwIP mirror) */
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_handshake_phase, teardown),
-        cmocka_unit_test_teardown(test_command_phase, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_EACH("tests", NULL, teardown, test_handshake_phase, test_command_phase);
 }

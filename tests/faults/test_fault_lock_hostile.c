@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -233,9 +234,6 @@ static int teardown(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_valid_server_grants, teardown),
-        cmocka_unit_test_teardown(test_hostile_never_grants, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_EACH("tests", NULL, teardown, test_valid_server_grants,
+                        test_hostile_never_grants);
 }

@@ -573,26 +573,26 @@ static elk_tf_server_t *server(elk_tf_t *f, size_t i)
     return &f->servers[i];
 }
 
-int elk_tf_kill(elk_tf_t *f, size_t i)
+/* Stops server i, given grace_ms to end on SIGTERM before SIGKILL (0: SIGKILL at once). */
+static int stop_one(elk_tf_t *f, size_t i, unsigned grace_ms)
 {
     elk_tf_server_t *s = server(f, i);
     if (s == NULL || s->pid <= 0) {
         return -1;
     }
     close_ctl(s);
-    reap(s, 0);
+    reap(s, grace_ms);
     return 0;
+}
+
+int elk_tf_kill(elk_tf_t *f, size_t i)
+{
+    return stop_one(f, i, 0);
 }
 
 int elk_tf_term(elk_tf_t *f, size_t i)
 {
-    elk_tf_server_t *s = server(f, i);
-    if (s == NULL || s->pid <= 0) {
-        return -1;
-    }
-    close_ctl(s);
-    reap(s, 5000);
-    return 0;
+    return stop_one(f, i, 5000);
 }
 
 int elk_tf_restart(elk_tf_t *f, size_t i)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_posix.h"
 #include "fleet.h"
@@ -234,10 +235,6 @@ static void test_tls_fleet_and_certs(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_three_servers_auth_and_acl),
-        cmocka_unit_test(test_bad_options),
-        cmocka_unit_test(test_tls_fleet_and_certs),
-    };
-    return cmocka_run_group_tests_name("integration.fleet_fixture", tests, NULL, NULL);
+    return ELK_RUN_GROUP("integration.fleet_fixture", NULL, NULL, test_three_servers_auth_and_acl,
+                         test_bad_options, test_tls_fleet_and_certs);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/node.h"
 #include "elk/port_posix.h"
@@ -58,8 +59,7 @@ static void ctx_init(size_t count, const elk_node_config_t *cfgs)
 
 static void ctx_close(void)
 {
-    elk_ts_stack_close(&c.st);
-    assert_int_equal(elk_pool_available(&c.st.pool), POOL_BLOCKS);
+    assert_int_equal(elk_ts_stack_close(&c.st), POOL_BLOCKS);
 }
 
 typedef bool (*cond_fn)(void *arg);
@@ -545,20 +545,10 @@ static void test_fleet_of_three(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_round_trip),
-        cmocka_unit_test(test_pipelining_100_requests),
-        cmocka_unit_test(test_auth_requirepass_ok),
-        cmocka_unit_test(test_auth_requirepass_wrong),
-        cmocka_unit_test(test_auth_acl_user_ok),
-        cmocka_unit_test(test_auth_acl_user_wrong),
-        cmocka_unit_test(test_resp3),
-        cmocka_unit_test(test_resp2),
-        cmocka_unit_test(test_hello_refused_server_side_falls_back),
-        cmocka_unit_test(test_select_db),
-        cmocka_unit_test(test_server_killed_mid_request_then_restarted),
-        cmocka_unit_test(test_server_paused_deadline_holds),
-        cmocka_unit_test(test_fleet_of_three),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_plain_round_trip, test_pipelining_100_requests,
+                         test_auth_requirepass_ok, test_auth_requirepass_wrong,
+                         test_auth_acl_user_ok, test_auth_acl_user_wrong, test_resp3, test_resp2,
+                         test_hello_refused_server_side_falls_back, test_select_db,
+                         test_server_killed_mid_request_then_restarted,
+                         test_server_paused_deadline_holds, test_fleet_of_three);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 #include <mbedtls/version.h>
 
 #include "elk/node.h"
@@ -60,8 +61,7 @@ static void ctx_init(const elk_node_config_t *cfg, bool client_cert)
 
 static void ctx_free(void)
 {
-    elk_ts_stack_close(&c.st);
-    assert_int_equal(elk_pool_available(&c.st.pool), POOL_BLOCKS);
+    assert_int_equal(elk_ts_stack_close(&c.st), POOL_BLOCKS);
     if (c.shared_ok) {
         elk_tls_shared_free(&c.shared);
     }
@@ -97,22 +97,41 @@ static elk_node_config_t cfg_for(elk_tf_t *f)
     return cfg;
 }
 
+/* The fleet options' defaults, with TLS. */
+static elk_tf_options_t tls_options(void)
+{
+    elk_tf_options_t o;
+    elk_tf_options_defaults(&o);
+    o.tls = true;
+    return o;
+}
+
+/* Starts fleet f with o; returns the node config for its server. */
+static elk_node_config_t start_tls(elk_tf_t *f, const elk_tf_options_t *o)
+{
+    assert_int_equal(elk_tf_start(f, o), 0);
+    return cfg_for(f);
+}
+
+/* The node on cfg (with the client certificate or not) until cond holds (10 s at most). */
+static void ctx_run(const elk_node_config_t *cfg, bool client_cert, bool (*cond)(void *))
+{
+    ctx_init(cfg, client_cert);
+    assert_true(run_until(cond, NULL, 10000));
+}
+
 static void test_tls_round_trip_auth_resp3_pipelined(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.tls = true;
+    elk_tf_options_t o = tls_options();
     o.acl_user = "tlsuser";
     o.acl_password = "tls-pass";
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f);
+    elk_node_config_t cfg = start_tls(&f, &o);
     cfg.username = "tlsuser";
     cfg.password = "tls-pass";
     cfg.resp3 = true;
-    ctx_init(&cfg, false);
-    assert_true(run_until(is_ready, NULL, 10000));
+    ctx_run(&cfg, false, is_ready);
     assert_true(elk_node_stats(&c.st.nodes[0])->resp3);
     static done_t d;
     memset(&d, 0, sizeof d);
@@ -156,16 +175,12 @@ static void test_mutual_tls(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.tls = true;
+    elk_tf_options_t o = tls_options();
     o.tls_auth_clients = true;
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f);
+    elk_node_config_t cfg = start_tls(&f, &o);
 
     /* With the client certificate: accepted. */
-    ctx_init(&cfg, true);
-    assert_true(run_until(is_ready, NULL, 10000));
+    ctx_run(&cfg, true, is_ready);
     static done_t d;
     memset(&d, 0, sizeof d);
     elk_resp_arg_t ping[] = {ELK_RESP_ARG_STR("PING")};
@@ -179,8 +194,7 @@ static void test_mutual_tls(void **state)
 
     /* Without it: the connection fails (a TLS error or the server closing on us),
      * never becomes READY, and backs off. */
-    ctx_init(&cfg, false);
-    assert_true(run_until(failed_once, NULL, 10000));
+    ctx_run(&cfg, false, failed_once);
     assert_false(elk_node_is_ready(&c.st.nodes[0]));
     int err = elk_node_stats(&c.st.nodes[0])->last_error;
     assert_true(err == ELK_E_TLS_CLIENT_CERT || err == ELK_E_TLS_HANDSHAKE_CUT ||
@@ -202,14 +216,10 @@ static void test_unknown_ca_is_refused(void **state)
 {
     (void)state;
     elk_tf_t f;
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.tls = true;
+    elk_tf_options_t o = tls_options();
     o.server_cert = ELK_TF_CERT_OTHER_CA;
-    assert_int_equal(elk_tf_start(&f, &o), 0);
-    elk_node_config_t cfg = cfg_for(&f);
-    ctx_init(&cfg, false);
-    assert_true(run_until(failed_once, NULL, 10000));
+    elk_node_config_t cfg = start_tls(&f, &o);
+    ctx_run(&cfg, false, failed_once);
     assert_int_equal(elk_node_stats(&c.st.nodes[0])->last_error, ELK_E_TLS_UNKNOWN_CA);
     assert_int_equal(elk_node_state(&c.st.nodes[0]), ELK_NODE_BACKOFF);
     ctx_free();
@@ -219,10 +229,6 @@ static void test_unknown_ca_is_refused(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tls_round_trip_auth_resp3_pipelined),
-        cmocka_unit_test(test_mutual_tls),
-        cmocka_unit_test(test_unknown_ca_is_refused),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_tls_round_trip_auth_resp3_pipelined, test_mutual_tls,
+                         test_unknown_ca_is_refused);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
@@ -108,13 +109,8 @@ static void client_init(client_t *c)
 {
     elk_tls_config_t cfg = elk_tc_ca_only();
     memset(c, 0, sizeof *c);
-    c->rd_t = (elk_transport_t){.ctx = &c->rd,
-                                .open = rd_open,
-                                .progress = rd_progress,
-                                .send = rd_send,
-                                .recv = rd_recv,
-                                .close = rd_close,
-                                .wait = rd_wait};
+    /* elk_transport_t's members in order: ctx, open, progress, send, recv, close, wait */
+    c->rd_t = (elk_transport_t){&c->rd, rd_open, rd_progress, rd_send, rd_recv, rd_close, rd_wait};
     assert_int_equal(elk_tc_init(&c->tc, &cfg, &c->rd_t), ELK_OK);
     c->rd.inner = &c->tc.tcp_t;
 }
@@ -218,11 +214,7 @@ static void test_session_not_offered_elsewhere(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reconnect_resumes),
-        cmocka_unit_test(test_unrelated_ca_refused_with_session),
-        cmocka_unit_test(test_other_name_refused_with_session),
-        cmocka_unit_test(test_session_not_offered_elsewhere),
-    };
-    return cmocka_run_group_tests_name("integration.tls_resume", tests, setup, teardown);
+    return ELK_RUN_GROUP("integration.tls_resume", setup, teardown, test_reconnect_resumes,
+                         test_unrelated_ca_refused_with_session,
+                         test_other_name_refused_with_session, test_session_not_offered_elsewhere);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -356,16 +357,8 @@ static void test_options_applied(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_ping_round_trip, heal),
-        cmocka_unit_test_setup(test_large_value_partial_io, heal),
-        cmocka_unit_test_setup(test_connect_refused, heal),
-        cmocka_unit_test_setup(test_connect_by_name, heal),
-        cmocka_unit_test_setup(test_peer_close_is_closed, heal),
-        cmocka_unit_test_setup(test_server_killed, heal),
-        cmocka_unit_test_setup(test_server_paused, heal),
-        cmocka_unit_test_setup(test_bad_arguments, heal),
-        cmocka_unit_test_setup(test_options_applied, heal),
-    };
-    return cmocka_run_group_tests_name("integration.transport_tcp", tests, setup, teardown);
+    return ELK_RUN_FIXTURES("integration.transport_tcp", setup, teardown, heal, NULL,
+                            test_ping_round_trip, test_large_value_partial_io, test_connect_refused,
+                            test_connect_by_name, test_peer_close_is_closed, test_server_killed,
+                            test_server_paused, test_bad_arguments, test_options_applied);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 #include <mbedtls/version.h>
 
 #include "elk/port_mbedtls.h"
@@ -656,24 +657,12 @@ static void test_tls_server_killed(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_tls_round_trip, heal),
-        cmocka_unit_test_setup(test_tls_large_value, heal),
-        cmocka_unit_test_setup(test_tls_ip_address_name, heal),
-        cmocka_unit_test_setup(test_tls_unknown_ca, heal),
-        cmocka_unit_test_setup(test_tls_hostname_mismatch, heal),
-        cmocka_unit_test_setup(test_tls_expired, heal),
-        cmocka_unit_test_setup(test_tls_plain_port_is_not_tls, heal),
-        cmocka_unit_test_setup(test_tls_plain_answer_is_not_tls, heal),
-        cmocka_unit_test_setup(test_tls_handshake_cut, heal),
-        cmocka_unit_test_setup(test_tls_silent_server_times_out, heal),
-        cmocka_unit_test_setup(test_mtls_without_client_cert, heal),
-        cmocka_unit_test_setup(test_mtls_with_client_cert, heal),
-        cmocka_unit_test_setup(test_certs_from_memory, heal),
-        cmocka_unit_test_setup(test_bad_config, heal),
-        cmocka_unit_test_setup(test_shared_config_many_connections, heal),
-        cmocka_unit_test_setup(test_tls_over_trickling_transport, heal),
-        cmocka_unit_test_setup(test_tls_server_killed, heal),
-    };
-    return cmocka_run_group_tests_name("integration.transport_tls", tests, setup, teardown);
+    return ELK_RUN_FIXTURES(
+        "integration.transport_tls", setup, teardown, heal, NULL, test_tls_round_trip,
+        test_tls_large_value, test_tls_ip_address_name, test_tls_unknown_ca,
+        test_tls_hostname_mismatch, test_tls_expired, test_tls_plain_port_is_not_tls,
+        test_tls_plain_answer_is_not_tls, test_tls_handshake_cut, test_tls_silent_server_times_out,
+        test_mtls_without_client_cert, test_mtls_with_client_cert, test_certs_from_memory,
+        test_bad_config, test_shared_config_many_connections, test_tls_over_trickling_transport,
+        test_tls_server_killed);
 }

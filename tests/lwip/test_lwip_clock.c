@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_lwip.h"
 
@@ -37,23 +38,28 @@ static void test_extend_counts_wraps(void **state)
     assert_int_equal(elk_lwip_clock_extend(&c, 0x7FFFFFFFu), 0x27FFFFFFFull);
 }
 
+/* A fresh clock reads ticks[0..n) as want[0..n). */
+static void check_readings(const uint32_t *ticks, const uint64_t *want, size_t n)
+{
+    elk_lwip_clock_t c;
+    elk_lwip_clock_init(&c, NULL);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(elk_lwip_clock_extend(&c, ticks[i]), want[i]);
+    }
+}
+
 static void test_equal_ticks_are_not_a_wrap(void **state)
 {
     (void)state;
-    elk_lwip_clock_t c;
-    elk_lwip_clock_init(&c, NULL);
-    assert_int_equal(elk_lwip_clock_extend(&c, 1000u), 1000u);
-    assert_int_equal(elk_lwip_clock_extend(&c, 1000u), 1000u);
-    assert_int_equal(elk_lwip_clock_extend(&c, 1001u), 1001u);
+    check_readings((const uint32_t[]){1000u, 1000u, 1001u}, (const uint64_t[]){1000u, 1000u, 1001u},
+                   3);
 }
 
 static void test_first_reading_is_not_a_wrap(void **state)
 {
     (void)state;
-    elk_lwip_clock_t c;
-    elk_lwip_clock_init(&c, NULL);
     /* The first reading is low, but there is nothing before it to have wrapped from. */
-    assert_int_equal(elk_lwip_clock_extend(&c, 0u), 0u);
+    check_readings((const uint32_t[]){0u}, (const uint64_t[]){0u}, 1);
 }
 
 static void test_now_ms_reads_sys_now_across_the_wrap(void **state)
@@ -94,12 +100,7 @@ static void test_reinit_starts_over(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_extend_counts_wraps),
-        cmocka_unit_test(test_equal_ticks_are_not_a_wrap),
-        cmocka_unit_test(test_first_reading_is_not_a_wrap),
-        cmocka_unit_test(test_now_ms_reads_sys_now_across_the_wrap),
-        cmocka_unit_test(test_reinit_starts_over),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_extend_counts_wraps, test_equal_ticks_are_not_a_wrap,
+                         test_first_reading_is_not_a_wrap,
+                         test_now_ms_reads_sys_now_across_the_wrap, test_reinit_starts_over);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_lwip.h"
 
@@ -30,6 +31,21 @@ static int scripted_rng(void *user, uint32_t *word)
     assert_true(s->next < s->n);
     *word = s->words[s->next++];
     return 0;
+}
+
+/* With the generator scripted by s, a fill of len bytes is refused and leaves zeros:
+ * nothing half-random left behind. */
+static void assert_fill_refused(script_t *s, size_t len)
+{
+    elk_lwip_entropy_t e;
+    elk_entropy_t ent;
+    assert_int_equal(elk_lwip_entropy_init(&e, scripted_rng, s, &ent), ELK_OK);
+    uint8_t buf[32];
+    const uint8_t zero[32] = {0};
+    assert_true(len <= sizeof buf);
+    memset(buf, 0xEE, sizeof buf);
+    assert_int_equal(ent.fill(ent.ctx, buf, len), ELK_E_ENTROPY);
+    assert_memory_equal(buf, zero, len);
 }
 
 static void test_fill_assembles_words_after_baseline(void **state)
@@ -62,15 +78,7 @@ static void test_stuck_generator_is_refused(void **state)
     (void)state;
     const uint32_t words[] = {0x12345678u, 0x9ABCDEF0u, 0x9ABCDEF0u, 0x1u};
     script_t s = {words, 4, 0, SIZE_MAX, 0};
-    elk_lwip_entropy_t e;
-    elk_entropy_t ent;
-    assert_int_equal(elk_lwip_entropy_init(&e, scripted_rng, &s, &ent), ELK_OK);
-
-    uint8_t buf[16];
-    memset(buf, 0xEE, sizeof(buf));
-    assert_int_equal(ent.fill(ent.ctx, buf, sizeof(buf)), ELK_E_ENTROPY);
-    const uint8_t zero[16] = {0};
-    assert_memory_equal(buf, zero, sizeof(buf)); /* nothing half-random left behind */
+    assert_fill_refused(&s, 16);
 }
 
 static void test_stuck_from_the_start_is_refused(void **state)
@@ -90,14 +98,7 @@ static void test_rng_fault_is_refused(void **state)
     (void)state;
     const uint32_t words[] = {1u, 2u, 3u, 4u, 5u};
     script_t s = {words, 5, 0, 2, 0};
-    elk_lwip_entropy_t e;
-    elk_entropy_t ent;
-    assert_int_equal(elk_lwip_entropy_init(&e, scripted_rng, &s, &ent), ELK_OK);
-    uint8_t buf[12];
-    memset(buf, 0xEE, sizeof(buf));
-    assert_int_equal(ent.fill(ent.ctx, buf, sizeof(buf)), ELK_E_ENTROPY);
-    const uint8_t zero[12] = {0};
-    assert_memory_equal(buf, zero, sizeof(buf));
+    assert_fill_refused(&s, 12);
 }
 
 static void test_bad_arguments(void **state)
@@ -119,12 +120,7 @@ static void test_bad_arguments(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fill_assembles_words_after_baseline),
-        cmocka_unit_test(test_stuck_generator_is_refused),
-        cmocka_unit_test(test_stuck_from_the_start_is_refused),
-        cmocka_unit_test(test_rng_fault_is_refused),
-        cmocka_unit_test(test_bad_arguments),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_fill_assembles_words_after_baseline, test_stuck_generator_is_refused,
+                         test_stuck_from_the_start_is_refused, test_rng_fault_is_refused,
+                         test_bad_arguments);
 }

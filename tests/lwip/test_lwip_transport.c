@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_lwip.h"
 
@@ -498,17 +499,8 @@ static void test_wait(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_open_sets_nonblocking_and_nodelay),
-        cmocka_unit_test(test_immediate_connect),
-        cmocka_unit_test(test_ipv6_address),
-        cmocka_unit_test(test_connect_failures_through_so_error),
-        cmocka_unit_test(test_setup_failures_close_the_socket),
-        cmocka_unit_test(test_send),
-        cmocka_unit_test(test_recv),
-        cmocka_unit_test(test_shared_socket_behaviour),
-        cmocka_unit_test(test_null_context),
-        cmocka_unit_test(test_wait),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_open_sets_nonblocking_and_nodelay, test_immediate_connect,
+                         test_ipv6_address, test_connect_failures_through_so_error,
+                         test_setup_failures_close_the_socket, test_send, test_recv,
+                         test_shared_socket_behaviour, test_null_context, test_wait);
 }

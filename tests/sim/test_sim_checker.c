@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "sim_world.h"
 
@@ -336,21 +337,14 @@ static void test_no_keepalive_no_heartbeat_rule(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_overlapping_holds_are_one_violation, setup),
-        cmocka_unit_test_setup(test_handover_after_stop_margin_is_fine, setup),
-        cmocka_unit_test_setup(test_token_not_above_previous_holder, setup),
-        cmocka_unit_test_setup(test_guard_that_forgets_is_caught, setup),
-        cmocka_unit_test_setup(test_lost_late_and_drive_after_deadline, setup),
-        cmocka_unit_test_setup(test_grant_inside_lock_delay_is_caught, setup),
-        cmocka_unit_test_setup(test_lock_delay_of_a_paused_holder, setup),
-        cmocka_unit_test_setup(test_clean_release_resets_lock_delay, setup),
-        cmocka_unit_test_setup(test_renewal_moves_the_lock_delay_window, setup),
-        cmocka_unit_test_setup(test_lock_delay_zero_still_forbids_overlapping_leases, setup),
-        cmocka_unit_test_setup(test_lock_delay_counts_in_the_holders_clock, setup),
-        cmocka_unit_test_setup(test_renewal_after_a_missed_keepalive_is_caught, setup),
-        cmocka_unit_test_setup(test_keepalive_gap_is_remembered, setup),
-        cmocka_unit_test_setup(test_no_keepalive_no_heartbeat_rule, setup),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_EACH(
+        "tests", setup, NULL, test_overlapping_holds_are_one_violation,
+        test_handover_after_stop_margin_is_fine, test_token_not_above_previous_holder,
+        test_guard_that_forgets_is_caught, test_lost_late_and_drive_after_deadline,
+        test_grant_inside_lock_delay_is_caught, test_lock_delay_of_a_paused_holder,
+        test_clean_release_resets_lock_delay, test_renewal_moves_the_lock_delay_window,
+        test_lock_delay_zero_still_forbids_overlapping_leases,
+        test_lock_delay_counts_in_the_holders_clock,
+        test_renewal_after_a_missed_keepalive_is_caught, test_keepalive_gap_is_remembered,
+        test_no_keepalive_no_heartbeat_rule);
 }

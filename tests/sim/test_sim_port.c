@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/lock_scripts.h"
 #include "elk/sim.h"
@@ -585,20 +586,15 @@ static void test_commit_noop_control_leaves_counters(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_queue_orders_by_time_then_insertion),
-        cmocka_unit_test(test_queue_full_is_an_error),
-        cmocka_unit_test(test_rng_is_reproducible_and_seed_dependent),
-        cmocka_unit_test(test_clock_rate_offset_and_inverse),
-        cmocka_unit_test_setup(test_set_nx_px_get_expiry_on_node_clock, setup_net),
-        cmocka_unit_test_setup(test_hello3_switches_to_resp3, setup_net),
-        cmocka_unit_test_setup(test_scripts_evalsha_noscript_and_restart, setup_net),
-        cmocka_unit_test_setup(test_lock_delay_marker, setup_net),
-        cmocka_unit_test_setup(test_release_wakes_waiter_with_marker_gone, setup_net),
-        cmocka_unit_test_setup(test_probe_restarts_marker_and_uptime, setup_net),
-        cmocka_unit_test_setup(test_flush_evict_failover, setup_net),
-        cmocka_unit_test_setup(test_partition_delays_but_never_reorders, setup_net),
-        cmocka_unit_test_setup(test_commit_noop_control_leaves_counters, setup_net),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* The simulator's parts alone, then the tests on a simulated network (setup_net). */
+    int failed = ELK_RUN_TESTS(
+        test_queue_orders_by_time_then_insertion, test_queue_full_is_an_error,
+        test_rng_is_reproducible_and_seed_dependent, test_clock_rate_offset_and_inverse);
+    return failed +
+        ELK_RUN_EACH("net", setup_net, NULL, test_set_nx_px_get_expiry_on_node_clock,
+                     test_hello3_switches_to_resp3, test_scripts_evalsha_noscript_and_restart,
+                     test_lock_delay_marker, test_release_wakes_waiter_with_marker_gone,
+                     test_probe_restarts_marker_and_uptime, test_flush_evict_failover,
+                     test_partition_delays_but_never_reorders,
+                     test_commit_noop_control_leaves_counters);
 }

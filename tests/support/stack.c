@@ -91,7 +91,7 @@ int elk_ts_stack_init(elk_ts_stack_t *s, const elk_ts_stack_opts_t *o)
     return rc;
 }
 
-void elk_ts_stack_close(elk_ts_stack_t *s)
+size_t elk_ts_stack_close(elk_ts_stack_t *s)
 {
     uint64_t now = elk_posix_now_ms();
     for (size_t k = 0; k < (s->subs ? 2u : 1u); k++) {
@@ -104,6 +104,7 @@ void elk_ts_stack_close(elk_ts_stack_t *s)
 #endif
         }
     }
+    return elk_pool_available(&s->pool);
 }
 
 /* ------------------------------------------------------------ replies */

@@ -62,8 +62,9 @@ typedef struct elk_ts_stack {
  * library calls (TLS asked for in a build without port/mbedtls: ELK_E_INVALID_ARG). */
 int elk_ts_stack_init(elk_ts_stack_t *s, const elk_ts_stack_opts_t *o);
 
-/* Close every node (and free the TLS connections). The pool is whole again afterwards. */
-void elk_ts_stack_close(elk_ts_stack_t *s);
+/* Close every node (and free the TLS connections). Returns the pool's free blocks after:
+ * all of them (pool_blocks) unless something leaked a block. */
+size_t elk_ts_stack_close(elk_ts_stack_t *s);
 
 /* A recorder of request completions (lib/node reply callbacks): give elk_ts_replies_on
  * as the callback and an elk_ts_replies_t as its user pointer. Up to 128 completions:

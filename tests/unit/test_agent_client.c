@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -241,13 +242,9 @@ static void test_names_checked_before_sending(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lost_in_the_same_write_as_the_grant),
-        cmocka_unit_test(test_renewals_suspect_and_other_resources),
-        cmocka_unit_test(test_overlong_line_skipped_and_err_kept),
-        cmocka_unit_test(test_elkd_going_away_is_a_loss),
-        cmocka_unit_test(test_names_checked_before_sending),
-    };
     signal(SIGPIPE, SIG_IGN);
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_lost_in_the_same_write_as_the_grant,
+                         test_renewals_suspect_and_other_resources,
+                         test_overlong_line_skipped_and_err_kept, test_elkd_going_away_is_a_loss,
+                         test_names_checked_before_sending);
 }

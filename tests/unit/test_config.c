@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/platform.h"
 #include "elkfw/access.h"
@@ -1024,29 +1025,13 @@ static void test_preflight_certificate_dates(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_minimal_defaults),
-        cmocka_unit_test(test_full_file),
-        cmocka_unit_test(test_durations),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_error_messages_lines),
-        cmocka_unit_test(test_error_messages_whole_file),
-        cmocka_unit_test(test_safety_rule_boundary),
-        cmocka_unit_test(test_too_many),
-        cmocka_unit_test(test_resource_name_limit_follows_prefix),
-        cmocka_unit_test(test_load_file_and_password_file),
-        cmocka_unit_test(test_secrets_readable_by_others),
-        cmocka_unit_test(test_tls_ip_needs_server_name),
-        cmocka_unit_test(test_access_keys),
-        cmocka_unit_test(test_acl_line),
-        cmocka_unit_test(test_sample_config_parses),
-        cmocka_unit_test(test_small_error_buffer_is_terminated),
-        cmocka_unit_test(test_issue20_keys),
-        cmocka_unit_test(test_warnings),
-        cmocka_unit_test(test_preflight_duplicate_nodes),
-        cmocka_unit_test(test_preflight_key_too_open),
-        cmocka_unit_test(test_preflight_key_mode_refused),
-        cmocka_unit_test(test_preflight_certificate_dates),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_minimal_defaults, test_full_file, test_durations, test_names,
+                         test_error_messages_lines, test_error_messages_whole_file,
+                         test_safety_rule_boundary, test_too_many,
+                         test_resource_name_limit_follows_prefix, test_load_file_and_password_file,
+                         test_secrets_readable_by_others, test_tls_ip_needs_server_name,
+                         test_access_keys, test_acl_line, test_sample_config_parses,
+                         test_small_error_buffer_is_terminated, test_issue20_keys, test_warnings,
+                         test_preflight_duplicate_nodes, test_preflight_key_too_open,
+                         test_preflight_key_mode_refused, test_preflight_certificate_dates);
 }

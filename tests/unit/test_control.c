@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/ctl.h"
 
@@ -361,14 +362,6 @@ static void test_linebuf_has_request(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_requests_ok),
-        cmocka_unit_test(test_requests_bad),
-        cmocka_unit_test(test_replies),
-        cmocka_unit_test(test_keepalive_requests),
-        cmocka_unit_test(test_suspect_replies),
-        cmocka_unit_test(test_linebuf),
-        cmocka_unit_test(test_linebuf_has_request),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_requests_ok, test_requests_bad, test_replies, test_keepalive_requests,
+                         test_suspect_replies, test_linebuf, test_linebuf_has_request);
 }

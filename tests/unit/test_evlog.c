@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/evlog.h"
 
@@ -201,14 +202,8 @@ static void test_parse_text_merges(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_parse_round_trip),
-        cmocka_unit_test(test_long_and_hostile_texts),
-        cmocka_unit_test(test_parse_rejects),
-        cmocka_unit_test(test_ring_wraps_and_continues),
-        cmocka_unit_test(test_torn_record_skipped),
-        cmocka_unit_test(test_open_refuses_non_regular),
-        cmocka_unit_test(test_parse_text_merges),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_format_parse_round_trip, test_long_and_hostile_texts,
+                         test_parse_rejects, test_ring_wraps_and_continues,
+                         test_torn_record_skipped, test_open_refuses_non_regular,
+                         test_parse_text_merges);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/fence.h"
 
@@ -335,21 +336,10 @@ static void test_store_fails_midway(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_begin_holds_until_end),
-        cmocka_unit_test(test_reloads_under_lock),
-        cmocka_unit_test(test_refusals_release_lock),
-        cmocka_unit_test(test_lock_busy_and_failure),
-        cmocka_unit_test(test_lock_pair_required),
-        cmocka_unit_test(test_store_fails_midway),
-        cmocka_unit_test(test_accepts_increasing_and_equal),
-        cmocka_unit_test(test_refuses_lower),
-        cmocka_unit_test(test_zero_token_refused),
-        cmocka_unit_test(test_store_failure_fails_closed),
-        cmocka_unit_test(test_failed_store_that_wrote_is_reloaded),
-        cmocka_unit_test(test_load_failure_at_init),
-        cmocka_unit_test(test_invalid_args),
-        cmocka_unit_test(test_parse_token),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_begin_holds_until_end, test_reloads_under_lock, test_refusals_release_lock,
+        test_lock_busy_and_failure, test_lock_pair_required, test_store_fails_midway,
+        test_accepts_increasing_and_equal, test_refuses_lower, test_zero_token_refused,
+        test_store_failure_fails_closed, test_failed_store_that_wrote_is_reloaded,
+        test_load_failure_at_init, test_invalid_args, test_parse_token);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/fence.h"
 #include "elk/fence_file.h"
@@ -551,23 +552,12 @@ static void test_lock_file_replaced_while_locking(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32_known_value),
-        cmocka_unit_test_setup_teardown(test_missing_file_is_zero, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_roundtrip_and_format, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_guard_over_file_survives_restart, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_corrupt_file_fails_closed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unwritable_directory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unreadable_path, setup, teardown),
-        cmocka_unit_test(test_init_rejects_bad_path),
-        cmocka_unit_test_setup_teardown(test_crash_points, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tmp_names_unique, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_unmakeable, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inherited_lock, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_syncs_before_rename, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_file_replaced_while_locking, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* The tests on files in a fresh directory (setup), then the ones that need none. */
+    int failed = ELK_RUN_EACH(
+        "files", setup, teardown, test_missing_file_is_zero, test_roundtrip_and_format,
+        test_corrupt_files, test_guard_over_file_survives_restart, test_corrupt_file_fails_closed,
+        test_unwritable_directory, test_unreadable_path, test_crash_points, test_tmp_names_unique,
+        test_lock_file, test_lock_unmakeable, test_inherited_lock, test_store_syncs_before_rename,
+        test_lock_file_replaced_while_locking);
+    return failed + ELK_RUN_TESTS(test_crc32_known_value, test_init_rejects_bad_path);
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/hooks.h"
 
@@ -89,38 +90,34 @@ static void test_one_run_at_a_time_and_none_without_a_command(void **state)
     assert_true(run_to_end(&h, 10000));
 }
 
-static void test_hanging_hook_gets_sigterm_at_its_timeout(void **state)
+/* A "lost" hook running cmd, with a 100 ms timeout, is ended by signal sig. */
+static void check_hook_timed_out(const char *cmd, int sig)
 {
     elkfw_hook_t h;
-    (void)state;
-    elkfw_hook_init(&h, "lost", "sleep 30", 100);
+    elkfw_hook_init(&h, "lost", cmd, 100);
     assert_true(elkfw_hook_start(&h, &lease, ms_now()));
     assert_true(run_to_end(&h, 20000));
     assert_true(h.last_timed_out);
     assert_true(WIFSIGNALED(h.last_status));
-    assert_int_equal(WTERMSIG(h.last_status), SIGTERM);
+    assert_int_equal(WTERMSIG(h.last_status), sig);
+}
+
+static void test_hanging_hook_gets_sigterm_at_its_timeout(void **state)
+{
+    (void)state;
+    check_hook_timed_out("sleep 30", SIGTERM);
 }
 
 static void test_hook_that_ignores_sigterm_gets_sigkill(void **state)
 {
-    elkfw_hook_t h;
     (void)state;
-    elkfw_hook_init(&h, "lost", "trap '' TERM; sleep 30; sleep 30", 100);
-    assert_true(elkfw_hook_start(&h, &lease, ms_now()));
-    assert_true(run_to_end(&h, 20000));
-    assert_true(h.last_timed_out);
-    assert_true(WIFSIGNALED(h.last_status));
-    assert_int_equal(WTERMSIG(h.last_status), SIGKILL);
+    check_hook_timed_out("trap '' TERM; sleep 30; sleep 30", SIGKILL);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hook_sees_the_lease_and_its_status_is_kept),
-        cmocka_unit_test(test_hook_runs_in_its_own_process_group),
-        cmocka_unit_test(test_one_run_at_a_time_and_none_without_a_command),
-        cmocka_unit_test(test_hanging_hook_gets_sigterm_at_its_timeout),
-        cmocka_unit_test(test_hook_that_ignores_sigterm_gets_sigkill),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_hook_sees_the_lease_and_its_status_is_kept, test_hook_runs_in_its_own_process_group,
+        test_one_run_at_a_time_and_none_without_a_command,
+        test_hanging_hook_gets_sigterm_at_its_timeout, test_hook_that_ignores_sigterm_gets_sigkill);
 }

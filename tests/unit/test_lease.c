@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/lease.h"
 
@@ -114,11 +115,5 @@ static void test_format_roundtrip(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_valid),
-        cmocka_unit_test(test_parse_rejects),
-        cmocka_unit_test(test_judge),
-        cmocka_unit_test(test_format_roundtrip),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_parse_valid, test_parse_rejects, test_judge, test_format_roundtrip);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/lock.h"
 #include "lock/lock_internal.h"
@@ -17,13 +18,20 @@ static uint64_t expected_drift(uint32_t ttl, uint32_t ppm, uint32_t fixed)
     return p / 1000000u + (p % 1000000u != 0u) + fixed;
 }
 
-static uint64_t drift_of(uint32_t ttl, uint32_t ppm, uint32_t fixed)
+/* The lock defaults with this ttl and drift allowance (ppm of the ttl, plus fixed ms). */
+static elk_lock_config_t cfg_drift(uint32_t ttl, uint32_t ppm, uint32_t fixed)
 {
     elk_lock_config_t c;
     elk_lock_config_defaults(&c);
     c.ttl_ms = ttl;
     c.drift_factor_ppm = ppm;
     c.drift_fixed_ms = fixed;
+    return c;
+}
+
+static uint64_t drift_of(uint32_t ttl, uint32_t ppm, uint32_t fixed)
+{
+    elk_lock_config_t c = cfg_drift(ttl, ppm, fixed);
     return elk_lock__drift(&c);
 }
 
@@ -68,11 +76,7 @@ static void test_drift_matches_64bit_division(void **state)
 static void test_config_check_boundary(void **state)
 {
     (void)state;
-    elk_lock_config_t c;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 1000;
-    c.drift_factor_ppm = 10000; /* 10 ms */
-    c.drift_fixed_ms = 2;
+    elk_lock_config_t c = cfg_drift(1000, 10000, 2); /* drift 10 ms + 2 ms */
     c.stop_margin_ms = 300;
     c.min_validity_ms = 688; /* 12 + 300 + 688 = 1000: nothing left */
     assert_int_equal(elk_lock_config_check(&c), ELK_E_INVALID_ARG);
@@ -93,12 +97,8 @@ static void test_config_check_boundary(void **state)
 static void test_config_explain(void **state)
 {
     (void)state;
-    elk_lock_config_t c;
+    elk_lock_config_t c = cfg_drift(1000, 10000, 2);
     elk_lock_config_fault_t f;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 1000;
-    c.drift_factor_ppm = 10000;
-    c.drift_fixed_ms = 2;
     c.stop_margin_ms = 300;
     c.min_validity_ms = 100; /* deadline at 1000 - 12 - 300 = 688 */
     c.renew_fraction_pct = 68;
@@ -127,11 +127,6 @@ static void test_config_explain(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_drift_examples),
-        cmocka_unit_test(test_config_explain),
-        cmocka_unit_test(test_drift_matches_64bit_division),
-        cmocka_unit_test(test_config_check_boundary),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_drift_examples, test_config_explain,
+                         test_drift_matches_64bit_division, test_config_check_boundary);
 }

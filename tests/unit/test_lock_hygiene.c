@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/lock.h"
 #include "lock/lock_internal.h"
@@ -1392,51 +1393,28 @@ static void test_client_floor_carries_fastest_clock(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_safety_recheck_takes_the_vote),
-        cmocka_unit_test(test_safety_recheck_warn_and_off),
-        cmocka_unit_test(test_safety_recheck_refused_fails_closed),
-        cmocka_unit_test(test_eviction_with_aof_refused),
-        cmocka_unit_test(test_later_shorter_quarantine_does_not_shorten),
-        cmocka_unit_test(test_quarantine_end_covers_slow_server_clock),
-        cmocka_unit_test(test_reply_read_after_preemption_is_no_jump),
-        cmocka_unit_test(test_slow_reading_does_not_hide_a_jump),
-        cmocka_unit_test(test_local_clock_slow_named),
-        cmocka_unit_test(test_local_clock_needs_every_node),
-        cmocka_unit_test(test_fresh_node_quarantined_then_votes),
-        cmocka_unit_test(test_waiting_acquire_gets_node_at_quarantine_end),
-        cmocka_unit_test(test_restart_empty_during_hold_no_second_holder),
-        cmocka_unit_test(test_hygiene_off_restores_todays_behaviour),
-        cmocka_unit_test(test_kept_data_votes_at_once),
-        cmocka_unit_test(test_marker_of_this_run_is_no_proof),
-        cmocka_unit_test(test_no_info_marker_decides),
-        cmocka_unit_test(test_quarantine_never_shortened),
-        cmocka_unit_test(test_probe_failures_fail_closed),
-        cmocka_unit_test(test_probe_not_sent_quarantines),
-        cmocka_unit_test(test_safety_check_behind_the_probe),
-        cmocka_unit_test(test_window),
-        cmocka_unit_test(test_clock_check_bounds),
-        cmocka_unit_test(test_clock_readings_out_of_order),
-        cmocka_unit_test(test_probe_sees_jump_across_reconnect),
-        cmocka_unit_test(test_renewal_reply_jump_ahead_not_counted),
-        cmocka_unit_test(test_renewal_reply_small_jump_counts_backward_does_not),
-        cmocka_unit_test(test_decided_round_reply_is_read),
-        cmocka_unit_test(test_new_run_compared_with_old_reference),
-        cmocka_unit_test(test_back_then_forward_gives_no_vote),
-        cmocka_unit_test(test_old_reference_gives_no_vote),
-        cmocka_unit_test(test_refresh_sees_jump_during_quarantine),
-        cmocka_unit_test(test_refresh_failure),
-        cmocka_unit_test(test_acquire_reply_jump_ahead_not_counted),
-        cmocka_unit_test(test_cost_per_connection_and_renewal),
-        cmocka_unit_test(test_release_goes_to_quarantined_node),
-        cmocka_unit_test(test_clock_reading_sent_before_reference_received),
-        cmocka_unit_test(test_queries_bad_args),
-        cmocka_unit_test(test_flushall_majority_no_second_holder),
-        cmocka_unit_test(test_young_marker_seen_by_fresh_client),
-        cmocka_unit_test(test_marker_in_reply_quarantines),
-        cmocka_unit_test(test_marker_never_shortens_quarantine),
-        cmocka_unit_test(test_token_floor_after_total_loss),
-        cmocka_unit_test(test_client_floor_carries_fastest_clock),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_safety_recheck_takes_the_vote, test_safety_recheck_warn_and_off,
+        test_safety_recheck_refused_fails_closed, test_eviction_with_aof_refused,
+        test_later_shorter_quarantine_does_not_shorten,
+        test_quarantine_end_covers_slow_server_clock, test_reply_read_after_preemption_is_no_jump,
+        test_slow_reading_does_not_hide_a_jump, test_local_clock_slow_named,
+        test_local_clock_needs_every_node, test_fresh_node_quarantined_then_votes,
+        test_waiting_acquire_gets_node_at_quarantine_end,
+        test_restart_empty_during_hold_no_second_holder, test_hygiene_off_restores_todays_behaviour,
+        test_kept_data_votes_at_once, test_marker_of_this_run_is_no_proof,
+        test_no_info_marker_decides, test_quarantine_never_shortened,
+        test_probe_failures_fail_closed, test_probe_not_sent_quarantines,
+        test_safety_check_behind_the_probe, test_window, test_clock_check_bounds,
+        test_clock_readings_out_of_order, test_probe_sees_jump_across_reconnect,
+        test_renewal_reply_jump_ahead_not_counted,
+        test_renewal_reply_small_jump_counts_backward_does_not, test_decided_round_reply_is_read,
+        test_new_run_compared_with_old_reference, test_back_then_forward_gives_no_vote,
+        test_old_reference_gives_no_vote, test_refresh_sees_jump_during_quarantine,
+        test_refresh_failure, test_acquire_reply_jump_ahead_not_counted,
+        test_cost_per_connection_and_renewal, test_release_goes_to_quarantined_node,
+        test_clock_reading_sent_before_reference_received, test_queries_bad_args,
+        test_flushall_majority_no_second_holder, test_young_marker_seen_by_fresh_client,
+        test_marker_in_reply_quarantines, test_marker_never_shortens_quarantine,
+        test_token_floor_after_total_loss, test_client_floor_carries_fastest_clock);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/lock.h"
 #include "elk/lock_scripts.h"
@@ -197,11 +198,6 @@ static void test_longest_request_fits_the_bound(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha1_vectors),
-        cmocka_unit_test(test_script_sha1_constants),
-        cmocka_unit_test(test_scripts_shape),
-        cmocka_unit_test(test_longest_request_fits_the_bound),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_sha1_vectors, test_script_sha1_constants, test_scripts_shape,
+                         test_longest_request_fits_the_bound);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/say.h"
 
@@ -102,10 +103,5 @@ static void test_many_kinds_displace_oldest(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_burst_then_count),
-        cmocka_unit_test(test_kinds_apart),
-        cmocka_unit_test(test_many_kinds_displace_oldest),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_burst_then_count, test_kinds_apart, test_many_kinds_displace_oldest);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/node.h"
 #include "node_harness.h"
@@ -672,9 +673,7 @@ static void test_state_handler_may_send_on_ready(void **state)
         fake_transport_sent_eq(&h.ft[0], "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$8\r\nreturn 1\r\n"));
     fake_transport_push_rx_str(&h.ft[0], "$40\r\ne0e1f9fabfc9d4800c877a703b823ac0578ff8db\r\n");
     node_harness_poll(&h);
-    assert_int_equal(ready_rec.n, 1);
-    assert_int_equal(ready_rec.status[0], ELK_OK);
-    assert_string_equal(ready_rec.text[0], "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+    assert_last_reply(&ready_rec, 1, ELK_OK, "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
 }
 
 static void test_null_node_is_harmless(void **state)
@@ -693,38 +692,20 @@ static void test_null_node_is_harmless(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_defaults),
-        cmocka_unit_test(test_init_rejects_bad_arguments),
-        cmocka_unit_test(test_state_names),
-        cmocka_unit_test(test_plain_connect_goes_ready_in_one_poll),
-        cmocka_unit_test(test_connect_in_progress_over_several_polls),
-        cmocka_unit_test(test_open_refused_goes_to_backoff),
-        cmocka_unit_test(test_progress_error_goes_to_backoff),
-        cmocka_unit_test(test_backoff_waits_then_reconnects),
-        cmocka_unit_test(test_connect_timeout),
-        cmocka_unit_test(test_auth_user_and_password),
-        cmocka_unit_test(test_auth_password_only),
-        cmocka_unit_test(test_auth_refused),
-        cmocka_unit_test(test_auth_password_only_refused),
-        cmocka_unit_test(test_handshake_wrong_reply_types),
-        cmocka_unit_test(test_hello3_accepted),
-        cmocka_unit_test(test_hello3_refused_falls_back_to_resp2),
-        cmocka_unit_test(test_hello_noauth_is_an_auth_failure_not_a_fallback),
-        cmocka_unit_test(test_select_noauth_is_an_auth_failure),
-        cmocka_unit_test(test_full_handshake_sequence),
-        cmocka_unit_test(test_handshake_reply_and_what_follows_it_in_one_read),
-        cmocka_unit_test(test_select_refused),
-        cmocka_unit_test(test_handshake_counts_against_connect_timeout),
-        cmocka_unit_test(test_peer_closes_during_handshake),
-        cmocka_unit_test(test_backoff_grows_and_caps_min_jitter),
-        cmocka_unit_test(test_backoff_jitter_stays_in_range_and_varies),
-        cmocka_unit_test(test_backoff_without_entropy_uses_full_delay),
-        cmocka_unit_test(test_backoff_resets_after_successful_connect),
-        cmocka_unit_test(test_pool_exhaustion_is_a_failure_not_a_crash),
-        cmocka_unit_test(test_close_returns_blocks_and_poll_reconnects),
-        cmocka_unit_test(test_state_handler_may_send_on_ready),
-        cmocka_unit_test(test_null_node_is_harmless),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_config_defaults, test_init_rejects_bad_arguments, test_state_names,
+        test_plain_connect_goes_ready_in_one_poll, test_connect_in_progress_over_several_polls,
+        test_open_refused_goes_to_backoff, test_progress_error_goes_to_backoff,
+        test_backoff_waits_then_reconnects, test_connect_timeout, test_auth_user_and_password,
+        test_auth_password_only, test_auth_refused, test_auth_password_only_refused,
+        test_handshake_wrong_reply_types, test_hello3_accepted,
+        test_hello3_refused_falls_back_to_resp2,
+        test_hello_noauth_is_an_auth_failure_not_a_fallback, test_select_noauth_is_an_auth_failure,
+        test_full_handshake_sequence, test_handshake_reply_and_what_follows_it_in_one_read,
+        test_select_refused, test_handshake_counts_against_connect_timeout,
+        test_peer_closes_during_handshake, test_backoff_grows_and_caps_min_jitter,
+        test_backoff_jitter_stays_in_range_and_varies, test_backoff_without_entropy_uses_full_delay,
+        test_backoff_resets_after_successful_connect, test_pool_exhaustion_is_a_failure_not_a_crash,
+        test_close_returns_blocks_and_poll_reconnects, test_state_handler_may_send_on_ready,
+        test_null_node_is_harmless);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/node.h"
 #include "node_harness.h"
@@ -81,11 +82,7 @@ static void test_null_fleet_is_harmless(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_checks),
-        cmocka_unit_test(test_quorum_sizes),
-        cmocka_unit_test(test_poll_drives_every_node_and_waits_list_them),
-        cmocka_unit_test(test_null_fleet_is_harmless),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_init_checks, test_quorum_sizes,
+                         test_poll_drives_every_node_and_waits_list_them,
+                         test_null_fleet_is_harmless);
 }

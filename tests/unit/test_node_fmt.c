@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "util/fmt.h"
 
@@ -82,11 +83,6 @@ static void test_truncates_without_overflow(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_builds_text),
-        cmocka_unit_test(test_integer_limits),
-        cmocka_unit_test(test_unprintable_bytes_are_masked),
-        cmocka_unit_test(test_truncates_without_overflow),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_builds_text, test_integer_limits, test_unprintable_bytes_are_masked,
+                         test_truncates_without_overflow);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/node.h"
 #include "node_harness.h"
@@ -276,9 +277,7 @@ static void test_timeout_fails_every_inflight_and_reconnects(void **state)
     assert_true(fake_transport_sent_eq(&h.ft[0], "*1\r\n$4\r\nPING\r\n"));
     fake_transport_push_rx_str(&h.ft[0], "+PONG\r\n");
     node_harness_poll(&h);
-    assert_int_equal(rec.n, 5);
-    assert_int_equal(rec.status[4], ELK_OK);
-    assert_string_equal(rec.text[4], "PONG");
+    assert_last_reply(&rec, 5, ELK_OK, "PONG");
 }
 
 static void test_queue_full(void **state)
@@ -878,39 +877,23 @@ static void test_requests_survive_many_cycles_without_leaking_blocks(void **stat
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_send_puts_exact_resp_on_the_wire),
-        cmocka_unit_test(test_send_argument_checks),
-        cmocka_unit_test(test_pipelined_replies_split_across_recvs_and_polls),
-        cmocka_unit_test(test_each_pipelined_reply_goes_to_the_request_that_asked),
-        cmocka_unit_test(test_redis_error_reply_is_delivered_not_fatal),
-        cmocka_unit_test(test_next_time_is_earliest_deadline),
-        cmocka_unit_test(test_reply_after_deadline_is_a_timeout),
-        cmocka_unit_test(test_reply_just_before_deadline_is_on_time),
-        cmocka_unit_test(test_timeout_fails_every_inflight_and_reconnects),
-        cmocka_unit_test(test_queue_full),
-        cmocka_unit_test(test_command_larger_than_block),
-        cmocka_unit_test(test_short_writes_and_tx_block_full),
-        cmocka_unit_test(test_send_error_fails_connection),
-        cmocka_unit_test(test_peer_close_fails_inflight),
-        cmocka_unit_test(test_resp3_push_goes_to_handler_not_to_requests),
-        cmocka_unit_test(test_resp2_subscriber_mode),
-        cmocka_unit_test(test_refused_subscribe_does_not_shift_replies),
-        cmocka_unit_test(test_success_reply_where_subscribe_answer_due_fails_connection),
-        cmocka_unit_test(test_noreply_queue_full),
-        cmocka_unit_test(test_resp2_message_without_subscriber_mode_is_unexpected),
-        cmocka_unit_test(test_callback_sends_again),
-        cmocka_unit_test(test_callback_closes_node),
-        cmocka_unit_test(test_push_handler_closes_node),
-        cmocka_unit_test(test_nested_poll_is_refused),
-        cmocka_unit_test(test_malformed_reply_drops_connection_then_reconnects),
-        cmocka_unit_test(test_reply_larger_than_block),
-        cmocka_unit_test(test_reply_with_too_many_elements),
-        cmocka_unit_test(test_no_read_in_the_poll_that_writes_the_only_requests),
-        cmocka_unit_test(test_new_request_does_not_hide_answers_to_older_ones),
-        cmocka_unit_test(test_partial_write_still_reads),
-        cmocka_unit_test(test_flush_writes_without_reading),
-        cmocka_unit_test(test_requests_survive_many_cycles_without_leaking_blocks),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_send_puts_exact_resp_on_the_wire, test_send_argument_checks,
+        test_pipelined_replies_split_across_recvs_and_polls,
+        test_each_pipelined_reply_goes_to_the_request_that_asked,
+        test_redis_error_reply_is_delivered_not_fatal, test_next_time_is_earliest_deadline,
+        test_reply_after_deadline_is_a_timeout, test_reply_just_before_deadline_is_on_time,
+        test_timeout_fails_every_inflight_and_reconnects, test_queue_full,
+        test_command_larger_than_block, test_short_writes_and_tx_block_full,
+        test_send_error_fails_connection, test_peer_close_fails_inflight,
+        test_resp3_push_goes_to_handler_not_to_requests, test_resp2_subscriber_mode,
+        test_refused_subscribe_does_not_shift_replies,
+        test_success_reply_where_subscribe_answer_due_fails_connection, test_noreply_queue_full,
+        test_resp2_message_without_subscriber_mode_is_unexpected, test_callback_sends_again,
+        test_callback_closes_node, test_push_handler_closes_node, test_nested_poll_is_refused,
+        test_malformed_reply_drops_connection_then_reconnects, test_reply_larger_than_block,
+        test_reply_with_too_many_elements, test_no_read_in_the_poll_that_writes_the_only_requests,
+        test_new_request_does_not_hide_answers_to_older_ones, test_partial_write_still_reads,
+        test_flush_writes_without_reading,
+        test_requests_survive_many_cycles_without_leaking_blocks);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/nodelog.h"
 
@@ -75,11 +76,6 @@ static void test_back_once(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_failure_then_quiet),
-        cmocka_unit_test(test_summary_at_most_once_per_interval),
-        cmocka_unit_test(test_no_summary_without_new_attempts),
-        cmocka_unit_test(test_back_once),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_first_failure_then_quiet, test_summary_at_most_once_per_interval,
+                         test_no_summary_without_new_attempts, test_back_once);
 }

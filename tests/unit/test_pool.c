@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/pool.h"
 
@@ -94,12 +95,7 @@ static void test_error_names_and_messages(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_rejects_bad_arguments),
-        cmocka_unit_test(test_get_until_empty_then_reuse),
-        cmocka_unit_test(test_put_refuses_misuse),
-        cmocka_unit_test(test_block_size_rounded_for_alignment),
-        cmocka_unit_test(test_error_names_and_messages),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_init_rejects_bad_arguments, test_get_until_empty_then_reuse,
+                         test_put_refuses_misuse, test_block_size_rounded_for_alignment,
+                         test_error_names_and_messages);
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_posix.h"
 
@@ -75,10 +76,6 @@ static void test_falls_back_to_monotonic(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_reads_boottime, reset),
-        cmocka_unit_test_setup(test_clock_interface_reads_boottime, reset),
-        cmocka_unit_test_setup(test_falls_back_to_monotonic, reset),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_EACH("tests", reset, NULL, test_reads_boottime,
+                        test_clock_interface_reads_boottime, test_falls_back_to_monotonic);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/port_posix.h"
 
@@ -114,11 +115,6 @@ static void test_wait_bad_arguments(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clock_monotonic),
-        cmocka_unit_test(test_entropy),
-        cmocka_unit_test(test_wait_deadline_and_readiness),
-        cmocka_unit_test(test_wait_bad_arguments),
-    };
-    return cmocka_run_group_tests_name("unit.posix_port", tests, NULL, NULL);
+    return ELK_RUN_GROUP("unit.posix_port", NULL, NULL, test_clock_monotonic, test_entropy,
+                         test_wait_deadline_and_readiness, test_wait_bad_arguments);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/reload.h"
 
@@ -35,13 +36,20 @@ static void parse_with(elkfw_conf_t *c, const char *from, const char *to)
 
 static elkfw_conf_t cur, next; /* large: not on the stack */
 
-static void test_same_file_changes_nothing(void **state)
+/* The plan from cur to the base file with from replaced by to. */
+static elkfw_reload_plan_t plan_for(const char *from, const char *to)
 {
     elkfw_reload_plan_t p;
+    parse_with(&next, from, to);
+    elkfw_reload_plan(&cur, &next, &p);
+    return p;
+}
+
+static void test_same_file_changes_nothing(void **state)
+{
     (void)state;
     parse_with(&cur, NULL, NULL);
-    parse_with(&next, "\n[agent]", "\n\n# a comment moves every line\n[agent]");
-    elkfw_reload_plan(&cur, &next, &p);
+    elkfw_reload_plan_t p = plan_for("\n[agent]", "\n\n# a comment moves every line\n[agent]");
     assert_null(p.fleet_key);
     assert_null(p.restart_key);
     assert_false(p.log_level_changed);
@@ -51,18 +59,15 @@ static void test_same_file_changes_nothing(void **state)
 
 static void test_resources_added_changed_removed(void **state)
 {
-    elkfw_reload_plan_t p;
     (void)state;
     parse_with(&cur, NULL, NULL);
-    parse_with(&next, "[resource door]\nttl = 2s\n", "[resource pump]\nttl = 1s\n");
-    elkfw_reload_plan(&cur, &next, &p);
+    elkfw_reload_plan_t p = plan_for("[resource door]\nttl = 2s\n", "[resource pump]\nttl = 1s\n");
     assert_int_equal(p.added, 1);
     assert_int_equal(p.removed, 1);
     assert_int_equal(p.changed, 0);
     assert_int_equal(elkfw_reload_resource(&cur, &next, "pump"), ELKFW_RES_ADDED);
     assert_int_equal(elkfw_reload_resource(&cur, &next, "door"), ELKFW_RES_REMOVED);
-    parse_with(&next, "ttl = 3s", "ttl = 5s");
-    elkfw_reload_plan(&cur, &next, &p);
+    p = plan_for("ttl = 3s", "ttl = 5s");
     assert_int_equal(p.changed, 1);
     assert_null(p.fleet_key);
     assert_int_equal(elkfw_reload_resource(&cur, &next, "valve"), ELKFW_RES_CHANGED);
@@ -85,10 +90,8 @@ static void test_each_resource_key_is_a_change(void **state)
     (void)state;
     parse_with(&cur, NULL, NULL);
     for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        elkfw_reload_plan_t p;
         snprintf(to, sizeof to, "ttl = 3s\n%s\n", keys[i]);
-        parse_with(&next, "ttl = 3s\n", to);
-        elkfw_reload_plan(&cur, &next, &p);
+        elkfw_reload_plan_t p = plan_for("ttl = 3s\n", to);
         if (p.changed != 1 || elkfw_reload_resource(&cur, &next, "valve") != ELKFW_RES_CHANGED) {
             fail_msg("a reload that changes only '%s' is not seen as a change", keys[i]);
         }
@@ -99,11 +102,9 @@ static void test_each_resource_key_is_a_change(void **state)
 
 static void test_drift_changes_every_resource(void **state)
 {
-    elkfw_reload_plan_t p;
     (void)state;
     parse_with(&cur, NULL, NULL);
-    parse_with(&next, "gateway_id = gw\n", "gateway_id = gw\ndrift_fixed = 20ms\n");
-    elkfw_reload_plan(&cur, &next, &p);
+    elkfw_reload_plan_t p = plan_for("gateway_id = gw\n", "gateway_id = gw\ndrift_fixed = 20ms\n");
     assert_true(p.drift_changed);
     assert_int_equal(p.changed, 2);
     assert_null(p.fleet_key);
@@ -122,9 +123,7 @@ static void test_quorum_keys(void **state)
     (void)state;
     parse_with(&cur, NULL, NULL);
     for (i = 0; i < sizeof edits / sizeof edits[0]; i++) {
-        elkfw_reload_plan_t p;
-        parse_with(&next, edits[i][0], edits[i][1]);
-        elkfw_reload_plan(&cur, &next, &p);
+        elkfw_reload_plan_t p = plan_for(edits[i][0], edits[i][1]);
         assert_non_null(p.fleet_key);
         assert_string_equal(p.fleet_key, edits[i][2]);
     }
@@ -132,32 +131,22 @@ static void test_quorum_keys(void **state)
 
 static void test_node_list_and_restart_keys(void **state)
 {
-    elkfw_reload_plan_t p;
     (void)state;
     parse_with(&cur, NULL, NULL);
-    parse_with(&next, "[resource valve]",
-               "[node d]\nhost = 127.0.0.1\nport = 7005\n[resource valve]");
-    elkfw_reload_plan(&cur, &next, &p);
+    elkfw_reload_plan_t p =
+        plan_for("[resource valve]", "[node d]\nhost = 127.0.0.1\nport = 7005\n[resource valve]");
     assert_string_equal(p.fleet_key, "the node list");
-    parse_with(&next, "socket = /run/x.sock", "socket = /run/y.sock");
-    elkfw_reload_plan(&cur, &next, &p);
+    p = plan_for("socket = /run/x.sock", "socket = /run/y.sock");
     assert_string_equal(p.restart_key, "socket");
     assert_null(p.fleet_key);
-    parse_with(&next, "log_level = info", "log_level = debug\nlog = syslog");
-    elkfw_reload_plan(&cur, &next, &p);
+    p = plan_for("log_level = info", "log_level = debug\nlog = syslog");
     assert_string_equal(p.restart_key, "log");
     assert_true(p.log_level_changed);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_file_changes_nothing),
-        cmocka_unit_test(test_resources_added_changed_removed),
-        cmocka_unit_test(test_each_resource_key_is_a_change),
-        cmocka_unit_test(test_drift_changes_every_resource),
-        cmocka_unit_test(test_quorum_keys),
-        cmocka_unit_test(test_node_list_and_restart_keys),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_same_file_changes_nothing, test_resources_added_changed_removed,
+                         test_each_resource_key_is_a_change, test_drift_changes_every_resource,
+                         test_quorum_keys, test_node_list_and_restart_keys);
 }

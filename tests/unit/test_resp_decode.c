@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/resp.h"
 
@@ -832,26 +833,10 @@ static void test_scan_never_restarts(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simple_error_integer),
-        cmocka_unit_test(test_integer_every_length),
-        cmocka_unit_test(test_line_every_length),
-        cmocka_unit_test(test_bulk_and_nulls),
-        cmocka_unit_test(test_resp3_scalars),
-        cmocka_unit_test(test_aggregates),
-        cmocka_unit_test(test_attributes),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_depth_limit),
-        cmocka_unit_test(test_node_limit),
-        cmocka_unit_test(test_too_large),
-        cmocka_unit_test(test_pipelined_and_release),
-        cmocka_unit_test(test_space_commit),
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_lazy_compaction),
-        cmocka_unit_test(test_every_split_point),
-        cmocka_unit_test(test_byte_at_a_time),
-        cmocka_unit_test(test_errors_same_when_split),
-        cmocka_unit_test(test_scan_never_restarts),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_simple_error_integer, test_integer_every_length, test_line_every_length,
+        test_bulk_and_nulls, test_resp3_scalars, test_aggregates, test_attributes, test_malformed,
+        test_depth_limit, test_node_limit, test_too_large, test_pipelined_and_release,
+        test_space_commit, test_bad_arguments, test_lazy_compaction, test_every_split_point,
+        test_byte_at_a_time, test_errors_same_when_split, test_scan_never_restarts);
 }

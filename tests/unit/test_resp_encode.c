@@ -7,10 +7,21 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/resp.h"
 
 #define SENTINEL 0xA5u
+
+/* argv encodes to exactly want (len bytes). */
+static void assert_encodes(const elk_resp_arg_t *argv, size_t argc, const char *want, size_t len)
+{
+    uint8_t buf[128];
+    size_t n = 0;
+    assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, argc, &n), ELK_OK);
+    assert_int_equal(n, len);
+    assert_memory_equal(buf, want, n);
+}
 
 static void test_format_int_limits(void **state)
 {
@@ -71,11 +82,7 @@ static void test_encode_command_exact(void **state)
                                    elk_resp_arg_int(30000)};
     static const char want[] = "*6\r\n$3\r\nSET\r\n$11\r\nlock{valve}\r\n$6\r\na\r\nb\0c\r\n"
                                "$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n";
-    uint8_t buf[128];
-    size_t n = 0;
-    assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 6, &n), ELK_OK);
-    assert_int_equal(n, sizeof want - 1);
-    assert_memory_equal(buf, want, n);
+    assert_encodes(argv, 6, want, sizeof want - 1);
 }
 
 static void test_encode_empty_and_int_args(void **state)
@@ -86,16 +93,9 @@ static void test_encode_empty_and_int_args(void **state)
                                    elk_resp_arg_int(-7)};
     static const char want[] = "*5\r\n$0\r\n\r\n$0\r\n\r\n$20\r\n-9223372036854775808\r\n"
                                "$1\r\n0\r\n$2\r\n-7\r\n";
-    uint8_t buf[128];
-    size_t n = 0;
-    assert_int_equal(elk_resp_encode_command(buf, sizeof buf, argv, 5, &n), ELK_OK);
-    assert_int_equal(n, sizeof want - 1);
-    assert_memory_equal(buf, want, n);
-
+    assert_encodes(argv, 5, want, sizeof want - 1);
     /* A command with no arguments is still a well-formed empty array. */
-    assert_int_equal(elk_resp_encode_command(buf, sizeof buf, NULL, 0, &n), ELK_OK);
-    assert_int_equal(n, 4);
-    assert_memory_equal(buf, "*0\r\n", 4);
+    assert_encodes(NULL, 0, "*0\r\n", 4);
 }
 
 /* Every capacity from 0 to the size needed: never a byte past cap, the size needed is
@@ -271,16 +271,8 @@ static void test_round_trip_through_decoder(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_int_limits),
-        cmocka_unit_test(test_format_int_matches_printf),
-        cmocka_unit_test(test_encode_command_exact),
-        cmocka_unit_test(test_encode_empty_and_int_args),
-        cmocka_unit_test(test_encode_every_cap),
-        cmocka_unit_test(test_encode_command_matches_writer),
-        cmocka_unit_test(test_writer_incremental_and_measure),
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_round_trip_through_decoder),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(
+        test_format_int_limits, test_format_int_matches_printf, test_encode_command_exact,
+        test_encode_empty_and_int_args, test_encode_every_cap, test_encode_command_matches_writer,
+        test_writer_incremental_and_measure, test_bad_arguments, test_round_trip_through_decoder);
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elk/resp.h"
 
@@ -239,10 +240,6 @@ static void test_random_streams_agree(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_each_piece_alone_and_padded),
-        cmocka_unit_test(test_fast_path_values),
-        cmocka_unit_test(test_random_streams_agree),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_each_piece_alone_and_padded, test_fast_path_values,
+                         test_random_streams_agree);
 }

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/supervise.h"
 
@@ -27,23 +29,19 @@ static uint64_t ms_now(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* A child in a process group of its own that ignores SIGTERM when stubborn; returns
- * once the child is set up. */
-static pid_t spawn_group(int stubborn)
+/* Forks a child that runs setup(arg) (false: it exits 1), says it is ready and waits
+ * for signals; returns once it said so. */
+static pid_t spawn_ready(bool (*setup)(pid_t arg), pid_t arg)
 {
     int ready[2];
     char b;
     assert_int_equal(pipe(ready), 0);
     pid_t p = fork();
     if (p == 0) {
-        /* A failed assertion ends the test before it can kill us: die with it, and do
-         * not hold ctest's output pipe open meanwhile. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
         freopen("/dev/null", "w", stdout);
         freopen("/dev/null", "w", stderr);
-        setpgid(0, 0);
-        if (stubborn) {
-            signal(SIGTERM, SIG_IGN);
+        if (!setup(arg)) {
+            _exit(1);
         }
         (void)!write(ready[1], "r", 1);
         for (;;) {
@@ -51,40 +49,57 @@ static pid_t spawn_group(int stubborn)
         }
     }
     assert_true(p > 0);
-    setpgid(p, p);
     assert_int_equal(read(ready[0], &b, 1), 1);
     close(ready[0]);
     close(ready[1]);
     return p;
 }
 
+static bool group_child(pid_t stubborn)
+{
+    /* A failed assertion ends the test before it can kill us: die with it, and do not
+     * hold ctest's output pipe open meanwhile (spawn_ready's /dev/null). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setpgid(0, 0);
+    if (stubborn) {
+        signal(SIGTERM, SIG_IGN);
+    }
+    return true;
+}
+
+/* A child in a process group of its own that ignores SIGTERM when stubborn; returns
+ * once the child is set up. */
+static pid_t spawn_group(int stubborn)
+{
+    pid_t p = spawn_ready(group_child, stubborn);
+    setpgid(p, p); /* also done by the child: whoever runs first */
+    return p;
+}
+
+static bool foreign_child(pid_t pgid)
+{
+    if (setpgid(0, pgid) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+        setresuid(65534, 65534, 65534) != 0) {
+        return false;
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* after setresuid: a change of user clears it */
+    signal(SIGTERM, SIG_IGN);
+    return true;
+}
+
 /* A process that joins group pgid and then runs as uid 65534 (nobody): another user's
  * member. Needs root. Returns once it is in the group under that uid. */
 static pid_t spawn_foreign_member(pid_t pgid)
 {
-    int ready[2];
-    char b;
-    assert_int_equal(pipe(ready), 0);
-    pid_t p = fork();
-    if (p == 0) {
-        freopen("/dev/null", "w", stdout);
-        freopen("/dev/null", "w", stderr);
-        if (setpgid(0, pgid) != 0 || setresgid(65534, 65534, 65534) != 0 ||
-            setresuid(65534, 65534, 65534) != 0) {
-            _exit(1);
-        }
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* after setresuid: a change of user clears it */
-        signal(SIGTERM, SIG_IGN);
-        (void)!write(ready[1], "r", 1);
-        for (;;) {
-            pause();
-        }
-    }
-    assert_true(p > 0);
-    assert_int_equal(read(ready[0], &b, 1), 1);
-    close(ready[0]);
-    close(ready[1]);
-    return p;
+    return spawn_ready(foreign_child, pgid);
+}
+
+/* A group of our own (stubborn: it ignores SIGTERM) that sup watches; returns its leader. */
+static pid_t watched(elkfw_sup_t *sup, int stubborn)
+{
+    pid_t child = spawn_group(stubborn);
+    elkfw_sup_watch(sup, child, getuid());
+    return child;
 }
 
 /* Which signal ended p? Ours (END_SIGNAL) if nothing else had killed it before. It is
@@ -154,9 +169,8 @@ static void test_stop_sequence(void **state)
 {
     (void)state;
     elkfw_sup_t sup;
-    pid_t child = spawn_group(1); /* ignores SIGTERM */
+    pid_t child = watched(&sup, 1); /* ignores SIGTERM */
     uint64_t t0 = ms_now(), next = UINT64_MAX;
-    elkfw_sup_watch(&sup, child, getuid());
     assert_int_equal(elkfw_sup_step(&sup, t0, &next), ELKFW_SUP_IDLE); /* only watching */
     elkfw_sup_stop(&sup, t0, 200, true);
     assert_int_equal(sup.stage, ELKFW_SUP_TERM_SENT);
@@ -177,9 +191,8 @@ static void test_give_up_after_the_bound(void **state)
 {
     (void)state;
     elkfw_sup_t sup;
-    pid_t child = spawn_group(1);
+    pid_t child = watched(&sup, 1);
     uint64_t t0 = ms_now(), next = UINT64_MAX;
-    elkfw_sup_watch(&sup, child, getuid());
     elkfw_sup_stop(&sup, t0, 100, false); /* the client sends SIGTERM itself */
     /* pretend the kernel could not take it away: stop it so SIGKILL is the only way out,
      * then ask as if the bound had passed before the group was checked again */
@@ -256,9 +269,8 @@ static void test_reused_group_number_not_signalled(void **state)
 {
     (void)state;
     elkfw_sup_t sup;
-    pid_t child = spawn_group(0);
+    pid_t child = watched(&sup, 0);
     uint64_t t0 = ms_now(), next = UINT64_MAX;
-    elkfw_sup_watch(&sup, child, getuid());
     assert_true(sup.leader_start != 0);
     sup.leader_start += 1; /* as if the process now numbered `child` were a newer one */
     assert_true(elkfw_sup_stop(&sup, t0, 0, true));
@@ -285,15 +297,9 @@ static void test_stop_signals_every_member(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_which_groups_a_client_may_hand_over),
-        cmocka_unit_test(test_group_of_two_users_refused),
-        cmocka_unit_test(test_member_of_another_user_stops_the_escalation),
-        cmocka_unit_test(test_reused_group_number_not_signalled),
-        cmocka_unit_test(test_stop_signals_every_member),
-        cmocka_unit_test(test_zombies_do_not_count),
-        cmocka_unit_test(test_stop_sequence),
-        cmocka_unit_test(test_give_up_after_the_bound),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_which_groups_a_client_may_hand_over, test_group_of_two_users_refused,
+                         test_member_of_another_user_stops_the_escalation,
+                         test_reused_group_number_not_signalled, test_stop_signals_every_member,
+                         test_zombies_do_not_count, test_stop_sequence,
+                         test_give_up_after_the_bound);
 }

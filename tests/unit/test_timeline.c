@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "test_main.h"
 
 #include "elkfw/timeline.h"
 
@@ -211,12 +212,6 @@ static void test_page(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_turns_without_overlap),
-        cmocka_unit_test(test_overlap_found),
-        cmocka_unit_test(test_edges),
-        cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_page),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_turns_without_overlap, test_overlap_found, test_edges,
+                         test_truncation, test_page);
 }

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,13 +34,11 @@ pid_t bench_redis_start(const char *dir, uint16_t port, bool tls, const char *lo
     if (log_path != NULL) {
         remove(log_path); /* a fresh log per run */
     }
-    elk_rp_opts_t o = {.port = port,
-                       .tls = tls,
-                       .tls_cert = crt,
-                       .tls_key = key,
-                       .tls_ca = ca,
-                       .dir = dir,
-                       .log_path = log_path};
+    elk_rp_opts_t o = {.port = port, .dir = dir, .log_path = log_path};
+    o.tls = tls; /* the files below are read only with tls */
+    o.tls_cert = crt;
+    o.tls_key = key;
+    o.tls_ca = ca;
     return elk_rp_spawn(&o);
 }
 
@@ -81,4 +80,32 @@ double bench_rb_rps(const char *cmd)
     }
     pclose(p);
     return v;
+}
+
+int bench_connect_loopback(uint16_t port)
+{
+    struct sockaddr_in a;
+    int one = 1;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+void bench_node_config(elk_node_config_t *cfg, uint16_t port, bool tls, uint32_t connect_ms)
+{
+    elk_node_config_defaults(cfg);
+    cfg->endpoint.host = "127.0.0.1";
+    cfg->endpoint.port = port;
+    cfg->endpoint.server_name = tls ? "localhost" : NULL;
+    cfg->connect_timeout_ms = connect_ms;
 }

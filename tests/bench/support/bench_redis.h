@@ -2,7 +2,8 @@
 /*
  * redis-server processes for the benchmarks that start their own: a free loopback port,
  * a server on it (plain or TLS, no persistence), and stopping them with their directory;
- * and redis-benchmark's figure for the same server.
+ * redis-benchmark's figure for the same server; a plain connection and a lib/node config
+ * for it.
  */
 #ifndef ELK_BENCH_REDIS_H
 #define ELK_BENCH_REDIS_H
@@ -11,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "elk/node.h"
 
 /* A port on 127.0.0.1 that was free a moment ago. Exits 2 if none can be had. */
 uint16_t bench_free_port(void);
@@ -28,5 +31,12 @@ void bench_redis_stop_all(pid_t *pids, size_t count, char *dir);
  * row other than PING_INLINE (with -t ping: PING_MBULK, the multibulk PING our code
  * sends; with a command: its one row). 0 when it could not run or printed no row. */
 double bench_rb_rps(const char *cmd);
+
+/* A blocking TCP connection to 127.0.0.1:port with TCP_NODELAY; -1 when it fails. */
+int bench_connect_loopback(uint16_t port);
+
+/* lib/node's defaults for the server on 127.0.0.1:port (TLS: named "localhost", as the
+ * benches' certificates are) with the given connect timeout. */
+void bench_node_config(elk_node_config_t *cfg, uint16_t port, bool tls, uint32_t connect_ms);
 
 #endif

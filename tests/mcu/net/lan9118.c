@@ -10,20 +10,10 @@
 #include "lwip/pbuf.h"
 #include "netif/ethernet.h"
 
-enum {
-    RX_DATA_FIFO = 0x00,
-    TX_DATA_FIFO = 0x20,
-    RX_STATUS_FIFO = 0x40,
-    TX_STATUS_FIFO = 0x48,
-    BYTE_TEST = 0x64,
-    RX_CFG = 0x6c,
-    TX_CFG = 0x70,
-    HW_CFG = 0x74,
-    RX_FIFO_INF = 0x7c,
-    TX_FIFO_INF = 0x80,
-    MAC_CSR_CMD = 0xa4,
-    MAC_CSR_DATA = 0xa8,
-};
+/* Register offsets: the FIFO ports, then the control and status registers. */
+enum { RX_DATA_FIFO = 0x00, TX_DATA_FIFO = 0x20, RX_STATUS_FIFO = 0x40, TX_STATUS_FIFO = 0x48 };
+enum { BYTE_TEST = 0x64, RX_CFG = 0x6c, TX_CFG = 0x70, HW_CFG = 0x74 };
+enum { RX_FIFO_INF = 0x7c, TX_FIFO_INF = 0x80, MAC_CSR_CMD = 0xa4, MAC_CSR_DATA = 0xa8 };
 enum { MAC_CR = 1, MAC_ADDRH = 2, MAC_ADDRL = 3, MAC_MII_ACC = 6, MAC_MII_DATA = 7 };
 
 #define BYTE_TEST_VALUE 0x87654321u

@@ -68,11 +68,43 @@ int tool_listen_loopback(uint16_t port, uint16_t *bound)
     return fd;
 }
 
+/* getopt's short options from the long ones: "m:p:h" for --mode X, --port X, --help. */
+static void short_options(const struct option *opts, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; opts->name != NULL && n + 3 < cap; opts++) {
+        out[n++] = (char)opts->val;
+        if (opts->has_arg == required_argument)
+            out[n++] = ':';
+    }
+    out[n] = '\0';
+}
+
+/* The options every tool has (--help, --seed), then the tool's own. */
+static enum tool_opt common_option(const struct tool_spec *spec, int o, const char *arg)
+{
+    uint64_t v;
+    switch (o) {
+    case 'h':
+        spec->usage(stdout);
+        return TOOL_OPT_DONE;
+    case 's':
+        if (!tool_parse_u64(arg, &v))
+            return TOOL_OPT_BAD;
+        *spec->rng = v ? v : 1;
+        return TOOL_OPT_OK;
+    default:
+        return spec->option(o, arg);
+    }
+}
+
 int tool_start(int argc, char **argv, const struct tool_spec *spec, int *lfd)
 {
+    char shortopts[128];
+    short_options(spec->opts, shortopts, sizeof shortopts);
     int o;
-    while ((o = getopt_long(argc, argv, spec->shortopts, spec->opts, NULL)) != -1) {
-        enum tool_opt r = o == '?' ? TOOL_OPT_BAD : spec->option(o, optarg);
+    while ((o = getopt_long(argc, argv, shortopts, spec->opts, NULL)) != -1) {
+        enum tool_opt r = o == '?' ? TOOL_OPT_BAD : common_option(spec, o, optarg);
         if (r == TOOL_OPT_DONE)
             return 0;
         if (r == TOOL_OPT_BAD) {

@@ -20,10 +20,20 @@
 /* What an option handler answers. */
 enum tool_opt { TOOL_OPT_OK = 0, TOOL_OPT_BAD, TOOL_OPT_DONE };
 
+/* The entries of a tool's option table (getopt_long's, ended by {0}): each long option
+ * with its one-letter form, which tool_start() also accepts. */
+#define TOOL_ARG(name, c)                                                                          \
+    {                                                                                              \
+        name, required_argument, NULL, c                                                           \
+    }
+#define TOOL_FLAG(name, c)                                                                         \
+    {                                                                                              \
+        name, no_argument, NULL, c                                                                 \
+    }
+
 struct tool_spec {
     const char *name; /* program name: the prefix of every message */
     const struct option *opts;
-    const char *shortopts;
     void (*usage)(FILE *f);
     /* One option (getopt's value and optarg): OK, BAD (usage on stderr, exit 2) or DONE
      * (the option did all there was to do, e.g. --help: exit 0). */
@@ -32,9 +42,10 @@ struct tool_spec {
     bool (*check)(void);
     size_t n_listen;                 /* listening sockets, at most TOOL_MAX_LISTEN */
     uint64_t *port[TOOL_MAX_LISTEN]; /* where option() stores each requested port (0: any) */
+    uint64_t *rng;                   /* the tool_rng() state --seed N sets (0 taken as 1) */
 };
 
-/* Read the options, listen, print the bound ports ("<p1> [<p2>]\n") and flush. Returns -1
+/* Read the options (--help 'h' and --seed 's' here, the others through spec->option), listen, print the bound ports ("<p1> [<p2>]\n") and flush. Returns -1
  * with lfd[] set (non-blocking sockets) to go on serving, else the exit status. SIGPIPE is
  * ignored from then on. */
 int tool_start(int argc, char **argv, const struct tool_spec *spec, int *lfd);

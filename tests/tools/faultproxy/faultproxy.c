@@ -577,14 +577,6 @@ static enum tool_opt option(int o, const char *arg)
     case 'r':
         F.refuse = true;
         return TOOL_OPT_OK;
-    case 's':
-        if (!tool_parse_u64(arg, &v))
-            return TOOL_OPT_BAD;
-        rng_state = v ? v : 1;
-        return TOOL_OPT_OK;
-    case 'h':
-        usage(stdout);
-        return TOOL_OPT_DONE;
     default:
         return TOOL_OPT_BAD;
     }
@@ -747,27 +739,22 @@ static int serve(int lfd, int cfd)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"upstream", required_argument, 0, 'u'},
-                                         {"upstream-host", required_argument, 0, 'H'},
-                                         {"listen", required_argument, 0, 'l'},
-                                         {"control", required_argument, 0, 'c'},
-                                         {"delay", required_argument, 0, 'd'},
-                                         {"jitter", required_argument, 0, 'j'},
-                                         {"throttle", required_argument, 0, 't'},
-                                         {"blackhole", no_argument, 0, 'b'},
-                                         {"hold", no_argument, 0, 'o'},
-                                         {"refuse", no_argument, 0, 'r'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const struct tool_spec spec = {.name = "elk-faultproxy",
-                                   .opts = opts,
-                                   .shortopts = "u:H:l:c:d:j:t:bors:h",
-                                   .usage = usage,
-                                   .option = option,
-                                   .check = check,
-                                   .n_listen = 2,
-                                   .port = {&listen_port, &ctl_port}};
+    static const struct option opts[] = {TOOL_ARG("upstream", 'u'),
+                                         TOOL_ARG("upstream-host", 'H'),
+                                         TOOL_ARG("listen", 'l'),
+                                         TOOL_ARG("control", 'c'),
+                                         TOOL_ARG("delay", 'd'),
+                                         TOOL_ARG("jitter", 'j'),
+                                         TOOL_ARG("throttle", 't'),
+                                         TOOL_FLAG("blackhole", 'b'),
+                                         TOOL_FLAG("hold", 'o'),
+                                         TOOL_FLAG("refuse", 'r'),
+                                         TOOL_ARG("seed", 's'),
+                                         TOOL_FLAG("help", 'h'),
+                                         {0}};
+    /* two listening sockets: the proxy's own, then the control port */
+    const struct tool_spec spec = {"elk-faultproxy",          opts,      usage, option, check, 2,
+                                   {&listen_port, &ctl_port}, &rng_state};
     int lfd[TOOL_MAX_LISTEN];
     F.cut_bytes = -1;
     int rc = tool_start(argc, argv, &spec, lfd);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -89,25 +90,38 @@ static pid_t start_proxy(int upstream, int *port, int *ctl, const char *extra)
     return pid;
 }
 
-static int setup(void **state)
+/* An echo server and a proxy in front of it, started with the option `extra` (or none).
+ * Returns 0, or -1 when either did not start (what started is in f, for fx_stop). */
+static int fx_start(struct fx *f, const char *extra)
 {
-    struct fx *f = calloc(1, sizeof *f);
     f->echo_pid = start_echo(&f->echo_port);
     if (f->echo_pid < 0)
         return -1;
-    f->proxy_pid = start_proxy(f->echo_port, &f->port, &f->ctl, NULL);
-    if (f->proxy_pid < 0)
-        return -1;
+    f->proxy_pid = start_proxy(f->echo_port, &f->port, &f->ctl, extra);
+    return f->proxy_pid < 0 ? -1 : 0;
+}
+
+static void fx_stop(struct fx *f)
+{
+    if (f->proxy_pid > 0)
+        elk_tt_stop(f->proxy_pid);
+    if (f->echo_pid > 0) {
+        kill(-f->echo_pid, SIGKILL);
+        elk_tt_stop(f->echo_pid);
+    }
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
     *state = f;
-    return 0;
+    return fx_start(f, NULL);
 }
 
 static int teardown(void **state)
 {
     struct fx *f = *state;
-    elk_tt_stop(f->proxy_pid);
-    kill(-f->echo_pid, SIGKILL);
-    elk_tt_stop(f->echo_pid);
+    fx_stop(f);
     free(f);
     return 0;
 }
@@ -119,6 +133,18 @@ static void ctl_ok(struct fx *f, const char *cmd)
     if (rc != 0)
         print_error("control '%s' answered '%s'\n", cmd, reply);
     assert_int_equal(rc, 0);
+}
+
+/* A connection through the proxy that has carried the byte b there and back. */
+static int connect_echoed(struct fx *f, char b)
+{
+    int fd = elk_tt_connect(f->port, 10000);
+    assert_true(fd >= 0);
+    assert_int_equal(elk_tt_send_all(fd, &b, 1), 0);
+    char c = 0;
+    assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
+    assert_int_equal(c, b);
+    return fd;
 }
 
 /* Send buf while reading the echo back concurrently; returns bytes echoed. */
@@ -195,6 +221,35 @@ static void test_delay_and_jitter_keep_order(void **state)
     ctl_ok(f, "pass");
 }
 
+/* --delay MS on the command line: the proxy starts with MS of delay both ways, as the
+ * control command `delay MS` would set it, before any control command is sent. */
+static void test_delay_option_at_start(void **state)
+{
+    (void)state;
+    struct fx f = {0};
+    assert_int_equal(fx_start(&f, "--delay=150"), 0);
+    char reply[1024];
+    assert_int_equal(elk_tt_ctl(f.ctl, "status", reply, sizeof reply), 0);
+    if (strstr(reply, "delay_up=150 delay_down=150") == NULL)
+        print_error("status answered '%s'\n", reply);
+    assert_non_null(strstr(reply, "delay_up=150 delay_down=150"));
+    int fd = elk_tt_connect(f.port, 10000);
+    assert_true(fd >= 0);
+    uint64_t t0 = elk_tt_now_ms();
+    assert_int_equal(elk_tt_send_all(fd, "ping", 4), 0);
+    char got[4];
+    assert_int_equal(elk_tt_recv_upto(fd, got, 4, 10000, NULL), 4);
+    /* up + down: at least twice the one-way delay, however loaded the machine */
+    assert_true(elk_tt_now_ms() - t0 >= 300);
+    assert_memory_equal(got, "ping", 4);
+    close(fd);
+    fx_stop(&f);
+    /* a delay beyond the 600000 ms the proxy accepts is refused at start (no ports line) */
+    struct fx bad = {0};
+    assert_int_equal(fx_start(&bad, "--delay=600001"), -1);
+    fx_stop(&bad);
+}
+
 static void test_delay_one_direction(void **state)
 {
     struct fx *f = *state;
@@ -212,10 +267,8 @@ static void test_delay_one_direction(void **state)
 static void test_blackhole_stops_replies(void **state)
 {
     struct fx *f = *state;
-    int fd = elk_tt_connect(f->port, 10000);
-    elk_tt_send_all(fd, "a", 1);
+    int fd = connect_echoed(f, 'a');
     char c;
-    assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
     ctl_ok(f, "blackhole");
     elk_tt_send_all(fd, "b", 1);
     int eof = 0;
@@ -256,10 +309,8 @@ static void test_drop_closes(void **state)
     struct fx *f = *state;
     const char *modes[] = {"drop rst", "drop fin"};
     for (int m = 0; m < 2; m++) {
-        int fd = elk_tt_connect(f->port, 10000);
-        elk_tt_send_all(fd, "z", 1);
+        int fd = connect_echoed(f, 'z');
         char c;
-        assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
         ctl_ok(f, modes[m]);
         int eof = 0;
         assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, &eof), 0);
@@ -271,11 +322,8 @@ static void test_drop_closes(void **state)
 static void test_cut_truncates(void **state)
 {
     struct fx *f = *state;
-    int fd = elk_tt_connect(f->port, 10000);
     /* settle the connection first so the next chunk is the one that is cut */
-    elk_tt_send_all(fd, "0", 1);
-    char c;
-    assert_int_equal(elk_tt_recv_upto(fd, &c, 1, 10000, NULL), 1);
+    int fd = connect_echoed(f, '0');
     ctl_ok(f, "cut 10");
     char msg[100], back[100];
     memset(msg, 'q', sizeof msg);
@@ -402,20 +450,14 @@ static void test_real_redis_through_proxy(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_forward_byte_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delay_and_jitter_keep_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delay_one_direction, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_blackhole_stops_replies, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hold_then_release, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_drop_closes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cut_truncates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_throttle_slows, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_refuse, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_control_rejects_bad_commands, setup, teardown),
-        cmocka_unit_test(test_refuses_non_loopback),
-        cmocka_unit_test(test_real_redis_through_proxy),
-    };
     signal(SIGPIPE, SIG_IGN);
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* Each test with a proxy of its own (setup), then the ones that start their own. */
+    int failed = ELK_RUN_EACH("proxy", setup, teardown, test_forward_byte_exact,
+                              test_delay_and_jitter_keep_order, test_delay_one_direction,
+                              test_blackhole_stops_replies, test_hold_then_release,
+                              test_drop_closes, test_cut_truncates, test_throttle_slows,
+                              test_refuse, test_control_rejects_bad_commands);
+    return failed +
+        ELK_RUN_TESTS(test_delay_option_at_start, test_refuses_non_loopback,
+                      test_real_redis_through_proxy);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -101,10 +102,6 @@ static void test_writes_report_at_exit(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts_calls),
-        cmocka_unit_test(test_no_calls_counted_when_none_made),
-        cmocka_unit_test(test_writes_report_at_exit),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_counts_calls, test_no_calls_counted_when_none_made,
+                         test_writes_report_at_exit);
 }

@@ -99,6 +99,15 @@ struct conn {
     uint64_t commands;
 };
 
+/* The modes whose pathology is one fixed text (sent as out_str sends: up to a NUL). */
+static const char *const fixed_reply[M_COUNT_] = {
+    [M_HUGE] = "$9999999999999999999\r\n",
+    [M_HUGE_ARRAY] = "*2147483648\r\n",
+    [M_NEGATIVE] = "$-2\r\n",
+    [M_GARBAGE] = "+OK\r\n\x01\xff garbage \x00\r\n$$$\r\n",
+    [M_BAD_TYPE] = "@what\r\n",
+};
+
 static enum mode mode = M_VALID;
 static long after = -1;
 static uint32_t drip_ms = 100;
@@ -251,6 +260,10 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
         out_str(c, valid);
         return;
     }
+    if (fixed_reply[mode] != NULL) {
+        out_str(c, fixed_reply[mode]);
+        return;
+    }
     switch (mode) {
     case M_RANDOM: {
         size_t n = 1 + (size_t)(tool_rng(&rng_state) % 512);
@@ -272,15 +285,6 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
         c->close_after = true;
         break;
     }
-    case M_HUGE:
-        out_str(c, "$9999999999999999999\r\n");
-        break;
-    case M_HUGE_ARRAY:
-        out_str(c, "*2147483648\r\n");
-        break;
-    case M_NEGATIVE:
-        out_str(c, "$-2\r\n");
-        break;
     case M_DEEP:
         for (int i = 0; i < 100000; i++)
             out_str(c, "*1\r\n");
@@ -303,12 +307,6 @@ static void respond(struct conn *c, const char *cmd, const char *arg1, uint64_t 
             c->drip = true;
             c->next_drip = now + drip_ms;
         }
-        break;
-    case M_GARBAGE:
-        out_str(c, "+OK\r\n\x01\xff garbage \x00\r\n$$$\r\n");
-        break;
-    case M_BAD_TYPE:
-        out_str(c, "@what\r\n");
         break;
     case M_SILENT:
         break;
@@ -452,11 +450,6 @@ static enum tool_opt option(int o, const char *arg)
     case 'a':
         after = strtol(arg, NULL, 10);
         return TOOL_OPT_OK;
-    case 's':
-        rng_state = strtoull(arg, NULL, 10);
-        if (!rng_state)
-            rng_state = 1;
-        return TOOL_OPT_OK;
     case 'd':
         drip_ms = (uint32_t)strtoul(arg, NULL, 10);
         return TOOL_OPT_OK;
@@ -466,9 +459,6 @@ static enum tool_opt option(int o, const char *arg)
     case 'L':
         for (int i = 0; i < M_COUNT_; i++)
             printf("%s\n", mode_names[i]);
-        return TOOL_OPT_DONE;
-    case 'h':
-        usage(stdout);
         return TOOL_OPT_DONE;
     default:
         return TOOL_OPT_BAD;
@@ -558,23 +548,12 @@ static bool serve_conn(struct conn *c, short revents, uint64_t now)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"mode", required_argument, 0, 'm'},
-                                         {"port", required_argument, 0, 'p'},
-                                         {"after", required_argument, 0, 'a'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"drip-ms", required_argument, 0, 'd'},
-                                         {"list-modes", no_argument, 0, 'L'},
-                                         {"only", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const struct tool_spec spec = {.name = "elk-hostile-server",
-                                   .opts = opts,
-                                   .shortopts = "m:p:a:s:d:o:Lh",
-                                   .usage = usage,
-                                   .option = option,
-                                   .check = check,
-                                   .n_listen = 1,
-                                   .port = {&port}};
+    static const struct option opts[] = {
+        TOOL_ARG("mode", 'm'), TOOL_ARG("port", 'p'),    TOOL_ARG("after", 'a'),
+        TOOL_ARG("seed", 's'), TOOL_ARG("drip-ms", 'd'), TOOL_FLAG("list-modes", 'L'),
+        TOOL_ARG("only", 'o'), TOOL_FLAG("help", 'h'),   {0}};
+    const struct tool_spec spec = {
+        "elk-hostile-server", opts, usage, option, check, 1, {&port}, &rng_state};
     int lfd;
     int rc = tool_start(argc, argv, &spec, &lfd);
     if (rc >= 0)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "test_main.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,38 @@ static pid_t start(const char *mode, const char *opt1, const char *opt2, int *po
     pid_t pid = elk_tt_spawn(argv, port, 1, 5000);
     assert_true(pid > 0);
     return pid;
+}
+
+/* A server in a mode and one connection to it. */
+struct served {
+    pid_t pid;
+    int fd;
+};
+
+/* Starts the server in mode (options opt1, opt2 or NULL) and connects to it. */
+static struct served serve(const char *mode, const char *opt1, const char *opt2)
+{
+    struct served v;
+    int port;
+    v.pid = start(mode, opt1, opt2, &port);
+    v.fd = elk_tt_connect(port, 5000);
+    assert_true(v.fd >= 0);
+    return v;
+}
+
+static void unserve(struct served *v)
+{
+    close(v->fd);
+    elk_tt_stop(v->pid);
+}
+
+/* PING on fd is answered +PONG (within 2 s). */
+static void assert_pong(int fd)
+{
+    char buf[8] = {0};
+    assert_int_equal(elk_tt_send_all(fd, PING, strlen(PING)), 0);
+    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
+    assert_string_equal(buf, "+PONG\r\n");
 }
 
 /* Connect, send one command, collect up to cap bytes (stops at EOF or 500 ms of silence). */
@@ -137,36 +170,25 @@ static void test_endless(void **s)
 static void test_drip(void **s)
 {
     (void)s;
-    int port;
-    pid_t pid = start("drip", "--drip-ms", "30", &port);
-    int fd = elk_tt_connect(port, 5000);
+    struct served v = serve("drip", "--drip-ms", "30");
     uint64_t t0 = elk_tt_now_ms();
-    elk_tt_send_all(fd, PING, strlen(PING));
-    char buf[8] = {0};
-    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
-    assert_string_equal(buf, "+PONG\r\n");
+    assert_pong(v.fd);
     /* 7 bytes, one per 30 ms: the last cannot come before 6 intervals */
     assert_true(elk_tt_now_ms() - t0 >= 180);
-    close(fd);
-    elk_tt_stop(pid);
+    unserve(&v);
 }
 
 static void test_valid_then_garbage(void **s)
 {
     (void)s;
-    int port;
-    pid_t pid = start("garbage", "--after", "1", &port);
-    int fd = elk_tt_connect(port, 5000);
+    struct served v = serve("garbage", "--after", "1");
+    assert_pong(v.fd);
     char buf[64] = {0};
-    elk_tt_send_all(fd, PING, strlen(PING));
-    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
-    assert_string_equal(buf, "+PONG\r\n");
-    elk_tt_send_all(fd, PING, strlen(PING));
-    size_t n = elk_tt_recv_upto(fd, buf, sizeof buf, 500, NULL);
+    elk_tt_send_all(v.fd, PING, strlen(PING));
+    size_t n = elk_tt_recv_upto(v.fd, buf, sizeof buf, 500, NULL);
     assert_true(n > 6);
     assert_memory_equal(buf, "+OK\r\n\x01", 6);
-    close(fd);
-    elk_tt_stop(pid);
+    unserve(&v);
 }
 
 static void test_random_is_seeded(void **s)
@@ -199,43 +221,26 @@ static void test_silent(void **s)
 static void test_after_lets_handshake_through(void **s)
 {
     (void)s;
-    int port;
-    pid_t pid = start("huge", "--after", "2", &port);
-    int fd = elk_tt_connect(port, 5000);
+    struct served v = serve("huge", "--after", "2");
     const char *hello = "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n";
-    elk_tt_send_all(fd, hello, strlen(hello));
+    elk_tt_send_all(v.fd, hello, strlen(hello));
     char buf[256] = {0};
-    size_t n = elk_tt_recv_upto(fd, buf, 3, 2000, NULL);
+    size_t n = elk_tt_recv_upto(v.fd, buf, 3, 2000, NULL);
     assert_int_equal(n, 3);
     assert_memory_equal(buf, "%7\r", 3);
-    elk_tt_recv_upto(fd, buf, sizeof buf, 300, NULL); /* rest of the map */
-    elk_tt_send_all(fd, PING, strlen(PING));
+    elk_tt_recv_upto(v.fd, buf, sizeof buf, 300, NULL); /* rest of the map */
+    assert_pong(v.fd);
+    elk_tt_send_all(v.fd, PING, strlen(PING));
     memset(buf, 0, sizeof buf);
-    assert_int_equal(elk_tt_recv_upto(fd, buf, 7, 2000, NULL), 7);
-    assert_string_equal(buf, "+PONG\r\n");
-    elk_tt_send_all(fd, PING, strlen(PING));
-    memset(buf, 0, sizeof buf);
-    elk_tt_recv_upto(fd, buf, 22, 2000, NULL);
+    elk_tt_recv_upto(v.fd, buf, 22, 2000, NULL);
     assert_string_equal(buf, "$9999999999999999999\r\n");
-    close(fd);
-    elk_tt_stop(pid);
+    unserve(&v);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_huge_lengths),
-        cmocka_unit_test(test_bad_type_and_garbage),
-        cmocka_unit_test(test_wrong_types),
-        cmocka_unit_test(test_unsolicited),
-        cmocka_unit_test(test_deep),
-        cmocka_unit_test(test_endless),
-        cmocka_unit_test(test_drip),
-        cmocka_unit_test(test_valid_then_garbage),
-        cmocka_unit_test(test_random_is_seeded),
-        cmocka_unit_test(test_silent),
-        cmocka_unit_test(test_after_lets_handshake_through),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return ELK_RUN_TESTS(test_valid, test_huge_lengths, test_bad_type_and_garbage, test_wrong_types,
+                         test_unsolicited, test_deep, test_endless, test_drip,
+                         test_valid_then_garbage, test_random_is_seeded, test_silent,
+                         test_after_lets_handshake_through);
 }

@@ -15,16 +15,12 @@ static uint64_t fc_now(void *ctx)
 
 void fake_clock_init(fake_clock_t *c, uint64_t start_ms)
 {
-    memset(c, 0, sizeof *c);
-    c->now = start_ms;
+    *c = (fake_clock_t){.now = start_ms};
 }
 
 elk_clock_t fake_clock_iface(fake_clock_t *c)
 {
-    elk_clock_t k;
-    k.ctx = c;
-    k.now_ms = fc_now;
-    return k;
+    return (elk_clock_t){.ctx = c, .now_ms = fc_now};
 }
 
 uint64_t fake_clock_now(const fake_clock_t *c)

@@ -16,10 +16,6 @@
 
 #include "elk/platform.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 typedef struct fake_clock {
     uint64_t now;   /* current time, ms; tests may also write it directly */
     uint64_t step;  /* added after every now_ms() read (default 0: frozen) */
@@ -38,9 +34,5 @@ void fake_clock_advance(fake_clock_t *c, uint64_t ms);
 void fake_clock_set(fake_clock_t *c, uint64_t t);
 /* Advance by step ms after every read through the interface. */
 void fake_clock_set_step(fake_clock_t *c, uint64_t step);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* FAKE_CLOCK_H */

@@ -40,16 +40,12 @@ static int fe_fill(void *ctx, uint8_t *buf, size_t len)
 
 void fake_entropy_init(fake_entropy_t *e, uint64_t seed)
 {
-    memset(e, 0, sizeof *e);
-    e->state = seed;
+    *e = (fake_entropy_t){.state = seed};
 }
 
 elk_entropy_t fake_entropy_iface(fake_entropy_t *e)
 {
-    elk_entropy_t x;
-    x.ctx = e;
-    x.fill = fe_fill;
-    return x;
+    return (elk_entropy_t){.ctx = e, .fill = fe_fill};
 }
 
 void fake_entropy_set_fixed(fake_entropy_t *e, uint8_t b)

@@ -18,10 +18,6 @@
 
 #include "elk/platform.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 typedef struct fake_entropy {
     uint64_t state; /* splitmix64 state */
     bool fixed;     /* every byte is fixed_byte instead of the stream */
@@ -41,9 +37,5 @@ void fake_entropy_set_fixed(fake_entropy_t *e, uint8_t b);
 void fake_entropy_set_stream(fake_entropy_t *e, uint64_t seed);
 /* The next n fill() calls fail with ELK_E_ENTROPY (buffer left untouched). */
 void fake_entropy_fail_next(fake_entropy_t *e, unsigned n);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* FAKE_ENTROPY_H */

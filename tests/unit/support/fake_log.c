@@ -47,11 +47,7 @@ void fake_log_init(fake_log_t *l, int level)
 
 elk_log_t fake_log_iface(fake_log_t *l)
 {
-    elk_log_t x;
-    x.ctx = l;
-    x.write = fl_write;
-    x.level = l->level;
-    return x;
+    return (elk_log_t){.ctx = l, .write = fl_write, .level = l->level};
 }
 
 bool fake_log_contains(const fake_log_t *l, const char *s)

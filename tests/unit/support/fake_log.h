@@ -20,10 +20,6 @@
 
 #include "elk/platform.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 #define FAKE_LOG_CAP 16384u
 
 typedef struct fake_log {
@@ -42,9 +38,5 @@ elk_log_t fake_log_iface(fake_log_t *l);
 bool fake_log_contains(const fake_log_t *l, const char *s);
 /* Forget what was captured. */
 void fake_log_clear(fake_log_t *l);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* FAKE_LOG_H */

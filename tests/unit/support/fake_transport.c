@@ -22,15 +22,22 @@ void fake_transport_init(fake_transport_t *ft)
     ft->wait_events = ELK_WAIT_READ;
 }
 
+/* The head of a script queue: returns its index and moves the head on. */
+static size_t ft_take(size_t *head, size_t *n)
+{
+    size_t i = *head;
+    *head = (i + 1) % FAKE_TRANSPORT_STEPS;
+    (*n)--;
+    return i;
+}
+
 static int ft_open(void *ctx, const elk_endpoint_t *ep)
 {
     fake_transport_t *ft = ctx;
     int r = ELK_OK;
     ft->open_calls++;
     if (ft->open_n > 0) {
-        r = ft->open_q[ft->open_head];
-        ft->open_head = (ft->open_head + 1) % FAKE_TRANSPORT_STEPS;
-        ft->open_n--;
+        r = ft->open_q[ft_take(&ft->open_head, &ft->open_n)];
     }
     if (ep != NULL) {
         ft->last_endpoint = *ep;
@@ -49,9 +56,7 @@ static int ft_progress(void *ctx)
         return ELK_E_STATE;
     }
     if (ft->progress_n > 0) {
-        r = ft->progress_q[ft->progress_head];
-        ft->progress_head = (ft->progress_head + 1) % FAKE_TRANSPORT_STEPS;
-        ft->progress_n--;
+        r = ft->progress_q[ft_take(&ft->progress_head, &ft->progress_n)];
     }
     if (r == 1) {
         ft->ready = true;
@@ -69,9 +74,7 @@ static int32_t ft_send(void *ctx, const uint8_t *buf, size_t len)
         return ELK_E_STATE;
     }
     if (ft->send_n > 0) {
-        lim = ft->send_q[ft->send_head];
-        ft->send_head = (ft->send_head + 1) % FAKE_TRANSPORT_STEPS;
-        ft->send_n--;
+        lim = ft->send_q[ft_take(&ft->send_head, &ft->send_n)];
         if (lim <= 0) {
             return lim;
         }
@@ -159,14 +162,7 @@ static int ft_wait(void *ctx, unsigned *events)
 
 elk_transport_t fake_transport_iface(fake_transport_t *ft)
 {
-    elk_transport_t t;
-    t.ctx = ft;
-    t.open = ft_open;
-    t.progress = ft_progress;
-    t.send = ft_send;
-    t.recv = ft_recv;
-    t.close = ft_close;
-    t.wait = ft_wait;
+    elk_transport_t t = {ft, ft_open, ft_progress, ft_send, ft_recv, ft_close, ft_wait};
     return t;
 }
 

@@ -35,10 +35,6 @@
 
 #include "elk/platform.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 #define FAKE_TRANSPORT_RX_CAP 65536u /* bytes queued for recv() and not yet read */
 #define FAKE_TRANSPORT_TX_CAP 65536u /* recorded sent bytes not yet cleared/popped */
 #define FAKE_TRANSPORT_STEPS 512u    /* entries in each scripted queue */
@@ -147,9 +143,5 @@ int fake_transport_pop_command(fake_transport_t *ft, fake_cmd_t *cmd);
 bool fake_cmd_arg_eq(const fake_cmd_t *cmd, size_t i, const char *s);
 /* True if cmd's name (argv[0]) equals s ignoring ASCII case ("set" == "SET"). */
 bool fake_cmd_is(const fake_cmd_t *cmd, const char *s);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* FAKE_TRANSPORT_H */

@@ -2,6 +2,12 @@
 /* Node/fleet test harness (see node_harness.h). */
 #include "node_harness.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,4 +97,11 @@ void reply_rec_cb(void *user, elk_node_t *node, int status, const elk_resp_reply
     if (rec->then != NULL) {
         rec->then(rec, node, status);
     }
+}
+
+void assert_last_reply(const reply_rec_t *rec, size_t n, int status, const char *text)
+{
+    assert_int_equal(rec->n, n);
+    assert_int_equal(rec->status[n - 1], status);
+    assert_string_equal(rec->text[n - 1], text);
 }

@@ -31,10 +31,6 @@
 #include "fake_log.h"
 #include "fake_transport.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* Two blocks per node (tx, rx) plus spare ones a test can take to exhaust the pool. */
 #define NODE_HARNESS_POOL_BLOCKS (2u * CONFIG_ELK_MAX_NODES + 4u)
 
@@ -84,9 +80,7 @@ typedef struct reply_rec {
 
 void reply_rec_init(reply_rec_t *rec);
 void reply_rec_cb(void *user, elk_node_t *node, int status, const elk_resp_reply_t *reply);
-
-#ifdef __cplusplus
-}
-#endif
+/* Asserts (cmocka) that rec holds n completions, the last with status and text. */
+void assert_last_reply(const reply_rec_t *rec, size_t n, int status, const char *text);
 
 #endif /* NODE_HARNESS_H */
