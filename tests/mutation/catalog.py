@@ -702,7 +702,7 @@ MUTANTS = [
          tests=[HYG], why="vote_hygiene = false still probes and quarantines (no negative control)"),
     dict(id="hygiene.ready-ignores-quarantine", file=L + "lock_client.c",
          old="            elk_lock__node_vote(client, i, LK_ACQUIRE, client->now) == ELK_OK) {",
-         new="            !client->node_unsafe[i]) {",
+         new="            !client->nodes[i].unsafe) {",
          tests=[HYG], why="elk_client_ready counts quarantined nodes: callers acquire in vain"),
     dict(id="hygiene.reset-on-reconnect", file=L + "lock_client.c",
          old="        client->nodes[i].hygiene.pending = client->cfg.vote_hygiene; /* until PROBE has answered */",
