@@ -11,8 +11,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include "test_main.h"
@@ -90,12 +92,27 @@ static void test_one_run_at_a_time_and_none_without_a_command(void **state)
     assert_true(run_to_end(&h, 10000));
 }
 
-/* A "lost" hook running cmd, with a 100 ms timeout, is ended by signal sig. */
-static void check_hook_timed_out(const char *cmd, int sig)
+/* A "lost" hook running `setup; <it is ready>; body` is ended by signal sig once its
+ * timeout is reached. The timeout is made due only after the hook said it is ready (its
+ * setup done, e.g. a trap set): a signal that came while the child was still on its way to
+ * the shell would test the start-up, not the timeout (under valgrind on a loaded machine a
+ * 100 ms timeout ended before the shell ran, and the SIGTERM was lost on the way). */
+static void check_hook_timed_out(const char *setup, const char *body, int sig)
 {
     elkfw_hook_t h;
-    elkfw_hook_init(&h, "lost", cmd, 100);
+    char ready[64], cmd[256];
+    snprintf(ready, sizeof ready, "/tmp/elk-test-hook-ready.%d", (int)getpid());
+    unlink(ready);
+    snprintf(cmd, sizeof cmd, "%s%s: > %s; %s", setup, setup[0] != '\0' ? "; " : "", ready, body);
+    elkfw_hook_init(&h, "lost", cmd, 60000);
     assert_true(elkfw_hook_start(&h, &lease, ms_now()));
+    uint64_t end = ms_now() + 30000;
+    while (access(ready, F_OK) != 0 && ms_now() < end) {
+        poll(NULL, 0, 10);
+    }
+    assert_int_equal(access(ready, F_OK), 0);
+    unlink(ready);
+    h.term_at = ms_now(); /* the timeout is reached now */
     assert_true(run_to_end(&h, 20000));
     assert_true(h.last_timed_out);
     assert_true(WIFSIGNALED(h.last_status));
@@ -105,13 +122,13 @@ static void check_hook_timed_out(const char *cmd, int sig)
 static void test_hanging_hook_gets_sigterm_at_its_timeout(void **state)
 {
     (void)state;
-    check_hook_timed_out("sleep 30", SIGTERM);
+    check_hook_timed_out("", "sleep 30", SIGTERM);
 }
 
 static void test_hook_that_ignores_sigterm_gets_sigkill(void **state)
 {
     (void)state;
-    check_hook_timed_out("trap '' TERM; sleep 30; sleep 30", SIGKILL);
+    check_hook_timed_out("trap '' TERM", "sleep 30; sleep 30", SIGKILL);
 }
 
 int main(void)
