@@ -29,6 +29,7 @@
  *                              reconnects it (over TLS: a resumed handshake), for the
  *                              reconnect figure:
  *     mcu: t=MS reconnected node0 progress_ticks=P full_ticks=F resumed=0|1 full/reconnect=R
+ *     mcu: node0 TLSv1.2 SUITE           (over TLS: what the reconnect negotiated)
  *
  * Figures (ticks of the 25 MHz timer; under -icount shift=S one tick is 40 / 2^S
  * instructions): work = time inside elk_client_poll and in network polls that moved a
@@ -571,6 +572,8 @@ static int reconnect_node0(void)
         uint64_t t1 = mcu_ticks();
         mbedtls_ssl_session_free(&copy);
         figure("session_copy", rc == 0 ? t1 - t0 : 0u, "ticks");
+        printf("mcu: node0 %s %s\n", elk_tls_conn_version(&f.tls_conn[0]),
+               mbedtls_ssl_get_ciphersuite(&f.tls_conn[0].ssl));
     }
 #endif
     /* full/reconnect in tenths, rounded (the image's printf has no floating point) */
