@@ -14,7 +14,11 @@
 #             masters, plain TCP) waits for the same resource: the host gets it only
 #             after the MCU released it (every master confirms it deleted the MCU's own
 #             value, so the host's SET NX could only land after), with a larger token
-#   figures   (MCU_NET_FIGURES=1) one more TLS run under -icount for instruction counts
+#   icount-*  one plain and one TLS run under -icount for instruction counts; after the
+#             release each drops its connection and lib/node reconnects it: over TLS
+#             the reconnect must be a resumed handshake (the session kept by
+#             port/mbedtls offered and taken by the server), and its instructions are
+#             reported against the full handshake's
 #
 # Usage: scripts/mcu-net-test.sh --config DOT_CONFIG --elkd ELKD --elk ELK [--out DIR]
 # Exit: 0 all passed, 1 a failure, 77 (ctest SKIP) only where qemu-system-arm or
@@ -256,7 +260,8 @@ done
 # with shift=5 every instruction advances the virtual clock by 32 ns, so one 25 MHz
 # timer tick (40 ns) is 1.25 instructions. That clock then runs at its own rate, not
 # the servers', so these runs switch the vote-hygiene clock check off and use long
-# timeouts (--icount-figures); they only measure, and only their completion is checked.
+# timeouts (--icount-figures); they only measure: their completion is checked, and that
+# the TLS run's reconnect (after the release) resumed the first handshake's session.
 shift=5
 for n in plain tls; do
   a=(--node "$host_addr:${plain[0]}")
@@ -269,13 +274,26 @@ for n in plain tls; do
     fail "icount-$n: the figures run did not finish:"; tail -20 "$work/icount-$n.txt"
   fi
 done
+# The TLS reconnect offered the session of the first handshake: the server must have
+# taken it (no certificate in its reply: elk_tls_conn_resumed).
+if grep -q '^mcu: t=[0-9]* reconnected node0 .* resumed=1 ' "$work/icount-tls.txt"; then
+  ok "icount-tls: the reconnect was a resumed handshake"
+else
+  fail "icount-tls: the reconnect was not a resumed handshake:"
+  grep 'reconnected\|FAIL' "$work/icount-tls.txt" || tail -20 "$work/icount-tls.txt"
+fi
 # ticks -> instructions: ticks * 40 ns / 2^shift ns
 insns() { sed -n "s/^mcu: figure $2 \([0-9]*\) ticks$/\1/p" "$work/$1.txt" | awk -v s=$shift '{printf "%.0f", $1 * 40 / 2^s}'; }
 fig() { sed -n "s/^mcu: figure $2 \([0-9]*\) .*$/\1/p" "$work/$1.txt"; }
 {
   echo "== figures (instructions under -icount shift=$shift; bytes)"
   echo "   TLS handshake (progress() of the TLS transport, one node): $(insns icount-tls connect_progress_node0) instructions"
-  echo "   TCP connect (progress() of the plain transport, one node): $(insns icount-plain connect_progress_node0) instructions"
+  full=$(insns icount-tls connect_progress_node0) again=$(insns icount-tls reconnect_progress_node0)
+  echo "   TLS reconnect, resumed=$(fig icount-tls reconnect_resumed_node0) (progress() of the TLS transport, the same node after a drop): $again instructions;" \
+    "full/resumed $(awk -v a="$full" -v b="$again" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "-" }')" \
+    "(the image: $(sed -n 's/^mcu: t=[0-9]* reconnected node0 .*full\/reconnect=\([0-9.]*\)$/\1/p' "$work/icount-tls.txt"));" \
+    "one copy of the kept session (made after every handshake): $(insns icount-tls session_copy)"
+  echo "   TCP connect (progress() of the plain transport, one node): $(insns icount-plain connect_progress_node0) instructions, reconnect $(insns icount-plain reconnect_progress_node0)"
   echo "   boot to first lease, plain: $(insns icount-plain boot_to_first_lease) instructions, of which work $(insns icount-plain boot_to_first_lease_work)"
   echo "   boot to first lease, TLS:   $(insns icount-tls boot_to_first_lease) instructions, of which work $(insns icount-tls boot_to_first_lease_work)"
   echo "   one renewal cycle (grant to RENEWED, work only), plain: $(insns icount-plain renewal_cycle_work), TLS: $(insns icount-tls renewal_cycle_work) instructions"

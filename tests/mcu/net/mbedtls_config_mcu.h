@@ -76,6 +76,11 @@ void mcu_mbedtls_no_free(void *p);
 #define MBEDTLS_SSL_SERVER_NAME_INDICATION
 #define MBEDTLS_SSL_EXTENDED_MASTER_SECRET
 #define MBEDTLS_SSL_KEEP_PEER_CERTIFICATE
+/* Session tickets (RFC 5077, the client side only): port/mbedtls keeps the session of a
+ * handshake and offers it at the next open(), so a reconnect is an abbreviated
+ * handshake. redis-server issues tickets; without this the client can offer only the
+ * session id, which the server no longer has once it freed the connection (docs/mcu.md). */
+#define MBEDTLS_SSL_SESSION_TICKETS
 #define MBEDTLS_ERROR_C
 /* Records in: the full 16 KB (the servers do not negotiate smaller ones). Out: Redis
  * requests are a few hundred bytes; 4 KB records are plenty. */
