@@ -30,9 +30,10 @@ void elk_lock__round_resend(elk_lock_t *lock, uint64_t now);
 /* The round is decided (or given up): requests still awaited at its limit are timeouts,
  * later replies are ignored. Its results stay for the event that reports it. */
 void elk_lock__round_end(elk_lock_round_t *r, uint64_t now);
-/* Write the renewals this poll's steps queued (batched renewals, lock_send.c): per node, in
- * as few requests as fit; each lease still has its own ticket and result. Called by the
- * poll after the locks' steps, before the fleet's flush. */
+/* Write the renewals the steps queued (batched renewals, lock_send.c): per node, in as few
+ * requests as fit; each lease still has its own ticket and result. What a node's full
+ * request queue cannot take stays queued for a later poll. Called by the poll after the
+ * locks' steps, before the fleet's flush. */
 void elk_lock__batch_flush(elk_client_t *client, uint64_t now);
 
 /* lock_send.c, the wire: requests and replies, no policy. Send the script of round r to

@@ -235,13 +235,23 @@ static void lk_batch_send(elk_client_t *client, size_t i, elk_lock_ticket_t *hea
     }
 }
 
+/* Whether node i takes no more requests now (CONFIG_ELK_NODE_MAX_INFLIGHT in flight). */
+static bool lk_node_full(const elk_client_t *client, size_t i)
+{
+    return elk_node_inflight(&client->fleet->nodes[i]) >= (size_t)CONFIG_ELK_NODE_MAX_INFLIGHT;
+}
+
 void elk_lock__batch_flush(elk_client_t *client, uint64_t now)
 {
     size_t i;
     for (i = 0; i < client->fleet->count; i++) {
         elk_lock_ticket_t *head;
         size_t n;
-        while ((n = elk_lock__batch_collect(client, i, now, &head)) != 0u) {
+        /* A full request queue keeps the rest queued for a later poll (a reply frees a
+         * slot and wakes the caller): failing them would make healthy leases SUSPECT.
+         * Their rounds wait as for a reply; the deadline does not (lock_engine.c). */
+        while (!lk_node_full(client, i) &&
+               (n = elk_lock__batch_collect(client, i, now, &head)) != 0u) {
             lk_batch_send(client, i, head, n, now);
         }
     }

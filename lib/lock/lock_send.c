@@ -429,8 +429,9 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
     }
     room = elk_node_tx_room(nd);
     used = lk_batch_fixed(client, (*pp)->eval != 0u);
-    if (room < used + lk_batch_item((*pp)->lock)) {
-        /* the block is full of requests not yet written: write them first */
+    if (room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item((*pp)->lock)) {
+        /* what is queued and not written yet leaves less than a full request's room: write
+         * it first, so that the batch goes in as few requests as the block holds */
         (void)elk_node_flush(nd, now);
         room = elk_node_tx_room(nd);
     }
@@ -465,7 +466,7 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
         ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)};
     elk_resp_arg_t argv[5u + 2u * (size_t)ELK_LOCK_BATCH_MAX];
     char marker[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
-    const elk_lock_ticket_t *t;
+    elk_lock_ticket_t *t;
     uint64_t limit = 0;
     size_t k = 0;
 
@@ -487,6 +488,10 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
         lk_arg(&argv[5 + n + k], t->lock->value, t->lock->value_len);
         /* the latest limit: each round still ends at its own (lock_engine.c) */
         limit = t->lock->fg.limit > limit ? t->lock->fg.limit : limit;
+        /* sent now: the lower bound of the reply's server TIME (a renewal kept queued for
+         * a free slot goes out after its round's t_send, which the deadline counts from:
+         * that is only earlier, never later) */
+        t->t_send = now;
     }
     return elk_node_send(&client->fleet->nodes[node], now, argv, 5u + 2u * n, limit, on_reply,
                          head);

@@ -139,8 +139,8 @@ static void connect_all(void)
 
 /* ---------------------------------------------------------------- tests */
 
-/* 16 leases, half acquired 50 ms after the others (within the window: a quarter of the
- * 330 ms renewal interval), renew with one request per node at the first one's tick; with
+/* 16 leases, half acquired 50 ms after the others (within the window: half the 330 ms
+ * renewal interval), renew with one request per node at the first one's tick; with
  * batching off, the same renewals cost one EXTEND per lease per node. */
 static void test_one_request_per_node(void **state)
 {

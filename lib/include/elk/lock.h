@@ -366,8 +366,8 @@ typedef struct elk_client_config {
      * lease TTL over the registered locks (elk_client_safety_recheck_ms). */
     uint32_t safety_recheck_ms;
     /* Renewals in batches (docs/design.md "Renewals in batches"): the leases of this client
-     * whose renewal is due within a quarter of their renewal interval of one that is due
-     * now are renewed together, one EXTEND_BATCH request per node (more when they do not
+     * whose renewal is due within half their renewal interval of one that is due now are
+     * renewed together, one EXTEND_BATCH request per node (more when they do not
      * fit one), each lease still judged on its own result. Default true; false renews
      * every lease with its own request (the comparison for benchmarks). */
     bool batch_renewals;
@@ -445,8 +445,9 @@ typedef struct elk_client {
     bool renew_tick; /* this poll: a renewal is due now, others due soon may join it */
     elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];        /* the fields above stay at short offsets */
     elk_lock_session_t nodes[CONFIG_ELK_MAX_NODES]; /* one per fleet node, same order */
-    /* per node: renewals queued by this poll's steps for one batched write (a chain
-     * through elk_lock_ticket_t.next; empty outside elk_client_poll) */
+    /* per node: renewals queued by the steps for the batched write after them (a chain
+     * through elk_lock_ticket_t.next; kept for a later poll only while the node's request
+     * queue is full) */
     elk_lock_ticket_t *batch_q[CONFIG_ELK_MAX_NODES];
     /* the local clock suspect (elk_client_local_clock_suspect): a spell lasts while
      * now < clock_suspect_until; the rate seen last; spells so far */
