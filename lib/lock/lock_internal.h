@@ -92,8 +92,8 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
 /* Decode a reply to the batch whose chain starts at head into *out: res points at the first
  * lease's result (NULL: not of the script's shape), server_ms and marker_ms as for EXTEND.
  * The tickets stay taken. */
-void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status, const elk_resp_reply_t *reply,
-                            elk_lock_reply_t *out);
+void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
+                            const elk_resp_reply_t *reply, elk_lock_reply_t *out);
 /* Lease k's reply (the k-th ticket t of the chain) out of the decoded batch reply: the
  * same as batch with res at its own result; frees t. */
 void elk_lock__batch_reply_of(elk_lock_ticket_t *t, const elk_lock_reply_t *batch, size_t k,

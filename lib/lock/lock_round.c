@@ -63,9 +63,9 @@ static void lk_on_batch_reply(void *user, elk_node_t *node, int status,
     int novote;
 
     elk_lock__batch_decode(head, status, reply, &batch);
-    clock = batch.server_ms != 0 ? elk_lock__clock_ok(client, head->lock, head->node,
-                                                      batch.server_ms, head->t_send, lr)
-                                 : ELK_OK;
+    clock = batch.server_ms != 0
+        ? elk_lock__clock_ok(client, head->lock, head->node, batch.server_ms, head->t_send, lr)
+        : ELK_OK;
     novote = batch.res != NULL && batch.server_ms != 0
         ? elk_lock__marker_ok(client, head->node, batch.server_ms, batch.marker_ms, lr)
         : ELK_OK;

@@ -362,10 +362,8 @@ static size_t lk_batch_item(const elk_lock_t *lock)
     return lk_bulk_size(lock->key_len) + lk_bulk_size(lock->value_len);
 }
 
-typedef char elk_lock_batch_max_fits_three_digits[(ELK_LOCK_BATCH_MAX >= 2 &&
-                                                   2 * ELK_LOCK_BATCH_MAX + 5 < 1000)
-                                                      ? 1
-                                                      : -1];
+typedef char elk_lock_batch_max_fits_three_digits
+    [(ELK_LOCK_BATCH_MAX >= 1 && 2 * ELK_LOCK_BATCH_MAX + 5 < 1000) ? 1 : -1];
 
 int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
 {
@@ -461,9 +459,8 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
                          uint64_t now, elk_node_reply_fn on_reply)
 {
     static const elk_resp_arg_t verb[2] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR("EVAL")};
-    static const elk_resp_arg_t script[2] = {
-        ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1),
-        ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)};
+    static const elk_resp_arg_t script[2] = {ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1),
+                                             ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)};
     elk_resp_arg_t argv[5u + 2u * (size_t)ELK_LOCK_BATCH_MAX];
     char marker[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
     elk_lock_ticket_t *t;
@@ -497,8 +494,8 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
                          head);
 }
 
-void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status, const elk_resp_reply_t *reply,
-                            elk_lock_reply_t *out)
+void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
+                            const elk_resp_reply_t *reply, elk_lock_reply_t *out)
 {
     const elk_lock_ticket_t *t;
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, NULL) : NULL;

@@ -110,8 +110,8 @@ static void client_up(bool batch)
 {
     elk_node_config_t nc;
     elk_client_config_t cc;
-    int rc = elk_pool_init(&pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
-                           POOL_BLOCKS);
+    int rc =
+        elk_pool_init(&pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS);
     if (rc != ELK_OK) {
         die("pool", rc);
     }

@@ -135,8 +135,8 @@ static void setup(void)
     c.stop_margin_ms = 20;
     for (size_t k = 0; k < NLOCKS; k++) {
         snprintf(NAMES[k], sizeof NAMES[k], "door%zu", k);
-        assert_int_equal(elk_lock_init(&LOCKS[k], &ST.client, NAMES[k], &c, elk_ts_events_on, &REC[k]),
-                         ELK_OK);
+        assert_int_equal(
+            elk_lock_init(&LOCKS[k], &ST.client, NAMES[k], &c, elk_ts_events_on, &REC[k]), ELK_OK);
     }
     /* generous: a fresh fleet is quarantined for about a TTL first */
     assert_int_equal(elk_blocking_connect(&ST.client, 30000, NULL), ELK_OK);

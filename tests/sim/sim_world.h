@@ -60,7 +60,7 @@ typedef struct sim_options {
     bool trace;
     bool expect_violations;
     bool quiet;
-    bool companion; /* --companion-lease: each elk gateway also holds a private lease on the
+    bool companion;       /* --companion-lease: each elk gateway also holds a private lease on the
                        same client, so its renewals go out batched (EXTEND_BATCH) */
     uint32_t duration_ms; /* fault phase; a calm phase follows */
     uint32_t ttl_ms;

@@ -76,8 +76,8 @@ static void setup(size_t n, const char *prefix, bool batch)
     for (size_t k = 0; k < n; k++) {
         char name[128];
         snprintf(name, sizeof name, "%s%zu", prefix, k);
-        assert_int_equal(elk_lock_init(&B.lock[k], &B.client, name, &c, elk_ts_events_on, &B.rec[k]),
-                         ELK_OK);
+        assert_int_equal(
+            elk_lock_init(&B.lock[k], &B.client, name, &c, elk_ts_events_on, &B.rec[k]), ELK_OK);
     }
 }
 
@@ -309,7 +309,7 @@ static void test_noscript_resends_eval(void **state)
     }
     run_until(t0 + 335);
     assert_int_equal(B.srv[1].noscript, noscript + 1u); /* the batch's EVALSHA */
-    assert_int_equal(batch_calls(1), 1);                 /* then its EVAL ran */
+    assert_int_equal(batch_calls(1), 1);                /* then its EVAL ran */
     assert_int_equal(B.srv[1].extend_batch_leases, 5);
     assert_true(B.srv[1].log[B.srv[1].nlog - 1].eval);
     for (size_t k = 0; k < 5; k++) {
@@ -320,10 +320,8 @@ static void test_noscript_resends_eval(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_request_per_node),
-        cmocka_unit_test(test_value_gone_one_lease),
-        cmocka_unit_test(test_deadline_from_send_time),
-        cmocka_unit_test(test_split_to_fit),
+        cmocka_unit_test(test_one_request_per_node),    cmocka_unit_test(test_value_gone_one_lease),
+        cmocka_unit_test(test_deadline_from_send_time), cmocka_unit_test(test_split_to_fit),
         cmocka_unit_test(test_noscript_resends_eval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

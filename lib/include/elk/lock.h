@@ -270,7 +270,10 @@ typedef struct elk_lock_ticket {
  * two values plus one per lease, must fit CONFIG_ELK_RESP_MAX_NODES values, and its
  * arguments sit on the stack of elk_client_poll (two per lease). A batch larger than
  * this, or than the node's send buffer holds, goes in several requests. */
-#define ELK_LOCK_BATCH_MAX (CONFIG_ELK_RESP_MAX_NODES - 3 < 256 ? CONFIG_ELK_RESP_MAX_NODES - 3 : 256)
+#define ELK_LOCK_BATCH_MAX_                                                                        \
+    (CONFIG_ELK_RESP_MAX_NODES - 3 < 256 ? CONFIG_ELK_RESP_MAX_NODES - 3 : 256)
+/* 1 (no batch: every lease its own EXTEND) when a reply may hold fewer than 5 values. */
+#define ELK_LOCK_BATCH_MAX (CONFIG_ELK_RESP_MAX_NODES < 5 ? 1 : ELK_LOCK_BATCH_MAX_)
 
 /* One round of requests across the fleet (internal): a foreground round (acquire,
  * commit, extend) or a background release. The same type, sends, replies and resends
@@ -440,8 +443,8 @@ typedef struct elk_client {
     uint64_t next_wake;       /* what the last poll returned; 0: poll now */
     uint64_t quarantine_wake; /* the next quarantine's end (waiters retry then); 0: none */
     bool in_poll;
-    bool dirty;                                     /* replies recorded, not yet evaluated */
-    bool due;                                       /* an API call queued requests to write */
+    bool dirty;      /* replies recorded, not yet evaluated */
+    bool due;        /* an API call queued requests to write */
     bool renew_tick; /* this poll: a renewal is due now, others due soon may join it */
     elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];        /* the fields above stay at short offsets */
     elk_lock_session_t nodes[CONFIG_ELK_MAX_NODES]; /* one per fleet node, same order */

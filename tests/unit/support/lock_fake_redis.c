@@ -432,10 +432,8 @@ static const char *lfr_by_text(const fake_cmd_t *cmd, size_t i)
         const char *text;
         const char *name;
     } t[] = {
-        {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},
-        {ELK_LOCK_SCRIPT_EXTEND, "extend"},
-        {ELK_LOCK_SCRIPT_RELEASE, "release"},
-        {ELK_LOCK_SCRIPT_COMMIT, "commit"},
+        {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},      {ELK_LOCK_SCRIPT_EXTEND, "extend"},
+        {ELK_LOCK_SCRIPT_RELEASE, "release"},      {ELK_LOCK_SCRIPT_COMMIT, "commit"},
         {ELK_LOCK_SCRIPT_EXTEND_BATCH, "extendb"},
     };
     for (size_t k = 0; k < 5; k++) {
