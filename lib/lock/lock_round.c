@@ -241,17 +241,38 @@ static bool lk_node_full(const elk_client_t *client, size_t i)
     return elk_node_inflight(&client->fleet->nodes[i]) >= (size_t)CONFIG_ELK_NODE_MAX_INFLIGHT;
 }
 
+/* Put the collected chain at head back in front of node i's queue. */
+static void lk_batch_keep(elk_client_t *client, size_t i, elk_lock_ticket_t *head)
+{
+    elk_lock_ticket_t *t = head;
+    while (t->next != NULL) {
+        t = t->next;
+    }
+    t->next = client->batch_q[i];
+    client->batch_q[i] = head;
+}
+
 void elk_lock__batch_flush(elk_client_t *client, uint64_t now)
 {
     size_t i;
     for (i = 0; i < client->fleet->count; i++) {
+        uint32_t bit = LK_BIT(i);
+        /* Kept: the node's queue was filled by our own batches (of this poll or an earlier
+         * one, still being kept). A node full before any batch went to it (a stalled one)
+         * fails the requests as it would without batching. */
+        bool keep = (client->batch_kept & bit) != 0u || !lk_node_full(client, i);
         elk_lock_ticket_t *head;
         size_t n;
-        /* A full request queue keeps the rest queued for a later poll (a reply frees a
-         * slot and wakes the caller): failing them would make healthy leases SUSPECT.
-         * Their rounds wait as for a reply; the deadline does not (lock_engine.c). */
-        while (!lk_node_full(client, i) &&
-               (n = elk_lock__batch_collect(client, i, now, &head)) != 0u) {
+        client->batch_kept &= ~bit;
+        while ((n = elk_lock__batch_collect(client, i, now, &head)) != 0u) {
+            if (keep && lk_node_full(client, i)) {
+                /* the rest waits for a free slot (a reply frees one and wakes the caller):
+                 * failing them would make healthy leases SUSPECT. Their rounds wait as
+                 * for a reply; the deadline does not (lock_engine.c). */
+                lk_batch_keep(client, i, head);
+                client->batch_kept |= bit;
+                break;
+            }
             lk_batch_send(client, i, head, n, now);
         }
     }

@@ -427,9 +427,11 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
     }
     room = elk_node_tx_room(nd);
     used = lk_batch_fixed(client, (*pp)->eval != 0u);
-    if (room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item((*pp)->lock)) {
-        /* what is queued and not written yet leaves less than a full request's room: write
-         * it first, so that the batch goes in as few requests as the block holds */
+    if ((*pp)->next != NULL &&
+        room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item((*pp)->lock)) {
+        /* a batch, and what is queued and not written yet leaves less than a full request's
+         * room: write that first, so that the batch goes in as few requests as the block
+         * holds (one lease alone is sent as without batching) */
         (void)elk_node_flush(nd, now);
         room = elk_node_tx_room(nd);
     }

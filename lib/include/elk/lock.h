@@ -452,6 +452,7 @@ typedef struct elk_client {
      * through elk_lock_ticket_t.next; kept for a later poll only while the node's request
      * queue is full) */
     elk_lock_ticket_t *batch_q[CONFIG_ELK_MAX_NODES];
+    uint16_t batch_kept; /* per node: batch_q kept for a free slot (the node is full) */
     /* the local clock suspect (elk_client_local_clock_suspect): a spell lasts while
      * now < clock_suspect_until; the rate seen last; spells so far */
     uint64_t clock_suspect_until;
