@@ -259,11 +259,12 @@ typedef struct elk_lock_ticket {
     uint8_t node; /* index in the fleet */
     uint8_t kind; /* which script (internal) */
     uint8_t in_use;
-    uint8_t eval;    /* already the EVAL fallback */
-    uint64_t t_send; /* when it was sent: the lower bound of its reply's server TIME */
+    uint8_t eval; /* already the EVAL fallback */
     /* Batched renewals (elk_client_config_t.batch_renewals): the next ticket queued for the
-     * same node, then the next lease carried by the same request (its reply's next result) */
+     * same node, then the next lease carried by the same request (its reply's next result).
+     * Here, in what was padding before t_send on 32-bit targets. */
     struct elk_lock_ticket *next;
+    uint64_t t_send; /* when it was sent: the lower bound of its reply's server TIME */
 } elk_lock_ticket_t;
 
 /* Most leases one batched renewal request carries (EXTEND_BATCH): its reply, an array of
