@@ -25,13 +25,23 @@ typedef char elk_lock_marker_name_len_is_its_length
 /* Longest key with a suffix appended: the lock key plus ":released". */
 #define LK_KEY_BUF (CONFIG_ELK_MAX_KEY_LEN + 16u)
 
-static elk_lock_ticket_t *ticket_take(elk_lock_t *lock)
+/* A free ticket of lock for node's request of round r sent now (its kind, and EVAL when r's
+ * NOSCRIPT mark for node is set); NULL when every ticket is in use. */
+static elk_lock_ticket_t *ticket_take(elk_lock_t *lock, const elk_lock_round_t *r, size_t node,
+                                      uint64_t now)
 {
     size_t i;
     for (i = 0; i < ELK_LOCK_TICKETS; i++) {
-        if (!lock->tickets[i].in_use) {
-            lock->tickets[i].in_use = 1;
-            return &lock->tickets[i];
+        elk_lock_ticket_t *t = &lock->tickets[i];
+        if (!t->in_use) {
+            t->in_use = 1;
+            t->lock = lock;
+            t->seq = r->seq;
+            t->node = (uint8_t)node;
+            t->kind = r->kind;
+            t->eval = (r->eval_mask & LK_BIT(node)) != 0u ? 1u : 0u;
+            t->t_send = now;
+            return t;
         }
     }
     return NULL;
@@ -153,16 +163,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
             argv[argc++].ival = floor;
         }
     }
-    t = ticket_take(lock);
+    t = ticket_take(lock, r, node, now);
     if (t == NULL) {
         return ELK_E_QUEUE_FULL;
     }
-    t->lock = lock;
-    t->seq = r->seq;
-    t->node = (uint8_t)node;
-    t->kind = kind;
-    t->eval = eval ? 1u : 0u;
-    t->t_send = now;
     rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, on_reply, t);
     if (rc != ELK_OK) {
         t->in_use = 0;
@@ -372,16 +376,10 @@ int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t n
     if (!elk_node_is_ready(&client->fleet->nodes[node])) {
         return ELK_E_NOT_CONNECTED;
     }
-    t = ticket_take(lock);
+    t = ticket_take(lock, r, node, now);
     if (t == NULL) {
         return ELK_E_QUEUE_FULL;
     }
-    t->lock = lock;
-    t->seq = r->seq;
-    t->node = (uint8_t)node;
-    t->kind = LK_EXTEND;
-    t->eval = (r->eval_mask & LK_BIT(node)) != 0u ? 1u : 0u;
-    t->t_send = now;
     /* in front: O(1) whatever the number of leases; the order is fixed all the same */
     t->next = client->batch_q[node];
     client->batch_q[node] = t;

@@ -80,22 +80,7 @@ static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 /* Requests the server received (EVALSHA + EVAL + PING calls), as bench_lock counts them. */
 static long server_requests(void)
 {
-    char cmd[128], line[512];
-    long v = 0;
-    snprintf(cmd, sizeof cmd, "redis-cli -h 127.0.0.1 -p %u info commandstats 2>/dev/null", port);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        return -1;
-    }
-    while (fgets(line, sizeof line, p) != NULL) {
-        if (strncmp(line, "cmdstat_evalsha:calls=", 22) == 0 ||
-            strncmp(line, "cmdstat_eval:calls=", 19) == 0 ||
-            strncmp(line, "cmdstat_ping:calls=", 19) == 0) {
-            v += atol(strchr(line, '=') + 1);
-        }
-    }
-    pclose(p);
-    return v;
+    return bench_redis_requests(port);
 }
 
 /* Drive the client until `until` (ms, the posix clock). */

@@ -29,4 +29,9 @@ void bench_redis_stop_all(pid_t *pids, size_t count, char *dir);
  * sends; with a command: its one row). 0 when it could not run or printed no row. */
 double bench_rb_rps(const char *cmd);
 
+/* Requests a client sent to the server on 127.0.0.1:port, as the server counts them:
+ * EVALSHA + EVAL + PING calls from INFO commandstats (total_commands_processed would also
+ * count the commands run inside each script). -1 when redis-cli could not be run. */
+long bench_redis_requests(uint16_t port);
+
 #endif
