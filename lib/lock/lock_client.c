@@ -131,12 +131,11 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
 /* Preload the scripts node i has not been sent yet, as far as its send buffer takes them
  * (the four do not fit one block beside the checks): the rest go after the next flush,
  * so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
-/* Scripts to preload: the four, and EXTEND_BATCH, RELEASE_BATCH once batches can form
- * (batching on, two locks registered; a lock registered later has them sent after the next
- * flush). */
+/* Scripts to preload: the four, and EXTEND_BATCH once batches can form (batching on, two
+ * locks registered; a lock registered later has it sent after the next flush). */
 static uint8_t lk_preload_count(const elk_client_t *client)
 {
-    return client->cfg.batch_renewals && client->lock_count >= 2u ? 6u : 4u;
+    return client->cfg.batch_renewals && client->lock_count >= 2u ? 5u : 4u;
 }
 
 static void lk_preload(elk_client_t *client, size_t i, uint64_t now)

@@ -47,10 +47,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
 /* Write lock->key then suffix into out (room for CONFIG_ELK_MAX_KEY_LEN + 16);
  * returns the length (no NUL). */
 size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out);
-/* lock_send.c: SCRIPT LOAD <text> of the six scripts, in the order the client preloads
- * them (ACQUIRE, EXTEND, RELEASE, COMMIT, and EXTEND_BATCH, RELEASE_BATCH where batches can
- * form: see lock_client.c), built at compile time. */
-extern const elk_resp_arg_t elk_lock__script_load[6][3];
+/* lock_send.c: SCRIPT LOAD <text> of the five scripts, in the order the client preloads
+ * them (ACQUIRE, EXTEND, RELEASE, COMMIT, and EXTEND_BATCH where batches can form: see
+ * lock_client.c), built at compile time. */
+extern const elk_resp_arg_t elk_lock__script_load[5][3];
 /* send a client-level command whose reply is ignored (SCRIPT LOAD, SUBSCRIBE ...) */
 int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
                          uint64_t now);
@@ -72,11 +72,11 @@ void elk_lock__reply_decode(elk_lock_ticket_t *t, int status, const elk_resp_rep
  * (elk_lock__marker_ok), ELK_OK when none applies. */
 void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *rp, int clock,
                             int novote);
-/* lock_send.c, batched renewals and releases (docs/design.md "Renewals in batches"). Queue
- * node i's EXTEND or RELEASE of round r of lock for this poll's batched write
- * (client->batch_q[i]): a ticket taken and filled as for a request sent now. ELK_OK, or why
- * not (ELK_E_NOT_CONNECTED, ELK_E_QUEUE_FULL: no ticket free). */
-int elk_lock__queue_batched(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now);
+/* lock_send.c, batched renewals (docs/design.md "Renewals in batches"). Queue node i's
+ * EXTEND of round r of lock for this poll's batched write (client->batch_q[i]): a ticket
+ * taken and filled as for a request sent now. ELK_OK, or why not (ELK_E_NOT_CONNECTED,
+ * ELK_E_QUEUE_FULL: no ticket free). */
+int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now);
 /* Take the tickets of node's next request out of its queue: the first live one and the
  * later ones that may share its request (the same verb, ttl and drift terms) while they fit
  * the node's send buffer (written first when full) and ELK_LOCK_BATCH_MAX; tickets of
@@ -84,14 +84,13 @@ int elk_lock__queue_batched(elk_lock_t *lock, const elk_lock_round_t *r, size_t 
  * order of the request's keys); returns their number (0: queue empty). */
 size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
                                elk_lock_ticket_t **out);
-/* Send the chain of n >= 2 tickets at head as one EXTEND_BATCH or RELEASE_BATCH request to node (head is
+/* Send the chain of n >= 2 tickets at head as one EXTEND_BATCH request to node (head is
  * on_reply's user pointer). ELK_OK or why it was not queued (on_reply will then not run;
  * the tickets are still the caller's). */
 int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *head, size_t n,
                          uint64_t now, elk_node_reply_fn on_reply);
 /* Decode a reply to the batch whose chain starts at head into *out: res points at the first
- * lease's result (NULL: not of the script's shape), server_ms and marker_ms as for EXTEND
- * (0 for a release).
+ * lease's result (NULL: not of the script's shape), server_ms and marker_ms as for EXTEND.
  * The tickets stay taken. */
 void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
                             const elk_resp_reply_t *reply, elk_lock_reply_t *out);

@@ -42,8 +42,8 @@ static void lk_on_reply(void *user, elk_node_t *node, int status, const elk_resp
     elk_lock__reply_record(t, &rp, clock, novote);
 }
 
-/* Reply callback of a batched renewal or release request (elk_lock__send_batch): the
- * server's clock and fleet marker (renewals) are judged once, as for one EXTEND (its clock reading is one reading,
+/* Reply callback of a batched renewal request (elk_lock__send_batch): the server's clock
+ * and fleet marker are judged once, as for one EXTEND (its clock reading is one reading,
  * and the leases of one request share the drift terms the check uses); then each lease's
  * own result, with those verdicts, is recorded in its own round, exactly as the reply to
  * its own EXTEND would be (elk_lock__reply_record), and lock_engine.c evaluates each round
@@ -76,14 +76,13 @@ static void lk_on_batch_reply(void *user, elk_node_t *node, int status,
     }
 }
 
-/* Whether node i's request of round r goes in this poll's batched write: a renewal or a
- * release, batching on, inside the poll (which writes the batches: a release the caller
- * asks for outside it is written at once, as before), and no lock-delay marker to push out
- * or delete (the batch scripts have none; such leases renew and release one by one). */
+/* Whether node i's request of round r goes in this poll's batched write: a renewal, batching
+ * on, inside the poll (which writes the batches), and no lock-delay marker to push out
+ * (EXTEND_BATCH has none; such leases renew one by one). */
 static bool lk_batched(const elk_lock_t *lock, const elk_lock_round_t *r)
 {
-    return (r->kind == LK_EXTEND || r->kind == LK_RELEASE) && lock->client->cfg.batch_renewals &&
-        lock->client->in_poll && lock->cfg.lock_delay_ms == 0u;
+    return r->kind == LK_EXTEND && lock->client->cfg.batch_renewals && lock->client->in_poll &&
+        lock->cfg.lock_delay_ms == 0u;
 }
 
 /* Node i's request of round r, if the node may get it (its vote: lock_session.c). */
@@ -94,7 +93,7 @@ static int lk_send(elk_lock_t *lock, const elk_lock_round_t *r, size_t i, uint64
         return rc;
     }
     if (lk_batched(lock, r)) {
-        return elk_lock__queue_batched(lock, r, i, now);
+        return elk_lock__queue_extend(lock, r, i, now);
     }
     return elk_lock__send_script(
         lock, r, i, now, r->kind == LK_ACQUIRE ? elk_lock__token_floor(lock->client, now) : 0,
@@ -204,12 +203,6 @@ void elk_lock__round_end(elk_lock_round_t *r, uint64_t now)
     r->unsent_mask = 0;
 }
 
-/* The round a queued ticket belongs to: the release round, or the foreground (renewal). */
-static elk_lock_round_t *lk_round_of(const elk_lock_ticket_t *t)
-{
-    return t->kind == LK_RELEASE ? &t->lock->rel : &t->lock->fg;
-}
-
 /* One request to node i for the tickets collected (n of them, chained at head): alone, the
  * ordinary EXTEND (the same request and reply as without batching); else EXTEND_BATCH.
  * A request not queued fails each lease's node as an unsent request would. */
@@ -221,14 +214,13 @@ static void lk_batch_send(elk_client_t *client, size_t i, elk_lock_ticket_t *hea
     int rc;
     if (n == 1u) {
         elk_lock_t *lock = head->lock;
-        elk_lock_round_t *r = lk_round_of(head);
         bool eval = head->eval != 0u;
         head->in_use = 0; /* elk_lock__send_script takes its own */
-        r->eval_mask |= eval ? LK_BIT(i) : 0u;
-        rc = elk_lock__send_script(lock, r, i, now, 0, lk_on_reply);
-        r->eval_mask &= ~LK_BIT(i);
+        lock->fg.eval_mask |= eval ? LK_BIT(i) : 0u;
+        rc = elk_lock__send_script(lock, &lock->fg, i, now, 0, lk_on_reply);
+        lock->fg.eval_mask &= ~LK_BIT(i);
         if (rc != ELK_OK) {
-            lk_round_failed(r, i, rc, eval);
+            lk_round_failed(&lock->fg, i, rc, eval);
         }
         return;
     }
@@ -239,7 +231,7 @@ static void lk_batch_send(elk_client_t *client, size_t i, elk_lock_ticket_t *hea
     for (t = head; t != NULL; t = next) {
         next = t->next;
         t->in_use = 0;
-        lk_round_failed(lk_round_of(t), i, rc, t->eval != 0u);
+        lk_round_failed(&t->lock->fg, i, rc, t->eval != 0u);
     }
 }
 

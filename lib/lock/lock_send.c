@@ -72,7 +72,7 @@ static void lk_arg(elk_resp_arg_t *a, const void *p, size_t len)
 /* SCRIPT LOAD of the four scripts, in the order the client preloads them; [2], the
  * text, is also EVAL's argument. Lengths known at compile time: no strlen of a script
  * per request. */
-const elk_resp_arg_t elk_lock__script_load[6][3] = {
+const elk_resp_arg_t elk_lock__script_load[5][3] = {
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
      ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE)},
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
@@ -82,17 +82,11 @@ const elk_resp_arg_t elk_lock__script_load[6][3] = {
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
      ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT)},
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
-     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)},
-    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
-     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_BATCH)}};
+     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)}};
 /* The batched renewal is never the longest request: a pool block holds its EVAL with one
  * lease (more go as fit, elk_lock__batch_collect). */
-typedef char elk_lock_batch_script_is_not_the_longest[(sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH) - 1u <=
-                                                           ELK_LOCK_SCRIPT_LEN_MAX &&
-                                                       sizeof(ELK_LOCK_SCRIPT_RELEASE_BATCH) - 1u <=
-                                                           ELK_LOCK_SCRIPT_LEN_MAX)
-                                                          ? 1
-                                                          : -1];
+typedef char elk_lock_batch_script_is_not_the_longest
+    [(sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH) - 1u <= ELK_LOCK_SCRIPT_LEN_MAX) ? 1 : -1];
 static const elk_resp_arg_t lk_sha[4] = {
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_SHA1),
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT_SHA1)};
@@ -342,7 +336,7 @@ void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *
     round->pending_mask &= ~LK_BIT(i);
 }
 
-/* ------------------------------------------- batched renewals and releases */
+/* ------------------------------------------------------- batched renewals */
 
 /* Bytes of a bulk string of len bytes: "$<len>\r\n<bytes>\r\n". */
 static size_t lk_bulk_size(size_t len)
@@ -356,35 +350,26 @@ static size_t lk_bulk_size(size_t len)
     return 1u + d + 2u + len + 2u;
 }
 
-/* The arguments one batch request of t's kind shares (verb, script, numkeys; for EXTEND_BATCH
- * also the marker key and the ttl) and the array header, bounded from above: numkeys and
- * argc have at most 3 digits (at most ELK_LOCK_BATCH_MAX + 1 keys, 2 ELK_LOCK_BATCH_MAX + 5
- * arguments), the ttl at most 10. */
-static size_t lk_batch_fixed(const elk_client_t *client, const elk_lock_ticket_t *t)
+/* The arguments one batch request shares (verb, script, numkeys, marker key, ttl) and
+ * the array header, bounded from above: numkeys and argc have at most 3 digits (at most
+ * ELK_LOCK_BATCH_MAX + 1 keys, 2 ELK_LOCK_BATCH_MAX + 5 arguments), the ttl at most 10. */
+static size_t lk_batch_fixed(const elk_client_t *client, bool eval)
 {
-    bool eval = t->eval != 0u;
-    size_t text = t->kind == LK_EXTEND ? sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH)
-                                       : sizeof(ELK_LOCK_SCRIPT_RELEASE_BATCH);
-    size_t n =
-        6u + lk_bulk_size(eval ? text - 1u : 40u) + lk_bulk_size(eval ? 4u : 7u) + lk_bulk_size(3u);
-    if (t->kind == LK_EXTEND) {
-        n += lk_bulk_size(strlen(client->cfg.key_prefix) + sizeof(ELK_LOCK_MARKER_NAME) - 1u) +
-            lk_bulk_size(10u);
-    }
-    return n;
+    return 6u + lk_bulk_size(eval ? sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH) - 1u : 40u) +
+        lk_bulk_size(eval ? 4u : 7u) + lk_bulk_size(3u) +
+        lk_bulk_size(strlen(client->cfg.key_prefix) + sizeof(ELK_LOCK_MARKER_NAME) - 1u) +
+        lk_bulk_size(10u);
 }
 
-/* What one lease adds: its key and the value it renews (or releases). */
-static size_t lk_batch_item(const elk_lock_ticket_t *t)
+static size_t lk_batch_item(const elk_lock_t *lock)
 {
-    return lk_bulk_size(t->lock->key_len) +
-        lk_bulk_size(t->kind == LK_EXTEND ? t->lock->value_len : t->lock->rel_value_len);
+    return lk_bulk_size(lock->key_len) + lk_bulk_size(lock->value_len);
 }
 
 typedef char elk_lock_batch_max_fits_three_digits
     [(ELK_LOCK_BATCH_MAX >= 1 && 2 * ELK_LOCK_BATCH_MAX + 5 < 1000) ? 1 : -1];
 
-int elk_lock__queue_batched(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
+int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
 {
     elk_client_t *client = lock->client;
     elk_lock_ticket_t *t;
@@ -401,27 +386,21 @@ int elk_lock__queue_batched(elk_lock_t *lock, const elk_lock_round_t *r, size_t 
     return ELK_OK;
 }
 
-/* Whether b may share a request with a: the same script and verb; for renewals also the
- * ttl (ARGV[1]) and drift terms (the clock check judges the one reading of the reply by a's
- * config for all). */
+/* Whether b may share a request with a: the same verb, ttl (ARGV[1]) and drift terms
+ * (the clock check judges the one reading of the reply by a's config for all). */
 static bool lk_batch_fits(const elk_lock_ticket_t *a, const elk_lock_ticket_t *b)
 {
     const elk_lock_config_t *x = &a->lock->cfg;
     const elk_lock_config_t *y = &b->lock->cfg;
-    if (a->kind != b->kind || a->eval != b->eval) {
-        return false;
-    }
-    return a->kind != LK_EXTEND ||
-        (x->ttl_ms == y->ttl_ms && x->drift_factor_ppm == y->drift_factor_ppm &&
-         x->drift_fixed_ms == y->drift_fixed_ms);
+    return a->eval == b->eval && x->ttl_ms == y->ttl_ms &&
+        x->drift_factor_ppm == y->drift_factor_ppm && x->drift_fixed_ms == y->drift_fixed_ms;
 }
 
-/* A ticket still of its lock's running round (a callback of another lock's event may have
- * ended it since it was queued, in the same poll): the renewal, or the release. */
+/* A ticket still of its lock's running renewal round (a callback of another lock's event
+ * may have ended it since it was queued, in the same poll). */
 static bool lk_batch_live(const elk_lock_ticket_t *t)
 {
-    const elk_lock_round_t *r = t->kind == LK_RELEASE ? &t->lock->rel : &t->lock->fg;
-    return r->kind == t->kind && r->seq == t->seq;
+    return t->lock->fg.kind == LK_EXTEND && t->lock->fg.seq == t->seq;
 }
 
 size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
@@ -445,8 +424,9 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
         return 0;
     }
     room = elk_node_tx_room(nd);
-    used = lk_batch_fixed(client, *pp);
-    if ((*pp)->next != NULL && room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item(*pp)) {
+    used = lk_batch_fixed(client, (*pp)->eval != 0u);
+    if ((*pp)->next != NULL &&
+        room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item((*pp)->lock)) {
         /* a batch, and what is queued and not written yet leaves less than a full request's
          * room: write that first, so that the batch goes in as few requests as the block
          * holds (one lease alone is sent as without batching) */
@@ -455,12 +435,12 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
     }
     while (*pp != NULL && n < (size_t)ELK_LOCK_BATCH_MAX) {
         elk_lock_ticket_t *t = *pp;
-        size_t item = lk_batch_item(t);
+        size_t item = lk_batch_item(t->lock);
         if (!lk_batch_live(t)) {
             *pp = t->next;
             t->in_use = 0;
         } else if (n == 0u || (lk_batch_fits(head, t) && used + item <= room)) {
-            /* the first always goes: alone, it is the ordinary EXTEND or RELEASE */
+            /* the first always goes: alone, it is the ordinary EXTEND */
             *pp = t->next;
             t->next = NULL;
             *tail = t;
@@ -475,37 +455,16 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
     return n;
 }
 
-/* RELEASE_BATCH's arguments: KEYS the lock keys, ARGV the values being released, in chain
- * order (the order of the reply's results). Returns argc; *limit gets the latest limit. */
-static size_t lk_release_args(elk_resp_arg_t *argv, elk_lock_ticket_t *head, size_t n,
-                              uint64_t *limit)
-{
-    elk_lock_ticket_t *t;
-    size_t k = 0;
-    argv[2].is_int = true;
-    argv[2].ival = (int64_t)n;
-    for (t = head; t != NULL; t = t->next, k++) {
-        lk_arg(&argv[3 + k], t->lock->key, t->lock->key_len);
-        lk_arg(&argv[3 + n + k], t->lock->rel_value, t->lock->rel_value_len);
-        *limit = t->lock->rel.limit > *limit ? t->lock->rel.limit : *limit;
-    }
-    return 3u + 2u * n;
-}
-
 int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *head, size_t n,
                          uint64_t now, elk_node_reply_fn on_reply)
 {
     static const elk_resp_arg_t verb[2] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR("EVAL")};
-    static const elk_resp_arg_t script[2][2] = {
-        {ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1),
-         ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)},
-        {ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1),
-         ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_BATCH)}};
+    static const elk_resp_arg_t script[2] = {ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1),
+                                             ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)};
     elk_resp_arg_t argv[5u + 2u * (size_t)ELK_LOCK_BATCH_MAX];
     char marker[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
     elk_lock_ticket_t *t;
     uint64_t limit = 0;
-    size_t argc;
     size_t k = 0;
 
     if (n < 2u || n > (size_t)ELK_LOCK_BATCH_MAX) {
@@ -513,11 +472,7 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
     }
     memset(argv, 0, sizeof(argv));
     argv[0] = verb[head->eval != 0u];
-    argv[1] = script[head->kind == LK_RELEASE][head->eval != 0u];
-    if (head->kind == LK_RELEASE) {
-        argc = lk_release_args(argv, head, n, &limit);
-        return elk_node_send(&client->fleet->nodes[node], now, argv, argc, limit, on_reply, head);
-    }
+    argv[1] = script[head->eval != 0u];
     argv[2].is_int = true;
     argv[2].ival = (int64_t)n + 1;
     lk_arg(&argv[3], marker, elk_lock__marker_key(client, marker));
@@ -539,22 +494,6 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
                          head);
 }
 
-/* RELEASE_BATCH's reply {r_1 .. r_n} into out->res (left NULL when not of that shape). */
-static void lk_release_results(const elk_resp_node_t *top, size_t n, elk_lock_reply_t *out)
-{
-    size_t i;
-    if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != (int64_t)n ||
-        top->subtree != n) {
-        return;
-    }
-    for (i = 1; i <= n; i++) {
-        if (top[i].type != ELK_RESP_INTEGER) {
-            return;
-        }
-    }
-    out->res = top + 1;
-}
-
 void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
                             const elk_resp_reply_t *reply, elk_lock_reply_t *out)
 {
@@ -572,12 +511,7 @@ void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
     for (t = head; t != NULL; t = t->next) {
         n++;
     }
-    /* EXTEND_BATCH: {server_us, marker_ms, r_1 .. r_n}, RELEASE_BATCH: {r_1 .. r_n}: an
-     * array of exactly that many integers */
-    if (head->kind == LK_RELEASE) {
-        lk_release_results(top, n, out);
-        return;
-    }
+    /* {server_us, marker_ms, r_1 .. r_n}: an array of exactly n + 2 integers */
     if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != (int64_t)n + 2 ||
         top->subtree != n + 2u) {
         return;

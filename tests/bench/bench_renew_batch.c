@@ -3,9 +3,7 @@
  * Batched renewals (issue 30): requests per node per second that renewing N leases held
  * by one client costs, with batching (one EXTEND_BATCH request per node per renewal tick,
  * split to fit the send buffer) and without (one EXTEND per lease: the peer, today's
- * per-lease path, in the same run on the same server), side by side with the ratio; and
- * the requests of releasing them all once they were lost together (abandoned: they run out
- * at their common deadline, the releases go stop_margin later, in the poll).
+ * per-lease path, in the same run on the same server), side by side with the ratio.
  *
  *   bench_renew_batch [--quick]
  *
@@ -200,35 +198,8 @@ typedef struct side {
     double per_tick; /* requests per renewal of every lease (requests / (renewals / count)) */
     size_t held;     /* still held at the end */
     unsigned failed, lost;
-    unsigned retries;  /* acquisitions tried again (our own queue was full) */
-    long release_reqs; /* requests of the releases after the leases were lost together */
+    unsigned retries; /* acquisitions tried again (our own queue was full) */
 } side_t;
-
-/* Abandon every lease (a supervisor gave them up): they run out at their deadlines and are
- * released stop_margin later, in the poll. Returns the requests that cost the server. */
-static long release_after_loss(size_t count)
-{
-    long r0 = server_requests();
-    uint64_t end = elk_posix_now_ms() + 30000;
-    for (size_t i = 0; i < count; i++) {
-        (void)elk_lock_abandon(&locks[i], elk_posix_now_ms());
-    }
-    for (;;) {
-        size_t done = 0;
-        for (size_t i = 0; i < count; i++) {
-            done += elk_lock_state(&locks[i]) == ELK_LOCK_LOST && !elk_lock_busy(&locks[i]);
-        }
-        if (done == count) {
-            break;
-        }
-        if (elk_posix_now_ms() > end) {
-            die("release after loss", ELK_E_TIMEOUT);
-        }
-        elk_blocking_step(&client, elk_posix_now_ms() + 20, NULL);
-    }
-    long r1 = server_requests();
-    return r0 >= 0 && r1 >= 0 ? r1 - r0 : -1;
-}
 
 static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned periods)
 {
@@ -264,7 +235,6 @@ static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned perio
     for (size_t i = 0; i < count; i++) {
         s.held += elk_lock_is_held(&locks[i], elk_posix_now_ms());
     }
-    s.release_reqs = release_after_loss(count);
     release_all(count);
     return s;
 }
@@ -283,18 +253,7 @@ static void compare(size_t count, uint32_t ttl_ms, unsigned periods, bool quick)
            count, per.rps, bat.rps, ratio, per.per_tick, bat.per_tick, tick_ratio, per.renew_ps,
            bat.renew_ps, per.held, count, bat.held, count, per.failed, bat.failed, per.lost,
            bat.lost, per.retries, bat.retries);
-    printf("              release after the leases were lost together: %ld vs %ld requests per "
-           "node\n",
-           per.release_reqs, bat.release_reqs);
     printf("        reproduce: bench_renew_batch%s\n", quick ? " --quick" : "");
-    snprintf(id, sizeof id, "batch.release%zu.per_lease_reqs", count);
-    snprintf(name, sizeof name, "%zu leases released after a loss, per-lease: requests per node",
-             count);
-    bench_result(id, (double)per.release_reqs, "req", name);
-    snprintf(id, sizeof id, "batch.release%zu.batched_reqs", count);
-    snprintf(name, sizeof name, "%zu leases released after a loss, batched: requests per node",
-             count);
-    bench_result(id, (double)bat.release_reqs, "req", name);
     snprintf(id, sizeof id, "batch.renew%zu.per_lease_rps", count);
     snprintf(name, sizeof name, "%zu leases renewing (ttl %u ms), per-lease: requests/s per node",
              count, ttl_ms);

@@ -1045,10 +1045,6 @@ MUTANTS = [
          tests=["agent.guard"], why="elk guard --reset clears the guard while a holder's lease is current: its stale steps pass again"),
 
     # (section: batch)
-    dict(id="batch.release-values-misordered", file=L + "lock_send.c",
-         old="lk_arg(&argv[3 + n + k], t->lock->rel_value, t->lock->rel_value_len);",
-         new="lk_arg(&argv[3 + n + (n - 1u - k)], t->lock->rel_value, t->lock->rel_value_len);",
-         tests=["unit.test_lock_batch"], why="a batched release pairs each key with another lease's value: nothing is released, or a key is compared with a value it never held"),
     dict(id="batch.deadline-from-reply", file=L + "lock_round.c",
          old="elk_lock__batch_reply_of(t, &batch, k, &rp);",
          new="elk_lock__batch_reply_of(t, &batch, k, &rp);\n        t->lock->fg.t_send = lr;",

@@ -317,58 +317,12 @@ static void test_noscript_resends_eval(void **state)
     }
 }
 
-/* Leases that end together (here abandoned: a supervisor gave them up, so they run out at
- * their common deadline) are released together stop_margin later, one RELEASE_BATCH per
- * node; each lease is judged on its own result: a key another holder took on a node is
- * left there. */
-static void test_release_after_loss_batched(void **state)
-{
-    (void)state;
-    setup(8, "r", true);
-    connect_all();
-    uint64_t t0 = NOW();
-    acquire(0, 8);
-    run_until(t0 + 335); /* renewed together: one deadline */
-    uint64_t deadline = elk_lock_deadline(&B.lock[0]);
-    for (size_t k = 0; k < 8; k++) {
-        assert_int_equal(elk_lock_deadline(&B.lock[k]), deadline);
-        assert_int_equal(elk_lock_abandon(&B.lock[k], NOW()), ELK_OK);
-    }
-    const char *key5 = elk_lock_key(&B.lock[5]);
-    lfr_set(&B.srv[2], key5, "gwZ:other", 60000);
-    /* LOST at the deadline, the releases stop_margin (50) later; looked at before the keys
-     * would have expired by themselves (renewed at t0 + 330 for the ttl of 1000 ms) */
-    assert_true(deadline + 55u < t0 + 330u + 1000u);
-    run_until(deadline + 55u);
-    for (size_t k = 0; k < 8; k++) {
-        const elk_lock_event_t *lost = elk_ts_events_first(&B.rec[k], ELK_LOCK_EV_LOST);
-        assert_non_null(lost);
-        assert_int_equal(lost->err, ELK_E_LOCK_ABANDONED);
-        for (size_t i = 0; i < NODES; i++) {
-            if (k == 5 && i == 2) {
-                assert_string_equal(lfr_get(&B.srv[i], key5), "gwZ:other");
-            } else {
-                assert_null(lfr_get(&B.srv[i], elk_lock_key(&B.lock[k])));
-            }
-        }
-        assert_false(elk_lock_busy(&B.lock[k]) && elk_lock_state(&B.lock[k]) != ELK_LOCK_LOST);
-    }
-    for (size_t i = 0; i < NODES; i++) {
-        assert_int_equal(B.srv[i].release_batch_calls, 1);
-        assert_int_equal(B.srv[i].release_batch_leases, 8);
-        assert_int_equal(B.srv[i].release_calls, 0);
-    }
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_request_per_node),
-        cmocka_unit_test(test_value_gone_one_lease),
-        cmocka_unit_test(test_deadline_from_send_time),
-        cmocka_unit_test(test_split_to_fit),
+        cmocka_unit_test(test_one_request_per_node),    cmocka_unit_test(test_value_gone_one_lease),
+        cmocka_unit_test(test_deadline_from_send_time), cmocka_unit_test(test_split_to_fit),
         cmocka_unit_test(test_noscript_resends_eval),
-        cmocka_unit_test(test_release_after_loss_batched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -372,10 +372,8 @@ typedef struct elk_client_config {
     /* Renewals in batches (docs/design.md "Renewals in batches"): the leases of this client
      * whose renewal is due within half their renewal interval of one that is due now are
      * renewed together, one EXTEND_BATCH request per node (more when they do not
-     * fit one), each lease still judged on its own result; releases the engine starts
-     * inside elk_client_poll (after a loss, failed acquires, resends) likewise go as
-     * RELEASE_BATCH. Default true; false renews and releases every lease with its own
-     * request (the comparison for benchmarks). */
+     * fit one), each lease still judged on its own result. Default true; false renews
+     * every lease with its own request (the comparison for benchmarks). */
     bool batch_renewals;
 } elk_client_config_t;
 

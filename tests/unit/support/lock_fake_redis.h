@@ -95,8 +95,6 @@ typedef struct lfr_server {
                               lfr_flushall) */
     /* EXTEND_BATCH (batched renewals): calls, and the leases they carried in all */
     unsigned extend_batch_calls, extend_batch_leases;
-    /* RELEASE_BATCH (batched releases): calls, and the leases they carried in all */
-    unsigned release_batch_calls, release_batch_leases;
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
