@@ -25,6 +25,7 @@ void elk_client_config_defaults(elk_client_config_t *cfg)
     cfg->mode = ELK_MODE_REDLOCK;
     cfg->safety = ELK_SAFETY_WARN;
     cfg->vote_hygiene = true;
+    cfg->batch_renewals = true;
 }
 
 /* Printable ASCII without space; braces would break the hash tag. */
@@ -130,9 +131,16 @@ static void lk_on_push(void *user, elk_node_t *node, const elk_resp_reply_t *pus
 /* Preload the scripts node i has not been sent yet, as far as its send buffer takes them
  * (the four do not fit one block beside the checks): the rest go after the next flush,
  * so the first EVALSHA of a round does not cost a NOSCRIPT round trip. */
+/* Scripts to preload: the four, and EXTEND_BATCH once batches can form (batching on, two
+ * locks registered; a lock registered later has it sent after the next flush). */
+static uint8_t lk_preload_count(const elk_client_t *client)
+{
+    return client->cfg.batch_renewals && client->lock_count >= 2u ? 5u : 4u;
+}
+
 static void lk_preload(elk_client_t *client, size_t i, uint64_t now)
 {
-    while (client->nodes[i].preloaded < 4u &&
+    while (client->nodes[i].preloaded < lk_preload_count(client) &&
            elk_lock__send_plain(client, i, elk_lock__script_load[client->nodes[i].preloaded], 3,
                                 now) == ELK_OK) {
         client->nodes[i].preloaded++;
@@ -260,7 +268,7 @@ static void lk_chore_resubscribe(elk_client_t *client, size_t i)
  * probe, preloads) goes now, flushed again; that flush's wake. */
 static uint64_t lk_chore_after_flush(elk_client_t *client, size_t i, uint64_t now)
 {
-    if ((client->nodes[i].safety_due || client->nodes[i].preloaded < 4u) &&
+    if ((client->nodes[i].safety_due || client->nodes[i].preloaded < lk_preload_count(client)) &&
         elk_node_is_ready(&client->fleet->nodes[i])) {
         if (client->nodes[i].safety_due) {
             elk_lock__safety_start(client, i, now); /* first: it decides the vote */
@@ -355,10 +363,22 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
             elk_lock__wake_waiter(client->locks[i]);
         }
     }
+    /* Batched renewals: when one lease's renewal is due, those due soon join it (the
+     * steps queue them; elk_lock__batch_flush writes them, per node, in as few requests
+     * as fit). */
+    client->renew_tick = false;
+    for (i = 0; client->cfg.batch_renewals && i < client->lock_count; i++) {
+        if (elk_lock__renew_due(client->locks[i], now)) {
+            client->renew_tick = true;
+            break;
+        }
+    }
     for (i = 0; i < client->lock_count; i++) {
         w = elk_lock__step(client->locks[i], now);
         next = w < next ? w : next;
     }
+    client->renew_tick = false;
+    elk_lock__batch_flush(client, now);
     /* Send what the steps queued. Not read: answers to requests written microseconds
      * ago are not there yet, and anything that did arrive wakes the caller's wait. */
     client->dirty = false;

@@ -592,6 +592,27 @@ static void lk_step_renew(elk_lock_t *lock, uint64_t now)
     }
 }
 
+bool elk_lock__renew_due(const elk_lock_t *lock, uint64_t now)
+{
+    return lock->fg.kind == LK_NONE && lk_renew_due_at(lock) <= now;
+}
+
+/* How early a held lease renews to join the batch of a poll where another renewal is due
+ * (client->renew_tick, batched renewals): at most half its renewal interval. Early is
+ * safe: the new deadline counts from this round's t_send (and never moves back). One
+ * poll's leases then renew together from then on, and any two groups of leases meet: the
+ * later one is due within half an interval of the earlier one's tick, or the earlier one
+ * within half an interval of the later one's. 0 otherwise, and for leases that renew one
+ * by one (a lock delay: EXTEND_BATCH does not push its marker out). */
+static uint64_t lk_renew_early(const elk_lock_t *lock)
+{
+    if (!lock->client->renew_tick || lock->state != ELK_LOCK_HELD ||
+        lock->cfg.lock_delay_ms != 0u || lock->cfg.renew_fraction_pct == 0u) {
+        return 0;
+    }
+    return lk_renew_at(lock, 0) / 2u;
+}
+
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
 {
     lk_step_background(lock, now);
@@ -603,7 +624,7 @@ uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now)
     if (lock->fg.kind != LK_NONE) {
         lk_step_round(lock, now);
     }
-    if (lock->fg.kind == LK_NONE && lk_renew_due_at(lock) <= now) {
+    if (lock->fg.kind == LK_NONE && lk_renew_due_at(lock) <= now + lk_renew_early(lock)) {
         lk_step_renew(lock, now);
     }
     if (lock->state == ELK_LOCK_WAITING) {

@@ -30,6 +30,11 @@ void elk_lock__round_resend(elk_lock_t *lock, uint64_t now);
 /* The round is decided (or given up): requests still awaited at its limit are timeouts,
  * later replies are ignored. Its results stay for the event that reports it. */
 void elk_lock__round_end(elk_lock_round_t *r, uint64_t now);
+/* Write the renewals the steps queued (batched renewals, lock_send.c): per node, in as few
+ * requests as fit; each lease still has its own ticket and result. What a node's full
+ * request queue cannot take stays queued for a later poll. Called by the poll after the
+ * locks' steps, before the fleet's flush. */
+void elk_lock__batch_flush(elk_client_t *client, uint64_t now);
 
 /* lock_send.c, the wire: requests and replies, no policy. Send the script of round r to
  * node i of the fleet for lock (as EVAL when r's NOSCRIPT mark for i is set); floor is
@@ -42,9 +47,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
 /* Write lock->key then suffix into out (room for CONFIG_ELK_MAX_KEY_LEN + 16);
  * returns the length (no NUL). */
 size_t elk_lock__key_with(const elk_lock_t *lock, const char *suffix, char *out);
-/* lock_send.c: SCRIPT LOAD <text> of the four scripts, in the order the client preloads
- * them (ACQUIRE, EXTEND, RELEASE, COMMIT), built at compile time. */
-extern const elk_resp_arg_t elk_lock__script_load[4][3];
+/* lock_send.c: SCRIPT LOAD <text> of the five scripts, in the order the client preloads
+ * them (ACQUIRE, EXTEND, RELEASE, COMMIT, and EXTEND_BATCH where batches can form: see
+ * lock_client.c), built at compile time. */
+extern const elk_resp_arg_t elk_lock__script_load[5][3];
 /* send a client-level command whose reply is ignored (SCRIPT LOAD, SUBSCRIBE ...) */
 int elk_lock__send_plain(elk_client_t *client, size_t node, const elk_resp_arg_t *argv, size_t argc,
                          uint64_t now);
@@ -66,6 +72,32 @@ void elk_lock__reply_decode(elk_lock_ticket_t *t, int status, const elk_resp_rep
  * (elk_lock__marker_ok), ELK_OK when none applies. */
 void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *rp, int clock,
                             int novote);
+/* lock_send.c, batched renewals (docs/design.md "Renewals in batches"). Queue node i's
+ * EXTEND of round r of lock for this poll's batched write (client->batch_q[i]): a ticket
+ * taken and filled as for a request sent now. ELK_OK, or why not (ELK_E_NOT_CONNECTED,
+ * ELK_E_QUEUE_FULL: no ticket free). */
+int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now);
+/* Take the tickets of node's next request out of its queue: the first live one and the
+ * later ones that may share its request (the same verb, ttl and drift terms) while they fit
+ * the node's send buffer (written first when full) and ELK_LOCK_BATCH_MAX; tickets of
+ * rounds that ended since they were queued are dropped. *out gets them as a chain (the
+ * order of the request's keys); returns their number (0: queue empty). */
+size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
+                               elk_lock_ticket_t **out);
+/* Send the chain of n >= 2 tickets at head as one EXTEND_BATCH request to node (head is
+ * on_reply's user pointer). ELK_OK or why it was not queued (on_reply will then not run;
+ * the tickets are still the caller's). */
+int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *head, size_t n,
+                         uint64_t now, elk_node_reply_fn on_reply);
+/* Decode a reply to the batch whose chain starts at head into *out: res points at the first
+ * lease's result (NULL: not of the script's shape), server_ms and marker_ms as for EXTEND.
+ * The tickets stay taken. */
+void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
+                            const elk_resp_reply_t *reply, elk_lock_reply_t *out);
+/* Lease k's reply (the k-th ticket t of the chain) out of the decoded batch reply: the
+ * same as batch with res at its own result; frees t. */
+void elk_lock__batch_reply_of(elk_lock_ticket_t *t, const elk_lock_reply_t *batch, size_t k,
+                              elk_lock_reply_t *out);
 /* Write the fleet marker key "<prefix>marker" into out (room for CONFIG_ELK_MAX_KEY_LEN +
  * sizeof(ELK_LOCK_MARKER_NAME)); returns its length (no NUL). */
 size_t elk_lock__marker_key(const elk_client_t *client, char *out);
@@ -74,6 +106,9 @@ size_t elk_lock__marker_key(const elk_client_t *client, char *out);
  * requests; they never write to the network. One that queued marks the client due
  * (client->due): the caller, lock_api.c, then writes them. */
 uint64_t elk_lock__step(elk_lock_t *lock, uint64_t now);
+/* Whether lock's renewal (first try or retry) is due by now and no round runs: the poll
+ * then lets leases due soon join it (client->renew_tick, batched renewals). */
+bool elk_lock__renew_due(const elk_lock_t *lock, uint64_t now);
 /* A node came back (its quarantine ended): a waiting acquire tries again now. */
 void elk_lock__wake_waiter(elk_lock_t *lock);
 /* When lock needs its next step (never before now). */

@@ -42,12 +42,58 @@ static void lk_on_reply(void *user, elk_node_t *node, int status, const elk_resp
     elk_lock__reply_record(t, &rp, clock, novote);
 }
 
+/* Reply callback of a batched renewal request (elk_lock__send_batch): the server's clock
+ * and fleet marker are judged once, as for one EXTEND (its clock reading is one reading,
+ * and the leases of one request share the drift terms the check uses); then each lease's
+ * own result, with those verdicts, is recorded in its own round, exactly as the reply to
+ * its own EXTEND would be (elk_lock__reply_record), and lock_engine.c evaluates each round
+ * as ever. */
+static void lk_on_batch_reply(void *user, elk_node_t *node, int status,
+                              const elk_resp_reply_t *reply)
+{
+    elk_lock_ticket_t *head = (elk_lock_ticket_t *)user;
+    elk_client_t *client = head->lock->client;
+    uint64_t lr = elk_lock__received_at(client, node);
+    elk_lock_reply_t batch;
+    elk_lock_reply_t rp;
+    elk_lock_ticket_t *t;
+    elk_lock_ticket_t *next;
+    size_t k = 0;
+    int clock;
+    int novote;
+
+    elk_lock__batch_decode(head, status, reply, &batch);
+    clock = batch.server_ms != 0
+        ? elk_lock__clock_ok(client, head->lock, head->node, batch.server_ms, head->t_send, lr)
+        : ELK_OK;
+    novote = batch.res != NULL && batch.server_ms != 0
+        ? elk_lock__marker_ok(client, head->node, batch.server_ms, batch.marker_ms, lr)
+        : ELK_OK;
+    for (t = head; t != NULL; t = next, k++) {
+        next = t->next;
+        elk_lock__batch_reply_of(t, &batch, k, &rp);
+        elk_lock__reply_record(t, &rp, clock, novote);
+    }
+}
+
+/* Whether node i's request of round r goes in this poll's batched write: a renewal, batching
+ * on, inside the poll (which writes the batches), and no lock-delay marker to push out
+ * (EXTEND_BATCH has none; such leases renew one by one). */
+static bool lk_batched(const elk_lock_t *lock, const elk_lock_round_t *r)
+{
+    return r->kind == LK_EXTEND && lock->client->cfg.batch_renewals && lock->client->in_poll &&
+        lock->cfg.lock_delay_ms == 0u;
+}
+
 /* Node i's request of round r, if the node may get it (its vote: lock_session.c). */
 static int lk_send(elk_lock_t *lock, const elk_lock_round_t *r, size_t i, uint64_t now)
 {
     int rc = elk_lock__node_vote(lock->client, i, r->kind, now);
     if (rc != ELK_OK) {
         return rc;
+    }
+    if (lk_batched(lock, r)) {
+        return elk_lock__queue_extend(lock, r, i, now);
     }
     return elk_lock__send_script(
         lock, r, i, now, r->kind == LK_ACQUIRE ? elk_lock__token_floor(lock->client, now) : 0,
@@ -57,6 +103,8 @@ static int lk_send(elk_lock_t *lock, const elk_lock_round_t *r, size_t i, uint64
 /* Send node i its request of round r (EVAL when r's NOSCRIPT mark for i is set, else
  * EVALSHA) and record it as awaited, or why it was not sent. One copy for a round's
  * start, a release's resends and the EVAL resends. */
+static void lk_round_failed(elk_lock_round_t *r, size_t i, int rc, bool eval);
+
 static LK_NOINLINE void lk_round_send(elk_lock_t *lock, elk_lock_round_t *r, size_t i, uint64_t now)
 {
     uint32_t bit = LK_BIT(i);
@@ -71,6 +119,14 @@ static LK_NOINLINE void lk_round_send(elk_lock_t *lock, elk_lock_round_t *r, siz
         res->err = ELK_OK;
         return;
     }
+    lk_round_failed(r, i, rc, eval);
+}
+
+/* Node i's request of round r was not sent (rc says why); eval: it was the EVAL resend. */
+static void lk_round_failed(elk_lock_round_t *r, size_t i, int rc, bool eval)
+{
+    uint32_t bit = LK_BIT(i);
+    elk_lock_node_result_t *res = &r->results[i];
     r->pending_mask &= ~bit;
     res->status = ELK_LOCK_NODE_ERROR;
     res->err = rc;
@@ -145,4 +201,79 @@ void elk_lock__round_end(elk_lock_round_t *r, uint64_t now)
     r->pending_mask = 0;
     r->eval_mask = 0;
     r->unsent_mask = 0;
+}
+
+/* One request to node i for the tickets collected (n of them, chained at head): alone, the
+ * ordinary EXTEND (the same request and reply as without batching); else EXTEND_BATCH.
+ * A request not queued fails each lease's node as an unsent request would. */
+static void lk_batch_send(elk_client_t *client, size_t i, elk_lock_ticket_t *head, size_t n,
+                          uint64_t now)
+{
+    elk_lock_ticket_t *t;
+    elk_lock_ticket_t *next;
+    int rc;
+    if (n == 1u) {
+        elk_lock_t *lock = head->lock;
+        bool eval = head->eval != 0u;
+        head->in_use = 0; /* elk_lock__send_script takes its own */
+        lock->fg.eval_mask |= eval ? LK_BIT(i) : 0u;
+        rc = elk_lock__send_script(lock, &lock->fg, i, now, 0, lk_on_reply);
+        lock->fg.eval_mask &= ~LK_BIT(i);
+        if (rc != ELK_OK) {
+            lk_round_failed(&lock->fg, i, rc, eval);
+        }
+        return;
+    }
+    rc = elk_lock__send_batch(client, i, head, n, now, lk_on_batch_reply);
+    if (rc == ELK_OK) {
+        return;
+    }
+    for (t = head; t != NULL; t = next) {
+        next = t->next;
+        t->in_use = 0;
+        lk_round_failed(&t->lock->fg, i, rc, t->eval != 0u);
+    }
+}
+
+/* Whether node i takes no more requests now (CONFIG_ELK_NODE_MAX_INFLIGHT in flight). */
+static bool lk_node_full(const elk_client_t *client, size_t i)
+{
+    return elk_node_inflight(&client->fleet->nodes[i]) >= (size_t)CONFIG_ELK_NODE_MAX_INFLIGHT;
+}
+
+/* Put the collected chain at head back in front of node i's queue. */
+static void lk_batch_keep(elk_client_t *client, size_t i, elk_lock_ticket_t *head)
+{
+    elk_lock_ticket_t *t = head;
+    while (t->next != NULL) {
+        t = t->next;
+    }
+    t->next = client->batch_q[i];
+    client->batch_q[i] = head;
+}
+
+void elk_lock__batch_flush(elk_client_t *client, uint64_t now)
+{
+    size_t i;
+    for (i = 0; i < client->fleet->count; i++) {
+        uint32_t bit = LK_BIT(i);
+        /* Kept: the node's queue was filled by our own batches (of this poll or an earlier
+         * one, still being kept). A node full before any batch went to it (a stalled one)
+         * fails the requests as it would without batching. */
+        bool keep = (client->batch_kept & bit) != 0u || !lk_node_full(client, i);
+        elk_lock_ticket_t *head;
+        size_t n;
+        client->batch_kept &= ~bit;
+        while ((n = elk_lock__batch_collect(client, i, now, &head)) != 0u) {
+            if (keep && lk_node_full(client, i)) {
+                /* the rest waits for a free slot (a reply frees one and wakes the caller):
+                 * failing them would make healthy leases SUSPECT. Their rounds wait as
+                 * for a reply; the deadline does not (lock_engine.c). */
+                lk_batch_keep(client, i, head);
+                client->batch_kept |= bit;
+                break;
+            }
+            lk_batch_send(client, i, head, n, now);
+        }
+    }
 }

@@ -25,13 +25,23 @@ typedef char elk_lock_marker_name_len_is_its_length
 /* Longest key with a suffix appended: the lock key plus ":released". */
 #define LK_KEY_BUF (CONFIG_ELK_MAX_KEY_LEN + 16u)
 
-static elk_lock_ticket_t *ticket_take(elk_lock_t *lock)
+/* A free ticket of lock for node's request of round r sent now (its kind, and EVAL when r's
+ * NOSCRIPT mark for node is set); NULL when every ticket is in use. */
+static elk_lock_ticket_t *ticket_take(elk_lock_t *lock, const elk_lock_round_t *r, size_t node,
+                                      uint64_t now)
 {
     size_t i;
     for (i = 0; i < ELK_LOCK_TICKETS; i++) {
-        if (!lock->tickets[i].in_use) {
-            lock->tickets[i].in_use = 1;
-            return &lock->tickets[i];
+        elk_lock_ticket_t *t = &lock->tickets[i];
+        if (!t->in_use) {
+            t->in_use = 1;
+            t->lock = lock;
+            t->seq = r->seq;
+            t->node = (uint8_t)node;
+            t->kind = r->kind;
+            t->eval = (r->eval_mask & LK_BIT(node)) != 0u ? 1u : 0u;
+            t->t_send = now;
+            return t;
         }
     }
     return NULL;
@@ -62,7 +72,7 @@ static void lk_arg(elk_resp_arg_t *a, const void *p, size_t len)
 /* SCRIPT LOAD of the four scripts, in the order the client preloads them; [2], the
  * text, is also EVAL's argument. Lengths known at compile time: no strlen of a script
  * per request. */
-const elk_resp_arg_t elk_lock__script_load[4][3] = {
+const elk_resp_arg_t elk_lock__script_load[5][3] = {
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
      ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE)},
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
@@ -70,7 +80,13 @@ const elk_resp_arg_t elk_lock__script_load[4][3] = {
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
      ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE)},
     {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
-     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT)}};
+     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT)},
+    {ELK_RESP_ARG_STR("SCRIPT"), ELK_RESP_ARG_STR("LOAD"),
+     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)}};
+/* The batched renewal is never the longest request: a pool block holds its EVAL with one
+ * lease (more go as fit, elk_lock__batch_collect). */
+typedef char elk_lock_batch_script_is_not_the_longest
+    [(sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH) - 1u <= ELK_LOCK_SCRIPT_LEN_MAX) ? 1 : -1];
 static const elk_resp_arg_t lk_sha[4] = {
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_SHA1),
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT_SHA1)};
@@ -147,16 +163,10 @@ int elk_lock__send_script(elk_lock_t *lock, const elk_lock_round_t *r, size_t no
             argv[argc++].ival = floor;
         }
     }
-    t = ticket_take(lock);
+    t = ticket_take(lock, r, node, now);
     if (t == NULL) {
         return ELK_E_QUEUE_FULL;
     }
-    t->lock = lock;
-    t->seq = r->seq;
-    t->node = (uint8_t)node;
-    t->kind = kind;
-    t->eval = eval ? 1u : 0u;
-    t->t_send = now;
     rc = elk_node_send(&client->fleet->nodes[node], now, argv, argc, r->limit, on_reply, t);
     if (rc != ELK_OK) {
         t->in_use = 0;
@@ -324,4 +334,203 @@ void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *
     r->status = st;
     r->err = err;
     round->pending_mask &= ~LK_BIT(i);
+}
+
+/* ------------------------------------------------------- batched renewals */
+
+/* Bytes of a bulk string of len bytes: "$<len>\r\n<bytes>\r\n". */
+static size_t lk_bulk_size(size_t len)
+{
+    size_t d = 1;
+    size_t v = len;
+    while (v >= 10u) {
+        v /= 10u;
+        d++;
+    }
+    return 1u + d + 2u + len + 2u;
+}
+
+/* The arguments one batch request shares (verb, script, numkeys, marker key, ttl) and
+ * the array header, bounded from above: numkeys and argc have at most 3 digits (at most
+ * ELK_LOCK_BATCH_MAX + 1 keys, 2 ELK_LOCK_BATCH_MAX + 5 arguments), the ttl at most 10. */
+static size_t lk_batch_fixed(const elk_client_t *client, bool eval)
+{
+    return 6u + lk_bulk_size(eval ? sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH) - 1u : 40u) +
+        lk_bulk_size(eval ? 4u : 7u) + lk_bulk_size(3u) +
+        lk_bulk_size(strlen(client->cfg.key_prefix) + sizeof(ELK_LOCK_MARKER_NAME) - 1u) +
+        lk_bulk_size(10u);
+}
+
+static size_t lk_batch_item(const elk_lock_t *lock)
+{
+    return lk_bulk_size(lock->key_len) + lk_bulk_size(lock->value_len);
+}
+
+typedef char elk_lock_batch_max_fits_three_digits
+    [(ELK_LOCK_BATCH_MAX >= 1 && 2 * ELK_LOCK_BATCH_MAX + 5 < 1000) ? 1 : -1];
+
+int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
+{
+    elk_client_t *client = lock->client;
+    elk_lock_ticket_t *t;
+    if (!elk_node_is_ready(&client->fleet->nodes[node])) {
+        return ELK_E_NOT_CONNECTED;
+    }
+    t = ticket_take(lock, r, node, now);
+    if (t == NULL) {
+        return ELK_E_QUEUE_FULL;
+    }
+    /* in front: O(1) whatever the number of leases; the order is fixed all the same */
+    t->next = client->batch_q[node];
+    client->batch_q[node] = t;
+    return ELK_OK;
+}
+
+/* Whether b may share a request with a: the same verb, ttl (ARGV[1]) and drift terms
+ * (the clock check judges the one reading of the reply by a's config for all). */
+static bool lk_batch_fits(const elk_lock_ticket_t *a, const elk_lock_ticket_t *b)
+{
+    const elk_lock_config_t *x = &a->lock->cfg;
+    const elk_lock_config_t *y = &b->lock->cfg;
+    return a->eval == b->eval && x->ttl_ms == y->ttl_ms &&
+        x->drift_factor_ppm == y->drift_factor_ppm && x->drift_fixed_ms == y->drift_fixed_ms;
+}
+
+/* A ticket still of its lock's running renewal round (a callback of another lock's event
+ * may have ended it since it was queued, in the same poll). */
+static bool lk_batch_live(const elk_lock_ticket_t *t)
+{
+    return t->lock->fg.kind == LK_EXTEND && t->lock->fg.seq == t->seq;
+}
+
+size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
+                               elk_lock_ticket_t **out)
+{
+    elk_node_t *nd = &client->fleet->nodes[node];
+    elk_lock_ticket_t **pp = &client->batch_q[node];
+    elk_lock_ticket_t *head = NULL;
+    elk_lock_ticket_t **tail = &head;
+    size_t room;
+    size_t used = 0;
+    size_t n = 0;
+
+    *out = NULL;
+    while (*pp != NULL && !lk_batch_live(*pp)) {
+        elk_lock_ticket_t *t = *pp;
+        *pp = t->next;
+        t->in_use = 0;
+    }
+    if (*pp == NULL) {
+        return 0;
+    }
+    room = elk_node_tx_room(nd);
+    used = lk_batch_fixed(client, (*pp)->eval != 0u);
+    if ((*pp)->next != NULL &&
+        room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item((*pp)->lock)) {
+        /* a batch, and what is queued and not written yet leaves less than a full request's
+         * room: write that first, so that the batch goes in as few requests as the block
+         * holds (one lease alone is sent as without batching) */
+        (void)elk_node_flush(nd, now);
+        room = elk_node_tx_room(nd);
+    }
+    while (*pp != NULL && n < (size_t)ELK_LOCK_BATCH_MAX) {
+        elk_lock_ticket_t *t = *pp;
+        size_t item = lk_batch_item(t->lock);
+        if (!lk_batch_live(t)) {
+            *pp = t->next;
+            t->in_use = 0;
+        } else if (n == 0u || (lk_batch_fits(head, t) && used + item <= room)) {
+            /* the first always goes: alone, it is the ordinary EXTEND */
+            *pp = t->next;
+            t->next = NULL;
+            *tail = t;
+            tail = &t->next;
+            used += item;
+            n++;
+        } else {
+            pp = &t->next;
+        }
+    }
+    *out = head;
+    return n;
+}
+
+int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *head, size_t n,
+                         uint64_t now, elk_node_reply_fn on_reply)
+{
+    static const elk_resp_arg_t verb[2] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR("EVAL")};
+    static const elk_resp_arg_t script[2] = {ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1),
+                                             ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)};
+    elk_resp_arg_t argv[5u + 2u * (size_t)ELK_LOCK_BATCH_MAX];
+    char marker[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
+    elk_lock_ticket_t *t;
+    uint64_t limit = 0;
+    size_t k = 0;
+
+    if (n < 2u || n > (size_t)ELK_LOCK_BATCH_MAX) {
+        return ELK_E_INVALID_ARG;
+    }
+    memset(argv, 0, sizeof(argv));
+    argv[0] = verb[head->eval != 0u];
+    argv[1] = script[head->eval != 0u];
+    argv[2].is_int = true;
+    argv[2].ival = (int64_t)n + 1;
+    lk_arg(&argv[3], marker, elk_lock__marker_key(client, marker));
+    argv[4 + n].is_int = true;
+    argv[4 + n].ival = (int64_t)head->lock->cfg.ttl_ms;
+    for (t = head; t != NULL; t = t->next, k++) {
+        /* KEYS[k + 2] and ARGV[k + 2]: lease k's key and value, in chain order, which is
+         * the order of the reply's results */
+        lk_arg(&argv[4 + k], t->lock->key, t->lock->key_len);
+        lk_arg(&argv[5 + n + k], t->lock->value, t->lock->value_len);
+        /* the latest limit: each round still ends at its own (lock_engine.c) */
+        limit = t->lock->fg.limit > limit ? t->lock->fg.limit : limit;
+        /* sent now: the lower bound of the reply's server TIME (a renewal kept queued for
+         * a free slot goes out after its round's t_send, which the deadline counts from:
+         * that is only earlier, never later) */
+        t->t_send = now;
+    }
+    return elk_node_send(&client->fleet->nodes[node], now, argv, 5u + 2u * n, limit, on_reply,
+                         head);
+}
+
+void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
+                            const elk_resp_reply_t *reply, elk_lock_reply_t *out)
+{
+    const elk_lock_ticket_t *t;
+    const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, NULL) : NULL;
+    const elk_resp_node_t *v;
+    size_t n = 0;
+    size_t i;
+
+    out->status = status;
+    out->top = top;
+    out->res = NULL;
+    out->server_ms = 0;
+    out->marker_ms = 0;
+    for (t = head; t != NULL; t = t->next) {
+        n++;
+    }
+    /* {server_us, marker_ms, r_1 .. r_n}: an array of exactly n + 2 integers */
+    if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != (int64_t)n + 2 ||
+        top->subtree != n + 2u) {
+        return;
+    }
+    v = top + 1;
+    for (i = 0; i < n + 2u; i++) {
+        if (v[i].type != ELK_RESP_INTEGER) {
+            return;
+        }
+    }
+    out->server_ms = v[0].integer > 0 ? v[0].integer / 1000 : 0;
+    out->marker_ms = v[1].integer > 0 ? v[1].integer : 0;
+    out->res = v + 2;
+}
+
+void elk_lock__batch_reply_of(elk_lock_ticket_t *t, const elk_lock_reply_t *batch, size_t k,
+                              elk_lock_reply_t *out)
+{
+    *out = *batch;
+    out->res = batch->res != NULL ? batch->res + k : NULL;
+    t->in_use = 0;
 }

@@ -274,6 +274,14 @@ int elk_node__io_pump(elk_node_t *node, uint64_t now, elk_node__rx_t *rx)
     return ELK_NODE__RX_MORE;
 }
 
+size_t elk_node_tx_room(const elk_node_t *node)
+{
+    if (node == NULL || node->state != ELK_NODE_READY || node->tx == NULL) {
+        return 0;
+    }
+    return elk_pool_block_size(node->pool) - (node->tx_len - node->tx_sent);
+}
+
 uint64_t elk_node_received_at(const elk_node_t *node)
 {
     return node != NULL ? node->rx_at : 0u;

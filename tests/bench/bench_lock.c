@@ -629,22 +629,7 @@ static void stack_hwm(void)
  * inside each script, three per renewal). */
 static long server_commands(uint16_t port)
 {
-    char cmd[128], line[512];
-    long v = 0;
-    snprintf(cmd, sizeof cmd, "redis-cli -h 127.0.0.1 -p %u info commandstats 2>/dev/null", port);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        return -1;
-    }
-    while (fgets(line, sizeof line, p) != NULL) {
-        if (strncmp(line, "cmdstat_evalsha:calls=", 22) == 0 ||
-            strncmp(line, "cmdstat_eval:calls=", 19) == 0 ||
-            strncmp(line, "cmdstat_ping:calls=", 19) == 0) {
-            v += atol(strchr(line, '=') + 1);
-        }
-    }
-    pclose(p);
-    return v;
+    return bench_redis_requests(port);
 }
 
 #define MANY_MAX (CONFIG_ELK_MAX_LOCKS < 1024 ? CONFIG_ELK_MAX_LOCKS : 1024)

@@ -276,7 +276,7 @@ static void make_call(call_t *c)
 {
     const char *v = values[rnd(3)];
     memset(c, 0, sizeof *c);
-    switch (rnd(9)) {
+    switch (rnd(10)) {
     case 0:
     case 1:
         arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_ACQUIRE_SHA1), arg(c, "4");
@@ -311,6 +311,12 @@ static void make_call(call_t *c)
         break;
     case 7:
         arg(c, "DEL"), arg(c, KM); /* a FLUSHALL, an eviction, an empty replica */
+        break;
+    case 8:
+        /* EXTEND_BATCH: the lease twice, with two values (one may be the holder's, both,
+         * or none), so each result is the key's own */
+        arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1), arg(c, "3");
+        arg(c, KM), arg(c, K), arg(c, K), num(c, TTL_MS), arg(c, v), arg(c, values[rnd(3)]);
         break;
     default:
         arg(c, "SET"), arg(c, KM), arg(c, markers[rnd(6)]);
@@ -367,8 +373,8 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *loads[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND, ELK_LOCK_SCRIPT_RELEASE,
-                           ELK_LOCK_SCRIPT_COMMIT};
-    for (size_t i = 0; i < 4; i++) {
+                           ELK_LOCK_SCRIPT_COMMIT, ELK_LOCK_SCRIPT_EXTEND_BATCH};
+    for (size_t i = 0; i < 5; i++) {
         const char *a[3] = {"SCRIPT", "LOAD", loads[i]};
         freeReplyObject(redisCommandArgv(rc, 3, a, NULL));
         freeReplyObject(sim_call(3, a));

@@ -1046,4 +1046,19 @@ MUTANTS = [
          old="if (deadline != 0 && now < deadline) {",
          new="if (0) {",
          tests=["agent.guard"], why="elk guard --reset clears the guard while a holder's lease is current: its stale steps pass again"),
+
+    # (section: batch)
+    dict(id="batch.deadline-from-reply", file=L + "lock_round.c",
+         old="elk_lock__batch_reply_of(t, &batch, k, &rp);",
+         new="elk_lock__batch_reply_of(t, &batch, k, &rp);\n        t->lock->fg.t_send = lr;",
+         tests=["unit.test_lock_batch",
+                "sim:--seed 900001 --runs 300 --faults harsh --gateways 8 --resources 4 --duration-ms 6000 --quiet --companion-lease"], why="a batched renewal's deadline counted from its reply's arrival, not from the send of the request that carried it"),
+    dict(id="batch.result-of-another-lease", file=L + "lock_send.c",
+         old="out->res = batch->res != NULL ? batch->res + k : NULL;",
+         new="out->res = batch->res != NULL ? batch->res + (k > 0u ? k - 1u : 0u) : NULL;",
+         tests=["unit.test_lock_batch"], why="each lease of a batch takes its neighbour's result: a lease whose value is gone renews on another's, and another is lost for it"),
+    dict(id="batch.value-gone-kept", file=L + "lock_send.c",
+         old="out->res = v + 2;",
+         new="out->res = v + 2;\n    for (i = 2; i < n + 2u; i++) {\n        ((elk_resp_node_t *)v)[i].integer = 1;\n    }",
+         tests=["unit.test_lock_batch"], why="a batch reply's 'value gone' (0) read as extended: the lease is kept alive on a quorum that no longer holds it"),
 ]

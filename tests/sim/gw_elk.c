@@ -81,6 +81,12 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
             g->hang_at = ev->now + elk_sim_rng_range(&g->rng, 0, (uint64_t)w->opt.ttl_ms * 2u);
         }
         sim_check_acquired(w, g, ev->token);
+        if (w->opt.companion && !elk_lock_is_held(&g->companion, ev->now) &&
+            elk_lock_state(&g->companion) != ELK_LOCK_ACQUIRING &&
+            elk_lock_state(&g->companion) != ELK_LOCK_COMMITTING) {
+            /* its renewals then join the lease's (batched renewals, lib/lock) */
+            (void)elk_lock_acquire(&g->companion, ev->now, 0);
+        }
         break;
     case ELK_LOCK_EV_ACQUIRE_FAILED:
         w->run.acquire_failed++;
@@ -208,6 +214,17 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         lc.fencing = true;
         lc.use_release_channel = true;
         rc = elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc, on_event, g);
+        if (rc == ELK_OK && w->opt.companion) {
+            /* a resource of its own (nobody contends), renewed in the same batches */
+            char own[32];
+            elk_lock_config_t oc = lc;
+            oc.lock_delay_ms = 0;
+            oc.keepalive_ms = 0;
+            oc.renew_fraction_pct = CONFIG_ELK_RENEW_FRACTION_PCT;
+            memcpy(own, "own-", 4);
+            memcpy(own + 4, g->name, strlen(g->name) + 1u);
+            rc = elk_lock_init(&g->companion, &g->client, own, &oc, NULL, NULL);
+        }
         /* The deadline a round confirms is its t_send + span (lock.h): the heartbeat check
          * recovers t_send from it. */
         g->span_ms = (uint32_t)(lc.ttl_ms - elk_lock_config_drift(&lc) - lc.stop_margin_ms);

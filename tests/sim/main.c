@@ -46,6 +46,8 @@ static void usage(FILE *f)
             "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
             "                       per gateway, faults, the checker's violations marked where\n"
             "                       they happen (needs --runs 1)\n"
+            "  --companion-lease    each gateway also holds a private lease on its client, taken\n"
+            "                       when it acquires: the two renew together, batched\n"
             "  --quiet              print only the summary\n"
             "  --help               this text\n",
             ELK_SIM_MAX_GATEWAYS,
@@ -156,6 +158,9 @@ static int parse_args(int argc, char **argv, sim_options_t *o)
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = true;
             continue;
+        } else if (strcmp(a, "--companion-lease") == 0) {
+            o->companion = true;
+            continue;
         } else if (strcmp(a, "--expect-violations") == 0) {
             o->expect_violations = true;
             continue;
@@ -213,10 +218,11 @@ static void replay_hint(const sim_options_t *o, uint64_t seed)
 {
     fprintf(stderr,
             "  replay: elk-sim --seed %" PRIu64 " --runs 1 --gateways %u --nodes %u --resources %u "
-            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s --trace\n",
+            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s%s --trace\n",
             seed, o->gateways, o->nodes, o->resources, o->faults, o->drift_ppm, o->duration_ms,
             o->ttl_ms, o->control != CTRL_NONE ? " --control " : "",
-            o->control != CTRL_NONE ? control_names[o->control] : "");
+            o->control != CTRL_NONE ? control_names[o->control] : "",
+            o->companion ? " --companion-lease" : "");
 }
 
 /* One run's figures into the sweep's. */

@@ -60,6 +60,8 @@ typedef struct sim_options {
     bool trace;
     bool expect_violations;
     bool quiet;
+    bool companion;       /* --companion-lease: each elk gateway also holds a private lease on the
+                       same client, so its renewals go out batched (EXTEND_BATCH) */
     uint32_t duration_ms; /* fault phase; a calm phase follows */
     uint32_t ttl_ms;
 } sim_options_t;
@@ -130,6 +132,7 @@ typedef struct sim_gw {
     elk_fleet_t fleet;
     elk_client_t client;
     elk_lock_t lock;
+    elk_lock_t companion; /* --companion-lease: a private lease, renewed with lock's */
     gw_phase_t phase;
     uint64_t think_until, work_until, next_tick; /* local ms */
     bool lease_bound;         /* never renews: works until its deadline, then LOST */

@@ -259,9 +259,22 @@ typedef struct elk_lock_ticket {
     uint8_t node; /* index in the fleet */
     uint8_t kind; /* which script (internal) */
     uint8_t in_use;
-    uint8_t eval;    /* already the EVAL fallback */
+    uint8_t eval; /* already the EVAL fallback */
+    /* Batched renewals (elk_client_config_t.batch_renewals): the next ticket queued for the
+     * same node, then the next lease carried by the same request (its reply's next result).
+     * Here, in what was padding before t_send on 32-bit targets. */
+    struct elk_lock_ticket *next;
     uint64_t t_send; /* when it was sent: the lower bound of its reply's server TIME */
 } elk_lock_ticket_t;
+
+/* Most leases one batched renewal request carries (EXTEND_BATCH): its reply, an array of
+ * two values plus one per lease, must fit CONFIG_ELK_RESP_MAX_NODES values, and its
+ * arguments sit on the stack of elk_client_poll (two per lease). A batch larger than
+ * this, or than the node's send buffer holds, goes in several requests. */
+#define ELK_LOCK_BATCH_MAX_                                                                        \
+    (CONFIG_ELK_RESP_MAX_NODES - 3 < 256 ? CONFIG_ELK_RESP_MAX_NODES - 3 : 256)
+/* 1 (no batch: every lease its own EXTEND) when a reply may hold fewer than 5 values. */
+#define ELK_LOCK_BATCH_MAX (CONFIG_ELK_RESP_MAX_NODES < 5 ? 1 : ELK_LOCK_BATCH_MAX_)
 
 /* One round of requests across the fleet (internal): a foreground round (acquire,
  * commit, extend) or a background release. The same type, sends, replies and resends
@@ -356,10 +369,16 @@ typedef struct elk_client_config {
      * script a node per interval, lib/lock/lock_safety.c). 0 (default): half the shortest
      * lease TTL over the registered locks (elk_client_safety_recheck_ms). */
     uint32_t safety_recheck_ms;
+    /* Renewals in batches (docs/design.md "Renewals in batches"): the leases of this client
+     * whose renewal is due within half their renewal interval of one that is due now are
+     * renewed together, one EXTEND_BATCH request per node (more when they do not
+     * fit one), each lease still judged on its own result. Default true; false renews
+     * every lease with its own request (the comparison for benchmarks). */
+    bool batch_renewals;
 } elk_client_config_t;
 
 /* Fill cfg with defaults: gateway_id "gw", key_prefix "elk:", REDLOCK, WARN, vote
- * hygiene on, quarantine_ms 0 (automatic). */
+ * hygiene on, quarantine_ms 0 (automatic), batched renewals on. */
 void elk_client_config_defaults(elk_client_config_t *cfg);
 
 /* Vote hygiene text kept per node (elk_client_node_hygiene; truncated, NUL-terminated). */
@@ -425,10 +444,16 @@ typedef struct elk_client {
     uint64_t next_wake;       /* what the last poll returned; 0: poll now */
     uint64_t quarantine_wake; /* the next quarantine's end (waiters retry then); 0: none */
     bool in_poll;
-    bool dirty;                                     /* replies recorded, not yet evaluated */
-    bool due;                                       /* an API call queued requests to write */
+    bool dirty;      /* replies recorded, not yet evaluated */
+    bool due;        /* an API call queued requests to write */
+    bool renew_tick; /* this poll: a renewal is due now, others due soon may join it */
     elk_lock_t *locks[CONFIG_ELK_MAX_LOCKS];        /* the fields above stay at short offsets */
     elk_lock_session_t nodes[CONFIG_ELK_MAX_NODES]; /* one per fleet node, same order */
+    /* per node: renewals queued by the steps for the batched write after them (a chain
+     * through elk_lock_ticket_t.next; kept for a later poll only while the node's request
+     * queue is full) */
+    elk_lock_ticket_t *batch_q[CONFIG_ELK_MAX_NODES];
+    uint16_t batch_kept; /* per node: batch_q kept for a free slot (the node is full) */
     /* the local clock suspect (elk_client_local_clock_suspect): a spell lasts while
      * now < clock_suspect_until; the rate seen last; spells so far */
     uint64_t clock_suspect_until;

@@ -197,6 +197,11 @@ void elk_node_set_subscriber(elk_node_t *node, bool on);
 /* Requests in flight (sent or queued, reply not yet delivered). */
 size_t elk_node_inflight(const elk_node_t *node);
 
+/* Bytes one more command may take in the node's send buffer now (a pool block less the
+ * bytes queued and not yet written); 0 when not connected. For a caller that sizes a
+ * command to fit (lib/lock's batched renewals). */
+size_t elk_node_tx_room(const elk_node_t *node);
+
 /* Advance: connect, handshake, send, receive, dispatch replies, expire deadlines,
  * reconnect. Deadlines are checked before reading, so a reply that is only read at or
  * after its request's deadline completes as ELK_E_TIMEOUT. Returns the absolute time

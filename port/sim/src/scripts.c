@@ -311,6 +311,41 @@ static void s_probe(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t n
     elk_sim_reply_int(out, elk_sim_redis_now_ms(node));
 }
 
+/* EXTEND_BATCH: KEYS fleet marker, lock keys; ARGV ttl, values (ARGV[i] with KEYS[i]).
+ * {server_us, marker_ms, r_1 .. r_n}, each r_j what EXTEND with no lock delay returns. */
+static void s_extend_batch(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
+                           const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out,
+                           void *user)
+{
+    const elk_sim_scripts_t *tbl = (const elk_sim_scripts_t *)user;
+    int64_t ttl, made;
+    size_t i;
+    if (nkeys < 1u || nargs != nkeys || !elk_sim_parse_i64(args[0].p, args[0].len, &ttl)) {
+        elk_sim_reply_error(out, "ERR Error running script: bad arguments to EXTEND_BATCH");
+        return;
+    }
+    if (!fleet_marker(node, &keys[0], tbl->no_amnesia, &made)) {
+        elk_sim_reply_oom(out);
+        return;
+    }
+    elk_sim_reply_array(out, nkeys + 1u);
+    elk_sim_reply_int(out, elk_sim_redis_now_us(node));
+    elk_sim_reply_int(out, made);
+    for (i = 1; i < nkeys; i++) {
+        elk_sim_key_t *k = elk_sim_redis_lookup(node, keys[i].p, keys[i].len);
+        if (!val_eq(k, &args[i])) {
+            elk_sim_reply_int(out, 0);
+            continue;
+        }
+        if (ttl <= 0) {
+            k->used = 0;
+        } else {
+            k->expire_ms = elk_sim_redis_now_ms(node) + ttl;
+        }
+        elk_sim_reply_int(out, 1);
+    }
+}
+
 void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commit_noop)
 {
     tbl->commit_noop = commit_noop;
@@ -340,4 +375,8 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[5].text = ELK_LOCK_SCRIPT_PROBE;
     tbl->entry[5].fn = s_probe;
     tbl->entry[5].user = tbl;
+    tbl->entry[6].sha1 = ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1;
+    tbl->entry[6].text = ELK_LOCK_SCRIPT_EXTEND_BATCH;
+    tbl->entry[6].fn = s_extend_batch;
+    tbl->entry[6].user = tbl;
 }

@@ -109,3 +109,23 @@ void bench_node_config(elk_node_config_t *cfg, uint16_t port, bool tls, uint32_t
     cfg->endpoint.server_name = tls ? "localhost" : NULL;
     cfg->connect_timeout_ms = connect_ms;
 }
+
+long bench_redis_requests(uint16_t port)
+{
+    char cmd[128], line[512];
+    long v = 0;
+    snprintf(cmd, sizeof cmd, "redis-cli -h 127.0.0.1 -p %u info commandstats 2>/dev/null", port);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof line, p) != NULL) {
+        if (strncmp(line, "cmdstat_evalsha:calls=", 22) == 0 ||
+            strncmp(line, "cmdstat_eval:calls=", 19) == 0 ||
+            strncmp(line, "cmdstat_ping:calls=", 19) == 0) {
+            v += atol(strchr(line, '=') + 1);
+        }
+    }
+    pclose(p);
+    return v;
+}

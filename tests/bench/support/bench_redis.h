@@ -39,4 +39,9 @@ int bench_connect_loopback(uint16_t port);
  * benches' certificates are) with the given connect timeout. */
 void bench_node_config(elk_node_config_t *cfg, uint16_t port, bool tls, uint32_t connect_ms);
 
+/* Requests a client sent to the server on 127.0.0.1:port, as the server counts them:
+ * EVALSHA + EVAL + PING calls from INFO commandstats (total_commands_processed would also
+ * count the commands run inside each script). -1 when redis-cli could not be run. */
+long bench_redis_requests(uint16_t port);
+
 #endif

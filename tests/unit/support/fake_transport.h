@@ -38,7 +38,7 @@
 #define FAKE_TRANSPORT_RX_CAP 65536u /* bytes queued for recv() and not yet read */
 #define FAKE_TRANSPORT_TX_CAP 65536u /* recorded sent bytes not yet cleared/popped */
 #define FAKE_TRANSPORT_STEPS 512u    /* entries in each scripted queue */
-#define FAKE_CMD_MAX_ARGS 32u        /* arguments decoded by fake_transport_pop_command */
+#define FAKE_CMD_MAX_ARGS 160u       /* arguments decoded by fake_transport_pop_command */
 
 typedef struct fake_transport fake_transport_t;
 

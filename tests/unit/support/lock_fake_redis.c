@@ -325,6 +325,45 @@ static void lfr_commit(lfr_server_t *s, size_t c, const lfr_script_args_t *x)
     lfr_int_reply(s, c, cur);
 }
 
+/* EXTEND_BATCH: KEYS fleet marker, lock keys 1..n; ARGV ttl, values 1..n. Replies
+ * {server_us, marker_ms, r_1 .. r_n}, each r_j as EXTEND's (no lock-delay marker). */
+static void lfr_extend_batch(lfr_server_t *s, size_t c, const fake_cmd_t *cmd, size_t first)
+{
+    char nk[16], key[LFR_STR], val[LFR_STR], ttl[32];
+    char b[4096];
+    lfr_arg(cmd, first, nk);
+    size_t numkeys = (size_t)atoi(nk);
+    size_t n = numkeys > 0 ? numkeys - 1 : 0;
+    lfr_arg(cmd, first + 1, key);
+    long long mk = lfr_marker(s, key);
+    lfr_arg(cmd, first + 1 + numkeys, ttl);
+    lfr_arg(cmd, first + 2 + numkeys, val);
+    lfr_record(s, "extendb", val, fake_cmd_is(cmd, "EVAL"));
+    s->extend_batch_calls++;
+    s->extend_batch_leases += (unsigned)n;
+    if (s->error_reply) {
+        lfr_str_reply(s, c, "-", s->error_reply);
+        return;
+    }
+    if (s->raw_reply) {
+        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
+        return;
+    }
+    size_t len = (size_t)snprintf(b, sizeof b, "*%zu\r\n:%lld\r\n:%lld\r\n", n + 2,
+                                  lfr_time_ms(s) * 1000, mk);
+    for (size_t j = 0; j < n; j++) {
+        lfr_arg(cmd, first + 2 + j, key);
+        lfr_arg(cmd, first + 2 + numkeys + j, val);
+        const char *v = lfr_get(s, key);
+        int ok = v != NULL && strcmp(v, val) == 0;
+        if (ok) {
+            lfr_set(s, key, val, (uint64_t)atoll(ttl));
+        }
+        len += (size_t)snprintf(b + len, sizeof b - len, ":%d\r\n", ok);
+    }
+    lfr_out(s, c, b, len);
+}
+
 /* Run script `which` with KEYS/ARGV starting at argument `first` of cmd. */
 static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd,
                     size_t first)
@@ -332,6 +371,10 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
     lfr_script_args_t x;
     char nk[16];
     size_t i;
+    if (strcmp(which, "extendb") == 0) {
+        lfr_extend_batch(s, c, cmd, first);
+        return;
+    }
     lfr_arg(cmd, first, nk);
     size_t numkeys = (size_t)atoi(nk);
     for (i = 0; i < 4; i++) {
@@ -378,6 +421,8 @@ static const char *lfr_by_sha(const char *sha)
         return "release";
     if (strcmp(sha, ELK_LOCK_SCRIPT_COMMIT_SHA1) == 0)
         return "commit";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1) == 0)
+        return "extendb";
     return NULL;
 }
 
@@ -387,12 +432,11 @@ static const char *lfr_by_text(const fake_cmd_t *cmd, size_t i)
         const char *text;
         const char *name;
     } t[] = {
-        {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},
-        {ELK_LOCK_SCRIPT_EXTEND, "extend"},
-        {ELK_LOCK_SCRIPT_RELEASE, "release"},
-        {ELK_LOCK_SCRIPT_COMMIT, "commit"},
+        {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},      {ELK_LOCK_SCRIPT_EXTEND, "extend"},
+        {ELK_LOCK_SCRIPT_RELEASE, "release"},      {ELK_LOCK_SCRIPT_COMMIT, "commit"},
+        {ELK_LOCK_SCRIPT_EXTEND_BATCH, "extendb"},
     };
-    for (size_t k = 0; k < 4; k++) {
+    for (size_t k = 0; k < 5; k++) {
         if (cmd->len[i] == strlen(t[k].text) && memcmp(cmd->argv[i], t[k].text, cmd->len[i]) == 0) {
             return t[k].name;
         }
@@ -428,6 +472,7 @@ static void lfr_script_load(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         : strcmp(which, "acquire") == 0 ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
         : strcmp(which, "extend") == 0  ? ELK_LOCK_SCRIPT_EXTEND_SHA1
         : strcmp(which, "release") == 0 ? ELK_LOCK_SCRIPT_RELEASE_SHA1
+        : strcmp(which, "extendb") == 0 ? ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1
                                         : ELK_LOCK_SCRIPT_COMMIT_SHA1;
     char b[64];
     size_t len = 0;

@@ -2,7 +2,7 @@
 /*
  * A tiny in-memory Redis for lease-engine unit tests. It answers, on scripted
  * transports (fake_transport.h), exactly the commands lib/lock sends: EVALSHA/EVAL of
- * the four lease scripts in elk/lock_scripts.h (run natively here; ACQUIRE and EXTEND
+ * the lease scripts in elk/lock_scripts.h (run natively here, EXTEND_BATCH too; ACQUIRE and EXTEND
  * answer {result, server TIME in us, fleet marker's creation s}, with the lock-delay
  * marker, the fleet marker and the token's clock floor), SCRIPT LOAD, CONFIG
  * GET, HELLO, SUBSCRIBE/UNSUBSCRIBE, plus PUBLISH from the release script to
@@ -26,7 +26,7 @@
 
 #include "fake_transport.h"
 
-#define LFR_KEYS 48u
+#define LFR_KEYS 160u
 #define LFR_CONNS 4u
 #define LFR_STR 160u
 #define LFR_HELD 8192u
@@ -93,6 +93,8 @@ typedef struct lfr_server {
     bool old_marker;       /* lfr_init: a missing fleet marker reads as one written a day
                               ago, whatever the prefix (until a restart without data or
                               lfr_flushall) */
+    /* EXTEND_BATCH (batched renewals): calls, and the leases they carried in all */
+    unsigned extend_batch_calls, extend_batch_leases;
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);

@@ -109,6 +109,33 @@
 #define ELK_LOCK_SCRIPT_EXTEND_SHA1 "a0f824c287eb0e66a6cec0cb6c6ef7f233b4d98f"
 
 /*
+ * EXTEND_BATCH (renewals of several leases of one client on one node in one call,
+ * docs/design.md "Renewals in batches"): for each lease, exactly what EXTEND does with a
+ * lock delay of 0 (leases with a lock delay are renewed one by one); the fleet marker is
+ * read (and made when missing) once for all.
+ *   KEYS[1] fleet marker key  KEYS[2..n+1] the lock keys of the n leases
+ *   ARGV[1] new ttl in ms (decimal), the same for all n (one call carries one ttl)
+ *   ARGV[2..n+1] the lock values, in the order of their keys (ARGV[i] goes with KEYS[i])
+ * Returns {server_us, marker_ms, r_1, ..., r_n}: server_us and marker_ms as for EXTEND
+ *   (read once, before any key is touched), r_j lease j's result with EXTEND's meaning:
+ *          1 when KEYS[j+1] held ARGV[j+1] and its expiry was reset to ARGV[1] ms;
+ *          0 when it is absent or holds another value (nothing changed).
+ * Usage: EVALSHA <sha> <n+1> <marker key> <key 1> ... <key n> <ttl> <value 1> ... <value n>
+ */
+#define ELK_LOCK_SCRIPT_EXTEND_BATCH                                                               \
+    "local c,k,a=redis.call,KEYS,ARGV\n"                                                           \
+    "local t=c('TIME')\n"                                                                          \
+    "local u=t[1]*1e6+t[2]\n"                                                                      \
+    "local m=c('GET',k[1])\n"                                                                      \
+    "if not m then m='@'..math.floor(u/1e3)c('SET',k[1],m)end\n"                                   \
+    "local r={u,tonumber(m:match'@(%d+)$')or 0}\n"                                                 \
+    "for i=2,#k do\n"                                                                              \
+    "if c('GET',k[i])==a[i] then c('PEXPIRE',k[i],a[1])r[i+1]=1 else r[i+1]=0 end\n"               \
+    "end\n"                                                                                        \
+    "return r\n"
+#define ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1 "7889e204e7966a2bc7e9d4c0a5ec0a274875e41a"
+
+/*
  * RELEASE: compare-and-delete (a clean release also deletes this holder's lock-delay
  * marker), then wake waiters.
  *   KEYS[1] lock key          KEYS[2] lock-delay marker key

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Batched renewals (issue 30): requests per node per second that renewing N leases held
+ * by one client costs, with batching (one EXTEND_BATCH request per node per renewal tick,
+ * split to fit the send buffer) and without (one EXTEND per lease: the peer, today's
+ * per-lease path, in the same run on the same server), side by side with the ratio.
+ *
+ *   bench_renew_batch [--quick]
+ *
+ * Counts 1, 64, 512 and 4096 leases (those above CONFIG_ELK_MAX_LOCKS are skipped: the
+ * bench build's tests/bench/bench_defconfig raises it to 4096). Each side: one client on
+ * its own redis-server (127.0.0.1, ephemeral port), the leases acquired, one renewal
+ * period to settle, then requests counted by the server (INFO commandstats: EVALSHA, EVAL,
+ * PING) over whole renewal periods. TTL 3 s (renewal every 990 ms), 3 periods; --quick:
+ * TTL 1 s, 2 periods, counts up to 512. Prints "RESULT <id> <value> <unit> <name>" lines.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_redis.h"
+#include "bench_stats.h"
+#include "elk/blocking.h"
+#include "elk/lock.h"
+#include "elk/port_posix.h"
+
+#define POOL_BLOCKS 4u
+
+static pid_t pid[1];
+static uint16_t port;
+static char tmpdir[64];
+static elk_entropy_t entropy;
+
+static elk_posix_tcp_t tcp;
+static elk_transport_t tcp_t;
+static elk_node_t node;
+static elk_fleet_t fleet;
+static _Alignas(8) uint8_t pool_mem[POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
+static elk_pool_t pool;
+static elk_client_t client;
+static elk_lock_t locks[CONFIG_ELK_MAX_LOCKS];
+static char names[CONFIG_ELK_MAX_LOCKS][24];
+static unsigned renewed, renew_failed, lost, acquire_retries;
+
+static void stop_all(void)
+{
+    bench_redis_stop_all(pid, 1, tmpdir);
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_all();
+    _exit(1);
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_renew_batch: %s: %s (%s)\n", what, elk_err_name(rc),
+            elk_err_message(rc));
+    stop_all();
+    exit(1);
+}
+
+static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    (void)user;
+    (void)lock;
+    renewed += ev->type == ELK_LOCK_EV_RENEWED || ev->type == ELK_LOCK_EV_RECOVERED;
+    renew_failed += ev->type == ELK_LOCK_EV_RENEW_FAILED || ev->type == ELK_LOCK_EV_SUSPECT;
+    lost += ev->type == ELK_LOCK_EV_LOST;
+}
+
+/* Requests the server received (EVALSHA + EVAL + PING calls), as bench_lock counts them. */
+static long server_requests(void)
+{
+    return bench_redis_requests(port);
+}
+
+/* Drive the client until `until` (ms, the posix clock). */
+static void drive_until(uint64_t until)
+{
+    while (elk_posix_now_ms() < until) {
+        elk_blocking_step(&client, until, NULL);
+    }
+}
+
+static void client_up(bool batch)
+{
+    elk_node_config_t nc;
+    elk_client_config_t cc;
+    int rc =
+        elk_pool_init(&pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS);
+    if (rc != ELK_OK) {
+        die("pool", rc);
+    }
+    elk_node_config_defaults(&nc);
+    nc.endpoint.host = "127.0.0.1";
+    nc.endpoint.port = port;
+    nc.resp3 = true;
+    elk_posix_tcp_init(&tcp, NULL, &tcp_t);
+    if ((rc = elk_node_init(&node, &nc, &tcp_t, &pool, &entropy, NULL)) != ELK_OK) {
+        die("node init", rc);
+    }
+    elk_fleet_init(&fleet, &node, 1);
+    elk_client_config_defaults(&cc);
+    cc.gateway_id = batch ? "gwB" : "gwP";
+    cc.key_prefix = "rb:";
+    cc.mode = ELK_MODE_SINGLE;
+    cc.safety = ELK_SAFETY_OFF;
+    cc.batch_renewals = batch;
+    if ((rc = elk_client_init(&client, &cc, &fleet, &entropy, NULL)) != ELK_OK) {
+        die("client init", rc);
+    }
+    /* Connected and voting: a fresh server is quarantined by the vote hygiene for about
+     * a TTL after it starts (docs/design.md); the first side waits that out. */
+    uint64_t end = elk_posix_now_ms() + 60000;
+    while (!(elk_node_is_ready(&node) && elk_client_node_votes(&client, 0) &&
+             elk_node_inflight(&node) == 0)) {
+        if (elk_posix_now_ms() > end) {
+            die("connect and wait for the vote", ELK_E_FLEET_UNAVAILABLE);
+        }
+        elk_blocking_step(&client, elk_posix_now_ms() + 50, NULL);
+    }
+}
+
+/* Acquire every lock, a few at a time (a round the send buffer cannot take fails). */
+static void acquire_all(size_t count)
+{
+    size_t next = 0, held = 0;
+    uint64_t end = elk_posix_now_ms() + 60000;
+    while (held < count) {
+        uint64_t now = elk_posix_now_ms();
+        size_t inflight = 0;
+        if (now > end) {
+            die("acquire all", ELK_E_TIMEOUT);
+        }
+        for (size_t i = 0; i < next; i++) {
+            inflight += elk_lock_state(&locks[i]) == ELK_LOCK_ACQUIRING;
+        }
+        while (next < count && inflight < 8) {
+            int rc = elk_lock_acquire(&locks[next], now, 0);
+            if (rc != ELK_E_WOULD_BLOCK && rc != ELK_OK) {
+                die("acquire", rc);
+            }
+            inflight++;
+            next++;
+        }
+        elk_blocking_step(&client, now + 5, NULL);
+        held = 0;
+        for (size_t i = 0; i < next; i++) {
+            elk_lock_state_t st = elk_lock_state(&locks[i]);
+            held += elk_lock_is_held(&locks[i], elk_posix_now_ms());
+            if ((st == ELK_LOCK_IDLE || st == ELK_LOCK_LOST) && !elk_lock_busy(&locks[i])) {
+                /* refused for our own full queue (renewals of the leases already held
+                 * compete with the acquisitions): try it again */
+                int rc = elk_lock_acquire(&locks[i], elk_posix_now_ms(), 0);
+                if (rc != ELK_E_WOULD_BLOCK && rc != ELK_OK) {
+                    die("acquire again", rc);
+                }
+                acquire_retries++;
+            }
+        }
+    }
+}
+
+static void release_all(size_t count)
+{
+    uint64_t end = elk_posix_now_ms() + 10000;
+    for (size_t i = 0; i < count; i++) {
+        (void)elk_lock_release(&locks[i], elk_posix_now_ms());
+    }
+    while (elk_posix_now_ms() < end) {
+        size_t busy = 0;
+        for (size_t i = 0; i < count; i++) {
+            busy += elk_lock_busy(&locks[i]) || elk_lock_state(&locks[i]) == ELK_LOCK_RELEASING;
+        }
+        if (busy == 0) {
+            break;
+        }
+        elk_blocking_step(&client, elk_posix_now_ms() + 5, NULL);
+    }
+    for (size_t i = 0; i < count; i++) {
+        elk_lock_deinit(&locks[i]);
+    }
+    elk_node_close(&node, elk_posix_now_ms());
+}
+
+typedef struct side {
+    double rps;      /* requests per second the server received */
+    double renew_ps; /* lease renewals confirmed per second */
+    double per_tick; /* requests per renewal of every lease (requests / (renewals / count)) */
+    size_t held;     /* still held at the end */
+    unsigned failed, lost;
+    unsigned retries; /* acquisitions tried again (our own queue was full) */
+} side_t;
+
+static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned periods)
+{
+    elk_lock_config_t lc;
+    side_t s;
+    uint32_t period = ttl_ms * 33u / 100u;
+    client_up(batch);
+    elk_lock_config_defaults(&lc);
+    lc.ttl_ms = ttl_ms;
+    for (size_t i = 0; i < count; i++) {
+        snprintf(names[i], sizeof names[i], "l%zu", i);
+        int rc = elk_lock_init(&locks[i], &client, names[i], &lc, on_ev, NULL);
+        if (rc != ELK_OK) {
+            die("lock init", rc);
+        }
+    }
+    acquire_retries = 0;
+    acquire_all(count);
+    s.retries = acquire_retries;
+    drive_until(elk_posix_now_ms() + period); /* every lease renewed once: settled */
+    renewed = renew_failed = lost = 0;
+    long r0 = server_requests();
+    double t0 = bench_now_s();
+    drive_until(elk_posix_now_ms() + (uint64_t)period * periods);
+    double dt = bench_now_s() - t0;
+    long r1 = server_requests();
+    s.rps = r0 >= 0 && r1 >= 0 ? (double)(r1 - r0) / dt : -1.0;
+    s.renew_ps = renewed / dt;
+    s.per_tick = renewed > 0 ? (double)(r1 - r0) * (double)count / renewed : -1.0;
+    s.failed = renew_failed;
+    s.lost = lost;
+    s.held = 0;
+    for (size_t i = 0; i < count; i++) {
+        s.held += elk_lock_is_held(&locks[i], elk_posix_now_ms());
+    }
+    release_all(count);
+    return s;
+}
+
+static void compare(size_t count, uint32_t ttl_ms, unsigned periods, bool quick)
+{
+    side_t per = run_side(count, false, ttl_ms, periods);
+    side_t bat = run_side(count, true, ttl_ms, periods);
+    double ratio = bat.rps > 0 ? per.rps / bat.rps : 0;
+    double tick_ratio = bat.per_tick > 0 ? per.per_tick / bat.per_tick : 0;
+    char id[64], name[160];
+    printf("  %4zu leases: per-lease %9.1f req/s/node  batched %8.1f req/s/node  ratio %6.1fx;"
+           "  per renewal tick %7.1f vs %5.1f req/node, ratio %6.1fx\n"
+           "              (renewals/s %.0f vs %.0f; held %zu/%zu and %zu/%zu; renew failed %u/%u, "
+           "lost %u/%u, acquisitions retried %u/%u)\n",
+           count, per.rps, bat.rps, ratio, per.per_tick, bat.per_tick, tick_ratio, per.renew_ps,
+           bat.renew_ps, per.held, count, bat.held, count, per.failed, bat.failed, per.lost,
+           bat.lost, per.retries, bat.retries);
+    printf("        reproduce: bench_renew_batch%s\n", quick ? " --quick" : "");
+    snprintf(id, sizeof id, "batch.renew%zu.per_lease_rps", count);
+    snprintf(name, sizeof name, "%zu leases renewing (ttl %u ms), per-lease: requests/s per node",
+             count, ttl_ms);
+    bench_result(id, per.rps, "req/s", name);
+    snprintf(id, sizeof id, "batch.renew%zu.batched_rps", count);
+    snprintf(name, sizeof name, "%zu leases renewing (ttl %u ms), batched: requests/s per node",
+             count, ttl_ms);
+    bench_result(id, bat.rps, "req/s", name);
+    snprintf(id, sizeof id, "batch.renew%zu.per_tick_ratio", count);
+    snprintf(name, sizeof name,
+             "%zu leases: per-lease / batched requests per renewal of every lease", count);
+    bench_result(id, tick_ratio, "x", name);
+    snprintf(id, sizeof id, "batch.renew%zu.ratio", count);
+    snprintf(name, sizeof name, "%zu leases: per-lease requests / batched requests", count);
+    bench_result(id, ratio, "x", name);
+}
+
+int main(int argc, char **argv)
+{
+    static const size_t counts[] = {1, 64, 512, 4096};
+    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    uint32_t ttl_ms = quick ? 1000u : 3000u;
+    unsigned periods = quick ? 2u : 3u;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!bench_begin("bench_renew_batch", "/tmp/elk-benchbatch-XXXXXX", on_signal, tmpdir,
+                     sizeof tmpdir)) {
+        return 2;
+    }
+    elk_posix_entropy(&entropy);
+    atexit(stop_all);
+    port = bench_free_port();
+    pid[0] = bench_redis_start(tmpdir, port, false, NULL);
+    usleep(300 * 1000);
+    printf("bench_renew_batch: %s build, one redis-server :%u, RESP3, ttl %u ms, %u renewal "
+           "periods, CONFIG_ELK_MAX_LOCKS=%d, pool block %d B, ELK_LOCK_BATCH_MAX=%d\n",
+           ELK_BENCH_BUILD_TYPE, port, ttl_ms, periods, CONFIG_ELK_MAX_LOCKS,
+           CONFIG_ELK_POOL_BLOCK_SIZE, ELK_LOCK_BATCH_MAX);
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        if (counts[k] > (size_t)CONFIG_ELK_MAX_LOCKS || (quick && counts[k] > 512u)) {
+            printf("  %4zu leases: skipped (%s)\n", counts[k],
+                   quick ? "--quick" : "above CONFIG_ELK_MAX_LOCKS");
+            continue;
+        }
+        compare(counts[k], ttl_ms, periods, quick);
+    }
+    return 0;
+}
