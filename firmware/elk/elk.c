@@ -9,7 +9,7 @@
  *   elk guard --state FILE [TOKEN] [-- CMD...]        accept or refuse a fencing token;
  *                                                     with CMD, run it holding the guard
  *
- * Exit codes: one cause each, elkfw/cli.h (the enum) and firmware/cli.c (elkd's refusal
+ * Exit codes: one cause each, elkfw/cli.h (the enum) and firmware/elk/cli.c (elkd's refusal
  * to the code); README "Exit codes" and elk(1) list them.
  */
 #define _GNU_SOURCE
@@ -405,7 +405,7 @@ static void print_err_reply(const elkfw_ctl_msg_t *m, const char *what)
     elkfw_say("%s: %.*s [%s]", what, (int)m->text_len, m->text, m->code);
 }
 
-/* elkd's refusal (an ERR line in m) as elk's exit code: the table in firmware/cli.c. */
+/* elkd's refusal (an ERR line in m) as elk's exit code: the table in firmware/elk/cli.c. */
 static int exit_for_err(const agent_link_t *ak, const elkfw_ctl_msg_t *m)
 {
     return elkfw_cli_exit_for(m->code, m->text, m->text_len, ak->held_code);
@@ -1912,7 +1912,7 @@ static int cmd_reload(agent_link_t *ak, int argc, char **argv)
 
 static int cmd_guard(int argc, char **argv)
 {
-    return elkfw_guard_main(argc, argv); /* firmware/guard.c */
+    return elkfw_guard_main(argc, argv); /* firmware/elk/guard.c */
 }
 
 /* ------------------------------------------------------------------ main */
