@@ -57,7 +57,7 @@ def main():
 
     elk_c = sources(os.path.join(src, "firmware", "elk"))
     table = re.search(r"commands\[\]\s*=\s*\{(.*?)\n\};", elk_c, re.S)
-    cmds = re.findall(r'\{"([a-z-]+)",\s*usage_', table.group(1)) if table else []
+    cmds = re.findall(r'\{"([a-z-]+)",\s*\w*usage_', table.group(1)) if table else []
     if not cmds:
         missing.append("firmware/elk/: no commands[] table found (update this script)")
     words = man_words(os.path.join(man, "elk.1"))
