@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -92,6 +93,7 @@ int elk__agent_connect(agent_link_t *ak);
 __attribute__((format(printf, 2, 3))) int elk__agent_send(agent_link_t *ak, const char *fmt, ...);
 int elk__agent_fill(agent_link_t *ak);
 int elk__agent_fill_now(agent_link_t *ak);
+int elk__agent_wait(const agent_link_t *ak, uint64_t deadline);
 uint64_t elk__lease_deadline(const elkfw_ctl_msg_t *m, uint64_t now);
 void elk__watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m);
 void elk__watch_lines(agent_link_t *ak, lease_watch_t *w);

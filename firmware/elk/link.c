@@ -134,6 +134,28 @@ int elk__agent_fill_now(agent_link_t *ak)
     }
 }
 
+/* Wait until deadline (elk__now_ms) unless the connection to elkd has something to read
+ * first: a line, or its end (elkd went away). Returns 1 readable, 0 at the deadline, -1
+ * when poll failed. */
+int elk__agent_wait(const agent_link_t *ak, uint64_t deadline)
+{
+    for (;;) {
+        struct pollfd p = {ak->fd, POLLIN, 0};
+        uint64_t now = elk__now_ms();
+        int rc;
+        if (now >= deadline) {
+            return 0;
+        }
+        rc = poll(&p, 1, deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now));
+        if (rc > 0) {
+            return 1;
+        }
+        if (rc < 0 && errno != EINTR) {
+            return -1;
+        }
+    }
+}
+
 /* The lease's local deadline in CLOCK_BOOTTIME ms. elkd sends it as an absolute value
  * (same clock, same host), so the time this reply spent in the socket is not added to
  * the lease. An older elkd sends only the validity left when it wrote the line; then

@@ -50,7 +50,10 @@ static int cmd_reload(agent_link_t *ak, int argc, char **argv)
                   strerror(errno));
         return EXIT_FAIL;
     }
-    for (until = elk__now_ms() + 10000u; elk__now_ms() < until; usleep(50000)) {
+    /* elkd says nothing when it has reloaded: ask every 50 ms, waiting on the connection
+     * between two questions (so an elkd that goes away is seen at once) */
+    for (until = elk__now_ms() + 10000u; elk__now_ms() < until;) {
+        uint64_t asked = elk__now_ms();
         if ((rc = status_json(ak, &m)) != EXIT_OK) {
             return rc;
         }
@@ -62,6 +65,7 @@ static int cmd_reload(agent_link_t *ak, int argc, char **argv)
             printf("reloaded\n");
             return EXIT_OK;
         }
+        (void)elk__agent_wait(ak, asked + 50u < until ? asked + 50u : until);
     }
     elkfw_say("elkd (pid %" PRIu64 ") did not report a reload within 10 s", pid);
     return EXIT_FAIL;

@@ -386,6 +386,7 @@ static bool run_reap_group(run_sup_t *rs)
     give_up = kill_at + ELKFW_SUP_KILL_GRACE_MS;
     while (elkfw_sup_group_alive(rs->child)) {
         uint64_t now = elk__now_ms();
+        uint64_t next = kill_at != 0 && kill_at < give_up ? kill_at : give_up;
         if (now >= give_up) {
             elkfw_say(
                 "%s: process group %ld is still there after SIGKILL; leaving the lease to run out",
@@ -395,8 +396,10 @@ static bool run_reap_group(run_sup_t *rs)
         if (kill_at != 0 && now >= kill_at) {
             run_signal_group(rs, SIGKILL);
             kill_at = 0;
+            continue;
         }
-        poll(NULL, 0, 10);
+        /* until a member ends (its pidfd), or SIGKILL's time, or giving up */
+        (void)elkfw_sup_group_wait(rs->child, (int)(next - now));
     }
     return true;
 }

@@ -126,6 +126,7 @@ static int status_watch(agent_link_t *ak, unsigned long count)
     const char *rows[1 + ST_MAX_ROWS];
     bool tty = isatty(STDOUT_FILENO) != 0;
     unsigned long frame;
+    uint64_t next_frame = 0;
     for (frame = 0; count == 0 || frame < count; frame++) {
         elkfw_ctl_msg_t m;
         const char *line;
@@ -134,9 +135,12 @@ static int status_watch(agent_link_t *ak, unsigned long count)
         char clock_text[16];
         time_t t = time(NULL);
         struct tm tm;
-        if (frame > 0) {
-            sleep(1);
+        /* a frame a second; elkd going away ends the wait (the next STATUS says so) */
+        if (frame > 0 && elk__agent_wait(ak, next_frame) < 0) {
+            elkfw_say("lost elkd at %s", ak->sock_path);
+            return EXIT_UNREACHABLE;
         }
+        next_frame = elk__now_ms() + 1000u;
         if (elk__agent_send(ak, "STATUS\n") != 0 || elk__agent_line(ak, &line, &len) <= 0 ||
             elkfw_ctl_parse_reply(line, len, &m) != ELK_OK || m.kind != ELKFW_MSG_OK) {
             elkfw_say("lost elkd at %s", ak->sock_path);
