@@ -13,8 +13,8 @@ if(NOT ELK_SANITIZE AND NOT ELK_FUZZ AND TARGET elk_port_posix AND TARGET elk_po
   set_tests_properties(release.examples PROPERTIES LABELS "integration;release" TIMEOUT 300)
 endif()
 
-# The man pages name every config key (firmware/conf.c), elk command (firmware/elk.c) and
-# --help option of both programs.
+# The man pages name every config key (firmware/common/conf_keys.c), elk command
+# (firmware/elk/main.c) and --help option of both programs.
 if(TARGET elkd AND TARGET elk_cli)
   find_program(ELK_PYTHON3 python3 REQUIRED)
   add_test(NAME release.man_pages

@@ -4,9 +4,9 @@
 
   check-man-pages.py SOURCE_DIR [ELK_BINARY ELKD_BINARY]
 
-- every config key in firmware/conf.c's key tables ({"key", K_...}) must be named in a
+- every config key in the key tables of firmware/common/ (conf_keys.c) ({"key", K_...}) must be named in a
   macro line (.B, .BR, .TP ...) of docs/man/elkd.conf.5;
-- every command in firmware/elk.c's commands[] ({"name", usage_...}) in one of elk.1;
+- every command in the commands[] of firmware/elk/ (main.c) ({"name", usage_...}) in one of elk.1;
 - with the binaries: every long option `elkd --help` prints must be in elkd.8, and every
   one `elk --help` and `elk COMMAND --help` print must be in elk.1.
 """
@@ -39,23 +39,29 @@ def long_options(cmd):
     return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out))
 
 
+def sources(folder):
+    """The text of every .c file in folder, in name order (a table may move between files)."""
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".c"))
+    return "\n".join(open(os.path.join(folder, n), encoding="utf-8").read() for n in names)
+
+
 def main():
     src = sys.argv[1]
     man = os.path.join(src, "docs", "man")
     missing = []
 
-    conf_c = open(os.path.join(src, "firmware", "conf.c"), encoding="utf-8").read()
+    conf_c = sources(os.path.join(src, "firmware", "common"))
     keys = sorted(set(re.findall(r'^\s*\{"([a-z_][a-z0-9_]*)",\s*K_[A-Z0-9_]+', conf_c, re.M)))
     words = man_words(os.path.join(man, "elkd.conf.5"))
-    missing += ["elkd.conf.5: config key '%s' (firmware/conf.c)" % k for k in keys if k not in words]
+    missing += ["elkd.conf.5: config key '%s' (firmware/common/)" % k for k in keys if k not in words]
 
-    elk_c = open(os.path.join(src, "firmware", "elk.c"), encoding="utf-8").read()
+    elk_c = sources(os.path.join(src, "firmware", "elk"))
     table = re.search(r"commands\[\]\s*=\s*\{(.*?)\n\};", elk_c, re.S)
-    cmds = re.findall(r'\{"([a-z-]+)",\s*usage_', table.group(1)) if table else []
+    cmds = re.findall(r'\{"([a-z-]+)",\s*\w*usage_', table.group(1)) if table else []
     if not cmds:
-        missing.append("firmware/elk.c: no commands[] table found (update this script)")
+        missing.append("firmware/elk/: no commands[] table found (update this script)")
     words = man_words(os.path.join(man, "elk.1"))
-    missing += ["elk.1: command '%s' (firmware/elk.c)" % c for c in cmds if c not in words]
+    missing += ["elk.1: command '%s' (firmware/elk/)" % c for c in cmds if c not in words]
 
     if len(sys.argv) >= 4:
         elk, elkd = sys.argv[2], sys.argv[3]

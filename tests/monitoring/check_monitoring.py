@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Checks the shipped Grafana dashboard and alert rules against elkd's metrics.
 
-Every elk_* family an expression names must be one firmware/metrics.c writes (a renamed
+Every elk_* family an expression names must be one firmware/elkd/metrics.c writes (a renamed
 metric would leave a panel empty or an alert silent without any error), every dashboard
 expression must be valid PromQL (promtool parses them as recording rules), and every
 family elkd writes must be shown by at least one panel.
@@ -65,9 +65,9 @@ def promql_errors(exprs):
 
 def main():
     src = sys.argv[1]
-    known = families(os.path.join(src, "firmware", "metrics.c"))
+    known = families(os.path.join(src, "firmware", "elkd", "metrics.c"))
     if len(known) < 10:
-        print("FAIL: found only %d metric families in firmware/metrics.c" % len(known))
+        print("FAIL: found only %d metric families in firmware/elkd/metrics.c" % len(known))
         return 1
     problems = []
     dash = dashboard_exprs(os.path.join(src, "firmware", "monitoring", "grafana-edgelock.json"))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `elk guard`: the actuator side of fencing, as a command (firmware/guard.c).
+ * `elk guard`: the actuator side of fencing, as a command (firmware/elk/guard.c).
  *
  *   elk guard --state FILE [--wait DURATION] [--lease-file FILE] [TOKEN] [-- CMD [ARGS...]]
  *

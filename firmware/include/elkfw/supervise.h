@@ -83,6 +83,17 @@ bool elkfw_sup_group_owned(pid_t pgid, uid_t uid, char *why, size_t cap);
  * nothing, and an init that never reaps must not keep a lease from being released). */
 bool elkfw_sup_group_alive(pid_t pgid);
 
+/* How many members elkfw_sup_group_wait watches at once (any one ending wakes it, and
+ * the caller looks again), and how often it looks where pidfds are missing. */
+#define ELKFW_SUP_WAIT_MAX 32
+#define ELKFW_SUP_RECHECK_MS 10
+
+/* Wait at most timeout_ms for a live member of group pgid to end, on pidfds of its
+ * members: the caller then asks elkfw_sup_group_alive. Where pidfds are missing (Linux
+ * before 5.3) waits ELKFW_SUP_RECHECK_MS at most. Returns 1 when a member ended (or none
+ * was left), 0 at the timeout (or a signal), -1 when poll failed. */
+int elkfw_sup_group_wait(pid_t pgid, int timeout_ms);
+
 /* Begin watching pgid for the client uid (stage WATCHING); notes the leader's start time
  * (see leader_start). */
 void elkfw_sup_watch(elkfw_sup_t *sup, pid_t pgid, uid_t uid);

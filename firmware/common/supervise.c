@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,62 @@ bool elkfw_sup_group_alive(pid_t pgid)
     }
     closedir(d);
     return alive;
+}
+
+/* Pidfds of up to cap live members of group pgid into fds; returns how many, and in
+ * *live whether any live member was seen. Zombies are left out: their pidfd is readable
+ * at once and they drive nothing. */
+static size_t member_pidfds(pid_t pgid, int *fds, size_t cap, bool *live)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    size_t n = 0;
+    if (d == NULL) {
+        *live = true; /* cannot tell: as elkfw_sup_group_alive, assume the worst */
+        return 0;
+    }
+    while (n < cap && (e = readdir(d)) != NULL) {
+        proc_stat_t ps;
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        int fd;
+        if (*end != '\0' || pid <= 0 || !read_proc_stat((pid_t)pid, &ps) || ps.pgrp != pgid ||
+            !proc_live(&ps)) {
+            continue;
+        }
+        *live = true;
+        if ((fd = proc_pidfd((pid_t)pid)) >= 0) {
+            fds[n++] = fd;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+int elkfw_sup_group_wait(pid_t pgid, int timeout_ms)
+{
+    int fds[ELKFW_SUP_WAIT_MAX];
+    struct pollfd p[ELKFW_SUP_WAIT_MAX];
+    bool live = false;
+    size_t i, n = pgid > 1 ? member_pidfds(pgid, fds, ELKFW_SUP_WAIT_MAX, &live) : 0;
+    int rc;
+    if (!live) {
+        return 1; /* nothing left to wait for */
+    }
+    if (n == 0) { /* members, but no pidfds (Linux before 5.3): look again soon */
+        rc = poll(NULL, 0, timeout_ms < ELKFW_SUP_RECHECK_MS ? timeout_ms : ELKFW_SUP_RECHECK_MS);
+        return rc < 0 && errno != EINTR ? -1 : 0;
+    }
+    for (i = 0; i < n; i++) {
+        p[i].fd = fds[i];
+        p[i].events = POLLIN;
+        p[i].revents = 0;
+    }
+    rc = poll(p, (nfds_t)n, timeout_ms);
+    for (i = 0; i < n; i++) {
+        close(fds[i]);
+    }
+    return rc < 0 && errno != EINTR ? -1 : (rc > 0 ? 1 : 0);
 }
 
 void elkfw_sup_watch(elkfw_sup_t *sup, pid_t pgid, uid_t uid)
