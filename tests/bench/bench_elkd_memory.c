@@ -301,8 +301,8 @@ static void one_case(size_t leases, size_t conns)
     printf("  %4zu leases, %2zu client%s: elkd VmRSS %6ld kB (VmHWM %6ld kB, %zu held)", leases,
            conns, conns == 1u ? " " : "s", e.rss_kb, e.hwm_kb, e.held);
     if (py.rss_kb > 0) {
-        printf("   python3 + redis-py VmRSS %6ld kB (%zu held)   ratio elkd/python %.2f",
-               py.rss_kb, py.held, (double)e.rss_kb / (double)py.rss_kb);
+        printf("   python3 + redis-py VmRSS %6ld kB (%zu held)   ratio elkd/python %.2f", py.rss_kb,
+               py.held, (double)e.rss_kb / (double)py.rss_kb);
     }
     printf("\n");
     snprintf(id, sizeof id, "mem.elkd.l%zu.c%zu_kb", leases, conns);

@@ -118,8 +118,8 @@ static double proc_cpu_s(pid_t pid)
     buf[n] = '\0';
     const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     unsigned long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                            &st) != 2) {
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) {
         return -1.0;
     }
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
@@ -204,8 +204,8 @@ static void gateways_up(size_t masters, bool batch)
         bool all = true;
         for (size_t g = 0; g < GATEWAYS && all; g++) {
             for (size_t m = 0; m < masters && all; m++) {
-                all = elk_node_is_ready(&gws[g].nodes[m]) &&
-                    elk_client_node_votes(&gws[g].client, m);
+                all =
+                    elk_node_is_ready(&gws[g].nodes[m]) && elk_client_node_votes(&gws[g].client, m);
             }
         }
         if (all) {
@@ -292,9 +292,9 @@ static void gateways_down(size_t masters, size_t per)
 }
 
 typedef struct step {
-    double server_cpu; /* busiest master: fraction of one core */
-    double self_cpu;   /* this process (every gateway): fraction of one core */
-    double renew_ps;   /* lease renewals confirmed per second */
+    double server_cpu;     /* busiest master: fraction of one core */
+    double self_cpu;       /* this process (every gateway): fraction of one core */
+    double renew_ps;       /* lease renewals confirmed per second */
     double us_per_renewal; /* busiest master's CPU per lease renewal */
     unsigned failed, lost;
     bool complete; /* every lease was taken within 120 s */
@@ -311,8 +311,8 @@ static step_t run_step(size_t masters, size_t per, bool batch, unsigned periods)
     for (size_t g = 0; g < GATEWAYS; g++) {
         for (size_t i = 0; i < per; i++) {
             snprintf(gws[g].names[i], sizeof gws[g].names[i], "g%zu.l%zu", g, i);
-            int rc = elk_lock_init(&gws[g].locks[i], &gws[g].client, gws[g].names[i], &lc, on_ev,
-                                   NULL);
+            int rc =
+                elk_lock_init(&gws[g].locks[i], &gws[g].client, gws[g].names[i], &lc, on_ev, NULL);
             if (rc != ELK_OK) {
                 die("lock init", rc);
             }
@@ -374,8 +374,8 @@ static void ramp(size_t masters, bool quick)
     memset(last, 0, sizeof last);
     size_t last_total = 0;
     const char *why = "the last step";
-    printf("  %zu master%s, %u gateways, TTL %u ms:\n", masters, masters == 1u ? "" : "s",
-           GATEWAYS, TTL_MS);
+    printf("  %zu master%s, %u gateways, TTL %u ms:\n", masters, masters == 1u ? "" : "s", GATEWAYS,
+           TTL_MS);
     for (size_t k = 0; k < steps; k++) {
         size_t per = totals[k] / GATEWAYS;
         if (per > (size_t)CONFIG_ELK_MAX_LOCKS) {
@@ -421,12 +421,11 @@ static void ramp(size_t masters, bool quick)
         bench_result(id, last[b].us_per_renewal, "us", name);
         snprintf(id, sizeof id, "capacity.m%zu.%s.leases_50pct", masters, names[b]);
         snprintf(name, sizeof name,
-                 "%zu master(s), %s: leases one core keeps alive at 50%% CPU (TTL 10 s)",
-                 masters, names[b]);
+                 "%zu master(s), %s: leases one core keeps alive at 50%% CPU (TTL 10 s)", masters,
+                 names[b]);
         bench_result(id, half, "leases", name);
     }
-    double ratio =
-        last[1].us_per_renewal > 0 ? last[0].us_per_renewal / last[1].us_per_renewal : 0;
+    double ratio = last[1].us_per_renewal > 0 ? last[0].us_per_renewal / last[1].us_per_renewal : 0;
     printf("    ratio per-lease / batched master CPU per renewal: %.1fx\n", ratio);
     char id[64];
     snprintf(id, sizeof id, "capacity.m%zu.ratio", masters);
