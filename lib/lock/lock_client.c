@@ -367,7 +367,9 @@ uint64_t elk_client_poll(elk_client_t *client, uint64_t now)
      * steps queue them; elk_lock__batch_flush writes them, per node, in as few requests
      * as fit). */
     client->renew_tick = false;
-    for (i = 0; client->cfg.batch_renewals && i < client->lock_count; i++) {
+    /* (one lock alone has no one to join it) */
+    for (i = 0; client->cfg.batch_renewals && client->lock_count > 1u && i < client->lock_count;
+         i++) {
         if (elk_lock__renew_due(client->locks[i], now)) {
             client->renew_tick = true;
             break;

@@ -257,12 +257,17 @@ void elk_lock__batch_flush(elk_client_t *client, uint64_t now)
     size_t i;
     for (i = 0; i < client->fleet->count; i++) {
         uint32_t bit = LK_BIT(i);
+        bool keep;
+        elk_lock_ticket_t *head;
+        size_t n;
+        if (client->batch_q[i] == NULL) {
+            client->batch_kept &= ~bit; /* nothing queued: the common poll costs no more */
+            continue;
+        }
         /* Kept: the node's queue was filled by our own batches (of this poll or an earlier
          * one, still being kept). A node full before any batch went to it (a stalled one)
          * fails the requests as it would without batching. */
-        bool keep = (client->batch_kept & bit) != 0u || !lk_node_full(client, i);
-        elk_lock_ticket_t *head;
-        size_t n;
+        keep = (client->batch_kept & bit) != 0u || !lk_node_full(client, i);
         client->batch_kept &= ~bit;
         while ((n = elk_lock__batch_collect(client, i, now, &head)) != 0u) {
             if (keep && lk_node_full(client, i)) {
