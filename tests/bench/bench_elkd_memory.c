@@ -63,13 +63,6 @@ static void stop_all(void)
     bench_redis_stop_all(pids, 1, tmpdir);
 }
 
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_all();
-    _exit(1);
-}
-
 static void die(const char *what)
 {
     fprintf(stderr, "bench_elkd_memory: %s: %s\n", what, strerror(errno));
@@ -322,12 +315,10 @@ int main(int argc, char **argv)
 {
     static const size_t counts[] = {1, 32, 64, 4096};
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (!bench_begin("bench_elkd_memory", "/tmp/elk-benchmem-XXXXXX", on_signal, tmpdir,
-                     sizeof tmpdir)) {
+    if (!bench_begin_stop("bench_elkd_memory", "/tmp/elk-benchmem-XXXXXX", stop_all, tmpdir,
+                          sizeof tmpdir)) {
         return 2;
     }
-    atexit(stop_all);
     port = bench_free_port();
     pids[0] = bench_redis_start(tmpdir, port, false, NULL);
     usleep(300 * 1000);

@@ -61,35 +61,16 @@ static uint16_t ports[MAX_MASTERS];
 static char tmpdir[64];
 static elk_entropy_t entropy;
 static gateway_t *gws; /* GATEWAYS of them */
-static unsigned renewed, renew_failed, lost;
+static bench_lease_counts_t counts;
 
 static void stop_all(void)
 {
     bench_redis_stop_all(pids, MAX_MASTERS, tmpdir);
 }
 
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_all();
-    _exit(1);
-}
-
 static void die(const char *what, int rc)
 {
-    fprintf(stderr, "bench_fleet_capacity: %s: %s (%s)\n", what, elk_err_name(rc),
-            elk_err_message(rc));
-    stop_all();
-    exit(1);
-}
-
-static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
-{
-    (void)user;
-    (void)lock;
-    renewed += ev->type == ELK_LOCK_EV_RENEWED || ev->type == ELK_LOCK_EV_RECOVERED;
-    renew_failed += ev->type == ELK_LOCK_EV_RENEW_FAILED || ev->type == ELK_LOCK_EV_SUSPECT;
-    lost += ev->type == ELK_LOCK_EV_LOST;
+    bench_die("bench_fleet_capacity", what, rc, stop_all);
 }
 
 /* CPU seconds redis-server pid's main thread (the one that runs every command) used so
@@ -175,9 +156,7 @@ static void gateways_up(size_t masters, bool batch)
         }
         for (size_t m = 0; m < masters; m++) {
             elk_node_config_t nc;
-            elk_node_config_defaults(&nc);
-            nc.endpoint.host = "127.0.0.1";
-            nc.endpoint.port = ports[m];
+            bench_node_config(&nc, ports[m], false, 2000u); /* lib/node's default */
             nc.resp3 = true;
             elk_posix_tcp_init(&gw->tcp[m], NULL, &gw->tcp_t[m]);
             if ((rc = elk_node_init(&gw->nodes[m], &nc, &gw->tcp_t[m], &gw->pool, &entropy,
@@ -311,8 +290,8 @@ static step_t run_step(size_t masters, size_t per, bool batch, unsigned periods)
     for (size_t g = 0; g < GATEWAYS; g++) {
         for (size_t i = 0; i < per; i++) {
             snprintf(gws[g].names[i], sizeof gws[g].names[i], "g%zu.l%zu", g, i);
-            int rc =
-                elk_lock_init(&gws[g].locks[i], &gws[g].client, gws[g].names[i], &lc, on_ev, NULL);
+            int rc = elk_lock_init(&gws[g].locks[i], &gws[g].client, gws[g].names[i], &lc,
+                                   bench_count_lease_events, &counts);
             if (rc != ELK_OK) {
                 die("lock init", rc);
             }
@@ -325,7 +304,7 @@ static step_t run_step(size_t masters, size_t per, bool batch, unsigned periods)
         return s;
     }
     drive_until(elk_posix_now_ms() + period); /* every lease renewed once: settled */
-    renewed = renew_failed = lost = 0;
+    memset(&counts, 0, sizeof counts);
     double c0[MAX_MASTERS];
     for (size_t m = 0; m < masters; m++) {
         c0[m] = proc_cpu_s(pids[m]);
@@ -340,11 +319,11 @@ static step_t run_step(size_t masters, size_t per, bool batch, unsigned periods)
         double c = (proc_cpu_s(pids[m]) - c0[m]) / dt;
         s.server_cpu = c > s.server_cpu ? c : s.server_cpu;
     }
-    s.renew_ps = renewed / dt;
+    s.renew_ps = counts.renewed / dt;
     /* every lease renewal runs on every master: the busiest one's cost per renewal */
     s.us_per_renewal = s.renew_ps > 0 ? s.server_cpu * 1e6 / s.renew_ps : 0;
-    s.failed = renew_failed;
-    s.lost = lost;
+    s.failed = counts.renew_failed;
+    s.lost = counts.lost;
     gateways_down(masters, per);
     return s;
 }
@@ -435,13 +414,11 @@ static void ramp(size_t masters, bool quick)
 int main(int argc, char **argv)
 {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (!bench_begin("bench_fleet_capacity", "/tmp/elk-benchcap-XXXXXX", on_signal, tmpdir,
-                     sizeof tmpdir)) {
+    if (!bench_begin_stop("bench_fleet_capacity", "/tmp/elk-benchcap-XXXXXX", stop_all, tmpdir,
+                          sizeof tmpdir)) {
         return 2;
     }
     elk_posix_entropy(&entropy);
-    atexit(stop_all);
     gws = calloc(GATEWAYS, sizeof *gws);
     if (gws == NULL) {
         return 2;

@@ -46,35 +46,17 @@ static elk_pool_t pool;
 static elk_client_t client;
 static elk_lock_t locks[CONFIG_ELK_MAX_LOCKS];
 static char names[CONFIG_ELK_MAX_LOCKS][24];
-static unsigned renewed, renew_failed, lost, acquire_retries;
+static bench_lease_counts_t counts;
+static unsigned acquire_retries;
 
 static void stop_all(void)
 {
     bench_redis_stop_all(pid, 1, tmpdir);
 }
 
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_all();
-    _exit(1);
-}
-
 static void die(const char *what, int rc)
 {
-    fprintf(stderr, "bench_renew_batch: %s: %s (%s)\n", what, elk_err_name(rc),
-            elk_err_message(rc));
-    stop_all();
-    exit(1);
-}
-
-static void on_ev(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
-{
-    (void)user;
-    (void)lock;
-    renewed += ev->type == ELK_LOCK_EV_RENEWED || ev->type == ELK_LOCK_EV_RECOVERED;
-    renew_failed += ev->type == ELK_LOCK_EV_RENEW_FAILED || ev->type == ELK_LOCK_EV_SUSPECT;
-    lost += ev->type == ELK_LOCK_EV_LOST;
+    bench_die("bench_renew_batch", what, rc, stop_all);
 }
 
 /* Requests the server received (EVALSHA + EVAL + PING calls), as bench_lock counts them. */
@@ -211,7 +193,8 @@ static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned perio
     lc.ttl_ms = ttl_ms;
     for (size_t i = 0; i < count; i++) {
         snprintf(names[i], sizeof names[i], "l%zu", i);
-        int rc = elk_lock_init(&locks[i], &client, names[i], &lc, on_ev, NULL);
+        int rc =
+            elk_lock_init(&locks[i], &client, names[i], &lc, bench_count_lease_events, &counts);
         if (rc != ELK_OK) {
             die("lock init", rc);
         }
@@ -220,17 +203,17 @@ static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned perio
     acquire_all(count);
     s.retries = acquire_retries;
     drive_until(elk_posix_now_ms() + period); /* every lease renewed once: settled */
-    renewed = renew_failed = lost = 0;
+    memset(&counts, 0, sizeof counts);
     long r0 = server_requests();
     double t0 = bench_now_s();
     drive_until(elk_posix_now_ms() + (uint64_t)period * periods);
     double dt = bench_now_s() - t0;
     long r1 = server_requests();
     s.rps = r0 >= 0 && r1 >= 0 ? (double)(r1 - r0) / dt : -1.0;
-    s.renew_ps = renewed / dt;
-    s.per_tick = renewed > 0 ? (double)(r1 - r0) * (double)count / renewed : -1.0;
-    s.failed = renew_failed;
-    s.lost = lost;
+    s.renew_ps = counts.renewed / dt;
+    s.per_tick = counts.renewed > 0 ? (double)(r1 - r0) * (double)count / counts.renewed : -1.0;
+    s.failed = counts.renew_failed;
+    s.lost = counts.lost;
     s.held = 0;
     for (size_t i = 0; i < count; i++) {
         s.held += elk_lock_is_held(&locks[i], elk_posix_now_ms());
@@ -273,17 +256,15 @@ static void compare(size_t count, uint32_t ttl_ms, unsigned periods, bool quick)
 
 int main(int argc, char **argv)
 {
-    static const size_t counts[] = {1, 64, 512, 4096};
+    static const size_t sizes[] = {1, 64, 512, 4096};
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     uint32_t ttl_ms = quick ? 1000u : 3000u;
     unsigned periods = quick ? 2u : 3u;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (!bench_begin("bench_renew_batch", "/tmp/elk-benchbatch-XXXXXX", on_signal, tmpdir,
-                     sizeof tmpdir)) {
+    if (!bench_begin_stop("bench_renew_batch", "/tmp/elk-benchbatch-XXXXXX", stop_all, tmpdir,
+                          sizeof tmpdir)) {
         return 2;
     }
     elk_posix_entropy(&entropy);
-    atexit(stop_all);
     port = bench_free_port();
     pid[0] = bench_redis_start(tmpdir, port, false, NULL);
     usleep(300 * 1000);
@@ -291,13 +272,13 @@ int main(int argc, char **argv)
            "periods, CONFIG_ELK_MAX_LOCKS=%d, pool block %d B, ELK_LOCK_BATCH_MAX=%d\n",
            ELK_BENCH_BUILD_TYPE, port, ttl_ms, periods, CONFIG_ELK_MAX_LOCKS,
            CONFIG_ELK_POOL_BLOCK_SIZE, ELK_LOCK_BATCH_MAX);
-    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
-        if (counts[k] > (size_t)CONFIG_ELK_MAX_LOCKS || (quick && counts[k] > 512u)) {
-            printf("  %4zu leases: skipped (%s)\n", counts[k],
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        if (sizes[k] > (size_t)CONFIG_ELK_MAX_LOCKS || (quick && sizes[k] > 512u)) {
+            printf("  %4zu leases: skipped (%s)\n", sizes[k],
                    quick ? "--quick" : "above CONFIG_ELK_MAX_LOCKS");
             continue;
         }
-        compare(counts[k], ttl_ms, periods, quick);
+        compare(sizes[k], ttl_ms, periods, quick);
     }
     return 0;
 }

@@ -23,14 +23,12 @@
 #include "elk/lock.h"
 #include "elk/lock_scripts.h"
 #include "elk/port_posix.h"
-#include "elkfw/acl.h"
+#include "acl_rules.h"
 #include "fleet.h"
 #include "lock_events.h"
 #include "stack.h"
 #include "ts_log.h"
 
-#define IT_USER "elk"
-#define IT_PASSWORD "elk-it-secret"
 #define NSRV 3u
 #define NLOCKS 12u
 
@@ -41,31 +39,6 @@ static elk_ts_events_t REC[NLOCKS];
 static char NAMES[NLOCKS][16];
 static elk_entropy_t ENTROPY;
 static elk_ts_log_t LOG;
-
-static char acl_text[600];
-static const char *acl_rules[40];
-
-/* The rules `elkd --print-acl` prints for this prefix (as test_lock_redis.c). */
-static const char *const *least_privilege_rules(void)
-{
-    elkfw_conf_t *conf = calloc(1, sizeof *conf);
-    size_t n = 0;
-    bool after_password = false;
-    char *save = NULL, *tok;
-    assert_non_null(conf);
-    elkfw_conf_defaults(conf);
-    strcpy(conf->key_prefix, "it:");
-    elkfw_acl_line(conf, IT_USER, acl_text, sizeof acl_text);
-    free(conf);
-    for (tok = strtok_r(acl_text, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
-        if (after_password && n + 1 < sizeof acl_rules / sizeof acl_rules[0]) {
-            acl_rules[n++] = tok;
-        }
-        after_password = after_password || strcmp(tok, ">PASSWORD") == 0;
-    }
-    acl_rules[n] = NULL;
-    return acl_rules;
-}
 
 /* EVALSHA + EVAL calls server i has run (INFO commandstats). */
 static long script_calls(size_t i)
@@ -101,11 +74,7 @@ static bool ready(void *arg)
 static void setup(void)
 {
     elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.count = NSRV;
-    o.acl_user = IT_USER;
-    o.acl_password = IT_PASSWORD;
-    o.acl_rules = least_privilege_rules();
+    elk_it_least_privilege_fleet(&o, NSRV);
     assert_int_equal(elk_tf_start(&TF, &o), 0);
     elk_endpoint_t eps[NSRV];
     for (size_t i = 0; i < NSRV; i++) {

@@ -22,15 +22,14 @@
 #include "elk/blocking.h"
 #include "elk/lock.h"
 #include "elk/port_posix.h"
-#include "elkfw/acl.h"
+#include "acl_rules.h"
 #include "fleet.h"
 #include "lock_events.h"
 #include "stack.h"
 #include "ts_log.h"
 
-/* the lock user of every test (least_privilege_rules) */
-#define IT_USER "elk"
-#define IT_PASSWORD "elk-it-secret"
+/* Every test runs as the lock user IT_USER with the rule elkd --print-acl prints, not
+ * +@all (acl_rules.h): a command the engine needs and the rule lacks fails them. */
 
 /* One gateway: its client stack, the lock "door" and what the lock reported. */
 typedef struct gw {
@@ -229,34 +228,6 @@ static elk_lock_config_t lcfg(uint32_t ttl)
     return c;
 }
 
-/* The lock user every test runs as: exactly the rule `elkd --print-acl` prints for this key
- * prefix (docs/redis-acl.md), not +@all, so a command the engine needs and the rule lacks
- * fails these tests. */
-static char acl_text[600];
-static const char *acl_rules[40];
-
-static const char *const *least_privilege_rules(void)
-{
-    elkfw_conf_t *conf = calloc(1, sizeof *conf);
-    size_t n = 0;
-    bool after_password = false;
-    char *save = NULL, *tok;
-    assert_non_null(conf);
-    elkfw_conf_defaults(conf);
-    strcpy(conf->key_prefix, "it:");
-    elkfw_acl_line(conf, IT_USER, acl_text, sizeof acl_text);
-    free(conf);
-    /* "ACL SETUSER elk reset on >PASSWORD <rules...>": the rules, after the password */
-    for (tok = strtok_r(acl_text, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
-        if (after_password && n + 1 < sizeof acl_rules / sizeof acl_rules[0]) {
-            acl_rules[n++] = tok;
-        }
-        after_password = after_password || strcmp(tok, ">PASSWORD") == 0;
-    }
-    acl_rules[n] = NULL;
-    return acl_rules;
-}
-
 /* The first acquire on a fresh fleet waits a little: the fleet marker's age is read on the
  * server's clock, and right as the vote quarantine ends (on ours) a reply can still find it a
  * millisecond short of the window, which takes that reply's vote (a liveness edge, not a
@@ -266,11 +237,7 @@ static const char *const *least_privilege_rules(void)
 static int fleet_up(size_t n)
 {
     elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.count = n;
-    o.acl_user = IT_USER;
-    o.acl_password = IT_PASSWORD;
-    o.acl_rules = least_privilege_rules();
+    elk_it_least_privilege_fleet(&o, n);
 #ifdef LOCK_IT_TLS
     o.tls = true;
 #endif

@@ -132,6 +132,16 @@ static int parse_numeric(const char *a, const char *v, sim_options_t *o)
     return 0;
 }
 
+/* The flag (an option without a value) a names in o, NULL when a is not one. */
+static bool *flag_of(sim_options_t *o, const char *a)
+{
+    return strcmp(a, "--trace") == 0            ? &o->trace
+        : strcmp(a, "--quiet") == 0             ? &o->quiet
+        : strcmp(a, "--companion-lease") == 0   ? &o->companion
+        : strcmp(a, "--expect-violations") == 0 ? &o->expect_violations
+                                                : NULL;
+}
+
 static int parse_args(int argc, char **argv, sim_options_t *o)
 {
     int i;
@@ -149,20 +159,12 @@ static int parse_args(int argc, char **argv, sim_options_t *o)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
+        bool *flag = flag_of(o, a);
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
-        } else if (strcmp(a, "--trace") == 0) {
-            o->trace = true;
-            continue;
-        } else if (strcmp(a, "--quiet") == 0) {
-            o->quiet = true;
-            continue;
-        } else if (strcmp(a, "--companion-lease") == 0) {
-            o->companion = true;
-            continue;
-        } else if (strcmp(a, "--expect-violations") == 0) {
-            o->expect_violations = true;
+        } else if (flag != NULL) {
+            *flag = true;
             continue;
         } else if (v == NULL) {
             rc = -1;

@@ -103,14 +103,7 @@ static uint64_t pump(void)
 
 static void run_until(uint64_t t)
 {
-    while (NOW() < t) {
-        uint64_t next = pump();
-        if (next <= NOW()) {
-            next = NOW() + 1;
-        }
-        B.h.clock.now = next < t ? next : t;
-    }
-    pump();
+    fake_clock_run_until(&B.h.clock, t, pump);
 }
 
 /* Acquire locks [from, to) now, one after the other (a send buffer holds only a few
@@ -135,6 +128,16 @@ static void connect_all(void)
 {
     pump();
     assert_true(elk_client_ready(&B.client));
+}
+
+/* n leases with batching on, connected and all held: the time before the acquisitions. */
+static uint64_t all_held(size_t n)
+{
+    setup(n, "r", true);
+    connect_all();
+    uint64_t t0 = NOW();
+    acquire(0, n);
+    return t0;
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -186,10 +189,7 @@ static void test_one_request_per_node(void **state)
 static void test_value_gone_one_lease(void **state)
 {
     (void)state;
-    setup(8, "r", true);
-    connect_all();
-    uint64_t t0 = NOW();
-    acquire(0, 8);
+    uint64_t t0 = all_held(8);
     const char *key = elk_lock_key(&B.lock[3]);
     lfr_set(&B.srv[0], key, "gwZ:other", 5000);
     lfr_set(&B.srv[1], key, "gwZ:other", 5000);
@@ -299,10 +299,7 @@ static void test_split_to_fit(void **state)
 static void test_noscript_resends_eval(void **state)
 {
     (void)state;
-    setup(5, "r", true);
-    connect_all();
-    uint64_t t0 = NOW();
-    acquire(0, 5);
+    uint64_t t0 = all_held(5);
     unsigned noscript = B.srv[1].noscript;
     for (size_t i = 0; i < NODES; i++) {
         B.srv[i].scripts_loaded = false;

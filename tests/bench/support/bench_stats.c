@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 
 double bench_now_s(void)
@@ -43,5 +44,44 @@ bool bench_begin(const char *prog, const char *tmpl, void (*on_signal)(int), cha
         perror(what);
         return false;
     }
+    return true;
+}
+
+void bench_die(const char *prog, const char *what, int rc, void (*stop)(void))
+{
+    fprintf(stderr, "%s: %s: %s (%s)\n", prog, what, elk_err_name(rc), elk_err_message(rc));
+    stop();
+    exit(1);
+}
+
+void bench_count_lease_events(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    bench_lease_counts_t *c = user;
+    (void)lock;
+    c->renewed += ev->type == ELK_LOCK_EV_RENEWED || ev->type == ELK_LOCK_EV_RECOVERED;
+    c->renew_failed += ev->type == ELK_LOCK_EV_RENEW_FAILED || ev->type == ELK_LOCK_EV_SUSPECT;
+    c->lost += ev->type == ELK_LOCK_EV_LOST;
+}
+
+/* What bench_begin_stop's handler calls (a signal handler takes no argument). */
+static void (*bench_stop_fn)(void);
+
+static void bench_on_signal(int sig)
+{
+    (void)sig;
+    if (bench_stop_fn != NULL) {
+        bench_stop_fn();
+    }
+    _exit(1);
+}
+
+bool bench_begin_stop(const char *prog, const char *tmpl, void (*stop)(void), char *dir, size_t cap)
+{
+    bench_stop_fn = stop;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!bench_begin(prog, tmpl, bench_on_signal, dir, cap)) {
+        return false;
+    }
+    atexit(stop);
     return true;
 }

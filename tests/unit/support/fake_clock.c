@@ -42,3 +42,15 @@ void fake_clock_set_step(fake_clock_t *c, uint64_t step)
 {
     c->step = step;
 }
+
+void fake_clock_run_until(fake_clock_t *c, uint64_t t, uint64_t (*pump)(void))
+{
+    while (c->now < t) {
+        uint64_t next = pump();
+        if (next <= c->now) {
+            next = c->now + 1;
+        }
+        c->now = next < t ? next : t;
+    }
+    (void)pump();
+}

@@ -34,5 +34,9 @@ void fake_clock_advance(fake_clock_t *c, uint64_t ms);
 void fake_clock_set(fake_clock_t *c, uint64_t t);
 /* Advance by step ms after every read through the interface. */
 void fake_clock_set_step(fake_clock_t *c, uint64_t step);
+/* Run a simulated world to time t: call pump() (it returns the next time anything is due)
+ * and move the clock to that time, never past t and at least 1 ms a round, then pump once
+ * more at t. */
+void fake_clock_run_until(fake_clock_t *c, uint64_t t, uint64_t (*pump)(void));
 
 #endif /* FAKE_CLOCK_H */

@@ -140,14 +140,7 @@ uint64_t pump(void)
 
 void run_until(uint64_t t)
 {
-    while (NOW() < t) {
-        uint64_t next = pump();
-        if (next <= NOW()) {
-            next = NOW() + 1;
-        }
-        W.h.clock.now = next < t ? next : t;
-    }
-    pump();
+    fake_clock_run_until(&W.h.clock, t, pump);
 }
 
 elk_lock_config_t cfg_ttl(uint32_t ttl)
