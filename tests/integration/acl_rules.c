@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* strtok_r */
 #include "acl_rules.h"
 
 #include <stdbool.h>
