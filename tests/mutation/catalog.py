@@ -1061,4 +1061,22 @@ MUTANTS = [
          old="out->res = v + 2;",
          new="out->res = v + 2;\n    for (i = 2; i < n + 2u; i++) {\n        ((elk_resp_node_t *)v)[i].integer = 1;\n    }",
          tests=["unit.test_lock_batch"], why="a batch reply's 'value gone' (0) read as extended: the lease is kept alive on a quorum that no longer holds it"),
+
+    # (section: sem)
+    dict(id="sem.failure-is-a-grant", file="lib/sem/sem.c",
+         old="if (ev->type == ELK_LOCK_EV_ACQUIRED) {",
+         new="if (ev->type == ELK_LOCK_EV_ACQUIRED || ev->err == ELK_E_LOCK_BUSY) {",
+         tests=["unit.test_sem"], why="a slot's busy answer taken as the permit: the caller believes it holds a permit somebody else holds"),
+    dict(id="sem.one-slot-a-pass", file="lib/sem/sem.c",
+         old="} else if (sem->tried < sem->permits) {",
+         new="} else if (sem->tried < 1u) {",
+         tests=["unit.test_sem"], why="an acquire gives up after its first slot: free permits stay unused while callers are refused"),
+    dict(id="sem.release-forgets-the-lease", file="lib/sem/sem.c",
+         old="    r = elk_lock_release(&sem->slot[k], now);\n    if (elk_lock_hold_count(&sem->slot[k]) == 0u) {",
+         new="    r = ELK_OK;\n    if (1) {",
+         tests=["unit.test_sem"], why="release drops the handle's record but keeps renewing the lease: the permit leaks for good"),
+    dict(id="sem.no-waiting", file="lib/sem/sem.c",
+         old="    } else if (now < sem->wait_deadline) {\n        r = sem_wait(sem, now);",
+         new="    } else if (0) {\n        r = sem_wait(sem, now);",
+         tests=["unit.test_sem"], why="a caller willing to wait is refused after one pass over busy permits"),
 ]

@@ -87,4 +87,13 @@
 #define CONFIG_ELK_ERR_MESSAGES 1
 #endif
 
+/* Counting semaphores, lib/sem (1 built, 0 left out). */
+#ifndef CONFIG_ELK_SEM
+#define CONFIG_ELK_SEM 1
+#endif
+/* Most permits of one semaphore: each is a lock (elk_sem_t holds this many). */
+#ifndef CONFIG_ELK_SEM_MAX_PERMITS
+#define CONFIG_ELK_SEM_MAX_PERMITS 8
+#endif
+
 #endif /* ELK_CONFIG_DEFAULTS_H */

@@ -148,7 +148,10 @@ extern "C" {
       "cause; check its oscillator, NTP and CLOCK_BOOTTIME (docs/design.md)")                      \
     X(ELK_E_CTL_STALLED, -156,                                                                     \
       "control client stopped reading its answers for too long: disconnected (its command is "     \
-      "stopped first; a lease nobody supervises runs out, it is not released early)")
+      "stopped first; a lease nobody supervises runs out, it is not released early)")              \
+    X(ELK_E_PERMITS_TAKEN, -170,                                                                   \
+      "every permit of the semaphore is held by others (a quorum said so for each): wait for one " \
+      "(a wait deadline), or raise permits if the shared budget allows")
 
 /* Every error code of edgelock (ELK_OK is 0, errors are negative); elk_err_name and
  * elk_err_message give the name and the text. */

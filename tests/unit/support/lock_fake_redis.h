@@ -27,7 +27,7 @@
 #include "fake_transport.h"
 
 #define LFR_KEYS 160u
-#define LFR_CONNS 4u
+#define LFR_CONNS 6u
 #define LFR_STR 160u
 #define LFR_HELD 8192u
 #define LFR_LOG 64u

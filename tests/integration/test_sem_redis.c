@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Counting semaphores (elk/sem.h) against real redis-server fleets of 1, 3 and 5 masters on
+ * 127.0.0.1, as the least-privilege lock user: three gateways share two permits. Two hold
+ * them, the third is told every permit is taken, then waits and gets the permit the first
+ * holder releases. test_sem_tls includes this file with SEM_IT_TLS set.
+ *
+ * No assertion depends on timing: each wait is for an event with a generous bound, and
+ * the servers' own keys say who holds which permit.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elk/blocking.h"
+#include "elk/lock.h"
+#include "elk/port_posix.h"
+#include "elk/sem.h"
+#include "acl_rules.h"
+#include "fleet.h"
+#include "stack.h"
+#include "test_main.h"
+#include "ts_log.h"
+
+#define GWS 3u
+#define PERMITS 2u
+
+typedef struct gw {
+    elk_ts_stack_t st;
+    elk_sem_t sem;
+    size_t acquired, failed, lost;
+    int last_err;
+    size_t n;
+} gw_t;
+
+static elk_tf_t TF;
+static gw_t GW[GWS];
+static const char *IDS[GWS] = {"gwA", "gwB", "gwC"};
+static elk_entropy_t ENTROPY;
+static elk_ts_log_t LOG;
+#ifdef SEM_IT_TLS
+static elk_tls_shared_t SHARED;
+static bool SHARED_OK;
+#endif
+
+static void on_sem(void *user, elk_sem_t *sem, unsigned permit, const elk_lock_event_t *ev)
+{
+    gw_t *g = user;
+    (void)sem;
+    (void)permit;
+    if (ev->type == ELK_LOCK_EV_ACQUIRED) {
+        g->acquired++;
+    } else if (ev->type == ELK_LOCK_EV_ACQUIRE_FAILED) {
+        g->failed++;
+        g->last_err = ev->err;
+    } else if (ev->type == ELK_LOCK_EV_LOST) {
+        g->lost++;
+    }
+}
+
+static bool gw_ready(void *arg)
+{
+    const gw_t *g = arg;
+    size_t busy = 0;
+    if (elk_fleet_ready_count(&g->st.fleet) < g->n) {
+        return false;
+    }
+    for (size_t i = 0; i < g->n; i++) { /* a fresh fleet is quarantined for about a TTL */
+        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
+    }
+    return busy == 0;
+}
+
+static void gw_init(gw_t *g, size_t n, const char *id)
+{
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
+    for (size_t i = 0; i < n; i++) {
+        eps[i] = elk_tf_endpoint(&TF, i);
+    }
+    elk_node_config_t nc;
+    elk_node_config_defaults(&nc);
+    nc.connect_timeout_ms = 1000;
+    nc.request_timeout_ms = 2000;
+    nc.username = IT_USER;
+    nc.password = IT_PASSWORD;
+    elk_ts_stack_opts_t so = {
+        .count = n,
+        .endpoints = eps,
+        .node_cfg = &nc,
+#ifdef SEM_IT_TLS
+        .tls = &SHARED,
+#endif
+        .gateway_id = id,
+        .key_prefix = "it:",
+        .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
+        .entropy = &ENTROPY,
+        .log = &LOG.log,
+    };
+    assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
+    elk_lock_config_t c;
+    elk_lock_config_defaults(&c);
+    c.ttl_ms = 3000;
+    c.stop_margin_ms = 20;
+    c.round_timeout_ms = 1000; /* generous: the machine may be loaded */
+    c.wait_min_ms = 20;
+    c.wait_max_ms = 100;
+    assert_int_equal(elk_sem_init(&g->sem, &g->st.client, "pumps", PERMITS, &c, on_sem, g), ELK_OK);
+    assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
+    assert_true(elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0));
+}
+
+/* Poll every gateway until cond holds (true) or ms pass (false). */
+static bool drive(bool (*cond)(void), uint32_t ms)
+{
+    uint64_t end = elk_posix_now_ms() + ms;
+    for (;;) {
+        uint64_t now = elk_posix_now_ms(), next = end;
+        if (cond()) {
+            return true;
+        }
+        if (now >= end) {
+            return false;
+        }
+        elk_wait_t w[GWS * 2 * CONFIG_ELK_MAX_NODES];
+        size_t nw = 0;
+        for (size_t g = 0; g < GWS; g++) {
+            uint64_t t = elk_client_poll(&GW[g].st.client, now);
+            next = t < next ? t : next;
+            nw += elk_client_waits(&GW[g].st.client, w + nw, 2 * CONFIG_ELK_MAX_NODES);
+        }
+        if (next > now) {
+            elk_posix_wait(w, nw, next, NULL);
+        }
+    }
+}
+
+static size_t WANT_G;
+static bool g_decided(void)
+{
+    const gw_t *g = &GW[WANT_G];
+    return g->acquired + g->failed > 0u;
+}
+static bool g_held(void)
+{
+    return elk_sem_is_held(&GW[WANT_G].sem, elk_posix_now_ms());
+}
+static bool all_idle(void)
+{
+    for (size_t g = 0; g < GWS; g++) {
+        if (elk_sem_busy(&GW[g].sem)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Servers holding value for key (the servers' own record). */
+static size_t servers_with(size_t n, const char *key, const char *value)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r = elk_tf_cmd(&TF, i, "GET %s", key);
+        c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
+        if (r) {
+            freeReplyObject(r);
+        }
+    }
+    return c;
+}
+
+/* How many gateways hold a permit, checked against the servers: each holder's value
+ * stands on a quorum of its permit's key, and no two holders share a permit. */
+static size_t holders_checked(size_t n)
+{
+    size_t held = 0;
+    unsigned seen = 0;
+    for (size_t g = 0; g < GWS; g++) {
+        if (!elk_sem_is_held(&GW[g].sem, elk_posix_now_ms())) {
+            continue;
+        }
+        unsigned p = elk_sem_permit(&GW[g].sem);
+        const elk_lock_t *l = elk_sem_lock(&GW[g].sem);
+        assert_true(p >= 1u && p <= PERMITS);
+        assert_false(seen & (1u << p));
+        seen |= 1u << p;
+        assert_true(servers_with(n, elk_lock_key(l), elk_lock_value(l)) >= n / 2u + 1u);
+        held++;
+    }
+    return held;
+}
+
+static void ask(size_t g, uint32_t wait_ms)
+{
+    GW[g].acquired = GW[g].failed = 0;
+    uint64_t now = elk_posix_now_ms();
+    assert_int_equal(elk_sem_acquire(&GW[g].sem, now, wait_ms ? now + wait_ms : 0),
+                     ELK_E_WOULD_BLOCK);
+    WANT_G = g;
+    assert_true(drive(g_decided, 30000 + wait_ms));
+}
+
+static int fleet_up(size_t n)
+{
+    elk_tf_options_t o;
+    elk_it_least_privilege_fleet(&o, n);
+#ifdef SEM_IT_TLS
+    o.tls = true;
+#endif
+    return elk_tf_start(&TF, &o);
+}
+
+static void check_permits(size_t n)
+{
+    assert_int_equal(fleet_up(n), 0);
+    for (size_t g = 0; g < GWS; g++) {
+        gw_init(&GW[g], n, IDS[g]);
+    }
+    ask(0, 5000); /* the first grant on a fresh fleet may need a retry (test_lock_redis.c) */
+    ask(1, 5000);
+    assert_int_equal(GW[0].acquired + GW[1].acquired, 2);
+    assert_int_equal(holders_checked(n), 2);
+    ask(2, 0);
+    assert_int_equal(GW[2].failed, 1);
+    assert_int_equal(GW[2].last_err, ELK_E_PERMITS_TAKEN);
+    assert_int_equal(holders_checked(n), 2);
+
+    /* gwC waits; gwA gives its permit back; gwC gets that one */
+    unsigned freed = elk_sem_permit(&GW[0].sem);
+    uint64_t now = elk_posix_now_ms();
+    GW[2].acquired = GW[2].failed = 0;
+    assert_int_equal(elk_sem_acquire(&GW[2].sem, now, now + 60000), ELK_E_WOULD_BLOCK);
+    assert_int_equal(elk_sem_release(&GW[0].sem, now), ELK_OK);
+    WANT_G = 2;
+    assert_true(drive(g_held, 60000));
+    assert_int_equal(elk_sem_permit(&GW[2].sem), freed);
+    assert_int_equal(holders_checked(n), 2);
+    for (size_t g = 0; g < GWS; g++) {
+        assert_int_equal(GW[g].lost, 0);
+        (void)elk_sem_release(&GW[g].sem, elk_posix_now_ms());
+    }
+    assert_true(drive(all_idle, 30000));
+    for (unsigned p = 1; p <= PERMITS; p++) { /* released everywhere */
+        char key[32];
+        snprintf(key, sizeof key, "it:{pumps#%u}", p);
+        for (size_t i = 0; i < n; i++) {
+            redisReply *r = elk_tf_cmd(&TF, i, "EXISTS %s", key);
+            assert_non_null(r);
+            assert_int_equal(r->integer, 0);
+            freeReplyObject(r);
+        }
+    }
+    for (size_t g = 0; g < GWS; g++) {
+        assert_int_equal(elk_sem_deinit(&GW[g].sem), ELK_OK);
+        elk_ts_stack_close(&GW[g].st);
+    }
+    elk_tf_stop(&TF);
+}
+
+static void test_permits_one_server(void **state)
+{
+    (void)state;
+    check_permits(1);
+}
+
+static void test_permits_three_servers(void **state)
+{
+    (void)state;
+    check_permits(3);
+}
+
+static void test_permits_five_servers(void **state)
+{
+    (void)state;
+    check_permits(5);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    signal(SIGPIPE, SIG_IGN);
+    elk_posix_entropy(&ENTROPY);
+    elk_ts_log_init(&LOG, 0, false);
+#ifdef SEM_IT_TLS
+    const elk_tf_certs_t *certs = elk_tf_certs();
+    if (certs == NULL) {
+        return -1;
+    }
+    elk_tls_config_t tc;
+    memset(&tc, 0, sizeof tc);
+    tc.ca_file = certs->ca_crt;
+    if (elk_tls_shared_init(&SHARED, &tc, &ENTROPY) != ELK_OK) {
+        return -1;
+    }
+    SHARED_OK = true;
+#endif
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    elk_tf_stop(&TF);
+#ifdef SEM_IT_TLS
+    if (SHARED_OK) {
+        elk_tls_shared_free(&SHARED);
+    }
+#endif
+    return 0;
+}
+
+static int test_teardown(void **state)
+{
+    (void)state;
+    elk_tf_stop(&TF); /* also after a failed assertion */
+    return 0;
+}
+
+int main(void)
+{
+    return ELK_RUN_FIXTURES("sem", group_setup, group_teardown, NULL, test_teardown,
+                            test_permits_one_server, test_permits_three_servers,
+                            test_permits_five_servers);
+}
