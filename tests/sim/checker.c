@@ -12,6 +12,7 @@
 static const char *const kind_names[V_KINDS] = {
     "mutual_exclusion",     "fence_backwards", "fence_accepted_lower", "late_lost",
     "drive_after_deadline", "liveness",        "lock_delay",           "heartbeat",
+    "permits_exceeded",
 };
 
 const char *sim_violation_name(int kind)
@@ -56,7 +57,8 @@ void sim_check_reset(sim_world_t *w)
         g->ck_keepalive = 0;
         g->ck_dead_from = g->ck_dead_to = 0;
     }
-    for (r = 0; r < SIM_MAX_RESOURCES; r++) {
+    memset(w->budget, 0, sizeof w->budget);
+    for (r = 0; r < SIM_MAX_ACTUATORS; r++) {
         sim_actuator_t *a = &w->act[r];
         elk_fence_storage_t st;
         memset(a, 0, sizeof *a);
@@ -70,7 +72,7 @@ void sim_check_reset(sim_world_t *w)
 
 static bool fenced(const sim_world_t *w)
 {
-    return w->opt.control != CTRL_SETNX_GETSET;
+    return w->opt.control != CTRL_SETNX_GETSET && w->opt.control != CTRL_NAIVE_SEMAPHORE;
 }
 
 /* The earliest true time a grant may follow hold h, which ended (or may end) without a
@@ -96,7 +98,7 @@ static void check_lock_delay(sim_world_t *w, const sim_gw_t *g)
         const sim_gw_t *o = &w->gw[h];
         uint64_t end;
         char msg[180];
-        if (!o->ck_open || o->resource != g->resource) {
+        if (!o->ck_open || o->ck_act != g->act) {
             continue;
         }
         end = delay_end_us(w, o);
@@ -118,6 +120,7 @@ static void hold_begins(sim_world_t *w, sim_gw_t *g)
 {
     check_lock_delay(w, g);
     g->ck_open = true;
+    g->ck_act = g->act;
     g->ck_delay_ms = g->lock_delay_ms;
     g->ck_valid_us = elk_sim_clock_true_at(&g->clock, g->deadline);
     /* lib/lock counts the grant as a keepalive (design: keepalive_at set at acquire). */
@@ -127,7 +130,7 @@ static void hold_begins(sim_world_t *w, sim_gw_t *g)
 
 void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token)
 {
-    sim_actuator_t *a = &w->act[g->resource];
+    sim_actuator_t *a = &w->act[g->act];
     if (fenced(w)) {
         hold_begins(w, g); /* the SETNX control has no lib lease to check */
     }
@@ -156,14 +159,47 @@ void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token)
     }
 }
 
+/* --permits: at the moment g drives, no more gateways may occupy the semaphore's actuators
+ * than it has permits. The most are occupied at the first drive of some hold, and every
+ * drive is checked, so no moment is missed. */
+static void check_budget(sim_world_t *w, const sim_gw_t *g, uint64_t t, uint64_t stop_us)
+{
+    struct sim_budget *b = &w->budget[g->resource];
+    uint32_t h, busy = 1;
+    char msg[160];
+    if (b->lease_of[g->id] != g->lease) {
+        b->lease_of[g->id] = g->lease;
+        b->first[g->id] = t;
+    }
+    b->end[g->id] = t + stop_us;
+    for (h = 0; h < w->opt.gateways; h++) {
+        busy += h != g->id && b->first[h] <= t && t < b->end[h] ? 1u : 0u;
+    }
+    if (busy > w->opt.permits && b->reported[g->id] != g->lease) {
+        b->reported[g->id] = g->lease;
+        snprintf(msg, sizeof msg,
+                 "gw%u (hold %" PRIu64 ") drove at %" PRIu64 "us while %u gateways occupied %s's "
+                 "%u permits",
+                 g->id, g->lease, t, busy - 1u, "the semaphore", w->opt.permits);
+        sim_violation(w, V_PERMITS, msg);
+    }
+}
+
 void sim_check_drive(sim_world_t *w, sim_gw_t *g, uint64_t local_now)
 {
-    sim_actuator_t *a = &w->act[g->resource];
+    sim_actuator_t *a = &w->act[g->act];
     uint64_t t = w->core.now_us;
-    uint64_t stop_us = (uint64_t)g->lock.cfg.stop_margin_ms * 1000u;
+    uint64_t stop_us = (uint64_t)g->stop_ms * 1000u;
     uint32_t h;
     char msg[160];
     w->run.drives++;
+    if (w->opt.permits != 0u) {
+        check_budget(w, g, t, stop_us);
+    }
+    if (w->opt.control == CTRL_NAIVE_SEMAPHORE) { /* no lease of lib/lock to check */
+        sim_trace(w, "drive", g->id, g->token, local_now);
+        return;
+    }
     if (w->opt.control != CTRL_SETNX_GETSET && (g->lost || local_now >= g->deadline)) {
         snprintf(msg, sizeof msg, "gw%u drove at local %" PRIu64 " with deadline %" PRIu64 "%s",
                  g->id, local_now, g->deadline, g->lost ? " after LOST" : "");

@@ -17,6 +17,18 @@
 static const char *const resource_names[SIM_MAX_RESOURCES] = {"valve0", "valve1", "valve2",
                                                               "valve3"};
 
+/* The lock of the lease held: g->lock, or with --permits the permit's (the first permit's
+ * before any grant: every permit has the same configuration). */
+static elk_lock_t *gw_lock(sim_gw_t *g)
+{
+    elk_lock_t *l;
+    if (g->w->opt.permits == 0u) {
+        return &g->lock;
+    }
+    l = elk_sem_lock(&g->sem);
+    return l != NULL ? l : &g->sem.slot[0];
+}
+
 static uint64_t think_ms(sim_gw_t *g)
 {
     return elk_sim_rng_range(&g->rng, 0, 200);
@@ -55,7 +67,7 @@ static void work_keepalive(sim_world_t *w, sim_gw_t *g, uint64_t now)
         sim_trace(w, "hang", g->id, now, g->deadline);
         return;
     }
-    if (elk_lock_keepalive(&g->lock, now) == ELK_OK) {
+    if (elk_lock_keepalive(gw_lock(g), now) == ELK_OK) {
         sim_check_keepalive(w, g, now);
     }
     g->next_keepalive = now + g->keepalive_every;
@@ -122,6 +134,21 @@ static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
         sim_trace(w, elk_lock_event_name(ev->type), g->id, (uint64_t)(-ev->err), ev->ok);
         break;
     }
+}
+
+/* --permits: the semaphore's events are its permits' lock events; a grant also says which
+ * permit's actuator the gateway drives from now on. */
+static void on_sem_event(void *user, elk_sem_t *sem, unsigned permit, const elk_lock_event_t *ev)
+{
+    sim_gw_t *g = (sim_gw_t *)user;
+    elk_lock_t *l = (elk_lock_t *)elk_sem_slot(sem, permit);
+    if (l == NULL) {
+        l = &sem->slot[0]; /* ACQUIRE_FAILED of the whole semaphore */
+    }
+    if (ev->type == ELK_LOCK_EV_ACQUIRED) {
+        g->act = (uint8_t)(g->resource * g->w->opt.permits + (permit - 1u));
+    }
+    on_event(user, l, ev);
 }
 
 static void gw_log_write(void *ctx, int level, const char *module, const char *text, size_t len)
@@ -213,7 +240,11 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         lc.wait_max_ms = 150;
         lc.fencing = true;
         lc.use_release_channel = true;
-        rc = elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc, on_event, g);
+        g->stop_ms = lc.stop_margin_ms;
+        rc = w->opt.permits != 0u
+            ? elk_sem_init(&g->sem, &g->client, resource_names[g->resource], w->opt.permits, &lc,
+                           on_sem_event, g)
+            : elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc, on_event, g);
         if (rc == ELK_OK && w->opt.companion) {
             /* a resource of its own (nobody contends), renewed in the same batches */
             char own[32];
@@ -247,7 +278,8 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             *next = g->think_until;
             return false;
         }
-        rc = elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
+        rc = w->opt.permits != 0u ? elk_sem_acquire(&g->sem, now, now + 2u * w->opt.ttl_ms)
+                                  : elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
         if (rc == ELK_E_WOULD_BLOCK) {
             g->phase = GW_WANT;
         } else {
@@ -266,13 +298,15 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             /* Stop the actuator first, and release only once it has reached its safe
              * state (stop_margin later): the next holder may start at once. */
             g->phase = GW_STOPPING;
-            g->work_until = now + g->lock.cfg.stop_margin_ms;
+            g->work_until = now + g->stop_ms;
             *next = g->work_until;
             return false;
         }
         if (now >= g->next_tick) {
             /* Re-checked on every wake, including the first one after a pause. */
-            if (elk_lock_is_held(&g->lock, now)) {
+            bool held = w->opt.permits != 0u ? elk_sem_is_held(&g->sem, now)
+                                             : elk_lock_is_held(&g->lock, now);
+            if (held) {
                 sim_check_drive(w, g, now);
             }
             g->next_tick = now + TICK_MS;
@@ -288,7 +322,11 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             return false;
         }
         sim_check_release(w, g);
-        (void)elk_lock_release(&g->lock, now);
+        if (w->opt.permits != 0u) {
+            (void)elk_sem_release(&g->sem, now);
+        } else {
+            (void)elk_lock_release(&g->lock, now);
+        }
         g->phase = GW_THINK;
         g->think_until = now + think_ms(g);
         *next = g->think_until;

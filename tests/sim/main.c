@@ -19,7 +19,7 @@ static const char *timeline_path; /* --timeline FILE, NULL: none */
 
 static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
                                             "naive-fence", "setnx-getset",    "no-vote-hygiene",
-                                            "no-amnesia"};
+                                            "no-amnesia",  "naive-semaphore"};
 
 static void usage(FILE *f)
 {
@@ -41,6 +41,10 @@ static void usage(FILE *f)
             "                       --faults hostile-masters: restarted or jumped masters vote)\n"
             "                       | no-amnesia (the scripts before issue 26: no marker age,\n"
             "                       no token floor; with --faults hostile-masters)\n"
+            "                       | naive-semaphore (with --permits: a counter of holders on\n"
+            "                       each master, a holder needs a quorum: more than N hold)\n"
+            "  --permits N          each resource is a semaphore of N permits (max %u; 0, the\n"
+            "                       default: a lock); the checker adds permits_exceeded\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
@@ -52,7 +56,7 @@ static void usage(FILE *f)
             "  --help               this text\n",
             ELK_SIM_MAX_GATEWAYS,
             ELK_SIM_MAX_NODES < CONFIG_ELK_MAX_NODES ? ELK_SIM_MAX_NODES : CONFIG_ELK_MAX_NODES,
-            SIM_MAX_RESOURCES, sim_profile_names());
+            SIM_MAX_RESOURCES, sim_profile_names(), SIM_MAX_PERMITS);
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -72,8 +76,9 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 static bool is_numeric_option(const char *a)
 {
-    static const char *const names[] = {"--seed",      "--runs",  "--gateways",    "--nodes",
-                                        "--resources", "--drift", "--duration-ms", "--ttl-ms"};
+    static const char *const names[] = {"--seed",        "--runs",      "--gateways",
+                                        "--nodes",       "--resources", "--drift",
+                                        "--duration-ms", "--ttl-ms",    "--permits"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(a, names[i]) == 0) {
@@ -125,6 +130,8 @@ static int parse_numeric(const char *a, const char *v, sim_options_t *o)
         o->duration_ms = (uint32_t)n;
     } else if (strcmp(a, "--ttl-ms") == 0 && n >= 100 && n <= 60000) {
         o->ttl_ms = (uint32_t)n;
+    } else if (strcmp(a, "--permits") == 0 && n <= SIM_MAX_PERMITS) {
+        o->permits = (uint32_t)n;
     } else {
         fprintf(stderr, "elk-sim: bad value for %s: %s\n", a, v);
         return -1;
@@ -208,6 +215,8 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
             t->refused > 0u;
     case CTRL_NAIVE_FENCE:
         return t->violations[V_FENCE_BACKWARDS] > 0u;
+    case CTRL_NAIVE_SEMAPHORE:
+        return t->violations[V_PERMITS] > 0u;
     case CTRL_NO_AMNESIA:
         /* both promises: one holder at a time, and tokens that only grow */
         return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_BACKWARDS] > 0u;
@@ -220,11 +229,11 @@ static void replay_hint(const sim_options_t *o, uint64_t seed)
 {
     fprintf(stderr,
             "  replay: elk-sim --seed %" PRIu64 " --runs 1 --gateways %u --nodes %u --resources %u "
-            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s%s --trace\n",
+            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s%s --permits %u --trace\n",
             seed, o->gateways, o->nodes, o->resources, o->faults, o->drift_ppm, o->duration_ms,
             o->ttl_ms, o->control != CTRL_NONE ? " --control " : "",
             o->control != CTRL_NONE ? control_names[o->control] : "",
-            o->companion ? " --companion-lease" : "");
+            o->companion ? " --companion-lease" : "", o->permits);
 }
 
 /* One run's figures into the sweep's. */
@@ -332,6 +341,10 @@ static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint
     printf("  simulated %.3f h in %.2f s wall: %.1f simulated hours per wall second, %" PRIu64
            " events\n",
            sim_h, wall_s, wall_s > 0 ? sim_h / wall_s : 0.0, total->events);
+    if (o->permits != 0u) {
+        printf("  each resource a semaphore of %u permits (lock cycles: permits granted)\n",
+               o->permits);
+    }
     printf("  trace hash %016" PRIx64 "\n", hash);
 }
 
@@ -349,6 +362,13 @@ static int setup(int argc, char **argv, sim_options_t *o)
     }
     if (o->resources > o->gateways) {
         o->resources = o->gateways;
+    }
+    if ((o->control == CTRL_NAIVE_SEMAPHORE && o->permits == 0u) ||
+        (o->control == CTRL_SETNX_GETSET && o->permits != 0u)) {
+        fprintf(stderr,
+                "elk-sim: --control naive-semaphore needs --permits N (N >= 1), and "
+                "setnx-getset takes no --permits\n");
+        return 2;
     }
     world.opt = *o;
     world.trace = o->trace ? stdout : NULL;

@@ -16,10 +16,15 @@
 #include "elk/lock.h"
 #include "elk/node.h"
 #include "elk/pool.h"
+#include "elk/sem.h"
 #include "elk/sim.h"
 #include "elk/sim_scripts.h"
 
 #define SIM_MAX_RESOURCES 4u
+/* --permits N: each resource is a semaphore of N permits (elk/sem.h), and each permit has
+ * its own actuator (checked as a lock's is); the budget is checked across them */
+#define SIM_MAX_PERMITS 4u
+#define SIM_MAX_ACTUATORS (SIM_MAX_RESOURCES * SIM_MAX_PERMITS)
 #define SIM_EVENTS 65536u
 #define SIM_POOL_BLOCKS (2u * ELK_SIM_MAX_NODES + 2u)
 
@@ -30,7 +35,10 @@ typedef enum sim_control {
     CTRL_NAIVE_FENCE,     /* COMMIT never raises counters: naive max-over-quorum tokens */
     CTRL_SETNX_GETSET,    /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
     CTRL_NO_VOTE_HYGIENE, /* client cfg vote_hygiene = false: restarted or jumped masters vote */
-    CTRL_NO_AMNESIA       /* the scripts before issue 26: no marker age, no token floor */
+    CTRL_NO_AMNESIA,      /* the scripts before issue 26: no marker age, no token floor */
+    CTRL_NAIVE_SEMAPHORE  /* a counting semaphore on a majority: each master admits at most N
+                             holders (a free slot key of its own, SET NX PX), a holder needs a
+                             quorum of masters (issue 28's trap) */
 } sim_control_t;
 
 /* Violation kinds, in report order. */
@@ -45,6 +53,8 @@ enum {
                                last have been valid plus its lock_delay */
     V_HEARTBEAT,            /* a renewal round started more than keepalive_ms after the
                                holder's last keepalive */
+    V_PERMITS,              /* more gateways drove one semaphore's actuators at one moment
+                               than it has permits */
     V_KINDS
 };
 
@@ -62,6 +72,7 @@ typedef struct sim_options {
     bool quiet;
     bool companion;       /* --companion-lease: each elk gateway also holds a private lease on the
                        same client, so its renewals go out batched (EXTEND_BATCH) */
+    uint32_t permits;     /* --permits N: resources are semaphores of N permits; 0: locks */
     uint32_t duration_ms; /* fault phase; a calm phase follows */
     uint32_t ttl_ms;
 } sim_options_t;
@@ -101,7 +112,10 @@ typedef enum gw_phase {
     GW_C_GET,
     GW_C_GETSET,
     GW_C_UNLOCK_GET,
-    GW_C_UNLOCK_DEL
+    GW_C_UNLOCK_DEL,
+    /* naive counting semaphore control */
+    GW_N_ASK,    /* SET NX PX on each master, slot after slot, until admitted or full */
+    GW_N_RELEASE /* DEL of the slots it was admitted to */
 } gw_phase_t;
 
 struct sim_world;
@@ -133,6 +147,10 @@ typedef struct sim_gw {
     elk_client_t client;
     elk_lock_t lock;
     elk_lock_t companion; /* --companion-lease: a private lease, renewed with lock's */
+    elk_sem_t sem;        /* --permits: the semaphore instead of lock */
+    uint8_t act;          /* the actuator it drives: its resource, or with --permits the
+                             permit it holds or last held (resource * permits + permit - 1) */
+    uint32_t stop_ms;     /* the stop margin of its holds */
     gw_phase_t phase;
     uint64_t think_until, work_until, next_tick; /* local ms */
     bool lease_bound;         /* never renews: works until its deadline, then LOST */
@@ -152,6 +170,7 @@ typedef struct sim_gw {
     /* the checker's record of this gateway's current or last hold (checker.c) */
     bool ck_open;                      /* granted, and not (yet) ended by a clean release */
     uint32_t ck_delay_ms;              /* its lock delay */
+    uint8_t ck_act;                    /* the actuator (permit) it was on */
     uint64_t ck_valid_us;              /* true time its last confirmed deadline was reached */
     uint64_t ck_keepalive;             /* last keepalive, local ms (the grant counts as one) */
     uint64_t ck_dead_from, ck_dead_to; /* latest gap between keepalives longer than the
@@ -164,6 +183,12 @@ typedef struct sim_gw {
     /* wake-ups */
     uint64_t wake_at; /* earliest queued wake, true us */
     /* control client */
+    /* naive semaphore control (gw_naive_sem.c), per master: the slot it was admitted to
+     * (1..N, 0: none), the slot asked now (0: that master has answered for good), and
+     * which masters still owe a reply; the local ms the ask began */
+    uint8_t n_slot[ELK_SIM_MAX_NODES], n_try[ELK_SIM_MAX_NODES];
+    uint32_t n_pending;
+    uint64_t n_sent;
     char c_value[24], c_seen[24], c_new[24];
     uint64_t c_hold_until; /* wall ms */
     sim_setnx_reply_t c_reply;
@@ -198,7 +223,13 @@ typedef struct sim_world {
     elk_sim_net_t net;
     elk_sim_scripts_t scripts;
     sim_gw_t gw[ELK_SIM_MAX_GATEWAYS];
-    sim_actuator_t act[SIM_MAX_RESOURCES];
+    sim_actuator_t act[SIM_MAX_ACTUATORS];
+    /* --permits: per semaphore, each gateway's latest hold on any of its permits, true us:
+     * [first drive, last drive + stop margin) (checker.c) */
+    struct sim_budget {
+        uint64_t first[ELK_SIM_MAX_GATEWAYS], end[ELK_SIM_MAX_GATEWAYS];
+        uint64_t lease_of[ELK_SIM_MAX_GATEWAYS], reported[ELK_SIM_MAX_GATEWAYS];
+    } budget[SIM_MAX_RESOURCES];
     uint8_t block_count[ELK_SIM_MAX_GATEWAYS][ELK_SIM_MAX_NODES];
     bool data_lost;       /* some node lost its data in this run (restart, flush) */
     uint8_t jumper;       /* forward_jumps: the one master whose wall clock jumps */
@@ -240,6 +271,8 @@ void sim_trace(sim_world_t *w, const char *what, uint64_t a, uint64_t b, uint64_
 int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g);
 void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
 int sim_gw_setup_setnx(sim_world_t *w, sim_gw_t *g);
+int sim_gw_setup_naive_sem(sim_world_t *w, sim_gw_t *g);
+void sim_gw_step_naive_sem(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
 void sim_gw_step_setnx(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
 void sim_gw_wake(sim_world_t *w, sim_gw_t *g, uint64_t at_us);
 /* One gateway step: poll its library (the time it next wants) and let the gateway's

@@ -27,7 +27,7 @@ static int setup(void **state)
         w.gw[i].w = &w;
         w.gw[i].id = i;
         w.gw[i].resource = 0;
-        w.gw[i].lock.cfg.stop_margin_ms = 20;
+        w.gw[i].stop_ms = 20;
         /* local ms = true us / 1000 unless a test changes the rate */
         elk_sim_clock_init(&w.gw[i].clock, &w.core.now_us, 0, 0);
     }
@@ -39,6 +39,40 @@ static void grant(sim_gw_t *g, uint64_t token, uint64_t deadline)
     g->token = token;
     g->deadline = deadline;
     sim_check_acquired(&w, g, token);
+}
+
+/* --permits 2: two gateways on the semaphore's two permits at once are fine; a third one
+ * driving while both occupy theirs is one violation per hold; once one has stopped (its
+ * last command plus the stop margin) a third may drive. */
+static void test_permits_exceeded(void **state)
+{
+    (void)state;
+    w.opt.permits = 2;
+    for (uint8_t i = 0; i < 3; i++) {
+        w.gw[i].act = i; /* each on a permit of its own: no actuator is shared */
+        w.gw[i].lease = 0;
+    }
+    grant(&w.gw[0], 1, 1000);
+    grant(&w.gw[1], 1, 1000);
+    w.core.now_us = 1000;
+    sim_check_drive(&w, &w.gw[0], 1);
+    w.core.now_us = 2000;
+    sim_check_drive(&w, &w.gw[1], 2);
+    assert_int_equal(w.run.violations[V_PERMITS], 0);
+    grant(&w.gw[2], 1, 1000);
+    w.core.now_us = 15000; /* gw0 occupies until 21 ms, gw1 until 22 ms */
+    sim_check_drive(&w, &w.gw[2], 15);
+    assert_int_equal(w.run.violations[V_PERMITS], 1);
+    w.core.now_us = 16000;
+    sim_check_drive(&w, &w.gw[2], 16);
+    assert_int_equal(w.run.violations[V_PERMITS], 1); /* once per hold */
+    grant(&w.gw[2], 2, 1000);                         /* a new hold of gw2 */
+    w.core.now_us = 21000;                            /* gw0's actuator is safe again */
+    sim_check_drive(&w, &w.gw[2], 21);
+    w.core.now_us = 21500;
+    sim_check_drive(&w, &w.gw[1], 21);
+    assert_int_equal(w.run.violations[V_PERMITS], 1);
+    assert_int_equal(w.run.violations[V_MUTEX], 0);
 }
 
 static void test_overlapping_holds_are_one_violation(void **state)
@@ -337,14 +371,15 @@ static void test_no_keepalive_no_heartbeat_rule(void **state)
 
 int main(void)
 {
-    return ELK_RUN_EACH(
-        "tests", setup, NULL, test_overlapping_holds_are_one_violation,
-        test_handover_after_stop_margin_is_fine, test_token_not_above_previous_holder,
-        test_guard_that_forgets_is_caught, test_lost_late_and_drive_after_deadline,
-        test_grant_inside_lock_delay_is_caught, test_lock_delay_of_a_paused_holder,
-        test_clean_release_resets_lock_delay, test_renewal_moves_the_lock_delay_window,
-        test_lock_delay_zero_still_forbids_overlapping_leases,
-        test_lock_delay_counts_in_the_holders_clock,
-        test_renewal_after_a_missed_keepalive_is_caught, test_keepalive_gap_is_remembered,
-        test_no_keepalive_no_heartbeat_rule);
+    return ELK_RUN_EACH("tests", setup, NULL, test_overlapping_holds_are_one_violation,
+                        test_handover_after_stop_margin_is_fine,
+                        test_token_not_above_previous_holder, test_permits_exceeded,
+                        test_guard_that_forgets_is_caught, test_lost_late_and_drive_after_deadline,
+                        test_grant_inside_lock_delay_is_caught, test_lock_delay_of_a_paused_holder,
+                        test_clean_release_resets_lock_delay,
+                        test_renewal_moves_the_lock_delay_window,
+                        test_lock_delay_zero_still_forbids_overlapping_leases,
+                        test_lock_delay_counts_in_the_holders_clock,
+                        test_renewal_after_a_missed_keepalive_is_caught,
+                        test_keepalive_gap_is_remembered, test_no_keepalive_no_heartbeat_rule);
 }

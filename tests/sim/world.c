@@ -321,6 +321,8 @@ static void gw_event(sim_world_t *w, sim_gw_t *g, uint64_t at)
     now_ms = elk_sim_clock_now_ms(&g->clock);
     if (w->opt.control == CTRL_SETNX_GETSET) {
         sim_gw_step_setnx(w, g, now_ms, &next_ms);
+    } else if (w->opt.control == CTRL_NAIVE_SEMAPHORE) {
+        sim_gw_step_naive_sem(w, g, now_ms, &next_ms);
     } else {
         sim_gw_step_elk(w, g, now_ms, &next_ms);
     }
@@ -450,6 +452,8 @@ static int setup_gateways(sim_world_t *w, uint64_t *seeder)
         g->w = w;
         g->id = (uint8_t)i;
         g->resource = (uint8_t)(i % w->opt.resources);
+        g->act = g->resource; /* with --permits, set at each grant (gw_elk.c) */
+        g->stop_ms = 20;      /* the elk gateways' lock config says the same */
         snprintf(g->name, sizeof g->name, "gw%u", i);
         elk_sim_rng_seed(&g->rng_entropy, elk_sim_splitmix64(seeder));
         elk_sim_rng_seed(&g->rng, elk_sim_splitmix64(seeder));
@@ -464,8 +468,9 @@ static int setup_gateways(sim_world_t *w, uint64_t *seeder)
         g->pause_start = 0;
         g->resume_pending = g->in_resume_step = false;
         g->wake_at = UINT64_MAX;
-        rc =
-            w->opt.control == CTRL_SETNX_GETSET ? sim_gw_setup_setnx(w, g) : sim_gw_setup_elk(w, g);
+        rc = w->opt.control == CTRL_SETNX_GETSET     ? sim_gw_setup_setnx(w, g)
+            : w->opt.control == CTRL_NAIVE_SEMAPHORE ? sim_gw_setup_naive_sem(w, g)
+                                                     : sim_gw_setup_elk(w, g);
         if (rc != ELK_OK) {
             return rc;
         }
