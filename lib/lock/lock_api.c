@@ -61,6 +61,28 @@ int elk_lock_abandon(elk_lock_t *lock, uint64_t now)
     return lk_flushed(elk_lock__abandon(lock, now), lock, now);
 }
 
+int elk_client_release_all(elk_client_t *client, uint64_t now)
+{
+    int n;
+    if (client == NULL || client->fleet == NULL || client->bulk_q != NULL) {
+        return ELK_E_INVALID_ARG;
+    }
+    n = elk_lock__release_all(client, now);
+    if (n == 0) {
+        return 0;
+    }
+    client->due = false;
+    client->next_wake = 0; /* the releases' rounds need a step: the next poll at once */
+    if (!client->in_poll) {
+        /* as lk_flushed: the write may fail a node and run callbacks, as inside a poll */
+        client->in_poll = true;
+        client->now = now;
+        (void)elk_fleet_flush(client->fleet, now);
+        client->in_poll = false;
+    }
+    return n;
+}
+
 /* The stored states of a hold (SUSPECT is one of them, see elk_lock_state). */
 static bool lk_held_state(const elk_lock_t *lock)
 {

@@ -747,3 +747,30 @@ int elk_lock__abandon(elk_lock_t *lock, uint64_t now)
     lk_mark_due(lock);
     return ELK_OK;
 }
+
+int elk_lock__release_all(elk_client_t *client, uint64_t now)
+{
+    elk_lock_ticket_t *q[CONFIG_ELK_MAX_NODES];
+    size_t k;
+    int started = 0;
+    memset(q, 0, sizeof(q));
+    /* Each lock's release is queued at the point of this call, then all are written
+     * before it returns, before any other request of these locks can be made: on every
+     * node, each key's RELEASE_BATCH entry stands exactly where its own RELEASE would
+     * (docs/design.md "Releases in bulk"). */
+    client->bulk_q = q;
+    for (k = 0; k < client->lock_count; k++) {
+        elk_lock_t *lock = client->locks[k];
+        uint32_t seq = lock->rel.seq;
+        if (lock->state == ELK_LOCK_HELD || lock->state == ELK_LOCK_RENEWING) {
+            lock->hold_count = 1; /* every hold: the client is letting go of everything */
+        }
+        if (lock->state != ELK_LOCK_IDLE && lock->state != ELK_LOCK_RELEASING) {
+            (void)elk_lock__release(lock, now);
+            started += lock->rel.seq != seq ? 1 : 0;
+        }
+    }
+    elk_lock__bulk_flush(client, now);
+    client->bulk_q = NULL;
+    return started;
+}

@@ -35,6 +35,11 @@ void elk_lock__round_end(elk_lock_round_t *r, uint64_t now);
  * request queue cannot take stays queued for a later poll. Called by the poll after the
  * locks' steps, before the fleet's flush. */
 void elk_lock__batch_flush(elk_client_t *client, uint64_t now);
+/* Write the releases elk_lock__release_all queued in client->bulk_q at once, per node: one
+ * lease alone as its ordinary RELEASE, more as RELEASE_BATCH requests (as many as the node's
+ * send buffer needs); what is not sent is a release's unsent request (resent one by one
+ * once the node is back). The queue is empty after. */
+void elk_lock__bulk_flush(elk_client_t *client, uint64_t now);
 
 /* lock_send.c, the wire: requests and replies, no policy. Send the script of round r to
  * node i of the fleet for lock (as EVAL when r's NOSCRIPT mark for i is set); floor is
@@ -72,25 +77,30 @@ void elk_lock__reply_decode(elk_lock_ticket_t *t, int status, const elk_resp_rep
  * (elk_lock__marker_ok), ELK_OK when none applies. */
 void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *rp, int clock,
                             int novote);
-/* lock_send.c, batched renewals (docs/design.md "Renewals in batches"). Queue node i's
- * EXTEND of round r of lock for this poll's batched write (client->batch_q[i]): a ticket
- * taken and filled as for a request sent now. ELK_OK, or why not (ELK_E_NOT_CONNECTED,
- * ELK_E_QUEUE_FULL: no ticket free). */
-int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now);
-/* Take the tickets of node's next request out of its queue: the first live one and the
- * later ones that may share its request (the same verb, ttl and drift terms) while they fit
- * the node's send buffer (written first when full) and ELK_LOCK_BATCH_MAX; tickets of
- * rounds that ended since they were queued are dropped. *out gets them as a chain (the
- * order of the request's keys); returns their number (0: queue empty). */
+/* lock_send.c, batched renewals and releases in bulk (docs/design.md "Renewals in
+ * batches", "Releases in bulk"). Queue node i's EXTEND or RELEASE of round r of lock in
+ * queue[i] (client->batch_q: this poll's batched renewals; client->bulk_q: the releases of
+ * elk_client_release_all): a ticket taken and filled as for a request sent now. ELK_OK, or
+ * why not (ELK_E_NOT_CONNECTED, ELK_E_QUEUE_FULL: no ticket free). */
+int elk_lock__queue_batched(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now,
+                            elk_lock_ticket_t **queue);
+/* Take the tickets of node's next request out of queue[node]: the first live one and the
+ * later ones that may share its request (the same script; for renewals the same verb, ttl
+ * and drift terms) while they fit the node's send buffer (written first when full) and
+ * ELK_LOCK_BATCH_MAX; tickets of rounds that ended since they were queued are dropped.
+ * *out gets them as a chain (the order of the request's keys); returns their number (0:
+ * queue empty). */
 size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
-                               elk_lock_ticket_t **out);
-/* Send the chain of n >= 2 tickets at head as one EXTEND_BATCH request to node (head is
- * on_reply's user pointer). ELK_OK or why it was not queued (on_reply will then not run;
- * the tickets are still the caller's). */
+                               elk_lock_ticket_t **queue, elk_lock_ticket_t **out);
+/* Send the chain of n >= 2 tickets at head as one EXTEND_BATCH request to node, or, for
+ * release tickets, one RELEASE_BATCH (as EVAL) (head is on_reply's user pointer). ELK_OK
+ * or why it was not queued (on_reply will then not run; the tickets are still the
+ * caller's). */
 int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *head, size_t n,
                          uint64_t now, elk_node_reply_fn on_reply);
 /* Decode a reply to the batch whose chain starts at head into *out: res points at the first
- * lease's result (NULL: not of the script's shape), server_ms and marker_ms as for EXTEND.
+ * lease's result (NULL: not of the script's shape), server_ms and marker_ms as for EXTEND
+ * (0 for a release).
  * The tickets stay taken. */
 void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
                             const elk_resp_reply_t *reply, elk_lock_reply_t *out);
@@ -117,6 +127,10 @@ uint64_t elk_lock__wake(const elk_lock_t *lock, uint64_t now);
 int elk_lock__acquire(elk_lock_t *lock, uint64_t now, uint64_t wait_deadline);
 int elk_lock__release(elk_lock_t *lock, uint64_t now);
 int elk_lock__abandon(elk_lock_t *lock, uint64_t now);
+/* elk_client_release_all without the final write: every lock's release (as
+ * elk_lock__release, whatever its hold count), the releases to one node in bulk. Returns
+ * the number of leases whose release started. */
+int elk_lock__release_all(elk_client_t *client, uint64_t now);
 
 /* lock_value.c: a fresh lock value "<gateway id>:<32 hex digits>" into lock->value
  * (ELK_OK or ELK_E_ENTROPY), and a retry delay in [wait_min_ms, wait_max_ms]. */

@@ -42,8 +42,8 @@ static void lk_on_reply(void *user, elk_node_t *node, int status, const elk_resp
     elk_lock__reply_record(t, &rp, clock, novote);
 }
 
-/* Reply callback of a batched renewal request (elk_lock__send_batch): the server's clock
- * and fleet marker are judged once, as for one EXTEND (its clock reading is one reading,
+/* Reply callback of a batched renewal or release request (elk_lock__send_batch): the
+ * server's clock and fleet marker (renewals only) are judged once, as for one EXTEND (its clock reading is one reading,
  * and the leases of one request share the drift terms the check uses); then each lease's
  * own result, with those verdicts, is recorded in its own round, exactly as the reply to
  * its own EXTEND would be (elk_lock__reply_record), and lock_engine.c evaluates each round
@@ -93,7 +93,12 @@ static int lk_send(elk_lock_t *lock, const elk_lock_round_t *r, size_t i, uint64
         return rc;
     }
     if (lk_batched(lock, r)) {
-        return elk_lock__queue_extend(lock, r, i, now);
+        return elk_lock__queue_batched(lock, r, i, now, lock->client->batch_q);
+    }
+    /* elk_client_release_all: written in bulk before it returns (no lock delay: the batch
+     * script has no marker key; such a lease's RELEASE goes now, as ever) */
+    if (r->kind == LK_RELEASE && lock->client->bulk_q != NULL && lock->cfg.lock_delay_ms == 0u) {
+        return elk_lock__queue_batched(lock, r, i, now, lock->client->bulk_q);
     }
     return elk_lock__send_script(
         lock, r, i, now, r->kind == LK_ACQUIRE ? elk_lock__token_floor(lock->client, now) : 0,
@@ -203,9 +208,16 @@ void elk_lock__round_end(elk_lock_round_t *r, uint64_t now)
     r->unsent_mask = 0;
 }
 
+/* The round a queued ticket belongs to: the release round, or the foreground (renewal). */
+static elk_lock_round_t *lk_round_of(const elk_lock_ticket_t *t)
+{
+    return t->kind == LK_RELEASE ? &t->lock->rel : &t->lock->fg;
+}
+
 /* One request to node i for the tickets collected (n of them, chained at head): alone, the
- * ordinary EXTEND (the same request and reply as without batching); else EXTEND_BATCH.
- * A request not queued fails each lease's node as an unsent request would. */
+ * ordinary EXTEND or RELEASE (the same request and reply as without batching); else
+ * EXTEND_BATCH or RELEASE_BATCH. A request not queued fails each lease's node as an unsent
+ * request would. */
 static void lk_batch_send(elk_client_t *client, size_t i, elk_lock_ticket_t *head, size_t n,
                           uint64_t now)
 {
@@ -214,13 +226,14 @@ static void lk_batch_send(elk_client_t *client, size_t i, elk_lock_ticket_t *hea
     int rc;
     if (n == 1u) {
         elk_lock_t *lock = head->lock;
+        elk_lock_round_t *r = lk_round_of(head);
         bool eval = head->eval != 0u;
         head->in_use = 0; /* elk_lock__send_script takes its own */
-        lock->fg.eval_mask |= eval ? LK_BIT(i) : 0u;
-        rc = elk_lock__send_script(lock, &lock->fg, i, now, 0, lk_on_reply);
-        lock->fg.eval_mask &= ~LK_BIT(i);
+        r->eval_mask |= eval ? LK_BIT(i) : 0u;
+        rc = elk_lock__send_script(lock, r, i, now, 0, lk_on_reply);
+        r->eval_mask &= ~LK_BIT(i);
         if (rc != ELK_OK) {
-            lk_round_failed(&lock->fg, i, rc, eval);
+            lk_round_failed(r, i, rc, eval);
         }
         return;
     }
@@ -231,7 +244,7 @@ static void lk_batch_send(elk_client_t *client, size_t i, elk_lock_ticket_t *hea
     for (t = head; t != NULL; t = next) {
         next = t->next;
         t->in_use = 0;
-        lk_round_failed(&t->lock->fg, i, rc, t->eval != 0u);
+        lk_round_failed(lk_round_of(t), i, rc, t->eval != 0u);
     }
 }
 
@@ -269,7 +282,7 @@ void elk_lock__batch_flush(elk_client_t *client, uint64_t now)
          * fails the requests as it would without batching. */
         keep = (client->batch_kept & bit) != 0u || !lk_node_full(client, i);
         client->batch_kept &= ~bit;
-        while ((n = elk_lock__batch_collect(client, i, now, &head)) != 0u) {
+        while ((n = elk_lock__batch_collect(client, i, now, client->batch_q, &head)) != 0u) {
             if (keep && lk_node_full(client, i)) {
                 /* the rest waits for a free slot (a reply frees one and wakes the caller):
                  * failing them would make healthy leases SUSPECT. Their rounds wait as
@@ -278,6 +291,21 @@ void elk_lock__batch_flush(elk_client_t *client, uint64_t now)
                 client->batch_kept |= bit;
                 break;
             }
+            lk_batch_send(client, i, head, n, now);
+        }
+    }
+}
+
+void elk_lock__bulk_flush(elk_client_t *client, uint64_t now)
+{
+    elk_lock_ticket_t *head;
+    size_t i;
+    size_t n;
+    /* Everything goes now, whatever the node's request queue holds: a request the node
+     * does not take is an unsent release, resent to it alone once it has room (as for a
+     * release without bulk). Nothing stays queued once elk_client_release_all returns. */
+    for (i = 0; i < client->fleet->count; i++) {
+        while ((n = elk_lock__batch_collect(client, i, now, client->bulk_q, &head)) != 0u) {
             lk_batch_send(client, i, head, n, now);
         }
     }

@@ -87,6 +87,9 @@ const elk_resp_arg_t elk_lock__script_load[5][3] = {
  * lease (more go as fit, elk_lock__batch_collect). */
 typedef char elk_lock_batch_script_is_not_the_longest
     [(sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH) - 1u <= ELK_LOCK_SCRIPT_LEN_MAX) ? 1 : -1];
+/* Nor is the release in bulk (sent as EVAL: it is not preloaded). */
+typedef char elk_lock_release_batch_script_is_not_the_longest
+    [(sizeof(ELK_LOCK_SCRIPT_RELEASE_BATCH) - 1u <= ELK_LOCK_SCRIPT_LEN_MAX) ? 1 : -1];
 static const elk_resp_arg_t lk_sha[4] = {
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_ACQUIRE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_SHA1),
     ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_SHA1), ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_COMMIT_SHA1)};
@@ -336,7 +339,7 @@ void elk_lock__reply_record(const elk_lock_ticket_t *t, const elk_lock_reply_t *
     round->pending_mask &= ~LK_BIT(i);
 }
 
-/* ------------------------------------------------------- batched renewals */
+/* ------------------------------------------- batched renewals and releases */
 
 /* Bytes of a bulk string of len bytes: "$<len>\r\n<bytes>\r\n". */
 static size_t lk_bulk_size(size_t len)
@@ -352,24 +355,34 @@ static size_t lk_bulk_size(size_t len)
 
 /* The arguments one batch request shares (verb, script, numkeys, marker key, ttl) and
  * the array header, bounded from above: numkeys and argc have at most 3 digits (at most
- * ELK_LOCK_BATCH_MAX + 1 keys, 2 ELK_LOCK_BATCH_MAX + 5 arguments), the ttl at most 10. */
-static size_t lk_batch_fixed(const elk_client_t *client, bool eval)
+ * ELK_LOCK_BATCH_MAX + 1 keys, 2 ELK_LOCK_BATCH_MAX + 5 arguments), the ttl at most 10.
+ * A release in bulk shares only EVAL, its text and numkeys (fewer keys and arguments). */
+static size_t lk_batch_fixed(const elk_client_t *client, const elk_lock_ticket_t *t)
 {
+    bool eval = t->eval != 0u;
+    if (t->kind == LK_RELEASE) {
+        return 6u + lk_bulk_size(sizeof(ELK_LOCK_SCRIPT_RELEASE_BATCH) - 1u) + lk_bulk_size(4u) +
+            lk_bulk_size(3u);
+    }
     return 6u + lk_bulk_size(eval ? sizeof(ELK_LOCK_SCRIPT_EXTEND_BATCH) - 1u : 40u) +
         lk_bulk_size(eval ? 4u : 7u) + lk_bulk_size(3u) +
         lk_bulk_size(strlen(client->cfg.key_prefix) + sizeof(ELK_LOCK_MARKER_NAME) - 1u) +
         lk_bulk_size(10u);
 }
 
-static size_t lk_batch_item(const elk_lock_t *lock)
+/* What one lease adds: its key and the value it renews (or releases). */
+static size_t lk_batch_item(const elk_lock_ticket_t *t)
 {
-    return lk_bulk_size(lock->key_len) + lk_bulk_size(lock->value_len);
+    const elk_lock_t *lock = t->lock;
+    return lk_bulk_size(lock->key_len) +
+        lk_bulk_size(t->kind == LK_RELEASE ? lock->rel_value_len : lock->value_len);
 }
 
 typedef char elk_lock_batch_max_fits_three_digits
     [(ELK_LOCK_BATCH_MAX >= 1 && 2 * ELK_LOCK_BATCH_MAX + 5 < 1000) ? 1 : -1];
 
-int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now)
+int elk_lock__queue_batched(elk_lock_t *lock, const elk_lock_round_t *r, size_t node, uint64_t now,
+                            elk_lock_ticket_t **queue)
 {
     elk_client_t *client = lock->client;
     elk_lock_ticket_t *t;
@@ -381,33 +394,39 @@ int elk_lock__queue_extend(elk_lock_t *lock, const elk_lock_round_t *r, size_t n
         return ELK_E_QUEUE_FULL;
     }
     /* in front: O(1) whatever the number of leases; the order is fixed all the same */
-    t->next = client->batch_q[node];
-    client->batch_q[node] = t;
+    t->next = queue[node];
+    queue[node] = t;
     return ELK_OK;
 }
 
-/* Whether b may share a request with a: the same verb, ttl (ARGV[1]) and drift terms
- * (the clock check judges the one reading of the reply by a's config for all). */
+/* Whether b may share a request with a: the same script; for renewals the same verb, ttl
+ * (ARGV[1]) and drift terms (the clock check judges the one reading of the reply by a's
+ * config for all). Releases in bulk always go as EVAL and share nothing else. */
 static bool lk_batch_fits(const elk_lock_ticket_t *a, const elk_lock_ticket_t *b)
 {
     const elk_lock_config_t *x = &a->lock->cfg;
     const elk_lock_config_t *y = &b->lock->cfg;
-    return a->eval == b->eval && x->ttl_ms == y->ttl_ms &&
-        x->drift_factor_ppm == y->drift_factor_ppm && x->drift_fixed_ms == y->drift_fixed_ms;
+    if (a->kind != b->kind) {
+        return false;
+    }
+    return a->kind == LK_RELEASE ||
+        (a->eval == b->eval && x->ttl_ms == y->ttl_ms &&
+         x->drift_factor_ppm == y->drift_factor_ppm && x->drift_fixed_ms == y->drift_fixed_ms);
 }
 
-/* A ticket still of its lock's running renewal round (a callback of another lock's event
- * may have ended it since it was queued, in the same poll). */
+/* A ticket still of its lock's running round (a callback of another lock's event may have
+ * ended it since it was queued, in the same poll): the renewal, or the release. */
 static bool lk_batch_live(const elk_lock_ticket_t *t)
 {
-    return t->lock->fg.kind == LK_EXTEND && t->lock->fg.seq == t->seq;
+    const elk_lock_round_t *r = t->kind == LK_RELEASE ? &t->lock->rel : &t->lock->fg;
+    return r->kind == t->kind && r->seq == t->seq;
 }
 
 size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
-                               elk_lock_ticket_t **out)
+                               elk_lock_ticket_t **queue, elk_lock_ticket_t **out)
 {
     elk_node_t *nd = &client->fleet->nodes[node];
-    elk_lock_ticket_t **pp = &client->batch_q[node];
+    elk_lock_ticket_t **pp = &queue[node];
     elk_lock_ticket_t *head = NULL;
     elk_lock_ticket_t **tail = &head;
     size_t room;
@@ -424,9 +443,8 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
         return 0;
     }
     room = elk_node_tx_room(nd);
-    used = lk_batch_fixed(client, (*pp)->eval != 0u);
-    if ((*pp)->next != NULL &&
-        room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item((*pp)->lock)) {
+    used = lk_batch_fixed(client, *pp);
+    if ((*pp)->next != NULL && room < used + (size_t)ELK_LOCK_BATCH_MAX * lk_batch_item(*pp)) {
         /* a batch, and what is queued and not written yet leaves less than a full request's
          * room: write that first, so that the batch goes in as few requests as the block
          * holds (one lease alone is sent as without batching) */
@@ -435,12 +453,12 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
     }
     while (*pp != NULL && n < (size_t)ELK_LOCK_BATCH_MAX) {
         elk_lock_ticket_t *t = *pp;
-        size_t item = lk_batch_item(t->lock);
+        size_t item = lk_batch_item(t);
         if (!lk_batch_live(t)) {
             *pp = t->next;
             t->in_use = 0;
         } else if (n == 0u || (lk_batch_fits(head, t) && used + item <= room)) {
-            /* the first always goes: alone, it is the ordinary EXTEND */
+            /* the first always goes: alone, it is the ordinary EXTEND or RELEASE */
             *pp = t->next;
             t->next = NULL;
             *tail = t;
@@ -455,12 +473,33 @@ size_t elk_lock__batch_collect(elk_client_t *client, size_t node, uint64_t now,
     return n;
 }
 
+/* RELEASE_BATCH's arguments after EVAL and its text: numkeys, the lock keys, then the values
+ * released, in chain order (the order of the reply's results). Returns argc; *limit gets
+ * the latest limit (each release round still ends at its own, lock_engine.c). */
+static size_t lk_release_args(elk_resp_arg_t *argv, const elk_lock_ticket_t *head, size_t n,
+                              uint64_t *limit)
+{
+    const elk_lock_ticket_t *t;
+    size_t k = 0;
+    argv[2].is_int = true;
+    argv[2].ival = (int64_t)n;
+    for (t = head; t != NULL; t = t->next, k++) {
+        const elk_lock_t *lock = t->lock;
+        lk_arg(&argv[3 + k], lock->key, lock->key_len);
+        lk_arg(&argv[3 + n + k], lock->rel_value, lock->rel_value_len);
+        *limit = lock->rel.limit > *limit ? lock->rel.limit : *limit;
+    }
+    return 3u + 2u * n;
+}
+
 int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *head, size_t n,
                          uint64_t now, elk_node_reply_fn on_reply)
 {
     static const elk_resp_arg_t verb[2] = {ELK_RESP_ARG_STR("EVALSHA"), ELK_RESP_ARG_STR("EVAL")};
     static const elk_resp_arg_t script[2] = {ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1),
                                              ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_EXTEND_BATCH)};
+    static const elk_resp_arg_t release[2] = {ELK_RESP_ARG_STR("EVAL"),
+                                              ELK_RESP_ARG_STR(ELK_LOCK_SCRIPT_RELEASE_BATCH)};
     elk_resp_arg_t argv[5u + 2u * (size_t)ELK_LOCK_BATCH_MAX];
     char marker[CONFIG_ELK_MAX_KEY_LEN + sizeof(ELK_LOCK_MARKER_NAME)];
     elk_lock_ticket_t *t;
@@ -471,6 +510,14 @@ int elk_lock__send_batch(elk_client_t *client, size_t node, elk_lock_ticket_t *h
         return ELK_E_INVALID_ARG;
     }
     memset(argv, 0, sizeof(argv));
+    if (head->kind == LK_RELEASE) {
+        /* always the text: the script is not preloaded (a release in bulk is rare, and a
+         * SCRIPT LOAD on every connection would change every client's requests) */
+        argv[0] = release[0];
+        argv[1] = release[1];
+        k = lk_release_args(argv, head, n, &limit);
+        return elk_node_send(&client->fleet->nodes[node], now, argv, k, limit, on_reply, head);
+    }
     argv[0] = verb[head->eval != 0u];
     argv[1] = script[head->eval != 0u];
     argv[2].is_int = true;
@@ -501,6 +548,7 @@ void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
     const elk_resp_node_t *top = status == ELK_OK ? elk_resp_reply_top(reply, NULL) : NULL;
     const elk_resp_node_t *v;
     size_t n = 0;
+    size_t m;
     size_t i;
 
     out->status = status;
@@ -511,16 +559,22 @@ void elk_lock__batch_decode(const elk_lock_ticket_t *head, int status,
     for (t = head; t != NULL; t = t->next) {
         n++;
     }
-    /* {server_us, marker_ms, r_1 .. r_n}: an array of exactly n + 2 integers */
-    if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != (int64_t)n + 2 ||
-        top->subtree != n + 2u) {
+    /* EXTEND_BATCH: {server_us, marker_ms, r_1 .. r_n}, an array of exactly n + 2 integers;
+     * RELEASE_BATCH: {r_1 .. r_n}, n integers (no clock, no marker) */
+    m = head->kind == LK_RELEASE ? n : n + 2u;
+    if (top == NULL || top->type != ELK_RESP_ARRAY || top->integer != (int64_t)m ||
+        top->subtree != m) {
         return;
     }
     v = top + 1;
-    for (i = 0; i < n + 2u; i++) {
+    for (i = 0; i < m; i++) {
         if (v[i].type != ELK_RESP_INTEGER) {
             return;
         }
+    }
+    if (head->kind == LK_RELEASE) {
+        out->res = v;
+        return;
     }
     out->server_ms = v[0].integer > 0 ? v[0].integer / 1000 : 0;
     out->marker_ms = v[1].integer > 0 ? v[1].integer : 0;

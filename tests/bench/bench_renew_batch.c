@@ -12,7 +12,10 @@
  * its own redis-server (127.0.0.1, ephemeral port), the leases acquired, one renewal
  * period to settle, then requests counted by the server (INFO commandstats: EVALSHA, EVAL,
  * PING) over whole renewal periods. TTL 3 s (renewal every 990 ms), 3 periods; --quick:
- * TTL 1 s, 2 periods, counts up to 512. Prints "RESULT <id> <value> <unit> <name>" lines.
+ * TTL 1 s, 2 periods, counts up to 512. Then every lease is released, as at a shutdown:
+ * per lease (elk_lock_release on each) on the per-lease side, elk_client_release_all (one
+ * RELEASE_BATCH per node, docs/design.md "Releases in bulk") on the batched side, and the
+ * requests the server received for it are printed side by side. Prints "RESULT <id> <value> <unit> <name>" lines.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -152,10 +155,17 @@ static void acquire_all(size_t count)
     }
 }
 
-static void release_all(size_t count)
+/* Release every lease, as at a shutdown: per lease (elk_lock_release on each) or in bulk
+ * (elk_client_release_all); returns the requests the server received for it (resends of
+ * releases our own full queue refused included). */
+static long release_all(size_t count, bool bulk)
 {
-    uint64_t end = elk_posix_now_ms() + 10000;
-    for (size_t i = 0; i < count; i++) {
+    uint64_t end = elk_posix_now_ms() + 30000;
+    long r0 = server_requests();
+    if (bulk) {
+        (void)elk_client_release_all(&client, elk_posix_now_ms());
+    }
+    for (size_t i = 0; !bulk && i < count; i++) {
         (void)elk_lock_release(&locks[i], elk_posix_now_ms());
     }
     while (elk_posix_now_ms() < end) {
@@ -168,10 +178,12 @@ static void release_all(size_t count)
         }
         elk_blocking_step(&client, elk_posix_now_ms() + 5, NULL);
     }
+    long r1 = server_requests();
     for (size_t i = 0; i < count; i++) {
         elk_lock_deinit(&locks[i]);
     }
     elk_node_close(&node, elk_posix_now_ms());
+    return r0 >= 0 && r1 >= 0 ? r1 - r0 : -1;
 }
 
 typedef struct side {
@@ -181,6 +193,7 @@ typedef struct side {
     size_t held;     /* still held at the end */
     unsigned failed, lost;
     unsigned retries; /* acquisitions tried again (our own queue was full) */
+    long release;     /* requests of releasing every lease at the end (bulk on the batched side) */
 } side_t;
 
 static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned periods)
@@ -218,7 +231,7 @@ static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned perio
     for (size_t i = 0; i < count; i++) {
         s.held += elk_lock_is_held(&locks[i], elk_posix_now_ms());
     }
-    release_all(count);
+    s.release = release_all(count, batch);
     return s;
 }
 
@@ -236,7 +249,19 @@ static void compare(size_t count, uint32_t ttl_ms, unsigned periods, bool quick)
            count, per.rps, bat.rps, ratio, per.per_tick, bat.per_tick, tick_ratio, per.renew_ps,
            bat.renew_ps, per.held, count, bat.held, count, per.failed, bat.failed, per.lost,
            bat.lost, per.retries, bat.retries);
+    printf("              shutdown (every lease released): per-lease %ld req/node, bulk %ld "
+           "req/node, ratio %.1fx\n",
+           per.release, bat.release,
+           bat.release > 0 ? (double)per.release / (double)bat.release : 0.0);
     printf("        reproduce: bench_renew_batch%s\n", quick ? " --quick" : "");
+    snprintf(id, sizeof id, "bulk.release%zu.per_lease_req", count);
+    snprintf(name, sizeof name, "%zu leases released at shutdown, per-lease: requests per node",
+             count);
+    bench_result(id, (double)per.release, "req", name);
+    snprintf(id, sizeof id, "bulk.release%zu.bulk_req", count);
+    snprintf(name, sizeof name,
+             "%zu leases released at shutdown, elk_client_release_all: requests per node", count);
+    bench_result(id, (double)bat.release, "req", name);
     snprintf(id, sizeof id, "batch.renew%zu.per_lease_rps", count);
     snprintf(name, sizeof name, "%zu leases renewing (ttl %u ms), per-lease: requests/s per node",
              count, ttl_ms);

@@ -276,7 +276,7 @@ static void make_call(call_t *c)
 {
     const char *v = values[rnd(3)];
     memset(c, 0, sizeof *c);
-    switch (rnd(10)) {
+    switch (rnd(11)) {
     case 0:
     case 1:
         arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_ACQUIRE_SHA1), arg(c, "4");
@@ -317,6 +317,12 @@ static void make_call(call_t *c)
          * or none), so each result is the key's own */
         arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1), arg(c, "3");
         arg(c, KM), arg(c, K), arg(c, K), num(c, TTL_MS), arg(c, v), arg(c, values[rnd(3)]);
+        break;
+    case 9:
+        /* RELEASE_BATCH: the lease and then the lease again or its marker, with two values
+         * (the holder's or not), so each result is its own key's at that point */
+        arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1), arg(c, "2");
+        arg(c, K), arg(c, rnd(2) ? K : KD), arg(c, v), arg(c, values[rnd(3)]);
         break;
     default:
         arg(c, "SET"), arg(c, KM), arg(c, markers[rnd(6)]);
@@ -372,9 +378,10 @@ int main(int argc, char **argv)
         elk_rp_stop(pid, 2000);
         return 1;
     }
-    const char *loads[] = {ELK_LOCK_SCRIPT_ACQUIRE, ELK_LOCK_SCRIPT_EXTEND, ELK_LOCK_SCRIPT_RELEASE,
-                           ELK_LOCK_SCRIPT_COMMIT, ELK_LOCK_SCRIPT_EXTEND_BATCH};
-    for (size_t i = 0; i < 5; i++) {
+    const char *loads[] = {ELK_LOCK_SCRIPT_ACQUIRE,      ELK_LOCK_SCRIPT_EXTEND,
+                           ELK_LOCK_SCRIPT_RELEASE,      ELK_LOCK_SCRIPT_COMMIT,
+                           ELK_LOCK_SCRIPT_EXTEND_BATCH, ELK_LOCK_SCRIPT_RELEASE_BATCH};
+    for (size_t i = 0; i < sizeof loads / sizeof loads[0]; i++) {
         const char *a[3] = {"SCRIPT", "LOAD", loads[i]};
         freeReplyObject(redisCommandArgv(rc, 3, a, NULL));
         freeReplyObject(sim_call(3, a));

@@ -4,7 +4,8 @@
  * the least-privilege lock user elkd prints: the EXTEND_BATCH script runs on the real Lua
  * engine (Redis here; Redis 8 and Valkey 8 in the Debian 13 pass), one lease's value gone
  * on a quorum ends that lease alone, and the servers count far fewer requests than leases
- * renewed. No assertion depends on timing: each wait is for an event with a generous
+ * renewed; a release in bulk (elk_client_release_all) is one EVAL of RELEASE_BATCH per
+ * server that leaves another holder's value alone. No assertion depends on timing: each wait is for an event with a generous
  * bound, and the servers' own counters and keys are what is checked.
  */
 #define _GNU_SOURCE
@@ -218,6 +219,67 @@ static void test_value_gone_one_lease_real(void **state)
     elk_tf_stop(&TF);
 }
 
+/* EVAL calls server i has run (INFO commandstats): a release in bulk is one. */
+static long eval_calls(size_t i)
+{
+    redisReply *r = elk_tf_cmd(&TF, i, "INFO commandstats");
+    long v = 0;
+    assert_non_null(r);
+    assert_non_null(r->str);
+    const char *p = strstr(r->str, "cmdstat_eval:calls=");
+    if (p != NULL) {
+        v = atol(p + 19);
+    }
+    freeReplyObject(r);
+    return v;
+}
+
+static bool all_released(void *arg)
+{
+    (void)arg;
+    for (size_t k = 0; k < NLOCKS; k++) {
+        if (elk_ts_events_count(&REC[k], ELK_LOCK_EV_RELEASED) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Releases in bulk (elk_client_release_all) on the real Lua: one EVAL per server releases
+ * the 12 leases, each judged on its own value: a key whose value another holder put there
+ * (lease 7 on server 2) stays, every other key is gone. */
+static void test_release_all_real(void **state)
+{
+    (void)state;
+    setup();
+    const char *key7 = elk_lock_key(&LOCKS[7]);
+    redisReply *r = elk_tf_cmd(&TF, 2, "SET %s gwZ:other PX 60000", key7);
+    assert_non_null(r);
+    freeReplyObject(r);
+    long e0[NSRV];
+    for (size_t i = 0; i < NSRV; i++) {
+        e0[i] = eval_calls(i);
+    }
+    assert_int_equal(elk_client_release_all(&ST.client, elk_posix_now_ms()), (int)NLOCKS);
+    assert_true(elk_ts_run_client(&ST.client, all_released, NULL, 30000, 0));
+    for (size_t i = 0; i < NSRV; i++) {
+        assert_int_equal(eval_calls(i) - e0[i], 1);
+    }
+    for (size_t k = 0; k < NLOCKS; k++) {
+        const elk_lock_event_t *ev = elk_ts_events_first(&REC[k], ELK_LOCK_EV_RELEASED);
+        assert_int_equal(ev->ok, k == 7 ? NSRV - 1u : NSRV);
+        for (size_t i = 0; i < NSRV; i++) {
+            redisReply *g = elk_tf_cmd(&TF, i, "EXISTS %s", elk_lock_key(&LOCKS[k]));
+            assert_non_null(g);
+            assert_int_equal(g->integer, k == 7 && i == 2 ? 1 : 0);
+            freeReplyObject(g);
+        }
+    }
+    assert_true(get_eq(2, key7, "gwZ:other"));
+    elk_ts_stack_close(&ST);
+    elk_tf_stop(&TF);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -239,6 +301,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_batched_renewals_real, test_teardown),
         cmocka_unit_test_teardown(test_value_gone_one_lease_real, test_teardown),
+        cmocka_unit_test_teardown(test_release_all_real, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

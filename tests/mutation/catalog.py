@@ -1047,6 +1047,23 @@ MUTANTS = [
          new="if (0) {",
          tests=["agent.guard"], why="elk guard --reset clears the guard while a holder's lease is current: its stale steps pass again"),
 
+    # (section: bulk)
+    dict(id="bulk.off", file=L + "lock_engine.c",
+         old="    client->bulk_q = q;\n", new="    client->bulk_q = NULL;\n",
+         tests=["unit.test_lock_batch", "integration.test_lock_batch_redis"], why="elk_client_release_all releases lease by lease: one RELEASE per lease per node instead of one RELEASE_BATCH"),
+    dict(id="bulk.left-for-the-poll", file=L + "lock_engine.c",
+         old="    elk_lock__bulk_flush(client, now);\n    client->bulk_q = NULL;",
+         new="    for (k = 0; k < client->fleet->count; k++) {\n        client->batch_q[k] = q[k];\n    }\n    client->bulk_q = NULL;",
+         tests=["unit.test_lock_batch"], why="the releases in bulk are left to the next poll's batched write (the withdrawn design): a request for the same key made before that poll (a new ACQUIRE) overtakes the release on the node"),
+    dict(id="bulk.values-misordered", file=L + "lock_send.c",
+         old="lk_arg(&argv[3 + n + k], lock->rel_value, lock->rel_value_len);",
+         new="lk_arg(&argv[3 + n + (n - 1u - k)], lock->rel_value, lock->rel_value_len);",
+         tests=["unit.test_lock_batch", "integration.test_lock_batch_redis"], why="RELEASE_BATCH's values out of the order of its keys: each key is compared with another lease's value and nothing is deleted"),
+    dict(id="bulk.busy-read-as-released", file=L + "lock_send.c",
+         old="        out->res = v;\n        return;",
+         new="        for (i = 0; i < m; i++) {\n            ((elk_resp_node_t *)v)[i].integer = 1;\n        }\n        out->res = v;\n        return;",
+         tests=["unit.test_lock_batch"], why="a lease whose key holds another holder's value is reported released there (RELEASE_BATCH's 0 read as 1)"),
+
     # (section: batch)
     dict(id="batch.deadline-from-reply", file=L + "lock_round.c",
          old="elk_lock__batch_reply_of(t, &batch, k, &rp);",

@@ -314,12 +314,185 @@ static void test_noscript_resends_eval(void **state)
     }
 }
 
+/* ------------------------------------------------------ releases in bulk */
+
+/* Each lease's requests on server i, in the order it ran them, must be exactly what its lock
+ * issued, in that order: no RELEASE (batched or not) of a value is followed by a request that
+ * carries the same value (it would have overtaken the release), and the release of a value
+ * follows its ACQUIRE. Returns the number of releases seen. */
+static size_t check_release_last(const lfr_server_t *srv)
+{
+    size_t releases = 0;
+    for (size_t j = 0; j < srv->nops; j++) {
+        const lfr_op_t *o = &srv->ops[j];
+        bool rel = strncmp(o->which, "release", 7) == 0;
+        if (!rel) {
+            continue;
+        }
+        releases++;
+        bool acquired_before = false;
+        for (size_t m = 0; m < j; m++) {
+            acquired_before |= strcmp(srv->ops[m].which, "acquire") == 0 &&
+                strcmp(srv->ops[m].value, o->value) == 0;
+        }
+        assert_true(acquired_before);
+        for (size_t m = j + 1; m < srv->nops; m++) {
+            if (strcmp(srv->ops[m].value, o->value) == 0) {
+                fail_msg("%s of %s on %s ran after its %s", srv->ops[m].which, o->value, o->key,
+                         o->which);
+            }
+        }
+    }
+    return releases;
+}
+
+/* n leases held, then all released: with elk_client_release_all one RELEASE_BATCH per node
+ * carries them all, with elk_lock_release on each (per lease) one RELEASE each. Every key is
+ * gone and RELEASED fires for every lease either way. */
+static void test_release_all_one_request_per_node(void **state)
+{
+    (void)state;
+    const size_t n = 16; /* they fit one request (24 would not: test_split_to_fit) */
+    for (int bulk = 1; bulk >= 0; bulk--) {
+        (void)all_held(n);
+        if (bulk) {
+            assert_int_equal(elk_client_release_all(&B.client, NOW()), (int)n);
+        } else {
+            for (size_t k = 0; k < n; k++) {
+                assert_int_equal(elk_lock_release(&B.lock[k], NOW()), ELK_OK);
+                pump();
+            }
+        }
+        pump();
+        for (size_t i = 0; i < NODES; i++) {
+            assert_int_equal(B.srv[i].release_batch_calls, bulk ? 1u : 0u);
+            assert_int_equal(B.srv[i].release_batch_leases, bulk ? n : 0u);
+            assert_int_equal(B.srv[i].release_calls, bulk ? 0u : n);
+            assert_int_equal(check_release_last(&B.srv[i]), n);
+        }
+        for (size_t k = 0; k < n; k++) {
+            const elk_lock_event_t *ev = elk_ts_events_first(&B.rec[k], ELK_LOCK_EV_RELEASED);
+            assert_non_null(ev);
+            assert_int_equal(ev->ok, NODES);
+            assert_int_equal(elk_lock_state(&B.lock[k]), ELK_LOCK_IDLE);
+            for (size_t i = 0; i < NODES; i++) {
+                assert_null(lfr_get(&B.srv[i], elk_lock_key(&B.lock[k])));
+            }
+        }
+        /* nothing left to release: a second call starts nothing */
+        assert_int_equal(elk_client_release_all(&B.client, NOW()), 0);
+    }
+}
+
+/* One lease's key on one node now holds another holder's value: the batch leaves it there
+ * (that lease's result on that node is "busy"), deletes everything else. */
+static void test_release_all_keeps_another_holders_value(void **state)
+{
+    (void)state;
+    (void)all_held(8);
+    const char *key = elk_lock_key(&B.lock[5]);
+    lfr_set(&B.srv[2], key, "gwZ:other", 5000);
+    assert_int_equal(elk_client_release_all(&B.client, NOW()), 8);
+    pump();
+    assert_string_equal(lfr_get(&B.srv[2], key), "gwZ:other");
+    assert_null(lfr_get(&B.srv[0], key));
+    for (size_t k = 0; k < 8; k++) {
+        const elk_lock_event_t *ev = elk_ts_events_first(&B.rec[k], ELK_LOCK_EV_RELEASED);
+        assert_non_null(ev);
+        assert_int_equal(ev->ok, k == 5 ? NODES - 1u : NODES);
+        assert_int_equal(ev->nodes[2].status, k == 5 ? ELK_LOCK_NODE_BUSY : ELK_LOCK_NODE_OK);
+    }
+    for (size_t i = 0; i < NODES; i++) {
+        assert_int_equal(B.srv[i].release_batch_calls, 1);
+    }
+}
+
+/* The hook of lock[LOCKS-1]'s ACQUIRED: release everything, from inside the poll, while the
+ * other leases' renewals are queued for this poll's batched write. */
+static void release_all_hook(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    (void)user;
+    (void)lock;
+    if (ev->type == ELK_LOCK_EV_ACQUIRED) {
+        assert_true(elk_client_release_all(&B.client, ev->now) > 0);
+    }
+}
+
+/* Order on each node, key by key: a lease being acquired (its ACQUIRE unanswered) is
+ * released in bulk after its ACQUIRE, and an acquire of the same lock right after the bulk
+ * release goes after it; a release in bulk from inside a poll where renewals are queued
+ * leaves no renewal of those values after it. Fails if a batched release could overtake,
+ * or be overtaken by, another request for the same key on one node. */
+static void test_release_all_keeps_each_keys_order(void **state)
+{
+    (void)state;
+    setup(LOCKS, "r", true);
+    connect_all();
+    acquire(0, LOCKS - 2u);
+    /* lock[LOCKS-2]: ACQUIRE sent, replies held back */
+    for (size_t i = 0; i < NODES; i++) {
+        B.srv[i].hold = true;
+    }
+    assert_int_equal(elk_lock_acquire(&B.lock[LOCKS - 2u], NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    assert_int_equal(elk_client_release_all(&B.client, NOW()), (int)(LOCKS - 1u));
+    /* at once, outside any poll: its next ACQUIRE goes behind the bulk release */
+    assert_int_equal(elk_lock_acquire(&B.lock[LOCKS - 2u], NOW(), 0), ELK_E_WOULD_BLOCK);
+    for (size_t i = 0; i < NODES; i++) {
+        B.srv[i].hold = false;
+        lfr_serve(&B.srv[i]);
+        lfr_flush(&B.srv[i]);
+    }
+    pump();
+    assert_true(elk_lock_is_held(&B.lock[LOCKS - 2u], NOW()));
+    for (size_t i = 0; i < NODES; i++) {
+        const char *key = elk_lock_key(&B.lock[LOCKS - 2u]);
+        const char *want[3] = {"acquire", "releaseb", "acquire"};
+        size_t seen = 0;
+        for (size_t j = 0; j < B.srv[i].nops; j++) {
+            /* (the second hold's COMMIT, with fencing, follows its ACQUIRE) */
+            if (strcmp(B.srv[i].ops[j].key, key) == 0 &&
+                strcmp(B.srv[i].ops[j].which, "commit") != 0) {
+                assert_true(seen < 3u);
+                assert_string_equal(B.srv[i].ops[j].which, want[seen]);
+                seen++;
+            }
+        }
+        assert_int_equal(seen, 3);
+        (void)check_release_last(&B.srv[i]);
+    }
+    /* Now from inside a poll: the held leases' renewals are due and queued when the last
+     * lock's ACQUIRED fires and its hook releases everything. */
+    assert_int_equal(elk_lock_release(&B.lock[LOCKS - 2u], NOW()), ELK_OK);
+    pump();
+    uint64_t t1 = NOW();
+    acquire(0, LOCKS - 2u);
+    B.rec[LOCKS - 1u].hook = release_all_hook;
+    uint64_t tick = t1 + 330u;
+    run_until(tick - 1u);
+    B.h.clock.now = tick;
+    assert_int_equal(elk_lock_acquire(&B.lock[LOCKS - 1u], NOW(), 0), ELK_E_WOULD_BLOCK);
+    pump();
+    for (size_t k = 0; k < LOCKS; k++) {
+        assert_false(elk_lock_is_held(&B.lock[k], NOW()));
+    }
+    for (size_t i = 0; i < NODES; i++) {
+        (void)check_release_last(&B.srv[i]);
+        assert_true(B.srv[i].release_batch_calls >= 2u);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_request_per_node),    cmocka_unit_test(test_value_gone_one_lease),
-        cmocka_unit_test(test_deadline_from_send_time), cmocka_unit_test(test_split_to_fit),
+        cmocka_unit_test(test_one_request_per_node),
+        cmocka_unit_test(test_value_gone_one_lease),
+        cmocka_unit_test(test_deadline_from_send_time),
+        cmocka_unit_test(test_split_to_fit),
         cmocka_unit_test(test_noscript_resends_eval),
+        cmocka_unit_test(test_release_all_one_request_per_node),
+        cmocka_unit_test(test_release_all_keeps_another_holders_value),
+        cmocka_unit_test(test_release_all_keeps_each_keys_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,10 @@ static void test_script_sha1_constants(void **state)
     assert_string_equal(hex, ELK_LOCK_SCRIPT_SAFETY_SHA1);
     sha1_hex(ELK_LOCK_SCRIPT_PROBE, hex);
     assert_string_equal(hex, ELK_LOCK_SCRIPT_PROBE_SHA1);
+    sha1_hex(ELK_LOCK_SCRIPT_EXTEND_BATCH, hex);
+    assert_string_equal(hex, ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1);
+    sha1_hex(ELK_LOCK_SCRIPT_RELEASE_BATCH, hex);
+    assert_string_equal(hex, ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1);
 }
 
 static void test_scripts_shape(void **state)

@@ -454,6 +454,9 @@ typedef struct elk_client {
      * queue is full) */
     elk_lock_ticket_t *batch_q[CONFIG_ELK_MAX_NODES];
     uint16_t batch_kept; /* per node: batch_q kept for a free slot (the node is full) */
+    /* per node: the releases elk_client_release_all queues and writes before it returns
+     * (its own array on its stack; NULL at any other time) */
+    elk_lock_ticket_t **bulk_q;
     /* the local clock suspect (elk_client_local_clock_suspect): a spell lasts while
      * now < clock_suspect_until; the rate seen last; spells so far */
     uint64_t clock_suspect_until;
@@ -584,6 +587,20 @@ int elk_lock_release(elk_lock_t *lock, uint64_t now);
  * dropped. No event fires from this call. Returns ELK_OK, ELK_E_NOT_HELD (not held, or
  * the deadline already passed) or ELK_E_INVALID_ARG. */
 int elk_lock_abandon(elk_lock_t *lock, uint64_t now);
+
+/* Release every lease of the client at once, for a shutdown or a client that gives up on
+ * all its work (docs/design.md "Releases in bulk"): for each registered lock, what
+ * elk_lock_release does when it is the last hold (held: released whatever its hold count;
+ * acquiring or waiting: cancelled, partial locks released; LOST: cleared; IDLE and
+ * RELEASING: left alone). Each lease is still judged on its own value and its own result,
+ * and RELEASED fires for each at the end of its own release round, as after elk_lock_release.
+ * The requests to one node go as one RELEASE_BATCH call (more when they do not fit one
+ * request or ELK_LOCK_BATCH_MAX); one lease alone, and a lease with a lock delay, as its own
+ * RELEASE. They are written before this returns (queued for the poll's write inside
+ * elk_client_poll), so no other request of these locks can come between. Returns the
+ * number of leases whose release started (0 for none), or ELK_E_INVALID_ARG (client NULL
+ * or not initialised). */
+int elk_client_release_all(elk_client_t *client, uint64_t now);
 
 /* Proof that the work holding the lease is alive (keepalive_ms, elk/lock.h); SUSPECT
  * counts as held. Returns ELK_OK, ELK_E_NOT_HELD (not held, or the deadline passed),

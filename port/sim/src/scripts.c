@@ -346,6 +346,38 @@ static void s_extend_batch(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, s
     }
 }
 
+/* RELEASE_BATCH: KEYS lock keys, ARGV values (ARGV[i] with KEYS[i]). {r_1 .. r_n}: 1 when the
+ * key held the value (deleted, the value published on <key>:released), else 0. */
+static void s_release_batch(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
+                            const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out,
+                            void *user)
+{
+    elk_sim_net_t *net = (elk_sim_net_t *)user;
+    static const char suffix[] = ELK_LOCK_CHANNEL_SUFFIX;
+    size_t i;
+    if (nkeys < 1u || nargs != nkeys) {
+        elk_sim_reply_error(out, "ERR Error running script: bad arguments to RELEASE_BATCH");
+        return;
+    }
+    elk_sim_reply_array(out, nkeys);
+    for (i = 0; i < nkeys; i++) {
+        elk_sim_key_t *k = elk_sim_redis_lookup(node, keys[i].p, keys[i].len);
+        uint8_t ch[ELK_SIM_KEY_MAX + sizeof suffix];
+        if (!val_eq(k, &args[i]) || keys[i].len > ELK_SIM_KEY_MAX) {
+            elk_sim_reply_int(out, 0);
+            continue;
+        }
+        k->used = 0;
+        memcpy(ch, keys[i].p, keys[i].len);
+        memcpy(ch + keys[i].len, suffix, sizeof suffix - 1u);
+        if (net != NULL) {
+            (void)elk_sim_net_publish(net, node, ch, keys[i].len + sizeof suffix - 1u, args[i].p,
+                                      args[i].len);
+        }
+        elk_sim_reply_int(out, 1);
+    }
+}
+
 void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commit_noop)
 {
     tbl->commit_noop = commit_noop;
@@ -379,4 +411,8 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[6].text = ELK_LOCK_SCRIPT_EXTEND_BATCH;
     tbl->entry[6].fn = s_extend_batch;
     tbl->entry[6].user = tbl;
+    tbl->entry[7].sha1 = ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1;
+    tbl->entry[7].text = ELK_LOCK_SCRIPT_RELEASE_BATCH;
+    tbl->entry[7].fn = s_release_batch;
+    tbl->entry[7].user = net;
 }

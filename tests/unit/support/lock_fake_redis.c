@@ -232,6 +232,17 @@ static void lfr_record(lfr_server_t *s, const char *which, const char *value, bo
     }
 }
 
+static void lfr_op(lfr_server_t *s, size_t c, const char *which, const char *key, const char *value)
+{
+    if (s->nops < LFR_OPS) {
+        lfr_op_t *o = &s->ops[s->nops++];
+        snprintf(o->which, sizeof o->which, "%s", which);
+        snprintf(o->key, sizeof o->key, "%s", key);
+        snprintf(o->value, sizeof o->value, "%s", value);
+        o->conn = c;
+    }
+}
+
 /* A script call's KEYS (k[0..3], "" past numkeys) and ARGV (a[0..4]). */
 typedef struct lfr_script_args {
     char k[4][LFR_STR];
@@ -356,8 +367,46 @@ static void lfr_extend_batch(lfr_server_t *s, size_t c, const fake_cmd_t *cmd, s
         lfr_arg(cmd, first + 2 + numkeys + j, val);
         const char *v = lfr_get(s, key);
         int ok = v != NULL && strcmp(v, val) == 0;
+        lfr_op(s, c, "extendb", key, val);
         if (ok) {
             lfr_set(s, key, val, (uint64_t)atoll(ttl));
+        }
+        len += (size_t)snprintf(b + len, sizeof b - len, ":%d\r\n", ok);
+    }
+    lfr_out(s, c, b, len);
+}
+
+/* RELEASE_BATCH: KEYS lock keys 1..n; ARGV values 1..n. Replies {r_1 .. r_n}, each r_j as
+ * RELEASE's (no lock-delay marker), publishing each released value on <key>:released. */
+static void lfr_release_batch(lfr_server_t *s, size_t c, const fake_cmd_t *cmd, size_t first)
+{
+    char nk[16], key[LFR_STR], val[LFR_STR], ch[LFR_STR + 16];
+    char b[4096];
+    lfr_arg(cmd, first, nk);
+    size_t n = (size_t)atoi(nk);
+    lfr_arg(cmd, first + 1 + n, val);
+    lfr_record(s, "releaseb", val, fake_cmd_is(cmd, "EVAL"));
+    s->release_batch_calls++;
+    s->release_batch_leases += (unsigned)n;
+    if (s->error_reply) {
+        lfr_str_reply(s, c, "-", s->error_reply);
+        return;
+    }
+    if (s->raw_reply) {
+        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
+        return;
+    }
+    size_t len = (size_t)snprintf(b, sizeof b, "*%zu\r\n", n);
+    for (size_t j = 0; j < n; j++) {
+        lfr_arg(cmd, first + 1 + j, key);
+        lfr_arg(cmd, first + 1 + n + j, val);
+        lfr_op(s, c, "releaseb", key, val);
+        const char *v = lfr_get(s, key);
+        int ok = v != NULL && strcmp(v, val) == 0;
+        if (ok) {
+            lfr_del(s, key);
+            snprintf(ch, sizeof ch, "%s%s", key, ELK_LOCK_CHANNEL_SUFFIX);
+            lfr_publish(s, ch, val);
         }
         len += (size_t)snprintf(b + len, sizeof b - len, ":%d\r\n", ok);
     }
@@ -375,6 +424,10 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
         lfr_extend_batch(s, c, cmd, first);
         return;
     }
+    if (strcmp(which, "releaseb") == 0) {
+        lfr_release_batch(s, c, cmd, first);
+        return;
+    }
     lfr_arg(cmd, first, nk);
     size_t numkeys = (size_t)atoi(nk);
     for (i = 0; i < 4; i++) {
@@ -387,6 +440,7 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
         lfr_arg(cmd, first + 1 + i + numkeys, x.a[i]);
     }
     lfr_record(s, which, x.a[0], fake_cmd_is(cmd, "EVAL"));
+    lfr_op(s, c, which, x.k[0], x.a[0]);
     if (strcmp(which, "acquire") == 0) {
         s->acquire_calls++;
     } else if (strcmp(which, "extend") == 0) {
@@ -423,6 +477,8 @@ static const char *lfr_by_sha(const char *sha)
         return "commit";
     if (strcmp(sha, ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1) == 0)
         return "extendb";
+    if (strcmp(sha, ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1) == 0)
+        return "releaseb";
     return NULL;
 }
 
@@ -434,9 +490,9 @@ static const char *lfr_by_text(const fake_cmd_t *cmd, size_t i)
     } t[] = {
         {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},      {ELK_LOCK_SCRIPT_EXTEND, "extend"},
         {ELK_LOCK_SCRIPT_RELEASE, "release"},      {ELK_LOCK_SCRIPT_COMMIT, "commit"},
-        {ELK_LOCK_SCRIPT_EXTEND_BATCH, "extendb"},
+        {ELK_LOCK_SCRIPT_EXTEND_BATCH, "extendb"}, {ELK_LOCK_SCRIPT_RELEASE_BATCH, "releaseb"},
     };
-    for (size_t k = 0; k < 5; k++) {
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         if (cmd->len[i] == strlen(t[k].text) && memcmp(cmd->argv[i], t[k].text, cmd->len[i]) == 0) {
             return t[k].name;
         }
@@ -468,12 +524,13 @@ static void lfr_script_load(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         s->scripts_loaded = true;
     }
     const char *which = cmd->argc > 2 ? lfr_by_text(cmd, 2) : NULL;
-    const char *sha = which == NULL     ? "0"
-        : strcmp(which, "acquire") == 0 ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
-        : strcmp(which, "extend") == 0  ? ELK_LOCK_SCRIPT_EXTEND_SHA1
-        : strcmp(which, "release") == 0 ? ELK_LOCK_SCRIPT_RELEASE_SHA1
-        : strcmp(which, "extendb") == 0 ? ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1
-                                        : ELK_LOCK_SCRIPT_COMMIT_SHA1;
+    const char *sha = which == NULL      ? "0"
+        : strcmp(which, "acquire") == 0  ? ELK_LOCK_SCRIPT_ACQUIRE_SHA1
+        : strcmp(which, "extend") == 0   ? ELK_LOCK_SCRIPT_EXTEND_SHA1
+        : strcmp(which, "release") == 0  ? ELK_LOCK_SCRIPT_RELEASE_SHA1
+        : strcmp(which, "extendb") == 0  ? ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1
+        : strcmp(which, "releaseb") == 0 ? ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1
+                                         : ELK_LOCK_SCRIPT_COMMIT_SHA1;
     char b[64];
     size_t len = 0;
     lfr_bulk(b, sizeof b, &len, sha);

@@ -2,7 +2,7 @@
 /*
  * A tiny in-memory Redis for lease-engine unit tests. It answers, on scripted
  * transports (fake_transport.h), exactly the commands lib/lock sends: EVALSHA/EVAL of
- * the lease scripts in elk/lock_scripts.h (run natively here, EXTEND_BATCH too; ACQUIRE and EXTEND
+ * the lease scripts in elk/lock_scripts.h (run natively here, EXTEND_BATCH and RELEASE_BATCH too; ACQUIRE and EXTEND
  * answer {result, server TIME in us, fleet marker's creation s}, with the lock-delay
  * marker, the fleet marker and the token's clock floor), SCRIPT LOAD, CONFIG
  * GET, HELLO, SUBSCRIBE/UNSUBSCRIBE, plus PUBLISH from the release script to
@@ -31,10 +31,20 @@
 #define LFR_STR 160u
 #define LFR_HELD 8192u
 #define LFR_LOG 64u
+#define LFR_OPS 1100u
+
+/* One lease's part of a script call, batched or not, in the order the server ran them (the
+ * first LFR_OPS are kept): what the requests of one key did, in order, on this server. */
+typedef struct lfr_op {
+    char which[9];  /* "acquire", "extend", "release", "commit", "extendb", "releaseb" */
+    char key[48];   /* the lease's lock key */
+    char value[64]; /* the lease value it carried */
+    size_t conn;    /* the connection it came on */
+} lfr_op_t;
 
 /* One script call as the server received it (the first LFR_LOG are kept). */
 typedef struct lfr_call {
-    char which[8];       /* "acquire", "extend", "release", "commit" */
+    char which[9];       /* "acquire", "extend", "release", "commit", "extendb", "releaseb" */
     char value[LFR_STR]; /* ARGV[1]: the lease value the call carries */
     bool eval;           /* sent as EVAL (the script text), not EVALSHA */
     uint64_t at;         /* server time when it ran */
@@ -95,6 +105,11 @@ typedef struct lfr_server {
                               lfr_flushall) */
     /* EXTEND_BATCH (batched renewals): calls, and the leases they carried in all */
     unsigned extend_batch_calls, extend_batch_leases;
+    /* RELEASE_BATCH (releases in bulk): calls, and the leases they carried in all */
+    unsigned release_batch_calls, release_batch_leases;
+    /* every lease of every script call, in order (lfr_op_t) */
+    lfr_op_t ops[LFR_OPS];
+    size_t nops;
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);

@@ -136,6 +136,27 @@
 #define ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1 "7889e204e7966a2bc7e9d4c0a5ec0a274875e41a"
 
 /*
+ * RELEASE_BATCH (the releases of several leases of one client on one node in one call,
+ * elk_client_release_all, docs/design.md "Releases in bulk"): for each lease, what RELEASE
+ * does for a lease without a lock delay, in the order of the leases (a lease with a lock
+ * delay is released with its own RELEASE: its marker would need a key of its own).
+ *   KEYS[1..n] the lock keys    ARGV[1..n] their values (ARGV[i] goes with KEYS[i])
+ * Returns {r_1, ..., r_n}, r_i with RELEASE's meaning: 1 when KEYS[i] held ARGV[i]; it was
+ *   deleted and ARGV[i] PUBLISHed on KEYS[i] .. ":released" (ELK_LOCK_CHANNEL_SUFFIX, RELEASE's
+ *   ARGV[2]); 0 when it is absent or holds another value (nothing deleted, nothing published).
+ * Usage: EVAL <text> <n> <key 1> ... <key n> <value 1> ... <value n>
+ */
+#define ELK_LOCK_SCRIPT_RELEASE_BATCH                                                              \
+    "local c,k,a=redis.call,KEYS,ARGV\n"                                                           \
+    "local r={}\n"                                                                                 \
+    "for i=1,#k do\n"                                                                              \
+    "if c('GET',k[i])==a[i] then c('DEL',k[i])c('PUBLISH',k[i]..':released',a[i])r[i]=1 else "     \
+    "r[i]=0 end\n"                                                                                 \
+    "end\n"                                                                                        \
+    "return r\n"
+#define ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1 "a210a8118168160ba4fe5cd48950cd03861ab1fb"
+
+/*
  * RELEASE: compare-and-delete (a clean release also deletes this holder's lock-delay
  * marker), then wake waiters.
  *   KEYS[1] lock key          KEYS[2] lock-delay marker key
