@@ -1100,4 +1100,22 @@ MUTANTS = [
          old="    } else if (now < sem->wait_deadline) {\n        r = sem_wait(sem, now);",
          new="    } else if (0) {\n        r = sem_wait(sem, now);",
          tests=["unit.test_sem"], why="a caller willing to wait is refused after one pass over busy permits"),
+
+    # (section: multi)
+    dict(id="multi.given-order", file="lib/multi/multi.c",
+         old="for (b = a; b > 0u && strcmp(names[m->order[b - 1u]], names[x]) > 0; b--) {",
+         new="for (b = a; b > 0u && 0; b--) {",
+         tests=["unit.test_multi"], why="locks taken in the order the caller gave: two gateways asking for the same set in opposite orders each hold one and wait for the other until their deadlines"),
+    dict(id="multi.partial-kept", file="lib/multi/multi.c",
+         old="    elk_lock_event_t out = *ev;\n    mu_release_upto(m, m->next, ev->now);",
+         new="    elk_lock_event_t out = *ev;",
+         tests=["unit.test_multi"], why="a failed all-or-nothing acquire keeps the resources it already took: nobody else can have them until they run out, and nothing drives them"),
+    dict(id="multi.held-after-first", file="lib/multi/multi.c",
+         old="    if (m->next == m->count) {",
+         new="    if (m->next >= 1u) {",
+         tests=["unit.test_multi"], why="the multi-lock counts as held once its first resource is: the actuators of the others are driven without their leases"),
+    dict(id="multi.loss-of-one-only", file="lib/multi/multi.c",
+         old="    } else if (m->state == ELK_MULTI_HELD && ev->type == ELK_LOCK_EV_LOST) {",
+         new="    } else if (0) {",
+         tests=["unit.test_multi"], why="losing one resource does not end the multi-lock: the others keep renewing, LOST is only passed on"),
 ]

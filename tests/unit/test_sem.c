@@ -18,12 +18,11 @@
 #include "elk/err.h"
 #include "elk/lock.h"
 #include "elk/sem.h"
-#include "lock_fake_redis.h"
-#include "node_harness.h"
+#include "gw_world.h"
 #include "test_main.h"
 
-#define NODES 3u
-#define GWS 5u
+#define NODES GW_WORLD_NODES
+#define GWS GW_WORLD_MAX
 #define REC_MAX 512u
 
 typedef struct sem_rec {
@@ -34,27 +33,19 @@ typedef struct sem_rec {
     uint64_t token[REC_MAX];
 } sem_rec_t;
 
+/* Each gateway's semaphore handle and what it reported. */
 typedef struct gw {
-    node_harness_t h;
-    elk_client_t client;
     elk_sem_t sem;
     sem_rec_t rec;
 } gw_t;
 
-typedef struct sworld {
-    lfr_server_t srv[NODES];
-    gw_t gw[GWS];
-    size_t n; /* gateways in use */
-    uint32_t permits;
-    size_t max_held; /* most holders seen at once */
-    char id[GWS][8]; /* gateway ids: the client keeps the pointer */
-} sworld_t;
-
-static sworld_t S;
+static gw_t GW[GWS];
+static uint32_t PERMITS;
+static size_t MAX_HELD; /* most holders seen at once */
 
 static uint64_t NOW(void)
 {
-    return S.gw[0].h.clock.now;
+    return gw_world_now();
 }
 
 static void on_sem(void *user, elk_sem_t *sem, unsigned permit, const elk_lock_event_t *ev)
@@ -97,102 +88,50 @@ static void check_exclusion(void)
 {
     size_t held = 0;
     bool taken[CONFIG_ELK_SEM_MAX_PERMITS + 1] = {false};
-    for (size_t g = 0; g < S.n; g++) {
-        if (elk_sem_is_held(&S.gw[g].sem, NOW())) {
-            unsigned p = elk_sem_permit(&S.gw[g].sem);
-            assert_true(p >= 1u && p <= S.permits);
+    for (size_t g = 0; g < GWW.n; g++) {
+        if (elk_sem_is_held(&GW[g].sem, NOW())) {
+            unsigned p = elk_sem_permit(&GW[g].sem);
+            assert_true(p >= 1u && p <= PERMITS);
             assert_false(taken[p]);
             taken[p] = true;
             held++;
         }
     }
-    assert_true(held <= S.permits);
-    S.max_held = held > S.max_held ? held : S.max_held;
+    assert_true(held <= PERMITS);
+    MAX_HELD = held > MAX_HELD ? held : MAX_HELD;
 }
 
 static uint64_t pump(void)
 {
-    uint64_t next = UINT64_MAX;
-    for (int round = 0; round < 400; round++) {
-        size_t moved = 0;
-        next = UINT64_MAX;
-        for (size_t g = 0; g < S.n; g++) {
-            S.gw[g].h.clock.now = NOW();
-            uint64_t w = elk_client_poll(&S.gw[g].client, NOW());
-            next = w < next ? w : next;
-        }
-        check_exclusion();
-        for (size_t i = 0; i < NODES; i++) {
-            moved += lfr_serve(&S.srv[i]);
-        }
-        for (size_t g = 0; g < S.n; g++) {
-            for (size_t i = 0; i < NODES; i++) {
-                moved += fake_transport_rx_pending(&S.gw[g].h.ft[i]);
-            }
-        }
-        if (moved == 0 && next > NOW()) {
-            return next;
-        }
-    }
-    return next;
+    return gw_world_pump();
 }
 
 static void run_until(uint64_t t)
 {
-    fake_clock_run_until(&S.gw[0].h.clock, t, pump);
+    gw_world_run_until(t);
 }
 
-static elk_lock_config_t lock_cfg(void)
-{
-    elk_lock_config_t c;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 1000;
-    c.stop_margin_ms = 50;
-    c.wait_min_ms = 50;
-    c.wait_max_ms = 100;
-    return c;
-}
-
-/* n gateways, each with a semaphore "pumps" of permits, on NODES servers; connected. */
+/* n gateways, each with a semaphore "pumps" of permits, on NODES servers; connected. The
+ * exclusion check runs after every poll of every client. */
 static void setup(size_t n, uint32_t permits)
 {
-    elk_node_config_t nc;
-    elk_client_config_t cc;
-    elk_lock_config_t c = lock_cfg();
-    memset(&S, 0, sizeof S);
-    S.n = n;
-    S.permits = permits;
-    elk_node_config_defaults(&nc);
-    nc.endpoint.host = "127.0.0.1";
-    nc.endpoint.port = 6379;
+    elk_lock_config_t c = gw_world_lock_cfg();
+    gw_world_setup(n);
+    memset(GW, 0, sizeof GW);
+    PERMITS = permits;
+    MAX_HELD = 0;
     for (size_t g = 0; g < n; g++) {
-        gw_t *w = &S.gw[g];
-        node_harness_init(&w->h, NODES, &nc);
-        fake_entropy_init(&w->h.entropy, 11u + g);
-        elk_client_config_defaults(&cc);
-        snprintf(S.id[g], sizeof S.id[g], "gw%u", (unsigned)g % 10u);
-        cc.gateway_id = S.id[g];
-        cc.key_prefix = "t:";
         assert_int_equal(
-            elk_client_init(&w->client, &cc, &w->h.fleet, &w->h.entropy_if, &w->h.log_if), ELK_OK);
-        assert_int_equal(elk_sem_init(&w->sem, &w->client, "pumps", permits, &c, on_sem, &w->rec),
-                         ELK_OK);
+            elk_sem_init(&GW[g].sem, &GWW.client[g], "pumps", permits, &c, on_sem, &GW[g].rec),
+            ELK_OK);
     }
-    for (size_t i = 0; i < NODES; i++) {
-        lfr_init(&S.srv[i], &S.gw[0].h.clock.now);
-        for (size_t g = 0; g < n; g++) {
-            lfr_attach(&S.srv[i], &S.gw[g].h.ft[i]);
-        }
-    }
-    pump();
-    for (size_t g = 0; g < n; g++) {
-        assert_true(elk_client_ready(&S.gw[g].client));
-    }
+    GWW.after_poll = check_exclusion;
+    gw_world_connect();
 }
 
 static gw_t *G(size_t g)
 {
-    return &S.gw[g];
+    return &GW[g];
 }
 
 /* Gateway g asks for a permit (one pass, or waiting until now + wait_ms) and the world
@@ -258,7 +197,7 @@ static void test_one_holder_gets_a_permit(void **state)
     char key[64];
     snprintf(key, sizeof key, "t:{pumps#%u}", p);
     for (size_t n = 0; n < NODES; n++) {
-        const char *v = lfr_get(&S.srv[n], key);
+        const char *v = lfr_get(&GWW.srv[n], key);
         assert_non_null(v);
         assert_string_equal(v, elk_lock_value(l));
     }
@@ -390,7 +329,7 @@ static void test_wait_ends_at_the_deadline(void **state)
     for (unsigned p = 1; p <= 2; p++) {
         char key[64];
         snprintf(key, sizeof key, "t:{pumps#%u}", p);
-        const char *v = lfr_get(&S.srv[0], key);
+        const char *v = lfr_get(&GWW.srv[0], key);
         assert_non_null(v);
         assert_true(strncmp(v, "gw2:", 4) != 0);
     }
@@ -407,7 +346,7 @@ static void test_lost_permit_is_reported(void **state)
     char key[64];
     snprintf(key, sizeof key, "t:{pumps#%u}", p);
     for (size_t n = 0; n < NODES; n++) {
-        lfr_set(&S.srv[n], key, "intruder:1", 5000);
+        lfr_set(&GWW.srv[n], key, "intruder:1", 5000);
     }
     run_until(NOW() + 1500);
     size_t i = last_of(&G(0)->rec, ELK_LOCK_EV_LOST);
@@ -431,8 +370,8 @@ static void test_release_cancels_an_acquire(void **state)
     assert_false(elk_sem_is_held(&G(0)->sem, NOW()));
     assert_int_equal(count_type(&G(0)->rec, ELK_LOCK_EV_ACQUIRED), 0);
     assert_false(elk_sem_busy(&G(0)->sem));
-    assert_null(lfr_get(&S.srv[0], "t:{pumps#1}"));
-    assert_null(lfr_get(&S.srv[0], "t:{pumps#2}"));
+    assert_null(lfr_get(&GWW.srv[0], "t:{pumps#1}"));
+    assert_null(lfr_get(&GWW.srv[0], "t:{pumps#2}"));
 }
 
 /* A second acquire on the handle that holds a permit is a second hold of it. */
@@ -462,7 +401,7 @@ static void test_deinit_only_when_idle(void **state)
     run_until(NOW() + 1000);
     assert_false(elk_sem_busy(&G(0)->sem));
     assert_int_equal(elk_sem_deinit(&G(0)->sem), ELK_OK);
-    assert_int_equal(G(0)->client.lock_count, 0);
+    assert_int_equal(GWW.client[0].lock_count, 0);
 }
 
 /* Five gateways take and give back two permits at random for a simulated minute, with
@@ -499,7 +438,7 @@ static void test_random_contention(void **state)
         total += grants[g];
     }
     assert_true(total >= 20u);
-    assert_int_equal(S.max_held, 2);
+    assert_int_equal(MAX_HELD, 2);
 }
 
 int main(void)

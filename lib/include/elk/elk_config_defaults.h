@@ -95,5 +95,13 @@
 #ifndef CONFIG_ELK_SEM_MAX_PERMITS
 #define CONFIG_ELK_SEM_MAX_PERMITS 8
 #endif
+/* All-or-nothing locks over several resources, lib/multi (1 built, 0 left out). */
+#ifndef CONFIG_ELK_MULTI
+#define CONFIG_ELK_MULTI 1
+#endif
+/* Most resources of one multi-lock: each is a lock (elk_multi_t holds this many). */
+#ifndef CONFIG_ELK_MULTI_MAX_RESOURCES
+#define CONFIG_ELK_MULTI_MAX_RESOURCES 4
+#endif
 
 #endif /* ELK_CONFIG_DEFAULTS_H */
