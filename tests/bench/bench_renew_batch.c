@@ -33,20 +33,12 @@
 #include "elk/lock.h"
 #include "elk/port_posix.h"
 
-#define POOL_BLOCKS 4u
-
 static pid_t pid[1];
 static uint16_t port;
 static char tmpdir[64];
 static elk_entropy_t entropy;
 
-static elk_posix_tcp_t tcp;
-static elk_transport_t tcp_t;
-static elk_node_t node;
-static elk_fleet_t fleet;
-static _Alignas(8) uint8_t pool_mem[POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
-static elk_pool_t pool;
-static elk_client_t client;
+static bench_one_t one; /* the client on its node */
 static elk_lock_t locks[CONFIG_ELK_MAX_LOCKS];
 static char names[CONFIG_ELK_MAX_LOCKS][24];
 static bench_lease_counts_t counts;
@@ -72,46 +64,21 @@ static long server_requests(void)
 static void drive_until(uint64_t until)
 {
     while (elk_posix_now_ms() < until) {
-        elk_blocking_step(&client, until, NULL);
+        elk_blocking_step(&one.client, until, NULL);
     }
 }
 
 static void client_up(bool batch)
 {
-    elk_node_config_t nc;
     elk_client_config_t cc;
-    int rc =
-        elk_pool_init(&pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS);
-    if (rc != ELK_OK) {
-        die("pool", rc);
-    }
-    elk_node_config_defaults(&nc);
-    nc.endpoint.host = "127.0.0.1";
-    nc.endpoint.port = port;
-    nc.resp3 = true;
-    elk_posix_tcp_init(&tcp, NULL, &tcp_t);
-    if ((rc = elk_node_init(&node, &nc, &tcp_t, &pool, &entropy, NULL)) != ELK_OK) {
-        die("node init", rc);
-    }
-    elk_fleet_init(&fleet, &node, 1);
+    const char *what = "";
     elk_client_config_defaults(&cc);
     cc.gateway_id = batch ? "gwB" : "gwP";
     cc.key_prefix = "rb:";
-    cc.mode = ELK_MODE_SINGLE;
-    cc.safety = ELK_SAFETY_OFF;
     cc.batch_renewals = batch;
-    if ((rc = elk_client_init(&client, &cc, &fleet, &entropy, NULL)) != ELK_OK) {
-        die("client init", rc);
-    }
-    /* Connected and voting: a fresh server is quarantined by the vote hygiene for about
-     * a TTL after it starts (docs/design.md); the first side waits that out. */
-    uint64_t end = elk_posix_now_ms() + 60000;
-    while (!(elk_node_is_ready(&node) && elk_client_node_votes(&client, 0) &&
-             elk_node_inflight(&node) == 0)) {
-        if (elk_posix_now_ms() > end) {
-            die("connect and wait for the vote", ELK_E_FLEET_UNAVAILABLE);
-        }
-        elk_blocking_step(&client, elk_posix_now_ms() + 50, NULL);
+    int rc = bench_one_up(&one, port, &cc, &entropy, &what);
+    if (rc != ELK_OK) {
+        die(what, rc);
     }
 }
 
@@ -137,7 +104,7 @@ static void acquire_all(size_t count)
             inflight++;
             next++;
         }
-        elk_blocking_step(&client, now + 5, NULL);
+        elk_blocking_step(&one.client, now + 5, NULL);
         held = 0;
         for (size_t i = 0; i < next; i++) {
             elk_lock_state_t st = elk_lock_state(&locks[i]);
@@ -163,7 +130,7 @@ static long release_all(size_t count, bool bulk)
     uint64_t end = elk_posix_now_ms() + 30000;
     long r0 = server_requests();
     if (bulk) {
-        (void)elk_client_release_all(&client, elk_posix_now_ms());
+        (void)elk_client_release_all(&one.client, elk_posix_now_ms());
     }
     for (size_t i = 0; !bulk && i < count; i++) {
         (void)elk_lock_release(&locks[i], elk_posix_now_ms());
@@ -176,13 +143,13 @@ static long release_all(size_t count, bool bulk)
         if (busy == 0) {
             break;
         }
-        elk_blocking_step(&client, elk_posix_now_ms() + 5, NULL);
+        elk_blocking_step(&one.client, elk_posix_now_ms() + 5, NULL);
     }
     long r1 = server_requests();
     for (size_t i = 0; i < count; i++) {
         elk_lock_deinit(&locks[i]);
     }
-    elk_node_close(&node, elk_posix_now_ms());
+    elk_node_close(&one.node, elk_posix_now_ms());
     return r0 >= 0 && r1 >= 0 ? r1 - r0 : -1;
 }
 
@@ -207,7 +174,7 @@ static side_t run_side(size_t count, bool batch, uint32_t ttl_ms, unsigned perio
     for (size_t i = 0; i < count; i++) {
         snprintf(names[i], sizeof names[i], "l%zu", i);
         int rc =
-            elk_lock_init(&locks[i], &client, names[i], &lc, bench_count_lease_events, &counts);
+            elk_lock_init(&locks[i], &one.client, names[i], &lc, bench_count_lease_events, &counts);
         if (rc != ELK_OK) {
             die("lock init", rc);
         }

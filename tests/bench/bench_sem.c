@@ -25,7 +25,6 @@
 #include "elk/port_posix.h"
 #include "elk/sem.h"
 
-#define POOL_BLOCKS 4u
 #define PERMITS 4u
 #define BLOCKS 5u
 
@@ -33,13 +32,7 @@ static pid_t pid[1];
 static uint16_t port;
 static char tmpdir[64];
 static elk_entropy_t entropy;
-static elk_posix_tcp_t tcp;
-static elk_transport_t tcp_t;
-static elk_node_t node;
-static elk_fleet_t fleet;
-static _Alignas(8) uint8_t pool_mem[POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
-static elk_pool_t pool;
-static elk_client_t client;
+static bench_one_t one; /* the client on its node */
 static elk_lock_t lock;
 static elk_sem_t sem, others[PERMITS - 1u];
 static unsigned acquired, failed;
@@ -71,50 +64,27 @@ static void on_sem(void *user, elk_sem_t *s, unsigned permit, const elk_lock_eve
 
 static void client_up(void)
 {
-    elk_node_config_t nc;
     elk_client_config_t cc;
     elk_lock_config_t lc;
-    int rc =
-        elk_pool_init(&pool, pool_mem, sizeof pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE, POOL_BLOCKS);
-    if (rc != ELK_OK) {
-        die("pool", rc);
-    }
-    elk_node_config_defaults(&nc);
-    nc.endpoint.host = "127.0.0.1";
-    nc.endpoint.port = port;
-    nc.resp3 = true;
-    elk_posix_tcp_init(&tcp, NULL, &tcp_t);
-    if ((rc = elk_node_init(&node, &nc, &tcp_t, &pool, &entropy, NULL)) != ELK_OK) {
-        die("node init", rc);
-    }
-    elk_fleet_init(&fleet, &node, 1);
+    const char *what = "";
     elk_client_config_defaults(&cc);
     cc.gateway_id = "gwS";
     cc.key_prefix = "bs:";
-    cc.mode = ELK_MODE_SINGLE;
-    cc.safety = ELK_SAFETY_OFF;
-    if ((rc = elk_client_init(&client, &cc, &fleet, &entropy, NULL)) != ELK_OK) {
-        die("client init", rc);
+    int rc = bench_one_up(&one, port, &cc, &entropy, &what);
+    if (rc != ELK_OK) {
+        die(what, rc);
     }
     elk_lock_config_defaults(&lc);
     lc.ttl_ms = 10000;
-    if ((rc = elk_lock_init(&lock, &client, "valve", &lc, on_lock, NULL)) != ELK_OK ||
-        (rc = elk_sem_init(&sem, &client, "pumps", PERMITS, &lc, on_sem, NULL)) != ELK_OK) {
+    if ((rc = elk_lock_init(&lock, &one.client, "valve", &lc, on_lock, NULL)) != ELK_OK ||
+        (rc = elk_sem_init(&sem, &one.client, "pumps", PERMITS, &lc, on_sem, NULL)) != ELK_OK) {
         die("lock / semaphore init", rc);
     }
     for (size_t i = 0; i < PERMITS - 1u; i++) {
-        if ((rc = elk_sem_init(&others[i], &client, "pumps", PERMITS, &lc, on_sem, NULL)) !=
+        if ((rc = elk_sem_init(&others[i], &one.client, "pumps", PERMITS, &lc, on_sem, NULL)) !=
             ELK_OK) {
             die("semaphore init", rc);
         }
-    }
-    uint64_t end = elk_posix_now_ms() + 60000; /* a fresh server is quarantined for a TTL */
-    while (!(elk_node_is_ready(&node) && elk_client_node_votes(&client, 0) &&
-             elk_node_inflight(&node) == 0)) {
-        if (elk_posix_now_ms() > end) {
-            die("connect and wait for the vote", ELK_E_FLEET_UNAVAILABLE);
-        }
-        elk_blocking_step(&client, elk_posix_now_ms() + 50, NULL);
     }
 }
 
@@ -126,7 +96,7 @@ static void settle(unsigned want_events, bool (*busy)(void))
         if (elk_posix_now_ms() > end) {
             die("a cycle did not end within 30 s", ELK_E_TIMEOUT);
         }
-        elk_blocking_step(&client, elk_posix_now_ms() + 1000, NULL);
+        elk_blocking_step(&one.client, elk_posix_now_ms() + 1000, NULL);
     }
 }
 

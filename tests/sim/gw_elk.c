@@ -163,7 +163,6 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
 {
     elk_client_config_t cc;
     elk_lock_config_t lc;
-    uint32_t n;
     bool resp3 = (elk_sim_rng_next(&g->rng) & 1u) != 0u;
     /* One gateway in four uses a single lease without renewal and works right up to
      * its deadline: the hold ends in LOST, the most demanding case for the margins. */
@@ -187,22 +186,7 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
     g->log.ctx = g;
     g->log.write = w->trace != NULL ? gw_log_write : NULL;
     g->log.level = ELK_LOG_DEBUG;
-    int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
-                           SIM_POOL_BLOCKS);
-    for (n = 0; rc == ELK_OK && n < w->opt.nodes; n++) {
-        elk_node_config_t nc;
-        elk_transport_t t = elk_sim_net_transport(&w->net, g->id, n);
-        elk_node_config_defaults(&nc);
-        nc.endpoint.host = "127.0.0.1";
-        nc.endpoint.port = (uint16_t)(ELK_SIM_PORT_BASE + n);
-        nc.password = w->password;
-        nc.resp3 = resp3;
-        nc.connect_timeout_ms = 1000;
-        nc.request_timeout_ms = 1000;
-        nc.backoff_min_ms = 50;
-        nc.backoff_max_ms = 1000;
-        rc = elk_node_init(&g->nodes[n], &nc, &t, &g->pool, &g->entropy, &g->log);
-    }
+    int rc = sim_gw_nodes_init(w, g, resp3, &g->log);
     if (rc == ELK_OK) {
         rc = elk_fleet_init(&g->fleet, g->nodes, w->opt.nodes);
     }

@@ -78,23 +78,7 @@ static void release_slots(sim_gw_t *g, uint64_t now)
 
 int sim_gw_setup_naive_sem(sim_world_t *w, sim_gw_t *g)
 {
-    uint32_t n;
-    int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
-                           SIM_POOL_BLOCKS);
-    for (n = 0; rc == ELK_OK && n < w->opt.nodes; n++) {
-        elk_node_config_t nc;
-        elk_transport_t t = elk_sim_net_transport(&w->net, g->id, n);
-        elk_node_config_defaults(&nc);
-        nc.endpoint.host = "127.0.0.1";
-        nc.endpoint.port = (uint16_t)(ELK_SIM_PORT_BASE + n);
-        nc.password = w->password;
-        nc.resp3 = false;
-        nc.connect_timeout_ms = 1000;
-        nc.request_timeout_ms = 1000;
-        nc.backoff_min_ms = 50;
-        nc.backoff_max_ms = 1000;
-        rc = elk_node_init(&g->nodes[n], &nc, &t, &g->pool, &g->entropy, NULL);
-    }
+    int rc = sim_gw_nodes_init(w, g, false, NULL);
     memset(g->n_slot, 0, sizeof g->n_slot);
     memset(g->n_try, 0, sizeof g->n_try);
     g->n_pending = 0;

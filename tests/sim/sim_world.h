@@ -268,6 +268,9 @@ const char *sim_violation_name(int kind);
 void sim_trace(sim_world_t *w, const char *what, uint64_t a, uint64_t b, uint64_t c);
 
 /* Gateways. */
+/* g's pool and a connection to every node (world.c): the settings every kind of simulated
+ * gateway uses; log may be NULL. Returns ELK_OK or the first error. */
+int sim_gw_nodes_init(sim_world_t *w, sim_gw_t *g, bool resp3, const elk_log_t *log);
 int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g);
 void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
 int sim_gw_setup_setnx(sim_world_t *w, sim_gw_t *g);

@@ -442,6 +442,28 @@ static int run_reset(sim_world_t *w, uint64_t seed, uint64_t *seeder)
     return ELK_OK;
 }
 
+int sim_gw_nodes_init(sim_world_t *w, sim_gw_t *g, bool resp3, const elk_log_t *log)
+{
+    uint32_t n;
+    int rc = elk_pool_init(&g->pool, g->pool_mem, sizeof g->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                           SIM_POOL_BLOCKS);
+    for (n = 0; rc == ELK_OK && n < w->opt.nodes; n++) {
+        elk_node_config_t nc;
+        elk_transport_t t = elk_sim_net_transport(&w->net, g->id, n);
+        elk_node_config_defaults(&nc);
+        nc.endpoint.host = "127.0.0.1";
+        nc.endpoint.port = (uint16_t)(ELK_SIM_PORT_BASE + n);
+        nc.password = w->password;
+        nc.resp3 = resp3;
+        nc.connect_timeout_ms = 1000;
+        nc.request_timeout_ms = 1000;
+        nc.backoff_min_ms = 50;
+        nc.backoff_max_ms = 1000;
+        rc = elk_node_init(&g->nodes[n], &nc, &t, &g->pool, &g->entropy, log);
+    }
+    return rc;
+}
+
 /* Every gateway set up (its randomness drawn from seeder) and woken at a random start. */
 static int setup_gateways(sim_world_t *w, uint64_t *seeder)
 {

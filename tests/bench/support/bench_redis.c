@@ -2,6 +2,7 @@
 /* redis-server processes for the benchmarks: see bench_redis.h. */
 #include "bench_redis.h"
 #include "redis_proc.h"
+#include "elk/blocking.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -128,4 +129,42 @@ long bench_redis_requests(uint16_t port)
     }
     pclose(p);
     return v;
+}
+
+int bench_one_up(bench_one_t *b, uint16_t port, elk_client_config_t *cc,
+                 const elk_entropy_t *entropy, const char **what)
+{
+    elk_node_config_t nc;
+    int rc = elk_pool_init(&b->pool, b->pool_mem, sizeof b->pool_mem, CONFIG_ELK_POOL_BLOCK_SIZE,
+                           BENCH_ONE_POOL_BLOCKS);
+    *what = "pool";
+    if (rc != ELK_OK) {
+        return rc;
+    }
+    elk_node_config_defaults(&nc);
+    nc.endpoint.host = "127.0.0.1";
+    nc.endpoint.port = port;
+    nc.resp3 = true;
+    elk_posix_tcp_init(&b->tcp, NULL, &b->tcp_t);
+    *what = "node init";
+    if ((rc = elk_node_init(&b->node, &nc, &b->tcp_t, &b->pool, entropy, NULL)) != ELK_OK) {
+        return rc;
+    }
+    elk_fleet_init(&b->fleet, &b->node, 1);
+    cc->mode = ELK_MODE_SINGLE;
+    cc->safety = ELK_SAFETY_OFF;
+    *what = "client init";
+    if ((rc = elk_client_init(&b->client, cc, &b->fleet, entropy, NULL)) != ELK_OK) {
+        return rc;
+    }
+    *what = "connect and wait for the vote";
+    uint64_t end = elk_posix_now_ms() + 60000;
+    while (!(elk_node_is_ready(&b->node) && elk_client_node_votes(&b->client, 0) &&
+             elk_node_inflight(&b->node) == 0)) {
+        if (elk_posix_now_ms() > end) {
+            return ELK_E_FLEET_UNAVAILABLE;
+        }
+        elk_blocking_step(&b->client, elk_posix_now_ms() + 50, NULL);
+    }
+    return ELK_OK;
 }

@@ -13,7 +13,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "elk/lock.h"
 #include "elk/node.h"
+#include "elk/port_posix.h"
 
 /* A port on 127.0.0.1 that was free a moment ago. Exits 2 if none can be had. */
 uint16_t bench_free_port(void);
@@ -43,5 +45,25 @@ void bench_node_config(elk_node_config_t *cfg, uint16_t port, bool tls, uint32_t
  * EVALSHA + EVAL + PING calls from INFO commandstats (total_commands_processed would also
  * count the commands run inside each script). -1 when redis-cli could not be run. */
 long bench_redis_requests(uint16_t port);
+
+/* One lib client on one redis-server (127.0.0.1:port, RESP3): the stack the single-node
+ * benches drive. Large: give it static storage. */
+#define BENCH_ONE_POOL_BLOCKS 4u
+typedef struct bench_one {
+    elk_posix_tcp_t tcp;
+    elk_transport_t tcp_t;
+    elk_node_t node;
+    elk_fleet_t fleet;
+    _Alignas(8) uint8_t pool_mem[BENCH_ONE_POOL_BLOCKS * CONFIG_ELK_POOL_BLOCK_SIZE];
+    elk_pool_t pool;
+    elk_client_t client;
+} bench_one_t;
+
+/* Set b up with cc (the caller's gateway id, key prefix and switches; mode SINGLE and the
+ * safety check off are set here) and wait up to 60 s until the node is ready, votes (a fresh
+ * server is quarantined for about a TTL) and has nothing in flight. entropy must outlive b.
+ * Returns ELK_OK, or the error with *what naming the step that failed. */
+int bench_one_up(bench_one_t *b, uint16_t port, elk_client_config_t *cc,
+                 const elk_entropy_t *entropy, const char **what);
 
 #endif
