@@ -12,6 +12,8 @@
  * mbedTLS 3.x with TLS 1.3 and session tickets, and are skipped with 2.28
  * (elk/port_mbedtls.h, "Session resumption").
  */
+#define _POSIX_C_SOURCE 200809L
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 #include "test_main.h"
@@ -303,10 +306,50 @@ static void test_tls13_other_ca_drops_ticket(void **state)
 #endif
 }
 
+/* TLS 1.3: the ticket read, the link lost before any reply (no application data ever
+ * came, which the port otherwise reads as the server's verdict on a client certificate):
+ * the ticket from the verified handshake is kept and the reconnect resumes. */
+static void test_tls13_ticket_survives_lost_link(void **state)
+{
+    (void)state;
+#if !HAVE_TLS13_TICKETS
+    print_message("    skipped: mbedTLS %s keeps no TLS 1.3 tickets\n", MBEDTLS_VERSION_STRING);
+    skip();
+#else
+    client_t c;
+    client_init(&c);
+    elk_endpoint_t ep = elk_tf_endpoint(&fleets[F13_VALID], 0);
+    c.rd.to = 0;
+    assert_int_equal(elk_tf_xport_connect(&c.tc.t, &ep, TMO), 1);
+    unsigned ev = 0;
+    int fd = c.tc.t.wait(c.tc.t.ctx, &ev);
+    assert_true(fd >= 0);
+    uint8_t buf[64];
+    for (int waited = 0; !c.tc.conn.has_session && waited < 200; waited++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        (void)poll(&p, 1, 100);                                        /* at most 20 s in all */
+        assert_int_equal(c.tc.t.recv(c.tc.t.ctx, buf, sizeof buf), 0); /* no data, no error */
+    }
+    assert_true(c.tc.conn.has_session);
+    assert_int_equal(shutdown(fd, SHUT_RDWR), 0);
+    int32_t n = c.tc.t.recv(c.tc.t.ctx, buf, sizeof buf);
+    print_message("    recv after the link was cut: %d\n", (int)n);
+    /* A plain loss: after a ticket the server had judged us, no client-certificate verdict. */
+    assert_int_equal(n, ELK_E_CLOSED);
+    assert_true(c.tc.conn.has_session);
+    c.tc.t.close(c.tc.t.ctx);
+    assert_int_equal(connect_as(&c, F13_VALID, F13_VALID), 1);
+    assert_true(c.tc.conn.offered);
+    assert_true(elk_tls_conn_resumed(&c.tc.conn));
+    client_free(&c);
+#endif
+}
+
 int main(void)
 {
     return ELK_RUN_GROUP("integration.tls_resume", setup, teardown, test_reconnect_resumes,
                          test_unrelated_ca_refused_with_session,
                          test_other_name_refused_with_session, test_session_not_offered_elsewhere,
-                         test_tls13_reconnect_resumes, test_tls13_other_ca_drops_ticket);
+                         test_tls13_reconnect_resumes, test_tls13_other_ca_drops_ticket,
+                         test_tls13_ticket_survives_lost_link);
 }

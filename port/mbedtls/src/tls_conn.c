@@ -313,7 +313,9 @@ static bool tls13_cert_verdict(const elk_tls_conn_t *c, int ret)
         ret == 0 ||
         ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
          c->inner_err == ELK_E_CLOSED);
-    return closed && !c->rx_app &&
+    /* A ticket kept from this connection (has_session: a TLS 1.3 handshake drops the one
+     * it was offered) came after the server had our Finished, so after its verdict. */
+    return closed && !c->rx_app && !c->has_session &&
         mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
 #else
     (void)c;
@@ -325,7 +327,6 @@ static bool tls13_cert_verdict(const elk_tls_conn_t *c, int ret)
 static int map_record_error(elk_tls_conn_t *c, int ret)
 {
     if (tls13_cert_verdict(c, ret)) {
-        session_drop(c); /* the server refused us: keep nothing from this connection */
         c->cert_requested = true;
         return conn_fail(c, c->shared->has_cert ? ELK_E_TLS : ELK_E_TLS_CLIENT_CERT, ret);
     }

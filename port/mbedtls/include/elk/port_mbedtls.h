@@ -230,8 +230,9 @@ int elk_tls_conn_stall_reason(const elk_tls_conn_t *conn);
  * resumes: it sends no certificate, so the certificate is not checked again and trust
  * rests on the first, verified handshake that led to the ticket. A ticket is offered
  * once (the handshake spends it; the server sends a fresh one). It is dropped like a TLS 1.2
- * session, and when the server refuses our client certificate after the handshake; a
- * changed CA means a new elk_tls_shared_t and so new connections, with no ticket.
+ * session (a server refusing our client certificate does so before it sends any ticket);
+ * a changed CA means a new elk_tls_shared_t and so new connections, with no ticket. A
+ * link lost before the server's ticket was read leaves none: the next connect is full.
  * elk_tls_conn_resumed: true when the last completed handshake was abbreviated (the
  * kept session was offered and taken: TLS 1.2, the server sent no certificate; TLS 1.3,
  * its ServerHello accepted the pre-shared key). */
