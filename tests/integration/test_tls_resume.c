@@ -32,6 +32,8 @@
 #include "elk/port_posix.h"
 #include "fleet.h"
 #include "tls_client.h"
+/* the sniffer's feed function (internal to the port, not installed) */
+#include "../../port/mbedtls/src/tls_internal.h"
 
 #define TMO 10000u
 
@@ -345,11 +347,69 @@ static void test_tls13_ticket_survives_lost_link(void **state)
 #endif
 }
 
+/* The ServerHello records redis-server 8 (OpenSSL) sent in this file's TLS 1.3 cases,
+ * captured once: a full handshake (supported_versions, key_share) and a resumed one
+ * (also pre_shared_key: the server took the ticket). Runs with any mbedTLS: the port
+ * reads the ServerHello itself, as bytes pass. */
+static const char sh13_full[] =
+    "160303007a0200007603034294bc2f29a684e615abd56e5e0afb43e9ef4678f747df52d07e56b99678530e20"
+    "40a12529a95c4efe57199f52072f4b5df3fd509efa5299251f9163ce19445cb8130300002e002b0002030400"
+    "330024001d0020624744fd98802fc3e3dd6ab546d6e96ec77a135e7d6ccf770e575d333eb04d68";
+static const char sh13_resumed[] =
+    "16030300800200007c0303a89b3a9eb9fa82732aa4f2c7754c87deeac73030d3802148db7112af68b6b19120"
+    "40a12529a95c4efe57199f52072f4b5df3fd509efa5299251f9163ce19445cb81303000034002b0002030400"
+    "330024001d002094990b87b36edfd97fb98460f4db9176d65c499c73dade1ba6d0026f33e2493e0029000200"
+    "00";
+
+static size_t unhex(const char *h, uint8_t *out, size_t cap)
+{
+    size_t n = strlen(h) / 2u;
+    assert_true(n <= cap);
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(h + 2u * i, "%2x", &v), 1);
+        out[i] = (uint8_t)v;
+    }
+    return n;
+}
+
+/* psk_accepted after feeding rec, whole or one byte at a time (records and messages
+ * arrive split anywhere). */
+static bool sniff_psk(const uint8_t *rec, size_t n, bool bytewise)
+{
+    elk_tls_sniff_t sn;
+    memset(&sn, 0, sizeof sn);
+    if (bytewise) {
+        for (size_t i = 0; i < n; i++) {
+            elk_tls_sniff_feed(&sn, rec + i, 1);
+        }
+    } else {
+        elk_tls_sniff_feed(&sn, rec, n);
+    }
+    assert_false(sn.old_version);
+    return sn.psk_accepted;
+}
+
+static void test_sniff_server_hello_psk(void **state)
+{
+    (void)state;
+    uint8_t rec[256];
+    size_t n = unhex(sh13_full, rec, sizeof rec);
+    assert_false(sniff_psk(rec, n, false));
+    assert_false(sniff_psk(rec, n, true));
+    n = unhex(sh13_resumed, rec, sizeof rec);
+    assert_true(sniff_psk(rec, n, false));
+    assert_true(sniff_psk(rec, n, true));
+    /* The same hello with its last extension renamed (early_data, 42): not taken. */
+    rec[n - 5u] = 42;
+    assert_false(sniff_psk(rec, n, false));
+}
+
 int main(void)
 {
     return ELK_RUN_GROUP("integration.tls_resume", setup, teardown, test_reconnect_resumes,
                          test_unrelated_ca_refused_with_session,
                          test_other_name_refused_with_session, test_session_not_offered_elsewhere,
                          test_tls13_reconnect_resumes, test_tls13_other_ca_drops_ticket,
-                         test_tls13_ticket_survives_lost_link);
+                         test_tls13_ticket_survives_lost_link, test_sniff_server_hello_psk);
 }
