@@ -10,7 +10,9 @@
  * The F_* servers are pinned to TLS 1.2; the F13_* servers to TLS 1.3, whose ticket
  * arrives after the handshake (NewSessionTicket) and is resumed by PSK: those cases need
  * mbedTLS 3.x with TLS 1.3 and session tickets, and are skipped with 2.28
- * (elk/port_mbedtls.h, "Session resumption").
+ * (elk/port_mbedtls.h, "Session resumption"); they run in the Debian 13 stage. How the
+ * port tells a TLS 1.3 resumption (pre_shared_key in the ServerHello) is checked on
+ * captured hellos with any mbedTLS (test_sniff_server_hello_psk).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <poll.h>
