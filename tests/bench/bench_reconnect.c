@@ -5,7 +5,9 @@
  *   1. one lib/node connection behind elk-faultproxy, its link dropped (`drop rst` on
  *      the proxy's control channel) N times, over plain TCP, TLS with a full handshake
  *      every time (the kept session forgotten before each drop) and TLS resumed (the
- *      session offered, elk_tls_conn_resumed counted): p50/p90 of "setup" (the node's
+ *      session offered, elk_tls_conn_resumed counted), each over TLS 1.2 and, when
+ *      mbedTLS keeps TLS 1.3 tickets (3.x), over TLS 1.3 (servers pinned to one version
+ *      with --tls-protocols): p50/p90 of "setup" (the node's
  *      CONNECTING -> READY: TCP, TLS, HELLO) and of "drop -> READY" (with the default
  *      backoff, 100 ms first delay, jittered to 50..100 ms, in it);
  *   2. a reconnect storm: G lib/node connections in this process (G simulated gateways)
@@ -41,22 +43,32 @@
 #include "elk/port_mbedtls.h"
 #include "elk/port_posix.h"
 #include "redis_proc.h"
+#include <mbedtls/version.h>
+
+/* The port keeps TLS 1.3 tickets under the same conditions (port/mbedtls). */
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000 && defined(MBEDTLS_SSL_PROTO_TLS1_3) &&                   \
+    defined(MBEDTLS_SSL_SESSION_TICKETS) && defined(MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
+#define HAVE_TLS13_TICKETS 1
+#else
+#define HAVE_TLS13_TICKETS 0
+#endif
 
 #ifndef ELK_BENCH_FAULTPROXY
 #define ELK_BENCH_FAULTPROXY "elk-faultproxy"
 #endif
 
-enum { S_PLAIN, S_TLS, S_STORM, S_COUNT };
+enum { S_PLAIN, S_TLS, S_STORM, S_TLS13, S_COUNT };
+enum { N_PROXIES = 3 };
 static pid_t pids[S_COUNT];
 static uint16_t ports[S_COUNT];
 static char tmpdir[64];
-static FILE *proxies[2];
-static int proxy_ctl[2] = {-1, -1};
+static FILE *proxies[N_PROXIES];
+static int proxy_ctl[N_PROXIES] = {-1, -1, -1};
 
 /* Proxies first ("quit" on their control channel, then reap), then the servers. */
 static void stop_all(void)
 {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_PROXIES; i++) {
         if (proxy_ctl[i] >= 0) {
             (void)send(proxy_ctl[i], "quit\n", 5, MSG_NOSIGNAL);
             close(proxy_ctl[i]);
@@ -234,9 +246,29 @@ static bool drive_until_ready(gwnode_t *gs, size_t n, double bound_ms)
 static elk_tls_shared_t tls_shared;
 static elk_tls_conn_t tls_conn;
 
-static void dropped_link(const char *mode, uint16_t port, bool tls, bool resume, proxy_t *px,
-                         unsigned reps)
+/* TLS 1.3: the server's ticket comes after the handshake, on its own; a link dropped the
+ * moment the node is READY (before any reply) would drop it unread. A connection in use
+ * reads it with its first reply; here, with no traffic, the node is driven until the port
+ * has kept it (bounded; the bench stops if it never comes). */
+static void await_ticket(gwnode_t *g)
 {
+    double end = now_ms() + 10000;
+    while (!tls_conn.has_session && now_ms() < end) {
+        elk_wait_t w;
+        w.fd = elk_node_wait(&g->node, &w.events);
+        elk_posix_wait(&w, w.fd >= 0 ? 1u : 0u, elk_posix_now_ms() + 5, NULL);
+        (void)elk_node_poll(&g->node, elk_posix_now_ms());
+    }
+    if (!tls_conn.has_session) {
+        die("no TLS 1.3 session ticket within 10 s");
+    }
+}
+
+/* version: the TLS version the server must negotiate (NULL for plain TCP). */
+static void dropped_link(const char *mode, uint16_t port, const char *version, bool resume,
+                         proxy_t *px, unsigned reps)
+{
+    bool tls = version != NULL;
     static _Alignas(8) uint8_t mem[4 * CONFIG_ELK_POOL_BLOCK_SIZE];
     elk_pool_t pool;
     elk_entropy_t ent;
@@ -260,11 +292,15 @@ static void dropped_link(const char *mode, uint16_t port, bool tls, bool resume,
     if (!drive_until_ready(&g, 1, 30000)) {
         die("first connect");
     }
+    if (tls && strcmp(elk_tls_conn_version(&tls_conn), version) != 0) {
+        die("the server negotiated another TLS version than the mode's");
+    }
     double *setup = calloc(reps, sizeof *setup), *total = calloc(reps, sizeof *total);
     unsigned resumed = 0;
+    bool tls13 = tls && strcmp(version, "TLSv1.3") == 0;
     for (unsigned k = 0; k < reps; k++) {
-        if (tls && !resume) {
-            elk_tls_conn_forget_session(&tls_conn);
+        if (tls13) {
+            await_ticket(&g); /* in both modes, so they differ only in the offer */
         }
         double t0 = now_ms();
         proxy_cmd(px, "drop rst\n");
@@ -274,6 +310,11 @@ static void dropped_link(const char *mode, uint16_t port, bool tls, bool resume,
             w.fd = elk_node_wait(&g.node, &w.events);
             elk_posix_wait(&w, w.fd >= 0 ? 1u : 0u, elk_posix_now_ms() + 5, NULL);
             (void)elk_node_poll(&g.node, elk_posix_now_ms());
+        }
+        /* Forgotten once the link is down, before the reconnect (the backoff is not over):
+         * a TLS 1.3 server's second ticket, read while the node was still up, is gone too. */
+        if (tls && !resume) {
+            elk_tls_conn_forget_session(&tls_conn);
         }
         if (!drive_until_ready(&g, 1, 30000)) {
             die("reconnect after a drop");
@@ -288,7 +329,7 @@ static void dropped_link(const char *mode, uint16_t port, bool tls, bool resume,
     }
     qsort(setup, reps, sizeof *setup, bench_cmp_d);
     qsort(total, reps, sizeof *total, bench_cmp_d);
-    printf("  %-12s setup (CONNECTING -> READY) p50 %7.2f ms  p90 %7.2f ms   drop -> READY "
+    printf("  %-13s setup (CONNECTING -> READY) p50 %7.2f ms  p90 %7.2f ms   drop -> READY "
            "p50 %7.1f ms  p90 %7.1f ms",
            mode, bench_pct(setup, reps, 0.5), bench_pct(setup, reps, 0.9),
            bench_pct(total, reps, 0.5), bench_pct(total, reps, 0.9));
@@ -309,6 +350,22 @@ static void dropped_link(const char *mode, uint16_t port, bool tls, bool resume,
     }
     free(setup);
     free(total);
+}
+
+/* A TLS redis-server that speaks only `protocols` ("TLSv1.2", "TLSv1.3"). */
+static pid_t start_tls_server(uint16_t port, const char *protocols)
+{
+    static char crt[256], key[256], ca[256];
+    const char *const args[] = {"--tls-protocols", protocols, NULL};
+    snprintf(crt, sizeof crt, "%s/server.crt", tmpdir);
+    snprintf(key, sizeof key, "%s/server.key", tmpdir);
+    snprintf(ca, sizeof ca, "%s/ca.crt", tmpdir);
+    elk_rp_opts_t o = {.port = port, .dir = tmpdir, .tls = true};
+    o.tls_cert = crt;
+    o.tls_key = key;
+    o.tls_ca = ca;
+    o.extra_args = args;
+    return elk_rp_spawn(&o);
 }
 
 /* ---------------------------------------------------------------- 2. storm */
@@ -486,8 +543,16 @@ int main(int argc, char **argv)
         die("certificate generation failed");
     }
     for (int i = 0; i < S_COUNT; i++) {
+        if (i == S_TLS13 && !HAVE_TLS13_TICKETS) {
+            continue;
+        }
         ports[i] = bench_free_port();
-        pids[i] = bench_redis_start(tmpdir, ports[i], i == S_TLS, NULL);
+        pids[i] = i == S_TLS ? start_tls_server(ports[i], "TLSv1.2")
+            : i == S_TLS13   ? start_tls_server(ports[i], "TLSv1.3")
+                             : bench_redis_start(tmpdir, ports[i], false, NULL);
+        if (pids[i] < 0) {
+            die("redis-server could not be started");
+        }
     }
     if (elk_rp_wait_tcp(pids[S_PLAIN], ports[S_PLAIN], 20000) != 0 ||
         elk_rp_wait_tcp(pids[S_STORM], ports[S_STORM], 20000) != 0) {
@@ -503,17 +568,27 @@ int main(int argc, char **argv)
     if (elk_tls_shared_init(&tls_shared, &tc, &ent) != ELK_OK) {
         die("TLS setup");
     }
-    proxy_t px_plain, px_tls;
+    proxy_t px_plain, px_tls, px_tls13;
     proxy_start(&px_plain, 0, ports[S_PLAIN]);
     proxy_start(&px_tls, 1, ports[S_TLS]);
+    if (HAVE_TLS13_TICKETS) {
+        proxy_start(&px_tls13, 2, ports[S_TLS13]);
+    }
     printf("bench_reconnect: %u drops per mode, %zu gateways, %s build, loopback, through "
            "elk-faultproxy (drop rst)\n",
            reps, gws, ELK_BENCH_BUILD_TYPE);
 
     printf("\n1. dropped link -> READY again, one lib/node connection (RESP3 HELLO included)\n");
-    dropped_link("plain", px_plain.listen, false, false, &px_plain, reps);
-    dropped_link("tls_full", px_tls.listen, true, false, &px_tls, reps);
-    dropped_link("tls_resumed", px_tls.listen, true, true, &px_tls, reps);
+    dropped_link("plain", px_plain.listen, NULL, false, &px_plain, reps);
+    dropped_link("tls_full", px_tls.listen, "TLSv1.2", false, &px_tls, reps);
+    dropped_link("tls_resumed", px_tls.listen, "TLSv1.2", true, &px_tls, reps);
+    if (HAVE_TLS13_TICKETS) {
+        dropped_link("tls13_full", px_tls13.listen, "TLSv1.3", false, &px_tls13, reps);
+        dropped_link("tls13_resumed", px_tls13.listen, "TLSv1.3", true, &px_tls13, reps);
+    } else {
+        printf("  %-13s not available with mbedTLS %s (no TLS 1.3 session tickets)\n", "tls13_*",
+               MBEDTLS_VERSION_STRING);
+    }
 
     printf("\n2. reconnect storm: %zu lib/node connections, their redis-server killed and "
            "started again on the same port (default backoff 100..5000 ms)\n",

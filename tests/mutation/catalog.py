@@ -1118,4 +1118,21 @@ MUTANTS = [
          old="    } else if (m->state == ELK_MULTI_HELD && ev->type == ELK_LOCK_EV_LOST) {",
          new="    } else if (0) {",
          tests=["unit.test_multi"], why="losing one resource does not end the multi-lock: the others keep renewing, LOST is only passed on"),
+
+    # (section: tls13)
+    # TLS 1.3 tickets are kept only with mbedTLS 3.x; the mutation stage builds with Debian 12's
+    # 2.28, where only the ServerHello sniffer (compiled for every version) can be exercised:
+    # integration.test_tls_resume's test_sniff_server_hello_psk feeds it captured hellos.
+    dict(id="tls13.psk-any-later-extension", file="port/mbedtls/src/tls_sniff.c",
+         old="if ((s->sh_word >> 16) == EXT_PRE_SHARED_KEY) {",
+         new="if ((s->sh_word >> 16) >= EXT_PRE_SHARED_KEY) {",
+         tests=["integration.test_tls_resume"], why="key_share (51, in every TLS 1.3 ServerHello) read as the ticket taken: a full handshake reported as resumed"),
+    dict(id="tls13.ext-data-not-skipped", file="port/mbedtls/src/tls_sniff.c",
+         old="s->sh_ext_at = p + 1u + (s->sh_word & 0xffffu);",
+         new="s->sh_ext_at = p + 1u;",
+         tests=["integration.test_tls_resume"], why="an extension's data read as the next extension's header: pre_shared_key missed, a resumption reported as full"),
+    dict(id="tls13.ext-start-off", file="port/mbedtls/src/tls_sniff.c",
+         old="s->sh_ext_at = p + 1u + b + 5u;",
+         new="s->sh_ext_at = p + 1u + b + 3u;",
+         tests=["integration.test_tls_resume"], why="the extensions' total length taken for the first extension's header"),
 ]

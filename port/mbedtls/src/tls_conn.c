@@ -158,19 +158,10 @@ static void session_offer(elk_tls_conn_t *c, const elk_endpoint_t *ep)
     }
 }
 
-/* After a completed handshake, verified by mbedTLS (VERIFY_REQUIRED): keep its session
- * for the next open(). TLS 1.2 only: a TLS 1.3 session needs the ticket that arrives
- * after the handshake, which this port does not keep. */
-static void session_keep(elk_tls_conn_t *c)
+/* Keep the session mbedTLS holds now (TLS 1.2: after the handshake; TLS 1.3: the ticket
+ * just received) in place of the kept one. */
+static void session_take(elk_tls_conn_t *c)
 {
-    c->resumed = c->offered && !c->sniff.server_cert;
-#if ELK_MBEDTLS_3
-    if (mbedtls_ssl_get_version_number(&c->ssl) != MBEDTLS_SSL_VERSION_TLS1_2) {
-        c->resumed = false;
-        session_drop(c);
-        return;
-    }
-#endif
     session_drop(c);
     if (mbedtls_ssl_get_session(&c->ssl, &c->session) == 0) {
         c->has_session = true;
@@ -178,6 +169,25 @@ static void session_keep(elk_tls_conn_t *c)
         mbedtls_ssl_session_free(&c->session);
         mbedtls_ssl_session_init(&c->session);
     }
+}
+
+/* After a completed handshake, verified by mbedTLS (VERIFY_REQUIRED): TLS 1.2 keeps its
+ * session for the next open(). TLS 1.3 spends the offered ticket (RFC 8446 asks a client
+ * not to use one twice) and keeps the NewSessionTicket the server sends after the
+ * handshake, which tls_read takes when it arrives. */
+static void session_keep(elk_tls_conn_t *c)
+{
+#if ELK_MBEDTLS_3
+    if (mbedtls_ssl_get_version_number(&c->ssl) != MBEDTLS_SSL_VERSION_TLS1_2) {
+        /* The certificate is encrypted in TLS 1.3; the server's pre_shared_key in its
+         * ServerHello is what says it took the ticket. */
+        c->resumed = c->offered && c->sniff.psk_accepted;
+        session_drop(c);
+        return;
+    }
+#endif
+    c->resumed = c->offered && !c->sniff.server_cert;
+    session_take(c);
 }
 
 static int tls_open(void *ctx, const elk_endpoint_t *ep)
@@ -303,7 +313,9 @@ static bool tls13_cert_verdict(const elk_tls_conn_t *c, int ret)
         ret == 0 ||
         ((ret == MBEDTLS_ERR_NET_SEND_FAILED || ret == MBEDTLS_ERR_NET_RECV_FAILED) &&
          c->inner_err == ELK_E_CLOSED);
-    return closed && !c->rx_app &&
+    /* A ticket kept from this connection (has_session: a TLS 1.3 handshake drops the one
+     * it was offered) came after the server had our Finished, so after its verdict. */
+    return closed && !c->rx_app && !c->has_session &&
         mbedtls_ssl_get_version_number(&c->ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
 #else
     (void)c;
@@ -345,6 +357,28 @@ static int32_t tls_io_gate(const elk_tls_conn_t *c, size_t len)
     return len == 0 ? 0 : 1;
 }
 
+/* A TLS 1.3 NewSessionTicket may come at any time after the handshake, between the
+ * replies the caller waits for. mbedTLS reports it instead of data (when signalling is
+ * on); the ticket is kept for the next open() and the call made again, so the caller
+ * never sees it. True: call again. */
+static bool ticket_signal(elk_tls_conn_t *c, int ret)
+{
+#ifdef MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET
+    if (ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+#if ELK_TLS13_TICKETS
+        session_take(c);
+#else
+        (void)c;
+#endif
+        return true;
+    }
+#else
+    (void)c;
+    (void)ret;
+#endif
+    return false;
+}
+
 static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
 {
     elk_tls_conn_t *c = (elk_tls_conn_t *)ctx;
@@ -375,6 +409,9 @@ static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
     }
     c->want &= ~(unsigned)ELK_WAIT_WRITE;
     ret = mbedtls_ssl_write(&c->ssl, buf, len);
+    while (ticket_signal(c, ret)) { /* 3.6 documents it for write too */
+        ret = mbedtls_ssl_write(&c->ssl, buf, len);
+    }
     if (ret > 0) {
         c->pending_len = 0;
         return (int32_t)ret;
@@ -389,17 +426,14 @@ static int32_t tls_send(void *ctx, const uint8_t *buf, size_t len)
     return (int32_t)map_record_error(c, ret);
 }
 
-/* mbedtls_ssl_read, minus what is no application data: a TLS 1.3 NewSessionTicket
- * (reported only when signalling is enabled; this port keeps no TLS 1.3 tickets) is read
- * past. */
+/* mbedtls_ssl_read, minus what is no application data: a TLS 1.3 NewSessionTicket is
+ * kept and read past. */
 static int tls_read(elk_tls_conn_t *c, uint8_t *buf, size_t len)
 {
     int ret = mbedtls_ssl_read(&c->ssl, buf, len);
-#ifdef MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET
-    while (ret == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET) {
+    while (ticket_signal(c, ret)) {
         ret = mbedtls_ssl_read(&c->ssl, buf, len);
     }
-#endif
     return ret;
 }
 

@@ -39,4 +39,16 @@ void elk_tls_sniff_feed(elk_tls_sniff_t *s, const uint8_t *buf, size_t n);
 #define ELK_MBEDTLS_3 0
 #endif
 
+/* TLS 1.3 tickets are kept (elk_tls_conn_resumed) when the library has a TLS 1.3 client
+ * with session tickets and reports a NewSessionTicket to the caller: 3.x built with
+ * MBEDTLS_SSL_PROTO_TLS1_3 and MBEDTLS_SSL_SESSION_TICKETS. 3.6.1 and later report it only
+ * when asked (mbedtls_ssl_conf_tls13_enable_signal_new_session_tickets, present when
+ * MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED is); 2.28 has none of it. */
+#if ELK_MBEDTLS_3 && defined(MBEDTLS_SSL_PROTO_TLS1_3) && defined(MBEDTLS_SSL_SESSION_TICKETS) &&  \
+    defined(MBEDTLS_SSL_CLI_C) && defined(MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
+#define ELK_TLS13_TICKETS 1
+#else
+#define ELK_TLS13_TICKETS 0
+#endif
+
 #endif /* ELK_TLS_INTERNAL_H */

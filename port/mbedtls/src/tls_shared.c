@@ -149,6 +149,12 @@ static int build_conf(elk_tls_shared_t *s)
      * server keeping per-client state (elk_tls_conn_resumed). */
     mbedtls_ssl_conf_session_tickets(&s->conf, MBEDTLS_SSL_SESSION_TICKETS_ENABLED);
 #endif
+#if ELK_TLS13_TICKETS && defined(MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED)
+    /* A TLS 1.3 ticket comes after the handshake; 3.6.1+ ignore it unless told to report
+     * it, and the read loop keeps it (tls_conn.c, tls_read). */
+    mbedtls_ssl_conf_tls13_enable_signal_new_session_tickets(
+        &s->conf, MBEDTLS_SSL_TLS1_3_SIGNAL_NEW_SESSION_TICKETS_ENABLED);
+#endif
     if (s->has_cert) {
         ret = mbedtls_ssl_conf_own_cert(&s->conf, &s->cert, &s->key);
         if (ret != 0) {

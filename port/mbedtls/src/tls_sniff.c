@@ -5,7 +5,8 @@
  * client certificate (TLS 1.2 CertificateRequest), and did it pick a protocol below
  * TLS 1.2 (ServerHello version, or a protocol_version alert); whether it sent its
  * certificate (not in a resumed TLS 1.2 handshake); and, for TLS 1.3, whether
- * encrypted records (the server's flight after ServerHello) have begun. Records are
+ * encrypted records (the server's flight after ServerHello) have begun and whether the
+ * ServerHello carries pre_shared_key (the server took the offered ticket). Records are
  * parsed from their headers only; nothing here decides anything about the connection.
  */
 #include "tls_internal.h"
@@ -18,10 +19,36 @@ enum {
     HS_SERVER_HELLO = 2,
     HS_CERTIFICATE = 11,
     HS_CERT_REQUEST = 13,
+    SH_SESSION_ID_LEN = 34, /* offset in ServerHello: after version (2) and random (32) */
+    EXT_PRE_SHARED_KEY = 41,
     ALERT_PROTOCOL_VERSION = 70,
     TLS12_MAJOR = 3,
     TLS12_MINOR = 3
 };
+
+/* One byte of a ServerHello's body at offset p, for its extensions: the session id's
+ * length fixes where they start (after it come cipher suite 2, compression 1 and the
+ * extensions' total length 2); each is type 2, length 2, data. A HelloRetryRequest is a
+ * ServerHello too and never has pre_shared_key. */
+static void server_hello_ext_byte(elk_tls_sniff_t *s, uint32_t p, uint8_t b)
+{
+    uint32_t off;
+    if (p == SH_SESSION_ID_LEN) {
+        s->sh_ext_at = p + 1u + b + 5u;
+        return;
+    }
+    if (p < SH_SESSION_ID_LEN || p < s->sh_ext_at) {
+        return;
+    }
+    off = p - s->sh_ext_at;
+    s->sh_word = off == 0u ? b : (s->sh_word << 8) | b;
+    if (off == 3u) {
+        if ((s->sh_word >> 16) == EXT_PRE_SHARED_KEY) {
+            s->psk_accepted = true;
+        }
+        s->sh_ext_at = p + 1u + (s->sh_word & 0xffffu);
+    }
+}
 
 /* One byte of a handshake record's body: handshake messages may span records and a
  * record may hold several, so their 4-byte headers are tracked across both. */
@@ -48,6 +75,7 @@ static void hs_byte(elk_tls_sniff_t *s, uint8_t b)
         return;
     }
     if (s->hs_type == HS_SERVER_HELLO) {
+        server_hello_ext_byte(s, s->hs_pos, b);
         if (s->hs_pos == 0) {
             s->hs_ver_hi = b;
         } else if (s->hs_pos == 1u &&

@@ -118,12 +118,15 @@ typedef struct elk_tls_sniff {
     uint16_t rec_pos;  /* body bytes seen of the current record */
     uint32_t hs_left;  /* body bytes left in the current handshake message */
     uint32_t hs_pos;
+    uint32_t sh_ext_at; /* ServerHello: offset of the next extension header */
+    uint32_t sh_word;   /* ServerHello: that header's bytes so far */
     bool off;           /* encrypted records started: nothing more to read */
     bool encrypted;     /* an application_data record came (TLS 1.3 flight) */
     bool cert_request;  /* the server sent a CertificateRequest (TLS 1.2) */
     bool old_version;   /* the server chose a protocol below TLS 1.2 */
     bool version_alert; /* the server sent a protocol_version alert */
     bool server_cert;   /* the server sent its Certificate in the clear (TLS 1.2 full) */
+    bool psk_accepted;  /* the ServerHello has pre_shared_key (TLS 1.3: ticket taken) */
 } elk_tls_sniff_t;
 
 /* One TLS connection. Caller-allocated; fields internal to the port. */
@@ -219,10 +222,20 @@ int elk_tls_conn_stall_reason(const elk_tls_conn_t *conn);
  * (restarted, expired, another server on that address) answers with a full handshake,
  * whose certificate is verified as always. The kept session is dropped on any failed
  * handshake (a verification failure among them), on another endpoint, and by
- * elk_tls_conn_free. TLS 1.3 tickets arrive after the handshake and are not kept: a
- * TLS 1.3 reconnect is a full handshake.
+ * elk_tls_conn_free.
+ * TLS 1.3 (mbedTLS 3.x built with MBEDTLS_SSL_PROTO_TLS1_3 and MBEDTLS_SSL_SESSION_TICKETS;
+ * never with 2.28): the server's ticket arrives after the handshake, as a NewSessionTicket
+ * between replies; recv() keeps it (the newest one) and reads on, so the caller never
+ * sees it. A reconnect offers it as a pre-shared key and the server that issued it
+ * resumes: it sends no certificate, so the certificate is not checked again and trust
+ * rests on the first, verified handshake that led to the ticket. A ticket is offered
+ * once (the handshake spends it; the server sends a fresh one). It is dropped like a TLS 1.2
+ * session (a server refusing our client certificate does so before it sends any ticket);
+ * a changed CA means a new elk_tls_shared_t and so new connections, with no ticket. A
+ * link lost before the server's ticket was read leaves none: the next connect is full.
  * elk_tls_conn_resumed: true when the last completed handshake was abbreviated (the
- * kept session was offered and the server sent no certificate). */
+ * kept session was offered and taken: TLS 1.2, the server sent no certificate; TLS 1.3,
+ * its ServerHello accepted the pre-shared key). */
 bool elk_tls_conn_resumed(const elk_tls_conn_t *conn);
 
 /* Drop the kept session (the next handshake is a full one). */
