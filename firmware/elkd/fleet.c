@@ -119,10 +119,18 @@ static int setup_resources(agent_t *a, char *err, size_t errlen)
 {
     size_t i;
     int rc;
+    if (!elkd__res_reserve(a, a->conf.n_resources)) {
+        snprintf(err, errlen, "no memory for %zu resources", a->conf.n_resources);
+        return ELK_E_NO_RESOURCES;
+    }
     for (i = 0; i < a->conf.n_resources; i++) {
         const elkfw_resource_conf_t *rc_ = &a->conf.resources[i];
         elk_lock_config_t lc;
-        resource_t *r = &a->res[a->n_res];
+        resource_t *r = elkd__res_slot(a, a->n_res);
+        if (r == NULL) {
+            snprintf(err, errlen, "no memory for resource %s", rc_->name);
+            return ELK_E_NO_RESOURCES;
+        }
         elkfw_resource_lock_config(&a->conf, rc_, &lc);
         r->agent = a;
         r->own = *rc_;

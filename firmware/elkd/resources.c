@@ -3,12 +3,63 @@
  * release and the supervision of the holder's command. */
 #include "agent.h"
 
+/* Room for n resource slots (the table of pointers and the allow lists grow; the slots
+ * themselves never move, as the lock client points at their locks). False: no memory. */
+bool elkd__res_reserve(agent_t *a, size_t n)
+{
+    resource_t **res;
+    elkfw_allow_t *allow;
+    if (n <= a->res_cap) {
+        return true;
+    }
+    res = realloc(a->res, n * sizeof *res);
+    if (res == NULL) {
+        return false;
+    }
+    memset(res + a->res_cap, 0, (n - a->res_cap) * sizeof *res);
+    a->res = res;
+    allow = realloc(a->allow, n * sizeof *allow);
+    if (allow == NULL) {
+        return false;
+    }
+    memset(allow + a->res_cap, 0, (n - a->res_cap) * sizeof *allow);
+    a->allow = allow;
+    a->res_cap = n;
+    return true;
+}
+
+/* Slot k (< res_cap) zeroed for a resource, taken from the heap the first time; NULL:
+ * no memory. */
+resource_t *elkd__res_slot(agent_t *a, size_t k)
+{
+    resource_t *r = a->res[k];
+    if (r == NULL && (r = malloc(sizeof *r)) == NULL) {
+        return NULL;
+    }
+    memset(r, 0, sizeof *r);
+    r->idx = k;
+    a->res[k] = r;
+    return r;
+}
+
+/* Every slot given back (their locks are no longer the client's): the fleet is set up
+ * again, or elkd ends. The tables keep their room. */
+void elkd__res_free_all(agent_t *a)
+{
+    size_t i;
+    for (i = 0; i < a->res_cap; i++) {
+        free(a->res[i]);
+        a->res[i] = NULL;
+    }
+    a->n_res = 0;
+}
+
 resource_t *elkd__find_res(agent_t *a, const char *name)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        if (a->res[i].in_use && !a->res[i].removing && strcmp(a->res[i].conf->name, name) == 0) {
-            return &a->res[i];
+        if (a->res[i]->in_use && !a->res[i]->removing && strcmp(a->res[i]->conf->name, name) == 0) {
+            return a->res[i];
         }
     }
     return NULL;
@@ -161,7 +212,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
 void elkd__hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 {
     size_t i, best = SIZE_MAX;
-    size_t ri = (size_t)(r - a->res);
+    size_t ri = r->idx;
     if (r->owner >= 0 || a->shutting_down || elkd__res_orphaned(a, r, now) ||
         !elkd__res_settle(a, r)) {
         return; /* a reload's new settings wait for the release round: the tick hands over */
