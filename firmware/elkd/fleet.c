@@ -106,6 +106,7 @@ static int setup_client(agent_t *a, char *err, size_t errlen)
                                                                : ELK_SAFETY_WARN;
     cc.vote_hygiene = a->conf.vote_hygiene;
     cc.quarantine_ms = a->conf.quarantine_ms;
+    cc.batch_renewals = a->conf.batch_renewals;
     rc = elk_client_init(&a->client, &cc, &a->fleet, &a->entropy, &a->lib_log);
     if (rc != ELK_OK) {
         snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", a->gateway_id,

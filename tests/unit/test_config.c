@@ -487,12 +487,16 @@ static void test_load_file_and_password_file(void **state)
     }
     /* a huge file is refused before parsing */
     f = fopen(path, "w");
-    for (int i = 0; i < 300 * 1024; i++) {
+    for (int i = 0; i < ELKFW_CONF_MAX_BYTES + 1; i++) {
         fputc('#', f);
     }
     fclose(f);
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
-    assert_non_null(strstr(err, "file is larger than 262144 bytes"));
+    {
+        char expect[80];
+        snprintf(expect, sizeof expect, "file is larger than %d bytes", ELKFW_CONF_MAX_BYTES);
+        assert_non_null(strstr(err, expect));
+    }
     unlink(path);
     rmdir(dir);
 }

@@ -30,6 +30,9 @@
 #define ELKFW_MAX_RESOURCES                                                                        \
     (CONFIG_ELKD_MAX_RESOURCES < CONFIG_ELK_MAX_LOCKS ? CONFIG_ELKD_MAX_RESOURCES                  \
                                                       : CONFIG_ELK_MAX_LOCKS)
+/* The largest file elkfw_conf_load reads: room for the most resources the build takes, a
+ * few keys each (a larger file is refused as likely the wrong one). */
+#define ELKFW_CONF_MAX_BYTES (256 * 1024 + ELKFW_MAX_RESOURCES * 512)
 /* The Kconfig symbol that sets ELKFW_MAX_RESOURCES, for messages. */
 #define ELKFW_MAX_RESOURCES_SYMBOL                                                                 \
     (CONFIG_ELKD_MAX_RESOURCES < CONFIG_ELK_MAX_LOCKS ? "CONFIG_ELKD_MAX_RESOURCES"                \
@@ -125,6 +128,7 @@ typedef struct elkfw_conf {
     bool vote_hygiene;      /* restarted / clock-jumped masters lose their vote (default on) */
     uint32_t quarantine_ms; /* how long they lose it; 0 (default): automatic */
     int vote_hygiene_line;  /* 0: key not set; for messages */
+    bool batch_renewals;    /* renew due leases together, one request per node (default on) */
     /* [node ...] */
     elkfw_node_conf_t nodes[CONFIG_ELK_MAX_NODES];
     size_t n_nodes;
