@@ -28,11 +28,15 @@ bool elkd__res_reserve(agent_t *a, size_t n)
     return true;
 }
 
-/* Slot k (< res_cap) zeroed for a resource, taken from the heap the first time; NULL:
- * no memory. */
+/* Slot k zeroed for a resource, taken from the heap the first time; NULL: no memory, or
+ * k is beyond the room elkd__res_reserve made. */
 resource_t *elkd__res_slot(agent_t *a, size_t k)
 {
-    resource_t *r = a->res[k];
+    resource_t *r;
+    if (k >= a->res_cap) {
+        return NULL;
+    }
+    r = a->res[k];
     if (r == NULL && (r = malloc(sizeof *r)) == NULL) {
         return NULL;
     }

@@ -86,4 +86,39 @@ idle() { [ "$(J | jq_ 'sum(r["state"] == "idle" for r in d["resources"])')" = "$
 wait_until 120 idle
 check "every resource idle again" 0 $?
 check "no lease key left on the server" 0 "$(rcli "$REDIS_PORT_a" --scan --pattern 'sc:*' | grep -Ec '^sc:\{r[0-9]+\}$')"
+
+# [fleet] batch_renewals: off renews each lease with its own request, on (the default) all
+# that are due in one; a change applies at a reload while nothing is held. Read from the
+# server's own record (MONITOR): the most lease keys one EVALSHA carried, once every
+# lease was renewed at least twice (STATUS).
+most_keys() { python3 -c '
+import re, sys
+print(max([len(set(re.findall(r"\"sc:\{(r[0-9]+)\}\"", l))) for l in open(sys.argv[1]) if "\"EVALSHA\"" in l] or [0]))' "$1"; }
+renewed_twice() { [ "$(J | jq_ 'min(r["renewals"] for r in d["resources"])')" -ge 2 ] 2>/dev/null; }
+batch_case() { # batch_case on|off
+  { printf '[fleet]\nmode = single\ngateway_id = gw-scale\nkey_prefix = sc:\nbatch_renewals = %s\n' "$1"
+    node_sections a
+    agent_section; printf '\nmax_clients_per_uid = 15\n'
+    for r in $(names 0 7); do printf '[resource %s]\nttl = 1500ms\nstop_margin = 100ms\n' "$r"; done
+  } >"$C"
+  check "elk reload: batch_renewals = $1" "reloaded" "$(E reload)"
+  rm -rf "$M/b$1"; mkdir -p "$M/b$1"
+  rcli "$REDIS_PORT_a" monitor >"$M/monitor-$1" 2>/dev/null &
+  local mon=$!; track $mon
+  python3 "$SUP_LIB/../agent/ctl_many.py" "$SOCK" 1 "$M/b$1" $(names 0 7) &
+  local p=$!; track $p
+  wait_for 120 'test -e "$M/b$1/held"'
+  check "batch_renewals = $1: 8 taken" "acquired 8/8" "$(head -1 "$M/b$1/held")"
+  wait_until 120 renewed_twice
+  check "batch_renewals = $1: every lease renewed twice" 0 $?
+  kill $mon 2>/dev/null; wait $mon 2>/dev/null
+  touch "$M/b$1/release"
+  wait_for 120 'test -e "$M/b$1/released"'
+  wait_until 120 idle8
+}
+idle8() { [ "$(J | jq_ 'sum(r["state"] == "idle" for r in d["resources"])')" = 8 ]; }
+batch_case off
+check "batch_renewals = off: one lease a request" 1 "$(most_keys "$M/monitor-off")"
+batch_case on
+check "batch_renewals = on: the 8 leases renewed in one request" 8 "$(most_keys "$M/monitor-on")"
 finish
