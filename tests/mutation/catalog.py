@@ -1061,4 +1061,22 @@ MUTANTS = [
          old="out->res = v + 2;",
          new="out->res = v + 2;\n    for (i = 2; i < n + 2u; i++) {\n        ((elk_resp_node_t *)v)[i].integer = 1;\n    }",
          tests=["unit.test_lock_batch"], why="a batch reply's 'value gone' (0) read as extended: the lease is kept alive on a quorum that no longer holds it"),
+
+    # (section: elkdscale)
+    dict(id="elkdscale.no-resource-limit", file="firmware/common/conf.c",
+         old="if (c->n_resources >= (size_t)ELKFW_MAX_RESOURCES) {",
+         new="if (0) {",
+         tests=["unit.test_config", "agent.scale"], why="a file over CONFIG_ELKD_MAX_RESOURCES / CONFIG_ELK_MAX_LOCKS is not refused: elkd writes past its resource table, or starts with resources it cannot lock"),
+    dict(id="elkdscale.reload-keeps-table-size", file="firmware/elkd/reload_apply.c",
+         old="return cap < (size_t)ELKFW_MAX_RESOURCES ? cap : (size_t)ELKFW_MAX_RESOURCES;",
+         new="return a->res_cap;",
+         tests=["agent.scale"], why="a reload that adds resources keeps the slot table it started with: the added ones are never served"),
+    dict(id="elkdscale.batch-renewals-ignored", file="firmware/elkd/fleet.c",
+         old="cc.batch_renewals = a->conf.batch_renewals;",
+         new="",
+         tests=["agent.scale"], why="[fleet] batch_renewals = off is read but never reaches the lock client: the per-lease comparison measures batched renewals"),
+    dict(id="elkdscale.status-rows-fixed", file="firmware/elk/status.c",
+         old="#define ST_MAX_ROWS (ELKFW_MAX_RESOURCES + CONFIG_ELK_MAX_NODES)",
+         new="#define ST_MAX_ROWS (32 + CONFIG_ELK_MAX_NODES)",
+         tests=["agent.scale"], why="elk status keeps the old fixed table of 32 resources: the rows beyond it are silently left out"),
 ]
