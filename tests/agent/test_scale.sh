@@ -101,21 +101,26 @@ batch_case() { # batch_case on|off
     agent_section; printf '\nmax_clients_per_uid = 15\n'
     for r in $(names 0 7); do printf '[resource %s]\nttl = 1500ms\nstop_margin = 100ms\n' "$r"; done
   } >"$C"
-  check "elk reload: batch_renewals = $1" "reloaded" "$(E reload)"
-  rm -rf "$M/b$1"; mkdir -p "$M/b$1"
-  rcli "$REDIS_PORT_a" monitor >"$M/monitor-$1" 2>/dev/null &
-  local mon=$!; track $mon
-  python3 "$SUP_LIB/../agent/ctl_many.py" "$SOCK" 1 "$M/b$1" $(names 0 7) &
-  local p=$!; track $p
-  wait_for 120 'test -e "$M/b$1/held"'
-  check "batch_renewals = $1: 8 taken" "acquired 8/8" "$(head -1 "$M/b$1/held")"
+  local d="$M/b$1" mon p
+  # a fleet setting: refused while a release round of the leases before is still running
+  wait_until 60 reloaded
+  check "elk reload: batch_renewals = $1" 0 $?
+  rm -rf "$d"; mkdir -p "$d"
+  redis-cli -p "$REDIS_PORT_a" monitor >"$M/monitor-$1" 2>/dev/null &
+  mon=$!; track $mon
+  python3 "$SUP_LIB/../agent/ctl_many.py" "$SOCK" 1 "$d" $(names 0 7) &
+  p=$!; track $p
+  wait_until 120 test -e "$d/held"
+  check "batch_renewals = $1: 8 taken" "acquired 8/8" "$(head -1 "$d/held")"
   wait_until 120 renewed_twice
   check "batch_renewals = $1: every lease renewed twice" 0 $?
   kill $mon 2>/dev/null; wait $mon 2>/dev/null
-  touch "$M/b$1/release"
-  wait_for 120 'test -e "$M/b$1/released"'
+  touch "$d/release"
+  wait_until 120 test -e "$d/released"
+  check "batch_renewals = $1: released" "released 8/8" "$(cat "$d/released")"
   wait_until 120 idle8
 }
+reloaded() { [ "$(E reload 2>/dev/null)" = reloaded ]; }
 idle8() { [ "$(J | jq_ 'sum(r["state"] == "idle" for r in d["resources"])')" = 8 ]; }
 batch_case off
 check "batch_renewals = off: one lease a request" 1 "$(most_keys "$M/monitor-off")"
