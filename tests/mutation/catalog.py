@@ -1069,7 +1069,7 @@ MUTANTS = [
          tests=["unit.test_config", "agent.scale"], why="a file over CONFIG_ELKD_MAX_RESOURCES / CONFIG_ELK_MAX_LOCKS is not refused: elkd writes past its resource table, or starts with resources it cannot lock"),
     dict(id="elkdscale.reload-keeps-table-size", file="firmware/elkd/reload_apply.c",
          old="return cap < (size_t)ELKFW_MAX_RESOURCES ? cap : (size_t)ELKFW_MAX_RESOURCES;",
-         new="return a->res_cap;",
+         new="return cap < a->res_cap ? cap : a->res_cap;",
          tests=["agent.scale"], why="a reload that adds resources keeps the slot table it started with: the added ones are never served"),
     dict(id="elkdscale.batch-renewals-ignored", file="firmware/elkd/fleet.c",
          old="cc.batch_renewals = a->conf.batch_renewals;",
