@@ -183,7 +183,8 @@ struct agent {
     resource_t **res;
     elkfw_allow_t *allow; /* who may take res[i] (allow_users, allow_groups); res_cap long */
     size_t res_cap;
-    gid_t socket_gid; /* socket_group, (gid_t)-1: elkd's own */
+    size_t n_acquiring; /* resources with acquiring set (elkd__set_acquiring) */
+    gid_t socket_gid;   /* socket_group, (gid_t)-1: elkd's own */
     size_t n_res;
     client_t clients[ELKD_MAX_CLIENTS];
     waiter_t waiters[ELKD_MAX_CLIENTS * 2];
@@ -272,5 +273,6 @@ int elkd__read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t **allow, gi
 bool elkd__res_reserve(agent_t *a, size_t n);
 resource_t *elkd__res_slot(agent_t *a, size_t k);
 void elkd__res_free_all(agent_t *a);
+void elkd__set_acquiring(agent_t *a, resource_t *r, bool on);
 
 #endif

@@ -146,7 +146,7 @@ bool elkd__client_pending(agent_t *a, int slot, size_t *ri)
 {
     size_t i, dummy;
     ri = ri != NULL ? ri : &dummy;
-    for (i = 0; i < a->n_res; i++) {
+    for (i = 0; a->n_acquiring > 0 && i < a->n_res; i++) {
         if (a->res[i]->acquiring && elkd__owned_by(a, a->res[i], slot)) {
             *ri = i;
             return true;

@@ -56,6 +56,17 @@ void elkd__res_free_all(agent_t *a)
         a->res[i] = NULL;
     }
     a->n_res = 0;
+    a->n_acquiring = 0;
+}
+
+/* r->acquiring, and the count of resources with it set (elkd__client_pending looks
+ * through the resources only while there is one: not on every turn of the loop). */
+void elkd__set_acquiring(agent_t *a, resource_t *r, bool on)
+{
+    if (r->acquiring != on) {
+        a->n_acquiring += on ? 1u : (size_t)-1;
+        r->acquiring = on;
+    }
 }
 
 resource_t *elkd__find_res(agent_t *a, const char *name)
@@ -189,7 +200,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     (void)elk_lock_set_keepalive(&r->lock, now, r->keepalive_ms);
     r->owner = slot;
     r->owner_id = a->clients[slot].id;
-    r->acquiring = true;
+    elkd__set_acquiring(a, r, true);
     r->last_round_err = ELK_OK;
     r->asked_at = now;
     rc = elk_lock_acquire(&r->lock, now, wd);
@@ -199,7 +210,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
                   r->conf->name, a->clients[slot].id, wait_ms);
         return;
     }
-    r->acquiring = false;
+    elkd__set_acquiring(a, r, false);
     if (rc == ELK_OK) {
         /* Already held by this handle: cannot happen as the agent holds once per resource;
          * answer truthfully anyway. */
@@ -256,7 +267,7 @@ void elkd__release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
                   rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
     }
     r->owner = -1;
-    r->acquiring = false;
+    elkd__set_acquiring(a, r, false);
     r->shutdown_release_at = 0;
     elkfw_sup_clear(&r->sup);
     elkd__hand_to_next_waiter(a, r, now);
