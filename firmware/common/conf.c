@@ -179,10 +179,8 @@ static bool resource_room(parser_t *p)
     size_t cap;
     elkfw_resource_conf_t *t;
     if (c->n_resources >= (size_t)ELKFW_MAX_RESOURCES) {
-        (void)elkfw_conf__fail(p, p->line,
-                               "too many resources: at most %d in this build (%s; raise it, and "
-                               "CONFIG_ELK_MAX_LOCKS with it, to serve more)",
-                               ELKFW_MAX_RESOURCES, ELKFW_MAX_RESOURCES_SYMBOL);
+        (void)elkfw_conf__fail(p, p->line, "too many resources: at most %d in this build (%s)",
+                               ELKFW_MAX_RESOURCES, ELKFW_MAX_RESOURCES_HINT);
         return false;
     }
     if (c->n_resources < c->cap_resources) {

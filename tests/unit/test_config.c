@@ -387,10 +387,8 @@ static void test_too_many(void **state)
     for (i = 0; i <= ELKFW_MAX_RESOURCES; i++) {
         len += (size_t)snprintf(text + len, sizeof text - len, "[resource r%d]\n", i);
     }
-    snprintf(msg, sizeof msg,
-             "elkd.conf:%d: too many resources: at most %d in this build (%s; raise it, and "
-             "CONFIG_ELK_MAX_LOCKS with it, to serve more)",
-             ELKFW_MAX_RESOURCES + 3, ELKFW_MAX_RESOURCES, ELKFW_MAX_RESOURCES_SYMBOL);
+    snprintf(msg, sizeof msg, "elkd.conf:%d: too many resources: at most %d in this build (%s)",
+             ELKFW_MAX_RESOURCES + 3, ELKFW_MAX_RESOURCES, ELKFW_MAX_RESOURCES_HINT);
     expect_error(text, msg);
 }
 

@@ -33,10 +33,12 @@
 /* The largest file elkfw_conf_load reads: room for the most resources the build takes, a
  * few keys each (a larger file is refused as likely the wrong one). */
 #define ELKFW_CONF_MAX_BYTES (256 * 1024 + ELKFW_MAX_RESOURCES * 512)
-/* The Kconfig symbol that sets ELKFW_MAX_RESOURCES, for messages. */
-#define ELKFW_MAX_RESOURCES_SYMBOL                                                                 \
-    (CONFIG_ELKD_MAX_RESOURCES < CONFIG_ELK_MAX_LOCKS ? "CONFIG_ELKD_MAX_RESOURCES"                \
-                                                      : "CONFIG_ELK_MAX_LOCKS")
+/* The Kconfig symbol that sets ELKFW_MAX_RESOURCES and what to do, for messages. */
+#define ELKFW_MAX_RESOURCES_HINT                                                                   \
+    (CONFIG_ELKD_MAX_RESOURCES < CONFIG_ELK_MAX_LOCKS                                              \
+         ? "CONFIG_ELKD_MAX_RESOURCES; raise it to serve more"                                     \
+         : "CONFIG_ELK_MAX_LOCKS, one lock slot a resource; raise it, and "                        \
+           "CONFIG_ELKD_MAX_RESOURCES if it is lower, to serve more")
 #define ELKFW_PREFIX_MAX 64
 #define ELKFW_ERR_MAX 2048 /* an error buffer: room for several problems, one a line */
 
