@@ -82,7 +82,7 @@ wait_for 300 'test -e "$M/one/released" -a -e "$M/eight/released" -a -e "$M/adde
 check "released through one" "released $HALF/$HALF" "$(cat "$M/one/released")"
 check "released through eight" "released $((N - HALF))/$((N - HALF))" "$(cat "$M/eight/released")"
 check "released the added" "released $ADD/$ADD" "$(cat "$M/added/released")"
-idle() { [ "$(J | jq_ 'sum(r["state"] == "idle" for r in d["resources"])')" = "$((N + ADD))" ]; }
+idle() { [ "$(J | jq_ 'all(r["state"] == "idle" for r in d["resources"])')" = True ]; }
 wait_until 120 idle
 check "every resource idle again" 0 $?
 check "no lease key left on the server" 0 "$(rcli "$REDIS_PORT_a" --scan --pattern 'sc:*' | grep -Ec '^sc:\{r[0-9]+\}$')"
