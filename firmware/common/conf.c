@@ -69,6 +69,13 @@ static void key_defaults(void *obj, const keytable_t *t)
     }
 }
 
+void elkfw_conf_free(elkfw_conf_t *c)
+{
+    free(c->resources);
+    c->resources = NULL;
+    c->n_resources = c->cap_resources = 0;
+}
+
 void elkfw_conf_defaults(elkfw_conf_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -164,6 +171,33 @@ static int open_node(parser_t *p, const char *name, size_t name_len, const char 
     return ELK_OK;
 }
 
+/* Room in the resource table for one more: it grows (doubling) up to the build's limit,
+ * which a file may not pass. False with the reason said. */
+static bool resource_room(parser_t *p)
+{
+    elkfw_conf_t *c = p->c;
+    size_t cap;
+    elkfw_resource_conf_t *t;
+    if (c->n_resources >= (size_t)ELKFW_MAX_RESOURCES) {
+        (void)elkfw_conf__fail(p, p->line, "too many resources: at most %d in this build (%s)",
+                               ELKFW_MAX_RESOURCES, ELKFW_MAX_RESOURCES_HINT);
+        return false;
+    }
+    if (c->n_resources < c->cap_resources) {
+        return true;
+    }
+    cap = c->cap_resources != 0 ? c->cap_resources * 2u : 8u;
+    cap = cap < (size_t)ELKFW_MAX_RESOURCES ? cap : (size_t)ELKFW_MAX_RESOURCES;
+    t = realloc(c->resources, cap * sizeof *t);
+    if (t == NULL) {
+        (void)elkfw_conf__fail(p, p->line, "no memory for %zu resources", cap);
+        return false;
+    }
+    c->resources = t;
+    c->cap_resources = cap;
+    return true;
+}
+
 /* [resource NAME]: q is the name quoted for messages. */
 static int open_resource(parser_t *p, const char *name, size_t name_len, const char *q)
 {
@@ -185,8 +219,8 @@ static int open_resource(parser_t *p, const char *name, size_t name_len, const c
         return elkfw_conf__fail(p, p->line,
                                 "section [resource %s] appears twice (first on line %d)", q, first);
     }
-    if (p->c->n_resources >= ELKFW_MAX_RESOURCES) {
-        return elkfw_conf__fail(p, p->line, "too many resources: at most %d", ELKFW_MAX_RESOURCES);
+    if (!resource_room(p)) {
+        return ELK_E_CONFIG;
     }
     r = &p->c->resources[p->c->n_resources++];
     resource_defaults(r);
@@ -566,6 +600,7 @@ int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, si
     if (c == NULL || (text == NULL && len > 0)) {
         return ELK_E_INVALID_ARG;
     }
+    elkfw_conf_free(c);
     elkfw_conf_defaults(c);
     memset(&p, 0, sizeof p);
     p.c = c;

@@ -76,6 +76,7 @@ static const keydef_t fleet_keys[] = {
     {"vote_hygiene", K_BOOL, FLEET(vote_hygiene), .def = true,
      .line_at = LINE(elkfw_conf_t, vote_hygiene_line)},
     {"quarantine", K_DUR, FLEET(quarantine_ms), .max = 86400000, .def = 0},
+    {"batch_renewals", K_BOOL, FLEET(batch_renewals), .def = true},
 };
 
 /* A node's timeouts default to 0: the fleet's. */

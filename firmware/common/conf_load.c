@@ -110,7 +110,7 @@ static int load_passwords(elkfw_conf_t *c, const char *path, bool conf_others_re
 
 int elkfw_conf_load(elkfw_conf_t *c, const char *path, char *err, size_t errlen)
 {
-    enum { MAX_CONF = 256 * 1024 };
+    enum { MAX_CONF = ELKFW_CONF_MAX_BYTES };
     char *text;
     long n;
     bool too_big, conf_others_read;

@@ -72,7 +72,8 @@ typedef struct agent_link {
     bool full;          /* elkd answered ELK_E_AGENT_FULL: every command exits EXIT_AGENT_FULL */
     int held_code;      /* exit code for "held by another holder" (elk run/acquire -E) */
     elkfw_linebuf_t lb; /* lines received, over store */
-    char store[REPLY_BUF];
+    char *store;        /* REPLY_BUF bytes from the heap (at the first connect; kept): the
+                           build's largest configuration makes it megabytes, mostly unused */
 } agent_link_t;
 /* What the events buffered so far say about our lease. */
 typedef struct lease_watch {

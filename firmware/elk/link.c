@@ -40,8 +40,13 @@ int elk__agent_connect(agent_link_t *ak)
         }
         return -1;
     }
+    if (ak->store == NULL && (ak->store = malloc(REPLY_BUF)) == NULL) {
+        elkfw_say("no memory for elkd's answers (%zu bytes)", (size_t)REPLY_BUF);
+        close(fd);
+        return -1;
+    }
     ak->fd = fd;
-    elkfw_linebuf_init(&ak->lb, ak->store, sizeof ak->store);
+    elkfw_linebuf_init(&ak->lb, ak->store, REPLY_BUF);
     return fd;
 }
 

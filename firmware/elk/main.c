@@ -162,7 +162,7 @@ static int main_options(agent_link_t *ak, int argc, char **argv, int *i)
 
 int main(int argc, char **argv)
 {
-    agent_link_t link; /* holds one STATUS answer: tens of KiB, well within a process stack */
+    static agent_link_t link; /* its store holds one STATUS answer (heap, kept to the end) */
     agent_link_t *ak = &link;
     int i = 1, rc;
     size_t k;

@@ -11,12 +11,15 @@ typedef struct table {
     const char *kind;
     int rows, cols;
     const char *head[ST_MAX_COLS];
-    const char *cell[ST_MAX_ROWS][ST_MAX_COLS];
+    const char *(*cell)[ST_MAX_COLS]; /* ST_MAX_ROWS rows, in status_view_t's cells */
 } table_t;
 
-/* What `elk status` shows: the two tables and copies of the lines their cells point into. */
+/* What `elk status` shows: the two tables and copies of the lines their cells point into.
+ * Sized for the build's largest configuration (megabytes with thousands of resources): a
+ * static object, of which only what one answer fills is ever touched. */
 typedef struct status_view {
     table_t tables[2];
+    const char *cells[2][ST_MAX_ROWS][ST_MAX_COLS];
     char store[ELK_CTL_REPLY_MAX];
     size_t used;
 } status_view_t;
@@ -255,9 +258,12 @@ static int status_tables(agent_link_t *ak, status_view_t *view, uint32_t count)
     const char *line;
     size_t len;
     uint32_t k;
-    memset(view, 0, sizeof *view);
+    memset(view->tables, 0, sizeof view->tables);
+    view->used = 0;
     view->tables[0].kind = "RESOURCES";
     view->tables[1].kind = "NODES";
+    view->tables[0].cell = view->cells[0];
+    view->tables[1].cell = view->cells[1];
     for (k = 0; k < count; k++) {
         char *copy;
         if (elk__agent_line(ak, &line, &len) <= 0) {
@@ -281,7 +287,7 @@ static int status_tables(agent_link_t *ak, status_view_t *view, uint32_t count)
 
 int elk__cmd_status(agent_link_t *ak, int argc, char **argv)
 {
-    status_view_t sv;
+    static status_view_t sv;
     status_opts_t o;
     elkfw_ctl_msg_t m;
     int rc;

@@ -69,7 +69,7 @@
 /* Local programs connected at once. Each holds or waits for resources, so a few more
  * than the resources a file may configure leaves room for `elk status` callers. */
 #ifndef ELKD_MAX_CLIENTS
-#define ELKD_MAX_CLIENTS 16
+#define ELKD_MAX_CLIENTS CONFIG_ELKD_MAX_CLIENTS
 #endif
 /* Back-pressure (docs/control-protocol.md): a client's next request is read and served
  * only while less than this is queued for it, so one answer (a STATUS METRICS answer can
@@ -123,6 +123,7 @@ typedef struct resource {
     elkfw_resource_conf_t pending;
     bool has_pending, removing;
     bool in_use;                   /* false: a free slot (its resource was removed) */
+    size_t idx;                    /* its slot: a->res[idx] == this, a->allow[idx] its list */
     uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
     elkfw_res_metrics_t metrics;
     elk_lock_t lock;
@@ -176,9 +177,14 @@ struct agent {
     elk_client_t client;
     char gateway_id[CONFIG_ELK_GATEWAY_ID_MAX_LEN + 1];
 
-    resource_t res[ELKFW_MAX_RESOURCES];
-    elkfw_allow_t allow[ELKFW_MAX_RESOURCES]; /* who may take res[i] (allow_users, allow_groups) */
-    gid_t socket_gid;                         /* socket_group, (gid_t)-1: elkd's own */
+    /* The resource slots, from the heap as the configuration needs (res_cap of them, n_res
+     * used so far): each resource_t on its own, as the lock client keeps a pointer to its
+     * lock, so the table of pointers may grow at a reload while leases are held. */
+    resource_t **res;
+    elkfw_allow_t *allow; /* who may take res[i] (allow_users, allow_groups); res_cap long */
+    size_t res_cap;
+    size_t n_acquiring; /* resources with acquiring set (elkd__set_acquiring) */
+    gid_t socket_gid;   /* socket_group, (gid_t)-1: elkd's own */
     size_t n_res;
     client_t clients[ELKD_MAX_CLIENTS];
     waiter_t waiters[ELKD_MAX_CLIENTS * 2];
@@ -262,7 +268,11 @@ void elkd__reload_config(agent_t *a, uint64_t now);
 void elkd__hygiene_step(agent_t *a, uint64_t now, uint64_t *next);
 int elkd__run_loop(agent_t *a);
 void elkd__pick_gateway_id(agent_t *a);
-int elkd__read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err,
+int elkd__read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t **allow, gid_t *gid, char *err,
                     size_t errlen);
+bool elkd__res_reserve(agent_t *a, size_t n);
+resource_t *elkd__res_slot(agent_t *a, size_t k);
+void elkd__res_free_all(agent_t *a);
+void elkd__set_acquiring(agent_t *a, resource_t *r, bool on);
 
 #endif

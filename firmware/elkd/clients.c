@@ -44,7 +44,7 @@ void elkd__client_close(agent_t *a, int slot, uint64_t now, const char *why)
         return;
     }
     for (i = 0; i < a->n_res; i++) {
-        resource_t *r = &a->res[i];
+        resource_t *r = a->res[i];
         if (elkd__owned_by(a, r, slot)) {
             lease_after_client(a, r, c, now, why);
         }
@@ -146,8 +146,8 @@ bool elkd__client_pending(agent_t *a, int slot, size_t *ri)
 {
     size_t i, dummy;
     ri = ri != NULL ? ri : &dummy;
-    for (i = 0; i < a->n_res; i++) {
-        if (a->res[i].acquiring && elkd__owned_by(a, &a->res[i], slot)) {
+    for (i = 0; a->n_acquiring > 0 && i < a->n_res; i++) {
+        if (a->res[i]->acquiring && elkd__owned_by(a, a->res[i], slot)) {
             *ri = i;
             return true;
         }
@@ -164,15 +164,15 @@ bool elkd__client_pending(agent_t *a, int slot, size_t *ri)
 /* A complete "RELEASE <resource ri>" among the requests not yet served? */
 static bool release_queued(agent_t *a, int slot, size_t ri)
 {
-    return elkfw_linebuf_has_request(&a->clients[slot].in, ELKFW_CTL_RELEASE, a->res[ri].conf->name,
-                                     elkfw_resource_name_max(&a->conf));
+    return elkfw_linebuf_has_request(&a->clients[slot].in, ELKFW_CTL_RELEASE,
+                                     a->res[ri]->conf->name, elkfw_resource_name_max(&a->conf));
 }
 
 /* A RELEASE overtook its ACQUIRE: the ACQUIRE's answer is ELK_E_CANCELLED, the round (or
  * the local wait) is given up, and that RELEASE, in its turn, answers OK RELEASED. */
 static void cancel_acquire(agent_t *a, int slot, size_t ri, uint64_t now)
 {
-    resource_t *r = &a->res[ri];
+    resource_t *r = a->res[ri];
     if (elkd__owned_by(a, r, slot) && r->acquiring) {
         elkd__release_res(a, r, now, "its client cancelled the acquire");
     } else {

@@ -106,6 +106,7 @@ static int setup_client(agent_t *a, char *err, size_t errlen)
                                                                : ELK_SAFETY_WARN;
     cc.vote_hygiene = a->conf.vote_hygiene;
     cc.quarantine_ms = a->conf.quarantine_ms;
+    cc.batch_renewals = a->conf.batch_renewals;
     rc = elk_client_init(&a->client, &cc, &a->fleet, &a->entropy, &a->lib_log);
     if (rc != ELK_OK) {
         snprintf(err, errlen, "lock client (gateway_id '%s', key_prefix '%s'): %s", a->gateway_id,
@@ -119,10 +120,18 @@ static int setup_resources(agent_t *a, char *err, size_t errlen)
 {
     size_t i;
     int rc;
+    if (!elkd__res_reserve(a, a->conf.n_resources)) {
+        snprintf(err, errlen, "no memory for %zu resources", a->conf.n_resources);
+        return ELK_E_NO_RESOURCES;
+    }
     for (i = 0; i < a->conf.n_resources; i++) {
         const elkfw_resource_conf_t *rc_ = &a->conf.resources[i];
         elk_lock_config_t lc;
-        resource_t *r = &a->res[a->n_res];
+        resource_t *r = elkd__res_slot(a, a->n_res);
+        if (r == NULL) {
+            snprintf(err, errlen, "no memory for resource %s", rc_->name);
+            return ELK_E_NO_RESOURCES;
+        }
         elkfw_resource_lock_config(&a->conf, rc_, &lc);
         r->agent = a;
         r->own = *rc_;

@@ -82,7 +82,7 @@ static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_ev
 {
     char voters[160];
     uint64_t next = UINT64_MAX;
-    r->acquiring = false;
+    elkd__set_acquiring(a, r, false);
     /* a quarantine that ended by now is logged as over before the grant it may have voted in */
     elkd__hygiene_step(a, ev->now, &next);
     grant_voters(a, ev, voters, sizeof voters);
@@ -172,7 +172,7 @@ static void round_counts(agent_t *a, const elk_lock_event_t *ev, char *out, size
 static void lease_not_acquired(agent_t *a, resource_t *r, int slot, const elk_lock_event_t *ev)
 {
     char counts[sizeof r->last_counts];
-    r->acquiring = false;
+    elkd__set_acquiring(a, r, false);
     round_counts(a, ev, counts, sizeof counts);
     elkd__log(a, ELK_LOG_INFO, "%s: not acquired: %s (%s)", r->conf->name, elk_err_message(ev->err),
               counts);
@@ -289,7 +289,7 @@ static void lease_lost(agent_t *a, resource_t *r, int slot, const elk_lock_event
     /* Clear the LOST state so the resource can be taken again. */
     (void)elk_lock_release(&r->lock, ev->now);
     r->owner = -1;
-    r->acquiring = false;
+    elkd__set_acquiring(a, r, false);
     elkd__hand_to_next_waiter(a, r, ev->now);
 }
 

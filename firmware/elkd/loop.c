@@ -26,12 +26,12 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
     for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
         if (a->waiters[i].client >= 0) {
             elkd__client_err(a, a->waiters[i].client, ELK_E_SHUTTING_DOWN,
-                             a->res[a->waiters[i].res].conf->name);
+                             a->res[a->waiters[i].res]->conf->name);
             a->waiters[i].client = -1;
         }
     }
     for (i = 0; i < a->n_res; i++) {
-        resource_t *r = &a->res[i];
+        resource_t *r = a->res[i];
         if (r->owner >= 0 && elkd__owned_by(a, r, r->owner) && !r->acquiring) {
             /* The holder gets its stop margin to bring the actuator to its safe state
              * (the lease stays valid and renewed meanwhile); then we release. */
@@ -50,13 +50,13 @@ static bool shutdown_done(agent_t *a, uint64_t now)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        if (a->res[i].shutdown_release_at != 0) {
+        if (a->res[i]->shutdown_release_at != 0) {
             return false; /* a holder still has its stop margin */
         }
-        if (elkfw_sup_stopping(&a->res[i].sup)) {
+        if (elkfw_sup_stopping(&a->res[i]->sup)) {
             return false; /* a holder's command is still being stopped */
         }
-        if (elk_lock_busy(&a->res[i].lock) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
+        if (elk_lock_busy(&a->res[i]->lock) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
             return false; /* background release rounds still in flight */
         }
     }
@@ -88,7 +88,7 @@ static void expire_waiters(agent_t *a, uint64_t now, uint64_t *next)
             w->client = -1;
         } else if (now >= w->deadline) {
             /* say what stood in the way: another client of this agent */
-            const resource_t *r = &a->res[w->res];
+            const resource_t *r = a->res[w->res];
             char detail[160];
             if (r->owner >= 0 && elkd__owned_by(a, r, r->owner)) {
                 snprintf(detail, sizeof detail, "%s; held by pid %d on this agent", r->conf->name,
@@ -98,7 +98,7 @@ static void expire_waiters(agent_t *a, uint64_t now, uint64_t *next)
             }
             elkd__record_event(a, ELKFW_EV_REFUSED, r, w->client, 0, now, 0, ELK_E_LOCK_TIMEOUT);
             elkd__client_err(a, w->client, ELK_E_LOCK_TIMEOUT, detail);
-            a->res[w->res].metrics.refusals++;
+            a->res[w->res]->metrics.refusals++;
             w->client = -1;
         } else if (w->deadline < *next) {
             *next = w->deadline;
@@ -112,7 +112,7 @@ static void step_resources(agent_t *a, uint64_t now, uint64_t *next)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        resource_t *r = &a->res[i];
+        resource_t *r = a->res[i];
         if (r->shutdown_release_at != 0) {
             if (now >= r->shutdown_release_at || !elkd__owned_by(a, r, r->owner)) {
                 elkd__release_when_stopped(a, r, now, "shutting down");
@@ -130,7 +130,7 @@ static bool client_holds_nothing(agent_t *a, int slot)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        if (elkd__owned_by(a, &a->res[i], slot)) {
+        if (elkd__owned_by(a, a->res[i], slot)) {
             return false;
         }
     }
@@ -223,7 +223,7 @@ static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
         return;
     }
     for (i = 0; i < a->n_res; i++) {
-        held += a->res[i].in_use && elk_lock_is_held(&a->res[i].lock, now);
+        held += a->res[i]->in_use && elk_lock_is_held(&a->res[i]->lock, now);
     }
     snprintf(msg, sizeof msg, "%s%zu/%zu nodes ready%s, %zu lease%s held, %zu client%s",
              a->ready_sent ? "STATUS=" : "READY=1\nSTATUS=", ready, a->fleet.count,

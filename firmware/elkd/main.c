@@ -226,10 +226,15 @@ void elkd__pick_gateway_id(agent_t *a)
  * it tries the TLS files, and all a reload checks before it applies anything (new TLS
  * material is set up for real then, and the running fleet set up again if that fails).
  * Returns ELK_OK, or ELK_E_CONFIG with the reason in err. */
-int elkd__read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid_t *gid, char *err,
+int elkd__read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t **allow, gid_t *gid, char *err,
                     size_t errlen)
 {
     if (elkfw_conf_load(c, a->conf_path, err, errlen) != ELK_OK) {
+        return ELK_E_CONFIG;
+    }
+    *allow = calloc(c->n_resources + 1u, sizeof **allow);
+    if (*allow == NULL) {
+        snprintf(err, errlen, "no memory for the allow lists of %zu resources", c->n_resources);
         return ELK_E_CONFIG;
     }
     if (a->socket_override != NULL) {
@@ -240,7 +245,7 @@ int elkd__read_conf(const agent_t *a, elkfw_conf_t *c, elkfw_allow_t *allow, gid
         }
         strcpy(c->agent.socket_path, a->socket_override);
     }
-    if (elkfw_access_resolve(c, allow, err, errlen) != ELK_OK ||
+    if (elkfw_access_resolve(c, *allow, err, errlen) != ELK_OK ||
         elkfw_access_socket_group(c, gid, err, errlen) != ELK_OK) {
         return ELK_E_CONFIG;
     }
@@ -298,10 +303,19 @@ static int check_config(agent_t *a)
 static int load_config(agent_t *a, const elkd_args_t *args)
 {
     char err[ELKFW_ERR_MAX];
-    if (elkd__read_conf(a, &a->conf, a->allow, &a->socket_gid, err, sizeof err) != ELK_OK) {
+    elkfw_allow_t *allow = NULL;
+    if (elkd__read_conf(a, &a->conf, &allow, &a->socket_gid, err, sizeof err) != ELK_OK) {
         fprintf(stderr, "elkd: %s\n", err);
+        free(allow);
         return ELKD_EXIT_CONFIG;
     }
+    if (!elkd__res_reserve(a, a->conf.n_resources)) {
+        fprintf(stderr, "elkd: no memory for %zu resources\n", a->conf.n_resources);
+        free(allow);
+        return ELKD_EXIT_RUNTIME;
+    }
+    memcpy(a->allow, allow, a->conf.n_resources * sizeof *allow); /* slot i serves resource i */
+    free(allow);
     a->log_target = args->log_arg != NULL
         ? (strcmp(args->log_arg, "syslog") == 0 ? ELKFW_LOG_SYSLOG : ELKFW_LOG_STDERR)
         : a->conf.agent.log_target;
@@ -443,6 +457,10 @@ int main(int argc, char **argv)
         return ELKD_EXIT_RUNTIME;
     }
     rc = elkd_main(a, argc, argv);
+    elkd__res_free_all(a);
+    free(a->res);
+    free(a->allow);
+    elkfw_conf_free(&a->conf);
     free(a);
     return rc;
 }

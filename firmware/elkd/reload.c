@@ -45,6 +45,9 @@ static const char *fleet_diff(const elkfw_conf_t *a, const elkfw_conf_t *b)
     if (a->vote_hygiene != b->vote_hygiene || a->quarantine_ms != b->quarantine_ms) {
         return "vote_hygiene or quarantine";
     }
+    if (a->batch_renewals != b->batch_renewals) {
+        return "batch_renewals";
+    }
     if (a->n_nodes != b->n_nodes) {
         return "the node list";
     }

@@ -46,7 +46,7 @@ void elkd__settle_reloaded(agent_t *a, uint64_t now, uint64_t *next)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        resource_t *r = &a->res[i];
+        resource_t *r = a->res[i];
         if (r->in_use && (r->has_pending || r->removing)) {
             if (elkd__res_settle(a, r)) {
                 elkd__hand_to_next_waiter(a, r, now);
@@ -63,7 +63,7 @@ static const char *fleet_in_use(agent_t *a)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        const resource_t *r = &a->res[i];
+        const resource_t *r = a->res[i];
         if (r->in_use &&
             (elkd__owned_by(a, r, r->owner) || r->acquiring ||
              elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elk_lock_busy(&r->lock) ||
@@ -73,7 +73,7 @@ static const char *fleet_in_use(agent_t *a)
     }
     for (i = 0; i < sizeof a->waiters / sizeof a->waiters[0]; i++) {
         if (a->waiters[i].client >= 0) {
-            return a->res[a->waiters[i].res].conf->name;
+            return a->res[a->waiters[i].res]->conf->name;
         }
     }
     return NULL;
@@ -81,7 +81,7 @@ static const char *fleet_in_use(agent_t *a)
 
 /* Nothing is held: set the fleet, the lock client and every resource up from next. If that
  * fails (e.g. a TLS file), the running configuration is set up again. */
-static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t errlen)
+static int rebuild_fleet(agent_t *a, elkfw_conf_t *next, char *err, size_t errlen)
 {
     elkfw_conf_t *old = malloc(sizeof *old);
     char err2[ELKFW_ERR_MAX];
@@ -92,8 +92,7 @@ static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t
     }
     *old = a->conf;
     elkd__teardown_fleet(a);
-    memset(a->res, 0, sizeof a->res);
-    a->n_res = 0;
+    elkd__res_free_all(a);
     a->conf = *next;
     elkd__pick_gateway_id(a);
     memset(a->nodelog, 0, sizeof a->nodelog);
@@ -102,17 +101,26 @@ static int rebuild_fleet(agent_t *a, const elkfw_conf_t *next, char *err, size_t
     rc = elkd__setup_fleet(a, err, errlen);
     if (rc != ELK_OK) {
         elkd__teardown_fleet(a);
-        memset(a->res, 0, sizeof a->res);
-        a->n_res = 0;
-        a->conf = *old;
+        elkd__res_free_all(a);
+        a->conf = *old; /* next keeps its resource table (the caller's to free) */
         elkd__pick_gateway_id(a);
         if (elkd__setup_fleet(a, err2, sizeof err2) != ELK_OK) {
             elkd__log(a, ELK_LOG_ERROR,
                       "reload: the running configuration cannot be set up again either: %s", err2);
         }
+    } else {
+        elkfw_conf_free(old); /* the running table is next's now */
     }
     free(old);
     return rc;
+}
+
+/* The slot table's size once slot k is needed: doubled (a reload adding many resources
+ * one by one grows it a few times), within the build's limit. */
+static size_t grown_cap(const agent_t *a, size_t k)
+{
+    size_t cap = a->res_cap * 2u > k + 1u ? a->res_cap * 2u : k + 1u;
+    return cap < (size_t)ELKFW_MAX_RESOURCES ? cap : (size_t)ELKFW_MAX_RESOURCES;
 }
 
 /* A resource of next that no slot serves: a slot removed by an earlier reload but still
@@ -123,7 +131,7 @@ static void reload_add(agent_t *a, const elkfw_resource_conf_t *nr)
     size_t k;
     int rc;
     for (k = 0; k < a->n_res; k++) {
-        resource_t *r = &a->res[k];
+        resource_t *r = a->res[k];
         if (r->in_use && strcmp(r->own.name, nr->name) == 0) {
             r->removing = false;
             r->has_pending = !elkfw_resource_conf_same(&r->own, nr);
@@ -131,12 +139,15 @@ static void reload_add(agent_t *a, const elkfw_resource_conf_t *nr)
             return;
         }
     }
-    for (k = 0; k < ELKFW_MAX_RESOURCES; k++) {
-        resource_t *r = &a->res[k];
-        if (k < a->n_res && r->in_use) {
-            continue;
+    for (k = 0; k < a->n_res && a->res[k]->in_use; k++) {
+    }
+    if (k < a->n_res ||
+        (k < (size_t)ELKFW_MAX_RESOURCES && elkd__res_reserve(a, grown_cap(a, k)))) {
+        resource_t *r = elkd__res_slot(a, k);
+        if (r == NULL) {
+            elkd__log(a, ELK_LOG_ERROR, "%s: not added: no memory for it", nr->name);
+            return;
         }
-        memset(r, 0, sizeof *r);
         r->agent = a;
         r->own = *nr;
         r->conf = &r->own;
@@ -153,9 +164,11 @@ static void reload_add(agent_t *a, const elkfw_resource_conf_t *nr)
         return;
     }
     elkd__log(a, ELK_LOG_ERROR,
-              "%s: not added: every resource slot is taken (removed resources still held free "
-              "theirs when released; reload again then)",
-              nr->name);
+              "%s: not added: %s (removed resources still held free their slots when released; "
+              "reload again then)",
+              nr->name,
+              k < (size_t)ELKFW_MAX_RESOURCES ? "no memory for its slot"
+                                              : "every resource slot this build has is taken");
 }
 
 /* Apply the resource part of next: changed and removed resources settle once idle
@@ -164,7 +177,7 @@ static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
 {
     size_t i, k;
     for (i = 0; i < a->n_res; i++) {
-        resource_t *r = &a->res[i];
+        resource_t *r = a->res[i];
         const elkfw_resource_conf_t *nr;
         if (!r->in_use) {
             continue;
@@ -191,7 +204,10 @@ static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
                       elk_lock_token(&r->lock));
         }
     }
-    a->conf = *next; /* settled resources take the new drift settings */
+    /* settled and added resources take the new drift settings; next's resource table is
+     * the running one from now on */
+    elkfw_conf_free(&a->conf);
+    a->conf = *next;
     for (i = 0; i < next->n_resources; i++) {
         if (elkd__find_res(a, next->resources[i].name) == NULL) {
             reload_add(a, &next->resources[i]);
@@ -209,8 +225,8 @@ static void reload_allow(agent_t *a, const elkfw_conf_t *next, const elkfw_allow
 {
     size_t i, k;
     for (i = 0; i < a->n_res; i++) {
-        for (k = 0; a->res[i].in_use && k < next->n_resources; k++) {
-            if (strcmp(a->res[i].own.name, next->resources[k].name) == 0) {
+        for (k = 0; a->res[i]->in_use && k < next->n_resources; k++) {
+            if (strcmp(a->res[i]->own.name, next->resources[k].name) == 0) {
                 a->allow[i] = allow[k];
             }
         }
@@ -230,8 +246,8 @@ void elkd__log_conf_warnings(agent_t *a)
 
 void elkd__reload_config(agent_t *a, uint64_t now)
 {
-    elkfw_conf_t *next = malloc(sizeof *next);
-    elkfw_allow_t allow[ELKFW_MAX_RESOURCES];
+    elkfw_conf_t *next = calloc(1, sizeof *next);
+    elkfw_allow_t *allow = NULL;
     gid_t gid;
     elkfw_reload_plan_t plan;
     const char *busy;
@@ -243,7 +259,7 @@ void elkd__reload_config(agent_t *a, uint64_t now)
     elkfw_notify_reloading(&a->notify);
     if (next == NULL) {
         snprintf(err, sizeof err, "out of memory");
-    } else if (elkd__read_conf(a, next, allow, &gid, err, sizeof err) == ELK_OK) {
+    } else if (elkd__read_conf(a, next, &allow, &gid, err, sizeof err) == ELK_OK) {
         elkfw_reload_plan(&a->conf, next, &plan);
         if (plan.restart_key != NULL) {
             elkd__log(a, ELK_LOG_WARN,
@@ -281,7 +297,11 @@ void elkd__reload_config(agent_t *a, uint64_t now)
             reload_allow(a, next, allow);
         }
     }
+    if (next != NULL && next->resources != a->conf.resources) {
+        elkfw_conf_free(next); /* not the running table: refused, or the fleet's rebuild failed */
+    }
     free(next);
+    free(allow);
     (void)elkfw_notify_send(&a->notify, "READY=1");
     if (err[0] != '\0') {
         a->reload_failures++;

@@ -78,8 +78,7 @@ static void request_release(agent_t *a, int slot, resource_t *r, uint64_t now)
             elkd__release_res(a, r, now, "its client asked");
         }
         elkd__client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
-    } else if (client_waits_for(a, slot, (size_t)(r - a->res)) ||
-               a->clients[slot].cancelled_res == (size_t)(r - a->res) + 1u) {
+    } else if (client_waits_for(a, slot, r->idx) || a->clients[slot].cancelled_res == r->idx + 1u) {
         elkd__drop_waiters_of(a, slot);
         a->clients[slot].cancelled_res = 0;
         elkd__client_send(a, slot, "OK RELEASED %s\n", r->conf->name);
@@ -101,7 +100,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
                             uint64_t now)
 {
     const elkfw_peer_t *peer = &a->clients[slot].peer;
-    if (!elkfw_access_allowed(&a->allow[r - a->res], peer)) {
+    if (!elkfw_access_allowed(&a->allow[r->idx], peer)) {
         char detail[200];
         elkd__log(a, ELK_LOG_WARN,
                   "%s: refused to client %" PRIu64 " (uid %u, pid %d, %s): not in allow_users or "
@@ -117,7 +116,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
         elkd__client_err(a, slot, ELK_E_SHUTTING_DOWN, r->conf->name);
         return;
     }
-    if (elkd__owned_by(a, r, slot) || client_waits_for(a, slot, (size_t)(r - a->res))) {
+    if (elkd__owned_by(a, r, slot) || client_waits_for(a, slot, r->idx)) {
         elkd__client_err(a, slot, ELK_E_ALREADY_HELD, r->conf->name);
         return;
     }
@@ -151,7 +150,7 @@ static void request_acquire(agent_t *a, int slot, resource_t *r, const elkfw_ctl
             if (a->waiters[i].client < 0) {
                 a->waiters[i].client = slot;
                 a->waiters[i].client_id = a->clients[slot].id;
-                a->waiters[i].res = (size_t)(r - a->res);
+                a->waiters[i].res = r->idx;
                 a->waiters[i].deadline = now + req->wait_ms;
                 a->waiters[i].wait_ms = req->wait_ms;
                 a->waiters[i].keepalive_ms = req->keepalive_ms;

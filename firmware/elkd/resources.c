@@ -3,12 +3,78 @@
  * release and the supervision of the holder's command. */
 #include "agent.h"
 
+/* Room for n resource slots (the table of pointers and the allow lists grow; the slots
+ * themselves never move, as the lock client points at their locks). False: no memory. */
+bool elkd__res_reserve(agent_t *a, size_t n)
+{
+    resource_t **res;
+    elkfw_allow_t *allow;
+    if (n <= a->res_cap) {
+        return true;
+    }
+    res = realloc(a->res, n * sizeof *res);
+    if (res == NULL) {
+        return false;
+    }
+    memset(res + a->res_cap, 0, (n - a->res_cap) * sizeof *res);
+    a->res = res;
+    allow = realloc(a->allow, n * sizeof *allow);
+    if (allow == NULL) {
+        return false;
+    }
+    memset(allow + a->res_cap, 0, (n - a->res_cap) * sizeof *allow);
+    a->allow = allow;
+    a->res_cap = n;
+    return true;
+}
+
+/* Slot k zeroed for a resource, taken from the heap the first time; NULL: no memory, or
+ * k is beyond the room elkd__res_reserve made. */
+resource_t *elkd__res_slot(agent_t *a, size_t k)
+{
+    resource_t *r;
+    if (k >= a->res_cap) {
+        return NULL;
+    }
+    r = a->res[k];
+    if (r == NULL && (r = malloc(sizeof *r)) == NULL) {
+        return NULL;
+    }
+    memset(r, 0, sizeof *r);
+    r->idx = k;
+    a->res[k] = r;
+    return r;
+}
+
+/* Every slot given back (their locks are no longer the client's): the fleet is set up
+ * again, or elkd ends. The tables keep their room. */
+void elkd__res_free_all(agent_t *a)
+{
+    size_t i;
+    for (i = 0; i < a->res_cap; i++) {
+        free(a->res[i]);
+        a->res[i] = NULL;
+    }
+    a->n_res = 0;
+    a->n_acquiring = 0;
+}
+
+/* r->acquiring, and the count of resources with it set (elkd__client_pending looks
+ * through the resources only while there is one: not on every turn of the loop). */
+void elkd__set_acquiring(agent_t *a, resource_t *r, bool on)
+{
+    if (r->acquiring != on) {
+        a->n_acquiring += on ? 1u : (size_t)-1;
+        r->acquiring = on;
+    }
+}
+
 resource_t *elkd__find_res(agent_t *a, const char *name)
 {
     size_t i;
     for (i = 0; i < a->n_res; i++) {
-        if (a->res[i].in_use && !a->res[i].removing && strcmp(a->res[i].conf->name, name) == 0) {
-            return &a->res[i];
+        if (a->res[i]->in_use && !a->res[i]->removing && strcmp(a->res[i]->conf->name, name) == 0) {
+            return a->res[i];
         }
     }
     return NULL;
@@ -134,7 +200,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     (void)elk_lock_set_keepalive(&r->lock, now, r->keepalive_ms);
     r->owner = slot;
     r->owner_id = a->clients[slot].id;
-    r->acquiring = true;
+    elkd__set_acquiring(a, r, true);
     r->last_round_err = ELK_OK;
     r->asked_at = now;
     rc = elk_lock_acquire(&r->lock, now, wd);
@@ -144,7 +210,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
                   r->conf->name, a->clients[slot].id, wait_ms);
         return;
     }
-    r->acquiring = false;
+    elkd__set_acquiring(a, r, false);
     if (rc == ELK_OK) {
         /* Already held by this handle: cannot happen as the agent holds once per resource;
          * answer truthfully anyway. */
@@ -161,7 +227,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
 void elkd__hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 {
     size_t i, best = SIZE_MAX;
-    size_t ri = (size_t)(r - a->res);
+    size_t ri = r->idx;
     if (r->owner >= 0 || a->shutting_down || elkd__res_orphaned(a, r, now) ||
         !elkd__res_settle(a, r)) {
         return; /* a reload's new settings wait for the release round: the tick hands over */
@@ -201,7 +267,7 @@ void elkd__release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
                   rc == ELK_E_LOCK_LOST ? "; the lease had already been lost" : "");
     }
     r->owner = -1;
-    r->acquiring = false;
+    elkd__set_acquiring(a, r, false);
     r->shutdown_release_at = 0;
     elkfw_sup_clear(&r->sup);
     elkd__hand_to_next_waiter(a, r, now);

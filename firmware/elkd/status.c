@@ -32,7 +32,7 @@ static size_t resources_in_use(const agent_t *a)
 {
     size_t i, n = 0;
     for (i = 0; i < a->n_res; i++) {
-        n += a->res[i].in_use;
+        n += a->res[i]->in_use;
     }
     return n;
 }
@@ -117,7 +117,7 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
                       a->shutting_down ? "yes" : "no", elkd__clients_connected(a), ELKD_MAX_CLIENTS,
                       a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
-        const resource_t *r = &a->res[i];
+        const resource_t *r = a->res[i];
         if (!r->in_use) {
             continue;
         }
@@ -189,7 +189,7 @@ void elkd__send_status(agent_t *a, int slot, bool json, uint64_t now)
         elk_fleet_ready_count(&a->fleet), a->shutting_down ? "true" : "false",
         elkd__clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
-        const resource_t *r = &a->res[i];
+        const resource_t *r = a->res[i];
         if (!r->in_use) {
             continue;
         }
@@ -258,10 +258,10 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
         elk_client_local_clock_suspect(&a->client, &src->local_clock_rate_ppm,
                                        &src->local_clock_spells) == ELK_E_LOCAL_CLOCK;
     for (i = 0; i < a->n_res; i++) {
-        if (a->res[i].in_use) {
-            res[src->n_res].name = a->res[i].conf->name;
-            res[src->n_res].held = elk_lock_is_held(&a->res[i].lock, now);
-            res[src->n_res].m = &a->res[i].metrics;
+        if (a->res[i]->in_use) {
+            res[src->n_res].name = a->res[i]->conf->name;
+            res[src->n_res].held = elk_lock_is_held(&a->res[i]->lock, now);
+            res[src->n_res].m = &a->res[i]->metrics;
             src->n_res++;
         }
     }
@@ -290,17 +290,20 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
  * the client's queue grows to take it whole (the next request waits until it is sent). */
 void elkd__send_metrics(agent_t *a, int slot, uint64_t now)
 {
-    elkfw_metrics_res_t res[ELKFW_MAX_RESOURCES];
+    elkfw_metrics_res_t *res = calloc(a->n_res + 1u, sizeof *res); /* as many as served */
     elkfw_metrics_node_t nodes[CONFIG_ELK_MAX_NODES];
     elkfw_metrics_src_t src;
     char *body = NULL;
     size_t body_len = 0, lines = 0, k;
-    FILE *f;
-    bool ok;
-    metrics_src(a, now, &src, res, nodes);
-    f = open_memstream(&body, &body_len);
-    ok = f != NULL && elkfw_metrics_write(f, &src);
-    ok = (f == NULL || fclose(f) == 0) && ok;
+    FILE *f = NULL;
+    bool ok = false;
+    if (res != NULL) {
+        metrics_src(a, now, &src, res, nodes);
+        f = open_memstream(&body, &body_len);
+        ok = f != NULL && elkfw_metrics_write(f, &src);
+        ok = (f == NULL || fclose(f) == 0) && ok;
+    }
+    free(res);
     if (!ok) {
         free(body);
         elkd__client_err(a, slot, ELK_E_NO_RESOURCES, "metrics");
@@ -317,15 +320,24 @@ void elkd__send_metrics(agent_t *a, int slot, uint64_t now)
 /* [agent] metrics_file: rewritten every metrics_interval. */
 void elkd__metrics_step(agent_t *a, uint64_t now, uint64_t *next)
 {
-    elkfw_metrics_res_t res[ELKFW_MAX_RESOURCES];
+    elkfw_metrics_res_t *res;
     elkfw_metrics_node_t nodes[CONFIG_ELK_MAX_NODES];
     elkfw_metrics_src_t src;
+    bool ok;
     if (a->conf.agent.metrics_file[0] == '\0') {
         return;
     }
     if (now >= a->metrics_next) {
-        metrics_src(a, now, &src, res, nodes);
-        if (!elkfw_metrics_write_file(a->conf.agent.metrics_file, &src)) {
+        res = calloc(a->n_res + 1u, sizeof *res);
+        if (res != NULL) {
+            metrics_src(a, now, &src, res, nodes);
+            ok = elkfw_metrics_write_file(a->conf.agent.metrics_file, &src);
+        } else {
+            errno = ENOMEM;
+            ok = false;
+        }
+        free(res);
+        if (!ok) {
             if (!a->metrics_failed) {
                 elkd__log(a, ELK_LOG_WARN,
                           "cannot write metrics_file %s: %s (retrying every %" PRIu32 " ms)",

@@ -367,9 +367,11 @@ static void test_error_messages_whole_file(void **state)
 static void test_too_many(void **state)
 {
     (void)state;
-    char text[8192] = "";
-    char msg[200];
+    static char text[8192 + (ELKFW_MAX_RESOURCES + 1) * 24]; /* the build's limit, plus one */
+    char msg[300];
     int i;
+    size_t len;
+    text[0] = '\0';
     for (i = 0; i <= CONFIG_ELK_MAX_NODES; i++) {
         char sec[64];
         snprintf(sec, sizeof sec, "[node n%d]\nhost = h\n", i);
@@ -381,13 +383,12 @@ static void test_too_many(void **state)
     expect_error(text, msg);
 
     strcpy(text, NODE1);
+    len = strlen(text);
     for (i = 0; i <= ELKFW_MAX_RESOURCES; i++) {
-        char sec[64];
-        snprintf(sec, sizeof sec, "[resource r%d]\n", i);
-        strcat(text, sec);
+        len += (size_t)snprintf(text + len, sizeof text - len, "[resource r%d]\n", i);
     }
-    snprintf(msg, sizeof msg, "elkd.conf:%d: too many resources: at most %d",
-             ELKFW_MAX_RESOURCES + 3, ELKFW_MAX_RESOURCES);
+    snprintf(msg, sizeof msg, "elkd.conf:%d: too many resources: at most %d in this build (%s)",
+             ELKFW_MAX_RESOURCES + 3, ELKFW_MAX_RESOURCES, ELKFW_MAX_RESOURCES_HINT);
     expect_error(text, msg);
 }
 
@@ -484,12 +485,16 @@ static void test_load_file_and_password_file(void **state)
     }
     /* a huge file is refused before parsing */
     f = fopen(path, "w");
-    for (int i = 0; i < 300 * 1024; i++) {
+    for (int i = 0; i < ELKFW_CONF_MAX_BYTES + 1; i++) {
         fputc('#', f);
     }
     fclose(f);
     assert_int_equal(elkfw_conf_load(&conf, path, err, sizeof err), ELK_E_CONFIG);
-    assert_non_null(strstr(err, "file is larger than 262144 bytes"));
+    {
+        char expect[80];
+        snprintf(expect, sizeof expect, "file is larger than %d bytes", ELKFW_CONF_MAX_BYTES);
+        assert_non_null(strstr(err, expect));
+    }
     unlink(path);
     rmdir(dir);
 }
@@ -626,7 +631,7 @@ static void test_access_keys(void **state)
 {
     (void)state;
     char err[ELKFW_ERR_MAX];
-    elkfw_allow_t allow[ELKFW_MAX_RESOURCES];
+    elkfw_allow_t allow[8]; /* the files below name at most a few resources */
     assert_int_equal(parse(NODE1 RES1, err), ELK_OK);
     assert_int_equal(conf.agent.socket_mode, 0660);
     assert_int_equal(conf.agent.max_clients_per_uid, 0);

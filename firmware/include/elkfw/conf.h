@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * elkd configuration: an INI file parsed into fixed arrays (no heap).
+ * elkd configuration: an INI file parsed into fixed arrays, but for the resources: their
+ * table is taken from the heap as the file names them (a gateway may serve thousands), up to
+ * ELKFW_MAX_RESOURCES; elkfw_conf_free gives it back.
  *
  * Sections: [fleet], [node NAME] (or [node.NAME]), [resource NAME], [agent].
  * Every key is documented in README.md ("Configuration") and firmware/elkd.conf.sample.
@@ -22,7 +24,21 @@
 #define ELKFW_NAME_MAX 64    /* node and resource names, including the NUL */
 #define ELKFW_STR_MAX 256    /* host, paths, user, password, server name */
 #define ELKFW_SOCKET_MAX 108 /* sun_path size on Linux */
-#define ELKFW_MAX_RESOURCES 32
+/* The most resources one configuration may hold: CONFIG_ELKD_MAX_RESOURCES, or fewer when
+ * the lock client has fewer slots (each resource is one lock, CONFIG_ELK_MAX_LOCKS). Only a
+ * limit: the tables are as large as the file needs. */
+#define ELKFW_MAX_RESOURCES                                                                        \
+    (CONFIG_ELKD_MAX_RESOURCES < CONFIG_ELK_MAX_LOCKS ? CONFIG_ELKD_MAX_RESOURCES                  \
+                                                      : CONFIG_ELK_MAX_LOCKS)
+/* The largest file elkfw_conf_load reads: room for the most resources the build takes, a
+ * few keys each (a larger file is refused as likely the wrong one). */
+#define ELKFW_CONF_MAX_BYTES (256 * 1024 + ELKFW_MAX_RESOURCES * 512)
+/* The Kconfig symbol that sets ELKFW_MAX_RESOURCES and what to do, for messages. */
+#define ELKFW_MAX_RESOURCES_HINT                                                                   \
+    (CONFIG_ELKD_MAX_RESOURCES < CONFIG_ELK_MAX_LOCKS                                              \
+         ? "CONFIG_ELKD_MAX_RESOURCES; raise it to serve more"                                     \
+         : "CONFIG_ELK_MAX_LOCKS, one lock slot a resource; raise it, and "                        \
+           "CONFIG_ELKD_MAX_RESOURCES if it is lower, to serve more")
 #define ELKFW_PREFIX_MAX 64
 #define ELKFW_ERR_MAX 2048 /* an error buffer: room for several problems, one a line */
 
@@ -114,23 +130,31 @@ typedef struct elkfw_conf {
     bool vote_hygiene;      /* restarted / clock-jumped masters lose their vote (default on) */
     uint32_t quarantine_ms; /* how long they lose it; 0 (default): automatic */
     int vote_hygiene_line;  /* 0: key not set; for messages */
+    bool batch_renewals;    /* renew due leases together, one request per node (default on) */
     /* [node ...] */
     elkfw_node_conf_t nodes[CONFIG_ELK_MAX_NODES];
     size_t n_nodes;
-    /* [resource ...] */
-    elkfw_resource_conf_t resources[ELKFW_MAX_RESOURCES];
-    size_t n_resources;
+    /* [resource ...]: heap, n_resources of cap_resources used (NULL when none) */
+    elkfw_resource_conf_t *resources;
+    size_t n_resources, cap_resources;
     /* [agent] */
     elkfw_agent_conf_t agent;
 } elkfw_conf_t;
 
-/* Fill c with defaults (no nodes, no resources). */
+/* Fill c with defaults (no nodes, no resources). c's memory is all overwritten: a resource
+ * table it had is not given back (elkfw_conf_free first). */
 void elkfw_conf_defaults(elkfw_conf_t *c);
+
+/* Give back c's resource table (c keeps no resources). c is zeroed, from
+ * elkfw_conf_defaults or from elkfw_conf_parse; safe to call twice. */
+void elkfw_conf_free(elkfw_conf_t *c);
 
 /* Parse len bytes of INI text (need not be NUL-terminated) named filename (for
  * messages) into c, then check it as a whole (node count for the mode, margins that
- * leave validity, ...). No I/O: password_file is recorded, not read. Returns ELK_OK,
- * or ELK_E_CONFIG with the reason in err (always NUL-terminated, errlen >= 1). */
+ * leave validity, ...). No I/O: password_file is recorded, not read. c must be zeroed or
+ * hold an earlier result (whose resource table is given back first); the new table is c's
+ * (elkfw_conf_free), also after a failure. Returns ELK_OK, ELK_E_NO_RESOURCES (no memory
+ * for the table) or ELK_E_CONFIG with the reason in err (always NUL-terminated, errlen >= 1). */
 int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, size_t len, char *err,
                      size_t errlen);
 

@@ -86,6 +86,13 @@
 #ifndef CONFIG_ELK_ERR_MESSAGES
 #define CONFIG_ELK_ERR_MESSAGES 1
 #endif
+/* elkd (firmware/): most resources one configuration may hold, and its client slots. */
+#ifndef CONFIG_ELKD_MAX_RESOURCES
+#define CONFIG_ELKD_MAX_RESOURCES 1024
+#endif
+#ifndef CONFIG_ELKD_MAX_CLIENTS
+#define CONFIG_ELKD_MAX_CLIENTS 16
+#endif
 
 /* Counting semaphores, lib/sem (1 built, 0 left out). */
 #ifndef CONFIG_ELK_SEM
