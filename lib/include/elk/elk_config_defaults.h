@@ -86,10 +86,11 @@
 #ifndef CONFIG_ELK_ERR_MESSAGES
 #define CONFIG_ELK_ERR_MESSAGES 1
 #endif
-/* elkd (firmware/): most resources one configuration may hold, and its client slots. */
+/* elkd (firmware/): most resources one configuration may hold. */
 #ifndef CONFIG_ELKD_MAX_RESOURCES
 #define CONFIG_ELKD_MAX_RESOURCES 1024
 #endif
+/* elkd (firmware/): local client connections served at once. */
 #ifndef CONFIG_ELKD_MAX_CLIENTS
 #define CONFIG_ELKD_MAX_CLIENTS 16
 #endif
