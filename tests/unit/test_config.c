@@ -398,6 +398,7 @@ static void test_resource_name_limit_follows_prefix(void **state)
     char err[ELKFW_ERR_MAX];
     char text[512];
     char name[200];
+    elkfw_conf_free(&conf); /* the table an earlier test's parse left (defaults overwrite it) */
     elkfw_conf_defaults(&conf);
     size_t max = elkfw_resource_name_max(&conf);
     assert_int_equal(max < ELKFW_NAME_MAX - 1 ? max : ELKFW_NAME_MAX - 1, max);
