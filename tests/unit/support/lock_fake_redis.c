@@ -232,6 +232,21 @@ static void lfr_record(lfr_server_t *s, const char *which, const char *value, bo
     }
 }
 
+/* The reply a test set in place of every script's (error_reply, then raw_reply): true when
+ * one was sent, and the script's own reply must not be. */
+static bool lfr_canned(lfr_server_t *s, size_t c)
+{
+    if (s->error_reply) {
+        lfr_str_reply(s, c, "-", s->error_reply);
+        return true;
+    }
+    if (s->raw_reply) {
+        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
+        return true;
+    }
+    return false;
+}
+
 static void lfr_op(lfr_server_t *s, size_t c, const char *which, const char *key, const char *value)
 {
     if (s->nops < LFR_OPS) {
@@ -354,12 +369,7 @@ static void lfr_extend_batch(lfr_server_t *s, size_t c, const fake_cmd_t *cmd, s
     lfr_record(s, "extendb", val, fake_cmd_is(cmd, "EVAL"));
     s->extend_batch_calls++;
     s->extend_batch_leases += (unsigned)n;
-    if (s->error_reply) {
-        lfr_str_reply(s, c, "-", s->error_reply);
-        return;
-    }
-    if (s->raw_reply) {
-        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
+    if (lfr_canned(s, c)) {
         return;
     }
     size_t len = (size_t)snprintf(b, sizeof b, "*%zu\r\n:%lld\r\n:%lld\r\n", n + 2,
@@ -390,12 +400,7 @@ static void lfr_release_batch(lfr_server_t *s, size_t c, const fake_cmd_t *cmd, 
     lfr_record(s, "releaseb", val, fake_cmd_is(cmd, "EVAL"));
     s->release_batch_calls++;
     s->release_batch_leases += (unsigned)n;
-    if (s->error_reply) {
-        lfr_str_reply(s, c, "-", s->error_reply);
-        return;
-    }
-    if (s->raw_reply) {
-        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
+    if (lfr_canned(s, c)) {
         return;
     }
     size_t len = (size_t)snprintf(b, sizeof b, "*%zu\r\n", n);
@@ -452,11 +457,10 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
     } else {
         s->commit_calls++;
     }
-    if (s->error_reply) {
-        lfr_str_reply(s, c, "-", s->error_reply);
-    } else if (s->raw_reply) {
-        lfr_out(s, c, s->raw_reply, strlen(s->raw_reply));
-    } else if (strcmp(which, "acquire") == 0) {
+    if (lfr_canned(s, c)) {
+        return;
+    }
+    if (strcmp(which, "acquire") == 0) {
         lfr_acquire(s, c, &x);
     } else if (strcmp(which, "extend") == 0) {
         lfr_extend(s, c, &x);
