@@ -111,5 +111,13 @@
 #ifndef CONFIG_ELK_MULTI_MAX_RESOURCES
 #define CONFIG_ELK_MULTI_MAX_RESOURCES 4
 #endif
+/* Fair waiting, lib/fair (1 built, 0 left out). */
+#ifndef CONFIG_ELK_FAIR
+#define CONFIG_ELK_FAIR 1
+#endif
+/* Default ticket TTL of a fair waiter, ms (elk_fair_init with 0). */
+#ifndef CONFIG_ELK_FAIR_TICKET_TTL_MS
+#define CONFIG_ELK_FAIR_TICKET_TTL_MS 3000
+#endif
 
 #endif /* ELK_CONFIG_DEFAULTS_H */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "elk/err.h"
+#include "elk/fair_scripts.h"
 #include "elk/lock_scripts.h"
 
 static void lfr_old_marker(lfr_server_t *s, const char *key);
@@ -24,6 +25,7 @@ void lfr_init(lfr_server_t *s, const uint64_t *now)
 void lfr_flushall(lfr_server_t *s)
 {
     memset(s->kv, 0, sizeof s->kv);
+    memset(s->q, 0, sizeof s->q);
     s->old_marker = false;
 }
 
@@ -420,6 +422,9 @@ static void lfr_release_batch(lfr_server_t *s, size_t c, const fake_cmd_t *cmd, 
     lfr_out(s, c, b, len);
 }
 
+static void lfr_queue_keep(lfr_server_t *s, size_t c, const lfr_script_args_t *x);
+static void lfr_queue_leave(lfr_server_t *s, size_t c, const lfr_script_args_t *x);
+
 /* Run script `which` with KEYS/ARGV starting at argument `first` of cmd. */
 static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd_t *cmd,
                     size_t first)
@@ -446,6 +451,14 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
     for (i = 0; i < 5; i++) {
         lfr_arg(cmd, first + 1 + i + numkeys, x.a[i]);
     }
+    if (strncmp(which, "q", 1) == 0) { /* fair waiting: not a lease's call */
+        if (strcmp(which, "qkeep") == 0) {
+            lfr_queue_keep(s, c, &x);
+        } else {
+            lfr_queue_leave(s, c, &x);
+        }
+        return;
+    }
     lfr_record(s, which, x.a[0], fake_cmd_is(cmd, "EVAL"));
     lfr_op(s, c, which, x.k[0], x.a[0]);
     if (strcmp(which, "acquire") == 0) {
@@ -471,8 +484,97 @@ static void lfr_run(lfr_server_t *s, size_t c, const char *which, const fake_cmd
     }
 }
 
+/* ---------------------------------------------------------------- fair waiting */
+
+const lfr_qmember_t *lfr_queue_find(lfr_server_t *s, const char *qkey, const char *id)
+{
+    for (size_t i = 0; i < LFR_QMEMBERS; i++) {
+        const lfr_qmember_t *m = &s->q[i];
+        if (m->used && strcmp(m->qkey, qkey) == 0 && strcmp(m->id, id) == 0) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+size_t lfr_queue_len(lfr_server_t *s, const char *qkey)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < LFR_QMEMBERS; i++) {
+        const lfr_qmember_t *m = &s->q[i];
+        n += m->used && strcmp(m->qkey, qkey) == 0 && m->expire_ms > lfr_time_ms(s) ? 1u : 0u;
+    }
+    return n;
+}
+
+/* ZRANK order: by ticket, then by id. */
+static bool lfr_q_before(const lfr_qmember_t *a, const lfr_qmember_t *b)
+{
+    return a->ticket < b->ticket || (a->ticket == b->ticket && strcmp(a->id, b->id) < 0);
+}
+
+/* QUEUE_KEEP. KEYS: queue, expiries, sequence; ARGV: id, ticket (0: new), ttl. */
+static void lfr_queue_keep(lfr_server_t *s, size_t c, const lfr_script_args_t *x)
+{
+    long long now = lfr_time_ms(s), t = atoll(x->a[1]), rank = 0;
+    lfr_qmember_t *me = NULL, *head = NULL;
+    char v[32];
+    s->keep_calls++;
+    for (size_t i = 0; i < LFR_QMEMBERS; i++) { /* expired members leave */
+        if (s->q[i].used && strcmp(s->q[i].qkey, x->k[0]) == 0 && s->q[i].expire_ms <= now) {
+            s->q[i].used = false;
+        }
+    }
+    if (t == 0) {
+        t = lfr_int(s, x->k[2]) + 1; /* INCR */
+    }
+    if (lfr_int(s, x->k[2]) < t) { /* a given ticket raises the sequence */
+        snprintf(v, sizeof v, "%lld", t);
+        lfr_set(s, x->k[2], v, 0);
+    }
+    me = (lfr_qmember_t *)lfr_queue_find(s, x->k[0], x->a[0]);
+    for (size_t i = 0; i < LFR_QMEMBERS && me == NULL; i++) {
+        me = s->q[i].used ? NULL : &s->q[i];
+    }
+    if (me == NULL) {
+        abort();
+    }
+    me->used = true;
+    snprintf(me->qkey, sizeof me->qkey, "%.*s", (int)sizeof me->qkey - 1, x->k[0]);
+    snprintf(me->id, sizeof me->id, "%.*s", (int)sizeof me->id - 1, x->a[0]);
+    me->ticket = t;
+    me->expire_ms = now + atoll(x->a[2]);
+    for (size_t i = 0; i < LFR_QMEMBERS; i++) {
+        lfr_qmember_t *m = &s->q[i];
+        if (!m->used || strcmp(m->qkey, x->k[0]) != 0) {
+            continue;
+        }
+        rank += lfr_q_before(m, me) ? 1 : 0;
+        head = head == NULL || lfr_q_before(m, head) ? m : head;
+    }
+    char b[160];
+    size_t len = (size_t)snprintf(b, sizeof b, "*3\r\n:%lld\r\n:%lld\r\n", t, rank);
+    lfr_bulk(b, sizeof b, &len, head->id);
+    lfr_out(s, c, b, len);
+}
+
+/* QUEUE_LEAVE. KEYS: queue, expiries; ARGV: id. */
+static void lfr_queue_leave(lfr_server_t *s, size_t c, const lfr_script_args_t *x)
+{
+    lfr_qmember_t *m = (lfr_qmember_t *)lfr_queue_find(s, x->k[0], x->a[0]);
+    s->leave_calls++;
+    if (m != NULL) {
+        m->used = false;
+    }
+    lfr_int_reply(s, c, m != NULL ? 1 : 0);
+}
+
 static const char *lfr_by_sha(const char *sha)
 {
+    if (strcmp(sha, ELK_FAIR_SCRIPT_KEEP_SHA1) == 0)
+        return "qkeep";
+    if (strcmp(sha, ELK_FAIR_SCRIPT_LEAVE_SHA1) == 0)
+        return "qleave";
     if (strcmp(sha, ELK_LOCK_SCRIPT_ACQUIRE_SHA1) == 0)
         return "acquire";
     if (strcmp(sha, ELK_LOCK_SCRIPT_EXTEND_SHA1) == 0)
@@ -497,6 +599,7 @@ static const char *lfr_by_text(const fake_cmd_t *cmd, size_t i)
         {ELK_LOCK_SCRIPT_ACQUIRE, "acquire"},      {ELK_LOCK_SCRIPT_EXTEND, "extend"},
         {ELK_LOCK_SCRIPT_RELEASE, "release"},      {ELK_LOCK_SCRIPT_COMMIT, "commit"},
         {ELK_LOCK_SCRIPT_EXTEND_BATCH, "extendb"}, {ELK_LOCK_SCRIPT_RELEASE_BATCH, "releaseb"},
+        {ELK_FAIR_SCRIPT_KEEP, "qkeep"},           {ELK_FAIR_SCRIPT_LEAVE, "qleave"},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         if (cmd->len[i] == strlen(t[k].text) && memcmp(cmd->argv[i], t[k].text, cmd->len[i]) == 0) {
@@ -536,6 +639,8 @@ static void lfr_script_load(lfr_server_t *s, size_t c, const fake_cmd_t *cmd)
         : strcmp(which, "release") == 0  ? ELK_LOCK_SCRIPT_RELEASE_SHA1
         : strcmp(which, "extendb") == 0  ? ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1
         : strcmp(which, "releaseb") == 0 ? ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1
+        : strcmp(which, "qkeep") == 0    ? ELK_FAIR_SCRIPT_KEEP_SHA1
+        : strcmp(which, "qleave") == 0   ? ELK_FAIR_SCRIPT_LEAVE_SHA1
                                          : ELK_LOCK_SCRIPT_COMMIT_SHA1;
     char b[64];
     size_t len = 0;
@@ -630,6 +735,7 @@ void lfr_restart(lfr_server_t *s, bool keep_data)
     s->scripts_loaded = false;
     if (!keep_data) {
         memset(s->kv, 0, sizeof s->kv);
+        memset(s->q, 0, sizeof s->q);
         s->old_marker = false;
     }
     for (size_t c = 0; c < s->nconn; c++) {

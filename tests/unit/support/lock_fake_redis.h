@@ -50,6 +50,17 @@ typedef struct lfr_call {
     uint64_t at;         /* server time when it ran */
 } lfr_call_t;
 
+/* One member of a fair-waiting queue (QUEUE_KEEP / QUEUE_LEAVE, elk/fair_scripts.h): the
+ * queue key's member with its ticket and expiry (server ms) in one row. */
+#define LFR_QMEMBERS 32u
+typedef struct lfr_qmember {
+    bool used;
+    char qkey[64];
+    char id[48];
+    long long ticket;
+    long long expire_ms; /* the server's TIME in ms */
+} lfr_qmember_t;
+
 typedef struct lfr_entry {
     bool used;
     char key[LFR_STR];
@@ -110,6 +121,9 @@ typedef struct lfr_server {
     /* every lease of every script call, in order (lfr_op_t) */
     lfr_op_t ops[LFR_OPS];
     size_t nops;
+    /* fair waiting: the queues' members, and the QUEUE_KEEP / QUEUE_LEAVE calls */
+    lfr_qmember_t q[LFR_QMEMBERS];
+    unsigned keep_calls, leave_calls;
 } lfr_server_t;
 
 void lfr_init(lfr_server_t *s, const uint64_t *now);
@@ -135,5 +149,12 @@ void lfr_restart(lfr_server_t *s, bool keep_data);
 /* FLUSHALL: every key gone (the fleet marker too), the process and its connections go on
  * (no restart). */
 void lfr_flushall(lfr_server_t *s);
+
+/* Fair waiting: the queue member id of queue key qkey, NULL when absent (or expired on the
+ * server's clock, though still stored until the next QUEUE_KEEP prunes it: use
+ * lfr_queue_len for what a waiter would see). */
+const lfr_qmember_t *lfr_queue_find(lfr_server_t *s, const char *qkey, const char *id);
+/* Live members of queue qkey (expiry after the server's TIME). */
+size_t lfr_queue_len(lfr_server_t *s, const char *qkey);
 
 #endif /* LOCK_FAKE_REDIS_H */
