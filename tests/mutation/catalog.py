@@ -1119,6 +1119,32 @@ MUTANTS = [
          new="    } else if (0) {",
          tests=["unit.test_multi"], why="losing one resource does not end the multi-lock: the others keep renewing, LOST is only passed on"),
 
+    # (section: fair)
+    dict(id="fair.ticket-min", file="lib/fair/fair.c",
+         old="f->round_max = ticket > f->round_max ? ticket : f->round_max;",
+         new="f->round_max = f->round_max == 0 || ticket < f->round_max ? ticket : f->round_max;",
+         tests=["unit.test_fair"], why="the ticket is the lowest a master gave: a master that lost the queue's sequence hands a newcomer ticket 1, ahead of everybody waiting"),
+    dict(id="fair.everybody-tries", file="lib/fair/fair.c",
+         old="    if (fair_bits(f->head_mask) >= q) {\n        fair_lock(f, now);",
+         new="    if (1) {\n        fair_lock(f, now);",
+         tests=["unit.test_fair"], why="the head test dropped: every waiter asks for the lock and a release wakes them all; grants go to the luckiest retry, not in ticket order"),
+    dict(id="fair.no-leave-on-grant", file="lib/fair/fair.c",
+         old="        f->phase = ELK_FAIR_IDLE;\n        fair_leave(f, ev->now);",
+         new="        f->phase = ELK_FAIR_IDLE;",
+         tests=["unit.test_fair"], why="QUEUE_LEAVE not sent on the grant (nor when the head's lock acquire fails): the holder's ticket stands at the head until it runs out, and the next waiter waits a ticket TTL after every hand-off"),
+    dict(id="fair.renew-new-ticket", file="lib/fair/fair.c",
+         old="s->value = f->ticket;",
+         new="s->value = 0;",
+         tests=["unit.test_fair"], why="every renewal takes a new ticket: a waiter goes to the back of the queue each time it renews, and a master that lost the queue rebuilds it in a new order"),
+    dict(id="fair.no-leave-on-deadline", file="lib/fair/fair.c",
+         old="    f->ahead = 0;\n    fair_leave(f, now);\n    fair_emit(f, &ev);",
+         new="    f->ahead = 0;\n    fair_emit(f, &ev);",
+         tests=["unit.test_fair"], why="a wait that ends at its deadline keeps its ticket: everybody behind it waits for it to run out"),
+    dict(id="fair.expiry-not-pruned", file="lib/lock/include/elk/fair_scripts.h",
+         old="\"local d=c('ZRANGEBYSCORE',k[2],'-inf',n)\\n\"",
+         new="\"local d=c('ZRANGEBYSCORE',k[2],'-inf',0)\\n\"",
+         tests=["integration.test_fair_redis"], why="QUEUE_KEEP never drops expired tickets from the queue: a crashed waiter blocks everybody behind it until the whole queue expires"),
+
     # (section: tls13)
     # TLS 1.3 tickets are kept only with mbedTLS 3.x; the mutation stage builds with Debian 12's
     # 2.28, where only the ServerHello sniffer (compiled for every version) can be exercised:

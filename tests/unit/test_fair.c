@@ -217,11 +217,13 @@ static void test_crashed_waiter_is_skipped(void **state)
 }
 
 /* A master that lost its data (FLUSHALL) has the queue back, same tickets, after the next
- * renewal of each ticket; the grants keep their order. */
+ * renewal of each ticket; one that lost only the queue's keys (its sequence restarts at 1)
+ * does not let a newcomer in ahead (the ticket is the max over a quorum); the grants keep
+ * their order. */
 static void test_queue_rebuilt_after_data_loss(void **state)
 {
     (void)state;
-    setup_fair(4);
+    setup_fair(5);
     assert_int_equal(elk_fair_acquire(&GW[0].f, NOW(), NOW() + 5000u), ELK_E_WOULD_BLOCK);
     run_until_granted(0, 0, 5000);
     enqueue(3);
@@ -236,33 +238,43 @@ static void test_queue_rebuilt_after_data_loss(void **state)
         assert_non_null(m);
         assert_int_equal(m->ticket, elk_fair_ticket(&GW[g].f));
     }
-    /* the sequence came back too: a newcomer still goes last */
+    /* the sequence came back too */
     assert_true(lfr_int(&GWW.srv[1], "t:{valve}:qseq") >= elk_fair_ticket(&GW[1].f));
+    /* server 0 loses the queue's keys alone (it keeps its vote): a newcomer still goes last */
+    memset(GWW.srv[0].q, 0, sizeof GWW.srv[0].q);
+    lfr_del(&GWW.srv[0], "t:{valve}:qseq");
+    enqueue(4);
+    assert_true(elk_fair_ticket(&GW[4].f) > elk_fair_ticket(&GW[1].f));
     size_t holder = 0;
-    for (size_t next = 3; next >= 1; next--) {
+    static const size_t order[4] = {3, 2, 1, 4};
+    for (size_t i = 0; i < 4; i++) {
         assert_int_equal(elk_fair_release(&GW[holder].f, NOW()), ELK_OK);
-        run_until_granted(next, 0, 5000);
-        holder = next;
+        run_until_granted(order[i], 0, 5000);
+        holder = order[i];
     }
-    assert_int_equal(GRANT[1], 3u);
-    assert_int_equal(GRANT[2], 2u);
-    assert_int_equal(GRANT[3], 1u);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(GRANT[i + 1u], order[i]);
+    }
     (void)elk_fair_release(&GW[holder].f, NOW());
 }
 
-/* A wait that reaches its deadline gives its ticket back on every server at once (not when
- * the ticket runs out), and whoever is behind it moves up. */
+/* A wait that reaches its deadline while others are ahead gives its ticket back on every
+ * server at once (not when the ticket runs out), and whoever is behind it moves up; so does
+ * the head whose lock acquire reaches its deadline. */
 static void test_deadline_leaves_the_queue(void **state)
 {
     (void)state;
-    setup_fair(3);
+    setup_fair(4);
     assert_int_equal(elk_fair_acquire(&GW[0].f, NOW(), NOW() + 5000u), ELK_E_WOULD_BLOCK);
     run_until_granted(0, 0, 5000);
+    assert_int_equal(elk_fair_acquire(&GW[2].f, NOW(), NOW() + 1200u), ELK_E_WOULD_BLOCK);
+    run_until(NOW() + 50u);
     assert_int_equal(elk_fair_acquire(&GW[1].f, NOW(), NOW() + 400u), ELK_E_WOULD_BLOCK);
     run_until(NOW() + 50u);
-    enqueue(2);
+    enqueue(3);
     run_until(NOW() + 200u);
-    assert_int_equal(elk_fair_ahead(&GW[2].f), 1u);
+    assert_int_equal(elk_fair_phase(&GW[2].f), ELK_FAIR_LOCKING);
+    assert_int_equal(elk_fair_ahead(&GW[3].f), 2u);
     uint64_t until = NOW() + 400u;
     while (GW[1].failed == 0u && NOW() < until) {
         run_until(NOW() + 10u);
@@ -274,20 +286,32 @@ static void test_deadline_leaves_the_queue(void **state)
     for (size_t i = 0; i < GW_WORLD_NODES; i++) {
         assert_null(lfr_queue_find(&GWW.srv[i], "t:{valve}:q", GW[1].f.id));
     }
-    run_until(NOW() + 200u);
-    assert_int_equal(elk_fair_phase(&GW[2].f), ELK_FAIR_LOCKING);
+    run_until(NOW() + 100u);
+    assert_int_equal(elk_fair_ahead(&GW[3].f), 1u);
+    /* the head's lock acquire times out too (0 still holds): it leaves, 3 is the head */
+    until = NOW() + 1500u;
+    while (GW[2].failed == 0u && NOW() < until) {
+        run_until(NOW() + 10u);
+    }
+    assert_int_equal(GW[2].failed, 1u);
+    run_until(NOW() + 20u);
+    for (size_t i = 0; i < GW_WORLD_NODES; i++) {
+        assert_null(lfr_queue_find(&GWW.srv[i], "t:{valve}:q", GW[2].f.id));
+    }
+    run_until(NOW() + 100u);
+    assert_int_equal(elk_fair_phase(&GW[3].f), ELK_FAIR_LOCKING);
     assert_int_equal(elk_fair_release(&GW[0].f, NOW()), ELK_OK);
-    run_until_granted(2, 0, 5000);
-    assert_int_equal(GW[1].acquired, 0u);
+    run_until_granted(3, 0, 5000);
+    assert_int_equal(GW[1].acquired + GW[2].acquired, 0u);
     /* a wait without a deadline, behind a holder, fails at once as busy */
     assert_int_equal(elk_fair_acquire(&GW[0].f, NOW(), 0), ELK_E_WOULD_BLOCK);
     run_until(NOW() + 200u);
     assert_int_equal(GW[0].failed, 1u);
     assert_int_equal(GW[0].last_err, ELK_E_LOCK_BUSY);
-    (void)elk_fair_release(&GW[2].f, NOW());
+    (void)elk_fair_release(&GW[3].f, NOW());
     run_until(NOW() + 100u);
-    assert_false(elk_fair_busy(&GW[2].f));
-    assert_int_equal(elk_fair_deinit(&GW[2].f), ELK_OK);
+    assert_false(elk_fair_busy(&GW[3].f));
+    assert_int_equal(elk_fair_deinit(&GW[3].f), ELK_OK);
 }
 
 /* Release while queued cancels: the ticket is given back, nothing is granted later. */
