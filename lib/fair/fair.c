@@ -13,6 +13,15 @@
 #include "elk/err.h"
 #include "elk/fair_scripts.h"
 
+/* QUEUE_KEEP's EVAL (nine arguments: the script, three keys no longer than the lock's with
+ * ":released", the id and three numbers, with their framing) is shorter than the lease
+ * engine's longest request, which a pool block holds (lock.h). */
+typedef char elk_fair_request_fits_t[sizeof(ELK_FAIR_SCRIPT_KEEP) + 3u * CONFIG_ELK_MAX_KEY_LEN +
+                                                 ELK_FAIR_ID_MAX + 200u <=
+                                             ELK_LOCK_REQUEST_MAX
+                                         ? 1
+                                         : -1];
+
 static elk_node_t *fair_node(const elk_fair_t *f, size_t i)
 {
     return &f->lock.client->fleet->nodes[i];

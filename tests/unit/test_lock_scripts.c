@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include "test_main.h"
 
+#include "elk/fair_scripts.h"
 #include "elk/lock.h"
 #include "elk/lock_scripts.h"
 #include "elk/resp.h"
@@ -123,6 +124,10 @@ static void test_script_sha1_constants(void **state)
     assert_string_equal(hex, ELK_LOCK_SCRIPT_EXTEND_BATCH_SHA1);
     sha1_hex(ELK_LOCK_SCRIPT_RELEASE_BATCH, hex);
     assert_string_equal(hex, ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1);
+    sha1_hex(ELK_FAIR_SCRIPT_KEEP, hex); /* fair waiting's (lib/fair) */
+    assert_string_equal(hex, ELK_FAIR_SCRIPT_KEEP_SHA1);
+    sha1_hex(ELK_FAIR_SCRIPT_LEAVE, hex);
+    assert_string_equal(hex, ELK_FAIR_SCRIPT_LEAVE_SHA1);
 }
 
 static void test_scripts_shape(void **state)
