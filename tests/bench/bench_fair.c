@@ -295,9 +295,9 @@ int main(int argc, char **argv)
     bench_result("fair.on.wait_p50_ms", on.p50, "ms", "median wait, fair");
     bench_result("fair.on.wait_max_ms", on.max, "ms", "longest wait, fair");
     bench_result("fair.on.spread", on.spread, "x", "max/median wait, fair");
-    bench_result("fair.off.handoff_p50_ms", off.hand50, "ms",
+    bench_result("fair.off.handoff_p50_us", off.hand50, "us",
                  "release to next grant, release channel");
-    bench_result("fair.on.handoff_p50_ms", on.hand50, "ms", "release to next grant, fair");
+    bench_result("fair.on.handoff_p50_us", on.hand50, "us", "release to next grant, fair");
     bench_result("fair.handoff.ratio", on.hand50 / (off.hand50 > 0.0 ? off.hand50 : 1.0), "x",
                  "fair hand-off / release channel hand-off (p50)");
     printf("reproduce: build-bench/tests/bench/bench_fair %u\n", seconds);
