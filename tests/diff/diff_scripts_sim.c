@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Differential test of the lease scripts: elk/lock_scripts.h as a real redis-server runs
- * them (Lua) against port/sim's native versions, on the same random sequence of calls.
+ * Differential test of the lease scripts: elk/lock_scripts.h (and fair waiting's,
+ * elk/fair_scripts.h) as a real redis-server runs them (Lua) against port/sim's native
+ * versions, on the same random sequence of calls.
  * The simulator's safety verdicts are only worth what its natives are: a native that
  * differs from the Lua (a lock-delay marker not honoured, a release that forgets it, a
  * counter raised where Redis would not) would let the simulator prove the wrong thing.
@@ -25,6 +26,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "elk/fair_scripts.h"
 #include "elk/lock_scripts.h"
 #include "elk/resp.h"
 #include "elk/sim.h"
@@ -238,6 +240,8 @@ typedef struct call {
 } call_t;
 
 static const char *const values[] = {"gwA:01", "gwB:02", "gwC:03"};
+/* fair waiters' ids (the last two equal in length, ordered by bytes on equal tickets) */
+static const char *const waiters[] = {"gwA:q1", "gwB:q2", "gwC:q3", "gwB:q1"};
 static const char *const K = "d:{r}";
 static const char *const KF = "d:{r}:fence";
 static const char *const KD = "d:{r}:delay";
@@ -276,7 +280,7 @@ static void make_call(call_t *c)
 {
     const char *v = values[rnd(3)];
     memset(c, 0, sizeof *c);
-    switch (rnd(11)) {
+    switch (rnd(13)) {
     case 0:
     case 1:
         arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_ACQUIRE_SHA1), arg(c, "4");
@@ -324,6 +328,17 @@ static void make_call(call_t *c)
         arg(c, "EVALSHA"), arg(c, ELK_LOCK_SCRIPT_RELEASE_BATCH_SHA1), arg(c, "2");
         arg(c, K), arg(c, rnd(2) ? K : KD), arg(c, v), arg(c, values[rnd(3)]);
         break;
+    case 11:
+        /* QUEUE_KEEP: a new ticket or a given one (below or above the sequence); the queue's
+         * order shows in the rank and the head's id */
+        arg(c, "EVALSHA"), arg(c, ELK_FAIR_SCRIPT_KEEP_SHA1), arg(c, "3");
+        arg(c, "d:{r}:q"), arg(c, "d:{r}:qx"), arg(c, "d:{r}:qseq"), arg(c, waiters[rnd(4)]);
+        num(c, rnd(2) ? 0 : 1 + (long long)rnd(12)), num(c, TTL_MS);
+        break;
+    case 12:
+        arg(c, "EVALSHA"), arg(c, ELK_FAIR_SCRIPT_LEAVE_SHA1), arg(c, "2");
+        arg(c, "d:{r}:q"), arg(c, "d:{r}:qx"), arg(c, waiters[rnd(4)]);
+        break;
     default:
         arg(c, "SET"), arg(c, KM), arg(c, markers[rnd(6)]);
         break;
@@ -343,9 +358,10 @@ static long long pttl_class(long long p)
 
 static void state_of(redisContext *rc, bool sim, char *out, size_t cap)
 {
-    static const char *const keys[] = {"d:{r}", "d:{r}:fence", "d:{r}:delay", "d:marker"};
+    static const char *const keys[] = {"d:{r}", "d:{r}:fence", "d:{r}:delay", "d:marker",
+                                       "d:{r}:qseq"};
     out[0] = '\0';
-    for (size_t k = 0; k < 4; k++) {
+    for (size_t k = 0; k < 5; k++) {
         const char *get[2] = {"GET", keys[k]};
         const char *pttl[2] = {"PTTL", keys[k]};
         redisReply *g = sim ? sim_call(2, get) : redisCommandArgv(rc, 2, get, NULL);
@@ -380,7 +396,8 @@ int main(int argc, char **argv)
     }
     const char *loads[] = {ELK_LOCK_SCRIPT_ACQUIRE,      ELK_LOCK_SCRIPT_EXTEND,
                            ELK_LOCK_SCRIPT_RELEASE,      ELK_LOCK_SCRIPT_COMMIT,
-                           ELK_LOCK_SCRIPT_EXTEND_BATCH, ELK_LOCK_SCRIPT_RELEASE_BATCH};
+                           ELK_LOCK_SCRIPT_EXTEND_BATCH, ELK_LOCK_SCRIPT_RELEASE_BATCH,
+                           ELK_FAIR_SCRIPT_KEEP,         ELK_FAIR_SCRIPT_LEAVE};
     for (size_t i = 0; i < sizeof loads / sizeof loads[0]; i++) {
         const char *a[3] = {"SCRIPT", "LOAD", loads[i]};
         freeReplyObject(redisCommandArgv(rc, 3, a, NULL));

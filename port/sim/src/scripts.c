@@ -4,9 +4,13 @@
  * replies (TIME is the node's wall clock); the table matches a script by its exact text (EVAL) or SHA1
  * (EVALSHA). A test program may ask for the COMMIT script to leave counters alone,
  * which turns the fleet into the naive "max over the quorum" fencing scheme: a
- * negative control that must let a token go backwards. */
+ * negative control that must let a token go backwards. The fair-waiting scripts
+ * (elk/fair_scripts.h) keep each queue member as a key of its own, "<queue key>\x1f<id>"
+ * holding "<ticket> <expiry ms>" and expiring with the queue: what the two ZSETs hold,
+ * as the replies show it. */
 #include <string.h>
 
+#include "elk/fair_scripts.h"
 #include "elk/lock_scripts.h"
 #include "elk/sim_scripts.h"
 
@@ -378,6 +382,150 @@ static void s_release_batch(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, 
     }
 }
 
+/* ---------------------------------------------------------------- fair waiting */
+
+/* One queue member: its key's entry, id (a view into it), ticket and expiry (server ms). */
+typedef struct q_member {
+    elk_sim_key_t *k;
+    const uint8_t *id;
+    size_t id_len;
+    int64_t ticket, expiry;
+} q_member_t;
+
+/* Whether k is a live member of queue q; fills m. */
+static bool q_member_of(elk_sim_redis_t *node, elk_sim_key_t *k, const elk_sim_bytes_t *q,
+                        q_member_t *m)
+{
+    size_t sp;
+    if (!k->used || k->klen <= q->len + 1u || memcmp(k->key, q->p, q->len) != 0 ||
+        k->key[q->len] != 0x1f) {
+        return false;
+    }
+    if (k->expire_ms != 0 && elk_sim_redis_now_ms(node) > k->expire_ms) {
+        k->used = 0;
+        return false;
+    }
+    for (sp = 0; sp < k->vlen && k->val[sp] != ' '; sp++) {
+    }
+    m->k = k;
+    m->id = k->key + q->len + 1u;
+    m->id_len = k->klen - q->len - 1u;
+    return sp < k->vlen && elk_sim_parse_i64(k->val, sp, &m->ticket) &&
+        elk_sim_parse_i64(k->val + sp + 1u, k->vlen - sp - 1u, &m->expiry);
+}
+
+/* ZSET order: by score, then by member bytes. */
+static bool q_before(const q_member_t *a, const q_member_t *b)
+{
+    size_t n = a->id_len < b->id_len ? a->id_len : b->id_len;
+    int c = memcmp(a->id, b->id, n);
+    if (a->ticket != b->ticket) {
+        return a->ticket < b->ticket;
+    }
+    return c < 0 || (c == 0 && a->id_len < b->id_len);
+}
+
+/* The ticket sequence: INCR for a new ticket, else raised to the one given. */
+static bool q_ticket(elk_sim_redis_t *node, const elk_sim_bytes_t *seq, int64_t *t)
+{
+    int64_t cur = counter_of(node, seq);
+    uint8_t v[20];
+    elk_sim_key_t *k = elk_sim_redis_lookup(node, seq->p, seq->len);
+    int64_t keep = k != NULL ? k->expire_ms : 0;
+    if (*t == 0) {
+        *t = cur + 1;
+    } else if (cur >= *t) {
+        return true;
+    }
+    k = elk_sim_redis_set(node, seq->p, seq->len, v, elk_resp_format_int(*t, v), 0);
+    if (k != NULL) {
+        k->expire_ms = keep; /* INCR and SET from a script: SET drops it, then PEXPIREAT */
+    }
+    return k != NULL;
+}
+
+/* QUEUE_KEEP: KEYS queue, expiries, sequence; ARGV id, ticket (0: new), ttl ms. */
+static void s_queue_keep(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
+                         const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out,
+                         void *user)
+{
+    uint8_t key[ELK_SIM_KEY_MAX], val[44];
+    int64_t now = elk_sim_redis_now_ms(node), t = 0, ttl = 0, until = 0, rank = 0;
+    q_member_t m, me, head;
+    size_t i, n;
+    elk_sim_key_t *seq;
+    (void)user;
+    if (nkeys < 3u || nargs < 3u || keys[0].len + 1u + args[0].len > ELK_SIM_KEY_MAX ||
+        !elk_sim_parse_i64(args[1].p, args[1].len, &t) ||
+        !elk_sim_parse_i64(args[2].p, args[2].len, &ttl) || t < 0 || ttl <= 0) {
+        elk_sim_reply_error(out, "ERR bad QUEUE_KEEP arguments");
+        return;
+    }
+    for (i = 0; i < ELK_SIM_KEYS; i++) { /* expired tickets leave */
+        if (q_member_of(node, &node->keys[i], &keys[0], &m) && m.expiry <= now) {
+            node->keys[i].used = 0;
+        }
+    }
+    if (!q_ticket(node, &keys[2], &t)) {
+        elk_sim_reply_oom(out);
+        return;
+    }
+    memcpy(key, keys[0].p, keys[0].len);
+    key[keys[0].len] = 0x1f;
+    memcpy(key + keys[0].len + 1u, args[0].p, args[0].len);
+    n = elk_resp_format_int(t, val);
+    val[n++] = ' ';
+    n += elk_resp_format_int(now + ttl, val + n);
+    if (elk_sim_redis_set(node, key, keys[0].len + 1u + args[0].len, val, n, 0) == NULL) {
+        elk_sim_reply_oom(out);
+        return;
+    }
+    memset(&head, 0, sizeof head);
+    memset(&me, 0, sizeof me);
+    for (i = 0; i < ELK_SIM_KEYS; i++) { /* the latest expiry, this member, the head */
+        if (q_member_of(node, &node->keys[i], &keys[0], &m)) {
+            until = m.expiry > until ? m.expiry : until;
+            if (m.id_len == args[0].len && memcmp(m.id, args[0].p, m.id_len) == 0) {
+                me = m;
+            }
+            if (head.k == NULL || q_before(&m, &head)) {
+                head = m;
+            }
+        }
+    }
+    for (i = 0; i < ELK_SIM_KEYS; i++) { /* PEXPIREAT on the queue; its rank */
+        if (q_member_of(node, &node->keys[i], &keys[0], &m)) {
+            node->keys[i].expire_ms = until;
+            rank += q_before(&m, &me) ? 1 : 0;
+        }
+    }
+    seq = elk_sim_redis_lookup(node, keys[2].p, keys[2].len);
+    if (seq != NULL) {
+        seq->expire_ms = until;
+    }
+    elk_sim_reply_array(out, 3);
+    elk_sim_reply_int(out, t);
+    elk_sim_reply_int(out, rank);
+    elk_sim_reply_bulk(out, head.id, head.id_len);
+}
+
+/* QUEUE_LEAVE: KEYS queue, expiries; ARGV id. 1 if the member was there. */
+static void s_queue_leave(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, size_t nkeys,
+                          const elk_sim_bytes_t *args, size_t nargs, elk_sim_reply_t *out,
+                          void *user)
+{
+    uint8_t key[ELK_SIM_KEY_MAX];
+    (void)user;
+    if (nkeys < 2u || nargs < 1u || keys[0].len + 1u + args[0].len > ELK_SIM_KEY_MAX) {
+        elk_sim_reply_error(out, "ERR bad QUEUE_LEAVE arguments");
+        return;
+    }
+    memcpy(key, keys[0].p, keys[0].len);
+    key[keys[0].len] = 0x1f;
+    memcpy(key + keys[0].len + 1u, args[0].p, args[0].len);
+    elk_sim_reply_int(out, elk_sim_redis_del(node, key, keys[0].len + 1u + args[0].len) ? 1 : 0);
+}
+
 void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commit_noop)
 {
     tbl->commit_noop = commit_noop;
@@ -415,4 +563,12 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[7].text = ELK_LOCK_SCRIPT_RELEASE_BATCH;
     tbl->entry[7].fn = s_release_batch;
     tbl->entry[7].user = net;
+    tbl->entry[8].sha1 = ELK_FAIR_SCRIPT_KEEP_SHA1;
+    tbl->entry[8].text = ELK_FAIR_SCRIPT_KEEP;
+    tbl->entry[8].fn = s_queue_keep;
+    tbl->entry[8].user = NULL;
+    tbl->entry[9].sha1 = ELK_FAIR_SCRIPT_LEAVE_SHA1;
+    tbl->entry[9].text = ELK_FAIR_SCRIPT_LEAVE;
+    tbl->entry[9].fn = s_queue_leave;
+    tbl->entry[9].user = NULL;
 }

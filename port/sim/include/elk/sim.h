@@ -44,7 +44,7 @@ extern "C" {
 #define ELK_SIM_KEY_MAX 128u      /* key bytes */
 #define ELK_SIM_VAL_MAX 128u      /* value bytes */
 #define ELK_SIM_SUBS 4u           /* channels one connection may subscribe to */
-#define ELK_SIM_MAX_SCRIPTS 8u    /* native scripts known to a net */
+#define ELK_SIM_MAX_SCRIPTS 10u   /* native scripts known to a net */
 #define ELK_SIM_MAX_ARGS 24u      /* arguments of one command */
 #define ELK_SIM_PORT_BASE 7000u   /* endpoint port of node i is PORT_BASE + i */
 #define ELK_SIM_RUN_ID_LEN 40u    /* INFO server's run_id: 40 hex digits, as Redis */

@@ -16,12 +16,13 @@
 extern "C" {
 #endif
 
-#define ELK_SIM_EDGELOCK_SCRIPTS 8u
+#define ELK_SIM_EDGELOCK_SCRIPTS 10u
 
 typedef struct elk_sim_scripts {
     elk_sim_script_t entry[ELK_SIM_EDGELOCK_SCRIPTS]; /* ACQUIRE, EXTEND, RELEASE, COMMIT,
                                                           SAFETY, PROBE, EXTEND_BATCH,
-                                                          RELEASE_BATCH */
+                                                          RELEASE_BATCH, QUEUE_KEEP,
+                                                          QUEUE_LEAVE */
     bool commit_noop; /* negative control: COMMIT answers as usual but never raises a counter */
     /* negative control (elk-sim --control no-amnesia): ACQUIRE and EXTEND report every fleet
      * marker as old (0, as for a marker from before creation times), PROBE writes it without
