@@ -66,6 +66,7 @@ static void fair_leave(elk_fair_t *f, uint64_t now)
     size_t i;
     f->seq++;
     f->pending_mask = 0;
+    f->round_open = false;
     for (i = 0; i < fair_nodes(f); i++) {
         elk_resp_arg_t argv[6];
         elk_node_t *n = fair_node(f, i);
@@ -142,6 +143,7 @@ static void fair_round(elk_fair_t *f, uint64_t now)
         }
     }
     f->round_open = true;
+    f->round_at = now;
     f->next_keep = now + (f->phase == ELK_FAIR_LOCKING ? f->ticket_ttl_ms / 3u : f->poll_ms);
     fair_written(f, now);
 }
@@ -212,17 +214,20 @@ static void fair_lock(elk_fair_t *f, uint64_t now)
     }
 }
 
-/* A round is decided once every node asked has answered, or earlier once a quorum agreed
- * (tickets: a quorum answered; the head: a quorum said nobody live is ahead). */
-static bool fair_decided(const elk_fair_t *f, unsigned q)
+/* A round is decided once every node asked has answered, or earlier once the answers
+ * settle it (tickets: a quorum answered; the head: a quorum said nobody live is ahead, or
+ * too many said someone is for that to happen), or a third of the ticket TTL after it was
+ * sent: a node that hangs until its request times out must not hold up the renewal. */
+static bool fair_decided(const elk_fair_t *f, unsigned q, uint64_t now)
 {
-    if (f->pending_mask == 0u) {
+    unsigned ok = fair_bits(f->ok_mask), head = fair_bits(f->head_mask);
+    if (f->pending_mask == 0u || now >= f->round_at + f->ticket_ttl_ms / 3u) {
         return true;
     }
     if (f->phase == ELK_FAIR_TAKING) {
-        return fair_bits(f->ok_mask) >= q;
+        return ok >= q;
     }
-    return fair_bits(f->head_mask) >= q;
+    return head >= q || ok - head > fair_nodes(f) - q;
 }
 
 static void fair_evaluate(elk_fair_t *f, uint64_t now)
@@ -256,6 +261,17 @@ static void fair_evaluate(elk_fair_t *f, uint64_t now)
     }
 }
 
+/* When the queue needs a step: the next round, the wait deadline, or, while a round is out
+ * (its replies wake the caller through elk_client_poll), the moment it is decided anyway. */
+static uint64_t fair_next(const elk_fair_t *f, uint64_t now)
+{
+    uint64_t next = f->round_open ? f->round_at + f->ticket_ttl_ms / 3u : f->next_keep;
+    if (f->phase != ELK_FAIR_LOCKING && f->wait_deadline > now && f->wait_deadline < next) {
+        next = f->wait_deadline;
+    }
+    return next > now ? next : now + 1u;
+}
+
 uint64_t elk_fair_poll(elk_fair_t *fair, uint64_t now)
 {
     uint64_t next = UINT64_MAX;
@@ -264,7 +280,7 @@ uint64_t elk_fair_poll(elk_fair_t *fair, uint64_t now)
     }
     if (fair->phase != ELK_FAIR_IDLE) {
         if (fair->round_open &&
-            fair_decided(fair, (unsigned)elk_client_quorum(fair->lock.client))) {
+            fair_decided(fair, (unsigned)elk_client_quorum(fair->lock.client), now)) {
             fair_evaluate(fair, now);
         }
     }
@@ -282,17 +298,7 @@ uint64_t elk_fair_poll(elk_fair_t *fair, uint64_t now)
         fair->flush_due = false;
         (void)elk_fleet_flush(fair->lock.client->fleet, now);
     }
-    if (fair->phase != ELK_FAIR_IDLE) {
-        next = fair->next_keep;
-        if (fair->phase != ELK_FAIR_LOCKING && fair->wait_deadline > now &&
-            fair->wait_deadline < next) {
-            next = fair->wait_deadline;
-        }
-        if (next <= now) {
-            next = now + 1u;
-        }
-    }
-    return next;
+    return fair->phase != ELK_FAIR_IDLE ? fair_next(fair, now) : next;
 }
 
 static void fair_on_lock(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)

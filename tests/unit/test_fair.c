@@ -333,9 +333,42 @@ static void test_release_while_queued(void **state)
     assert_int_equal(GW[1].acquired, 0u);
 }
 
+/* A master that stops answering (its requests time out only after the node's request
+ * timeout, longer than the ticket TTL here) holds up neither the renewals nor the order. */
+static void test_silent_master(void **state)
+{
+    (void)state;
+    setup_fair(4);
+    assert_int_equal(elk_fair_acquire(&GW[0].f, NOW(), NOW() + 5000u), ELK_E_WOULD_BLOCK);
+    run_until_granted(0, 0, 5000);
+    enqueue(3);
+    enqueue(2);
+    enqueue(1);
+    GWW.srv[2].silent = true;
+    run_until(NOW() + 3u * TICKET_TTL);
+    for (size_t g = 1; g <= 3; g++) { /* still queued: the tickets were renewed */
+        assert_int_equal(GW[g].failed, 0u);
+        const lfr_qmember_t *m = lfr_queue_find(&GWW.srv[0], "t:{valve}:q", GW[g].f.id);
+        assert_non_null(m);
+        assert_true(m->expire_ms > (long long)NOW() + GWW.srv[0].wall_offset_ms);
+    }
+    size_t holder = 0;
+    static const size_t order[3] = {3, 2, 1};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(elk_fair_release(&GW[holder].f, NOW()), ELK_OK);
+        run_until_granted(order[i], 0, 10000);
+        holder = order[i];
+    }
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(GRANT[i + 1u], order[i]);
+    }
+    (void)elk_fair_release(&GW[holder].f, NOW());
+}
+
 int main(void)
 {
     return ELK_RUN_TESTS(test_init_checks, test_grants_in_ticket_order,
                          test_crashed_waiter_is_skipped, test_queue_rebuilt_after_data_loss,
-                         test_deadline_leaves_the_queue, test_release_while_queued);
+                         test_deadline_leaves_the_queue, test_release_while_queued,
+                         test_silent_master);
 }

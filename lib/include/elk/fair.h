@@ -73,6 +73,7 @@ typedef struct elk_fair {
     elk_fair_phase_t phase;
     uint64_t wait_deadline; /* of the acquire in progress (0: none) */
     uint64_t next_keep;     /* the next QUEUE_KEEP round */
+    uint64_t round_at;      /* when the round out was sent */
     int64_t ticket;         /* the ticket (max over a quorum), 0 before one */
     uint32_t seq;           /* round number */
     uint16_t pending_mask;  /* nodes asked in the round in flight that have not answered */
