@@ -41,9 +41,37 @@ static uint64_t NOW(void)
     return gw_world_now();
 }
 
+static bool CHECK_ORDER; /* the random test: check each grant against the live waiters */
+
+/* Whether waiter a's place is before b's: by ticket, then by id (the servers' ZRANK). */
+static bool ahead_of(const elk_fair_t *a, const elk_fair_t *b)
+{
+    return a->ticket < b->ticket || (a->ticket == b->ticket && strcmp(a->id, b->id) < 0);
+}
+
+/* At a grant: no live waiter holding a ticket was ahead of the one granted. */
+static void check_ticket_order(const gw_t *granted)
+{
+    for (size_t h = 0; h < GWW.n; h++) {
+        const gw_t *o = &GW[h];
+        elk_fair_phase_t ph = elk_fair_phase(&o->f);
+        if (o == granted || o->crashed || (ph != ELK_FAIR_QUEUED && ph != ELK_FAIR_LOCKING)) {
+            continue;
+        }
+        if (ahead_of(&o->f, &granted->f)) {
+            fail_msg("gw%zu granted with ticket %lld while gw%zu waits with ticket %lld",
+                     (size_t)(granted - GW), (long long)granted->f.ticket, h,
+                     (long long)o->f.ticket);
+        }
+    }
+}
+
 static void on_fair(void *user, elk_fair_t *f, const elk_lock_event_t *ev)
 {
     gw_t *g = (gw_t *)user;
+    if (ev->type == ELK_LOCK_EV_ACQUIRED && CHECK_ORDER) {
+        check_ticket_order(g);
+    }
     if (ev->type == ELK_LOCK_EV_ACQUIRED) {
         g->acquired++;
         g->acquired_at = ev->now;
@@ -110,6 +138,7 @@ static void setup_fair(size_t n)
     elk_lock_config_t cfg = gw_world_lock_cfg();
     memset(GW, 0, sizeof GW);
     NGRANT = 0;
+    CHECK_ORDER = false;
     gw_world_setup(n);
     for (size_t g = 0; g < n; g++) {
         assert_int_equal(
@@ -365,10 +394,50 @@ static void test_silent_master(void **state)
     (void)elk_fair_release(&GW[holder].f, NOW());
 }
 
+/* A random minute of five gateways: acquires with and without deadlines, releases, waiters
+ * that crash while queued (and come back later, giving the ticket back). Every grant goes to
+ * the live waiter with the lowest ticket; never two holders. */
+static void test_random_minute(void **state)
+{
+    (void)state;
+    setup_fair(5);
+    CHECK_ORDER = true;
+    uint64_t seed = 0x9e3779b97f4a7c15u, end = NOW() + 60000u;
+    unsigned grants = 0, crashes = 0;
+    while (NOW() < end) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        size_t g = (size_t)(seed >> 33) % 5u;
+        gw_t *w = &GW[g];
+        elk_fair_phase_t ph = elk_fair_phase(&w->f);
+        if (w->crashed) {
+            if ((seed >> 20) % 4u == 0u) { /* back: the ticket is given back */
+                w->crashed = false;
+                (void)elk_fair_release(&w->f, NOW());
+            }
+        } else if (elk_fair_is_held(&w->f, NOW())) {
+            if ((seed >> 20) % 2u == 0u) {
+                assert_int_equal(elk_fair_release(&w->f, NOW()), ELK_OK);
+            }
+        } else if (ph == ELK_FAIR_QUEUED && (seed >> 24) % 8u == 0u) {
+            w->crashed = true;
+            crashes++;
+        } else if (ph == ELK_FAIR_IDLE && !elk_fair_busy(&w->f)) {
+            uint64_t dl = (seed >> 40) % 4u == 0u ? 0u : NOW() + 300u + (seed >> 44) % 3000u;
+            assert_int_equal(elk_fair_acquire(&w->f, NOW(), dl), ELK_E_WOULD_BLOCK);
+        }
+        run_until(NOW() + 20u + (seed >> 50) % 150u);
+    }
+    for (size_t g = 0; g < 5; g++) {
+        grants += GW[g].acquired;
+    }
+    assert_true(grants >= 20u);
+    assert_true(crashes >= 3u);
+}
+
 int main(void)
 {
     return ELK_RUN_TESTS(test_init_checks, test_grants_in_ticket_order,
                          test_crashed_waiter_is_skipped, test_queue_rebuilt_after_data_loss,
                          test_deadline_leaves_the_queue, test_release_while_queued,
-                         test_silent_master);
+                         test_silent_master, test_random_minute);
 }
