@@ -43,6 +43,7 @@
 #include "elk/fence.h"
 #include "elk/fence_file.h"
 #include "elkfw/cli.h"
+#include "elkfw/conf.h"
 #include "elkfw/ctl.h"
 #include "elkfw/guard.h"
 #include "elkfw/heartbeat.h"
@@ -106,6 +107,7 @@ int elk__acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms,
 int elk__acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms,
                             uint32_t keepalive_ms, int sfd, elkfw_ctl_msg_t *m, bool show);
 void elk__release_and_wait(agent_link_t *ak, const char *resource);
+bool elk__is_permit_of(const char *permit, const char *semaphore);
 void elk__usage_main(FILE *f);
 void elk__usage_run(FILE *f);
 void elk__usage_acquire(FILE *f);

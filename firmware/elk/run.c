@@ -82,6 +82,7 @@ typedef enum run_stage { RUN_DRIVING, RUN_TERM_SENT, RUN_KILLED } run_stage_t;
 typedef struct run_sup {
     agent_link_t *ak;
     const char *resource;
+    const char *semaphore; /* the semaphore whose permit resource is, or NULL */
     lease_watch_t w;
     uint64_t token;
     uint32_t stop_margin;
@@ -280,6 +281,10 @@ static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
         sigprocmask(SIG_SETMASK, old, NULL);
         signal(SIGPIPE, SIG_DFL);
         setenv("ELK_RESOURCE", rs->resource, 1);
+        if (rs->semaphore != NULL) {
+            setenv("ELK_SEMAPHORE", rs->semaphore, 1);
+            setenv("ELK_PERMIT", rs->resource + strlen(rs->semaphore) + 1u, 1);
+        }
         setenv("ELK_FENCE_TOKEN", tokbuf, 1);
         setenv("ELK_DEADLINE_MS", dlbuf, 1);
         setenv("ELK_LEASE_FILE", rs->lf.path, 1);
@@ -647,6 +652,14 @@ int elk__cmd_run(agent_link_t *ak, int argc, char **argv)
     rc = elk__acquire_lease(ak, rs.resource, ro.wait_ms, ro.heartbeat_ms, rs.sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
+    }
+    if (strcmp(m.resource, rs.resource) != 0) {
+        /* a semaphore's permit: the lease, its events, its token and its guard are the
+         * permit's ("pumps#2"); ELK_SEMAPHORE and ELK_PERMIT tell the command */
+        static char permit[ELKFW_NAME_MAX];
+        snprintf(permit, sizeof permit, "%s", m.resource);
+        rs.semaphore = rs.resource;
+        rs.resource = permit;
     }
     rs.w.resource = rs.resource;
     rs.token = m.token;
