@@ -244,9 +244,11 @@ bool elkfw_conf_warning(const elkfw_conf_t *c, size_t *pos, char *out, size_t ca
 {
     while (*pos <= c->n_resources) {
         size_t i = (*pos)++;
-        if (i < c->n_resources && c->resources[i].max_hold_ms == 0 &&
-            c->resources[i].permit <= 1u) {
+        if (i < c->n_resources && c->resources[i].max_hold_ms == 0) {
             const elkfw_resource_conf_t *r = &c->resources[i];
+            if (r->permit > 1u) {
+                continue; /* a semaphore's permits share its settings: said once */
+            }
             snprintf(out, cap,
                      "%s:%d: warning: [%s %s] max_hold = 0: a hung holder keeps the "
                      "resource forever; set a cap (e.g. max_hold = 1h)",
