@@ -521,7 +521,7 @@ MUTANTS = [
          new="    (void)run_wait_hooks;",
          tests=["agent.run_hooks"], why="elk exits (killing its hook) or releases while a hook still drives"),
     dict(id="run.recovered-ignored", file="firmware/elk/lease_watch.c",
-         old="        watch_recovered(w, m);",
+         old="        watch_renewed_any(w, m, idx, watch_recovered);",
          new="        (void)watch_recovered;",
          tests=["agent.run_events", "agent.run_suspect"], why="a recovered lease is stopped at the deadline it had before SUSPECT"),
     dict(id="hook.no-timeout", file="firmware/elk/hooks.c",
@@ -1181,4 +1181,18 @@ MUTANTS = [
          old="if (t->permits == 0 || t->permits > ELKFW_MAX_PERMITS) {",
          new="if (t->permits > ELKFW_MAX_PERMITS) {",
          tests=["agent.semaphore"], why="permits = 0 passes --check: a semaphore nobody can ever take starts as if configured"),
+    dict(id="agentsem.set-not-canonical", file="firmware/elk/lease_set.c",
+         old="qsort(names, *n, ELKFW_NAME_MAX, name_cmp);",
+         new="",
+         tests=["agent.multi"], why="elk run takes a set in the order given: gateways asking a,b and b,a each hold one and wait for the other until their waits end (a deadlock bounded only by the wait)"),
+    dict(id="agentsem.set-failure-keeps-taken", file="firmware/elk/lease_set.c",
+         old="""            if (w->n_set != 0) {
+                elk__lease_release(ak, w);
+            }""",
+         new="",
+         tests=["agent.multi"], why="elk run a,b does not give a back when b cannot be had: a stays held (until elk exits) though nothing runs under it"),
+    dict(id="agentsem.set-loss-of-one-ignored", file="firmware/elk/lease_watch.c",
+         old="ours = w->n_set != 0 ? idx >= 0 : strcmp(res, w->resource) == 0;",
+         new="ours = w->n_set != 0 ? idx == 0 : strcmp(res, w->resource) == 0;",
+         tests=["agent.multi"], why="elk run a,b watches only the first lease of the set: the loss (or renewal) of another is ignored and the command drives on without it"),
 ]
