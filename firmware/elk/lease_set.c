@@ -16,7 +16,7 @@ static int name_cmp(const void *x, const void *y)
 int elk__set_parse(const char *arg, char names[][ELKFW_NAME_MAX], size_t *n)
 {
     const char *p = arg;
-    size_t k;
+    size_t k, j;
     *n = 0;
     for (;;) {
         const char *comma = strchr(p, ',');
@@ -40,15 +40,17 @@ int elk__set_parse(const char *arg, char names[][ELKFW_NAME_MAX], size_t *n)
         }
         p = comma + 1;
     }
-    qsort(names, *n, ELKFW_NAME_MAX, name_cmp);
-    for (k = 1; k < *n; k++) {
-        if (strcmp(names[k - 1], names[k]) == 0) {
-            elkfw_say("'%s': %s is named twice (each resource once: all of them are held "
-                      "together)",
-                      arg, names[k]);
-            return EXIT_USAGE;
+    for (k = 0; k < *n; k++) {
+        for (j = k + 1u; j < *n; j++) {
+            if (strcmp(names[k], names[j]) == 0) {
+                elkfw_say("'%s': %s is named twice (each resource once: all of them are held "
+                          "together)",
+                          arg, names[k]);
+                return EXIT_USAGE;
+            }
         }
     }
+    qsort(names, *n, ELKFW_NAME_MAX, name_cmp);
     return EXIT_OK;
 }
 

@@ -89,6 +89,9 @@ G1 run -w 2 a,b -- sh -c 'echo ran >'"$M/ran" 2>"$M/held.err"; rc=$?
 check "b held on the other gateway: elk run a,b not acquired (73)" 73 $rc
 [ ! -e "$M/ran" ]; check_true "b held: the command did not run" $?
 check_contains "b held: says a was given back" "giving back the 1 taken before it" "$(cat "$M/held.err")"
+# elkd's record: a was released at the client's word, before it went (not at its disconnect)
+grep -q "a: released (its client asked)" "$D/elkd1.log"
+check_true "elkd's log: a released by its client's RELEASE" $?
 G1 status --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
