@@ -107,6 +107,11 @@ void elkd__sem_pass(agent_t *a, int slot, uint64_t now)
     elkd_sem_acq_t *s = &a->clients[slot].sem;
     resource_t *p[ELKFW_MAX_PERMITS], *first = NULL;
     size_t n = sem_permits(a, s->name, strlen(s->name), p), k;
+    if (a->shutting_down) {
+        s->active = false;
+        elkd__client_err(a, slot, ELK_E_SHUTTING_DOWN, s->name);
+        return;
+    }
     for (k = n; k > 0; k--) {
         first = p[k - 1u] != NULL ? p[k - 1u] : first;
     }

@@ -150,4 +150,38 @@ PY
 )
 check "protocol: grant names the permit, second ACQUIRE refused, NAME maps to it" \
   "$(printf 'OK ACQUIRED pumps#\nELK_E_ALREADY_HELD\nKEEPALIVE\nELK_E_INVALID_ARG\nTrue')" "$out"
+
+# Reload: permits changed while permits are held. More at once; fewer: a held permit
+# that goes stays until it is released (as a removed resource does), none is handed out.
+sem_json() { E status --json | python3 -c "import json,sys; s=json.load(sys.stdin)['semaphores'][0]; print($1)"; }
+reloads() { E status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads"])'; }
+set_permits() { sed -i "s/^permits = .*/permits = $1/" "$C"; }
+"$ELK" --socket "$SOCK" acquire pumps >"$M/h1.out" 2>&1 &
+H1=$!
+track $H1
+"$ELK" --socket "$SOCK" acquire pumps >"$M/h2.out" 2>&1 &
+H2=$!
+track $H2
+wait_for 60 'file_has acquired "$M/h1.out" && file_has acquired "$M/h2.out"'
+check "two holders for the reload" 2 "$(sem_json 's["held"]')"
+set_permits 3
+kill -HUP "$ELKD_PID"
+wait_for 30 '[ "$(reloads)" = 1 ]'
+check "reload to 3 permits: STATUS says 3" 3 "$(sem_json 's["permits"]')"
+out=$(E run -n pumps -- sh -c 'echo $ELK_RESOURCE' 2>&1)
+check "reload to 3 permits: the third is handed out at once" "pumps#3" "$out"
+set_permits 1
+kill -HUP "$ELKD_PID"
+wait_for 30 '[ "$(reloads)" = 2 ]'
+check "reload to 1 permit: STATUS says 1" 1 "$(sem_json 's["permits"]')"
+check "reload to 1 permit: both holders keep their permits" 2 "$(sem_json 's["held"]')"
+out=$(E run -n pumps -- true 2>&1)
+check_contains "reload to 1 permit: nothing more handed out" ELK_E_PERMITS_TAKEN "$out"
+kill -TERM $H1 $H2
+wait $H1 $H2
+wait_for 30 '[ "$(sem_json "len(s[\"holders\"])")" = 0 ]'
+out=$(E run -n pumps -- sh -c 'echo $ELK_RESOURCE' 2>&1)
+check "after the release: the one permit left is pumps#1" "pumps#1" "$out"
+E status | grep -q '^  pumps#2 '
+check "after the release: pumps#2 is no longer served" 1 $?
 finish
