@@ -198,26 +198,44 @@ static bool resource_room(parser_t *p)
     return true;
 }
 
-/* [resource NAME]: q is the name quoted for messages. */
-static int open_resource(parser_t *p, const char *name, size_t name_len, const char *q)
+/* The resource table entry already named name (a [resource] or a [semaphore]), or NULL. */
+static const elkfw_resource_conf_t *named_res(const elkfw_conf_t *c, const char *name, size_t len)
+{
+    size_t i;
+    for (i = 0; i < c->n_resources; i++) {
+        if (strlen(c->resources[i].name) == len && memcmp(c->resources[i].name, name, len) == 0) {
+            return &c->resources[i];
+        }
+    }
+    return NULL;
+}
+
+/* [resource NAME] or [semaphore NAME] (sem): q is the name quoted for messages. A
+ * semaphore's permits are named "NAME#k", so its name leaves room for "#k". */
+static int open_resource(parser_t *p, const char *name, size_t name_len, const char *q, bool sem)
 {
     elkfw_resource_conf_t *r;
+    const elkfw_resource_conf_t *first;
+    const char *kind = sem ? "semaphore" : "resource";
     size_t max = elkfw_resource_name_max(p->c);
-    int first;
+    max = sem ? (max > 3u ? max - 3u : 0u) : max;
     if (!elkfw_name_valid(name, name_len, max)) {
         return elkfw_conf__fail(
             p, p->line,
-            "resource name '%s' is not valid (1-%zu bytes of letters, digits and . _ - : / @; "
-            "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix)",
-            q, max);
+            "%s name '%s' is not valid (1-%zu bytes of letters, digits and . _ - : / @; "
+            "the limit follows from CONFIG_ELK_MAX_KEY_LEN and key_prefix%s)",
+            kind, q, max, sem ? ", less 3 for the permit's \"#k\"" : "");
     }
-    first =
-        named_line(p->c->resources, p->c->n_resources, sizeof p->c->resources[0],
-                   offsetof(elkfw_resource_conf_t, line) - offsetof(elkfw_resource_conf_t, name),
-                   name, name_len);
-    if (first != 0) {
+    first = named_res(p->c, name, name_len);
+    if (first != NULL && first->semaphore == sem) {
+        return elkfw_conf__fail(p, p->line, "section [%s %s] appears twice (first on line %d)",
+                                kind, q, first->line);
+    }
+    if (first != NULL) {
         return elkfw_conf__fail(p, p->line,
-                                "section [resource %s] appears twice (first on line %d)", q, first);
+                                "[%s %s] has the name of [%s %s] on line %d: a resource and a "
+                                "semaphore may not share a name",
+                                kind, q, elkfw_conf__kind(first), q, first->line);
     }
     if (!resource_room(p)) {
         return ELK_E_CONFIG;
@@ -226,7 +244,9 @@ static int open_resource(parser_t *p, const char *name, size_t name_len, const c
     resource_defaults(r);
     memcpy(r->name, name, name_len);
     r->line = p->line;
-    enter_named(p, r, &elkfw_conf__resource_keys, "resource", r->name);
+    r->semaphore = sem;
+    enter_named(p, r, sem ? &elkfw_conf__semaphore_keys : &elkfw_conf__resource_keys, kind,
+                r->name);
     return ELK_OK;
 }
 
@@ -241,6 +261,10 @@ static enum section_kind named_kind(const char *s, size_t len, size_t *name_len)
     if (len > 9 && memcmp(s, "resource", 8) == 0 && (s[8] == ' ' || s[8] == '.')) {
         *name_len = len - 9;
         return SEC_RESOURCE;
+    }
+    if (len > 10 && memcmp(s, "semaphore", 9) == 0 && (s[9] == ' ' || s[9] == '.')) {
+        *name_len = len - 10;
+        return SEC_SEMAPHORE;
     }
     return SEC_NONE;
 }
@@ -264,9 +288,11 @@ static int open_section(parser_t *p, const char *s, size_t len)
     p->kind = named_kind(s, len, &name_len);
     if (p->kind == SEC_NONE) {
         elkfw_conf__quote_value(q, sizeof q, s, len);
-        return elkfw_conf__fail(
-            p, p->line,
-            "unknown section [%s] (expected [fleet], [node NAME], [resource NAME] or [agent])", q);
+        return elkfw_conf__fail(p, p->line,
+                                "unknown section [%s] (expected [fleet], [node NAME], [resource "
+                                "NAME], [semaphore NAME] "
+                                "or [agent])",
+                                q);
     }
     name = s + (len - name_len);
     while (name_len > 0 && elkfw_conf__is_space(name[0])) {
@@ -275,7 +301,7 @@ static int open_section(parser_t *p, const char *s, size_t len)
     }
     elkfw_conf__quote_value(q, sizeof q, name, name_len);
     return p->kind == SEC_NODE ? open_node(p, name, name_len, q)
-                               : open_resource(p, name, name_len, q);
+                               : open_resource(p, name, name_len, q, p->kind == SEC_SEMAPHORE);
 }
 /* One "key = value" line being applied: the key's definition, the raw value, both quoted
  * for messages, and where the value goes. */
@@ -618,5 +644,5 @@ int elkfw_conf_parse(elkfw_conf_t *c, const char *filename, const char *text, si
         (void)parse_line(&p, line, ll); /* a problem is kept in err; the next line is read */
     }
     rc = elkfw_conf__check_conf(&p);
-    return rc;
+    return rc == ELK_OK ? elkfw_conf__expand_semaphores(&p) : rc;
 }

@@ -4,6 +4,11 @@
 
 /* Whole-file checks that no single line can make. */
 
+const char *elkfw_conf__kind(const elkfw_resource_conf_t *r)
+{
+    return r->semaphore ? "semaphore" : "resource";
+}
+
 /* The lease engine's own rule (elk_lock_config_explain), with a message that points at
  * the key to change: the same arithmetic elkd will run, rounding included, so a file that
  * passes --check never fails when elkd sets up its locks. */
@@ -29,26 +34,27 @@ static int check_lease_rule(parser_t *p, const elkfw_conf_t *c, const elkfw_reso
                                    : r->line;
         return elkfw_conf__fail(
             p, line,
-            "%s%s%s[resource %s]: ttl %lums leaves no validity: drift %llums + stop_margin %lums + "
+            "%s%s%s[%s %s]: ttl %lums leaves no validity: drift %llums + stop_margin %lums + "
             "min_validity %lums must be below it",
-            key ? "key '" : "", key ? key : "", key ? "' in " : "", r->name,
+            key ? "key '" : "", key ? key : "", key ? "' in " : "", elkfw_conf__kind(r), r->name,
             (unsigned long)r->ttl_ms, (unsigned long long)drift, (unsigned long)r->stop_margin_ms,
             (unsigned long)r->min_validity_ms);
     }
     if (fault == ELK_LOCK_CFG_RENEW_AFTER_DEADLINE) {
         return elkfw_conf__fail(
             p, r->line,
-            "[resource %s]: renew_fraction makes renewal start after the local deadline "
+            "[%s %s]: renew_fraction makes renewal start after the local deadline "
             "(%llums); lower it",
-            r->name, (unsigned long long)(r->ttl_ms - drift - r->stop_margin_ms));
+            elkfw_conf__kind(r), r->name,
+            (unsigned long long)(r->ttl_ms - drift - r->stop_margin_ms));
     }
     if (fault == ELK_LOCK_CFG_WAIT_RANGE) {
-        return elkfw_conf__fail(p, r->line, "[resource %s]: wait_min %lums is above wait_max %lums",
-                                r->name, (unsigned long)r->wait_min_ms,
+        return elkfw_conf__fail(p, r->line, "[%s %s]: wait_min %lums is above wait_max %lums",
+                                elkfw_conf__kind(r), r->name, (unsigned long)r->wait_min_ms,
                                 (unsigned long)r->wait_max_ms);
     }
-    return elkfw_conf__fail(p, r->line, "[resource %s]: ttl or renew_fraction out of range",
-                            r->name);
+    return elkfw_conf__fail(p, r->line, "[%s %s]: ttl or renew_fraction out of range",
+                            elkfw_conf__kind(r), r->name);
 }
 
 void elkfw_resource_lock_config(const elkfw_conf_t *c, const elkfw_resource_conf_t *r,
@@ -94,7 +100,8 @@ static int check_fleet(parser_t *p, const elkfw_conf_t *c)
                                 c->key_prefix);
     }
     if (c->n_resources == 0) {
-        return elkfw_conf__fail(p, 0, "no [resource NAME] section: nothing to lock");
+        return elkfw_conf__fail(p, 0,
+                                "no [resource NAME] or [semaphore NAME] section: nothing to lock");
     }
     return ELK_OK;
 }
@@ -165,9 +172,9 @@ static int check_resource(parser_t *p, const elkfw_conf_t *c, elkfw_resource_con
     }
     if ((r->renew_fraction_ppm + 5000u) / 10000u < 1u ||
         (r->renew_fraction_ppm + 5000u) / 10000u > 90u) {
-        return elkfw_conf__fail(
-            p, r->line, "[resource %s]: renew_fraction must be between 1%% and 90%% of the ttl",
-            r->name);
+        return elkfw_conf__fail(p, r->line,
+                                "[%s %s]: renew_fraction must be between 1%% and 90%% of the ttl",
+                                elkfw_conf__kind(r), r->name);
     }
     if (check_lease_rule(p, c, r) != ELK_OK) {
         return ELK_E_CONFIG;
@@ -176,9 +183,34 @@ static int check_resource(parser_t *p, const elkfw_conf_t *c, elkfw_resource_con
         r->max_hold_ms = r->ttl_ms; /* the default cap, for a lease longer than it */
     }
     if (r->max_hold_ms != 0 && r->max_hold_ms < r->ttl_ms) {
-        return elkfw_conf__fail(p, r->line,
-                                "[resource %s]: max_hold %lums is shorter than ttl %lums", r->name,
-                                (unsigned long)r->max_hold_ms, (unsigned long)r->ttl_ms);
+        return elkfw_conf__fail(p, r->line, "[%s %s]: max_hold %lums is shorter than ttl %lums",
+                                elkfw_conf__kind(r), r->name, (unsigned long)r->max_hold_ms,
+                                (unsigned long)r->ttl_ms);
+    }
+    return ELK_OK;
+}
+
+/* A [semaphore]'s permits: set, in range, and their names fit the key layout. */
+static int check_permits(parser_t *p, const elkfw_resource_conf_t *t)
+{
+    size_t max = elkfw_resource_name_max(p->c);
+    if (t->permits_line == 0) {
+        return elkfw_conf__fail(p, t->line,
+                                "[semaphore %s]: key 'permits' is required (1 to %d, how many may "
+                                "hold it at once)",
+                                t->name, ELKFW_MAX_PERMITS);
+    }
+    if (t->permits == 0 || t->permits > ELKFW_MAX_PERMITS) {
+        return elkfw_conf__fail(p, t->permits_line,
+                                "key 'permits' in [semaphore %s]: %lu is out of range: a semaphore "
+                                "has 1 to %d permits (ELKFW_MAX_PERMITS)",
+                                t->name, (unsigned long)t->permits, ELKFW_MAX_PERMITS);
+    }
+    if (strlen(t->name) + 1u + (t->permits >= 10u ? 2u : 1u) > max) {
+        return elkfw_conf__fail(p, t->line,
+                                "[semaphore %s]: the permit name %s#%lu is longer than the %zu "
+                                "bytes the key layout allows; shorten the name",
+                                t->name, t->name, (unsigned long)t->permits, max);
     }
     return ELK_OK;
 }
@@ -199,9 +231,10 @@ static int check_quarantine(parser_t *p, const elkfw_conf_t *c)
             return elkfw_conf__fail(
                 p, 0,
                 "[fleet] quarantine %lums is shorter than ttl + drift + lock_delay of "
-                "[resource %s] (%llums): a restarted node would vote while a lease it lost "
+                "[%s %s] (%llums): a restarted node would vote while a lease it lost "
                 "may still be valid; raise it or use 0 (automatic)",
-                (unsigned long)c->quarantine_ms, r->name, (unsigned long long)need);
+                (unsigned long)c->quarantine_ms, elkfw_conf__kind(r), r->name,
+                (unsigned long long)need);
         }
     }
     return ELK_OK;
@@ -213,10 +246,14 @@ bool elkfw_conf_warning(const elkfw_conf_t *c, size_t *pos, char *out, size_t ca
         size_t i = (*pos)++;
         if (i < c->n_resources && c->resources[i].max_hold_ms == 0) {
             const elkfw_resource_conf_t *r = &c->resources[i];
+            if (r->permit > 1u) {
+                continue; /* a semaphore's permits share its settings: said once */
+            }
             snprintf(out, cap,
-                     "%s:%d: warning: [resource %s] max_hold = 0: a hung holder keeps the "
+                     "%s:%d: warning: [%s %s] max_hold = 0: a hung holder keeps the "
                      "resource forever; set a cap (e.g. max_hold = 1h)",
-                     c->path, r->max_hold_line ? r->max_hold_line : r->line, r->name);
+                     c->path, r->max_hold_line ? r->max_hold_line : r->line, elkfw_conf__kind(r),
+                     r->name);
             return true;
         }
         if (i == c->n_resources && !c->vote_hygiene) {
@@ -242,10 +279,70 @@ int elkfw_conf__check_conf(parser_t *p)
     }
     for (i = 0; i < c->n_resources; i++) {
         (void)check_resource(p, c, &c->resources[i]);
+        if (c->resources[i].semaphore) {
+            (void)check_permits(p, &c->resources[i]);
+        }
     }
     (void)check_quarantine(p, c);
     if (c->agent.socket_path[0] == '\0') {
         (void)elkfw_conf__fail(p, 0, "[agent] socket must not be empty");
     }
     return p->errors != 0 ? ELK_E_CONFIG : ELK_OK;
+}
+
+/* The permits of template t (a [semaphore] section, checked) as entries "NAME#1".."NAME#N"
+ * of out, from *n on (check_permits found it right). */
+static void expand_one(const elkfw_resource_conf_t *t, elkfw_resource_conf_t *out, size_t *n)
+{
+    uint32_t k;
+    for (k = 1; k <= t->permits; k++) {
+        elkfw_resource_conf_t *r = &out[(*n)++];
+        char num[8];
+        size_t nl = strlen(t->name);
+        int w = snprintf(num, sizeof num, "#%u", (unsigned)k);
+        *r = *t;
+        memcpy(r->name + nl, num, (size_t)w + 1u); /* fits: the length was checked above */
+        r->permit = k;
+    }
+}
+
+/* Every [semaphore] template replaced by its permits, in place of it (the table order is
+ * the file's). Returns ELK_OK, or ELK_E_CONFIG / ELK_E_NO_RESOURCES with the reason said. */
+int elkfw_conf__expand_semaphores(parser_t *p)
+{
+    elkfw_conf_t *c = p->c;
+    size_t i, total = 0, n = 0;
+    elkfw_resource_conf_t *t;
+    bool any = false;
+    for (i = 0; i < c->n_resources; i++) {
+        const elkfw_resource_conf_t *r = &c->resources[i];
+        bool counted = r->semaphore && r->permits >= 1u && r->permits <= ELKFW_MAX_PERMITS;
+        total += counted ? r->permits : 1u; /* a bad count is said by expand_one */
+        any |= r->semaphore;
+    }
+    if (!any) {
+        return ELK_OK;
+    }
+    if (total > (size_t)ELKFW_MAX_RESOURCES) {
+        return elkfw_conf__fail(p, 0,
+                                "too many resources: the semaphores' permits make %zu, at most %d "
+                                "in this build (%s)",
+                                total, ELKFW_MAX_RESOURCES, ELKFW_MAX_RESOURCES_HINT);
+    }
+    t = calloc(total != 0 ? total : 1u, sizeof *t);
+    if (t == NULL) {
+        (void)elkfw_conf__fail(p, 0, "no memory for %zu resources", total);
+        return ELK_E_NO_RESOURCES;
+    }
+    for (i = 0; i < c->n_resources; i++) {
+        if (!c->resources[i].semaphore) {
+            t[n++] = c->resources[i];
+        } else {
+            expand_one(&c->resources[i], t, &n);
+        }
+    }
+    free(c->resources);
+    c->resources = t;
+    c->n_resources = c->cap_resources = total;
+    return ELK_OK;
 }

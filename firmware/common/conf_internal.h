@@ -26,7 +26,7 @@
 
 #define NKEYS(t) (sizeof(t) / sizeof((t)[0]))
 
-enum section_kind { SEC_NONE, SEC_FLEET, SEC_NODE, SEC_RESOURCE, SEC_AGENT };
+enum section_kind { SEC_NONE, SEC_FLEET, SEC_NODE, SEC_RESOURCE, SEC_SEMAPHORE, SEC_AGENT };
 
 typedef struct parser {
     elkfw_conf_t *c;
@@ -59,5 +59,7 @@ __attribute__((format(printf, 3, 4))) int elkfw_conf__fail(parser_t *p, int line
                                                            ...);
 bool elkfw_conf__parse_octal(const char *v, size_t vlen, uint32_t max, uint32_t *out);
 int elkfw_conf__check_conf(parser_t *p);
+int elkfw_conf__expand_semaphores(parser_t *p);
+const char *elkfw_conf__kind(const elkfw_resource_conf_t *r);
 
 #endif

@@ -123,6 +123,10 @@ static const keydef_t resource_keys[] = {
      .line_at = LINE(elkfw_resource_conf_t, allow_users_line)},
     {"allow_groups", K_IDLIST, RES(allow_groups), .size = SZ(elkfw_resource_conf_t, allow_groups),
      .line_at = LINE(elkfw_resource_conf_t, allow_groups_line)},
+    /* [semaphore] only (the last row: the resource table leaves it out); its range is
+     * checked when the semaphore is expanded into permits, with a message naming it */
+    {"permits", K_U32, RES(permits), .max = UINT32_MAX,
+     .line_at = LINE(elkfw_resource_conf_t, permits_line)},
 };
 
 static const keydef_t agent_keys[] = {
@@ -151,5 +155,6 @@ static const keydef_t agent_keys[] = {
 
 const keytable_t elkfw_conf__fleet_keys = {fleet_keys, NKEYS(fleet_keys)};
 const keytable_t elkfw_conf__node_keys = {node_keys, NKEYS(node_keys)};
-const keytable_t elkfw_conf__resource_keys = {resource_keys, NKEYS(resource_keys)};
+const keytable_t elkfw_conf__resource_keys = {resource_keys, NKEYS(resource_keys) - 1u};
+const keytable_t elkfw_conf__semaphore_keys = {resource_keys, NKEYS(resource_keys)};
 const keytable_t elkfw_conf__agent_keys = {agent_keys, NKEYS(agent_keys)};

@@ -53,6 +53,8 @@ typedef struct keytable {
 extern const keytable_t elkfw_conf__fleet_keys;
 extern const keytable_t elkfw_conf__node_keys;
 extern const keytable_t elkfw_conf__resource_keys;
+/* [semaphore NAME]: a resource's keys and permits, into elkfw_resource_conf_t */
+extern const keytable_t elkfw_conf__semaphore_keys;
 extern const keytable_t elkfw_conf__agent_keys;
 
 #endif

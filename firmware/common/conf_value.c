@@ -30,6 +30,37 @@ bool elkfw_name_valid(const char *name, size_t len, size_t max)
     return true;
 }
 
+size_t elkfw_permit_sem_len(const char *name)
+{
+    const char *h = strrchr(name, '#');
+    const char *d;
+    if (h == NULL || h == name || h[1] < '1' || h[1] > '9') {
+        return 0;
+    }
+    for (d = h + 1; *d != '\0'; d++) {
+        if (*d < '0' || *d > '9' || d - h > 3) {
+            return 0;
+        }
+    }
+    return strtoul(h + 1, NULL, 10) <= ELKFW_MAX_PERMITS ? (size_t)(h - name) : 0u;
+}
+
+bool elkfw_lease_name_valid(const char *name, size_t len, size_t max)
+{
+    char buf[ELKFW_NAME_MAX];
+    size_t sl;
+    if (name == NULL || len == 0 || len > max || len >= sizeof buf) {
+        return false;
+    }
+    if (memchr(name, '#', len) == NULL) {
+        return elkfw_name_valid(name, len, max);
+    }
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    sl = elkfw_permit_sem_len(buf);
+    return sl != 0 && elkfw_name_valid(name, sl, max);
+}
+
 size_t elkfw_resource_name_max(const elkfw_conf_t *c)
 {
     /* "<prefix>{" + name + "}:released" */

@@ -62,8 +62,9 @@ static int check_name(const char *w, size_t wl, size_t name_max, const char **wh
         *why = "resource name too long for CONFIG_ELK_MAX_KEY_LEN and the key prefix";
         return ELK_E_NAME_TOO_LONG;
     }
-    if (!elkfw_name_valid(w, wl, name_max)) {
-        *why = "resource name may hold only letters, digits and . _ - : / @";
+    if (!elkfw_lease_name_valid(w, wl, name_max)) {
+        *why = "resource name may hold only letters, digits and . _ - : / @ (a semaphore's "
+               "permit: NAME#k)";
         return ELK_E_NAME_INVALID;
     }
     return ELK_OK;
@@ -329,7 +330,7 @@ static bool reply_resource(ctl_cursor_t *c, elkfw_ctl_msg_t *m)
 {
     const char *w;
     size_t wl;
-    if (!cur_word(c, &w, &wl) || !elkfw_name_valid(w, wl, ELKFW_NAME_MAX - 1)) {
+    if (!cur_word(c, &w, &wl) || !elkfw_lease_name_valid(w, wl, ELKFW_NAME_MAX - 1)) {
         return false;
     }
     copy_word(m->resource, sizeof m->resource, w, wl);

@@ -122,6 +122,11 @@ int elk__cmd_acquire(agent_link_t *ak, int argc, char **argv)
     if (rc != EXIT_OK) {
         return rc;
     }
+    if (strcmp(m.resource, resource) != 0) {
+        static char permit[ELKFW_NAME_MAX]; /* a semaphore's: the lease is the permit's */
+        snprintf(permit, sizeof permit, "%s", m.resource);
+        resource = permit;
+    }
     memset(&w, 0, sizeof w);
     w.resource = resource;
     /* As in run: a LOST or SHUTDOWN already waiting behind the grant means there is no

@@ -75,6 +75,7 @@ static const struct {
     {ELK_E_LOCK_BUSY, 0},                    /* a quorum says another holder has it */
     {ELK_E_LOCK_DELAY, 0},                   /* the last holder's lease may still be valid */
     {ELK_E_LOCK_TIMEOUT, 0},                 /* waited behind a holder (no round failed) */
+    {ELK_E_PERMITS_TAKEN, 0},                /* every permit of a semaphore is held */
     {ELK_E_FLEET_UNAVAILABLE, EXIT_FLEET},   /* too few servers answered for a quorum */
     {ELK_E_VALIDITY, EXIT_FLEET},            /* the fleet answered too slowly */
     {ELK_E_NODE_QUARANTINED, EXIT_FLEET},    /* too few servers may vote */

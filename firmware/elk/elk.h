@@ -43,6 +43,7 @@
 #include "elk/fence.h"
 #include "elk/fence_file.h"
 #include "elkfw/cli.h"
+#include "elkfw/conf.h"
 #include "elkfw/ctl.h"
 #include "elkfw/guard.h"
 #include "elkfw/heartbeat.h"
@@ -75,9 +76,19 @@ typedef struct agent_link {
     char *store;        /* REPLY_BUF bytes from the heap (at the first connect; kept): the
                            build's largest configuration makes it megabytes, mostly unused */
 } agent_link_t;
+/* The most resources of one `elk run a,b,...` (all or nothing). */
+#define ELK_SET_MAX 8
 /* What the events buffered so far say about our lease. */
 typedef struct lease_watch {
-    const char *resource;
+    const char *resource; /* the lease's name; for a set, its names joined by commas */
+    /* elk run a,b: the leases of the set, in canonical order (names as granted: a
+     * semaphore's is its permit), each with its deadline and token; deadline is the
+     * earliest and lost is set by the loss of any. n_set 0: resource alone. */
+    size_t n_set;
+    char set[ELK_SET_MAX][ELKFW_NAME_MAX];
+    uint64_t set_deadline[ELK_SET_MAX];
+    uint64_t set_token[ELK_SET_MAX];
+    uint32_t set_stop_margin; /* the longest of the set's stop margins */
     uint64_t deadline;
     bool lost;       /* LOST for this resource, or SHUTDOWN, or the connection closed */
     const char *why; /* the cause of LOST, "elkd is shutting down", ... */
@@ -106,6 +117,14 @@ int elk__acquire_lease(agent_link_t *ak, const char *resource, uint32_t wait_ms,
 int elk__acquire_lease_wait(agent_link_t *ak, const char *resource, uint32_t wait_ms,
                             uint32_t keepalive_ms, int sfd, elkfw_ctl_msg_t *m, bool show);
 void elk__release_and_wait(agent_link_t *ak, const char *resource);
+bool elk__is_permit_of(const char *permit, const char *semaphore);
+int elk__set_parse(const char *arg, char names[][ELKFW_NAME_MAX], size_t *n);
+int elk__set_acquire(agent_link_t *ak, lease_watch_t *w, char asked[][ELKFW_NAME_MAX], size_t n,
+                     uint32_t wait_ms, uint32_t keepalive_ms, int sfd);
+void elk__lease_release(agent_link_t *ak, const lease_watch_t *w);
+int elk__lease_send_each(agent_link_t *ak, const lease_watch_t *w, const char *verb,
+                         const char *tail);
+int elk__set_index(const lease_watch_t *w, const char *name);
 void elk__usage_main(FILE *f);
 void elk__usage_run(FILE *f);
 void elk__usage_acquire(FILE *f);

@@ -84,14 +84,20 @@ static int acquire_reply(const agent_link_t *ak, const char *line, size_t len, c
         return elk__exit_for_err(ak, m);
     }
     if (m->kind == ELKFW_MSG_OK && strcmp(m->word, "ACQUIRED") == 0 &&
-        strcmp(m->resource, resource) == 0) {
-        return EXIT_OK;
+        (strcmp(m->resource, resource) == 0 || elk__is_permit_of(m->resource, resource))) {
+        return EXIT_OK; /* a semaphore's grant names the permit: "pumps#2" */
     }
     if (m->kind == ELKFW_MSG_EVENT && strcmp(m->word, "SHUTDOWN") == 0) {
         elkfw_say("cannot acquire %s: elkd is shutting down", resource);
         return EXIT_UNREACHABLE;
     }
     return STEP_ON;
+}
+
+bool elk__is_permit_of(const char *permit, const char *semaphore)
+{
+    size_t len = elkfw_permit_sem_len(permit);
+    return len != 0 && len == strlen(semaphore) && memcmp(permit, semaphore, len) == 0;
 }
 
 /* Signals while waiting: any but SIGCHLD and SIGTTOU ends the wait (128 + the signal). */

@@ -112,20 +112,46 @@ static void watch_recovered(lease_watch_t *w, const elkfw_ctl_msg_t *m)
     watch_renewed(w, m);
 }
 
-/* One event: RENEWED moves the deadline, LOST / SHUTDOWN end the lease. Events that do
- * not concern us are skipped. */
+/* A lease of a set renewed (or recovered): its own deadline moves, and the set's is the
+ * earliest of them. */
+static void watch_set_renewed(lease_watch_t *w, const elkfw_ctl_msg_t *m, int idx,
+                              void (*renewed)(lease_watch_t *, const elkfw_ctl_msg_t *))
+{
+    size_t k;
+    w->deadline = w->set_deadline[idx];
+    renewed(w, m);
+    w->set_deadline[idx] = w->deadline;
+    for (k = 0; k < w->n_set; k++) {
+        w->deadline = w->set_deadline[k] < w->deadline ? w->set_deadline[k] : w->deadline;
+    }
+}
+
+static void watch_renewed_any(lease_watch_t *w, const elkfw_ctl_msg_t *m, int idx,
+                              void (*renewed)(lease_watch_t *, const elkfw_ctl_msg_t *))
+{
+    if (idx >= 0) {
+        watch_set_renewed(w, m, idx, renewed);
+    } else {
+        renewed(w, m);
+    }
+}
+
+/* One event: RENEWED moves the deadline, LOST / SHUTDOWN end the lease (of a set: the
+ * loss of any ends them all). Events that do not concern us are skipped. */
 void elk__watch_msg(lease_watch_t *w, const elkfw_ctl_msg_t *m)
 {
     char res[ELKFW_NAME_MAX];
     bool ours;
+    int idx;
     event_resource(m, res, sizeof res);
-    ours = strcmp(res, w->resource) == 0;
+    idx = w->n_set != 0 ? elk__set_index(w, res) : -1;
+    ours = w->n_set != 0 ? idx >= 0 : strcmp(res, w->resource) == 0;
     if (strcmp(m->word, "RENEWED") == 0 && ours) {
-        watch_renewed(w, m);
+        watch_renewed_any(w, m, idx, watch_renewed);
     } else if (strcmp(m->word, "SUSPECT") == 0 && ours) {
         watch_suspect(w);
     } else if (strcmp(m->word, "RECOVERED") == 0 && ours) {
-        watch_recovered(w, m);
+        watch_renewed_any(w, m, idx, watch_recovered);
     } else if (strcmp(m->word, "LOST") == 0 && ours) {
         watch_lost(w, m);
     } else if (strcmp(m->word, "RENEW_STOPPED") == 0 && ours) {

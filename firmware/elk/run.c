@@ -82,6 +82,7 @@ typedef enum run_stage { RUN_DRIVING, RUN_TERM_SENT, RUN_KILLED } run_stage_t;
 typedef struct run_sup {
     agent_link_t *ak;
     const char *resource;
+    const char *semaphore; /* the semaphore whose permit resource is, or NULL */
     lease_watch_t w;
     uint64_t token;
     uint32_t stop_margin;
@@ -176,7 +177,7 @@ static uint64_t run_step_extras(run_sup_t *rs, uint64_t now, uint64_t wake)
     }
     if (rs->stage == RUN_DRIVING && !rs->w.lost && rs->conn_open &&
         elkfw_hb_keepalive_due(&rs->hb, now) &&
-        elk__agent_send(rs->ak, "KEEPALIVE %s\n", rs->resource) != 0) {
+        elk__lease_send_each(rs->ak, &rs->w, "KEEPALIVE", "") != 0) {
         rs->conn_open = false;
         rs->w.lost = true;
         rs->w.why = "lost the connection to elkd; the lease can no longer be trusted";
@@ -248,6 +249,23 @@ static void run_on_signals(run_sup_t *rs)
 /* CMD in a process group of its own, so one signal reaches everything it starts, and
  * with the kernel's parent-death signal, so it dies with elk run. It execs only once
  * the parent writes to the go pipe, i.e. once elkd knows the group and can stop it. */
+/* A set's environment: ELK_RESOURCES "a,b" (as granted) and ELK_TOKENS "a=12,b=40" (each
+ * lease's own token, for each actuator's guard); no ELK_RESOURCE / ELK_FENCE_TOKEN, which
+ * would name one of them as if it were the only one. */
+static void run_set_env(const lease_watch_t *w)
+{
+    char tokens[ELK_SET_MAX * (ELKFW_NAME_MAX + 24)];
+    size_t k, len = 0;
+    tokens[0] = '\0';
+    for (k = 0; k < w->n_set; k++) {
+        int n = snprintf(tokens + len, sizeof tokens - len, "%s%s=%" PRIu64, k ? "," : "",
+                         w->set[k], w->set_token[k]);
+        len += n > 0 ? (size_t)n : 0u;
+    }
+    setenv("ELK_RESOURCES", w->resource, 1);
+    setenv("ELK_TOKENS", tokens, 1);
+}
+
 static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
 {
     int go[2];
@@ -279,8 +297,16 @@ static pid_t run_fork(run_sup_t *rs, char **cmd, const sigset_t *old)
         }
         sigprocmask(SIG_SETMASK, old, NULL);
         signal(SIGPIPE, SIG_DFL);
-        setenv("ELK_RESOURCE", rs->resource, 1);
-        setenv("ELK_FENCE_TOKEN", tokbuf, 1);
+        if (rs->w.n_set == 0) {
+            setenv("ELK_RESOURCE", rs->resource, 1);
+            setenv("ELK_FENCE_TOKEN", tokbuf, 1);
+        } else {
+            run_set_env(&rs->w);
+        }
+        if (rs->semaphore != NULL) {
+            setenv("ELK_SEMAPHORE", rs->semaphore, 1);
+            setenv("ELK_PERMIT", rs->resource + strlen(rs->semaphore) + 1u, 1);
+        }
         setenv("ELK_DEADLINE_MS", dlbuf, 1);
         setenv("ELK_LEASE_FILE", rs->lf.path, 1);
         if (rs->hb_wfd >= 0) {
@@ -343,16 +369,24 @@ static int run_hand_over(run_sup_t *rs)
 {
     agent_link_t *ak = rs->ak;
     elkfw_ctl_msg_t m;
-    if (elk__agent_send(ak, "SUPERVISE %s %ld\n", rs->resource, (long)rs->child) != 0 ||
-        run_reply(rs, &m) == 0) {
-        elkfw_say("%s: lost the connection to elkd before the command could start; not starting it",
-                  rs->resource);
-        return rs->w.lost ? EXIT_LOST : EXIT_FAIL;
-    }
-    if (m.kind == ELKFW_MSG_ERR) {
-        elkfw_say("%s: elkd refused to supervise the command: %.*s [%s]; not starting it",
-                  rs->resource, (int)m.text_len, m.text, m.code);
-        return elkfw_err_from_name(m.code) == ELK_E_SUPERVISE_DENIED ? EXIT_NOPERM : EXIT_FAIL;
+    char tail[24];
+    size_t k, leases = rs->w.n_set != 0 ? rs->w.n_set : 1u;
+    bool sent;
+    snprintf(tail, sizeof tail, " %ld", (long)rs->child);
+    /* one SUPERVISE a lease: elkd stops the group at the loss of any of a set */
+    sent = elk__lease_send_each(ak, &rs->w, "SUPERVISE", tail) == 0;
+    for (k = 0; k < leases; k++) {
+        if (!sent || run_reply(rs, &m) == 0) {
+            elkfw_say(
+                "%s: lost the connection to elkd before the command could start; not starting it",
+                rs->resource);
+            return rs->w.lost ? EXIT_LOST : EXIT_FAIL;
+        }
+        if (m.kind == ELKFW_MSG_ERR) {
+            elkfw_say("%s: elkd refused to supervise the command: %.*s [%s]; not starting it",
+                      rs->resource, (int)m.text_len, m.text, m.code);
+            return elkfw_err_from_name(m.code) == ELK_E_SUPERVISE_DENIED ? EXIT_NOPERM : EXIT_FAIL;
+        }
     }
     if (rs->w.lost || elk__now_ms() >= rs->w.deadline) {
         elkfw_say("%s: %s before the command could start; not starting it", rs->resource,
@@ -517,8 +551,8 @@ static bool run_args(agent_link_t *ak, int argc, char **argv, elkfw_lock_opts_t 
                               "-c 'SHELL COMMAND'");
         return false;
     }
-    if (!elk__resource_ok(o->resource)) {
-        return false;
+    if (strchr(o->resource, ',') == NULL && !elk__resource_ok(o->resource)) {
+        return false; /* a list "a,b" is checked name by name (elk__set_parse) */
     }
     if (o->command != NULL) {
         /* as flock -c: the string goes to the shell */
@@ -583,7 +617,7 @@ static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
     if (!lease_file_create(&rs->lf) || !lease_file_write(&rs->lf, rs->token, rs->w.deadline) ||
         !run_heartbeat_pipe(rs) || run_fork(rs, cmd, old) < 0) {
         lease_file_remove(&rs->lf);
-        elk__release_and_wait(ak, rs->resource);
+        elk__lease_release(ak, &rs->w);
         return EXIT_FAIL;
     }
     if ((rc = run_hand_over(rs)) != 0) {
@@ -592,7 +626,7 @@ static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
         waitpid(rs->child, NULL, 0);
         lease_file_remove(&rs->lf);
         if (rs->conn_open && !rs->w.lost) {
-            elk__release_and_wait(ak, rs->resource);
+            elk__lease_release(ak, &rs->w);
         }
         return rc;
     }
@@ -612,9 +646,54 @@ static int run_command(run_sup_t *rs, char **cmd, const sigset_t *old)
      * rather than let it run out. */
     if (rs->conn_open && !rs->w.lost && (rs->stage == RUN_DRIVING || rs->hb.missed) &&
         released_ok) {
-        elk__release_and_wait(ak, rs->resource);
+        elk__lease_release(ak, &rs->w);
     }
     return run_exit_code(rs);
+}
+
+/* elk run a,b -- CMD: every lease of the set taken (canonical order, all or nothing),
+ * then CMD runs while all of them hold; its deadline is the earliest. */
+static int run_set(run_sup_t *rs, const elkfw_lock_opts_t *ro, char **cmd, const sigset_t *old)
+{
+    static char asked[ELK_SET_MAX][ELKFW_NAME_MAX];
+    static char joined[ELK_SET_MAX * ELKFW_NAME_MAX];
+    size_t n, k, len = 0;
+    int rc = elk__set_parse(rs->resource, asked, &n);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    rc = elk__set_acquire(rs->ak, &rs->w, asked, n, ro->wait_ms, ro->heartbeat_ms, rs->sfd);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    for (k = 0; k < rs->w.n_set; k++) {
+        int w = snprintf(joined + len, sizeof joined - len, "%s%s", k ? "," : "", rs->w.set[k]);
+        len += w > 0 ? (size_t)w : 0u;
+    }
+    rs->resource = joined;
+    rs->w.resource = joined;
+    rs->token = rs->w.set_token[0]; /* the lease file's: ELK_TOKENS has each */
+    rs->stop_margin = rs->w.set_stop_margin;
+    rs->w.deadline = rs->w.set_deadline[0];
+    for (k = 1; k < rs->w.n_set; k++) {
+        rs->w.deadline =
+            rs->w.set_deadline[k] < rs->w.deadline ? rs->w.set_deadline[k] : rs->w.deadline;
+    }
+    if (elk__agent_fill_now(rs->ak) <= 0) {
+        rs->w.lost = true;
+        rs->w.why = "lost the connection to elkd";
+        rs->conn_open = false;
+    }
+    elk__watch_lines(rs->ak, &rs->w);
+    if (rs->w.lost || elk__now_ms() >= rs->w.deadline) {
+        elkfw_say("%s: %s before the command could start; not starting it", rs->resource,
+                  rs->w.lost ? rs->w.why : "the earliest lease deadline passed");
+        if (rs->conn_open && !rs->w.lost) {
+            elk__lease_release(rs->ak, &rs->w);
+        }
+        return EXIT_LOST;
+    }
+    return run_command(rs, cmd, old);
 }
 
 int elk__cmd_run(agent_link_t *ak, int argc, char **argv)
@@ -644,9 +723,20 @@ int elk__cmd_run(agent_link_t *ak, int argc, char **argv)
     if (elk__agent_connect(ak) < 0) {
         return EXIT_UNREACHABLE;
     }
+    if (strchr(rs.resource, ',') != NULL) {
+        return run_set(&rs, &ro, cmd, &old);
+    }
     rc = elk__acquire_lease(ak, rs.resource, ro.wait_ms, ro.heartbeat_ms, rs.sfd, &m);
     if (rc != EXIT_OK) {
         return rc;
+    }
+    if (strcmp(m.resource, rs.resource) != 0) {
+        /* a semaphore's permit: the lease, its events, its token and its guard are the
+         * permit's ("pumps#2"); ELK_SEMAPHORE and ELK_PERMIT tell the command */
+        static char permit[ELKFW_NAME_MAX];
+        snprintf(permit, sizeof permit, "%s", m.resource);
+        rs.semaphore = rs.resource;
+        rs.resource = permit;
     }
     rs.w.resource = rs.resource;
     rs.token = m.token;
@@ -656,7 +746,7 @@ int elk__cmd_run(agent_link_t *ak, int argc, char **argv)
                   " is stale); not starting it",
                   rs.resource, rs.w.lost ? rs.w.why : "the lease deadline passed", m.token);
         if (rs.conn_open && !rs.w.lost) {
-            elk__release_and_wait(ak, rs.resource);
+            elk__lease_release(ak, &rs.w);
         }
         return EXIT_LOST;
     }

@@ -18,8 +18,8 @@ typedef struct table {
  * Sized for the build's largest configuration (megabytes with thousands of resources): a
  * static object, of which only what one answer fills is ever touched. */
 typedef struct status_view {
-    table_t tables[2];
-    const char *cells[2][ST_MAX_ROWS][ST_MAX_COLS];
+    table_t tables[3];
+    const char *cells[3][ST_MAX_ROWS][ST_MAX_COLS];
     char store[ELK_CTL_REPLY_MAX];
     size_t used;
 } status_view_t;
@@ -252,7 +252,8 @@ static int status_request(agent_link_t *ak, bool json, elkfw_ctl_msg_t *m)
     return EXIT_OK;
 }
 
-/* The count status lines after "OK STATUS <count>", printed as two tables. */
+/* The count status lines after "OK STATUS <count>", printed as tables (resources,
+ * semaphores when there are any, nodes). */
 static int status_tables(agent_link_t *ak, status_view_t *view, uint32_t count)
 {
     const char *line;
@@ -262,8 +263,10 @@ static int status_tables(agent_link_t *ak, status_view_t *view, uint32_t count)
     view->used = 0;
     view->tables[0].kind = "RESOURCES";
     view->tables[1].kind = "NODES";
+    view->tables[2].kind = "SEMAPHORES";
     view->tables[0].cell = view->cells[0];
     view->tables[1].cell = view->cells[1];
+    view->tables[2].cell = view->cells[2];
     for (k = 0; k < count; k++) {
         char *copy;
         if (elk__agent_line(ak, &line, &len) <= 0) {
@@ -278,9 +281,12 @@ static int status_tables(agent_link_t *ak, status_view_t *view, uint32_t count)
             table_add(&view->tables[0], copy);
         } else if (strncmp(copy, "node ", 5) == 0) {
             table_add(&view->tables[1], copy);
+        } else if (strncmp(copy, "semaphore ", 10) == 0) {
+            table_add(&view->tables[2], copy);
         }
     }
     table_print(&view->tables[0]);
+    table_print(&view->tables[2]);
     table_print(&view->tables[1]);
     return EXIT_OK;
 }

@@ -95,6 +95,20 @@
 #endif
 #define ELKD_SHUTDOWN_GRACE_MS 3000u
 
+/* An ACQUIRE of a semaphore in progress (semaphores.c): a pass tries each permit once. */
+typedef struct elkd_sem_acq {
+    bool active;               /* no answer yet */
+    bool cancelled;            /* a RELEASE cancelled it: that RELEASE answers OK RELEASED */
+    char name[ELKFW_NAME_MAX]; /* the semaphore */
+    uint32_t start, tried;     /* this pass began at permit index start; permits tried so far */
+    uint32_t seen, local_busy; /* permits served, of those held on this agent (for the answer) */
+    size_t trying;             /* 1 + slot of the permit whose round runs, 0: none */
+    uint64_t deadline;         /* the wait ends (0: no wait) */
+    uint64_t next_pass;        /* paused until then (0: not paused) */
+    uint32_t keepalive_ms;     /* the ACQUIRE's keepalive= */
+    int last_err;              /* the last permit's refusal (ELK_OK: none) */
+} elkd_sem_acq_t;
+
 typedef struct client {
     int fd;            /* -1: free slot */
     pid_t pid;         /* peer pid (SO_PEERCRED), for status */
@@ -110,6 +124,7 @@ typedef struct client {
     bool drop;            /* I/O failed or stalled: close now */
     bool unresponsive;    /* dropped because it stopped reading (it may still live) */
     size_t cancelled_res; /* 1 + resource whose ACQUIRE a RELEASE cancelled, 0: none */
+    elkd_sem_acq_t sem;   /* its ACQUIRE of a semaphore, if one is in progress */
 } client_t;
 
 typedef struct agent agent_t;
@@ -274,5 +289,14 @@ bool elkd__res_reserve(agent_t *a, size_t n);
 resource_t *elkd__res_slot(agent_t *a, size_t k);
 void elkd__res_free_all(agent_t *a);
 void elkd__set_acquiring(agent_t *a, resource_t *r, bool on);
+bool elkd__is_semaphore(agent_t *a, const char *name);
+resource_t *elkd__sem_permit_of(agent_t *a, const char *name, int slot);
+void elkd__sem_pass(agent_t *a, int slot, uint64_t now);
+void elkd__sem_acquire(agent_t *a, int slot, const elkfw_ctl_req_t *req, uint64_t now);
+bool elkd__sem_round_failed(agent_t *a, int slot, resource_t *r, int err, uint64_t now);
+void elkd__sem_granted(agent_t *a, int slot, const resource_t *r);
+void elkd__sem_permit_free(agent_t *a, const resource_t *r, uint64_t now);
+void elkd__sem_step(agent_t *a, uint64_t now, uint64_t *next);
+void elkd__sem_cancel(agent_t *a, int slot, uint64_t now);
 
 #endif

@@ -50,6 +50,7 @@ void elkd__client_close(agent_t *a, int slot, uint64_t now, const char *why)
         }
     }
     elkd__drop_waiters_of(a, slot);
+    memset(&c->sem, 0, sizeof c->sem);
     elkd__log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (pid %d) closed: %s", c->id, (int)c->pid, why);
     close(c->fd);
     c->fd = -1;
@@ -134,6 +135,7 @@ void elkd__accept_clients(agent_t *a, uint64_t now)
         c->unresponsive = false;
         c->close_after_flush = false;
         c->cancelled_res = 0;
+        memset(&c->sem, 0, sizeof c->sem);
         elkfw_linebuf_init(&c->in, c->in_store, sizeof c->in_store);
         elkd__log(a, ELK_LOG_DEBUG, "client %" PRIu64 " (uid %u, pid %d, %s) connected", c->id,
                   (unsigned)peer.uid, (int)c->pid, peer.exe);
@@ -146,6 +148,10 @@ bool elkd__client_pending(agent_t *a, int slot, size_t *ri)
 {
     size_t i, dummy;
     ri = ri != NULL ? ri : &dummy;
+    if (a->clients[slot].sem.active) {
+        *ri = SIZE_MAX; /* a semaphore's: its name is in clients[slot].sem */
+        return true;
+    }
     for (i = 0; a->n_acquiring > 0 && i < a->n_res; i++) {
         if (a->res[i]->acquiring && elkd__owned_by(a, a->res[i], slot)) {
             *ri = i;
@@ -164,15 +170,21 @@ bool elkd__client_pending(agent_t *a, int slot, size_t *ri)
 /* A complete "RELEASE <resource ri>" among the requests not yet served? */
 static bool release_queued(agent_t *a, int slot, size_t ri)
 {
-    return elkfw_linebuf_has_request(&a->clients[slot].in, ELKFW_CTL_RELEASE,
-                                     a->res[ri]->conf->name, elkfw_resource_name_max(&a->conf));
+    const char *name = ri == SIZE_MAX ? a->clients[slot].sem.name : a->res[ri]->conf->name;
+    return elkfw_linebuf_has_request(&a->clients[slot].in, ELKFW_CTL_RELEASE, name,
+                                     elkfw_resource_name_max(&a->conf));
 }
 
 /* A RELEASE overtook its ACQUIRE: the ACQUIRE's answer is ELK_E_CANCELLED, the round (or
  * the local wait) is given up, and that RELEASE, in its turn, answers OK RELEASED. */
 static void cancel_acquire(agent_t *a, int slot, size_t ri, uint64_t now)
 {
-    resource_t *r = a->res[ri];
+    resource_t *r;
+    if (ri == SIZE_MAX) {
+        elkd__sem_cancel(a, slot, now);
+        return;
+    }
+    r = a->res[ri];
     if (elkd__owned_by(a, r, slot) && r->acquiring) {
         elkd__release_res(a, r, now, "its client cancelled the acquire");
     } else {

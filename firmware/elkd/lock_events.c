@@ -83,6 +83,7 @@ static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_ev
     char voters[160];
     uint64_t next = UINT64_MAX;
     elkd__set_acquiring(a, r, false);
+    elkd__sem_granted(a, slot, r);
     /* a quarantine that ended by now is logged as over before the grant it may have voted in */
     elkd__hygiene_step(a, ev->now, &next);
     grant_voters(a, ev, voters, sizeof voters);
@@ -176,6 +177,9 @@ static void lease_not_acquired(agent_t *a, resource_t *r, int slot, const elk_lo
     round_counts(a, ev, counts, sizeof counts);
     elkd__log(a, ELK_LOG_INFO, "%s: not acquired: %s (%s)", r->conf->name, elk_err_message(ev->err),
               counts);
+    if (elkd__sem_round_failed(a, slot, r, ev->err, ev->now)) {
+        return; /* one permit of a semaphore's pass: the pass goes on */
+    }
     if (slot >= 0) {
         if (ev->err == ELK_E_LOCK_TIMEOUT && r->last_round_err != ELK_OK) {
             char detail[400];

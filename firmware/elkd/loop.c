@@ -284,6 +284,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     size_t i;
     now = a->clock.now_ms(a->clock.ctx);
     expire_waiters(a, now, &next);
+    elkd__sem_step(a, now, &next);
     step_resources(a, now, &next);
     elkd__settle_reloaded(a, now, &next);
     notify_state(a, now, &next);

@@ -270,14 +270,23 @@ static int check_config(agent_t *a)
     }
     for (i = 0; i < a->conf.n_resources; i++) {
         const elkfw_resource_conf_t *r = &a->conf.resources[i];
+        /* a semaphore once, by its name and permits (its permits share its settings) */
+        int nl = r->permits != 0 ? (int)elkfw_permit_sem_len(r->name) : (int)strlen(r->name);
+        const char *what = r->permits != 0 ? "semaphore" : "resource";
+        char permits[40] = "";
+        if (r->permit > 1u) {
+            continue;
+        }
+        if (r->permits != 0) {
+            snprintf(permits, sizeof permits, " (%" PRIu32 " permits)", r->permits);
+        }
         if (a->allow[i].open) {
-            printf("%s: [resource %s] is open to every local user that can reach the socket (set "
-                   "allow_users or "
-                   "allow_groups)\n",
-                   a->conf_path, r->name);
+            printf("%s: [%s %.*s]%s is open to every local user that can reach the socket (set "
+                   "allow_users or allow_groups)\n",
+                   a->conf_path, what, nl, r->name, permits);
         } else {
-            printf("%s: [resource %s] allow_users = %s; allow_groups = %s\n", a->conf_path, r->name,
-                   r->allow_users[0] ? r->allow_users : "-",
+            printf("%s: [%s %.*s]%s allow_users = %s; allow_groups = %s\n", a->conf_path, what, nl,
+                   r->name, permits, r->allow_users[0] ? r->allow_users : "-",
                    r->allow_groups[0] ? r->allow_groups : "-");
         }
     }

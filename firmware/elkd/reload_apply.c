@@ -191,6 +191,10 @@ static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
         if (r->has_pending) {
             r->pending = *nr;
         }
+        if (nr != NULL) {
+            /* a semaphore's size is not a lease setting: STATUS says the new one at once */
+            r->own.permits = nr->permits;
+        }
         for (k = 0; r->removing && k < sizeof a->waiters / sizeof a->waiters[0]; k++) {
             if (a->waiters[k].client >= 0 && a->waiters[k].res == i) {
                 elkd__client_err(a, a->waiters[k].client, ELK_E_RESOURCE_UNKNOWN,

@@ -184,10 +184,11 @@ void elkd__handle_request(agent_t *a, int slot, const char *line, size_t len, ui
         elkd__client_send(a, slot, "OK PONG\n");
         return;
     case ELKFW_CTL_HELP:
-        elkd__client_send(a, slot,
-                          "OK HELP ACQUIRE <resource> [<wait>] [keepalive=<interval>] | RELEASE "
-                          "<resource> | KEEPALIVE <resource> | SUPERVISE <resource> <pgid> | "
-                          "STATUS [JSON|METRICS] | PING | QUIT\n");
+        elkd__client_send(
+            a, slot,
+            "OK HELP ACQUIRE <resource|semaphore> [<wait>] [keepalive=<interval>] | RELEASE "
+            "<resource> | KEEPALIVE <resource> | SUPERVISE <resource> <pgid> | "
+            "STATUS [JSON|METRICS] | PING | QUIT\n");
         return;
     case ELKFW_CTL_QUIT:
         elkd__client_send(a, slot, "OK BYE\n");
@@ -207,8 +208,34 @@ void elkd__handle_request(agent_t *a, int slot, const char *line, size_t len, ui
         break;
     }
     r = elkd__find_res(a, req.resource);
+    if (r == NULL && elkd__is_semaphore(a, req.resource)) {
+        if (req.cmd == ELKFW_CTL_ACQUIRE) {
+            elkd__sem_acquire(a, slot, &req, now);
+            return;
+        }
+        /* NAME stands for the permit this connection has (it has one at most) */
+        r = elkd__sem_permit_of(a, req.resource, slot);
+        if (r == NULL && req.cmd == ELKFW_CTL_RELEASE && a->clients[slot].sem.cancelled) {
+            a->clients[slot].sem.cancelled = false;
+            elkd__client_send(a, slot, "OK RELEASED %s\n", req.resource);
+            return;
+        }
+        if (r == NULL) {
+            elkd__client_err(a, slot, ELK_E_NOT_HELD, req.resource);
+            return;
+        }
+    }
     if (r == NULL) {
         elkd__client_err(a, slot, ELK_E_RESOURCE_UNKNOWN, req.resource);
+        return;
+    }
+    if (req.cmd == ELKFW_CTL_ACQUIRE && r->own.permits != 0) {
+        char detail[200];
+        snprintf(detail, sizeof detail,
+                 "%s is a permit of semaphore %.*s: ACQUIRE %.*s takes a free one", req.resource,
+                 (int)elkfw_permit_sem_len(req.resource), req.resource,
+                 (int)elkfw_permit_sem_len(req.resource), req.resource);
+        elkd__client_err(a, slot, ELK_E_INVALID_ARG, detail);
         return;
     }
     if (req.cmd == ELKFW_CTL_SUPERVISE) {

@@ -246,6 +246,9 @@ void elkd__hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
             elkd__start_acquire(a, r, w.client, left, w.keepalive_ms, now);
         }
     }
+    if (r->owner < 0) {
+        elkd__sem_permit_free(a, r, now);
+    }
 }
 
 void elkd__release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)

@@ -97,6 +97,61 @@ static const char *local_clock_word(agent_t *a, int32_t *ppm)
                                                                                       : "ok";
 }
 
+/* The semaphore whose permit 1 is r: "semaphore" lines, one a semaphore. */
+static bool sem_head(const resource_t *r)
+{
+    return r->in_use && !r->removing && r->own.permits != 0 && r->own.permit == 1u;
+}
+
+static size_t semaphores_served(const agent_t *a)
+{
+    size_t i, n = 0;
+    for (i = 0; i < a->n_res; i++) {
+        n += sem_head(a->res[i]);
+    }
+    return n;
+}
+
+/* Semaphore head's permits, held here or (the last round said so) elsewhere: for STATUS,
+ * text ("pumps#2:pid:812:client:4:token:17,...") or JSON objects. Returns permits held on
+ * this agent; *busy gets those a quorum said another holder has. */
+static uint32_t sem_holders(agent_t *a, const resource_t *head, uint64_t now, bool json, char *out,
+                            size_t cap, uint32_t *busy)
+{
+    size_t i, len = 0, nl = elkfw_permit_sem_len(head->own.name);
+    uint32_t held = 0;
+    out[0] = '\0';
+    *busy = 0;
+    for (i = 0; i < a->n_res; i++) {
+        const resource_t *r = a->res[i];
+        bool local;
+        if (!r->in_use || r->own.permits == 0 || elkfw_permit_sem_len(r->own.name) != nl ||
+            memcmp(r->own.name, head->own.name, nl) != 0) {
+            continue;
+        }
+        local = elkd__owned_by(a, r, r->owner) && !r->acquiring && elk_lock_is_held(&r->lock, now);
+        if (local) {
+            held++;
+            elkd__counts_add(out, cap, &len,
+                             json ? "%s{\"permit\":\"%s\",\"where\":\"local\",\"pid\":%d,"
+                                    "\"client\":%" PRIu64 ",\"token\":%" PRIu64 "}"
+                                  : "%s%s:pid:%d:client:%" PRIu64 ":token:%" PRIu64,
+                             len != 0 ? "," : "", r->own.name, (int)a->clients[r->owner].pid,
+                             a->clients[r->owner].id, elk_lock_token(&r->lock));
+        } else if (elk_lock_last_error(&r->lock) == ELK_E_LOCK_BUSY) {
+            (*busy)++;
+            elkd__counts_add(out, cap, &len,
+                             json ? "%s{\"permit\":\"%s\",\"where\":\"remote-busy\"}"
+                                  : "%s%s:remote-busy",
+                             len != 0 ? "," : "", r->own.name);
+        }
+    }
+    if (!json && len == 0) {
+        snprintf(out, cap, "-");
+    }
+    return held;
+}
+
 /* STATUS: "OK STATUS <n>", then the agent, each resource and each node on a line. */
 static void send_status_text(agent_t *a, int slot, uint64_t now)
 {
@@ -105,7 +160,8 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
     char holder[32], addr[300], hyg[256];
     uint64_t uptime_s = (now - a->started_at) / 1000u;
     const char *clock = local_clock_word(a, &ppm); /* before ppm is read */
-    elkd__client_send(a, slot, "OK STATUS %zu\n", 1 + resources_in_use(a) + a->fleet.count);
+    elkd__client_send(a, slot, "OK STATUS %zu\n",
+                      1 + resources_in_use(a) + semaphores_served(a) + a->fleet.count);
     elkd__client_send(a, slot,
                       "agent gateway=%s pid=%d version=%s uptime_s=%" PRIu64
                       " mode=%s nodes_ready=%zu/%zu quorum=%zu "
@@ -132,6 +188,19 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
             elk_lock_last_error(&r->lock) == ELK_OK ? "-"
                                                     : elk_err_name(elk_lock_last_error(&r->lock)),
             res_keepalive(r, now), r->conf->lock_delay_ms);
+    }
+    for (i = 0; i < a->n_res; i++) {
+        char holders[1024];
+        uint32_t busy, held;
+        if (!sem_head(a->res[i])) {
+            continue;
+        }
+        held = sem_holders(a, a->res[i], now, false, holders, sizeof holders, &busy);
+        elkd__client_send(a, slot,
+                          "semaphore name=%.*s permits=%" PRIu32 " held=%" PRIu32
+                          " busy_elsewhere=%" PRIu32 " holders=%s\n",
+                          (int)elkfw_permit_sem_len(a->res[i]->own.name), a->res[i]->own.name,
+                          a->res[i]->own.permits, held, busy, holders);
     }
     for (i = 0; i < a->fleet.count; i++) {
         const elk_node_stats_t *st = elk_node_stats(&a->nodes[i]);
@@ -208,6 +277,22 @@ void elkd__send_status(agent_t *a, int slot, bool json, uint64_t now)
                              : elk_err_name(elk_lock_last_error(&r->lock)),
                          eq, sizeof eq),
             res_keepalive(r, now), r->conf->lock_delay_ms);
+        first = false;
+    }
+    elkd__client_send(a, slot, "],\"semaphores\":[");
+    first = true;
+    for (i = 0; i < a->n_res; i++) {
+        char holders[2048];
+        uint32_t busy, held;
+        if (!sem_head(a->res[i])) {
+            continue;
+        }
+        held = sem_holders(a, a->res[i], now, true, holders, sizeof holders, &busy);
+        elkd__client_send(a, slot,
+                          "%s{\"name\":\"%.*s\",\"permits\":%" PRIu32 ",\"held\":%" PRIu32
+                          ",\"busy_elsewhere\":%" PRIu32 ",\"holders\":[%s]}",
+                          first ? "" : ",", (int)elkfw_permit_sem_len(a->res[i]->own.name),
+                          a->res[i]->own.name, a->res[i]->own.permits, held, busy, holders);
         first = false;
     }
     elkd__client_send(a, slot, "],\"nodes\":[");

@@ -220,10 +220,10 @@ static void test_error_messages_lines(void **state)
                  "elkd.conf:1: section header is not closed: expected ']' at the end of the line");
     expect_error("[bogus]\n",
                  "elkd.conf:1: unknown section [bogus] (expected [fleet], [node NAME], [resource "
-                 "NAME] or [agent])");
+                 "NAME], [semaphore NAME] or [agent])");
     expect_error("[node]\n",
                  "elkd.conf:1: unknown section [node] (expected [fleet], [node NAME], [resource "
-                 "NAME] or [agent])");
+                 "NAME], [semaphore NAME] or [agent])");
     expect_error("[fleet]\n[fleet]\n",
                  "elkd.conf:2: section [fleet] appears twice (first on line 1)");
     expect_error("[agent]\n\n[agent]\n",
@@ -309,7 +309,8 @@ static void test_error_messages_whole_file(void **state)
 {
     (void)state;
     expect_error("", "elkd.conf: no [node NAME] section: the fleet needs at least one Redis node");
-    expect_error(NODE1, "elkd.conf: no [resource NAME] section: nothing to lock");
+    expect_error(NODE1,
+                 "elkd.conf: no [resource NAME] or [semaphore NAME] section: nothing to lock");
     expect_error(
         "[fleet]\nmode=single\n" NODE1 "[node b]\nhost=h\n" RES1,
         "elkd.conf: [fleet] mode = single takes exactly one [node], found 2 (use mode = redlock)");

@@ -4,7 +4,9 @@
  * table is taken from the heap as the file names them (a gateway may serve thousands), up to
  * ELKFW_MAX_RESOURCES; elkfw_conf_free gives it back.
  *
- * Sections: [fleet], [node NAME] (or [node.NAME]), [resource NAME], [agent].
+ * Sections: [fleet], [node NAME] (or [node.NAME]), [resource NAME], [semaphore NAME], [agent].
+ * A [semaphore NAME] of permits = N is served as N resources "NAME#1".."NAME#N" (the names
+ * lib/sem gives its permits): the parser expands it, so everything downstream sees resources.
  * Every key is documented in README.md ("Configuration") and firmware/elkd.conf.sample.
  * An invalid file yields one message naming the file, line and key, e.g.
  *   elkd.conf:12: key 'ttl' in [resource valve-1]: '10x' is not a duration (use e.g. 500ms or 10s)
@@ -39,6 +41,8 @@
          ? "CONFIG_ELKD_MAX_RESOURCES; raise it to serve more"                                     \
          : "CONFIG_ELK_MAX_LOCKS, one lock slot a resource; raise it, and "                        \
            "CONFIG_ELKD_MAX_RESOURCES if it is lower, to serve more")
+/* The most permits one [semaphore] may have (each permit is one resource, one lock). */
+#define ELKFW_MAX_PERMITS 64
 #define ELKFW_PREFIX_MAX 64
 #define ELKFW_ERR_MAX 2048 /* an error buffer: room for several problems, one a line */
 
@@ -92,6 +96,11 @@ typedef struct elkfw_resource_conf {
     char allow_users[ELKFW_STR_MAX];
     char allow_groups[ELKFW_STR_MAX];
     int allow_users_line, allow_groups_line;
+    /* A permit of a [semaphore]: its name is "<semaphore>#<permit>", permit 1..permits.
+     * permits 0: a plain [resource]. */
+    uint32_t permits, permit;
+    bool semaphore;   /* from a [semaphore] section (before expansion: the template) */
+    int permits_line; /* 0: key not set */
     int line;
     int ttl_line, stop_margin_line, min_validity_line; /* 0: key not set; for messages */
     int max_hold_line;
@@ -169,6 +178,15 @@ bool elkfw_parse_duration(const char *s, size_t len, uint32_t *ms);
 /* True if name (len bytes) is a valid resource/node name: 1..max bytes of
  * [A-Za-z0-9._:/@-]. Used by the config and the control protocol alike. */
 bool elkfw_name_valid(const char *name, size_t len, size_t max);
+
+/* True if name (len bytes) is a lease name a client may use: a resource name as
+ * elkfw_name_valid says (at most max bytes in all), or a semaphore's permit "NAME#k" (k a
+ * decimal 1..ELKFW_MAX_PERMITS without leading zeros). */
+bool elkfw_lease_name_valid(const char *name, size_t len, size_t max);
+
+/* The length of the semaphore part of a permit's name ("pumps#2": 5), or 0 when name
+ * (NUL-terminated) is not a permit's. */
+size_t elkfw_permit_sem_len(const char *name);
 
 /* Longest resource name the key layout allows with this prefix:
  * "<prefix>{<name>}:released" must fit CONFIG_ELK_MAX_KEY_LEN. */
