@@ -70,7 +70,13 @@ static void test_requests_bad(void **state)
     assert_int_equal(r.cmd, ELKFW_CTL_STATUS_METRICS);
     assert_int_equal(req("PING x", &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(req("ACQUIRE a{b}", &r, &why), ELK_E_NAME_INVALID);
-    assert_string_equal(why, "resource name may hold only letters, digits and . _ - : / @");
+    assert_string_equal(why, "resource name may hold only letters, digits and . _ - : / @ (a "
+                             "semaphore's permit: NAME#k)");
+    /* a permit's name passes; '#' alone, at the start or with no number does not */
+    assert_int_equal(req("RELEASE pumps#2", &r, &why), ELK_OK);
+    assert_int_equal(req("RELEASE pumps#", &r, &why), ELK_E_NAME_INVALID);
+    assert_int_equal(req("RELEASE #2", &r, &why), ELK_E_NAME_INVALID);
+    assert_int_equal(req("RELEASE pumps#x", &r, &why), ELK_E_NAME_INVALID);
     assert_int_equal(req("ACQUIRE caf\xc3\xa9", &r, &why), ELK_E_NAME_INVALID);
     assert_int_equal(req("ACQUIRE 0123456789012345678901234567890123456789X", &r, &why),
                      ELK_E_NAME_TOO_LONG);
