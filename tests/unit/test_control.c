@@ -70,8 +70,9 @@ static void test_requests_bad(void **state)
     assert_int_equal(r.cmd, ELKFW_CTL_STATUS_METRICS);
     assert_int_equal(req("PING x", &r, &why), ELK_E_CTL_SYNTAX);
     assert_int_equal(req("ACQUIRE a{b}", &r, &why), ELK_E_NAME_INVALID);
-    assert_string_equal(why, "resource name may hold only letters, digits and . _ - : / @ (a "
-                             "semaphore's permit: NAME#k)");
+    assert_string_equal(why,
+                        "resource name may hold only letters, digits and . _ - : / @ (a "
+                        "semaphore's permit: NAME#k)");
     /* a permit's name passes; '#' alone, at the start or with no number does not */
     assert_int_equal(req("RELEASE pumps#2", &r, &why), ELK_OK);
     assert_int_equal(req("RELEASE pumps#", &r, &why), ELK_E_NAME_INVALID);
