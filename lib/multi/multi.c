@@ -19,12 +19,18 @@ static void mu_emit(elk_multi_t *m, size_t i, const elk_lock_event_t *ev)
     }
 }
 
-/* Release every lock taken or being taken (positions 0..upto of the order). */
-static void mu_release_upto(elk_multi_t *m, size_t upto, uint64_t now)
+/* Release every lock taken or being taken (positions 0..upto of the order), but the one
+ * whose LOST is being delivered (skip; SIZE_MAX: none). That one is not held any more and
+ * looks after its own keys as after any loss; released from inside its own LOST event it
+ * could stay RELEASING with nothing left to release, busy for ever (elk-sim --multi), so it
+ * is left LOST: the next acquire clears it, and it never counts as busy. */
+static void mu_release_upto(elk_multi_t *m, size_t upto, size_t skip, uint64_t now)
 {
     size_t p;
     for (p = 0; p <= upto && p < m->count; p++) {
-        (void)elk_lock_release(&m->lock[m->order[p]], now);
+        if (m->order[p] != skip) {
+            (void)elk_lock_release(&m->lock[m->order[p]], now);
+        }
     }
 }
 
@@ -44,7 +50,7 @@ static uint64_t mu_earliest(const elk_multi_t *m)
 static void mu_fail(elk_multi_t *m, size_t i, const elk_lock_event_t *ev)
 {
     elk_lock_event_t out = *ev;
-    mu_release_upto(m, m->next, ev->now);
+    mu_release_upto(m, m->next, ev->type == ELK_LOCK_EV_LOST ? i : SIZE_MAX, ev->now);
     m->state = ELK_MULTI_IDLE;
     out.type = ELK_LOCK_EV_ACQUIRE_FAILED;
     out.err = ev->err != ELK_OK ? ev->err : ELK_E_LOCK_LOST;
@@ -212,7 +218,7 @@ int elk_multi_release(elk_multi_t *m, uint64_t now)
     case ELK_MULTI_IDLE:
         return ELK_E_NOT_HELD;
     case ELK_MULTI_ACQUIRING:
-        mu_release_upto(m, m->next, now);
+        mu_release_upto(m, m->next, SIZE_MAX, now);
         break;
     default: /* HELD, or LOST: every lock released, the lost one's LOST cleared */
         r = m->state == ELK_MULTI_LOST ? ELK_E_LOCK_LOST : ELK_OK;

@@ -1107,7 +1107,7 @@ MUTANTS = [
          new="for (b = a; b > 0u && 0; b--) {",
          tests=["unit.test_multi"], why="locks taken in the order the caller gave: two gateways asking for the same set in opposite orders each hold one and wait for the other until their deadlines"),
     dict(id="multi.partial-kept", file="lib/multi/multi.c",
-         old="    elk_lock_event_t out = *ev;\n    mu_release_upto(m, m->next, ev->now);",
+         old="    elk_lock_event_t out = *ev;\n    mu_release_upto(m, m->next, ev->type == ELK_LOCK_EV_LOST ? i : SIZE_MAX, ev->now);",
          new="    elk_lock_event_t out = *ev;",
          tests=["unit.test_multi"], why="a failed all-or-nothing acquire keeps the resources it already took: nobody else can have them until they run out, and nothing drives them"),
     dict(id="multi.held-after-first", file="lib/multi/multi.c",
