@@ -1119,6 +1119,20 @@ MUTANTS = [
          new="    } else if (0) {",
          tests=["unit.test_multi"], why="losing one resource does not end the multi-lock: the others keep renewing, LOST is only passed on"),
 
+    # (section: multisim)
+    dict(id="multi.lost-releases-others", file="lib/multi/multi.c",
+         old="            (void)elk_lock_abandon(&m->lock[k], ev->now);",
+         new="            (void)elk_lock_release(&m->lock[k], ev->now);",
+         tests=["sim.multi_hostile_3", "integration.test_multi_redis"], why="the loss of one resource releases the others at once: the next holder drives them while the stopped actuators may still move (unit.test_multi only counts renewals; elk-sim sees the overlaps, the real servers lose the key)"),
+    dict(id="multi.lost-while-waiting-ignored", file="lib/multi/multi.c",
+         old="        } else if ((current && ev->type == ELK_LOCK_EV_ACQUIRE_FAILED) ||\n                   ev->type == ELK_LOCK_EV_LOST) {",
+         new="        } else if (current && ev->type == ELK_LOCK_EV_ACQUIRE_FAILED) {",
+         tests=["unit.test_multi"], why="a resource lost while the multi-lock waits for the next one does not end the acquire: it goes on waiting with a lock it no longer has"),
+    dict(id="multi.lost-released-in-its-event", file="lib/multi/multi.c",
+         old="        if (m->order[p] != skip) {",
+         new="        if (p < m->count) {",
+         tests=["unit.test_multi", "sim.multi_hostile_3"], why="the lock lost while waiting is released from inside its own LOST event: it stays RELEASING with nothing to release, busy for ever, and the multi-lock can never be unregistered (elk-sim --multi: a gateway never asks again)"),
+
     # (section: tls13)
     # TLS 1.3 tickets are kept only with mbedTLS 3.x; the mutation stage builds with Debian 12's
     # 2.28, where only the ServerHello sniffer (compiled for every version) can be exercised:
