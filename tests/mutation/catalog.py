@@ -1130,7 +1130,7 @@ MUTANTS = [
          tests=["unit.test_multi"], why="a resource lost while the multi-lock waits for the next one does not end the acquire: it goes on waiting with a lock it no longer has"),
     dict(id="multi.lost-released-in-its-event", file="lib/multi/multi.c",
          old="        if (m->order[p] != skip) {",
-         new="        if (p < m->count) {",
+         new="        if (m->order[p] != skip || skip != SIZE_MAX) {",
          tests=["unit.test_multi", "sim.multi_hostile_3"], why="the lock lost while waiting is released from inside its own LOST event: it stays RELEASING with nothing to release, busy for ever, and the multi-lock can never be unregistered (elk-sim --multi: a gateway never asks again)"),
 
     # (section: tls13)
