@@ -91,7 +91,10 @@ static void mu_lost(elk_multi_t *m, size_t i, const elk_lock_event_t *ev)
             (void)elk_lock_abandon(&m->lock[k], ev->now);
         }
     }
+    /* a release from inside the event leaves this one LOST (see mu_release_upto) */
+    m->delivering = i;
     mu_emit(m, i, ev);
+    m->delivering = SIZE_MAX;
 }
 
 static void mu_on_lock(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
@@ -164,6 +167,7 @@ int elk_multi_init(elk_multi_t *m, elk_client_t *client, const char *const *name
         return r;
     }
     m->count = count;
+    m->delivering = SIZE_MAX;
     m->on_event = on_event;
     m->user = user;
     m->state = ELK_MULTI_IDLE;
@@ -220,10 +224,11 @@ int elk_multi_release(elk_multi_t *m, uint64_t now)
     case ELK_MULTI_ACQUIRING:
         mu_release_upto(m, m->next, SIZE_MAX, now);
         break;
-    default: /* HELD, or LOST: every lock released, the lost one's LOST cleared */
+    default: /* HELD, or LOST: every lock released, the lost one's LOST cleared (but inside its
+              * own LOST event: left LOST, cleared by the next acquire) */
         r = m->state == ELK_MULTI_LOST ? ELK_E_LOCK_LOST : ELK_OK;
         for (i = 0; i < m->count; i++) {
-            if (elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {
+            if (i != m->delivering && elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {
                 r = ELK_E_LOCK_LOST;
             }
         }

@@ -1133,6 +1133,11 @@ MUTANTS = [
          new="        if (m->order[p] != skip || skip != SIZE_MAX) {",
          tests=["unit.test_multi", "sim.multi_hostile_3"], why="the lock lost while waiting is released from inside its own LOST event: it stays RELEASING with nothing to release, busy for ever, and the multi-lock can never be unregistered (elk-sim --multi: a gateway never asks again)"),
 
+    dict(id="multi.release-inside-lost", file="lib/multi/multi.c",
+         old="            if (i != m->delivering && elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {",
+         new="            if (elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {",
+         tests=["unit.test_multi"], why="a release from inside the LOST event releases the lock being lost too: it stays RELEASING for good and the multi-lock can never be unregistered"),
+
     # (section: tls13)
     # TLS 1.3 tickets are kept only with mbedTLS 3.x; the mutation stage builds with Debian 12's
     # 2.28, where only the ServerHello sniffer (compiled for every version) can be exercised:

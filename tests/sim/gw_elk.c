@@ -159,6 +159,20 @@ static void gw_log_write(void *ctx, int level, const char *module, const char *t
             g->w->core.now_us / 1000u, g->w->core.now_us % 1000u, g->name, module, (int)len, text);
 }
 
+/* --multi: one configuration for every lock of a multi lease (elk/multi.h): one lock delay
+ * for all the run's resources, and no keepalive (lib/multi has none to pass on). */
+static void multi_behaviour(const sim_world_t *w, sim_gw_t *g)
+{
+    g->lock_delay_ms = resource_lock_delay(w, 0);
+    g->keepalive_ms = 0;
+    g->keepalive_every = 0;
+    g->hangs = false;
+    if (w->opt.control == CTRL_MULTI_NAIVE) {
+        g->lease_bound = false; /* renews what it took while it waits for the rest */
+        g->stop_on_suspect = false;
+    }
+}
+
 int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
 {
     elk_client_config_t cc;
@@ -182,16 +196,7 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
     }
     g->stop_on_suspect = elk_sim_rng_range(&g->rng, 0, 1) == 0u;
     if (w->opt.multi != 0u) {
-        /* one configuration for every lock of a multi lease (elk/multi.h): one lock delay for
-         * all the run's resources, and no keepalive (lib/multi has none to pass on) */
-        g->lock_delay_ms = resource_lock_delay(w, 0);
-        g->keepalive_ms = 0;
-        g->keepalive_every = 0;
-        g->hangs = false;
-        if (w->opt.control == CTRL_MULTI_NAIVE) {
-            g->lease_bound = false; /* renews what it took while it waits for the rest */
-            g->stop_on_suspect = false;
-        }
+        multi_behaviour(w, g);
     }
     /* --trace shows why a gateway decided what it did: the library's log lines, at the true
      * time they were written. Without --trace nothing is formatted (write NULL). */

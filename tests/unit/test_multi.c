@@ -351,6 +351,42 @@ static void test_lost_while_waiting_ends_clean(void **state)
     assert_int_equal(elk_multi_deinit(&GW[0].m), ELK_OK);
 }
 
+/* The caller may release from inside the LOST event (elk/multi.h): the lock that was lost
+ * must not stay busy for ever either. */
+static void on_multi_release_at_lost(void *user, elk_multi_t *m, size_t resource,
+                                     const elk_lock_event_t *ev)
+{
+    on_multi(user, m, resource, ev);
+    if (ev->type == ELK_LOCK_EV_LOST) {
+        assert_int_equal(elk_multi_release(m, ev->now), ELK_E_LOCK_LOST);
+    }
+}
+
+static void test_release_inside_lost_ends_clean(void **state)
+{
+    (void)state;
+    world(1);
+    elk_lock_config_t cfg = gw_world_lock_cfg();
+    GW[0].names[0] = "valve-1";
+    GW[0].names[1] = "valve-2";
+    GW[0].count = 2;
+    assert_int_equal(elk_multi_init(&GW[0].m, &GWW.client[0], GW[0].names, 2, &cfg,
+                                    on_multi_release_at_lost, &GW[0].rec),
+                     ELK_OK);
+    gw_world_connect();
+    ask(0, 0);
+    assert_true(elk_multi_is_held(&GW[0].m, NOW()));
+    for (size_t n = 0; n < GW_WORLD_NODES; n++) {
+        lfr_set(&GWW.srv[n], "t:{valve-1}", "intruder:1", 5000);
+    }
+    gw_world_run_until(NOW() + 1500);
+    assert_int_equal(count_type(&GW[0].rec, ELK_LOCK_EV_LOST), 1);
+    assert_int_equal(elk_multi_state(&GW[0].m), ELK_MULTI_IDLE);
+    gw_world_run_until(NOW() + 3000);
+    assert_false(elk_multi_busy(&GW[0].m));
+    assert_int_equal(elk_multi_deinit(&GW[0].m), ELK_OK);
+}
+
 /* Four gateways on overlapping pairs of three resources, taking and giving back at random
  * for a simulated minute with waits: the checks after every poll hold, and everybody is
  * served. */
@@ -390,5 +426,5 @@ int main(void)
                          test_nothing_when_one_is_busy, test_opposite_orders_do_not_deadlock,
                          test_loss_of_one_is_loss_of_all, test_release_cancels_an_acquire,
                          test_deinit_only_when_idle, test_random_overlapping_sets,
-                         test_lost_while_waiting_ends_clean);
+                         test_lost_while_waiting_ends_clean, test_release_inside_lost_ends_clean);
 }

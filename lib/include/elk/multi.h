@@ -64,7 +64,8 @@ typedef struct elk_multi {
     void *user;
     uint64_t wait_deadline;
     size_t count;
-    size_t next; /* position in order[] being acquired */
+    size_t next;       /* position in order[] being acquired */
+    size_t delivering; /* lock whose LOST is being passed on, or SIZE_MAX */
     elk_multi_state_t state;
 } elk_multi_t;
 
