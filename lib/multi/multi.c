@@ -19,12 +19,18 @@ static void mu_emit(elk_multi_t *m, size_t i, const elk_lock_event_t *ev)
     }
 }
 
-/* Release every lock taken or being taken (positions 0..upto of the order). */
-static void mu_release_upto(elk_multi_t *m, size_t upto, uint64_t now)
+/* Release every lock taken or being taken (positions 0..upto of the order), but the one
+ * whose LOST is being delivered (skip; SIZE_MAX: none). That one is not held any more and
+ * looks after its own keys as after any loss; released from inside its own LOST event it
+ * could stay RELEASING with nothing left to release, busy for ever (elk-sim --multi), so it
+ * is left LOST: the next acquire clears it, and it never counts as busy. */
+static void mu_release_upto(elk_multi_t *m, size_t upto, size_t skip, uint64_t now)
 {
     size_t p;
     for (p = 0; p <= upto && p < m->count; p++) {
-        (void)elk_lock_release(&m->lock[m->order[p]], now);
+        if (m->order[p] != skip) {
+            (void)elk_lock_release(&m->lock[m->order[p]], now);
+        }
     }
 }
 
@@ -44,7 +50,7 @@ static uint64_t mu_earliest(const elk_multi_t *m)
 static void mu_fail(elk_multi_t *m, size_t i, const elk_lock_event_t *ev)
 {
     elk_lock_event_t out = *ev;
-    mu_release_upto(m, m->next, ev->now);
+    mu_release_upto(m, m->next, ev->type == ELK_LOCK_EV_LOST ? i : SIZE_MAX, ev->now);
     m->state = ELK_MULTI_IDLE;
     out.type = ELK_LOCK_EV_ACQUIRE_FAILED;
     out.err = ev->err != ELK_OK ? ev->err : ELK_E_LOCK_LOST;
@@ -85,7 +91,10 @@ static void mu_lost(elk_multi_t *m, size_t i, const elk_lock_event_t *ev)
             (void)elk_lock_abandon(&m->lock[k], ev->now);
         }
     }
+    /* a release from inside the event leaves this one LOST (see mu_release_upto) */
+    m->delivering = i;
     mu_emit(m, i, ev);
+    m->delivering = SIZE_MAX;
 }
 
 static void mu_on_lock(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
@@ -158,6 +167,7 @@ int elk_multi_init(elk_multi_t *m, elk_client_t *client, const char *const *name
         return r;
     }
     m->count = count;
+    m->delivering = SIZE_MAX;
     m->on_event = on_event;
     m->user = user;
     m->state = ELK_MULTI_IDLE;
@@ -212,12 +222,13 @@ int elk_multi_release(elk_multi_t *m, uint64_t now)
     case ELK_MULTI_IDLE:
         return ELK_E_NOT_HELD;
     case ELK_MULTI_ACQUIRING:
-        mu_release_upto(m, m->next, now);
+        mu_release_upto(m, m->next, SIZE_MAX, now);
         break;
-    default: /* HELD, or LOST: every lock released, the lost one's LOST cleared */
+    default: /* HELD, or LOST: every lock released, the lost one's LOST cleared (but inside its
+              * own LOST event: left LOST, cleared by the next acquire) */
         r = m->state == ELK_MULTI_LOST ? ELK_E_LOCK_LOST : ELK_OK;
         for (i = 0; i < m->count; i++) {
-            if (elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {
+            if (i != m->delivering && elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {
                 r = ELK_E_LOCK_LOST;
             }
         }

@@ -1107,7 +1107,7 @@ MUTANTS = [
          new="for (b = a; b > 0u && 0; b--) {",
          tests=["unit.test_multi"], why="locks taken in the order the caller gave: two gateways asking for the same set in opposite orders each hold one and wait for the other until their deadlines"),
     dict(id="multi.partial-kept", file="lib/multi/multi.c",
-         old="    elk_lock_event_t out = *ev;\n    mu_release_upto(m, m->next, ev->now);",
+         old="    elk_lock_event_t out = *ev;\n    mu_release_upto(m, m->next, ev->type == ELK_LOCK_EV_LOST ? i : SIZE_MAX, ev->now);",
          new="    elk_lock_event_t out = *ev;",
          tests=["unit.test_multi"], why="a failed all-or-nothing acquire keeps the resources it already took: nobody else can have them until they run out, and nothing drives them"),
     dict(id="multi.held-after-first", file="lib/multi/multi.c",
@@ -1144,6 +1144,25 @@ MUTANTS = [
          old="\"local d=c('ZRANGEBYSCORE',k[2],'-inf',n)\\n\"",
          new="\"local d=c('ZRANGEBYSCORE',k[2],'-inf',0)\\n\"",
          tests=["integration.test_fair_redis"], why="QUEUE_KEEP never drops expired tickets from the queue: a crashed waiter blocks everybody behind it until the whole queue expires"),
+
+    # (section: multisim)
+    dict(id="multi.lost-releases-others", file="lib/multi/multi.c",
+         old="            (void)elk_lock_abandon(&m->lock[k], ev->now);",
+         new="            (void)elk_lock_release(&m->lock[k], ev->now);",
+         tests=["sim.multi_hostile_3", "integration.test_multi_redis"], why="the loss of one resource releases the others at once: the next holder drives them while the stopped actuators may still move (unit.test_multi only counts renewals; elk-sim sees the overlaps, the real servers lose the key)"),
+    dict(id="multi.lost-while-waiting-ignored", file="lib/multi/multi.c",
+         old="        } else if ((current && ev->type == ELK_LOCK_EV_ACQUIRE_FAILED) ||\n                   ev->type == ELK_LOCK_EV_LOST) {",
+         new="        } else if (current && ev->type == ELK_LOCK_EV_ACQUIRE_FAILED) {",
+         tests=["unit.test_multi"], why="a resource lost while the multi-lock waits for the next one does not end the acquire: it goes on waiting with a lock it no longer has"),
+    dict(id="multi.lost-released-in-its-event", file="lib/multi/multi.c",
+         old="        if (m->order[p] != skip) {",
+         new="        if (m->order[p] != skip || skip != SIZE_MAX) {",
+         tests=["unit.test_multi", "sim.multi_hostile_3"], why="the lock lost while waiting is released from inside its own LOST event: it stays RELEASING with nothing to release, busy for ever, and the multi-lock can never be unregistered (elk-sim --multi: a gateway never asks again)"),
+
+    dict(id="multi.release-inside-lost", file="lib/multi/multi.c",
+         old="            if (i != m->delivering && elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {",
+         new="            if (elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {",
+         tests=["unit.test_multi"], why="a release from inside the LOST event releases the lock being lost too: it stays RELEASING for good and the multi-lock can never be unregistered"),
 
     # (section: tls13)
     # TLS 1.3 tickets are kept only with mbedTLS 3.x; the mutation stage builds with Debian 12's

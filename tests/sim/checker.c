@@ -12,7 +12,7 @@
 static const char *const kind_names[V_KINDS] = {
     "mutual_exclusion",     "fence_backwards", "fence_accepted_lower", "late_lost",
     "drive_after_deadline", "liveness",        "lock_delay",           "heartbeat",
-    "permits_exceeded",
+    "permits_exceeded",     "multi_partial",   "multi_starved",
 };
 
 const char *sim_violation_name(int kind)
@@ -56,6 +56,9 @@ void sim_check_reset(sim_world_t *w)
         g->ck_valid_us = 0;
         g->ck_keepalive = 0;
         g->ck_dead_from = g->ck_dead_to = 0;
+        g->m_asking = false;
+        g->m_ask_since = 0;
+        g->m_reported = 0;
     }
     memset(w->budget, 0, sizeof w->budget);
     for (r = 0; r < SIM_MAX_ACTUATORS; r++) {
@@ -128,6 +131,22 @@ static void hold_begins(sim_world_t *w, sim_gw_t *g)
     g->ck_dead_from = g->ck_dead_to = 0;
 }
 
+/* Tokens grow in true grant order, also after masters lost their data (counters with it):
+ * the clock floor keeps them growing (design.md "Fencing tokens across a fleet"), so no loss
+ * excuses a drop any more. */
+static void check_grant_token(sim_world_t *w, const sim_gw_t *g, sim_actuator_t *a, uint64_t token)
+{
+    if (token <= a->last_grant_token) {
+        char msg[120];
+        snprintf(msg, sizeof msg, "gw%u got token %" PRIu64 " after a holder had %" PRIu64, g->id,
+                 token, a->last_grant_token);
+        sim_violation(w, V_FENCE_BACKWARDS, msg);
+    }
+    if (token > a->last_grant_token) {
+        a->last_grant_token = token;
+    }
+}
+
 void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token)
 {
     sim_actuator_t *a = &w->act[g->act];
@@ -145,18 +164,7 @@ void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token)
     if (!fenced(w)) {
         return;
     }
-    /* Tokens grow in true grant order, also after masters lost their data (counters with
-     * it): the clock floor keeps them growing (design.md "Fencing tokens across a fleet"),
-     * so no loss excuses a drop any more. */
-    if (token <= a->last_grant_token) {
-        char msg[120];
-        snprintf(msg, sizeof msg, "gw%u got token %" PRIu64 " after a holder had %" PRIu64, g->id,
-                 token, a->last_grant_token);
-        sim_violation(w, V_FENCE_BACKWARDS, msg);
-    }
-    if (token > a->last_grant_token) {
-        a->last_grant_token = token;
-    }
+    check_grant_token(w, g, a, token);
 }
 
 /* --permits: at the moment g drives, no more gateways may occupy the semaphore's actuators
@@ -318,4 +326,99 @@ void sim_check_lost_missing(sim_world_t *w, sim_gw_t *g, uint64_t now)
              g->id, now, g->deadline);
     sim_violation(w, V_LATE_LOST, msg);
     g->lost = true; /* report once per hold */
+}
+
+uint64_t sim_multi_starve_bound_us(const sim_world_t *w)
+{
+    uint64_t holds = w->opt.gateways + (w->opt.multi != 0u ? w->opt.resources / w->opt.multi : 0u);
+    return holds * ((uint64_t)w->opt.ttl_ms * 4500u + 420000u);
+}
+
+void sim_check_multi_ask(sim_world_t *w, sim_gw_t *g)
+{
+    if (!g->m_asking) {
+        g->m_asking = true;
+        g->m_ask_since = w->core.now_us;
+    }
+}
+
+/* multi_starved: the part of g's wait (since it asked) that lies in the calm phase, up to
+ * until, against the bound. Faults may hold anyone off for as long as they last; once they
+ * heal, every gateway that asks must be served. */
+static void check_wait(sim_world_t *w, sim_gw_t *g, uint64_t until)
+{
+    uint64_t from = g->m_ask_since > w->calm_from ? g->m_ask_since : w->calm_from;
+    uint64_t bound = sim_multi_starve_bound_us(w);
+    char msg[180];
+    if (!g->m_asking || until <= from) {
+        return;
+    }
+    if (until - from > w->run.calm_wait_max_us) {
+        w->run.calm_wait_max_us = until - from;
+    }
+    if (until - from > bound) {
+        snprintf(msg, sizeof msg,
+                 "gw%u asked at %" PRIu64 "us and had no grant at %" PRIu64 "us: %" PRIu64
+                 " ms of the calm phase (from %" PRIu64 "us), bound %" PRIu64 " ms",
+                 g->id, g->m_ask_since, until, (until - from) / 1000u, w->calm_from, bound / 1000u);
+        sim_violation(w, V_MULTI_STARVED, msg);
+    }
+}
+
+void sim_check_multi_acquired(sim_world_t *w, sim_gw_t *g, const sim_multi_view_t *v)
+{
+    uint32_t k;
+    check_wait(w, g, w->core.now_us);
+    g->m_asking = false;
+    g->lease = ++w->lease_seq;
+    g->lost = false;
+    w->run.cycles++;
+    w->last_grant_at = w->core.now_us;
+    if (w->core.now_us >= w->calm_from) {
+        w->calm_granted = true;
+    }
+    sim_trace(w, "acquired", g->id, g->token, g->deadline);
+    for (k = 0; k < v->count; k++) {
+        sim_trace(w, "m_token", g->id, v->res[k], v->token[k]);
+        if (v->held[k]) { /* the naive control may have lost one already */
+            check_grant_token(w, g, &w->act[v->res[k]], v->token[k]);
+        }
+    }
+}
+
+/* multi_partial: at a drive, every resource of the lease is held by its own lock (as its
+ * library says), none is past its own deadline, and the deadline the gateway goes by (the
+ * multi lease's) is no later than any of theirs. Then each held resource's actuator is
+ * driven and checked as a lock's is (exclusion, fencing, deadline). */
+void sim_check_multi_drive(sim_world_t *w, sim_gw_t *g, uint64_t local_now,
+                           const sim_multi_view_t *v)
+{
+    uint32_t k;
+    char msg[180];
+    for (k = 0; k < v->count && g->m_reported != g->lease; k++) {
+        if (!v->held[k] || local_now >= v->deadline[k] || g->deadline > v->deadline[k]) {
+            g->m_reported = g->lease;
+            snprintf(msg, sizeof msg,
+                     "gw%u (hold %" PRIu64 ") drove at local %" PRIu64 " with valve%u %s "
+                     "(its deadline %" PRIu64 ", the lease's %" PRIu64 ")",
+                     g->id, g->lease, local_now, v->res[k], v->held[k] ? "held" : "not held",
+                     v->deadline[k], g->deadline);
+            sim_violation(w, V_MULTI_PARTIAL, msg);
+        }
+    }
+    for (k = 0; k < v->count; k++) {
+        if (v->held[k]) {
+            g->act = v->res[k];
+            g->token = v->token[k];
+            sim_check_drive(w, g, local_now);
+        }
+    }
+}
+
+void sim_check_multi_end(sim_world_t *w)
+{
+    uint32_t i;
+    for (i = 0; i < w->opt.gateways; i++) {
+        check_wait(w, &w->gw[i], w->core.now_us);
+    }
 }

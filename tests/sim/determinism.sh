@@ -31,4 +31,11 @@ three=$("$sim" --seed 7 --runs 3 --faults mild --duration-ms 5000 --quiet --trac
 if [ -z "$one" ] || [ "$one" != "$three" ]; then
   echo "FAIL: seed 9 alone ($one) and after seeds 7, 8 ($three) differ"; exit 1
 fi
+# --multi: the set each gateway asks for is drawn per attempt; two runs must still agree.
+margs="--seed 7 --runs 2 --gateways 6 --resources 4 --multi 2 --faults harsh --duration-ms 5000 --quiet"
+m1=$("$sim" $margs 2>/dev/null | grep 'trace hash' || true)
+m2=$("$sim" $margs 2>/dev/null | grep 'trace hash' || true)
+if [ -z "$m1" ] || [ "$m1" != "$m2" ]; then
+  echo "FAIL: --multi 2, seed 7 twice differs ($m1 / $m2)"; exit 1
+fi
 echo "OK: seed 7 twice identical ($lines trace lines, $ha); seed 8 $hc; $one"

@@ -159,6 +159,20 @@ static void gw_log_write(void *ctx, int level, const char *module, const char *t
             g->w->core.now_us / 1000u, g->w->core.now_us % 1000u, g->name, module, (int)len, text);
 }
 
+/* --multi: one configuration for every lock of a multi lease (elk/multi.h): one lock delay
+ * for all the run's resources, and no keepalive (lib/multi has none to pass on). */
+static void multi_behaviour(const sim_world_t *w, sim_gw_t *g)
+{
+    g->lock_delay_ms = resource_lock_delay(w, 0);
+    g->keepalive_ms = 0;
+    g->keepalive_every = 0;
+    g->hangs = false;
+    if (w->opt.control == CTRL_MULTI_NAIVE) {
+        g->lease_bound = false; /* renews what it took while it waits for the rest */
+        g->stop_on_suspect = false;
+    }
+}
+
 int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
 {
     elk_client_config_t cc;
@@ -181,6 +195,9 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         g->hangs = elk_sim_rng_range(&g->rng, 0, 1) == 0u;
     }
     g->stop_on_suspect = elk_sim_rng_range(&g->rng, 0, 1) == 0u;
+    if (w->opt.multi != 0u) {
+        multi_behaviour(w, g);
+    }
     /* --trace shows why a gateway decided what it did: the library's log lines, at the true
      * time they were written. Without --trace nothing is formatted (write NULL). */
     g->log.ctx = g;
@@ -225,7 +242,11 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         lc.fencing = true;
         lc.use_release_channel = true;
         g->stop_ms = lc.stop_margin_ms;
-        rc = w->opt.permits != 0u
+        g->m_cfg = lc;
+        g->m_count = 0;
+        g->m_done = false;
+        rc = w->opt.multi != 0u ? ELK_OK /* registered per attempt (gw_multi.c) */
+            : w->opt.permits != 0u
             ? elk_sem_init(&g->sem, &g->client, resource_names[g->resource], w->opt.permits, &lc,
                            on_sem_event, g)
             : elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc, on_event, g);
@@ -262,10 +283,14 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             *next = g->think_until;
             return false;
         }
-        rc = w->opt.permits != 0u ? elk_sem_acquire(&g->sem, now, now + 2u * w->opt.ttl_ms)
-                                  : elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
+        rc = w->opt.multi != 0u    ? sim_gw_multi_acquire(w, g, now)
+            : w->opt.permits != 0u ? elk_sem_acquire(&g->sem, now, now + 2u * w->opt.ttl_ms)
+                                   : elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
         if (rc == ELK_E_WOULD_BLOCK) {
             g->phase = GW_WANT;
+        } else if (rc == ELK_E_STATE && w->opt.multi != 0u) {
+            g->think_until = now + TICK_MS; /* the last attempt's releases are in flight */
+            *next = g->think_until;
         } else {
             sim_trace(w, "acq_err", g->id, (uint64_t)(-rc), 0);
             g->think_until = now + think_ms(g) + 1u;
@@ -273,7 +298,7 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
         }
         return true;
     case GW_HOLD:
-        if (now >= g->deadline && !g->lost) {
+        if (now >= g->deadline && !g->lost && w->opt.control != CTRL_MULTI_NAIVE) {
             /* The poll just made at now >= deadline must have fired LOST. */
             sim_check_lost_missing(w, g, now);
         }
@@ -286,7 +311,10 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             *next = g->work_until;
             return false;
         }
-        if (now >= g->next_tick) {
+        if (now >= g->next_tick && w->opt.multi != 0u) {
+            sim_gw_multi_drive(w, g, now); /* every resource, each under its own guard */
+            g->next_tick = now + TICK_MS;
+        } else if (now >= g->next_tick) {
             /* Re-checked on every wake, including the first one after a pause. */
             bool held = w->opt.permits != 0u ? elk_sem_is_held(&g->sem, now)
                                              : elk_lock_is_held(&g->lock, now);
@@ -306,13 +334,18 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             return false;
         }
         sim_check_release(w, g);
-        if (w->opt.permits != 0u) {
+        if (w->opt.multi != 0u) {
+            sim_gw_multi_release(w, g, now);
+        } else if (w->opt.permits != 0u) {
             (void)elk_sem_release(&g->sem, now);
         } else {
             (void)elk_lock_release(&g->lock, now);
         }
         g->phase = GW_THINK;
         g->think_until = now + think_ms(g);
+        if (g->m_done) {
+            g->think_until = UINT64_MAX; /* --multi, served in the calm phase: asks no more */
+        }
         *next = g->think_until;
         return true;
     default:

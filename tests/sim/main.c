@@ -19,7 +19,7 @@ static const char *timeline_path; /* --timeline FILE, NULL: none */
 
 static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
                                             "naive-fence", "setnx-getset",    "no-vote-hygiene",
-                                            "no-amnesia",  "naive-semaphore"};
+                                            "no-amnesia",  "naive-semaphore", "multi-naive"};
 
 static void usage(FILE *f)
 {
@@ -43,8 +43,15 @@ static void usage(FILE *f)
             "                       no token floor; with --faults hostile-masters)\n"
             "                       | naive-semaphore (with --permits: a counter of holders on\n"
             "                       each master, a holder needs a quorum: more than N hold)\n"
+            "                       | multi-naive (with --multi: independent locks taken in\n"
+            "                       the order asked, kept while waiting, a lost one not ending\n"
+            "                       the others: deadlocks and partial sets)\n"
             "  --permits N          each resource is a semaphore of N permits (max %u; 0, the\n"
             "                       default: a lock); the checker adds permits_exceeded\n"
+            "  --multi K            each hold one all-or-nothing lease (elk/multi.h) over K of\n"
+            "                       the resources (2..%u, at most --resources), drawn per\n"
+            "                       attempt in a random order; the checker adds multi_partial\n"
+            "                       and multi_starved, and the calm phase grows to show them\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
@@ -56,7 +63,9 @@ static void usage(FILE *f)
             "  --help               this text\n",
             ELK_SIM_MAX_GATEWAYS,
             ELK_SIM_MAX_NODES < CONFIG_ELK_MAX_NODES ? ELK_SIM_MAX_NODES : CONFIG_ELK_MAX_NODES,
-            SIM_MAX_RESOURCES, sim_profile_names(), SIM_MAX_PERMITS);
+            SIM_MAX_RESOURCES, sim_profile_names(), SIM_MAX_PERMITS,
+            SIM_MAX_RESOURCES < CONFIG_ELK_MULTI_MAX_RESOURCES ? SIM_MAX_RESOURCES
+                                                               : CONFIG_ELK_MULTI_MAX_RESOURCES);
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -76,9 +85,9 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 static bool is_numeric_option(const char *a)
 {
-    static const char *const names[] = {"--seed",        "--runs",      "--gateways",
-                                        "--nodes",       "--resources", "--drift",
-                                        "--duration-ms", "--ttl-ms",    "--permits"};
+    static const char *const names[] = {"--seed",      "--runs",  "--gateways",    "--nodes",
+                                        "--resources", "--drift", "--duration-ms", "--ttl-ms",
+                                        "--permits",   "--multi"};
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(a, names[i]) == 0) {
@@ -132,6 +141,9 @@ static int parse_numeric(const char *a, const char *v, sim_options_t *o)
         o->ttl_ms = (uint32_t)n;
     } else if (strcmp(a, "--permits") == 0 && n <= SIM_MAX_PERMITS) {
         o->permits = (uint32_t)n;
+    } else if (strcmp(a, "--multi") == 0 && n >= 2 && n <= SIM_MAX_RESOURCES &&
+               n <= CONFIG_ELK_MULTI_MAX_RESOURCES) {
+        o->multi = (uint32_t)n;
     } else {
         fprintf(stderr, "elk-sim: bad value for %s: %s\n", a, v);
         return -1;
@@ -217,6 +229,9 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
         return t->violations[V_FENCE_BACKWARDS] > 0u;
     case CTRL_NAIVE_SEMAPHORE:
         return t->violations[V_PERMITS] > 0u;
+    case CTRL_MULTI_NAIVE:
+        /* both promises: all or nothing, and everyone served once faults heal */
+        return t->violations[V_MULTI_PARTIAL] > 0u && t->violations[V_MULTI_STARVED] > 0u;
     case CTRL_NO_AMNESIA:
         /* both promises: one holder at a time, and tokens that only grow */
         return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_BACKWARDS] > 0u;
@@ -234,6 +249,9 @@ static void replay_hint(const sim_options_t *o, uint64_t seed)
             o->ttl_ms, o->control != CTRL_NONE ? " --control " : "",
             o->control != CTRL_NONE ? control_names[o->control] : "",
             o->companion ? " --companion-lease" : "", o->permits);
+    if (o->multi != 0u) {
+        fprintf(stderr, "  (add --multi %u to the replay)\n", o->multi);
+    }
 }
 
 /* One run's figures into the sweep's. */
@@ -259,6 +277,9 @@ static void add_run(sim_stats_t *total, const sim_stats_t *run)
     total->failovers += run->failovers;
     total->events += run->events;
     total->sim_us += run->sim_us;
+    if (run->calm_wait_max_us > total->calm_wait_max_us) {
+        total->calm_wait_max_us = run->calm_wait_max_us;
+    }
 }
 
 static uint64_t run_violations(const sim_stats_t *run)
@@ -345,6 +366,13 @@ static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint
         printf("  each resource a semaphore of %u permits (lock cycles: permits granted)\n",
                o->permits);
     }
+    if (o->multi != 0u) {
+        printf("  each grant a multi lease of %u of the %u resources (lock cycles: multi leases "
+               "granted); longest wait in a calm phase %" PRIu64 " ms, multi_starved bound %" PRIu64
+               " ms\n",
+               o->multi, o->resources, total->calm_wait_max_us / 1000u,
+               sim_multi_starve_bound_us(&world) / 1000u);
+    }
     printf("  trace hash %016" PRIx64 "\n", hash);
 }
 
@@ -368,6 +396,16 @@ static int setup(int argc, char **argv, sim_options_t *o)
         fprintf(stderr,
                 "elk-sim: --control naive-semaphore needs --permits N (N >= 1), and "
                 "setnx-getset takes no --permits\n");
+        return 2;
+    }
+    if ((o->multi != 0u &&
+         (o->permits != 0u || o->companion || o->multi > o->resources ||
+          o->control == CTRL_SETNX_GETSET || o->control == CTRL_NAIVE_SEMAPHORE)) ||
+        (o->control == CTRL_MULTI_NAIVE && o->multi == 0u)) {
+        fprintf(stderr,
+                "elk-sim: --multi K needs K <= --resources and takes no --permits, "
+                "--companion-lease, setnx-getset or naive-semaphore; --control "
+                "multi-naive needs --multi K\n");
         return 2;
     }
     world.opt = *o;

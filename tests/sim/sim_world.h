@@ -14,6 +14,7 @@
 
 #include "elk/fence.h"
 #include "elk/lock.h"
+#include "elk/multi.h"
 #include "elk/node.h"
 #include "elk/pool.h"
 #include "elk/sem.h"
@@ -36,9 +37,12 @@ typedef enum sim_control {
     CTRL_SETNX_GETSET,    /* the seeds' SETNX + GETSET timestamp client instead of lib/lock */
     CTRL_NO_VOTE_HYGIENE, /* client cfg vote_hygiene = false: restarted or jumped masters vote */
     CTRL_NO_AMNESIA,      /* the scripts before issue 26: no marker age, no token floor */
-    CTRL_NAIVE_SEMAPHORE  /* a counting semaphore on a majority: each master admits at most N
+    CTRL_NAIVE_SEMAPHORE, /* a counting semaphore on a majority: each master admits at most N
                              holders (a free slot key of its own, SET NX PX), a holder needs a
                              quorum of masters (issue 28's trap) */
+    CTRL_MULTI_NAIVE      /* --multi K without lib/multi: independent locks taken in the
+                             caller's order, the ones taken kept while it waits for the next
+                             (hold and wait), a lost one not ending the others (issue 28) */
 } sim_control_t;
 
 /* Violation kinds, in report order. */
@@ -55,6 +59,10 @@ enum {
                                holder's last keepalive */
     V_PERMITS,              /* more gateways drove one semaphore's actuators at one moment
                                than it has permits */
+    V_MULTI_PARTIAL,        /* --multi: a gateway drove while it did not hold every resource of
+                               its multi lease, or believed a deadline one of them did not have */
+    V_MULTI_STARVED,        /* --multi: a gateway asked in the calm phase and was not granted
+                               within sim_multi_starve_bound_us */
     V_KINDS
 };
 
@@ -73,6 +81,7 @@ typedef struct sim_options {
     bool companion;       /* --companion-lease: each elk gateway also holds a private lease on the
                        same client, so its renewals go out batched (EXTEND_BATCH) */
     uint32_t permits;     /* --permits N: resources are semaphores of N permits; 0: locks */
+    uint32_t multi;       /* --multi K: each grant an elk_multi lease of K resources; 0: off */
     uint32_t duration_ms; /* fault phase; a calm phase follows */
     uint32_t ttl_ms;
 } sim_options_t;
@@ -193,6 +202,18 @@ typedef struct sim_gw {
     uint64_t c_hold_until; /* wall ms */
     sim_setnx_reply_t c_reply;
     bool c_have_reply;
+    /* --multi K (gw_multi.c): the resources of the current or last attempt, in the order
+     * asked (drawn per attempt), as one elk_multi lease or, in the multi-naive control, as
+     * independent locks taken in that order (m_next: how many are taken) */
+    elk_lock_config_t m_cfg;
+    elk_multi_t multi;
+    elk_lock_t m_lock[SIM_MAX_RESOURCES];
+    uint8_t m_res[SIM_MAX_RESOURCES];
+    uint32_t m_count, m_next;
+    bool m_asking; /* the checker's: wants its resources, not granted since (true us) */
+    uint64_t m_ask_since;
+    uint64_t m_reported; /* hold already reported as partial */
+    bool m_done;         /* granted in the calm phase: asks no more (the calm phase drains) */
 } sim_gw_t;
 
 typedef struct sim_actuator {
@@ -212,6 +233,7 @@ typedef struct sim_stats {
     /* node faults injected (world.c) */
     uint64_t crashes, empty_restarts, jumps, forward_jumps;
     uint64_t flushes, evictions, failovers; /* issue 26: data lost without a restart */
+    uint64_t calm_wait_max_us; /* --multi: the longest wait for a grant in the calm phase */
 } sim_stats_t;
 
 typedef struct sim_world {
@@ -262,6 +284,35 @@ void sim_check_keepalive(sim_world_t *w, sim_gw_t *g, uint64_t local_now);
 void sim_check_lost(sim_world_t *w, sim_gw_t *g, uint64_t ev_now);
 void sim_check_lost_missing(sim_world_t *w, sim_gw_t *g, uint64_t now);
 void sim_violation(sim_world_t *w, int kind, const char *what);
+
+/* --multi: what the gateway's library says of each resource of its multi lease at one
+ * moment (local ms), in the order asked */
+typedef struct sim_multi_view {
+    uint32_t count;
+    uint8_t res[SIM_MAX_RESOURCES];
+    bool held[SIM_MAX_RESOURCES];
+    uint64_t token[SIM_MAX_RESOURCES];
+    uint64_t deadline[SIM_MAX_RESOURCES]; /* each lock's own */
+} sim_multi_view_t;
+/* g starts asking (kept until its next grant); g was granted every resource of v (tokens
+ * checked per resource); g drives every resource of v its library says it holds (checked
+ * for multi_partial first, with g->deadline the multi lease's as the gateway believes it);
+ * the run ends (every gateway still asking checked for multi_starved). */
+void sim_check_multi_ask(sim_world_t *w, sim_gw_t *g);
+void sim_check_multi_acquired(sim_world_t *w, sim_gw_t *g, const sim_multi_view_t *v);
+void sim_check_multi_drive(sim_world_t *w, sim_gw_t *g, uint64_t local_now,
+                           const sim_multi_view_t *v);
+void sim_check_multi_end(sim_world_t *w);
+/* The longest a gateway may ask in the calm phase without a grant (multi_starved), true us:
+ * (gateways + resources / K) x (H + W). In the calm phase (no faults) each gateway asks until
+ * it is granted once and then no more, so at most gateways + resources / K holds end in it
+ * (the ones running when it began, at most resources / K at once, and one per gateway).
+ * While anyone asks, one of them ends or begins within H + W:
+ * the resources are taken in one order, so every chain of waiting ends at a holder, whose
+ * hold ends within H = 2.5 TTL of work + 20 ms stop margin + a 200 ms think (a lease-bound
+ * one within TTL), and an attempt that waits ends within W = 2 TTL + a 200 ms think and
+ * retries. No hung work in --multi (no keepalive). */
+uint64_t sim_multi_starve_bound_us(const sim_world_t *w);
 const char *sim_violation_name(int kind);
 
 /* Trace (world.c): hashed always, printed with --trace. */
@@ -278,6 +329,12 @@ int sim_gw_setup_naive_sem(sim_world_t *w, sim_gw_t *g);
 void sim_gw_step_naive_sem(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
 void sim_gw_step_setnx(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
 void sim_gw_wake(sim_world_t *w, sim_gw_t *g, uint64_t at_us);
+/* --multi (gw_multi.c), called by gw_elk.c's behaviour: start an attempt on a set drawn now
+ * (ELK_E_WOULD_BLOCK, ELK_E_STATE while the last attempt's releases are in flight, or the
+ * error), drive the held resources, release everything */
+int sim_gw_multi_acquire(sim_world_t *w, sim_gw_t *g, uint64_t now);
+void sim_gw_multi_drive(sim_world_t *w, sim_gw_t *g, uint64_t now);
+void sim_gw_multi_release(sim_world_t *w, sim_gw_t *g, uint64_t now);
 /* One gateway step: poll its library (the time it next wants) and let the gateway's
  * behaviour act, in turn, until the behaviour does nothing or `rounds` are used up;
  * *next_ms is the earlier of the last round's two wake times. */

@@ -75,6 +75,86 @@ static void test_permits_exceeded(void **state)
     assert_int_equal(w.run.violations[V_MUTEX], 0);
 }
 
+/* --multi 2: a view of gateway 0's multi lease over valves 1 and 2 at local ms now. */
+static sim_multi_view_t mview(bool held1, uint64_t dl1, bool held2, uint64_t dl2)
+{
+    sim_multi_view_t v;
+    memset(&v, 0, sizeof v);
+    v.count = 2;
+    v.res[0] = 1;
+    v.res[1] = 2;
+    v.held[0] = held1;
+    v.held[1] = held2;
+    v.token[0] = 5;
+    v.token[1] = 7;
+    v.deadline[0] = dl1;
+    v.deadline[1] = dl2;
+    return v;
+}
+
+/* multi_partial: driving while every resource is held under its own deadline is fine; a
+ * drive with one of them lost, past its own deadline, or under a lease deadline later than
+ * one of theirs is one violation per hold; only the held ones' actuators are driven. */
+static void test_multi_partial(void **state)
+{
+    (void)state;
+    sim_gw_t *g = &w.gw[0];
+    w.opt.multi = 2;
+    sim_multi_view_t v = mview(true, 1000, true, 900);
+    g->deadline = 900; /* the earliest: right */
+    sim_check_multi_acquired(&w, g, &v);
+    w.core.now_us = 10000;
+    sim_check_multi_drive(&w, g, 10, &v);
+    assert_int_equal(w.run.violations[V_MULTI_PARTIAL], 0);
+    assert_int_equal(w.run.drives, 2);
+    v = mview(false, 0, true, 900); /* valve1 lost, valve2 still driven */
+    sim_check_multi_drive(&w, g, 20, &v);
+    assert_int_equal(w.run.violations[V_MULTI_PARTIAL], 1);
+    assert_int_equal(w.run.drives, 3);
+    sim_check_multi_drive(&w, g, 30, &v);
+    assert_int_equal(w.run.violations[V_MULTI_PARTIAL], 1); /* once per hold */
+    v = mview(true, 1000, true, 900);
+    g->deadline = 1000; /* the latest: the gateway believes in 100 ms valve2 does not have */
+    sim_check_multi_acquired(&w, g, &(sim_multi_view_t){.count = 0});
+    sim_check_multi_drive(&w, g, 40, &v);
+    assert_int_equal(w.run.violations[V_MULTI_PARTIAL], 2);
+    g->deadline = 900;
+    sim_check_multi_acquired(&w, g, &(sim_multi_view_t){.count = 0});
+    sim_check_multi_drive(&w, g, 950, &v); /* past valve2's own deadline */
+    assert_int_equal(w.run.violations[V_MULTI_PARTIAL], 3);
+    assert_int_equal(w.run.violations[V_MUTEX], 0);
+}
+
+/* multi_starved: waits in the fault phase do not count; in the calm phase a gateway must be
+ * granted within the bound, and one still asking when the run ends is judged then. */
+static void test_multi_starved(void **state)
+{
+    (void)state;
+    w.opt.multi = 2;
+    w.opt.resources = 4;
+    w.opt.ttl_ms = 1000;
+    w.calm_from = 100000000; /* 100 s */
+    uint64_t bound = sim_multi_starve_bound_us(&w);
+    assert_int_equal(bound, (3u + 2u) * 4920000u);
+    sim_multi_view_t none = {.count = 0};
+    w.core.now_us = 1000;
+    sim_check_multi_ask(&w, &w.gw[0]); /* asks in the fault phase */
+    sim_check_multi_ask(&w, &w.gw[1]);
+    w.core.now_us = 99000000;
+    sim_check_multi_acquired(&w, &w.gw[1], &none); /* 99 s, all of it faults */
+    w.core.now_us = w.calm_from + bound;
+    sim_check_multi_acquired(&w, &w.gw[0], &none); /* exactly the bound */
+    assert_int_equal(w.run.violations[V_MULTI_STARVED], 0);
+    sim_check_multi_ask(&w, &w.gw[2]);
+    w.core.now_us += 1000;
+    sim_check_multi_ask(&w, &w.gw[1]);
+    sim_check_multi_ask(&w, &w.gw[1]); /* still the first ask */
+    w.core.now_us += bound;
+    sim_check_multi_end(&w); /* gw2: bound + 1 ms; gw1: exactly the bound */
+    assert_int_equal(w.run.violations[V_MULTI_STARVED], 1);
+    assert_int_equal(w.run.calm_wait_max_us, bound + 1000u);
+}
+
 static void test_overlapping_holds_are_one_violation(void **state)
 {
     (void)state;
@@ -371,15 +451,15 @@ static void test_no_keepalive_no_heartbeat_rule(void **state)
 
 int main(void)
 {
-    return ELK_RUN_EACH("tests", setup, NULL, test_overlapping_holds_are_one_violation,
-                        test_handover_after_stop_margin_is_fine,
-                        test_token_not_above_previous_holder, test_permits_exceeded,
-                        test_guard_that_forgets_is_caught, test_lost_late_and_drive_after_deadline,
-                        test_grant_inside_lock_delay_is_caught, test_lock_delay_of_a_paused_holder,
-                        test_clean_release_resets_lock_delay,
-                        test_renewal_moves_the_lock_delay_window,
-                        test_lock_delay_zero_still_forbids_overlapping_leases,
-                        test_lock_delay_counts_in_the_holders_clock,
-                        test_renewal_after_a_missed_keepalive_is_caught,
-                        test_keepalive_gap_is_remembered, test_no_keepalive_no_heartbeat_rule);
+    return ELK_RUN_EACH(
+        "tests", setup, NULL, test_overlapping_holds_are_one_violation,
+        test_handover_after_stop_margin_is_fine, test_token_not_above_previous_holder,
+        test_permits_exceeded, test_guard_that_forgets_is_caught,
+        test_lost_late_and_drive_after_deadline, test_grant_inside_lock_delay_is_caught,
+        test_lock_delay_of_a_paused_holder, test_clean_release_resets_lock_delay,
+        test_renewal_moves_the_lock_delay_window,
+        test_lock_delay_zero_still_forbids_overlapping_leases,
+        test_lock_delay_counts_in_the_holders_clock,
+        test_renewal_after_a_missed_keepalive_is_caught, test_keepalive_gap_is_remembered,
+        test_no_keepalive_no_heartbeat_rule, test_multi_partial, test_multi_starved);
 }

@@ -439,6 +439,11 @@ static int run_reset(sim_world_t *w, uint64_t seed, uint64_t *seeder)
      * master restarted empty late in the fault phase sits out once it is back: TTL + drift +
      * lock delay (at most TTL/2 in gw_elk.c), under 2 TTL. */
     w->end_at = w->calm_from + ((uint64_t)w->opt.ttl_ms * 6u + 4000u) * 1000u;
+    if (w->opt.multi != 0u) {
+        /* long enough for a gateway asking from the start of the calm phase to exceed the
+         * multi_starved bound: a deadlock then shows */
+        w->end_at = w->calm_from + sim_multi_starve_bound_us(w) + (uint64_t)w->opt.ttl_ms * 4000u;
+    }
     return ELK_OK;
 }
 
@@ -486,6 +491,7 @@ static int setup_gateways(sim_world_t *w, uint64_t *seeder)
         g->token = 0;
         g->deadline = 0;
         g->lost = false;
+        g->m_done = false;
         g->paused_until = 0;
         g->pause_start = 0;
         g->resume_pending = g->in_resume_step = false;
@@ -590,6 +596,9 @@ int sim_run(sim_world_t *w, uint64_t seed)
     }
     if (w->queue_overflow || w->net.dropped_events > 0u) {
         return ELK_E_SIM_QUEUE_FULL; /* an event was dropped: the run proves nothing */
+    }
+    if (w->opt.multi != 0u) {
+        sim_check_multi_end(w);
     }
     if (!w->calm_granted) {
         sim_violation(w, V_LIVENESS, "no gateway acquired the lock after the faults healed");

@@ -322,6 +322,71 @@ static void test_deinit_only_when_idle(void **state)
     assert_int_equal(elk_multi_deinit(&GW[0].m), ELK_OK);
 }
 
+/* The lock taken first is taken over (a quorum holds another value) while the multi-lock
+ * waits for the next one: the acquire fails, and the lock that was lost must not stay busy
+ * for ever, or the multi-lock could never be unregistered. (elk-sim --multi found it: the
+ * lost lock released from inside its own LOST event stayed RELEASING with nothing left to
+ * release, and the gateway could not take its next set.) */
+static void test_lost_while_waiting_ends_clean(void **state)
+{
+    (void)state;
+    world(2);
+    gw_multi(0, 2, "valve-1", "valve-2", NULL);
+    gw_multi(1, 2, "valve-2", "valve-3", NULL);
+    gw_world_connect();
+    ask(1, 0);
+    assert_true(elk_multi_is_held(&GW[1].m, NOW()));
+    ask(0, 5000); /* valve-1 taken, waiting for valve-2 */
+    gw_world_run_until(NOW() + 100);
+    assert_true(elk_lock_is_held(elk_multi_lock(&GW[0].m, 0), NOW()));
+    for (size_t n = 0; n < GW_WORLD_NODES; n++) {
+        lfr_set(&GWW.srv[n], "t:{valve-1}", "intruder:1", 5000);
+    }
+    gw_world_run_until(NOW() + 1500);
+    size_t i = last_of(&GW[0].rec, ELK_LOCK_EV_ACQUIRE_FAILED);
+    assert_int_equal(GW[0].rec.resource[i], 0);
+    assert_int_equal(elk_multi_state(&GW[0].m), ELK_MULTI_IDLE);
+    gw_world_run_until(NOW() + 3000);
+    assert_false(elk_multi_busy(&GW[0].m));
+    assert_int_equal(elk_multi_deinit(&GW[0].m), ELK_OK);
+}
+
+/* The caller may release from inside the LOST event (elk/multi.h): the lock that was lost
+ * must not stay busy for ever either. */
+static void on_multi_release_at_lost(void *user, elk_multi_t *m, size_t resource,
+                                     const elk_lock_event_t *ev)
+{
+    on_multi(user, m, resource, ev);
+    if (ev->type == ELK_LOCK_EV_LOST) {
+        assert_int_equal(elk_multi_release(m, ev->now), ELK_E_LOCK_LOST);
+    }
+}
+
+static void test_release_inside_lost_ends_clean(void **state)
+{
+    (void)state;
+    world(1);
+    elk_lock_config_t cfg = gw_world_lock_cfg();
+    GW[0].names[0] = "valve-1";
+    GW[0].names[1] = "valve-2";
+    GW[0].count = 2;
+    assert_int_equal(elk_multi_init(&GW[0].m, &GWW.client[0], GW[0].names, 2, &cfg,
+                                    on_multi_release_at_lost, &GW[0].rec),
+                     ELK_OK);
+    gw_world_connect();
+    ask(0, 0);
+    assert_true(elk_multi_is_held(&GW[0].m, NOW()));
+    for (size_t n = 0; n < GW_WORLD_NODES; n++) {
+        lfr_set(&GWW.srv[n], "t:{valve-1}", "intruder:1", 5000);
+    }
+    gw_world_run_until(NOW() + 1500);
+    assert_int_equal(count_type(&GW[0].rec, ELK_LOCK_EV_LOST), 1);
+    assert_int_equal(elk_multi_state(&GW[0].m), ELK_MULTI_IDLE);
+    gw_world_run_until(NOW() + 3000);
+    assert_false(elk_multi_busy(&GW[0].m));
+    assert_int_equal(elk_multi_deinit(&GW[0].m), ELK_OK);
+}
+
 /* Four gateways on overlapping pairs of three resources, taking and giving back at random
  * for a simulated minute with waits: the checks after every poll hold, and everybody is
  * served. */
@@ -360,5 +425,6 @@ int main(void)
     return ELK_RUN_TESTS(test_init_checks, test_all_held, test_canonical_order,
                          test_nothing_when_one_is_busy, test_opposite_orders_do_not_deadlock,
                          test_loss_of_one_is_loss_of_all, test_release_cancels_an_acquire,
-                         test_deinit_only_when_idle, test_random_overlapping_sets);
+                         test_deinit_only_when_idle, test_random_overlapping_sets,
+                         test_lost_while_waiting_ends_clean, test_release_inside_lost_ends_clean);
 }

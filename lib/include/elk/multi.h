@@ -8,7 +8,9 @@
  *   two gateways asking for overlapping sets in different orders cannot wait on each other
  *   in a circle: whoever gets the lowest common resource first gets on. A resource that
  *   cannot be had before the wait deadline ends the acquire: the ones already taken are
- *   released at once (nothing was driven under them), and ACQUIRE_FAILED says which.
+ *   released at once (nothing was driven under them), and ACQUIRE_FAILED says which. One
+ *   taken earlier and lost while waiting ends the acquire too; it is left LOST (it looks
+ *   after its own keys as after any loss; the next acquire clears it).
  * - One deadline: the earliest of the locks' (elk_multi_deadline); the actuators may be
  *   driven only while elk_multi_is_held. The locks renew on the same client, so their
  *   renewals travel together (batched renewals, lock.h).
@@ -62,7 +64,8 @@ typedef struct elk_multi {
     void *user;
     uint64_t wait_deadline;
     size_t count;
-    size_t next; /* position in order[] being acquired */
+    size_t next;       /* position in order[] being acquired */
+    size_t delivering; /* lock whose LOST is being passed on, or SIZE_MAX */
     elk_multi_state_t state;
 } elk_multi_t;
 
