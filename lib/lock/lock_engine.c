@@ -198,7 +198,10 @@ static void lk_become_held(elk_lock_t *lock, uint64_t now)
     lk_fire(lock, ELK_LOCK_EV_ACQUIRED, ELK_OK, now);
 }
 
-static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
+/* Lost: LOST fires with the release after the stop margin already scheduled or not
+ * (release_later), so a caller that releases from inside the event sees the lock as it
+ * stays: a release scheduled after the event ran would leave it RELEASING for good. */
+static void lk_lost_as(elk_lock_t *lock, int err, uint64_t now, bool release_later)
 {
     if (lock->fg.kind != LK_NONE) {
         lk_end_round(lock, now);
@@ -212,8 +215,14 @@ static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
     memcpy(lock->lost_value, lock->value, lock->value_len + 1u);
     lock->lost_value_len = lock->value_len;
     /* With a lock delay the keys are left to expire: RELEASE would delete the marker. */
-    lock->lost_release_at = lock->cfg.lock_delay_ms == 0u ? now + lock->cfg.stop_margin_ms : 0u;
+    lock->lost_release_at =
+        release_later && lock->cfg.lock_delay_ms == 0u ? now + lock->cfg.stop_margin_ms : 0u;
     lk_fire(lock, ELK_LOCK_EV_LOST, err, now);
+}
+
+static void lk_lost(elk_lock_t *lock, int err, uint64_t now)
+{
+    lk_lost_as(lock, err, now, true);
 }
 
 static bool lk_validity_ok(const elk_lock_t *lock, uint64_t now)
@@ -363,8 +372,7 @@ static void lk_eval_extend(elk_lock_t *lock, uint64_t now, const lk_tally_t *t)
          * renewal may just have extended it) it keeps the next holder out until it runs
          * out, never before our deadline (elk-sim seeds 2000362 and 1000962: a release
          * here let another grant, or our own next one, inside our old validity). */
-        lk_lost(lock, ELK_E_LOCK_TAKEN, now);
-        lock->lost_release_at = 0;
+        lk_lost_as(lock, ELK_E_LOCK_TAKEN, now, false);
         return;
     }
     if (t->over) {

@@ -161,6 +161,34 @@ static void test_renew_value_gone_is_lost_at_once(void **state)
     assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_LOST);
 }
 
+static void release_on_lost(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+{
+    (void)user;
+    if (ev->type == ELK_LOCK_EV_LOST) {
+        assert_int_equal(elk_lock_release(lock, ev->now), ELK_E_LOCK_LOST);
+    }
+}
+
+/* The same loss with the caller releasing from inside its LOST event (lib/multi and elkd
+ * do): the lock ends IDLE and not busy, and still releases nothing. It stayed RELEASING
+ * for good when the engine cleared the deferred release after the event had run. */
+static void test_renew_value_gone_released_inside_lost(void **state)
+{
+    (void)state;
+    world_setup(.nodes = 3, .ttl = 1000);
+    W.rec.hook = release_on_lost;
+    uint64_t t0 = acquire_now();
+    lfr_del(&W.srv[0], "t:{valve}");
+    lfr_set(&W.srv[1], "t:{valve}", "thief:1", 5000);
+    run_until(t0 + 330);
+    assert_non_null(find_ev(&W.rec, ELK_LOCK_EV_LOST));
+    run_until(t0 + 330 + 500);
+    assert_int_equal(elk_lock_state(&W.lock), ELK_LOCK_IDLE);
+    assert_false(elk_lock_busy(&W.lock));
+    assert_int_equal(W.srv[2].release_calls, 0);
+    assert_non_null(lfr_get(&W.srv[2], "t:{valve}"));
+}
+
 static void test_caps_stop_renewal(void **state)
 {
     (void)state;
@@ -496,7 +524,8 @@ int main(void)
         test_renewal_keeps_lock, test_renewal_fails_on_minority,
         test_renewal_fails_on_majority_lost_at_deadline, test_lost_at_deadline_silent_single,
         test_lost_release_waits_for_stop_margin, test_renew_value_gone_is_lost_at_once,
-        test_caps_stop_renewal, test_lost_cause_fleet_unreachable, test_lost_causes_are_distinct,
+        test_renew_value_gone_released_inside_lost, test_caps_stop_renewal,
+        test_lost_cause_fleet_unreachable, test_lost_causes_are_distinct,
         test_abandon_lets_the_lease_run_out, test_commit_round_states,
         test_renewal_deadline_with_reply_time, test_commit_key_gone_on_majority,
         test_stale_round_reply_not_counted, test_deadline_is_exclusive_without_poll,
