@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "elk/err.h"
+#include "elk/fair.h"
 #include "elk/lock.h"
 #include "elk/node.h"
 #include "elk/platform.h"
@@ -141,7 +142,11 @@ typedef struct resource {
     size_t idx;                    /* its slot: a->res[idx] == this, a->allow[idx] its list */
     uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
     elkfw_res_metrics_t metrics;
-    elk_lock_t lock;
+    elk_lock_t lock; /* the lock of a resource without fair waiting */
+#if CONFIG_ELK_FAIR
+    elk_fair_t fair; /* fair = on: the queue, and the lock behind it (elkd__lk) */
+#endif
+    bool fair_on; /* the lock in service is fair's (set when it was set up) */
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
     bool acquiring;               /* ACQUIRE sent to the library, no answer yet */
@@ -289,6 +294,23 @@ bool elkd__res_reserve(agent_t *a, size_t n);
 resource_t *elkd__res_slot(agent_t *a, size_t k);
 void elkd__res_free_all(agent_t *a);
 void elkd__set_acquiring(agent_t *a, resource_t *r, bool on);
+int elkd__lock_init(agent_t *a, resource_t *r, const elk_lock_config_t *lc);
+int elkd__lock_deinit(resource_t *r);
+bool elkd__lock_busy(const resource_t *r);
+int elkd__lock_release(resource_t *r, uint64_t now);
+void elkd__fair_step(agent_t *a, uint64_t now, uint64_t *next);
+
+/* The lock behind r: fair's when fair waiting is on, else its own. Const only as far as
+ * the callers' view of r; the lock functions that change it take it from a mutable r. */
+static inline elk_lock_t *elkd__lk(const resource_t *r)
+{
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        return (elk_lock_t *)&r->fair.lock;
+    }
+#endif
+    return (elk_lock_t *)&r->lock;
+}
 bool elkd__is_semaphore(agent_t *a, const char *name);
 resource_t *elkd__sem_permit_of(agent_t *a, const char *name, int slot);
 void elkd__sem_pass(agent_t *a, int slot, uint64_t now);

@@ -40,7 +40,7 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
             if (r->shutdown_release_at == now) {
                 elkd__release_when_stopped(a, r, now, "shutting down");
             }
-        } else if (r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE) {
+        } else if (r->acquiring || elk_lock_state(elkd__lk(r)) != ELK_LOCK_IDLE) {
             elkd__release_res(a, r, now, "shutting down");
         }
     }
@@ -56,7 +56,7 @@ static bool shutdown_done(agent_t *a, uint64_t now)
         if (elkfw_sup_stopping(&a->res[i]->sup)) {
             return false; /* a holder's command is still being stopped */
         }
-        if (elk_lock_busy(&a->res[i]->lock) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
+        if (elkd__lock_busy(a->res[i]) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
             return false; /* background release rounds still in flight */
         }
     }
@@ -223,7 +223,7 @@ static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
         return;
     }
     for (i = 0; i < a->n_res; i++) {
-        held += a->res[i]->in_use && elk_lock_is_held(&a->res[i]->lock, now);
+        held += a->res[i]->in_use && elk_lock_is_held(elkd__lk(a->res[i]), now);
     }
     snprintf(msg, sizeof msg, "%s%zu/%zu nodes ready%s, %zu lease%s held, %zu client%s",
              a->ready_sent ? "STATUS=" : "READY=1\nSTATUS=", ready, a->fleet.count,
@@ -283,6 +283,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     uint64_t next = elk_client_poll(&a->client, now);
     size_t i;
     now = a->clock.now_ms(a->clock.ctx);
+    elkd__fair_step(a, now, &next);
     expire_waiters(a, now, &next);
     elkd__sem_step(a, now, &next);
     step_resources(a, now, &next);

@@ -69,6 +69,84 @@ void elkd__set_acquiring(agent_t *a, resource_t *r, bool on)
     }
 }
 
+#if CONFIG_ELK_FAIR
+/* The fair layer's events are the lock's (plus ACQUIRE_FAILED when a wait ends in the
+ * queue): one handler serves both. */
+static void on_fair_event(void *user, elk_fair_t *fair, const elk_lock_event_t *ev)
+{
+    elkd__on_lock_event(user, elk_fair_lock(fair), ev);
+}
+#endif
+
+/* r's lock registered with the client for r->own (fair = on: behind a fair handle, the
+ * ticket's lease CONFIG_ELK_FAIR_TICKET_TTL_MS). Returns as elk_lock_init. */
+int elkd__lock_init(agent_t *a, resource_t *r, const elk_lock_config_t *lc)
+{
+    r->fair_on = false;
+#if CONFIG_ELK_FAIR
+    if (r->own.fair) {
+        int rc = elk_fair_init(&r->fair, &a->client, r->own.name, lc, 0u, on_fair_event, r);
+        r->fair_on = rc == ELK_OK;
+        return rc;
+    }
+#endif
+    return elk_lock_init(&r->lock, &a->client, r->own.name, lc, elkd__on_lock_event, r);
+}
+
+/* Unregister r's lock (ELK_E_STATE while it waits, holds or has requests in flight). */
+int elkd__lock_deinit(resource_t *r)
+{
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        return elk_fair_deinit(&r->fair);
+    }
+#endif
+    return elk_lock_deinit(&r->lock);
+}
+
+/* Requests in flight on r (the queue's too): its slot must stay. */
+bool elkd__lock_busy(const resource_t *r)
+{
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        return elk_fair_busy(&r->fair);
+    }
+#endif
+    return elk_lock_busy(&r->lock);
+}
+
+/* Release r's hold or cancel its acquire (a fair wait gives its ticket back). Returns as
+ * elk_lock_release. */
+int elkd__lock_release(resource_t *r, uint64_t now)
+{
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        return elk_fair_release(&r->fair, now);
+    }
+#endif
+    return elk_lock_release(&r->lock, now);
+}
+
+/* The fair layer of every fair resource driven (after elk_client_poll, whose replies it
+ * reads); *next lowered to its next timer. */
+void elkd__fair_step(agent_t *a, uint64_t now, uint64_t *next)
+{
+#if CONFIG_ELK_FAIR
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = a->res[i];
+        if (r->in_use && r->fair_on) {
+            uint64_t at = elk_fair_poll(&r->fair, now);
+            *next = at < *next ? at : *next;
+        }
+    }
+#else
+    (void)a;
+    (void)now;
+    (void)next;
+#endif
+}
+
 resource_t *elkd__find_res(agent_t *a, const char *name)
 {
     size_t i;
@@ -93,7 +171,7 @@ bool elkd__res_orphaned(agent_t *a, const resource_t *r, uint64_t now)
     if (elkfw_sup_stopping(&r->sup)) {
         return true;
     }
-    return !elkd__owned_by(a, r, r->owner) && elk_lock_is_held(&r->lock, now);
+    return !elkd__owned_by(a, r, r->owner) && elk_lock_is_held(elkd__lk(r), now);
 }
 
 /* The grant line: OK ACQUIRED, EVENT RENEWED and EVENT RECOVERED have one shape. */
@@ -197,13 +275,20 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     r->keepalive_ms = keepalive_ms != 0 ? keepalive_ms : r->conf->keepalive_ms;
     r->keepalive_missed = false;
     r->suspect_since = 0;
-    (void)elk_lock_set_keepalive(&r->lock, now, r->keepalive_ms);
+    (void)elk_lock_set_keepalive(elkd__lk(r), now, r->keepalive_ms);
     r->owner = slot;
     r->owner_id = a->clients[slot].id;
     elkd__set_acquiring(a, r, true);
     r->last_round_err = ELK_OK;
     r->asked_at = now;
-    rc = elk_lock_acquire(&r->lock, now, wd);
+    #if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        rc = elk_fair_acquire(&r->fair, now, wd);
+    } else
+#endif
+    {
+        rc = elk_lock_acquire(elkd__lk(r), now, wd);
+    }
     if (rc == ELK_E_WOULD_BLOCK) {
         elkd__log(a, ELK_LOG_DEBUG,
                   "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
@@ -214,8 +299,8 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     if (rc == ELK_OK) {
         /* Already held by this handle: cannot happen as the agent holds once per resource;
          * answer truthfully anyway. */
-        elkd__send_grant(a, slot, "OK ACQUIRED", r, elk_lock_token(&r->lock),
-                         elk_lock_validity(&r->lock, now), elk_lock_deadline(&r->lock));
+        elkd__send_grant(a, slot, "OK ACQUIRED", r, elk_lock_token(elkd__lk(r)),
+                         elk_lock_validity(elkd__lk(r), now), elk_lock_deadline(elkd__lk(r)));
         return;
     }
     r->owner = -1;
@@ -253,10 +338,10 @@ void elkd__hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 
 void elkd__release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
 {
-    uint64_t token = elk_lock_token(&r->lock);
-    uint32_t renewals = elk_lock_renewals(&r->lock);
-    bool held = elk_lock_is_held(&r->lock, now);
-    int rc = elk_lock_release(&r->lock, now);
+    uint64_t token = elk_lock_token(elkd__lk(r));
+    uint32_t renewals = elk_lock_renewals(elkd__lk(r));
+    bool held = elk_lock_is_held(elkd__lk(r), now);
+    int rc = elkd__lock_release(r, now);
     if (held) {
         elkd__record_event(a, ELKFW_EV_RELEASE, r, r->owner, token, now, 0, ELK_OK);
         elkfw_hist_add(&r->metrics.hold, now - r->granted_at);
@@ -292,12 +377,12 @@ void elkd__release_when_stopped(agent_t *a, resource_t *r, uint64_t now, const c
  * lease is never released early; it is no longer renewed and runs out at its deadline. */
 static void supervise_gave_up(agent_t *a, resource_t *r, uint64_t now)
 {
-    if (elk_lock_is_held(&r->lock, now)) {
+    if (elk_lock_is_held(elkd__lk(r), now)) {
         elkd__log(a, ELK_LOG_ERROR,
                   "%s: giving up on process group %d (%s); not releasing the lease: it is no "
                   "longer renewed and runs out in %" PRIu32 " ms",
-                  r->conf->name, (int)r->sup.pgid, r->sup.why, elk_lock_validity(&r->lock, now));
-        (void)elk_lock_abandon(&r->lock, now);
+                  r->conf->name, (int)r->sup.pgid, r->sup.why, elk_lock_validity(elkd__lk(r), now));
+        (void)elk_lock_abandon(elkd__lk(r), now);
         r->owner = -1;
         r->shutdown_release_at = 0;
     } else {
@@ -338,7 +423,7 @@ void elkd__supervise_step(agent_t *a, resource_t *r, uint64_t now, uint64_t *nex
         if (r->shutdown_release_at != 0 && now < r->shutdown_release_at) {
             break; /* shutdown keeps the lease for the stop margin; it releases then */
         }
-        if (elk_lock_is_held(&r->lock, now) &&
+        if (elk_lock_is_held(elkd__lk(r), now) &&
             (!elkd__owned_by(a, r, r->owner) || a->shutting_down)) {
             elkd__release_res(a, r, now, "its command has stopped");
         } else {
