@@ -146,7 +146,7 @@ typedef struct resource {
 #if CONFIG_ELK_FAIR
     elk_fair_t fair; /* fair = on: the queue, and the lock behind it (elkd__lk) */
 #endif
-    bool fair_on; /* the lock in service is fair's (set when it was set up) */
+    bool fair_on;                 /* the lock in service is fair's (set when it was set up) */
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
     bool acquiring;               /* ACQUIRE sent to the library, no answer yet */

@@ -281,7 +281,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     elkd__set_acquiring(a, r, true);
     r->last_round_err = ELK_OK;
     r->asked_at = now;
-    #if CONFIG_ELK_FAIR
+#if CONFIG_ELK_FAIR
     if (r->fair_on) {
         rc = elk_fair_acquire(&r->fair, now, wd);
     } else

@@ -129,7 +129,8 @@ static uint32_t sem_holders(agent_t *a, const resource_t *head, uint64_t now, bo
             memcmp(r->own.name, head->own.name, nl) != 0) {
             continue;
         }
-        local = elkd__owned_by(a, r, r->owner) && !r->acquiring && elk_lock_is_held(elkd__lk(r), now);
+        local =
+            elkd__owned_by(a, r, r->owner) && !r->acquiring && elk_lock_is_held(elkd__lk(r), now);
         if (local) {
             held++;
             elkd__counts_add(out, cap, &len,
@@ -150,6 +151,28 @@ static uint32_t sem_holders(agent_t *a, const resource_t *head, uint64_t now, bo
         snprintf(out, cap, "-");
     }
     return held;
+}
+
+/* A fair resource's place in the fleet's queue (elk_fair_ticket, elk_fair_ahead): its
+ * phase ("-" when fair waiting is off), the ticket of this gateway's acquire in progress or
+ * last (0: none yet) and the live waiters ahead of it by the last round. */
+static const char *fair_fields(const resource_t *r, int64_t *ticket, uint32_t *ahead)
+{
+    static const char *const phases[] = {"idle", "taking", "queued", "locking"};
+    *ticket = 0;
+    *ahead = 0;
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        elk_fair_phase_t ph = elk_fair_phase(&r->fair);
+        *ticket = elk_fair_ticket(&r->fair);
+        *ahead = elk_fair_ahead(&r->fair);
+        return (size_t)ph < sizeof phases / sizeof phases[0] ? phases[ph] : "?";
+    }
+#else
+    (void)phases;
+#endif
+    (void)r;
+    return "-";
 }
 
 /* STATUS: "OK STATUS <n>", then the agent, each resource and each node on a line. */
@@ -174,20 +197,25 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
                       a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = a->res[i];
+        int64_t ticket;
+        uint32_t ahead;
+        const char *fair;
         if (!r->in_use) {
             continue;
         }
+        fair = fair_fields(r, &ticket, &ahead);
         elkd__client_send(
             a, slot,
             "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
             " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s keepalive_ms=%" PRIu32
-            " lock_delay_ms=%" PRIu32 "\n",
+            " lock_delay_ms=%" PRIu32 " fair=%s ticket=%" PRId64 " ahead=%" PRIu32 "\n",
             r->conf->name, elk_lock_state_name(elk_lock_state(elkd__lk(r))),
             holder_text(a, r, holder, sizeof holder), elk_lock_token(elkd__lk(r)),
             elk_lock_validity(elkd__lk(r), now), r->conf->ttl_ms, elk_lock_renewals(elkd__lk(r)),
-            elk_lock_last_error(elkd__lk(r)) == ELK_OK ? "-"
-                                                    : elk_err_name(elk_lock_last_error(elkd__lk(r))),
-            res_keepalive(r, now), r->conf->lock_delay_ms);
+            elk_lock_last_error(elkd__lk(r)) == ELK_OK
+                ? "-"
+                : elk_err_name(elk_lock_last_error(elkd__lk(r))),
+            res_keepalive(r, now), r->conf->lock_delay_ms, fair, ticket, ahead);
     }
     for (i = 0; i < a->n_res; i++) {
         char holders[1024];
@@ -259,24 +287,29 @@ void elkd__send_status(agent_t *a, int slot, bool json, uint64_t now)
         elkd__clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = a->res[i];
+        int64_t ticket;
+        uint32_t ahead;
+        const char *fair;
         if (!r->in_use) {
             continue;
         }
+        fair = fair_fields(r, &ticket, &ahead);
         elkd__client_send(
             a, slot,
             "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":%s,\"token\":%" PRIu64
             ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
             ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":%s,\"keepalive_ms\":%" PRIu32
-            ",\"lock_delay_ms\":%" PRIu32 "}",
+            ",\"lock_delay_ms\":%" PRIu32 ",\"fair\":\"%s\",\"ticket\":%" PRId64
+            ",\"ahead\":%" PRIu32 "}",
             first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(elkd__lk(r))),
             json_or_null(holder_text(a, r, holder, sizeof holder), hq, sizeof hq),
-            elk_lock_token(elkd__lk(r)), elk_lock_validity(elkd__lk(r), now), elk_lock_renewals(elkd__lk(r)),
-            r->conf->ttl_ms, r->conf->stop_margin_ms,
+            elk_lock_token(elkd__lk(r)), elk_lock_validity(elkd__lk(r), now),
+            elk_lock_renewals(elkd__lk(r)), r->conf->ttl_ms, r->conf->stop_margin_ms,
             json_or_null(elk_lock_last_error(elkd__lk(r)) == ELK_OK
                              ? "-"
                              : elk_err_name(elk_lock_last_error(elkd__lk(r))),
                          eq, sizeof eq),
-            res_keepalive(r, now), r->conf->lock_delay_ms);
+            res_keepalive(r, now), r->conf->lock_delay_ms, fair, ticket, ahead);
         first = false;
     }
     elkd__client_send(a, slot, "],\"semaphores\":[");
