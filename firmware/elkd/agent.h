@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -142,10 +143,15 @@ typedef struct resource {
     size_t idx;                    /* its slot: a->res[idx] == this, a->allow[idx] its list */
     uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
     elkfw_res_metrics_t metrics;
-    elk_lock_t lock; /* the lock of a resource without fair waiting */
+    /* The lock. With fair waiting (fair = on) it is the lock behind an elk_fair_t, whose
+     * first member it is: &lock is the lock in service either way, and every use of a held
+     * lease (renewal, keepalive, STATUS, ...) stays as it is (elkd__lock_init). */
+    union {
+        elk_lock_t lock;
 #if CONFIG_ELK_FAIR
-    elk_fair_t fair; /* fair = on: the queue, and the lock behind it (elkd__lk) */
+        elk_fair_t fair;
 #endif
+    };
     bool fair_on;                 /* the lock in service is fair's (set when it was set up) */
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
@@ -300,17 +306,6 @@ bool elkd__lock_busy(const resource_t *r);
 int elkd__lock_release(resource_t *r, uint64_t now);
 void elkd__fair_step(agent_t *a, uint64_t now, uint64_t *next);
 
-/* The lock behind r: fair's when fair waiting is on, else its own. Const only as far as
- * the callers' view of r; the lock functions that change it take it from a mutable r. */
-static inline elk_lock_t *elkd__lk(const resource_t *r)
-{
-#if CONFIG_ELK_FAIR
-    if (r->fair_on) {
-        return (elk_lock_t *)&r->fair.lock;
-    }
-#endif
-    return (elk_lock_t *)&r->lock;
-}
 bool elkd__is_semaphore(agent_t *a, const char *name);
 resource_t *elkd__sem_permit_of(agent_t *a, const char *name, int slot);
 void elkd__sem_pass(agent_t *a, int slot, uint64_t now);

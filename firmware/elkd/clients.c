@@ -22,12 +22,12 @@ static void lease_after_client(agent_t *a, resource_t *r, const client_t *c, uin
         r->owner = -1;
         return;
     }
-    if (c->unresponsive && elk_lock_is_held(elkd__lk(r), now)) {
+    if (c->unresponsive && elk_lock_is_held(&r->lock, now)) {
         elkd__log(a, ELK_LOG_WARN,
                   "%s: %s; it may still be driving: the lease is no longer renewed and runs out in "
                   "%" PRIu32 " ms instead of being released",
-                  r->conf->name, what, elk_lock_validity(elkd__lk(r), now));
-        (void)elk_lock_abandon(elkd__lk(r), now);
+                  r->conf->name, what, elk_lock_validity(&r->lock, now));
+        (void)elk_lock_abandon(&r->lock, now);
         r->owner = -1;
         r->shutdown_release_at = 0;
         return;

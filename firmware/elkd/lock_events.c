@@ -95,7 +95,7 @@ static void lease_granted(agent_t *a, resource_t *r, int slot, const elk_lock_ev
     }
     r->granted_at = ev->now;
     /* The hold starts now: its keepalive interval counts from here. */
-    (void)elk_lock_set_keepalive(elkd__lk(r), ev->now, r->keepalive_ms);
+    (void)elk_lock_set_keepalive(&r->lock, ev->now, r->keepalive_ms);
     elkd__log(a, ELK_LOG_INFO,
               "%s: granted to client %" PRIu64 " (uid %u, pid %d, %s), token %" PRIu64
               ", valid %" PRIu32 " ms, waited %" PRIu64 " ms, %u/%u nodes (votes %s)",

@@ -40,7 +40,7 @@ static void begin_shutdown(agent_t *a, uint64_t now, const char *why)
             if (r->shutdown_release_at == now) {
                 elkd__release_when_stopped(a, r, now, "shutting down");
             }
-        } else if (r->acquiring || elk_lock_state(elkd__lk(r)) != ELK_LOCK_IDLE) {
+        } else if (r->acquiring || elk_lock_state(&r->lock) != ELK_LOCK_IDLE) {
             elkd__release_res(a, r, now, "shutting down");
         }
     }
@@ -223,7 +223,7 @@ static void notify_state(agent_t *a, uint64_t now, uint64_t *next)
         return;
     }
     for (i = 0; i < a->n_res; i++) {
-        held += a->res[i]->in_use && elk_lock_is_held(elkd__lk(a->res[i]), now);
+        held += a->res[i]->in_use && elk_lock_is_held(&a->res[i]->lock, now);
     }
     snprintf(msg, sizeof msg, "%s%zu/%zu nodes ready%s, %zu lease%s held, %zu client%s",
              a->ready_sent ? "STATUS=" : "READY=1\nSTATUS=", ready, a->fleet.count,

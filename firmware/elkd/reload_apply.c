@@ -13,7 +13,7 @@ bool elkd__res_settle(agent_t *a, resource_t *r)
         return true;
     }
     if (elkd__owned_by(a, r, r->owner) || r->acquiring ||
-        elk_lock_state(elkd__lk(r)) != ELK_LOCK_IDLE || elkd__lock_busy(r) ||
+        elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elkd__lock_busy(r) ||
         elkfw_sup_stopping(&r->sup) || elkd__lock_deinit(r) != ELK_OK) {
         return false;
     }
@@ -66,7 +66,7 @@ static const char *fleet_in_use(agent_t *a)
         const resource_t *r = a->res[i];
         if (r->in_use &&
             (elkd__owned_by(a, r, r->owner) || r->acquiring ||
-             elk_lock_state(elkd__lk(r)) != ELK_LOCK_IDLE || elkd__lock_busy(r) ||
+             elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elkd__lock_busy(r) ||
              elkfw_sup_stopping(&r->sup))) {
             return r->conf->name;
         }
@@ -205,7 +205,7 @@ static void reload_resources(agent_t *a, const elkfw_conf_t *next, uint64_t now)
         if ((r->removing || r->has_pending) && elkd__owned_by(a, r, r->owner)) {
             elkd__log(a, ELK_LOG_INFO, "%s: %s once its lease (token %" PRIu64 ") is released",
                       r->own.name, r->removing ? "goes" : "new settings apply",
-                      elk_lock_token(elkd__lk(r)));
+                      elk_lock_token(&r->lock));
         }
     }
     /* settled and added resources take the new drift settings; next's resource table is

@@ -29,7 +29,7 @@ static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_c
                               uint64_t now)
 {
     char why_not[200];
-    if (!elkd__owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(elkd__lk(r), now)) {
+    if (!elkd__owned_by(a, r, slot) || r->acquiring || !elk_lock_is_held(&r->lock, now)) {
         elkd__client_err(a, slot, ELK_E_NOT_HELD, r->conf->name);
     } else if (!elkfw_sup_group_allowed((pid_t)req->pgid, a->clients[slot].pid,
                                         a->clients[slot].peer.uid, why_not, sizeof why_not)) {
@@ -52,8 +52,8 @@ static void request_supervise(agent_t *a, int slot, resource_t *r, const elkfw_c
 static void request_keepalive(agent_t *a, int slot, resource_t *r, uint64_t now)
 {
     int rc = ELK_E_NOT_HELD;
-    if (elkd__owned_by(a, r, slot) && !r->acquiring && elk_lock_is_held(elkd__lk(r), now)) {
-        rc = elk_lock_keepalive(elkd__lk(r), now);
+    if (elkd__owned_by(a, r, slot) && !r->acquiring && elk_lock_is_held(&r->lock, now)) {
+        rc = elk_lock_keepalive(&r->lock, now);
     }
     if (rc == ELK_OK && r->keepalive_missed) {
         rc = ELK_E_KEEPALIVE_MISSED;

@@ -70,6 +70,9 @@ void elkd__set_acquiring(agent_t *a, resource_t *r, bool on)
 }
 
 #if CONFIG_ELK_FAIR
+/* resource_t's union: &r->lock must be the lock behind r->fair. */
+_Static_assert(offsetof(elk_fair_t, lock) == 0, "elk_fair_t no longer starts with its lock");
+
 /* The fair layer's events are the lock's (plus ACQUIRE_FAILED when a wait ends in the
  * queue): one handler serves both. */
 static void on_fair_event(void *user, elk_fair_t *fair, const elk_lock_event_t *ev)
@@ -171,7 +174,7 @@ bool elkd__res_orphaned(agent_t *a, const resource_t *r, uint64_t now)
     if (elkfw_sup_stopping(&r->sup)) {
         return true;
     }
-    return !elkd__owned_by(a, r, r->owner) && elk_lock_is_held(elkd__lk(r), now);
+    return !elkd__owned_by(a, r, r->owner) && elk_lock_is_held(&r->lock, now);
 }
 
 /* The grant line: OK ACQUIRED, EVENT RENEWED and EVENT RECOVERED have one shape. */
@@ -275,7 +278,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     r->keepalive_ms = keepalive_ms != 0 ? keepalive_ms : r->conf->keepalive_ms;
     r->keepalive_missed = false;
     r->suspect_since = 0;
-    (void)elk_lock_set_keepalive(elkd__lk(r), now, r->keepalive_ms);
+    (void)elk_lock_set_keepalive(&r->lock, now, r->keepalive_ms);
     r->owner = slot;
     r->owner_id = a->clients[slot].id;
     elkd__set_acquiring(a, r, true);
@@ -287,7 +290,7 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     } else
 #endif
     {
-        rc = elk_lock_acquire(elkd__lk(r), now, wd);
+        rc = elk_lock_acquire(&r->lock, now, wd);
     }
     if (rc == ELK_E_WOULD_BLOCK) {
         elkd__log(a, ELK_LOG_DEBUG,
@@ -299,8 +302,8 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     if (rc == ELK_OK) {
         /* Already held by this handle: cannot happen as the agent holds once per resource;
          * answer truthfully anyway. */
-        elkd__send_grant(a, slot, "OK ACQUIRED", r, elk_lock_token(elkd__lk(r)),
-                         elk_lock_validity(elkd__lk(r), now), elk_lock_deadline(elkd__lk(r)));
+        elkd__send_grant(a, slot, "OK ACQUIRED", r, elk_lock_token(&r->lock),
+                         elk_lock_validity(&r->lock, now), elk_lock_deadline(&r->lock));
         return;
     }
     r->owner = -1;
@@ -338,9 +341,9 @@ void elkd__hand_to_next_waiter(agent_t *a, resource_t *r, uint64_t now)
 
 void elkd__release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
 {
-    uint64_t token = elk_lock_token(elkd__lk(r));
-    uint32_t renewals = elk_lock_renewals(elkd__lk(r));
-    bool held = elk_lock_is_held(elkd__lk(r), now);
+    uint64_t token = elk_lock_token(&r->lock);
+    uint32_t renewals = elk_lock_renewals(&r->lock);
+    bool held = elk_lock_is_held(&r->lock, now);
     int rc = elkd__lock_release(r, now);
     if (held) {
         elkd__record_event(a, ELKFW_EV_RELEASE, r, r->owner, token, now, 0, ELK_OK);
@@ -377,12 +380,12 @@ void elkd__release_when_stopped(agent_t *a, resource_t *r, uint64_t now, const c
  * lease is never released early; it is no longer renewed and runs out at its deadline. */
 static void supervise_gave_up(agent_t *a, resource_t *r, uint64_t now)
 {
-    if (elk_lock_is_held(elkd__lk(r), now)) {
+    if (elk_lock_is_held(&r->lock, now)) {
         elkd__log(a, ELK_LOG_ERROR,
                   "%s: giving up on process group %d (%s); not releasing the lease: it is no "
                   "longer renewed and runs out in %" PRIu32 " ms",
-                  r->conf->name, (int)r->sup.pgid, r->sup.why, elk_lock_validity(elkd__lk(r), now));
-        (void)elk_lock_abandon(elkd__lk(r), now);
+                  r->conf->name, (int)r->sup.pgid, r->sup.why, elk_lock_validity(&r->lock, now));
+        (void)elk_lock_abandon(&r->lock, now);
         r->owner = -1;
         r->shutdown_release_at = 0;
     } else {
@@ -423,7 +426,7 @@ void elkd__supervise_step(agent_t *a, resource_t *r, uint64_t now, uint64_t *nex
         if (r->shutdown_release_at != 0 && now < r->shutdown_release_at) {
             break; /* shutdown keeps the lease for the stop margin; it releases then */
         }
-        if (elk_lock_is_held(elkd__lk(r), now) &&
+        if (elk_lock_is_held(&r->lock, now) &&
             (!elkd__owned_by(a, r, r->owner) || a->shutting_down)) {
             elkd__release_res(a, r, now, "its command has stopped");
         } else {

@@ -52,7 +52,7 @@ static const char *json_text(const char *s, char *out, size_t cap)
 /* The keepalive interval of r: its hold's while held, else what a plain ACQUIRE gets. */
 static uint32_t res_keepalive(const resource_t *r, uint64_t now)
 {
-    return elk_lock_is_held(elkd__lk(r), now) ? r->keepalive_ms : r->conf->keepalive_ms;
+    return elk_lock_is_held(&r->lock, now) ? r->keepalive_ms : r->conf->keepalive_ms;
 }
 
 /* ms until node i may vote again after a quarantine (0: not quarantined). */
@@ -129,8 +129,7 @@ static uint32_t sem_holders(agent_t *a, const resource_t *head, uint64_t now, bo
             memcmp(r->own.name, head->own.name, nl) != 0) {
             continue;
         }
-        local =
-            elkd__owned_by(a, r, r->owner) && !r->acquiring && elk_lock_is_held(elkd__lk(r), now);
+        local = elkd__owned_by(a, r, r->owner) && !r->acquiring && elk_lock_is_held(&r->lock, now);
         if (local) {
             held++;
             elkd__counts_add(out, cap, &len,
@@ -138,8 +137,8 @@ static uint32_t sem_holders(agent_t *a, const resource_t *head, uint64_t now, bo
                                     "\"client\":%" PRIu64 ",\"token\":%" PRIu64 "}"
                                   : "%s%s:pid:%d:client:%" PRIu64 ":token:%" PRIu64,
                              len != 0 ? "," : "", r->own.name, (int)a->clients[r->owner].pid,
-                             a->clients[r->owner].id, elk_lock_token(elkd__lk(r)));
-        } else if (elk_lock_last_error(elkd__lk(r)) == ELK_E_LOCK_BUSY) {
+                             a->clients[r->owner].id, elk_lock_token(&r->lock));
+        } else if (elk_lock_last_error(&r->lock) == ELK_E_LOCK_BUSY) {
             (*busy)++;
             elkd__counts_add(out, cap, &len,
                              json ? "%s{\"permit\":\"%s\",\"where\":\"remote-busy\"}"
@@ -209,12 +208,11 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
             "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
             " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s keepalive_ms=%" PRIu32
             " lock_delay_ms=%" PRIu32 " fair=%s ticket=%" PRId64 " ahead=%" PRIu32 "\n",
-            r->conf->name, elk_lock_state_name(elk_lock_state(elkd__lk(r))),
-            holder_text(a, r, holder, sizeof holder), elk_lock_token(elkd__lk(r)),
-            elk_lock_validity(elkd__lk(r), now), r->conf->ttl_ms, elk_lock_renewals(elkd__lk(r)),
-            elk_lock_last_error(elkd__lk(r)) == ELK_OK
-                ? "-"
-                : elk_err_name(elk_lock_last_error(elkd__lk(r))),
+            r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
+            holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
+            elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
+            elk_lock_last_error(&r->lock) == ELK_OK ? "-"
+                                                    : elk_err_name(elk_lock_last_error(&r->lock)),
             res_keepalive(r, now), r->conf->lock_delay_ms, fair, ticket, ahead);
     }
     for (i = 0; i < a->n_res; i++) {
@@ -301,13 +299,13 @@ void elkd__send_status(agent_t *a, int slot, bool json, uint64_t now)
             ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":%s,\"keepalive_ms\":%" PRIu32
             ",\"lock_delay_ms\":%" PRIu32 ",\"fair\":\"%s\",\"ticket\":%" PRId64
             ",\"ahead\":%" PRIu32 "}",
-            first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(elkd__lk(r))),
+            first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
             json_or_null(holder_text(a, r, holder, sizeof holder), hq, sizeof hq),
-            elk_lock_token(elkd__lk(r)), elk_lock_validity(elkd__lk(r), now),
-            elk_lock_renewals(elkd__lk(r)), r->conf->ttl_ms, r->conf->stop_margin_ms,
-            json_or_null(elk_lock_last_error(elkd__lk(r)) == ELK_OK
+            elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock),
+            r->conf->ttl_ms, r->conf->stop_margin_ms,
+            json_or_null(elk_lock_last_error(&r->lock) == ELK_OK
                              ? "-"
-                             : elk_err_name(elk_lock_last_error(elkd__lk(r))),
+                             : elk_err_name(elk_lock_last_error(&r->lock)),
                          eq, sizeof eq),
             res_keepalive(r, now), r->conf->lock_delay_ms, fair, ticket, ahead);
         first = false;
@@ -378,7 +376,7 @@ static void metrics_src(agent_t *a, uint64_t now, elkfw_metrics_src_t *src,
     for (i = 0; i < a->n_res; i++) {
         if (a->res[i]->in_use) {
             res[src->n_res].name = a->res[i]->conf->name;
-            res[src->n_res].held = elk_lock_is_held(elkd__lk(a->res[i]), now);
+            res[src->n_res].held = elk_lock_is_held(&a->res[i]->lock, now);
             res[src->n_res].m = &a->res[i]->metrics;
             src->n_res++;
         }

@@ -61,6 +61,14 @@ print([x for x in json.load(sys.stdin)["resources"] if x["name"] == "valve"][0][
 ' "$2" 2>/dev/null
 }
 
+# ticketed GATEWAY: its acquire has a ticket (2: it is idle, not in the queue at all)
+ticketed() {
+  local f t
+  f=$(field "$1" fair) t=$(field "$1" ticket)
+  [ "$f" = idle ] || [ "$f" = - ] && return 2
+  [ -n "$t" ] && [ "$t" -gt 0 ]
+}
+
 LOG="$M/runs.log"
 GO="$M/go"
 # A command's record: start after the grant, end before the release; one clock for all.
@@ -75,8 +83,9 @@ for g in gw2 gw3 gw4 gw5; do
   track $!
   wait_until 60 file_has 'acquire round started' "$ELK_T_DIR/$g.log" || bad "$g asked"
   if [ "$MODE" = on ]; then
-    # in the queue with its ticket (the first one is at the head at once: locking)
-    wait_for 60 "[ \"\$(field $g ticket)\" -gt 0 ] 2>/dev/null" || bad "$g took a ticket"
+    # in the queue with its ticket (the first one is at the head at once: locking); gw1
+    # holds, so a waiter seen idle did not go through the queue: that ends the wait at once
+    wait_until 60 ticketed "$g" || { bad "$g took a ticket in the fleet's queue"; finish; }
     eval "T_$g=\$(field $g ticket)"
     eval "echo \"$g: fair=\$(field $g fair) ticket=\$T_$g ahead=\$(field $g ahead)\""
   fi

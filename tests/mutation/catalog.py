@@ -1221,4 +1221,32 @@ MUTANTS = [
          old="ours = w->n_set != 0 ? idx >= 0 : strcmp(res, w->resource) == 0;",
          new="ours = w->n_set != 0 ? idx == 0 : strcmp(res, w->resource) == 0;",
          tests=["agent.multi"], why="elk run a,b watches only the first lease of the set: the loss (or renewal) of another is ignored and the command drives on without it"),
+    # (section: agentfair)
+    dict(id="agentfair.plain-lock", file="firmware/elkd/resources.c",
+         old="rc = elk_fair_acquire(&r->fair, now, wd);",
+         new="rc = elk_lock_acquire(elk_fair_lock(&r->fair), now, wd);",
+         tests=["agent.fair"], why="a fair = on resource acquires through the plain lock: no ticket, every gateway retries and the luckiest wins (grants out of order)"),
+    dict(id="agentfair.status-ticket", file="firmware/elkd/status.c",
+         old="*ticket = elk_fair_ticket(&r->fair);",
+         new="*ticket = (int64_t)elk_fair_phase(&r->fair);",
+         tests=["agent.fair"], why="STATUS shows the phase's number where the ticket belongs: an operator cannot tell which gateway is next"),
+    dict(id="agentfair.status-ahead", file="firmware/elkd/status.c",
+         old="*ahead = elk_fair_ahead(&r->fair);",
+         new="*ahead = 0;",
+         tests=["agent.fair"], why="STATUS says nobody is ahead of a queued waiter"),
+    dict(id="agentfair.reload-ignores-fair", file="firmware/elkd/reload.c",
+         old=" &&\n        a->fair == b->fair;",
+         new=";",
+         tests=["agent.fair"], why="a reload that changes only fair is taken as no change: the resource keeps the old way of waiting until elkd restarts"),
+    dict(id="agentfair.semaphore-fair-accepted", file="firmware/common/conf_check.c",
+         old="""    if (r->semaphore) {
+        return elkfw_conf__fail(p, r->fair_line,""",
+         new="""    if (0) {
+        return elkfw_conf__fail(p, r->fair_line,""",
+         tests=["agent.fair"], why="fair = on in a [semaphore] passes --check and is silently ignored: its waiters are not ordered though the file says so"),
+    dict(id="agentfair.acl-no-zset", file="firmware/elkd/acl.c",
+         old="+zadd +zrem +zrank ",
+         new="",
+         tests=["unit.test_config", "agent.fair"], why="--print-acl leaves out the queue's ZSET commands: under the documented least-privilege user every QUEUE_KEEP is refused (NOPERM) and a fair resource can never be taken"),
+
 ]
