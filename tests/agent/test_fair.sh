@@ -100,6 +100,12 @@ r = [x for x in json.load(sys.stdin)["resources"] if x["name"] == "valve"][0]
 assert r["fair"] == "queued" and r["ticket"] == int(sys.argv[1]) and r["ahead"] >= 1, r
 ' "$T_gw5"
   check "STATUS --json: gw5 queued with its ticket, waiters ahead" 0 $?
+  st=$(E gw5 status)
+  echo "$st" | head -4
+  echo "$st" | grep -qiE 'fair +ticket +ahead'
+  check "elk status prints the fair, ticket and ahead columns" 0 $?
+  echo "$st" | grep -E '^ *valve ' | grep -qE " queued +$T_gw5 +[1-9]"
+  check "elk status prints gw5's place in the queue (queued, ticket $T_gw5, waiters ahead)" 0 $?
 fi
 kill -STOP "$PID_gw3"
 touch "$GO"
