@@ -1248,5 +1248,9 @@ MUTANTS = [
          old="+zadd +zrem +zrank ",
          new="",
          tests=["unit.test_config", "agent.fair"], why="--print-acl leaves out the queue's ZSET commands: under the documented least-privilege user every QUEUE_KEEP is refused (NOPERM) and a fair resource can never be taken"),
+    dict(id="agentfair.no-fair-poll", file="firmware/elkd/loop.c",
+         old="    elkd__fair_step(a, now, &next);\n",
+         new="",
+         tests=["agent.fair"], why="elkd's loop never drives the fair layer: a ticket round is never decided and a fair resource's waiters wait out their whole wait"),
 
 ]
