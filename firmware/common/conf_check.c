@@ -215,6 +215,29 @@ static int check_permits(parser_t *p, const elkfw_resource_conf_t *t)
     return ELK_OK;
 }
 
+/* fair = on: a [resource]'s setting, and only in a build with fair waiting. */
+static int check_fair(parser_t *p, const elkfw_resource_conf_t *r)
+{
+    if (!r->fair) {
+        return ELK_OK;
+    }
+    if (r->semaphore) {
+        return elkfw_conf__fail(p, r->fair_line,
+                                "key 'fair' in [semaphore %s]: fair waiting is for a [resource] "
+                                "only (a semaphore's waiters try every permit); remove the key",
+                                r->name);
+    }
+#if !CONFIG_ELK_FAIR
+    return elkfw_conf__fail(p, r->fair_line,
+                            "key 'fair' in [resource %s]: this build has no fair waiting "
+                            "(CONFIG_ELK_FAIR is off); rebuild with CONFIG_ELK_FAIR=1 or remove "
+                            "the key",
+                            r->name);
+#else
+    return ELK_OK;
+#endif
+}
+
 /* A quarantine set by hand must outlast every lease this file's resources can have on a
  * node: ttl + drift + lock_delay. Shorter, a node restarted empty would vote again while a
  * lease it forgot can still be valid on the others. */
@@ -279,6 +302,7 @@ int elkfw_conf__check_conf(parser_t *p)
     }
     for (i = 0; i < c->n_resources; i++) {
         (void)check_resource(p, c, &c->resources[i]);
+        (void)check_fair(p, &c->resources[i]);
         if (c->resources[i].semaphore) {
             (void)check_permits(p, &c->resources[i]);
         }

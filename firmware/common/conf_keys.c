@@ -123,6 +123,7 @@ static const keydef_t resource_keys[] = {
      .line_at = LINE(elkfw_resource_conf_t, allow_users_line)},
     {"allow_groups", K_IDLIST, RES(allow_groups), .size = SZ(elkfw_resource_conf_t, allow_groups),
      .line_at = LINE(elkfw_resource_conf_t, allow_groups_line)},
+    {"fair", K_BOOL, RES(fair), .def = false, .line_at = LINE(elkfw_resource_conf_t, fair_line)},
     /* [semaphore] only (the last row: the resource table leaves it out); its range is
      * checked when the semaphore is expanded into permits, with a message naming it */
     {"permits", K_U32, RES(permits), .max = UINT32_MAX,

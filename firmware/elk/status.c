@@ -5,7 +5,7 @@
 /* Rows are at most the resources a file may configure plus the fleet; cells point into
  * the copies of the status lines kept in status_store (one STATUS answer fits in it). */
 #define ST_MAX_ROWS (ELKFW_MAX_RESOURCES + CONFIG_ELK_MAX_NODES)
-#define ST_MAX_COLS 12
+#define ST_MAX_COLS 16
 
 typedef struct table {
     const char *kind;

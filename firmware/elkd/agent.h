@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #include <unistd.h>
 
 #include "elk/err.h"
+#include "elk/fair.h"
 #include "elk/lock.h"
 #include "elk/node.h"
 #include "elk/platform.h"
@@ -141,7 +143,16 @@ typedef struct resource {
     size_t idx;                    /* its slot: a->res[idx] == this, a->allow[idx] its list */
     uint64_t asked_at, granted_at; /* this lease's ACQUIRE and grant, for the log's durations */
     elkfw_res_metrics_t metrics;
-    elk_lock_t lock;
+    /* The lock. With fair waiting (fair = on) it is the lock behind an elk_fair_t, whose
+     * first member it is: &lock is the lock in service either way, and every use of a held
+     * lease (renewal, keepalive, STATUS, ...) stays as it is (elkd__lock_init). */
+    union {
+        elk_lock_t lock;
+#if CONFIG_ELK_FAIR
+        elk_fair_t fair;
+#endif
+    };
+    bool fair_on;                 /* the lock in service is fair's (set when it was set up) */
     int owner;                    /* client slot holding or acquiring it, -1 if none */
     uint64_t owner_id;            /* that client's id (slots are reused) */
     bool acquiring;               /* ACQUIRE sent to the library, no answer yet */
@@ -289,6 +300,12 @@ bool elkd__res_reserve(agent_t *a, size_t n);
 resource_t *elkd__res_slot(agent_t *a, size_t k);
 void elkd__res_free_all(agent_t *a);
 void elkd__set_acquiring(agent_t *a, resource_t *r, bool on);
+int elkd__lock_init(agent_t *a, resource_t *r, const elk_lock_config_t *lc);
+int elkd__lock_deinit(resource_t *r);
+bool elkd__lock_busy(const resource_t *r);
+int elkd__lock_release(resource_t *r, uint64_t now);
+void elkd__fair_step(agent_t *a, uint64_t now, uint64_t *next);
+
 bool elkd__is_semaphore(agent_t *a, const char *name);
 resource_t *elkd__sem_permit_of(agent_t *a, const char *name, int slot);
 void elkd__sem_pass(agent_t *a, int slot, uint64_t now);

@@ -138,7 +138,7 @@ static int setup_resources(agent_t *a, char *err, size_t errlen)
         r->conf = &r->own;
         r->owner = -1;
         r->in_use = true;
-        rc = elk_lock_init(&r->lock, &a->client, rc_->name, &lc, elkd__on_lock_event, r);
+        rc = elkd__lock_init(a, r, &lc);
         if (rc != ELK_OK) {
             snprintf(err, errlen, "%s:%d: [resource %s]: %s", a->conf.path, rc_->line, rc_->name,
                      elk_err_message(rc));

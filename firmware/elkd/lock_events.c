@@ -291,7 +291,7 @@ static void lease_lost(agent_t *a, resource_t *r, int slot, const elk_lock_event
         elkfw_sup_clear(&r->sup);
     }
     /* Clear the LOST state so the resource can be taken again. */
-    (void)elk_lock_release(&r->lock, ev->now);
+    (void)elkd__lock_release(r, ev->now);
     r->owner = -1;
     elkd__set_acquiring(a, r, false);
     elkd__hand_to_next_waiter(a, r, ev->now);

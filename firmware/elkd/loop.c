@@ -56,7 +56,7 @@ static bool shutdown_done(agent_t *a, uint64_t now)
         if (elkfw_sup_stopping(&a->res[i]->sup)) {
             return false; /* a holder's command is still being stopped */
         }
-        if (elk_lock_busy(&a->res[i]->lock) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
+        if (elkd__lock_busy(a->res[i]) && now - a->shutdown_started < ELKD_SHUTDOWN_GRACE_MS) {
             return false; /* background release rounds still in flight */
         }
     }
@@ -283,6 +283,7 @@ static uint64_t agent_tick(agent_t *a, uint64_t now)
     uint64_t next = elk_client_poll(&a->client, now);
     size_t i;
     now = a->clock.now_ms(a->clock.ctx);
+    elkd__fair_step(a, now, &next);
     expire_waiters(a, now, &next);
     elkd__sem_step(a, now, &next);
     step_resources(a, now, &next);

@@ -66,7 +66,8 @@ bool elkfw_resource_conf_same(const elkfw_resource_conf_t *a, const elkfw_resour
         a->max_hold_ms == b->max_hold_ms && a->max_renewals == b->max_renewals &&
         a->fencing == b->fencing && a->wait_min_ms == b->wait_min_ms &&
         a->wait_max_ms == b->wait_max_ms && a->release_channel == b->release_channel &&
-        a->lock_delay_ms == b->lock_delay_ms && a->keepalive_ms == b->keepalive_ms;
+        a->lock_delay_ms == b->lock_delay_ms && a->keepalive_ms == b->keepalive_ms &&
+        a->fair == b->fair;
 }
 
 static const elkfw_resource_conf_t *res_named(const elkfw_conf_t *c, const char *name)

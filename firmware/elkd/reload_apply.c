@@ -13,8 +13,8 @@ bool elkd__res_settle(agent_t *a, resource_t *r)
         return true;
     }
     if (elkd__owned_by(a, r, r->owner) || r->acquiring ||
-        elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elk_lock_busy(&r->lock) ||
-        elkfw_sup_stopping(&r->sup) || elk_lock_deinit(&r->lock) != ELK_OK) {
+        elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elkd__lock_busy(r) ||
+        elkfw_sup_stopping(&r->sup) || elkd__lock_deinit(r) != ELK_OK) {
         return false;
     }
     r->owner = -1;
@@ -26,7 +26,7 @@ bool elkd__res_settle(agent_t *a, resource_t *r)
     r->own = r->pending;
     r->has_pending = false;
     elkfw_resource_lock_config(&a->conf, &r->own, &lc);
-    rc = elk_lock_init(&r->lock, &a->client, r->own.name, &lc, elkd__on_lock_event, r);
+    rc = elkd__lock_init(a, r, &lc);
     if (rc != ELK_OK) {
         elkd__log(a, ELK_LOG_ERROR,
                   "%s: its new settings cannot be used (%s); the resource is out of service until "
@@ -66,7 +66,7 @@ static const char *fleet_in_use(agent_t *a)
         const resource_t *r = a->res[i];
         if (r->in_use &&
             (elkd__owned_by(a, r, r->owner) || r->acquiring ||
-             elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elk_lock_busy(&r->lock) ||
+             elk_lock_state(&r->lock) != ELK_LOCK_IDLE || elkd__lock_busy(r) ||
              elkfw_sup_stopping(&r->sup))) {
             return r->conf->name;
         }
@@ -153,7 +153,7 @@ static void reload_add(agent_t *a, const elkfw_resource_conf_t *nr)
         r->conf = &r->own;
         r->owner = -1;
         elkfw_resource_lock_config(&a->conf, nr, &lc);
-        rc = elk_lock_init(&r->lock, &a->client, nr->name, &lc, elkd__on_lock_event, r);
+        rc = elkd__lock_init(a, r, &lc);
         if (rc != ELK_OK) {
             elkd__log(a, ELK_LOG_ERROR, "%s: cannot be added: %s", nr->name, elk_err_message(rc));
             return;

@@ -69,6 +69,87 @@ void elkd__set_acquiring(agent_t *a, resource_t *r, bool on)
     }
 }
 
+#if CONFIG_ELK_FAIR
+/* resource_t's union: &r->lock must be the lock behind r->fair. */
+_Static_assert(offsetof(elk_fair_t, lock) == 0, "elk_fair_t no longer starts with its lock");
+
+/* The fair layer's events are the lock's (plus ACQUIRE_FAILED when a wait ends in the
+ * queue): one handler serves both. */
+static void on_fair_event(void *user, elk_fair_t *fair, const elk_lock_event_t *ev)
+{
+    elkd__on_lock_event(user, elk_fair_lock(fair), ev);
+}
+#endif
+
+/* r's lock registered with the client for r->own (fair = on: behind a fair handle, the
+ * ticket's lease CONFIG_ELK_FAIR_TICKET_TTL_MS). Returns as elk_lock_init. */
+int elkd__lock_init(agent_t *a, resource_t *r, const elk_lock_config_t *lc)
+{
+    r->fair_on = false;
+#if CONFIG_ELK_FAIR
+    if (r->own.fair) {
+        int rc = elk_fair_init(&r->fair, &a->client, r->own.name, lc, 0u, on_fair_event, r);
+        r->fair_on = rc == ELK_OK;
+        return rc;
+    }
+#endif
+    return elk_lock_init(&r->lock, &a->client, r->own.name, lc, elkd__on_lock_event, r);
+}
+
+/* Unregister r's lock (ELK_E_STATE while it waits, holds or has requests in flight). */
+int elkd__lock_deinit(resource_t *r)
+{
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        return elk_fair_deinit(&r->fair);
+    }
+#endif
+    return elk_lock_deinit(&r->lock);
+}
+
+/* Requests in flight on r (the queue's too): its slot must stay. */
+bool elkd__lock_busy(const resource_t *r)
+{
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        return elk_fair_busy(&r->fair);
+    }
+#endif
+    return elk_lock_busy(&r->lock);
+}
+
+/* Release r's hold or cancel its acquire (a fair wait gives its ticket back). Returns as
+ * elk_lock_release. */
+int elkd__lock_release(resource_t *r, uint64_t now)
+{
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        return elk_fair_release(&r->fair, now);
+    }
+#endif
+    return elk_lock_release(&r->lock, now);
+}
+
+/* The fair layer of every fair resource driven (after elk_client_poll, whose replies it
+ * reads); *next lowered to its next timer. */
+void elkd__fair_step(agent_t *a, uint64_t now, uint64_t *next)
+{
+#if CONFIG_ELK_FAIR
+    size_t i;
+    for (i = 0; i < a->n_res; i++) {
+        resource_t *r = a->res[i];
+        if (r->in_use && r->fair_on) {
+            uint64_t at = elk_fair_poll(&r->fair, now);
+            *next = at < *next ? at : *next;
+        }
+    }
+#else
+    (void)a;
+    (void)now;
+    (void)next;
+#endif
+}
+
 resource_t *elkd__find_res(agent_t *a, const char *name)
 {
     size_t i;
@@ -203,7 +284,14 @@ void elkd__start_acquire(agent_t *a, resource_t *r, int slot, uint32_t wait_ms,
     elkd__set_acquiring(a, r, true);
     r->last_round_err = ELK_OK;
     r->asked_at = now;
-    rc = elk_lock_acquire(&r->lock, now, wd);
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        rc = elk_fair_acquire(&r->fair, now, wd);
+    } else
+#endif
+    {
+        rc = elk_lock_acquire(&r->lock, now, wd);
+    }
     if (rc == ELK_E_WOULD_BLOCK) {
         elkd__log(a, ELK_LOG_DEBUG,
                   "%s: acquire round started for client %" PRIu64 " (wait %" PRIu32 " ms)",
@@ -256,7 +344,7 @@ void elkd__release_res(agent_t *a, resource_t *r, uint64_t now, const char *why)
     uint64_t token = elk_lock_token(&r->lock);
     uint32_t renewals = elk_lock_renewals(&r->lock);
     bool held = elk_lock_is_held(&r->lock, now);
-    int rc = elk_lock_release(&r->lock, now);
+    int rc = elkd__lock_release(r, now);
     if (held) {
         elkd__record_event(a, ELKFW_EV_RELEASE, r, r->owner, token, now, 0, ELK_OK);
         elkfw_hist_add(&r->metrics.hold, now - r->granted_at);

@@ -152,6 +152,28 @@ static uint32_t sem_holders(agent_t *a, const resource_t *head, uint64_t now, bo
     return held;
 }
 
+/* A fair resource's place in the fleet's queue (elk_fair_ticket, elk_fair_ahead): its
+ * phase ("-" when fair waiting is off), the ticket of this gateway's acquire in progress or
+ * last (0: none yet) and the live waiters ahead of it by the last round. */
+static const char *fair_fields(const resource_t *r, int64_t *ticket, uint32_t *ahead)
+{
+    static const char *const phases[] = {"idle", "taking", "queued", "locking"};
+    *ticket = 0;
+    *ahead = 0;
+#if CONFIG_ELK_FAIR
+    if (r->fair_on) {
+        elk_fair_phase_t ph = elk_fair_phase(&r->fair);
+        *ticket = elk_fair_ticket(&r->fair);
+        *ahead = elk_fair_ahead(&r->fair);
+        return (size_t)ph < sizeof phases / sizeof phases[0] ? phases[ph] : "?";
+    }
+#else
+    (void)phases;
+#endif
+    (void)r;
+    return "-";
+}
+
 /* STATUS: "OK STATUS <n>", then the agent, each resource and each node on a line. */
 static void send_status_text(agent_t *a, int slot, uint64_t now)
 {
@@ -174,20 +196,24 @@ static void send_status_text(agent_t *a, int slot, uint64_t now)
                       a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = a->res[i];
+        int64_t ticket;
+        uint32_t ahead;
+        const char *fair;
         if (!r->in_use) {
             continue;
         }
+        fair = fair_fields(r, &ticket, &ahead);
         elkd__client_send(
             a, slot,
             "resource name=%s state=%s holder=%s token=%" PRIu64 " validity_ms=%" PRIu32
             " ttl_ms=%" PRIu32 " renewals=%" PRIu32 " last_error=%s keepalive_ms=%" PRIu32
-            " lock_delay_ms=%" PRIu32 "\n",
+            " lock_delay_ms=%" PRIu32 " fair=%s ticket=%" PRId64 " ahead=%" PRIu32 "\n",
             r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
             holder_text(a, r, holder, sizeof holder), elk_lock_token(&r->lock),
             elk_lock_validity(&r->lock, now), r->conf->ttl_ms, elk_lock_renewals(&r->lock),
             elk_lock_last_error(&r->lock) == ELK_OK ? "-"
                                                     : elk_err_name(elk_lock_last_error(&r->lock)),
-            res_keepalive(r, now), r->conf->lock_delay_ms);
+            res_keepalive(r, now), r->conf->lock_delay_ms, fair, ticket, ahead);
     }
     for (i = 0; i < a->n_res; i++) {
         char holders[1024];
@@ -259,15 +285,20 @@ void elkd__send_status(agent_t *a, int slot, bool json, uint64_t now)
         elkd__clients_connected(a), ELKD_MAX_CLIENTS, a->reloads, a->reload_failures, clock, ppm);
     for (i = 0; i < a->n_res; i++) {
         const resource_t *r = a->res[i];
+        int64_t ticket;
+        uint32_t ahead;
+        const char *fair;
         if (!r->in_use) {
             continue;
         }
+        fair = fair_fields(r, &ticket, &ahead);
         elkd__client_send(
             a, slot,
             "%s{\"name\":\"%s\",\"state\":\"%s\",\"holder\":%s,\"token\":%" PRIu64
             ",\"validity_ms\":%" PRIu32 ",\"renewals\":%" PRIu32 ",\"ttl_ms\":%" PRIu32
             ",\"stop_margin_ms\":%" PRIu32 ",\"last_error\":%s,\"keepalive_ms\":%" PRIu32
-            ",\"lock_delay_ms\":%" PRIu32 "}",
+            ",\"lock_delay_ms\":%" PRIu32 ",\"fair\":\"%s\",\"ticket\":%" PRId64
+            ",\"ahead\":%" PRIu32 "}",
             first ? "" : ",", r->conf->name, elk_lock_state_name(elk_lock_state(&r->lock)),
             json_or_null(holder_text(a, r, holder, sizeof holder), hq, sizeof hq),
             elk_lock_token(&r->lock), elk_lock_validity(&r->lock, now), elk_lock_renewals(&r->lock),
@@ -276,7 +307,7 @@ void elkd__send_status(agent_t *a, int slot, bool json, uint64_t now)
                              ? "-"
                              : elk_err_name(elk_lock_last_error(&r->lock)),
                          eq, sizeof eq),
-            res_keepalive(r, now), r->conf->lock_delay_ms);
+            res_keepalive(r, now), r->conf->lock_delay_ms, fair, ticket, ahead);
         first = false;
     }
     elkd__client_send(a, slot, "],\"semaphores\":[");

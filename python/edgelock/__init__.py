@@ -114,7 +114,11 @@ def _duration(seconds):
 class Lease:
     """A granted lease. Attributes:
 
-    - ``resource``, ``token`` (fencing token, 0 when the resource has ``fencing = off``),
+    - ``resource``: the name elkd granted, which its events and RELEASE use: for a
+      ``[semaphore NAME]`` the permit (``"pumps#2"``), else the name asked for,
+    - ``semaphore``: the semaphore's name when a permit was granted (``"pumps"``), else None,
+    - ``permit``: the permit's name (``"pumps#2"``) when a permit was granted, else None,
+    - ``token`` (fencing token, 0 when the resource has ``fencing = off``),
     - ``deadline_ms``: CLOCK_BOOTTIME ms until which the holder may drive (see boottime_ms),
     - ``stop_margin_ms``: what remains on the servers after the deadline,
     - ``lost``: a threading.Event, set on EVENT LOST, EVENT SHUTDOWN or a closed connection,
@@ -126,7 +130,12 @@ class Lease:
 
     def __init__(self, client, resource, fields, on_lost=None, on_event=None):
         self.client = client
-        self.resource = resource
+        # A semaphore's grant names the permit (docs/control-protocol.md "Semaphores"):
+        # events and RELEASE use that name, so the lease goes by it.
+        granted = fields[0] if fields and fields[0] else resource
+        self.resource = granted
+        self.semaphore = resource if granted != resource else None
+        self.permit = granted if granted != resource else None
         self.token = 0
         self.deadline_ms = 0
         self.stop_margin_ms = 0
@@ -270,8 +279,11 @@ class Client:
         return lease_obj
 
     def release(self, resource):
-        """RELEASE by name (also cancels a waiting ACQUIRE sent from another thread)."""
-        lease_obj = self._leases.get(resource)
+        """RELEASE by name: a resource, a permit (``"pumps#2"``) or a semaphore (``"pumps"``:
+        the permit this connection holds). Also cancels a waiting ACQUIRE sent from another
+        thread."""
+        lease_obj = self._leases.get(resource) or next(
+            (l for l in self._leases.values() if l.semaphore == resource), None)
         if lease_obj is not None:
             lease_obj.release()
         else:
@@ -402,7 +414,8 @@ class Client:
         if slot is None or slot["grant"] is None:
             return
         resource, on_lost, on_event = slot["grant"]
-        slot["lease"] = self._leases[resource] = Lease(self, resource, fields, on_lost, on_event)
+        lease_obj = Lease(self, resource, fields, on_lost, on_event)
+        slot["lease"] = self._leases[lease_obj.resource] = lease_obj
 
     def _on_event(self, words):
         if not words:

@@ -146,6 +146,10 @@ wait_max = 50ms
 [resource door-east]
 ttl = 3s
 stop_margin = 500ms
+[semaphore pumps]
+permits = 2
+ttl = 3s
+stop_margin = 500ms
 """
 
 

@@ -142,3 +142,39 @@ def test_loss_when_elkd_goes_away(fleet):
 
 def _resource(agent, name):
     return next(r for r in agent.status()["resources"] if r["name"] == name)
+
+
+def test_semaphore_permits(fleet):
+    """A [semaphore] taken by its name: the grant names a permit (pumps#k), the lease goes by
+    it (events, RELEASE, STATUS), a full budget is PermitsTaken, RELEASE by the semaphore's
+    name frees this connection's permit, and a loss reaches the permit's lease."""
+    agent, servers = fleet
+    with edgelock.Client(agent.sock) as c1, edgelock.Client(agent.sock) as c2, \
+            edgelock.Client(agent.sock) as c3:
+        l1 = c1.acquire("pumps", wait=5)
+        l2 = c2.acquire("pumps", wait=5)
+        assert {l1.permit, l2.permit} == {"pumps#1", "pumps#2"}, (l1, l2)
+        for l in (l1, l2):
+            assert l.semaphore == "pumps" and l.resource == l.permit and l.held(), l
+            assert l.status()["name"] == l.permit and l.status()["holder"] is not None
+        with pytest.raises(edgelock.PermitsTaken):
+            c3.acquire("pumps")
+        c1.release("pumps")  # the semaphore's name: the permit c1 holds
+        assert l1.released
+        l3 = c3.acquire("pumps", wait=10)
+        assert l3.permit == l1.permit, (l1, l3)
+        # a plain resource's lease has no permit
+        plain = c1.acquire("door-east", wait=5)
+        assert plain.permit is None and plain.semaphore is None and plain.resource == "door-east"
+        plain.release()
+        for r in servers:
+            r.signal(signal.SIGSTOP)
+        try:
+            assert l3.wait_lost(SLOW), "no EVENT LOST for %s within %d s" % (l3.permit, SLOW)
+            assert l2.wait_lost(SLOW), "no EVENT LOST for %s within %d s" % (l2.permit, SLOW)
+        finally:
+            for r in servers:
+                r.signal(signal.SIGCONT)
+        for l in (l2, l3):
+            assert any(e.startswith("EVENT LOST " + l.permit + " ") for e in l.events), l.events
+            assert not l.held() and l.cause is not None

@@ -709,6 +709,7 @@ static void test_acl_line(void **state)
         "ACL SETUSER locker reset on >PASSWORD -@all +hello +auth +select +ping +eval +evalsha "
         "+script|load +set +get +exists +incr +pexpire +del +publish +time +subscribe "
         "+unsubscribe +info "
+        "+zadd +zrem +zrank +zrange +zrangebyscore +zremrangebyscore +pexpireat "
         "~plant1:* &plant1:*");
     assert_null(strstr(line, "s3cret"));
 }

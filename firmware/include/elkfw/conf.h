@@ -91,6 +91,10 @@ typedef struct elkfw_resource_conf {
     bool release_channel;
     uint32_t lock_delay_ms; /* no grant until this long after an unclean end (default 0) */
     uint32_t keepalive_ms;  /* KEEPALIVE needed this often while held; 0 (default): off */
+    /* Fair waiting (docs/design.md "Fair waiting"): this gateway's acquire takes a ticket in
+     * a queue on the fleet and asks for the lock only at its head. [resource] only. */
+    bool fair;
+    int fair_line; /* 0: key not set; for messages */
     /* Who may take it: comma-separated user / group names or numeric ids (resolved by
      * elkfw_access_resolve). Both empty: every peer that can reach the socket. */
     char allow_users[ELKFW_STR_MAX];

@@ -18,12 +18,12 @@
 #define ELK_CTL_LINE_MAX 512u
 
 /* Longest line elkd writes, newline included: the one-line STATUS JSON answer for the
- * largest configuration this build takes (ELKFW_MAX_RESOURCES; per resource at most ~330
+ * largest configuration this build takes (ELKFW_MAX_RESOURCES; per resource at most ~400
  * bytes, per node ~500 plus its host name): megabytes for thousands of resources, so a
  * client takes a receive buffer of this size from the heap (elk does). elkd's output queue
  * grows to take such an answer whole (docs/control-protocol.md, back-pressure). */
 #define ELK_CTL_REPLY_MAX                                                                          \
-    (512u + CONFIG_ELK_GATEWAY_ID_MAX_LEN + ELKFW_MAX_RESOURCES * 384u +                           \
+    (512u + CONFIG_ELK_GATEWAY_ID_MAX_LEN + ELKFW_MAX_RESOURCES * 448u +                           \
      CONFIG_ELK_MAX_NODES * (640u + ELKFW_STR_MAX))
 
 typedef enum elkfw_ctl_cmd {
