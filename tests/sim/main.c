@@ -19,7 +19,7 @@ static const char *timeline_path; /* --timeline FILE, NULL: none */
 
 static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
                                             "naive-fence", "setnx-getset",    "no-vote-hygiene",
-                                            "no-amnesia",  "naive-semaphore"};
+                                            "no-amnesia",  "naive-semaphore", "unfair"};
 
 static void usage(FILE *f)
 {
@@ -43,8 +43,12 @@ static void usage(FILE *f)
             "                       no token floor; with --faults hostile-masters)\n"
             "                       | naive-semaphore (with --permits: a counter of holders on\n"
             "                       each master, a holder needs a quorum: more than N hold)\n"
+            "                       | unfair (with --fair: waiters ask for the lock as soon as\n"
+            "                       they hold a ticket)\n"
             "  --permits N          each resource is a semaphore of N permits (max %u; 0, the\n"
             "                       default: a lock); the checker adds permits_exceeded\n"
+            "  --fair               every acquire waits in a fair queue (elk/fair.h; ticket TTL\n"
+            "                       = --ttl-ms); the checker adds fair_order\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
@@ -145,6 +149,7 @@ static bool *flag_of(sim_options_t *o, const char *a)
     return strcmp(a, "--trace") == 0            ? &o->trace
         : strcmp(a, "--quiet") == 0             ? &o->quiet
         : strcmp(a, "--companion-lease") == 0   ? &o->companion
+        : strcmp(a, "--fair") == 0              ? &o->fair
         : strcmp(a, "--expect-violations") == 0 ? &o->expect_violations
                                                 : NULL;
 }
@@ -217,6 +222,8 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
         return t->violations[V_FENCE_BACKWARDS] > 0u;
     case CTRL_NAIVE_SEMAPHORE:
         return t->violations[V_PERMITS] > 0u;
+    case CTRL_UNFAIR:
+        return t->violations[V_FAIR_ORDER] > 0u;
     case CTRL_NO_AMNESIA:
         /* both promises: one holder at a time, and tokens that only grow */
         return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_BACKWARDS] > 0u;
@@ -229,11 +236,11 @@ static void replay_hint(const sim_options_t *o, uint64_t seed)
 {
     fprintf(stderr,
             "  replay: elk-sim --seed %" PRIu64 " --runs 1 --gateways %u --nodes %u --resources %u "
-            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s%s --permits %u --trace\n",
+            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s%s%s --permits %u --trace\n",
             seed, o->gateways, o->nodes, o->resources, o->faults, o->drift_ppm, o->duration_ms,
             o->ttl_ms, o->control != CTRL_NONE ? " --control " : "",
             o->control != CTRL_NONE ? control_names[o->control] : "",
-            o->companion ? " --companion-lease" : "", o->permits);
+            o->companion ? " --companion-lease" : "", o->fair ? " --fair" : "", o->permits);
 }
 
 /* One run's figures into the sweep's. */
@@ -257,6 +264,7 @@ static void add_run(sim_stats_t *total, const sim_stats_t *run)
     total->flushes += run->flushes;
     total->evictions += run->evictions;
     total->failovers += run->failovers;
+    total->fair_exempt += run->fair_exempt;
     total->events += run->events;
     total->sim_us += run->sim_us;
 }
@@ -341,6 +349,13 @@ static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint
     printf("  simulated %.3f h in %.2f s wall: %.1f simulated hours per wall second, %" PRIu64
            " events\n",
            sim_h, wall_s, wall_s > 0 ? sim_h / wall_s : 0.0, total->events);
+    if (o->fair) {
+        printf("  fair waiting: lock cycles are fair grants; %" PRIu64 " out of ticket order "
+               "excused by a master fault (data lost unrestarted, forward jump) since the waiter "
+               "passed "
+               "over last renewed\n",
+               total->fair_exempt);
+    }
     if (o->permits != 0u) {
         printf("  each resource a semaphore of %u permits (lock cycles: permits granted)\n",
                o->permits);
@@ -364,10 +379,13 @@ static int setup(int argc, char **argv, sim_options_t *o)
         o->resources = o->gateways;
     }
     if ((o->control == CTRL_NAIVE_SEMAPHORE && o->permits == 0u) ||
-        (o->control == CTRL_SETNX_GETSET && o->permits != 0u)) {
+        (o->control == CTRL_SETNX_GETSET && o->permits != 0u) ||
+        (o->fair && (o->permits != 0u || (o->control != CTRL_NONE && o->control != CTRL_UNFAIR))) ||
+        (o->control == CTRL_UNFAIR && !o->fair)) {
         fprintf(stderr,
                 "elk-sim: --control naive-semaphore needs --permits N (N >= 1), and "
-                "setnx-getset takes no --permits\n");
+                "setnx-getset takes no --permits; --fair takes no --permits and no control but "
+                "unfair, which needs --fair\n");
         return 2;
     }
     world.opt = *o;
