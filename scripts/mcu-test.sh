@@ -80,7 +80,7 @@ link() {
 build_sim_image() {
   local o=$out/obj objs=() f
   mkdir -p "$o"
-  for f in world checker profiles gw_elk gw_multi gw_setnx gw_naive_sem; do
+  for f in world checker profiles gw_elk gw_multi gw_setnx gw_naive_sem gw_fair; do
     obj "$root/tests/sim/$f.c" "$o/sim_$f.o" -Wno-format; objs+=("$o/sim_$f.o")
   done
   obj "$root/tests/sim/main.c" "$o/sim_main.o" -Wno-format -Dmain=elk_sim_main

@@ -12,7 +12,7 @@
 static const char *const kind_names[V_KINDS] = {
     "mutual_exclusion",     "fence_backwards", "fence_accepted_lower", "late_lost",
     "drive_after_deadline", "liveness",        "lock_delay",           "heartbeat",
-    "permits_exceeded",     "multi_partial",   "multi_starved",
+    "permits_exceeded",     "multi_partial",   "multi_starved",        "fair_order",
 };
 
 const char *sim_violation_name(int kind)
@@ -131,6 +131,76 @@ static void hold_begins(sim_world_t *w, sim_gw_t *g)
     g->ck_dead_from = g->ck_dead_to = 0;
 }
 
+/* --fair. A round of h's counts for h's place when a quorum answered it: every quorum
+ * that names a waiter head then holds a master with h's ticket, alive there for a ticket
+ * TTL from the round's send (less what the master's clock may run fast). */
+void sim_check_fair_ticket(sim_world_t *w, sim_gw_t *g, int64_t ticket)
+{
+    memset(&g->fk, 0, sizeof g->fk);
+    g->fk.ticket = ticket;
+    g->fk.waiting = true;
+    g->fk.seq_seen = g->fair.seq;
+    sim_trace(w, "ticket", g->id, (uint64_t)ticket, 0);
+}
+
+void sim_check_fair_round(sim_world_t *w, sim_gw_t *g, uint64_t sent_us)
+{
+    struct sim_fair_ck *k = &g->fk;
+    memmove(&k->sent[1], &k->sent[0], sizeof k->sent - sizeof k->sent[0]);
+    memmove(&k->decided[1], &k->decided[0], sizeof k->decided - sizeof k->decided[0]);
+    k->sent[0] = sent_us;
+    k->decided[0] = w->core.now_us;
+    k->n = (uint8_t)(k->n < 8u ? k->n + 1u : 8u);
+}
+
+void sim_check_fair_head(sim_world_t *w, sim_gw_t *g, uint64_t sent_us)
+{
+    g->fk.head_sent = sent_us;
+    g->fk.head_decided = w->core.now_us;
+    g->fk.head_fault = w->master_fault_at;
+    sim_trace(w, "head", g->id, (uint64_t)g->fk.ticket, sent_us);
+}
+
+void sim_check_fair_left(sim_world_t *w, sim_gw_t *g)
+{
+    (void)w;
+    g->fk.waiting = false;
+}
+
+/* fair_order: g, granted, was named head by a round sent at head_sent and decided at
+ * head_decided. A waiter h with a lower ticket, still waiting, breaks the order if a round
+ * of h's that a quorum answered before head_sent keeps its ticket alive past head_decided. */
+static void check_fair_order(sim_world_t *w, const sim_gw_t *g)
+{
+    uint32_t i, j;
+    char msg[180];
+    for (i = 0; i < w->opt.gateways && g->fk.head_decided != 0u; i++) {
+        const sim_gw_t *h = &w->gw[i];
+        uint64_t ttl = (uint64_t)h->fair.ticket_ttl_ms * 1000u;
+        uint64_t win = ttl - (ttl * w->opt.drift_ppm + 999999u) / 1000000u;
+        if (h == g || h->resource != g->resource || !h->fk.waiting ||
+            h->fk.ticket >= g->fk.ticket) {
+            continue;
+        }
+        for (j = 0; j < h->fk.n && h->fk.decided[j] > g->fk.head_sent; j++) {
+        }
+        if (j < h->fk.n && h->fk.sent[j] + win > g->fk.head_decided &&
+            g->fk.head_fault >= h->fk.sent[j] && g->fk.head_fault != 0u) {
+            w->run.fair_exempt++; /* that master may have lost or expired h's ticket */
+            sim_trace(w, "fair_exempt", g->id, h->id, g->fk.head_fault);
+            return;
+        }
+        if (j < h->fk.n && h->fk.sent[j] + win > g->fk.head_decided) {
+            snprintf(msg, sizeof msg,
+                     "gw%u (ticket %" PRId64 ", head at %" PRIu64 "us) granted while gw%u "
+                     "(ticket %" PRId64 ", renewed at %" PRIu64 "us) waited",
+                     g->id, g->fk.ticket, g->fk.head_decided, h->id, h->fk.ticket, h->fk.sent[j]);
+            sim_violation(w, V_FAIR_ORDER, msg);
+            return;
+        }
+    }
+}
+
 /* Tokens grow in true grant order, also after masters lost their data (counters with it):
  * the clock floor keeps them growing (design.md "Fencing tokens across a fleet"), so no loss
  * excuses a drop any more. */
@@ -150,6 +220,9 @@ static void check_grant_token(sim_world_t *w, const sim_gw_t *g, sim_actuator_t 
 void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token)
 {
     sim_actuator_t *a = &w->act[g->act];
+    if (w->opt.fair) {
+        check_fair_order(w, g);
+    }
     if (fenced(w)) {
         hold_begins(w, g); /* the SETNX control has no lib lease to check */
     }

@@ -22,6 +22,9 @@ static const char *const resource_names[SIM_MAX_RESOURCES] = {"valve0", "valve1"
 static elk_lock_t *gw_lock(sim_gw_t *g)
 {
     elk_lock_t *l;
+    if (g->w->opt.fair) {
+        return elk_fair_lock(&g->fair);
+    }
     if (g->w->opt.permits == 0u) {
         return &g->lock;
     }
@@ -73,7 +76,7 @@ static void work_keepalive(sim_world_t *w, sim_gw_t *g, uint64_t now)
     g->next_keepalive = now + g->keepalive_every;
 }
 
-static void on_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
+void sim_gw_elk_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
 {
     sim_gw_t *g = (sim_gw_t *)user;
     sim_world_t *w = g->w;
@@ -148,7 +151,7 @@ static void on_sem_event(void *user, elk_sem_t *sem, unsigned permit, const elk_
     if (ev->type == ELK_LOCK_EV_ACQUIRED) {
         g->act = (uint8_t)(g->resource * g->w->opt.permits + (permit - 1u));
     }
-    on_event(user, l, ev);
+    sim_gw_elk_event(user, l, ev);
 }
 
 static void gw_log_write(void *ctx, int level, const char *module, const char *text, size_t len)
@@ -246,10 +249,12 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
         g->m_count = 0;
         g->m_done = false;
         rc = w->opt.multi != 0u ? ELK_OK /* registered per attempt (gw_multi.c) */
+            : w->opt.fair       ? sim_gw_fair_init(g, resource_names[g->resource], &lc)
             : w->opt.permits != 0u
             ? elk_sem_init(&g->sem, &g->client, resource_names[g->resource], w->opt.permits, &lc,
                            on_sem_event, g)
-            : elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc, on_event, g);
+            : elk_lock_init(&g->lock, &g->client, resource_names[g->resource], &lc,
+                            sim_gw_elk_event, g);
         if (rc == ELK_OK && w->opt.companion) {
             /* a resource of its own (nobody contends), renewed in the same batches */
             char own[32];
@@ -284,6 +289,7 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             return false;
         }
         rc = w->opt.multi != 0u    ? sim_gw_multi_acquire(w, g, now)
+            : w->opt.fair          ? sim_gw_fair_acquire(g, now, now + 2u * w->opt.ttl_ms)
             : w->opt.permits != 0u ? elk_sem_acquire(&g->sem, now, now + 2u * w->opt.ttl_ms)
                                    : elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
         if (rc == ELK_E_WOULD_BLOCK) {
@@ -316,8 +322,9 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             g->next_tick = now + TICK_MS;
         } else if (now >= g->next_tick) {
             /* Re-checked on every wake, including the first one after a pause. */
-            bool held = w->opt.permits != 0u ? elk_sem_is_held(&g->sem, now)
-                                             : elk_lock_is_held(&g->lock, now);
+            bool held = w->opt.fair    ? elk_fair_is_held(&g->fair, now)
+                : w->opt.permits != 0u ? elk_sem_is_held(&g->sem, now)
+                                       : elk_lock_is_held(&g->lock, now);
             if (held) {
                 sim_check_drive(w, g, now);
             }
@@ -336,6 +343,8 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
         sim_check_release(w, g);
         if (w->opt.multi != 0u) {
             sim_gw_multi_release(w, g, now);
+        } else if (w->opt.fair) {
+            (void)elk_fair_release(&g->fair, now);
         } else if (w->opt.permits != 0u) {
             (void)elk_sem_release(&g->sem, now);
         } else {
@@ -360,5 +369,5 @@ static uint64_t poll_client(sim_gw_t *g, uint64_t now)
 
 void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next_ms)
 {
-    sim_gw_step_rounds(w, g, now, next_ms, 4, poll_client, behave);
+    sim_gw_step_rounds(w, g, now, next_ms, 4, w->opt.fair ? sim_gw_fair_poll : poll_client, behave);
 }

@@ -19,7 +19,8 @@ static const char *timeline_path; /* --timeline FILE, NULL: none */
 
 static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
                                             "naive-fence", "setnx-getset",    "no-vote-hygiene",
-                                            "no-amnesia",  "naive-semaphore", "multi-naive"};
+                                            "no-amnesia",  "naive-semaphore", "multi-naive",
+                                            "unfair"};
 
 static void usage(FILE *f)
 {
@@ -46,12 +47,16 @@ static void usage(FILE *f)
             "                       | multi-naive (with --multi: independent locks taken in\n"
             "                       the order asked, kept while waiting, a lost one not ending\n"
             "                       the others: deadlocks and partial sets)\n"
+            "                       | unfair (with --fair: waiters ask for the lock as soon as\n"
+            "                       they hold a ticket)\n"
             "  --permits N          each resource is a semaphore of N permits (max %u; 0, the\n"
             "                       default: a lock); the checker adds permits_exceeded\n"
             "  --multi K            each hold one all-or-nothing lease (elk/multi.h) over K of\n"
             "                       the resources (2..%u, at most --resources), drawn per\n"
             "                       attempt in a random order; the checker adds multi_partial\n"
             "                       and multi_starved, and the calm phase grows to show them\n"
+            "  --fair               every acquire waits in a fair queue (elk/fair.h; ticket TTL\n"
+            "                       = --ttl-ms); the checker adds fair_order\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
@@ -157,6 +162,7 @@ static bool *flag_of(sim_options_t *o, const char *a)
     return strcmp(a, "--trace") == 0            ? &o->trace
         : strcmp(a, "--quiet") == 0             ? &o->quiet
         : strcmp(a, "--companion-lease") == 0   ? &o->companion
+        : strcmp(a, "--fair") == 0              ? &o->fair
         : strcmp(a, "--expect-violations") == 0 ? &o->expect_violations
                                                 : NULL;
 }
@@ -232,6 +238,8 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
     case CTRL_MULTI_NAIVE:
         /* both promises: all or nothing, and everyone served once faults heal */
         return t->violations[V_MULTI_PARTIAL] > 0u && t->violations[V_MULTI_STARVED] > 0u;
+    case CTRL_UNFAIR:
+        return t->violations[V_FAIR_ORDER] > 0u;
     case CTRL_NO_AMNESIA:
         /* both promises: one holder at a time, and tokens that only grow */
         return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_BACKWARDS] > 0u;
@@ -244,11 +252,11 @@ static void replay_hint(const sim_options_t *o, uint64_t seed)
 {
     fprintf(stderr,
             "  replay: elk-sim --seed %" PRIu64 " --runs 1 --gateways %u --nodes %u --resources %u "
-            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s%s --permits %u --trace\n",
+            "--faults %s --drift %u --duration-ms %u --ttl-ms %u%s%s%s%s --permits %u --trace\n",
             seed, o->gateways, o->nodes, o->resources, o->faults, o->drift_ppm, o->duration_ms,
             o->ttl_ms, o->control != CTRL_NONE ? " --control " : "",
             o->control != CTRL_NONE ? control_names[o->control] : "",
-            o->companion ? " --companion-lease" : "", o->permits);
+            o->companion ? " --companion-lease" : "", o->fair ? " --fair" : "", o->permits);
     if (o->multi != 0u) {
         fprintf(stderr, "  (add --multi %u to the replay)\n", o->multi);
     }
@@ -275,6 +283,7 @@ static void add_run(sim_stats_t *total, const sim_stats_t *run)
     total->flushes += run->flushes;
     total->evictions += run->evictions;
     total->failovers += run->failovers;
+    total->fair_exempt += run->fair_exempt;
     total->events += run->events;
     total->sim_us += run->sim_us;
     if (run->calm_wait_max_us > total->calm_wait_max_us) {
@@ -362,6 +371,13 @@ static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint
     printf("  simulated %.3f h in %.2f s wall: %.1f simulated hours per wall second, %" PRIu64
            " events\n",
            sim_h, wall_s, wall_s > 0 ? sim_h / wall_s : 0.0, total->events);
+    if (o->fair) {
+        printf("  fair waiting: lock cycles are fair grants; %" PRIu64 " out of ticket order "
+               "excused by a master fault (data lost unrestarted, forward jump) since the waiter "
+               "passed "
+               "over last renewed\n",
+               total->fair_exempt);
+    }
     if (o->permits != 0u) {
         printf("  each resource a semaphore of %u permits (lock cycles: permits granted)\n",
                o->permits);
@@ -392,10 +408,16 @@ static int setup(int argc, char **argv, sim_options_t *o)
         o->resources = o->gateways;
     }
     if ((o->control == CTRL_NAIVE_SEMAPHORE && o->permits == 0u) ||
-        (o->control == CTRL_SETNX_GETSET && o->permits != 0u)) {
+        (o->control == CTRL_SETNX_GETSET && o->permits != 0u) ||
+        (o->fair &&
+         (o->permits != 0u || o->multi != 0u ||
+          (o->control != CTRL_NONE && o->control != CTRL_UNFAIR))) ||
+        (o->control == CTRL_UNFAIR && !o->fair)) {
         fprintf(stderr,
                 "elk-sim: --control naive-semaphore needs --permits N (N >= 1), and "
-                "setnx-getset takes no --permits\n");
+                "setnx-getset takes no --permits; --fair takes no --permits, no --multi and no "
+                "control but "
+                "unfair, which needs --fair\n");
         return 2;
     }
     if ((o->multi != 0u &&

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "elk/fair.h"
 #include "elk/fence.h"
 #include "elk/lock.h"
 #include "elk/multi.h"
@@ -40,9 +41,11 @@ typedef enum sim_control {
     CTRL_NAIVE_SEMAPHORE, /* a counting semaphore on a majority: each master admits at most N
                              holders (a free slot key of its own, SET NX PX), a holder needs a
                              quorum of masters (issue 28's trap) */
-    CTRL_MULTI_NAIVE      /* --multi K without lib/multi: independent locks taken in the
+    CTRL_MULTI_NAIVE,     /* --multi K without lib/multi: independent locks taken in the
                              caller's order, the ones taken kept while it waits for the next
                              (hold and wait), a lost one not ending the others (issue 28) */
+    CTRL_UNFAIR           /* --fair: a waiter keeps its ticket but asks for the lock as soon
+                             as it has one, without waiting to be the head (gw_fair.c) */
 } sim_control_t;
 
 /* Violation kinds, in report order. */
@@ -63,6 +66,8 @@ enum {
                                its multi lease, or believed a deadline one of them did not have */
     V_MULTI_STARVED,        /* --multi: a gateway asked in the calm phase and was not granted
                                within sim_multi_starve_bound_us */
+    V_FAIR_ORDER,           /* --fair: a grant while a live waiter with a lower ticket, known
+                               to a quorum before the grantee was named head, waited */
     V_KINDS
 };
 
@@ -82,6 +87,7 @@ typedef struct sim_options {
                        same client, so its renewals go out batched (EXTEND_BATCH) */
     uint32_t permits;     /* --permits N: resources are semaphores of N permits; 0: locks */
     uint32_t multi;       /* --multi K: each grant an elk_multi lease of K resources; 0: off */
+    bool fair;            /* --fair: acquires go through elk_fair_t (gw_fair.c) */
     uint32_t duration_ms; /* fault phase; a calm phase follows */
     uint32_t ttl_ms;
 } sim_options_t;
@@ -157,9 +163,22 @@ typedef struct sim_gw {
     elk_lock_t lock;
     elk_lock_t companion; /* --companion-lease: a private lease, renewed with lock's */
     elk_sem_t sem;        /* --permits: the semaphore instead of lock */
-    uint8_t act;          /* the actuator it drives: its resource, or with --permits the
+    elk_fair_t fair;      /* --fair: the fair handle instead of lock */
+    /* --fair: the checker's record of this gateway's wait (gw_fair.c reports, checker.c
+     * keeps): its ticket, whether it waits, the last rounds a quorum answered (true us:
+     * sent, decided; a ring), and the round that named it head */
+    struct sim_fair_ck {
+        int64_t ticket;
+        bool waiting;
+        uint32_t seq_seen, head_seq; /* the lib's round numbers last reported */
+        uint8_t n;                   /* rounds in the ring */
+        uint64_t sent[8], decided[8];
+        uint64_t head_sent, head_decided;
+        uint64_t head_fault; /* w->master_fault_at when it was named head */
+    } fk;
+    uint8_t act;      /* the actuator it drives: its resource, or with --permits the
                              permit it holds or last held (resource * permits + permit - 1) */
-    uint32_t stop_ms;     /* the stop margin of its holds */
+    uint32_t stop_ms; /* the stop margin of its holds */
     gw_phase_t phase;
     uint64_t think_until, work_until, next_tick; /* local ms */
     bool lease_bound;         /* never renews: works until its deadline, then LOST */
@@ -234,6 +253,7 @@ typedef struct sim_stats {
     uint64_t crashes, empty_restarts, jumps, forward_jumps;
     uint64_t flushes, evictions, failovers; /* issue 26: data lost without a restart */
     uint64_t calm_wait_max_us; /* --multi: the longest wait for a grant in the calm phase */
+    uint64_t fair_exempt;      /* --fair: grants out of ticket order that a master fault excused */
 } sim_stats_t;
 
 typedef struct sim_world {
@@ -253,9 +273,14 @@ typedef struct sim_world {
         uint64_t lease_of[ELK_SIM_MAX_GATEWAYS], reported[ELK_SIM_MAX_GATEWAYS];
     } budget[SIM_MAX_RESOURCES];
     uint8_t block_count[ELK_SIM_MAX_GATEWAYS][ELK_SIM_MAX_NODES];
-    bool data_lost;       /* some node lost its data in this run (restart, flush) */
-    uint8_t jumper;       /* forward_jumps: the one master whose wall clock jumps */
-    const char *password; /* nodes require AUTH in this run, or NULL */
+    bool data_lost;           /* some node lost its data in this run (restart, flush) */
+    uint64_t master_fault_at; /* true us of the latest master fault that drops queued tickets
+                                 unseen by vote hygiene: data lost without a restart (flush,
+                                 eviction, failover) or a forward clock jump (--fair; 0:
+                                 none). An empty restart is not one: quarantined, the master
+                                 names no head. */
+    uint8_t jumper;           /* forward_jumps: the one master whose wall clock jumps */
+    const char *password;     /* nodes require AUTH in this run, or NULL */
     uint64_t calm_from, end_at, last_grant_at;
     bool calm_granted;
     uint64_t lease_seq;
@@ -313,6 +338,13 @@ void sim_check_multi_end(sim_world_t *w);
  * one within TTL), and an attempt that waits ends within W = 2 TTL + a 200 ms think and
  * retries. No hung work in --multi (no keepalive). */
 uint64_t sim_multi_starve_bound_us(const sim_world_t *w);
+/* --fair (gw_fair.c reports, checker.c checks fair_order at each grant): a ticket taken, a
+ * round with the ticket a quorum answered (sent, decided: true us), the round that named g
+ * head, the wait ended (granted, failed, cancelled). */
+void sim_check_fair_ticket(sim_world_t *w, sim_gw_t *g, int64_t ticket);
+void sim_check_fair_round(sim_world_t *w, sim_gw_t *g, uint64_t sent_us);
+void sim_check_fair_head(sim_world_t *w, sim_gw_t *g, uint64_t sent_us);
+void sim_check_fair_left(sim_world_t *w, sim_gw_t *g);
 const char *sim_violation_name(int kind);
 
 /* Trace (world.c): hashed always, printed with --trace. */
@@ -324,6 +356,12 @@ void sim_trace(sim_world_t *w, const char *what, uint64_t a, uint64_t b, uint64_
 int sim_gw_nodes_init(sim_world_t *w, sim_gw_t *g, bool resp3, const elk_log_t *log);
 int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g);
 void sim_gw_step_elk(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);
+/* --fair (gw_fair.c): the fair handle in place of g->lock, with gw_elk.c's behaviour
+ * (sim_gw_elk_event: its lock event handler, which the fair handle's events go to). */
+void sim_gw_elk_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev);
+int sim_gw_fair_init(sim_gw_t *g, const char *resource, const elk_lock_config_t *lc);
+int sim_gw_fair_acquire(sim_gw_t *g, uint64_t now, uint64_t wait_deadline);
+uint64_t sim_gw_fair_poll(sim_gw_t *g, uint64_t now);
 int sim_gw_setup_setnx(sim_world_t *w, sim_gw_t *g);
 int sim_gw_setup_naive_sem(sim_world_t *w, sim_gw_t *g);
 void sim_gw_step_naive_sem(sim_world_t *w, sim_gw_t *g, uint64_t now_ms, uint64_t *next_ms);

@@ -155,6 +155,76 @@ static void test_multi_starved(void **state)
     assert_int_equal(w.run.calm_wait_max_us, bound + 1000u);
 }
 
+/* --fair: g and h wait on one resource, h (ticket 5) ahead of g (ticket 6); h's round
+ * sent at 1 ms is answered by a quorum at 2 ms. */
+static void fair_queue(sim_gw_t *h, sim_gw_t *g)
+{
+    w.opt.fair = true;
+    h->fair.ticket_ttl_ms = g->fair.ticket_ttl_ms = 1000;
+    w.core.now_us = 1000;
+    sim_check_fair_ticket(&w, h, 5);
+    sim_check_fair_ticket(&w, g, 6);
+    w.core.now_us = 2000;
+    sim_check_fair_round(&w, h, 1000);
+}
+
+/* g granted (and released at once: each history's grants are independent) */
+static void fair_grant(sim_gw_t *g, uint64_t token)
+{
+    grant(g, token, w.core.now_us / 1000u + 1000u);
+    sim_check_release(&w, g);
+}
+
+/* fair_order: a grant to g, named head by a round sent after a quorum knew h, while h's
+ * ticket still lives (1 ms + 1 s) and h still waits, is one violation. */
+static void test_fair_grant_past_a_live_lower_ticket(void **state)
+{
+    (void)state;
+    fair_queue(&w.gw[0], &w.gw[1]);
+    w.core.now_us = 4000;
+    sim_check_fair_head(&w, &w.gw[1], 3000);
+    w.core.now_us = 5000;
+    fair_grant(&w.gw[1], 1);
+    assert_int_equal(w.run.violations[V_FAIR_ORDER], 1);
+}
+
+/* ... and not one when h had left, when h's ticket had expired by the head decision, when
+ * h's round was answered only after g's head round was sent, or when a master lost its
+ * data (or jumped forward) after h's renewal: then it is counted as excused. */
+static void test_fair_order_exceptions(void **state)
+{
+    sim_gw_t *h = &w.gw[0], *g = &w.gw[1];
+    (void)state;
+    fair_queue(h, g);
+    sim_check_fair_left(&w, h);
+    w.core.now_us = 4000;
+    sim_check_fair_head(&w, g, 3000);
+    fair_grant(g, 1);
+    fair_queue(h, g);
+    w.core.now_us = 1002000; /* h's ticket lived until 1 ms + 1 s */
+    sim_check_fair_head(&w, g, 1001500);
+    fair_grant(g, 2);
+    fair_queue(h, g);
+    w.core.now_us = 4000;
+    sim_check_fair_head(&w, g, 1500); /* sent before a quorum had answered h */
+    fair_grant(g, 3);
+    assert_int_equal(w.run.violations[V_FAIR_ORDER], 0);
+    fair_queue(h, g);
+    w.master_fault_at = 2500;
+    w.core.now_us = 4000;
+    sim_check_fair_head(&w, g, 3000);
+    fair_grant(g, 4);
+    assert_int_equal(w.run.violations[V_FAIR_ORDER], 0);
+    assert_int_equal(w.run.fair_exempt, 1);
+    /* a fault before h's renewal excuses nothing */
+    fair_queue(h, g);
+    w.master_fault_at = 500;
+    w.core.now_us = 4000;
+    sim_check_fair_head(&w, g, 3000);
+    fair_grant(g, 5);
+    assert_int_equal(w.run.violations[V_FAIR_ORDER], 1);
+}
+
 static void test_overlapping_holds_are_one_violation(void **state)
 {
     (void)state;
@@ -461,5 +531,6 @@ int main(void)
         test_lock_delay_zero_still_forbids_overlapping_leases,
         test_lock_delay_counts_in_the_holders_clock,
         test_renewal_after_a_missed_keepalive_is_caught, test_keepalive_gap_is_remembered,
-        test_no_keepalive_no_heartbeat_rule, test_multi_partial, test_multi_starved);
+        test_no_keepalive_no_heartbeat_rule, test_multi_partial, test_multi_starved,
+        test_fair_grant_past_a_live_lower_ticket, test_fair_order_exceptions);
 }

@@ -253,6 +253,11 @@ static void fault_jump(sim_world_t *w)
     elk_sim_net_clock_jump(&w->net, n, delta);
     w->run.jumps++;
     w->run.forward_jumps += delta > 0 ? 1u : 0u;
+    if (delta > 0) {
+        /* expires queued tickets early; the clients' clock check sees it only in lease
+         * replies (fair_order excuses what follows) */
+        w->master_fault_at = w->core.now_us;
+    }
     sim_trace(w, "jump", n, (uint64_t)delta, 0);
 }
 
@@ -286,6 +291,7 @@ static void fault_flush(sim_world_t *w)
     w->run.flushes += mode == 0u ? 1u : 0u;
     w->run.evictions += mode == 1u ? 1u : 0u;
     w->data_lost = true;
+    w->master_fault_at = w->core.now_us;
     sim_trace(w, "flush", first, mode, count);
 }
 
@@ -403,6 +409,7 @@ static int run_reset(sim_world_t *w, uint64_t seed, uint64_t *seeder)
     w->hash = 0xcbf29ce484222325ull;
     memset(w->block_count, 0, sizeof w->block_count);
     w->data_lost = false;
+    w->master_fault_at = 0;
     w->queue_overflow = false;
     w->calm_granted = false;
     w->lease_seq = 0;
