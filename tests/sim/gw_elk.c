@@ -308,9 +308,6 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
                                    : elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
         if (rc == ELK_E_WOULD_BLOCK) {
             g->phase = GW_WANT;
-            if (w->opt.fair) {
-                sim_check_multi_ask(w, g); /* the calm phase drains as with --multi */
-            }
         } else if (rc == ELK_E_STATE && w->opt.multi != 0u) {
             g->think_until = now + TICK_MS; /* the last attempt's releases are in flight */
             *next = g->think_until;

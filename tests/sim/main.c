@@ -402,6 +402,12 @@ static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint
     printf("  trace hash %016" PRIx64 "\n", hash);
 }
 
+/* The controls that exist only with --fair. */
+static bool fair_control(sim_control_t c)
+{
+    return c == CTRL_UNFAIR || c == CTRL_FAIR_NO_EXPIRY;
+}
+
 /* The options checked against each other and the build; 0 or the exit status. */
 static int setup(int argc, char **argv, sim_options_t *o)
 {
@@ -421,9 +427,8 @@ static int setup(int argc, char **argv, sim_options_t *o)
         (o->control == CTRL_SETNX_GETSET && o->permits != 0u) ||
         (o->fair &&
          (o->permits != 0u || o->multi != 0u ||
-          (o->control != CTRL_NONE && o->control != CTRL_UNFAIR &&
-           o->control != CTRL_FAIR_NO_EXPIRY))) ||
-        ((o->control == CTRL_UNFAIR || o->control == CTRL_FAIR_NO_EXPIRY) && !o->fair)) {
+          (o->control != CTRL_NONE && !fair_control(o->control)))) ||
+        (fair_control(o->control) && !o->fair)) {
         fprintf(stderr,
                 "elk-sim: --control naive-semaphore needs --permits N (N >= 1), and "
                 "setnx-getset takes no --permits; --fair takes no --permits, no --multi and no "
