@@ -13,7 +13,10 @@ static const char *const kind_names[V_KINDS] = {
     "mutual_exclusion",     "fence_backwards", "fence_accepted_lower", "late_lost",
     "drive_after_deadline", "liveness",        "lock_delay",           "heartbeat",
     "permits_exceeded",     "multi_partial",   "multi_starved",        "fair_order",
+    "fair_starved",
 };
+
+static void check_wait(sim_world_t *w, sim_gw_t *g, uint64_t until);
 
 const char *sim_violation_name(int kind)
 {
@@ -222,6 +225,8 @@ void sim_check_acquired(sim_world_t *w, sim_gw_t *g, uint64_t token)
     sim_actuator_t *a = &w->act[g->act];
     if (w->opt.fair) {
         check_fair_order(w, g);
+        check_wait(w, g, w->core.now_us);
+        g->m_asking = false;
     }
     if (fenced(w)) {
         hold_begins(w, g); /* the SETNX control has no lib lease to check */
@@ -401,10 +406,23 @@ void sim_check_lost_missing(sim_world_t *w, sim_gw_t *g, uint64_t now)
     g->lost = true; /* report once per hold */
 }
 
+/* H + W (sim_multi_starve_bound_us): one hold ends, or one waiting attempt, within it */
+static uint64_t hold_slot_us(const sim_world_t *w)
+{
+    return (uint64_t)w->opt.ttl_ms * 4500u + 420000u;
+}
+
 uint64_t sim_multi_starve_bound_us(const sim_world_t *w)
 {
     uint64_t holds = w->opt.gateways + (w->opt.multi != 0u ? w->opt.resources / w->opt.multi : 0u);
-    return holds * ((uint64_t)w->opt.ttl_ms * 4500u + 420000u);
+    return holds * hold_slot_us(w);
+}
+
+uint64_t sim_fair_starve_bound_us(const sim_world_t *w)
+{
+    uint32_t r = w->opt.resources != 0u ? w->opt.resources : 1u;
+    uint64_t per = (w->opt.gateways + r - 1u) / r;
+    return (per + 1u) * hold_slot_us(w) + (uint64_t)w->opt.ttl_ms * 1000u;
 }
 
 void sim_check_multi_ask(sim_world_t *w, sim_gw_t *g)
@@ -415,15 +433,15 @@ void sim_check_multi_ask(sim_world_t *w, sim_gw_t *g)
     }
 }
 
-/* multi_starved: the part of g's wait (since it asked) that lies in the calm phase, up to
- * until, against the bound. Faults may hold anyone off for as long as they last; once they
- * heal, every gateway that asks must be served. */
+/* multi_starved (fair_starved with --fair): the part of g's wait (since it asked) that lies
+ * in the calm phase, up to until, against the bound. Faults may hold anyone off for as long
+ * as they last; once they heal, every gateway that asks must be served. */
 static void check_wait(sim_world_t *w, sim_gw_t *g, uint64_t until)
 {
     uint64_t from = g->m_ask_since > w->calm_from ? g->m_ask_since : w->calm_from;
-    uint64_t bound = sim_multi_starve_bound_us(w);
+    uint64_t bound = w->opt.fair ? sim_fair_starve_bound_us(w) : sim_multi_starve_bound_us(w);
     char msg[180];
-    if (!g->m_asking || until <= from) {
+    if (!g->m_asking || g->crashed || until <= from) {
         return;
     }
     if (until - from > w->run.calm_wait_max_us) {
@@ -434,7 +452,7 @@ static void check_wait(sim_world_t *w, sim_gw_t *g, uint64_t until)
                  "gw%u asked at %" PRIu64 "us and had no grant at %" PRIu64 "us: %" PRIu64
                  " ms of the calm phase (from %" PRIu64 "us), bound %" PRIu64 " ms",
                  g->id, g->m_ask_since, until, (until - from) / 1000u, w->calm_from, bound / 1000u);
-        sim_violation(w, V_MULTI_STARVED, msg);
+        sim_violation(w, w->opt.fair ? V_FAIR_STARVED : V_MULTI_STARVED, msg);
     }
 }
 

@@ -96,6 +96,9 @@ void sim_gw_elk_event(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
             g->hang_at = ev->now + elk_sim_rng_range(&g->rng, 0, (uint64_t)w->opt.ttl_ms * 2u);
         }
         sim_check_acquired(w, g, ev->token);
+        if (w->opt.fair && w->core.now_us >= w->calm_from) {
+            g->m_done = true; /* served in the calm phase: asks no more */
+        }
         if (w->opt.companion && !elk_lock_is_held(&g->companion, ev->now) &&
             elk_lock_state(&g->companion) != ELK_LOCK_ACQUIRING &&
             elk_lock_state(&g->companion) != ELK_LOCK_COMMITTING) {
@@ -277,6 +280,17 @@ int sim_gw_setup_elk(sim_world_t *w, sim_gw_t *g)
     return rc;
 }
 
+/* --fair: how long a waiter waits. In the calm phase long enough for the queue ahead of it
+ * (the fair_starved bound), so that the draining calm phase never loses a place to a
+ * timeout; before it, 2 TTL as every other acquire. */
+static uint64_t fair_wait_ms(const sim_world_t *w)
+{
+    if (w->core.now_us >= w->calm_from) {
+        return sim_fair_starve_bound_us(w) / 1000u;
+    }
+    return 2u * (uint64_t)w->opt.ttl_ms;
+}
+
 /* What the gateway's application does at local time now; returns true when it called
  * into the lock API (so the client must be polled again to send). */
 static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
@@ -289,7 +303,7 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
             return false;
         }
         rc = w->opt.multi != 0u    ? sim_gw_multi_acquire(w, g, now)
-            : w->opt.fair          ? sim_gw_fair_acquire(g, now, now + 2u * w->opt.ttl_ms)
+            : w->opt.fair          ? sim_gw_fair_acquire(g, now, now + fair_wait_ms(w))
             : w->opt.permits != 0u ? elk_sem_acquire(&g->sem, now, now + 2u * w->opt.ttl_ms)
                                    : elk_lock_acquire(&g->lock, now, now + 2u * w->opt.ttl_ms);
         if (rc == ELK_E_WOULD_BLOCK) {
@@ -353,7 +367,7 @@ static bool behave(sim_world_t *w, sim_gw_t *g, uint64_t now, uint64_t *next)
         g->phase = GW_THINK;
         g->think_until = now + think_ms(g);
         if (g->m_done) {
-            g->think_until = UINT64_MAX; /* --multi, served in the calm phase: asks no more */
+            g->think_until = UINT64_MAX; /* served in the calm phase: asks no more */
         }
         *next = g->think_until;
         return true;

@@ -37,7 +37,11 @@ int sim_gw_fair_init(sim_gw_t *g, const char *resource, const elk_lock_config_t 
 
 int sim_gw_fair_acquire(sim_gw_t *g, uint64_t now, uint64_t wait_deadline)
 {
-    return elk_fair_acquire(&g->fair, now, wait_deadline);
+    int rc = elk_fair_acquire(&g->fair, now, wait_deadline);
+    if (rc == ELK_E_WOULD_BLOCK) {
+        sim_check_multi_ask(g->w, g); /* the calm phase drains as with --multi */
+    }
+    return rc;
 }
 
 /* What the replies just read say, before elk_fair_poll acts on them: a quorum answered

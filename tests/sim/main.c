@@ -20,7 +20,7 @@ static const char *timeline_path; /* --timeline FILE, NULL: none */
 static const char *const control_names[] = {"none",        "no-drift-margin", "drift-beyond-bound",
                                             "naive-fence", "setnx-getset",    "no-vote-hygiene",
                                             "no-amnesia",  "naive-semaphore", "multi-naive",
-                                            "unfair"};
+                                            "unfair",      "fair-no-expiry"};
 
 static void usage(FILE *f)
 {
@@ -48,7 +48,8 @@ static void usage(FILE *f)
             "                       the order asked, kept while waiting, a lost one not ending\n"
             "                       the others: deadlocks and partial sets)\n"
             "                       | unfair (with --fair: waiters ask for the lock as soon as\n"
-            "                       they hold a ticket)\n"
+            "                       they hold a ticket) | fair-no-expiry (with --fair: expired\n"
+            "                       tickets never leave the queue, the crashed waiter blocks it)\n"
             "  --permits N          each resource is a semaphore of N permits (max %u; 0, the\n"
             "                       default: a lock); the checker adds permits_exceeded\n"
             "  --multi K            each hold one all-or-nothing lease (elk/multi.h) over K of\n"
@@ -56,7 +57,9 @@ static void usage(FILE *f)
             "                       attempt in a random order; the checker adds multi_partial\n"
             "                       and multi_starved, and the calm phase grows to show them\n"
             "  --fair               every acquire waits in a fair queue (elk/fair.h; ticket TTL\n"
-            "                       = --ttl-ms); the checker adds fair_order\n"
+            "                       = --ttl-ms); the checker adds fair_order and, in a draining\n"
+            "                       calm phase with one queued waiter per resource crashed for\n"
+            "                       good, fair_starved\n"
             "  --expect-violations  exit 0 only if the control's violations were found\n"
             "  --trace              print every event of every run (use with --runs 1)\n"
             "  --timeline FILE      write the run as an HTML page (as elk timeline does): leases\n"
@@ -240,6 +243,8 @@ static bool control_caught(const sim_options_t *o, const sim_stats_t *t)
         return t->violations[V_MULTI_PARTIAL] > 0u && t->violations[V_MULTI_STARVED] > 0u;
     case CTRL_UNFAIR:
         return t->violations[V_FAIR_ORDER] > 0u;
+    case CTRL_FAIR_NO_EXPIRY:
+        return t->violations[V_FAIR_STARVED] > 0u;
     case CTRL_NO_AMNESIA:
         /* both promises: one holder at a time, and tokens that only grow */
         return t->violations[V_MUTEX] > 0u && t->violations[V_FENCE_BACKWARDS] > 0u;
@@ -284,6 +289,7 @@ static void add_run(sim_stats_t *total, const sim_stats_t *run)
     total->evictions += run->evictions;
     total->failovers += run->failovers;
     total->fair_exempt += run->fair_exempt;
+    total->fair_crashes += run->fair_crashes;
     total->events += run->events;
     total->sim_us += run->sim_us;
     if (run->calm_wait_max_us > total->calm_wait_max_us) {
@@ -377,6 +383,10 @@ static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint
                "passed "
                "over last renewed\n",
                total->fair_exempt);
+        printf("  calm phase: %" PRIu64 " queued waiters crashed for good; longest wait of the "
+               "others %" PRIu64 " ms, fair_starved bound %" PRIu64 " ms\n",
+               total->fair_crashes, total->calm_wait_max_us / 1000u,
+               sim_fair_starve_bound_us(&world) / 1000u);
     }
     if (o->permits != 0u) {
         printf("  each resource a semaphore of %u permits (lock cycles: permits granted)\n",
@@ -390,6 +400,12 @@ static void print_summary(const sim_options_t *o, const sim_stats_t *total, uint
                sim_multi_starve_bound_us(&world) / 1000u);
     }
     printf("  trace hash %016" PRIx64 "\n", hash);
+}
+
+/* The controls that exist only with --fair. */
+static bool fair_control(sim_control_t c)
+{
+    return c == CTRL_UNFAIR || c == CTRL_FAIR_NO_EXPIRY;
 }
 
 /* The options checked against each other and the build; 0 or the exit status. */
@@ -411,13 +427,13 @@ static int setup(int argc, char **argv, sim_options_t *o)
         (o->control == CTRL_SETNX_GETSET && o->permits != 0u) ||
         (o->fair &&
          (o->permits != 0u || o->multi != 0u ||
-          (o->control != CTRL_NONE && o->control != CTRL_UNFAIR))) ||
-        (o->control == CTRL_UNFAIR && !o->fair)) {
+          (o->control != CTRL_NONE && !fair_control(o->control)))) ||
+        (fair_control(o->control) && !o->fair)) {
         fprintf(stderr,
                 "elk-sim: --control naive-semaphore needs --permits N (N >= 1), and "
                 "setnx-getset takes no --permits; --fair takes no --permits, no --multi and no "
                 "control but "
-                "unfair, which needs --fair\n");
+                "unfair or fair-no-expiry, which need --fair\n");
         return 2;
     }
     if ((o->multi != 0u &&

@@ -44,8 +44,10 @@ typedef enum sim_control {
     CTRL_MULTI_NAIVE,     /* --multi K without lib/multi: independent locks taken in the
                              caller's order, the ones taken kept while it waits for the next
                              (hold and wait), a lost one not ending the others (issue 28) */
-    CTRL_UNFAIR           /* --fair: a waiter keeps its ticket but asks for the lock as soon
+    CTRL_UNFAIR,          /* --fair: a waiter keeps its ticket but asks for the lock as soon
                              as it has one, without waiting to be the head (gw_fair.c) */
+    CTRL_FAIR_NO_EXPIRY   /* --fair: QUEUE_KEEP never drops an expired ticket (port/sim), so
+                             the waiter crashed in the calm phase blocks its queue for good */
 } sim_control_t;
 
 /* Violation kinds, in report order. */
@@ -68,6 +70,8 @@ enum {
                                within sim_multi_starve_bound_us */
     V_FAIR_ORDER,           /* --fair: a grant while a live waiter with a lower ticket, known
                                to a quorum before the grantee was named head, waited */
+    V_FAIR_STARVED,         /* --fair: a gateway asked in the calm phase and was not granted
+                               within sim_fair_starve_bound_us (one waiter crashed for good) */
     V_KINDS
 };
 
@@ -232,7 +236,9 @@ typedef struct sim_gw {
     bool m_asking; /* the checker's: wants its resources, not granted since (true us) */
     uint64_t m_ask_since;
     uint64_t m_reported; /* hold already reported as partial */
-    bool m_done;         /* granted in the calm phase: asks no more (the calm phase drains) */
+    bool m_done;         /* granted in the calm phase: asks no more (the calm phase drains);
+                            --multi and --fair */
+    bool crashed;        /* --fair: crashed for good while queued in the calm phase (world.c) */
 } sim_gw_t;
 
 typedef struct sim_actuator {
@@ -254,6 +260,7 @@ typedef struct sim_stats {
     uint64_t flushes, evictions, failovers; /* issue 26: data lost without a restart */
     uint64_t calm_wait_max_us; /* --multi: the longest wait for a grant in the calm phase */
     uint64_t fair_exempt;      /* --fair: grants out of ticket order that a master fault excused */
+    uint64_t fair_crashes;     /* --fair: waiters crashed for good in the calm phase */
 } sim_stats_t;
 
 typedef struct sim_world {
@@ -283,6 +290,7 @@ typedef struct sim_world {
     const char *password;     /* nodes require AUTH in this run, or NULL */
     uint64_t calm_from, end_at, last_grant_at;
     bool calm_granted;
+    uint32_t fair_crashed; /* --fair: resources (bits) whose queue lost a waiter for good */
     uint64_t lease_seq;
     uint64_t hash;
     bool queue_overflow; /* an event was lost: the run is invalid */
@@ -338,6 +346,15 @@ void sim_check_multi_end(sim_world_t *w);
  * one within TTL), and an attempt that waits ends within W = 2 TTL + a 200 ms think and
  * retries. No hung work in --multi (no keepalive). */
 uint64_t sim_multi_starve_bound_us(const sim_world_t *w);
+/* --fair uses the same draining calm phase (sim_check_multi_ask at each acquire, the check at
+ * each grant and at the end; a crashed gateway is not checked) with fair_starved and this
+ * bound, true us: (P + 1) x (H + W) + TTL, P the gateways on one resource. At most P + 1
+ * holds come before a waiter's grant (the one running when the calm phase began, and each
+ * other gateway once; a wait begun in the fault phase may time out and queue again), each
+ * within H + W as above (a hold, the hand-off to the next head), and one waiter crashed for
+ * good holds the queue at most its ticket TTL: that is the promise checked. In the calm
+ * phase a fair waiter's wait deadline is this bound, so it never times out. */
+uint64_t sim_fair_starve_bound_us(const sim_world_t *w);
 /* --fair (gw_fair.c reports, checker.c checks fair_order at each grant): a ticket taken, a
  * round with the ticket a quorum answered (sent, decided: true us), the round that named g
  * head, the wait ended (granted, failed, cancelled). */

@@ -519,6 +519,38 @@ static void test_no_keepalive_no_heartbeat_rule(void **state)
     assert_int_equal(w.run.violations[V_HEARTBEAT], 0);
 }
 
+/* fair_starved: with --fair the calm-phase wait is judged against the fair bound, (P + 1)
+ * holds of H + W plus one ticket TTL for the crashed waiter; one ms over it is one
+ * violation, exactly it is none, a wait begun in the fault phase counts from the calm
+ * phase, and the crashed gateway, never served, is not judged at the end. */
+static void test_fair_starved(void **state)
+{
+    (void)state;
+    w.opt.fair = true;
+    w.opt.resources = 1;
+    w.opt.ttl_ms = 1000;
+    w.calm_from = 100000000; /* 100 s */
+    uint64_t bound = sim_fair_starve_bound_us(&w);
+    assert_int_equal(bound, (3u + 1u) * 4920000u + 1000000u);
+    w.core.now_us = 1000;
+    sim_check_multi_ask(&w, &w.gw[1]); /* asks in the fault phase */
+    w.core.now_us = w.calm_from;
+    sim_check_multi_ask(&w, &w.gw[0]);
+    sim_check_multi_ask(&w, &w.gw[2]);
+    w.gw[2].crashed = true;
+    w.core.now_us = w.calm_from + bound;
+    fair_grant(&w.gw[1], 1); /* exactly the bound */
+    assert_int_equal(w.run.violations[V_FAIR_STARVED], 0);
+    w.core.now_us += 1000;
+    fair_grant(&w.gw[0], 2); /* one ms over */
+    assert_int_equal(w.run.violations[V_FAIR_STARVED], 1);
+    w.core.now_us += 10u * bound;
+    sim_check_multi_end(&w); /* gw2 crashed: not judged */
+    assert_int_equal(w.run.violations[V_FAIR_STARVED], 1);
+    assert_int_equal(w.run.violations[V_MULTI_STARVED], 0);
+    assert_int_equal(w.run.calm_wait_max_us, bound + 1000u);
+}
+
 int main(void)
 {
     return ELK_RUN_EACH(
@@ -532,5 +564,5 @@ int main(void)
         test_lock_delay_counts_in_the_holders_clock,
         test_renewal_after_a_missed_keepalive_is_caught, test_keepalive_gap_is_remembered,
         test_no_keepalive_no_heartbeat_rule, test_multi_partial, test_multi_starved,
-        test_fair_grant_past_a_live_lower_ticket, test_fair_order_exceptions);
+        test_fair_grant_past_a_live_lower_ticket, test_fair_order_exceptions, test_fair_starved);
 }

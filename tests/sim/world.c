@@ -311,6 +311,24 @@ static void calm(sim_world_t *w)
     sim_trace(w, "calm", 0, 0, 0);
 }
 
+/* --fair, calm phase: the first waiter of a resource seen queued behind someone (its ticket
+ * known to a quorum) crashes for good: it never polls, renews or leaves again. Its ticket
+ * must expire within the ticket TTL and the queue go on (fair_starved); it is not checked. */
+static bool fair_crash(sim_world_t *w, sim_gw_t *g)
+{
+    uint32_t bit = 1u << g->resource;
+    if (!w->opt.fair || w->core.now_us < w->calm_from || (w->fair_crashed & bit) != 0u ||
+        g->fair.phase != ELK_FAIR_QUEUED || !g->fk.waiting || g->fair.ahead == 0u) {
+        return false;
+    }
+    w->fair_crashed |= bit;
+    g->crashed = true;
+    g->m_asking = false;
+    w->run.fair_crashes++;
+    sim_trace(w, "gw_crash", g->id, (uint64_t)g->fk.ticket, g->fair.ahead);
+    return true;
+}
+
 static void gw_event(sim_world_t *w, sim_gw_t *g, uint64_t at)
 {
     uint64_t now_ms, next_ms = UINT64_MAX;
@@ -318,6 +336,9 @@ static void gw_event(sim_world_t *w, sim_gw_t *g, uint64_t at)
         return; /* superseded by an earlier wake that already ran */
     }
     g->wake_at = UINT64_MAX;
+    if (g->crashed) {
+        return; /* --fair: crashed for good, never runs again */
+    }
     if (w->core.now_us < g->paused_until) {
         sim_gw_wake(w, g, g->paused_until); /* stopped: its code does not run */
         return;
@@ -333,6 +354,9 @@ static void gw_event(sim_world_t *w, sim_gw_t *g, uint64_t at)
         sim_gw_step_elk(w, g, now_ms, &next_ms);
     }
     g->in_resume_step = false;
+    if (fair_crash(w, g)) {
+        return;
+    }
     if (next_ms != UINT64_MAX) {
         uint64_t t;
         if (next_ms <= now_ms) {
@@ -433,6 +457,7 @@ static int run_reset(sim_world_t *w, uint64_t seed, uint64_t *seeder)
     /* the naive scheme is the counters' max alone: the clock floor (issue 26) would hide
      * what the missing commit round does to them */
     w->scripts.no_floor = w->opt.control == CTRL_NAIVE_FENCE;
+    w->scripts.no_queue_expiry = w->opt.control == CTRL_FAIR_NO_EXPIRY;
     (void)elk_sim_net_set_scripts(&w->net, w->scripts.entry, ELK_SIM_EDGELOCK_SCRIPTS);
     setup_clocks(w, seeder);
     /* One run in four has password-protected nodes, so AUTH is on the path too. */
@@ -450,6 +475,10 @@ static int run_reset(sim_world_t *w, uint64_t seed, uint64_t *seeder)
         /* long enough for a gateway asking from the start of the calm phase to exceed the
          * multi_starved bound: a deadlock then shows */
         w->end_at = w->calm_from + sim_multi_starve_bound_us(w) + (uint64_t)w->opt.ttl_ms * 4000u;
+    }
+    w->fair_crashed = 0;
+    if (w->opt.fair) {
+        w->end_at = w->calm_from + sim_fair_starve_bound_us(w) + (uint64_t)w->opt.ttl_ms * 4000u;
     }
     return ELK_OK;
 }
@@ -499,6 +528,7 @@ static int setup_gateways(sim_world_t *w, uint64_t *seeder)
         g->deadline = 0;
         g->lost = false;
         g->m_done = false;
+        g->crashed = false;
         g->paused_until = 0;
         g->pause_start = 0;
         g->resume_pending = g->in_resume_step = false;
@@ -604,7 +634,7 @@ int sim_run(sim_world_t *w, uint64_t seed)
     if (w->queue_overflow || w->net.dropped_events > 0u) {
         return ELK_E_SIM_QUEUE_FULL; /* an event was dropped: the run proves nothing */
     }
-    if (w->opt.multi != 0u) {
+    if (w->opt.multi != 0u || w->opt.fair) {
         sim_check_multi_end(w);
     }
     if (!w->calm_granted) {

@@ -454,14 +454,15 @@ static void s_queue_keep(elk_sim_redis_t *node, const elk_sim_bytes_t *keys, siz
     q_member_t m, me, head;
     size_t i, n;
     elk_sim_key_t *seq;
-    (void)user;
+    const elk_sim_scripts_t *tbl = (const elk_sim_scripts_t *)user;
     if (nkeys < 3u || nargs < 3u || keys[0].len + 1u + args[0].len > ELK_SIM_KEY_MAX ||
         !elk_sim_parse_i64(args[1].p, args[1].len, &t) ||
         !elk_sim_parse_i64(args[2].p, args[2].len, &ttl) || t < 0 || ttl <= 0) {
         elk_sim_reply_error(out, "ERR bad QUEUE_KEEP arguments");
         return;
     }
-    for (i = 0; i < ELK_SIM_KEYS; i++) { /* expired tickets leave */
+    for (i = 0; i < ELK_SIM_KEYS && (tbl == NULL || !tbl->no_queue_expiry); i++) {
+        /* expired tickets leave */
         if (q_member_of(node, &node->keys[i], &keys[0], &m) && m.expiry <= now) {
             node->keys[i].used = 0;
         }
@@ -531,6 +532,7 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->commit_noop = commit_noop;
     tbl->no_amnesia = false;
     tbl->no_floor = false;
+    tbl->no_queue_expiry = false;
     tbl->entry[0].sha1 = ELK_LOCK_SCRIPT_ACQUIRE_SHA1;
     tbl->entry[0].text = ELK_LOCK_SCRIPT_ACQUIRE;
     tbl->entry[0].fn = s_acquire;
@@ -566,7 +568,7 @@ void elk_sim_scripts_init(elk_sim_scripts_t *tbl, elk_sim_net_t *net, bool commi
     tbl->entry[8].sha1 = ELK_FAIR_SCRIPT_KEEP_SHA1;
     tbl->entry[8].text = ELK_FAIR_SCRIPT_KEEP;
     tbl->entry[8].fn = s_queue_keep;
-    tbl->entry[8].user = NULL;
+    tbl->entry[8].user = tbl;
     tbl->entry[9].sha1 = ELK_FAIR_SCRIPT_LEAVE_SHA1;
     tbl->entry[9].text = ELK_FAIR_SCRIPT_LEAVE;
     tbl->entry[9].fn = s_queue_leave;

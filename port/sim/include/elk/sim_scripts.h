@@ -32,6 +32,9 @@ typedef struct elk_sim_scripts {
     /* negative control: ACQUIRE's token is the counter + 1 alone (no server clock floor,
      * ARGV[5] ignored), as before issue 26; no_amnesia implies it */
     bool no_floor;
+    /* negative control (elk-sim --control fair-no-expiry): QUEUE_KEEP never drops a member
+     * whose ticket expired; the queue's PEXPIREAT alone ends them */
+    bool no_queue_expiry;
 } elk_sim_scripts_t;
 
 /* Fill tbl (caller-owned, must outlive the net's use of it). RELEASE publishes
