@@ -37,12 +37,13 @@ if [ "${ELK_IN_ROOT:-0}" = 1 ]; then
   t=$SECONDS
   echo "debian13: pass 2: $(PATH=$shim:$PATH redis-server --version)" \
        "- integration, agent, lwIP"
-  # The lease engine's TLS reruns (test_lock_tls, test_sem_tls: the plain cases again over
-  # TLS) are left to pass 1: here the scripts run in test_lock_redis and test_sem_redis, and
+  # The lease engine's TLS reruns (test_lock_tls, test_sem_tls, test_multi_tls,
+  # test_fair_tls: the plain cases again over TLS) are left to pass 1: here the scripts run in
+  # test_lock_redis, test_sem_redis, test_multi_redis and test_fair_redis, and
   # TLS against Valkey in test_node_tls and test_tls_resume.
   (cd "$build" && PATH=$shim:$PATH ctest --output-on-failure -j"$jobs" -L integration \
      -R '^(integration|agent|lwip)\.' \
-     -E "${ELK_LONG_AGENT_TESTS:-^$}|agent\.(orphan|keep_key)$|integration\.test_(lock|sem)_tls$") || rc=1
+     -E "${ELK_LONG_AGENT_TESTS:-^$}|agent\.(orphan|keep_key)$|integration\.test_(lock|sem|multi|fair)_tls$") || rc=1
   echo "debian13: pass 2 took $((SECONDS - t)) s"
   exit "$rc"
 fi

@@ -128,9 +128,12 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   stage "ctest under ASan+UBSan"
   # The benchmarks' quick modes (about 130 s of test time here) are left out: they only drive
   # the lib and elkd paths the unit, integration and agent tests already run under ASan, and
-  # they run in the ctest stage above, so none of them rots.
+  # they run in the ctest stage above, so none of them rots. So are the primitives' TLS reruns
+  # (test_sem_tls, test_multi_tls, test_fair_tls: their plain cases again over TLS, whose port
+  # runs under ASan in test_lock_tls, test_node_tls and test_transport_tls).
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build-asan -LE "sweep|scenarios|valgrind|mutation|mcu|bench" -E "$ELK_LONG_AGENT_TESTS"
+    run_ctest build-asan -LE "sweep|scenarios|valgrind|mutation|mcu|bench" \
+      -E "$ELK_LONG_AGENT_TESTS|integration\.test_(sem|multi|fair)_tls\$"
 
   stage "valgrind memcheck (unit tests)"
   run_ctest build -L unit -T memcheck

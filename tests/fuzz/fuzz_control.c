@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == ELK_OK &&
         (req.cmd == ELKFW_CTL_ACQUIRE || req.cmd == ELKFW_CTL_RELEASE ||
          req.cmd == ELKFW_CTL_KEEPALIVE)) {
-        CHECK(elkfw_name_valid(req.resource, strlen(req.resource), 40));
+        CHECK(elkfw_lease_name_valid(req.resource, strlen(req.resource), 40));
     }
     rc = elkfw_ctl_parse_reply((const char *)data, size, &msg);
     if (rc == ELK_OK && msg.text != NULL) {

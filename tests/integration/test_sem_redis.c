@@ -229,7 +229,16 @@ static void check_permits(size_t n)
     ask(1, 5000);
     assert_int_equal(GW[0].acquired + GW[1].acquired, 2);
     assert_int_equal(holders_checked(n), 2);
-    ask(2, 0);
+    /* A one-shot ask is one round with its own time limit: on a loaded machine (CI's ASan
+     * pass) too few replies may come back inside it (ELK_E_FLEET_UNAVAILABLE). That says
+     * nothing about the permits, so ask again; what is asserted is the answer once a round
+     * was decided by the servers. */
+    for (int tries = 0; tries < 20; tries++) {
+        ask(2, 0);
+        if (!(GW[2].failed == 1 && GW[2].last_err == ELK_E_FLEET_UNAVAILABLE)) {
+            break;
+        }
+    }
     assert_int_equal(GW[2].failed, 1);
     assert_int_equal(GW[2].last_err, ELK_E_PERMITS_TAKEN);
     assert_int_equal(holders_checked(n), 2);

@@ -1154,15 +1154,17 @@ MUTANTS = [
          old="        } else if ((current && ev->type == ELK_LOCK_EV_ACQUIRE_FAILED) ||\n                   ev->type == ELK_LOCK_EV_LOST) {",
          new="        } else if (current && ev->type == ELK_LOCK_EV_ACQUIRE_FAILED) {",
          tests=["unit.test_multi"], why="a resource lost while the multi-lock waits for the next one does not end the acquire: it goes on waiting with a lock it no longer has"),
-    dict(id="multi.lost-released-in-its-event", file="lib/multi/multi.c",
-         old="        if (m->order[p] != skip) {",
-         new="        if (m->order[p] != skip || skip != SIZE_MAX) {",
-         tests=["unit.test_multi", "sim.multi_hostile_3"], why="the lock lost while waiting is released from inside its own LOST event: it stays RELEASING with nothing to release, busy for ever, and the multi-lock can never be unregistered (elk-sim --multi: a gateway never asks again)"),
-
-    dict(id="multi.release-inside-lost", file="lib/multi/multi.c",
-         old="            if (i != m->delivering && elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {",
-         new="            if (elk_lock_release(&m->lock[i], now) == ELK_E_LOCK_LOST) {",
-         tests=["unit.test_multi"], why="a release from inside the LOST event releases the lock being lost too: it stays RELEASING for good and the multi-lock can never be unregistered"),
+    # multi.lost-released-in-its-event and multi.release-inside-lost (lib/multi leaving the
+    # lock being lost out of its releases) were removed as equivalent once lib/lock's loss
+    # fires with no release scheduled (lk_lost_as): a release from inside LOST then ends the
+    # lock IDLE when nothing was to be released (a 'value gone' quorum, or a lock delay) and
+    # RELEASING until the same deferred release otherwise, sending exactly what leaving it
+    # LOST sends, at the same moment, for every configuration. The bug itself is planted in
+    # lib/lock below.
+    dict(id="lock.lost-release-cleared-after-event", file="lib/lock/lock_engine.c",
+         old="        lk_lost_as(lock, ELK_E_LOCK_TAKEN, now, false);\n        return;",
+         new="        lk_lost_as(lock, ELK_E_LOCK_TAKEN, now, true);\n        lock->lost_release_at = 0;\n        return;",
+         tests=["unit.test_lock_engine_renew", "unit.test_multi"], why="the deferred release is cleared only after LOST has run: a caller that released from inside the event leaves the lock RELEASING for good, never idle, never taken again"),
 
     # (section: tls13)
     # TLS 1.3 tickets are kept only with mbedTLS 3.x; the mutation stage builds with Debian 12's
