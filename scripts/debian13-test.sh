@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Debian 13 (trixie) stage: builds edgelock inside a debootstrap root of trixie with gcc 14
 # and mbedTLS 3.6, and runs the unit, integration, agent and lwIP tests against
-# redis-server 8, then the integration, agent and lwIP tests once more against
-# valkey-server 8 (plain, TLS 1.2, TLS 1.3, mutual TLS, ACL users in each).
+# redis-server 8, then the integration tests, the agent tests that depend on the server and
+# the lwIP tests once more against valkey-server 8 (plain, TLS 1.2, TLS 1.3, mutual TLS,
+# ACL users in each).
 #
 # The root comes from Debian's archive (the mirror /etc/apt/sources.list* names) and is
 # kept OUTSIDE the clone, in $ELK_DEBIAN13_ROOT (default /var/cache/edgelock/trixie-root),

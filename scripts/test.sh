@@ -10,7 +10,7 @@
 #      long simulator sweeps, the shell-driven scenarios, the MCU comparison and the benchmarks (all covered by
 #      step 1; ASan makes them several times slower)
 #   3. valgrind memcheck of the unit tests
-#   4. libFuzzer targets, each for ELK_FUZZ_SECONDS (default 60 for the decoder, 15 others)
+#   4. libFuzzer targets, each for ELK_FUZZ_SECONDS (default 40 for the decoder, 10 others)
 #   5. armhf cross build, unit tests under qemu-arm
 #   (after step 1: a sample of 8 mutants of the safety code, tests/mutation/, all caught)
 #   6. OpenWrt UCI translator; static musl elkd/elk + agent tests; mips, mipsel, aarch64,
@@ -144,8 +144,8 @@ if [ "${ELK_TEST_QUICK:-0}" != 1 ]; then
   for f in build-fuzz/tests/fuzz/fuzz_*; do
     [ -x "$f" ] || continue
     name=$(basename "$f")
-    secs=${ELK_FUZZ_SECONDS:-15}
-    if [ "$name" = fuzz_resp_decode ]; then secs=${ELK_FUZZ_SECONDS:-60}; fi
+    secs=${ELK_FUZZ_SECONDS:-10}
+    if [ "$name" = fuzz_resp_decode ]; then secs=${ELK_FUZZ_SECONDS:-40}; fi
     corpus=tests/fuzz/corpus/${name#fuzz_}
     mkdir -p "$corpus"
     work=$(mktemp -d)

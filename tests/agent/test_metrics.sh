@@ -8,14 +8,17 @@ ELKD=$1 ELK=$2
 MF="$ELK_T_DIR/elk.prom"
 start_redis a; start_redis b; start_redis c
 { fleet3_conf gw-metrics m:
-  printf '[resource valve-1]\nttl = 900ms\nstop_margin = 100ms\nmin_validity = 100ms\n'
+  # A ttl far above any stall a loaded machine has (renewals every second): the counts below
+  # follow from what the test did, not from how fast the machine was.
+  printf '[resource valve-1]\nttl = 3s\n'
   printf '[resource door]\nttl = 2s\n[agent]\nsocket = %s\nmetrics_file = %s\nmetrics_interval = 1s\n' "$SOCK" "$MF"
 } > "$C"
 start_elkd "$C"
 wait_ready
 E() { "$ELK" --socket "$SOCK" "$@"; }
 
-E run valve-1 -- sleep 1.5                        # a grant, about 4 renewals, a release
+E run valve-1 -- sleep 2.5; rc=$?                # a grant, about 2 renewals, a release
+check "the first hold of valve-1 ended by its release (exit 0)" 0 $rc
 E run door -- true
 E run door -- sh -c "'$ELK' --socket '$SOCK' run door -- true; exit 0"   # refused: held
 # A loss: the lease's key is taken over on every node while held.
@@ -29,7 +32,7 @@ check "grants of door" 2 "$(val 'elk_resource_grants_total{resource="door"}')"
 check "refusals of door" 1 "$(val 'elk_resource_refusals_total{resource="door"}')"
 check "loss of valve-1 by cause" 1 "$(val 'elk_resource_losses_total{resource="valve-1",cause="ELK_E_LOCK_TAKEN"}')"
 r=$(val 'elk_resource_renewals_total{resource="valve-1",result="ok"}')
-[ "$r" -ge 2 ] 2>/dev/null; check "renewals of valve-1 counted ($r)" 0 $?
+[ "$r" -ge 1 ] 2>/dev/null; check "renewals of valve-1 counted ($r)" 0 $?
 check "validity-left histogram has one sample per renewal" "$r" "$(val 'elk_resource_validity_left_seconds_count{resource="valve-1"}')"
 check "hold histogram: two holds of valve-1" 2 "$(val 'elk_resource_hold_seconds_count{resource="valve-1"}')"
 check "node up" 1 "$(val 'elk_node_up{node="b"}')"
@@ -79,7 +82,7 @@ else
 fi
 
 # metrics_file: rewritten atomically every second, the same format.
-for _ in $(seq 1 100); do [ -s "$MF" ] && grep -q 'grants_total{resource="valve-1"} 2' "$MF" && break; sleep 0.05; done
+wait_for 60 "file_has 'grants_total{resource=\"valve-1\"} 2' '$MF'"
 check_contains "metrics_file has the counters" 'elk_resource_grants_total{resource="valve-1"} 2' "$(cat "$MF")"
 check "no temp file left" "" "$(ls "$ELK_T_DIR" | grep 'elk.prom.tmp')"
 finish

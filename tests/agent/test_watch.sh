@@ -10,7 +10,9 @@ start_redis a; start_redis b; start_redis c
 start_elkd "$C"
 wait_ready
 E() { "$ELK" --socket "$SOCK" "$@"; }
-E run valve-1 -- sleep 30 &
+# held until the test lets it go (kill -TERM below): a fixed hold time would make the last
+# part depend on how fast a loaded machine got there
+E run valve-1 -- sleep 600 &
 HOLD=$!
 track $HOLD
 wait_for 60 "E status | grep -q 'valve-1 .*held'"
@@ -25,12 +27,20 @@ check_contains "validity bar" "[#" "$out"
 if ! command -v tmux >/dev/null 2>&1; then
   echo "skip: tmux not installed"; finish
 fi
-TS="elkwatch$$"
-TMUX_TMPDIR="$ELK_T_DIR" tmux -f /dev/null new-session -d -s "$TS" -x 120 -y 50 \
-  "$ELK --socket $SOCK status --watch; sleep 30"
-stop_tmux() { TMUX_TMPDIR="$ELK_T_DIR" tmux kill-session -t "$TS" 2>/dev/null; }
-trap 'stop_tmux; cleanup' EXIT
-screen() { TMUX_TMPDIR="$ELK_T_DIR" tmux capture-pane -p -t "$TS"; }
+# Each pane gets a tmux server of its own (-L): a second session started on the server the
+# first one's kill-session is shutting down could be lost (a loaded CI machine saw the
+# second pane's command never run). No tmux call may block the test: each is bounded.
+TS="elkwatch$$"; TSRV=watch
+T() { TMUX_TMPDIR="$ELK_T_DIR" timeout 20 tmux -L "$TSRV" -f /dev/null "$@"; }
+pane() { # server command: a new session on its own server, running command
+  TSRV=$1
+  T new-session -d -s "$TS" -x 120 -y 50 "$2"
+  check "tmux session for '$2' started" 0 $?
+}
+stop_tmux() { T kill-server 2>/dev/null; }
+trap 'TSRV=watch stop_tmux; TSRV=wait stop_tmux; cleanup' EXIT
+screen() { T capture-pane -p -t "$TS"; }
+pane watch "$ELK --socket $SOCK status --watch; sleep 600"
 wait_for 60 "screen | grep -q 'valve-1'"
 s1=$(screen)
 printf '%s\n' "$s1" > "$ELK_T_DIR/screen1.txt"
@@ -51,8 +61,7 @@ check "one frame on the screen after a redraw (drawn over, not scrolled)" 1 "$(s
 stop_tmux
 
 # elk run --wait on a terminal: one updating line naming the holder and the time waited.
-TMUX_TMPDIR="$ELK_T_DIR" tmux -f /dev/null new-session -d -s "$TS" -x 120 -y 10 \
-  "$ELK --socket $SOCK run --wait 60s valve-1 -- echo got-it; sleep 30"
+pane wait "$ELK --socket $SOCK run --wait 60s valve-1 -- echo got-it; sleep 600"
 wait_for 60 "screen | grep -q 'waiting for valve-1'"
 wait_for 60 "screen | grep -q 'waited [1-9]'"
 w=$(screen)
@@ -62,7 +71,7 @@ check "one line, updated in place" 1 "$(printf '%s\n' "$w" | grep -c 'waiting fo
 secs=$(printf '%s\n' "$w" | grep -o 'waited [0-9]* s' | grep -o '[0-9]*')
 [ "${secs:-0}" -ge 1 ]; check "and counts the wait (${secs:-none} s)" 0 $?
 holder=$(printf '%s\n' "$w" | grep -o 'held by pid [0-9]*' | grep -o '[0-9]*$')
-kill -TERM "$holder"
+kill -TERM "${holder:-$HOLD}"
 wait_for 60 "screen | grep -q 'got-it'"
 check_contains "then gets the lease" "got-it" "$(screen)"
 stop_tmux

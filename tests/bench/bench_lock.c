@@ -294,15 +294,17 @@ static double redis_benchmark(uint16_t port, unsigned n, const char *args)
 }
 
 /* Our acquire (fencing or not) and release scripts on key bench:{name} as fixed RESP text,
- * the bytes lib/lock sends (name: 5 characters); acq and rel hold 400 bytes each. */
+ * the bytes lib/lock sends (name: 5 characters; the key and argument lists of
+ * elk/lock_scripts.h: ACQUIRE has the fleet marker as its 4th key and no lock delay or
+ * token floor); acq and rel hold 400 bytes each. */
 static void raw_scripts(const char *name, const char *val, bool fencing, char *acq, int *al,
                         char *rel, int *rl)
 {
     size_t vl = strlen(val);
     *al = snprintf(acq, 400,
-                   "*10\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n3\r\n$13\r\nbench:{%s}\r\n$"
-                   "19\r\nbench:{%s}:fence\r\n$19\r\nbench:{%s}:delay\r\n"
-                   "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n%d\r\n$1\r\n0\r\n",
+                   "*12\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n4\r\n$13\r\nbench:{%s}\r\n$"
+                   "19\r\nbench:{%s}:fence\r\n$19\r\nbench:{%s}:delay\r\n$12\r\nbench:marker\r\n"
+                   "$%zu\r\n%s\r\n$5\r\n10000\r\n$1\r\n%d\r\n$1\r\n0\r\n$1\r\n0\r\n",
                    ELK_LOCK_SCRIPT_ACQUIRE_SHA1, name, name, name, vl, val, fencing ? 1 : 0);
     *rl = snprintf(rel, 400,
                    "*7\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$13\r\nbench:{%s}\r\n$"
@@ -310,6 +312,10 @@ static void raw_scripts(const char *name, const char *val, bool fencing, char *a
                    "$22\r\nbench:{%s}:released\r\n",
                    ELK_LOCK_SCRIPT_RELEASE_SHA1, name, name, vl, val, name);
 }
+
+/* Peer measurements that failed (a raw loop's error reply, redis-benchmark's 0 req/s): the
+ * ratios against them would be wrong, so the run exits 1 (quick mode in CI fails). */
+static unsigned peer_failures;
 
 /* Reads one reply of our scripts: an integer line, or an array of integer lines (ACQUIRE
  * and EXTEND answer {result, server_ms}, since vote hygiene reads the server's clock).
@@ -377,6 +383,7 @@ static double raw_cycles(uint16_t port, unsigned n)
         }
         if (buf[0] != ':') {
             fprintf(stderr, "bench_lock: raw loop: unexpected reply %.*s\n", (int)got, buf);
+            peer_failures++;
             return 0;
         }
     }
@@ -412,7 +419,9 @@ static double raw_fanout_p50(const uint16_t *pl, size_t n, unsigned reps)
             }
             for (size_t i = 0; i < n; i++) {
                 char buf[256];
-                if (raw_reply(fd[i], buf, sizeof buf) == 0) {
+                if (raw_reply(fd[i], buf, sizeof buf) == 0 || buf[0] != ':') {
+                    fprintf(stderr, "bench_lock: same-bytes fan-out: no integer reply\n");
+                    peer_failures++;
                     goto out;
                 }
             }
@@ -904,9 +913,9 @@ static void section_limits(double *lim_ping_out, double *lim_eval_out)
     /* acquire on fresh keys (the SET NX succeeds, the fence counter is incremented), the
      * release script's compare-and-delete (+ publish) on a key with our value absent. */
     snprintf(args, sizeof args,
-             "-r 100000000 EVALSHA %s 3 bench:lim{__rand_int__} bench:lim{__rand_int__}:fence "
-             "bench:lim{__rand_int__}:delay gwL:0123456789abcdef "
-             "10000 1 0",
+             "-r 100000000 EVALSHA %s 4 bench:lim{__rand_int__} bench:lim{__rand_int__}:fence "
+             "bench:lim{__rand_int__}:delay bench:marker gwL:0123456789abcdef "
+             "10000 1 0 0",
              ELK_LOCK_SCRIPT_ACQUIRE_SHA1);
     double acq = redis_benchmark(ports[0], 20000, args);
     snprintf(args, sizeof args,
@@ -914,6 +923,12 @@ static void section_limits(double *lim_ping_out, double *lim_eval_out)
              "gwL:0123456789abcdef bench:lim{__rand_int__}:released",
              ELK_LOCK_SCRIPT_RELEASE_SHA1);
     double rel = redis_benchmark(ports[0], 20000, args);
+    if (ping <= 0 || acq <= 0 || rel <= 0) {
+        fprintf(stderr, "bench_lock: redis-benchmark measured 0 req/s (PING %.0f, acquire %.0f, "
+                        "release %.0f): is redis-benchmark installed, do the scripts' keys match?\n",
+                ping, acq, rel);
+        peer_failures++;
+    }
     double lim_ping = ping / 2, lim_eval = acq > 0 && rel > 0 ? 1.0 / (1.0 / acq + 1.0 / rel) : 0;
     printf("\n1. limits: redis-benchmark -c 1 on the same server\n");
     printf("  PING %.0f req/s -> 2-RTT limit %.0f cycles/s\n", ping, lim_ping);
@@ -1094,5 +1109,10 @@ int main(int argc, char **argv)
            "build-bench/tests/bench/bench_lock %u\n",
            n);
     stop_all();
+    if (peer_failures > 0) {
+        fprintf(stderr, "bench_lock: %u peer measurement(s) failed (above): the ratios are wrong\n",
+                peer_failures);
+        return 1;
+    }
     return 0;
 }
