@@ -3,9 +3,9 @@
 # Helper of scripts/debian13-test.sh (not run by hand): started in fresh mount and PID
 # namespaces, mounts what the trixie root needs, runs the build and the two test passes
 # in it (chroot), and unmounts on every way out.
-# Usage: debian13-inner.sh ROOT SRC BUILD_REL JOBS
+# Usage: debian13-inner.sh ROOT SRC BUILD_REL JOBS [TEST_JOBS]
 set -euo pipefail
-root=$1 src=$2 build_rel=$3 jobs=$4
+root=$1 src=$2 build_rel=$3 jobs=$4 test_jobs=${5:-$4}
 
 if [ "${ELK_IN_ROOT:-0}" = 1 ]; then
   # ------------------------------------------------------------ inside the chroot
@@ -26,7 +26,7 @@ if [ "${ELK_IN_ROOT:-0}" = 1 ]; then
   t=$SECONDS
   echo "debian13: pass 1: redis-server $(redis-server --version | grep -o 'v=[^ ]*')" \
        "- unit, integration, agent, lwIP"
-  (cd "$build" && ctest --output-on-failure -j"$jobs" -L 'unit|integration' \
+  (cd "$build" && ctest --output-on-failure -j"$test_jobs" -L 'unit|integration' \
      -R '^(unit|integration|agent|lwip)\.' -E "${ELK_LONG_AGENT_TESTS:-^$}|agent\.(orphan|keep_key)$") || rc=1
   echo "debian13: pass 1 took $((SECONDS - t)) s"
   # Pass 2: every test starts "redis-server" (and agent tests "redis-cli") from PATH;
@@ -46,7 +46,7 @@ if [ "${ELK_IN_ROOT:-0}" = 1 ]; then
   # lease is lost, the release channel, and the primitives' scripts. The others drive elkd's
   # own socket, supervision and logs: pass 1 and step 1 run them (they would only repeat here).
   server_agent='tls|reload_tls|safety|safety_recheck|preflight|channel_perm|loss_causes|wait|semaphore|fair|multi'
-  (cd "$build" && PATH=$shim:$PATH ctest --output-on-failure -j"$jobs" -L integration \
+  (cd "$build" && PATH=$shim:$PATH ctest --output-on-failure -j"$test_jobs" -L integration \
      -R "^(integration|lwip)\.|^agent\.($server_agent)\$" \
      -E "integration\.test_(lock|sem|multi|fair)_tls\$") || rc=1
   echo "debian13: pass 2 took $((SECONDS - t)) s"
@@ -79,4 +79,4 @@ mnt "$root/tmp" -t tmpfs tmpfs
 mnt "$root/run" -t tmpfs tmpfs
 mnt "$root/src" --bind "$src"
 ELK_IN_ROOT=1 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/root TERM=dumb ELK_IN_ROOT=1 ELK_LONG_AGENT_TESTS="${ELK_LONG_AGENT_TESTS:-}" /bin/bash "/src/scripts/$(basename "$0")" / /src "$build_rel" "$jobs"
+  HOME=/root TERM=dumb ELK_IN_ROOT=1 ELK_LONG_AGENT_TESTS="${ELK_LONG_AGENT_TESTS:-}" /bin/bash "/src/scripts/$(basename "$0")" / /src "$build_rel" "$jobs" "$test_jobs"

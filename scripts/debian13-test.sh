@@ -15,7 +15,8 @@
 # stage, whatever way it exits; the trap below also unmounts explicitly.
 # Usage: scripts/debian13-test.sh [BUILD_DIR]   (default: build-debian13, inside the clone)
 #   ELK_DEBIAN13_ROOT   where the root is kept
-#   JOBS                parallel build/test jobs (default: nproc)
+#   JOBS                parallel build jobs (default: nproc)
+#   ELK_TEST_JOBS       parallel test jobs (default: JOBS; scripts/test.sh sets one more)
 # Exit: 0 all passed; 1 a build or test failed; 77 cannot run here (not root, no network
 #       for a first root), with the reason.
 set -euo pipefail
@@ -23,6 +24,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 build_rel=${1:-build-debian13}
 root=${ELK_DEBIAN13_ROOT:-/var/cache/edgelock/trixie-root}
 jobs=${JOBS:-$(nproc)}
+test_jobs=${ELK_TEST_JOBS:-$jobs}
 suite=trixie
 t0=$SECONDS
 say() { echo "debian13: $*"; }
@@ -106,7 +108,7 @@ say "root: $root_state"
 # unshare is killed.
 rc=0
 unshare --mount --pid --fork --kill-child --propagation private -- \
-  bash "$src/scripts/debian13-inner.sh" "$root" "$src" "$build_rel" "$jobs" &
+  bash "$src/scripts/debian13-inner.sh" "$root" "$src" "$build_rel" "$jobs" "$test_jobs" &
 upid=$!
 stop_ns() {
   local init

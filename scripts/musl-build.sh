@@ -12,6 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 b=${1:-$root/build-musl}
 jobs=${JOBS:-$(nproc)}
+test_jobs=${ELK_TEST_JOBS:-$jobs} # scripts/test.sh: one more than the cores (the tests mostly wait)
 t0=$SECONDS
 say() { echo "musl-build: $*"; }
 
@@ -41,7 +42,7 @@ rc=0
 # Issue 20's long waiting tests (scripts/test.sh, ELK_LONG_AGENT_TESTS) run in test.sh's step 1.
 # agent.local_clock slows elkd with libfaketime, which an LD_PRELOAD cannot put into a static
 # program; agent.agent_client tests port/posix's C helper (its own program, not built here).
-(cd "$b" && ctest --output-on-failure -j"$jobs" -R '^agent\.' \
+(cd "$b" && ctest --output-on-failure -j"$test_jobs" -R '^agent\.' \
    -E "install_layout|${ELK_LONG_AGENT_TESTS:-^$}|agent\.orphan$|agent\.local_clock$|agent\.agent_client$") \
    >"$b/agent.log" 2>&1 || rc=1
 grep -E 'tests passed|Failed|\*\*\*' "$b/agent.log" | sed 's/^/  /'

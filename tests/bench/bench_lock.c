@@ -924,8 +924,9 @@ static void section_limits(double *lim_ping_out, double *lim_eval_out)
              ELK_LOCK_SCRIPT_RELEASE_SHA1);
     double rel = redis_benchmark(ports[0], 20000, args);
     if (ping <= 0 || acq <= 0 || rel <= 0) {
-        fprintf(stderr, "bench_lock: redis-benchmark measured 0 req/s (PING %.0f, acquire %.0f, "
-                        "release %.0f): is redis-benchmark installed, do the scripts' keys match?\n",
+        fprintf(stderr,
+                "bench_lock: redis-benchmark measured 0 req/s (PING %.0f, acquire %.0f, "
+                "release %.0f): is redis-benchmark installed, do the scripts' keys match?\n",
                 ping, acq, rel);
         peer_failures++;
     }
