@@ -26,8 +26,11 @@ check "only the resource without a cap (the default is 1h) is warned about" 1 "$
 
 # The hygiene may keep a just-started server out of the vote for a while (its restart is
 # new): every ACQUIRE here waits, so that is a delay, never a failure.
+# valve-1: ttl 3 s (about 1.8 s between a renewal and its deadline) and the KEEPALIVE hold
+# below keepalive=3000 with a KEEPALIVE every 150 ms: only a stall of seconds, not one of about
+# a second as with ttl 2 s and keepalive=1500, turns the "renewed, nothing else" check red.
 elkd_up a <<CONF
-$(resource valve-1 2s 200ms)
+$(resource valve-1 3s 200ms)
 $(resource valve-2 3s 200ms)
 keepalive = 500ms
 $(agent_section)
@@ -58,7 +61,7 @@ check_contains "plain RELEASE" "OK RELEASED valve-1" "$(line plain_release)"
 
 # KEEPALIVE round trip while renewals go on; another connection may not keep it alive.
 session >"$ELK_T_DIR/held.out" <<'S' &
-ask acquired ACQUIRE valve-1 30s keepalive=1500
+ask acquired ACQUIRE valve-1 30s keepalive=3000
 ask first KEEPALIVE valve-1
 keepalive alive valve-1 5 150
 ask release RELEASE valve-1
@@ -70,7 +73,7 @@ wait_for 40 'file_has "first ->" "$ELK_T_DIR/held.out"'
 other=$(printf 'ask other KEEPALIVE valve-1\n' | session)
 check_contains "KEEPALIVE from a connection that does not hold it" "ERR ELK_E_NOT_HELD" "$other"
 st=$(printf 'lines st STATUS\n' | session | grep '^st: resource name=valve-1 ')
-check_contains "STATUS shows the hold's keepalive" " keepalive_ms=1500 " "$st"
+check_contains "STATUS shows the hold's keepalive" " keepalive_ms=3000 " "$st"
 wait_until 60 gone $held_pid
 out=$(cat "$ELK_T_DIR/held.out")
 echo "$out"

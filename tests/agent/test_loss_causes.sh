@@ -8,17 +8,23 @@
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 start_redis a
+# ttl 3 s renewed every 0.6 s: about 1.4 s between a renewal and its deadline. With ttl 2 s,
+# a third, and the 1 s stop margin that was about 0.3 s, so a loaded machine's stall lost a
+# lease before the case's own cause came into play, and the message named another cause.
 write_conf() {
   cat > "$C" <<CONF
 [node a]
 host = 127.0.0.1
 port = $1
 request_timeout = 300ms
-$(resource valve-1 2s 1s)
-$(resource capped-renewals 2s 1s)
+$(resource valve-1 3s 1s)
+renew_fraction = 0.2
+$(resource capped-renewals 3s 1s)
+renew_fraction = 0.2
 max_renewals = 2
-$(resource capped-hold 2s 1s)
-max_hold = 2500ms
+$(resource capped-hold 3s 1s)
+renew_fraction = 0.2
+max_hold = 3s
 $(agent_section)
 log_level = debug
 CONF

@@ -239,7 +239,10 @@ kill -KILL $(cat "$d/pids") 2>/dev/null
 # i) The lease file follows the lease: its deadline moves with renewals, and elk guard
 #    run by the command finds it on its own (ELK_LEASE_FILE).
 d="$M/i"; mkdir -p "$d"
-"$ELK" --socket "$SOCK_a" run --wait 20s valve-1 -- sh -c "cat \"\$ELK_LEASE_FILE\" > $d/l1; sleep 0.5; cat \"\$ELK_LEASE_FILE\" > $d/l2; \
+# (the second read waits for the file to change, 30 s at most: a fixed 0.5 s saw no renewal
+# when elkd or elk run were held up that long on a loaded machine)
+"$ELK" --socket "$SOCK_a" run --wait 20s valve-1 -- sh -c "cat \"\$ELK_LEASE_FILE\" > $d/l1; end=\$((\$(date +%s) + 30))
+  while [ \$(date +%s) -lt \$end ] && cmp -s \"\$ELK_LEASE_FILE\" $d/l1; do sleep 0.02; done; cat \"\$ELK_LEASE_FILE\" > $d/l2; \
   \"$ELK\" guard --state $d/state \"\$ELK_FENCE_TOKEN\" -- true" 2>"$d/err"
 check "i) elk guard under elk run accepts the current lease" 0 $?
 d1=$(cut -d' ' -f4 "$d/l1" 2>/dev/null); d2=$(cut -d' ' -f4 "$d/l2" 2>/dev/null)

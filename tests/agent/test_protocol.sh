@@ -61,8 +61,14 @@ out=$(python3 - "$SOCK" "$REDIS_PORT_a" <<'PY'
 import socket, sys, subprocess, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 s.sendall(b"ACQUIRE valve-1\n")
-time.sleep(0.3)
-held = subprocess.run(["redis-cli", "-p", sys.argv[2], "exists", "elk:{valve-1}"], capture_output=True, text=True).stdout.strip()
+def exists():
+    return subprocess.run(["redis-cli", "-p", sys.argv[2], "exists", "elk:{valve-1}"], capture_output=True, text=True).stdout.strip()
+# held: wait for the grant on the server (a fixed 0.3 s was a window on a loaded machine)
+end = time.monotonic() + 60
+held = exists()
+while held != "1" and time.monotonic() < end:
+    time.sleep(0.05)
+    held = exists()
 s.setblocking(False)
 sent = 0
 try:
@@ -71,8 +77,9 @@ try:
 except (BlockingIOError, BrokenPipeError, ConnectionResetError):
     pass
 released = "1"
-for _ in range(600):
-    released = subprocess.run(["redis-cli", "-p", sys.argv[2], "exists", "elk:{valve-1}"], capture_output=True, text=True).stdout.strip()
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    released = exists()
     if released == "0":
         break
     time.sleep(0.05)
@@ -91,7 +98,8 @@ conns = []
 # the slot count is a build setting (ELKD_MAX_CLIENTS), shown by STATUS
 import time
 for i in range(int(sys.argv[2])):
-    for attempt in range(50):
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
         # a slot of a client that just left (elk status) may not be free yet: retry
         c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1])
         try:

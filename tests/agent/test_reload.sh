@@ -34,7 +34,7 @@ ACT="$ELK_T_DIR/actuator.log"
 E run valve-1 -- sh -c 'echo "start $ELK_FENCE_TOKEN" >> '"$ACT"'; while [ ! -e '"$ELK_T_DIR"'/stop ]; do
   echo "step $ELK_FENCE_TOKEN" >> '"$ACT"'; sleep 0.05; done; echo "end $ELK_FENCE_TOKEN" >> '"$ACT" &
 RUN=$!
-for _ in $(seq 1 100); do [ -s "$ACT" ] && break; sleep 0.05; done
+wait_until 60 test -s "$ACT"
 tok0=$(J | jfield '[r["token"] for r in d["resources"] if r["name"]=="valve-1"][0]')
 [ "$tok0" -ge 1 ] 2>/dev/null; check "valve-1 held with a token ($tok0)" 0 $?
 
@@ -42,7 +42,8 @@ tok0=$(J | jfield '[r["token"] for r in d["resources"] if r["name"]=="valve-1"][
 write_conf 5s 6s debug "[resource pump]
 ttl = 2s"
 kill -HUP "$ELKD_PID"
-for _ in $(seq 1 100); do [ "$(J | jfield 'd["reloads"]')" = 1 ] && break; sleep 0.05; done
+reloaded_once() { [ "$(J | jfield 'd["reloads"]')" = 1 ]; }
+wait_until 60 reloaded_once
 check "SIGHUP reloaded" 1 "$(J | jfield 'd["reloads"]')"
 check "held lease keeps its token" "$tok0" "$(J | jfield '[r["token"] for r in d["resources"] if r["name"]=="valve-1"][0]')"
 check "held lease keeps the ttl it was granted with" 3000 "$(J | jfield '[r["ttl_ms"] for r in d["resources"] if r["name"]=="valve-1"][0]')"
@@ -103,9 +104,8 @@ dl=$(E run valve-1 -- sh -c 'echo $ELK_DEADLINE_MS')
 
 # With no lease held, a fleet change applies: the fleet is set up again (new key prefix).
 # (Once the last release round has ended: a lease being released still counts.)
-for _ in $(seq 1 100); do
-  [ "$(J | jfield 'set(r["state"] for r in d["resources"])')" = "{'idle'}" ] && break; sleep 0.05
-done
+all_idle() { [ "$(J | jfield 'set(r["state"] for r in d["resources"])')" = "{'idle'}" ]; }
+wait_until 60 all_idle
 write_conf 5s 6s info ""
 sed -i 's/^key_prefix = r:/key_prefix = r2:/' "$C"
 out=$(E reload); rc=$?

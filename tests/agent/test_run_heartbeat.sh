@@ -4,32 +4,38 @@
 # writes to $ELK_HEARTBEAT_FD keeps its lease across several TTLs (elk forwards the beats
 # as KEEPALIVE; without them elkd would stop renewing after one interval). A hung command
 # (sleeping, writing nothing) is stopped: SIGTERM, SIGKILL if it ignores that, the lease is
-# released within one interval plus the TTL (another client then gets it) and elk exits 75.
+# released within one interval plus the TTL (another client then gets it; the bound read from
+# elkd's log) and elk exits 75.
 # Closing the descriptor is no miss by itself. When elk itself hangs, elkd stops renewing.
 ELKD=$1 ELK=$2
 . "$(dirname "$0")/lib.sh"
 elkd_up a <<CONF
 request_timeout = 500ms
-$(resource valve-1 2s 300ms)
+$(resource valve-1 3s 300ms)
 $(agent_section)
 log_level = debug
 CONF
 E() { "$ELK" --socket "$SOCK" "$@"; }
-TTL_MS=2000 HB_MS=1000
+# ttl 3 s: about 1.7 s between a renewal and its deadline (2 s left about 1 s: a loaded
+# machine's stall lost the lease the first case asserts is kept)
+TTL_MS=3000 HB_MS=1000
 
-# 1. Beats every 200 ms for 7 s (3.5 TTLs, 7 intervals): the lease holds, the command ends itself.
-E run --heartbeat 1s valve-1 -- sh -c "i=0; while [ \$i -lt 35 ]; do echo . >&\$ELK_HEARTBEAT_FD; sleep 0.2; i=\$((i+1)); done; touch $M/done" \
+# 1. Beats every 200 ms for 7 s (over two TTLs, seven renewals): the lease holds, the command
+# ends itself. An interval of 3 s: a beat late by a second on a loaded machine is no miss.
+E run --heartbeat 3s valve-1 -- sh -c "i=0; while [ \$i -lt 35 ]; do echo . >&\$ELK_HEARTBEAT_FD; sleep 0.2; i=\$((i+1)); done; touch $M/done" \
   2>"$ELK_T_DIR/beat.err"; rc=$?
-check "a command that beats keeps its lease over 3.5 TTLs (exit 0)" 0 $rc
+check "a command that beats keeps its lease over two TTLs (exit 0)" 0 $rc
 [ -e "$M/done" ]; check "it ran to its end" 0 $?
 
-# 2. Closing the descriptor is no miss: the command closes it and ends within the interval.
-E run --heartbeat 2s valve-1 -- sh -c "eval \"exec \$ELK_HEARTBEAT_FD>&-\"; sleep 0.3; exit 5"; rc=$?
+# 2. Closing the descriptor is no miss: the command closes it and ends within the interval
+# (5 s: far more than its 0.3 s, however loaded the machine).
+E run --heartbeat 5s valve-1 -- sh -c "eval \"exec \$ELK_HEARTBEAT_FD>&-\"; sleep 0.3; exit 5"; rc=$?
 check "closing the heartbeat fd is no miss by itself (the command's own exit 5)" 5 $rc
 
-# 3. A hung command that dies of SIGTERM.
+# 3. A hung command that dies of SIGTERM. It notes when it starts to hang (no beat at all).
 rm -f "$M"/*
-"$ELK" --socket "$SOCK" run --heartbeat 1s valve-1 -- sh -c "echo \$\$ > $M/pid; sleep 1000" 2>"$ELK_T_DIR/hung.err" &
+n0=$(wc -l <"$ELK_T_DIR/elkd.log")
+"$ELK" --socket "$SOCK" run --heartbeat 1s valve-1 -- sh -c "date +%s%3N > $M/t_hang; echo \$\$ > $M/pid; sleep 1000" 2>"$ELK_T_DIR/hung.err" &
 R=$!
 wait_for 30 '[ -s "$M/pid" ]'
 t0=$(now_ms)
@@ -41,8 +47,19 @@ E run valve-1 -- true 2>"$ELK_T_DIR/next.err"; rc=$?
 t1=$(now_ms)
 check "the lease was released: the next client gets it at once" 0 $rc
 figure hung_release_ms $((t1 - t0))
-[ $((t1 - t0)) -le $((HB_MS + TTL_MS)) ]
-check "released within one interval plus the TTL ($((t1 - t0)) ms <= $((HB_MS + TTL_MS)) ms)" 0 $?
+# The bound, from elkd's own record: its line ending the lease (released, or LOST had elk
+# run not released it) against the time the command started to hang. Measured here, the
+# time also held the start of the next `elk run` and this shell's turns on a loaded machine.
+ms_of_day() { awk -F'[:.Z ]' '{print (($1 * 60 + $2) * 60 + $3) * 1000 + $4; exit}'; }
+end_line=$(tail -n +$((n0 + 1)) "$ELK_T_DIR/elkd.log" | grep -m1 ' valve-1: \(released (\|LOST\)')
+echo "the lease's end in elkd's log: $end_line"
+t_end=$(printf '%s\n' "$end_line" | ms_of_day)
+t_hang=$(($(cat "$M/t_hang" 2>/dev/null || echo 0) % 86400000))
+d=$(( ${t_end:-0} - t_hang ))
+[ "$d" -lt -43200000 ] && d=$((d + 86400000)) # midnight between the two
+figure hung_release_logged_ms "$d"
+[ -n "$end_line" ] && [ "$d" -ge 0 ] && [ "$d" -le $((HB_MS + TTL_MS)) ]
+check "elkd ended the lease within one interval plus the TTL of the hang ($d ms <= $((HB_MS + TTL_MS)) ms, its log)" 0 $?
 pid=$(cat "$M/pid")
 kill -0 "$pid" 2>/dev/null; check "the hung command is gone" 1 $?
 err=$(cat "$ELK_T_DIR/hung.err")

@@ -30,10 +30,8 @@ done
 rcli "$REDIS_PORT_c" ACL SETUSER elk -info >/dev/null               # c: INFO refused (NOPERM)
 rcli "$REDIS_PORT_b" CONFIG SET maxmemory-policy allkeys-lru >/dev/null  # b: evicts keys
 start_elkd "$C"
-for _ in $(seq 1 100); do
-  st=$("$ELK" --socket "$SOCK" status --json)
-  case "$st" in *'"check":"pending"'*) sleep 0.05 ;; *) break ;; esac
-done
+checked() { local st; st=$("$ELK" --socket "$SOCK" status --json) || return 1; case "$st" in *'"check":"pending"'*) return 1 ;; esac; }
+wait_until 60 checked
 # vote hygiene: a just-started server has no vote until its quarantine is over
 hygiene_done() { ! "$ELK" --socket "$SOCK" status --json | grep -Eq '"hygiene":"pending"|"quarantined_ms":[1-9]'; }
 wait_until 60 hygiene_done
@@ -57,10 +55,8 @@ done
 # b fixed; its connection dropped: it is checked again on reconnect and votes.
 rcli "$REDIS_PORT_b" CONFIG SET maxmemory-policy noeviction >/dev/null
 rcli "$REDIS_PORT_b" CLIENT KILL USER elk >/dev/null
-for _ in $(seq 1 200); do
-  "$ELK" --socket "$SOCK" status --json | grep -q '"name":"b",[^}]*"votes":true' && break
-  sleep 0.05
-done
+b_votes() { "$ELK" --socket "$SOCK" status --json | grep -q '"name":"b",[^}]*"votes":true'; }
+wait_until 60 b_votes
 "$ELK" --socket "$SOCK" status --json | grep -q '"name":"b",[^}]*"votes":true,"check":"ok"'
 check "b votes again once safe" 0 $?
 "$ELK" --socket "$SOCK" run valve-1 -- sh -c "redis-cli -p $REDIS_PORT_a EXISTS 'elk:{valve-1}' > $ELK_T_DIR/on-a;

@@ -31,7 +31,8 @@ path, n, ready, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 import os
 conns = []
 for i in range(n):
-    for attempt in range(100):
+    end = time.monotonic() + 60   # bounded by time, not by a count of tries
+    while time.monotonic() < end:
         c = socket.socket(socket.AF_UNIX); c.connect(path)
         c.sendall(b"PING\n")
         r = c.recv(300).decode()
@@ -102,7 +103,8 @@ def conn():
     c = socket.socket(socket.AF_UNIX); c.connect(path); c.settimeout(60)
     return c, c.makefile("rb")
 first = ""
-for attempt in range(300):   # the fillers' slots are being freed
+end = time.monotonic() + 60
+while time.monotonic() < end:   # the fillers' slots are being freed
     h, hf = conn()
     try:
         h.sendall(b"ACQUIRE valve-1 10s\n")

@@ -5,8 +5,11 @@
 usage: ctl.py SOCKET [--quiet-ms N] [--max-ms N] REQUEST...
 Each REQUEST is sent as is followed by b"\\n" (Python escapes such as \\x00 are decoded, so
 binary bytes can be sent). Prints every line received until the connection has been quiet
-for --quiet-ms (default 300) or --max-ms passed (default 5000). Exit 0, or 3 if the
-connection could not be made, 4 if elkd closed it.
+for --quiet-ms (default 300) after at least one line per request came, or --max-ms passed
+(default 30000). Exit 0, or 3 if the connection could not be made, 4 if elkd closed it.
+Quiet time alone ended the read before a slow answer had begun (on a loaded machine elkd's
+turn can come later than 150 ms), and the caller read an empty STATUS: so the answers are
+waited for (up to --max-ms), and only then the quiet time ends the read.
 """
 import socket
 import sys
@@ -19,7 +22,7 @@ def main():
         print(__doc__)
         return 2
     path = a.pop(0)
-    quiet, limit = 300, 5000
+    quiet, limit = 300, 30000
     while a and a[0].startswith("--"):
         opt = a.pop(0)
         if opt == "--quiet-ms":
@@ -42,7 +45,9 @@ def main():
         try:
             d = s.recv(65536)
         except socket.timeout:
-            break
+            if buf.count(b"\n") >= len(a):
+                break
+            continue
         except OSError:
             closed = True
             break

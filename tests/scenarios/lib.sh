@@ -243,7 +243,7 @@ wait_renewals_of() { wait_until 60 renewals_reached "$1" "$2" $(($(renewals_of "
 # empty node starts from
 warm_up() {
   local i
-  for i in $(seq 1 "$3"); do elk_gw "$1" run --wait 2s "$2" -- true || bad "warm-up grant $i failed"; done
+  for i in $(seq 1 "$3"); do elk_gw "$1" run --wait 30s "$2" -- true || bad "warm-up grant $i failed"; done
 }
 # all_vote GW N: N nodes of GW vote (a freshly started server is quarantined by the vote
 # hygiene until the longest lease could have run out: a scenario that needs every vote waits)

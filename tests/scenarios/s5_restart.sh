@@ -25,7 +25,7 @@ setup() {
   two_gateways $TTL $STOP
   wait_all_vote gw-a gw-b # fresh servers are quarantined by the vote hygiene at first
   # a few grants first, so the fence counters are well above what an empty node starts from
-  for _ in 1 2 3 4 5; do "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 2s valve -- true || bad "warm-up grant failed"; done
+  for _ in 1 2 3 4 5; do "$ELK" --socket "$S_DIR/gw-a.sock" run --wait 30s valve -- true || bad "warm-up grant failed"; done
 }
 teardown() {
   local p
@@ -41,11 +41,7 @@ restart_empty() {
   start_redis "$1" "${RPORT[$1]}"
 }
 renewals() { res_field gw-a valve renewals; }
-wait_renewals() { # wait_renewals N: until gw-a renewed N more times
-  local want=$(($(renewals) + $1))
-  for _ in $(seq 1 200); do [ "$(renewals)" -ge $want ] 2>/dev/null && return 0; sleep 0.05; done
-  return 1
-}
+wait_renewals() { wait_renewals_of gw-a valve "$1"; } # N more renewals (60 s bound, lib.sh)
 
 variant() { # variant NAME DELAY_S
   local v=$1 delay=$2 tokA tokB rc st
@@ -64,7 +60,7 @@ variant() { # variant NAME DELAY_S
   wait_renewals 1
   t2=$(now_ms)
   restart_empty r2 "$delay"
-  run_bg gw-b RB --wait 10s valve -- "$WORK" gw-b 15 0.05
+  run_bg gw-b RB --wait 60s valve -- "$WORK" gw-b 15 0.05
   tokB=$(wait_tick gw-b 600 any)
   t_b=$(now_ms)
   wait $RA; rcA=$?

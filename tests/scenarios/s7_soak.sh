@@ -141,7 +141,11 @@ say "fault schedule over ($faults faults); clearing every fault, letting the con
 for p in $PROXIES; do heal "$p"; done
 touch "$STOPFILE"
 for c in $CONT; do wait "$c"; done
-sleep 0.5
+# The contenders' connections close as elkd gets to their hang-ups: wait for the descriptor
+# counts to come back down (a leak never does; 30 s bound) rather than a fixed 0.5 s, which
+# on a loaded machine read a count with a closing connection still in it.
+fds_settled() { [ "$(fds $PA)" -le "${fd_a0:-0}" ] && [ "$(fds $PB)" -le "${fd_b0:-0}" ]; }
+wait_until 30 fds_settled
 rss_a1=$(rss $PA) rss_b1=$(rss $PB) fd_a1=$(fds $PA) fd_b1=$(fds $PB)
 hwm_a=$(awk '/^VmHWM/ {print $2}' "/proc/$PA/status")
 say "at the end: gw-a VmRSS ${rss_a1} kB (peak $hwm_a), ${fd_a1} fds; gw-b VmRSS ${rss_b1} kB, ${fd_b1} fds"
