@@ -5,14 +5,13 @@
  * order; gwE then stops (nothing of it runs any more: a crashed waiter). Each holder
  * releases in turn: the grants go A, D, C, B (ticket order among live waiters), gwE's
  * ticket is skipped once it ran out on the servers, and the queue is empty at the end.
- * test_fair_tls includes this file with FAIR_IT_TLS set.
+ * test_fair_tls includes this file with ELK_IT_TLS set.
  *
  * No assertion depends on timing: each wait is for an event with a generous bound, the
  * order is read from the record of grants, the holders and the queue from the servers.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,9 +26,8 @@
 #include "elk/lock.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "it_env.h"
 #include "stack.h"
-#include "test_main.h"
-#include "ts_log.h"
 
 #define GWS 5u
 #define TICKET_TTL 1500u
@@ -43,18 +41,11 @@ typedef struct gw {
     size_t n;
 } gw_t;
 
-static elk_tf_t TF;
 static gw_t GW[GWS];
 static const char *IDS[GWS] = {"gwA", "gwB", "gwC", "gwD", "gwE"};
-static elk_entropy_t ENTROPY;
-static elk_ts_log_t LOG;
 static size_t GRANT[16];
 static int64_t GRANT_TICKET[16];
 static size_t NGRANT;
-#ifdef FAIR_IT_TLS
-static elk_tls_shared_t SHARED;
-static bool SHARED_OK;
-#endif
 
 static void on_fair(void *user, elk_fair_t *f, const elk_lock_event_t *ev)
 {
@@ -91,7 +82,7 @@ static void gw_init(gw_t *g, size_t n, const char *id)
     g->n = n;
     elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
     for (size_t i = 0; i < n; i++) {
-        eps[i] = elk_tf_endpoint(&TF, i);
+        eps[i] = elk_tf_endpoint(&elk_it.tf, i);
     }
     elk_node_config_t nc;
     elk_node_config_defaults(&nc);
@@ -101,14 +92,12 @@ static void gw_init(gw_t *g, size_t n, const char *id)
         .count = n,
         .endpoints = eps,
         .node_cfg = &nc,
-#ifdef FAIR_IT_TLS
-        .tls = &SHARED,
-#endif
+        .tls = elk_it.tls,
         .gateway_id = id,
         .key_prefix = "it:",
         .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &ENTROPY,
-        .log = &LOG.log,
+        .entropy = &elk_it.entropy,
+        .log = &elk_it.log.log,
     };
     assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
     elk_lock_config_t c;
@@ -179,7 +168,7 @@ static size_t servers_with(size_t n, const char *key, const char *value)
 {
     size_t c = 0;
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "GET %s", key);
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "GET %s", key);
         c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
         if (r) {
             freeReplyObject(r);
@@ -224,10 +213,7 @@ static int fleet_up(size_t n)
     elk_tf_options_t o;
     elk_tf_options_defaults(&o);
     o.count = n;
-#ifdef FAIR_IT_TLS
-    o.tls = true;
-#endif
-    return elk_tf_start(&TF, &o);
+    return elk_it_fleet_start(&o);
 }
 
 static void check_order(size_t n)
@@ -263,7 +249,7 @@ static void check_order(size_t n)
     (void)elk_fair_release(&GW[1].f, elk_posix_now_ms());
     assert_true(drive(all_idle, 30000));
     for (size_t i = 0; i < n; i++) { /* every ticket given back or run out */
-        redisReply *r = elk_tf_cmd(&TF, i, "ZSCORE it:{valve}:q %s", GW[1].f.id);
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "ZSCORE it:{valve}:q %s", GW[1].f.id);
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_NIL);
         freeReplyObject(r);
@@ -275,71 +261,10 @@ static void check_order(size_t n)
         }
         elk_ts_stack_close(&GW[g].st);
     }
-    elk_tf_stop(&TF);
-}
-
-static void test_order_one_server(void **state)
-{
-    (void)state;
-    check_order(1);
-}
-
-static void test_order_three_servers(void **state)
-{
-    (void)state;
-    check_order(3);
-}
-
-static void test_order_five_servers(void **state)
-{
-    (void)state;
-    check_order(5);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    signal(SIGPIPE, SIG_IGN);
-    elk_posix_entropy(&ENTROPY);
-    elk_ts_log_init(&LOG, 0, false);
-#ifdef FAIR_IT_TLS
-    const elk_tf_certs_t *certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    elk_tls_config_t tc;
-    memset(&tc, 0, sizeof tc);
-    tc.ca_file = certs->ca_crt;
-    if (elk_tls_shared_init(&SHARED, &tc, &ENTROPY) != ELK_OK) {
-        return -1;
-    }
-    SHARED_OK = true;
-#endif
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF);
-#ifdef FAIR_IT_TLS
-    if (SHARED_OK) {
-        elk_tls_shared_free(&SHARED);
-    }
-#endif
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF); /* also after a failed assertion */
-    return 0;
+    elk_tf_stop(&elk_it.tf);
 }
 
 int main(void)
 {
-    return ELK_RUN_FIXTURES("fair", group_setup, group_teardown, NULL, test_teardown,
-                            test_order_one_server, test_order_three_servers,
-                            test_order_five_servers);
+    return elk_it_run_fleet_sizes("fair", "order", check_order, ELK_IT_GROUP_SETUP);
 }

@@ -8,14 +8,13 @@
  * and each resource's tokens grow from holder to holder. Then one resource of a held lease
  * is deleted on every server: LOST ends the whole lease once, and the other resource is not
  * released early (its key stays on the servers with the holder's value). test_multi_tls
- * includes this file with MULTI_IT_TLS set.
+ * includes this file with ELK_IT_TLS set.
  *
  * No assertion depends on timing: each wait is for an event with a generous bound, and the
  * servers' own keys say who holds what.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,9 +30,8 @@
 #include "elk/port_posix.h"
 #include "acl_rules.h"
 #include "fleet.h"
+#include "it_env.h"
 #include "stack.h"
-#include "test_main.h"
-#include "ts_log.h"
 
 #define GWS 3u
 #define ROUNDS 8u
@@ -50,18 +48,11 @@ typedef struct gw {
     uint64_t asked_at, release_at;
 } gw_t;
 
-static elk_tf_t TF;
 static gw_t GW[GWS];
 static const char *IDS[GWS] = {"gwA", "gwB", "gwC"};
 /* opposite orders: gwA a then b, gwB b then a; gwC shares b */
 static const char *const SETS[GWS][2] = {{"a", "b"}, {"b", "a"}, {"b", "c"}};
 static uint64_t LAST_TOKEN[RES];
-static elk_entropy_t ENTROPY;
-static elk_ts_log_t LOG;
-#ifdef MULTI_IT_TLS
-static elk_tls_shared_t SHARED;
-static bool SHARED_OK;
-#endif
 
 static void on_multi(void *user, elk_multi_t *m, size_t resource, const elk_lock_event_t *ev)
 {
@@ -98,7 +89,7 @@ static void gw_init(size_t k, size_t n)
     g->n = n;
     elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
     for (size_t i = 0; i < n; i++) {
-        eps[i] = elk_tf_endpoint(&TF, i);
+        eps[i] = elk_tf_endpoint(&elk_it.tf, i);
     }
     elk_node_config_t nc;
     elk_node_config_defaults(&nc);
@@ -110,14 +101,12 @@ static void gw_init(size_t k, size_t n)
         .count = n,
         .endpoints = eps,
         .node_cfg = &nc,
-#ifdef MULTI_IT_TLS
-        .tls = &SHARED,
-#endif
+        .tls = elk_it.tls,
         .gateway_id = IDS[k],
         .key_prefix = "it:",
         .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &ENTROPY,
-        .log = &LOG.log,
+        .entropy = &elk_it.entropy,
+        .log = &elk_it.log.log,
     };
     assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
     elk_lock_config_t c;
@@ -142,7 +131,7 @@ static size_t servers_with(const char *key, const char *value)
 {
     size_t c = 0;
     for (size_t i = 0; i < GW[0].n; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "GET %s", key);
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "GET %s", key);
         c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
         if (r) {
             freeReplyObject(r);
@@ -284,7 +273,7 @@ static void loss_of_one(void)
     size_t b_before = servers_with(key_b, val_b);
     assert_true(b_before >= GW[0].n / 2u + 1u);
     for (size_t i = 0; i < GW[0].n; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "DEL it:{a}");
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "DEL it:{a}");
         assert_non_null(r);
         freeReplyObject(r);
     }
@@ -304,10 +293,7 @@ static int fleet_up(size_t n)
 {
     elk_tf_options_t o;
     elk_it_least_privilege_fleet(&o, n);
-#ifdef MULTI_IT_TLS
-    o.tls = true;
-#endif
-    return elk_tf_start(&TF, &o);
+    return elk_it_fleet_start(&o);
 }
 
 static void check_multi(size_t n)
@@ -331,71 +317,10 @@ static void check_multi(size_t n)
         assert_int_equal(elk_multi_deinit(&GW[g].m), ELK_OK);
         elk_ts_stack_close(&GW[g].st);
     }
-    elk_tf_stop(&TF);
-}
-
-static void test_multi_one_server(void **state)
-{
-    (void)state;
-    check_multi(1);
-}
-
-static void test_multi_three_servers(void **state)
-{
-    (void)state;
-    check_multi(3);
-}
-
-static void test_multi_five_servers(void **state)
-{
-    (void)state;
-    check_multi(5);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    signal(SIGPIPE, SIG_IGN);
-    elk_posix_entropy(&ENTROPY);
-    elk_ts_log_init(&LOG, 0, false);
-#ifdef MULTI_IT_TLS
-    const elk_tf_certs_t *certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    elk_tls_config_t tc;
-    memset(&tc, 0, sizeof tc);
-    tc.ca_file = certs->ca_crt;
-    if (elk_tls_shared_init(&SHARED, &tc, &ENTROPY) != ELK_OK) {
-        return -1;
-    }
-    SHARED_OK = true;
-#endif
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF);
-#ifdef MULTI_IT_TLS
-    if (SHARED_OK) {
-        elk_tls_shared_free(&SHARED);
-    }
-#endif
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF); /* also after a failed assertion */
-    return 0;
+    elk_tf_stop(&elk_it.tf);
 }
 
 int main(void)
 {
-    return ELK_RUN_FIXTURES("multi", group_setup, group_teardown, NULL, test_teardown,
-                            test_multi_one_server, test_multi_three_servers,
-                            test_multi_five_servers);
+    return elk_it_run_fleet_sizes("multi", "multi", check_multi, ELK_IT_GROUP_SETUP);
 }
