@@ -11,7 +11,9 @@
 
 #include <cmocka.h>
 
+#include "elk/blocking.h"
 #include "elk/port_posix.h"
+#include "acl_rules.h"
 #include "it_env.h"
 #include "test_main.h"
 
@@ -107,4 +109,85 @@ int elk_it_run_fleet_sizes(const char *group, const char *name, elk_it_check_fn 
             (struct CMUnitTest){names[i], it_run_case, NULL, elk_it_test_teardown, &cases[i]};
     }
     return ELK_TEST_RUN_TABLE(group, tests, 3, group_setup, elk_it_group_teardown);
+}
+
+elk_ts_stack_opts_t elk_it_stack_opts(elk_endpoint_t *eps, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++) {
+        eps[i] = elk_tf_endpoint(&elk_it.tf, i);
+    }
+    return (elk_ts_stack_opts_t){
+        .count = n,
+        .endpoints = eps,
+        .tls = elk_it.tls,
+        .gateway_id = id,
+        .key_prefix = "it:",
+        .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
+        .entropy = &elk_it.entropy,
+        .log = &elk_it.log.log,
+    };
+}
+
+void elk_it_stack_open(elk_ts_stack_t *st, size_t n, const char *id, bool lock_user)
+{
+    elk_node_config_t nc;
+    elk_node_config_defaults(&nc);
+    nc.connect_timeout_ms = 1000;
+    nc.request_timeout_ms = 2000;
+    if (lock_user) {
+        nc.username = IT_USER;
+        nc.password = IT_PASSWORD;
+    }
+    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
+    elk_ts_stack_opts_t so = elk_it_stack_opts(eps, n, id);
+    so.node_cfg = &nc;
+    assert_int_equal(elk_ts_stack_init(st, &so), ELK_OK);
+}
+
+void elk_it_lock_config(elk_lock_config_t *c)
+{
+    elk_lock_config_defaults(c);
+    c->ttl_ms = 3000;
+    c->stop_margin_ms = 20;
+    c->round_timeout_ms = 1000; /* generous: the machine may be loaded */
+    c->wait_min_ms = 20;
+    c->wait_max_ms = 100;
+}
+
+bool elk_it_stack_ready(void *arg)
+{
+    elk_ts_stack_t *st = arg;
+    /* every node, not just a quorum, so each test starts from a known fleet */
+    if (elk_fleet_ready_count(&st->fleet) < st->n ||
+        (st->subs && elk_fleet_ready_count(&st->sfleet) < st->n)) {
+        return false;
+    }
+    /* and the start-up requests (PROBE, SCRIPT LOAD, CONFIG GET) answered, so that a
+     * gateway left unpolled while the next one connects has nothing in flight to time out;
+     * and every node votes: a freshly started server is quarantined for about a TTL (vote
+     * hygiene: it cannot be told from one that restarted empty) */
+    size_t busy = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        busy += elk_node_inflight(&st->nodes[i]) + !elk_client_node_votes(&st->client, i);
+    }
+    return busy == 0;
+}
+
+void elk_it_stack_connect(elk_ts_stack_t *st)
+{
+    assert_int_equal(elk_blocking_connect(&st->client, 30000, NULL), ELK_OK);
+    assert_true(elk_ts_run_client(&st->client, elk_it_stack_ready, st, 30000, 0));
+}
+
+size_t elk_it_servers_with(size_t n, const char *key, const char *value)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "GET %s", key);
+        c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
+        if (r) {
+            freeReplyObject(r);
+        }
+    }
+    return c;
 }

@@ -53,6 +53,32 @@ typedef void (*elk_it_check_fn)(size_t servers);
 int elk_it_run_fleet_sizes(const char *group, const char *name, elk_it_check_fn check,
                            CMFixtureFunction group_setup);
 
+/* Fill eps[0..n) with elk_it.tf's endpoints and return the stack options of gateway id
+ * over them: key prefix "it:", one server single mode else Redlock, the group's TLS, the
+ * environment's entropy and log. eps (CONFIG_ELK_MAX_NODES entries, the caller's) must
+ * live until elk_ts_stack_init; the caller adds node_cfg (and subscribers). */
+elk_ts_stack_opts_t elk_it_stack_opts(elk_endpoint_t *eps, size_t n, const char *id);
+
+/* Open st, gateway id over the first n servers, with the node timeouts of the semaphore,
+ * all-or-nothing and fair tests (connect 1000 ms, request 2000 ms), as IT_USER when
+ * lock_user. Fails the test when it does not open. */
+void elk_it_stack_open(elk_ts_stack_t *st, size_t n, const char *id, bool lock_user);
+
+/* Set *c to those tests' lock configuration: the defaults with TTL 3000 ms, margin 20 ms,
+ * rounds of 1000 ms, retry waits of 20..100 ms. */
+void elk_it_lock_config(elk_lock_config_t *c);
+
+/* run_until condition (arg: an elk_ts_stack_t): every node of the fleet (and of the
+ * subscriber fleet, if any) ready, no start-up request in flight, every node voting. */
+bool elk_it_stack_ready(void *arg);
+
+/* Connect st's client and drive it until elk_it_stack_ready (30 s bounds each); fails the
+ * test otherwise. */
+void elk_it_stack_connect(elk_ts_stack_t *st);
+
+/* How many of elk_it.tf's first n servers hold value at key (GET on their own record). */
+size_t elk_it_servers_with(size_t n, const char *key, const char *value);
+
 #ifdef ELK_IT_TLS
 #define ELK_IT_GROUP_SETUP elk_it_setup_tls
 #else

@@ -21,7 +21,6 @@
 
 #include <cmocka.h>
 
-#include "elk/blocking.h"
 #include "elk/fair.h"
 #include "elk/lock.h"
 #include "elk/port_posix.h"
@@ -63,54 +62,16 @@ static void on_fair(void *user, elk_fair_t *f, const elk_lock_event_t *ev)
     }
 }
 
-static bool gw_ready(void *arg)
-{
-    const gw_t *g = arg;
-    size_t busy = 0;
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n) {
-        return false;
-    }
-    for (size_t i = 0; i < g->n; i++) { /* a fresh fleet is quarantined for about a TTL */
-        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
-    }
-    return busy == 0;
-}
-
 static void gw_init(gw_t *g, size_t n, const char *id)
 {
     memset(g, 0, sizeof *g);
     g->n = n;
-    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
-    for (size_t i = 0; i < n; i++) {
-        eps[i] = elk_tf_endpoint(&elk_it.tf, i);
-    }
-    elk_node_config_t nc;
-    elk_node_config_defaults(&nc);
-    nc.connect_timeout_ms = 1000;
-    nc.request_timeout_ms = 2000;
-    elk_ts_stack_opts_t so = {
-        .count = n,
-        .endpoints = eps,
-        .node_cfg = &nc,
-        .tls = elk_it.tls,
-        .gateway_id = id,
-        .key_prefix = "it:",
-        .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &elk_it.entropy,
-        .log = &elk_it.log.log,
-    };
-    assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
+    elk_it_stack_open(&g->st, n, id, false);
     elk_lock_config_t c;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 3000;
-    c.stop_margin_ms = 20;
-    c.round_timeout_ms = 1000; /* generous: the machine may be loaded */
-    c.wait_min_ms = 20;
-    c.wait_max_ms = 100;
+    elk_it_lock_config(&c);
     assert_int_equal(elk_fair_init(&g->f, &g->st.client, "valve", &c, TICKET_TTL, on_fair, g),
                      ELK_OK);
-    assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
-    assert_true(elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0));
+    elk_it_stack_connect(&g->st);
 }
 
 /* Poll every gateway still running (client, then its fair layer) until cond holds (true)
@@ -163,20 +124,6 @@ static bool all_idle(void)
     return true;
 }
 
-/* Servers holding value for key (the servers' own record). */
-static size_t servers_with(size_t n, const char *key, const char *value)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) {
-        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "GET %s", key);
-        c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
-        if (r) {
-            freeReplyObject(r);
-        }
-    }
-    return c;
-}
-
 /* The one holder, checked against the servers: its value stands on a quorum. */
 static void one_holder_checked(size_t n, size_t want)
 {
@@ -189,7 +136,7 @@ static void one_holder_checked(size_t n, size_t want)
     }
     assert_int_equal(held, 1u);
     const elk_lock_t *l = elk_fair_lock(&GW[want].f);
-    assert_true(servers_with(n, elk_lock_key(l), elk_lock_value(l)) >= n / 2u + 1u);
+    assert_true(elk_it_servers_with(n, elk_lock_key(l), elk_lock_value(l)) >= n / 2u + 1u);
 }
 
 static void enqueue(size_t g)

@@ -104,33 +104,10 @@ static size_t count_ev(const gw_t *g, elk_lock_event_type_t t)
     return elk_ts_events_count(&g->rec, t);
 }
 
-static bool gw_ready(void *arg)
-{
-    const gw_t *g = arg;
-    /* every node, not just a quorum, so each test starts from a known fleet */
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n ||
-        (g->st.subs && elk_fleet_ready_count(&g->st.sfleet) < g->n)) {
-        return false;
-    }
-    /* and the start-up requests (PROBE, SCRIPT LOAD, CONFIG GET) answered, so that a
-     * gateway left unpolled while the next one connects has nothing in flight to time out;
-     * and every node votes: a freshly started server is quarantined for about a TTL (vote
-     * hygiene: it cannot be told from one that restarted empty) */
-    size_t busy = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
-    }
-    return busy == 0;
-}
-
 static void gw_init(gw_t *g, const gw_opts_t *o)
 {
     memset(g, 0, sizeof *g);
     g->n = o->n;
-    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
-    for (size_t i = 0; i < o->n; i++) {
-        eps[i] = elk_tf_endpoint(&elk_it.tf, i);
-    }
     elk_node_config_t nc;
     elk_node_config_defaults(&nc);
     nc.resp3 = !o->resp2;
@@ -140,18 +117,10 @@ static void gw_init(gw_t *g, const gw_opts_t *o)
     nc.backoff_max_ms = 300;
     nc.username = IT_USER;
     nc.password = IT_PASSWORD;
-    elk_ts_stack_opts_t so = {
-        .count = o->n,
-        .endpoints = eps,
-        .node_cfg = &nc,
-        .tls = elk_it.tls,
-        .subscribers = o->subs,
-        .gateway_id = o->id,
-        .key_prefix = "it:",
-        .mode = o->n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &elk_it.entropy,
-        .log = &elk_it.log.log,
-    };
+    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
+    elk_ts_stack_opts_t so = elk_it_stack_opts(eps, o->n, o->id);
+    so.node_cfg = &nc;
+    so.subscribers = o->subs;
     assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
     g->rec.hook = on_lost;
     g->rec.hook_user = g;
@@ -159,7 +128,7 @@ static void gw_init(gw_t *g, const gw_opts_t *o)
         elk_lock_init(&g->lock, &g->st.client, "door", o->lcfg, elk_ts_events_on, &g->rec), ELK_OK);
     /* generous: the quarantine of a fresh fleet (ttl + drift) comes first */
     assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
-    (void)elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0);
+    (void)elk_ts_run_client(&g->st.client, elk_it_stack_ready, &g->st, 30000, 0);
     assert_int_equal(elk_fleet_ready_count(&g->st.fleet), g->n);
     if (o->subs) {
         assert_int_equal(elk_fleet_ready_count(&g->st.sfleet), g->n);

@@ -24,7 +24,6 @@
 
 #include <cmocka.h>
 
-#include "elk/blocking.h"
 #include "elk/lock.h"
 #include "elk/multi.h"
 #include "elk/port_posix.h"
@@ -69,75 +68,21 @@ static void on_multi(void *user, elk_multi_t *m, size_t resource, const elk_lock
     }
 }
 
-static bool gw_ready(void *arg)
-{
-    const gw_t *g = arg;
-    size_t busy = 0;
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n) {
-        return false;
-    }
-    for (size_t i = 0; i < g->n; i++) { /* a fresh fleet is quarantined for about a TTL */
-        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
-    }
-    return busy == 0;
-}
-
 static void gw_init(size_t k, size_t n)
 {
     gw_t *g = &GW[k];
     memset(g, 0, sizeof *g);
     g->n = n;
-    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
-    for (size_t i = 0; i < n; i++) {
-        eps[i] = elk_tf_endpoint(&elk_it.tf, i);
-    }
-    elk_node_config_t nc;
-    elk_node_config_defaults(&nc);
-    nc.connect_timeout_ms = 1000;
-    nc.request_timeout_ms = 2000;
-    nc.username = IT_USER;
-    nc.password = IT_PASSWORD;
-    elk_ts_stack_opts_t so = {
-        .count = n,
-        .endpoints = eps,
-        .node_cfg = &nc,
-        .tls = elk_it.tls,
-        .gateway_id = IDS[k],
-        .key_prefix = "it:",
-        .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &elk_it.entropy,
-        .log = &elk_it.log.log,
-    };
-    assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
+    elk_it_stack_open(&g->st, n, IDS[k], true);
     elk_lock_config_t c;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 3000;
-    c.stop_margin_ms = 20;
-    c.round_timeout_ms = 1000; /* generous: the machine may be loaded */
-    c.wait_min_ms = 20;
-    c.wait_max_ms = 100;
+    elk_it_lock_config(&c);
     assert_int_equal(elk_multi_init(&g->m, &g->st.client, SETS[k], 2, &c, on_multi, g), ELK_OK);
-    assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
-    assert_true(elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0));
+    elk_it_stack_connect(&g->st);
 }
 
 static size_t res_index(const char *name)
 {
     return (size_t)(name[0] - 'a');
-}
-
-/* Servers holding value for key (the servers' own record). */
-static size_t servers_with(const char *key, const char *value)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < GW[0].n; i++) {
-        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "GET %s", key);
-        c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
-        if (r) {
-            freeReplyObject(r);
-        }
-    }
-    return c;
 }
 
 /* After every poll: a multi-lock said held holds every lock of it, and no resource has two
@@ -166,7 +111,8 @@ static void check_grant(size_t g)
         const elk_lock_t *l = elk_multi_lock(&GW[g].m, i);
         size_t r = res_index(SETS[g][i]);
         uint64_t t = elk_multi_token(&GW[g].m, i);
-        assert_true(servers_with(elk_lock_key(l), elk_lock_value(l)) >= GW[g].n / 2u + 1u);
+        assert_true(elk_it_servers_with(GW[0].n, elk_lock_key(l), elk_lock_value(l)) >=
+                    GW[g].n / 2u + 1u);
         assert_true(t > LAST_TOKEN[r]);
         LAST_TOKEN[r] = t;
     }
@@ -270,7 +216,7 @@ static void loss_of_one(void)
     char key_b[64], val_b[80];
     snprintf(key_b, sizeof key_b, "%s", elk_lock_key(lb));
     snprintf(val_b, sizeof val_b, "%s", elk_lock_value(lb));
-    size_t b_before = servers_with(key_b, val_b);
+    size_t b_before = elk_it_servers_with(GW[0].n, key_b, val_b);
     assert_true(b_before >= GW[0].n / 2u + 1u);
     for (size_t i = 0; i < GW[0].n; i++) {
         redisReply *r = elk_tf_cmd(&elk_it.tf, i, "DEL it:{a}");
@@ -283,7 +229,7 @@ static void loss_of_one(void)
     assert_int_equal(elk_multi_state(&GW[0].m), ELK_MULTI_LOST);
     assert_false(elk_multi_is_held(&GW[0].m, elk_posix_now_ms()));
     /* b is abandoned: not released while the stopped actuators may still move */
-    assert_int_equal(servers_with(key_b, val_b), b_before);
+    assert_int_equal(elk_it_servers_with(GW[0].n, key_b, val_b), b_before);
     poll_until(a_abandoned_ran_out, 30000);
     assert_int_equal(GW[0].lost, 1); /* said once */
     assert_int_equal(elk_multi_release(&GW[0].m, elk_posix_now_ms()), ELK_E_LOCK_LOST);
