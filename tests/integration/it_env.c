@@ -76,10 +76,17 @@ int elk_it_test_teardown(void **state)
     return 0;
 }
 
-int elk_it_fleet_start(elk_tf_options_t *o)
+int elk_it_fleet_up(size_t n, bool lock_user)
 {
-    o->tls = elk_it.tls != NULL;
-    return elk_tf_start(&elk_it.tf, o);
+    elk_tf_options_t o;
+    if (lock_user) {
+        elk_it_least_privilege_fleet(&o, n);
+    } else {
+        elk_tf_options_defaults(&o);
+        o.count = n;
+    }
+    o.tls = elk_it.tls != NULL;
+    return elk_tf_start(&elk_it.tf, &o);
 }
 
 typedef struct it_case {

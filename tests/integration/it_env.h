@@ -43,8 +43,10 @@ int elk_it_group_teardown(void **state);
 /* cmocka test teardown: stop the fleet, also after a failed assertion. Returns 0. */
 int elk_it_test_teardown(void **state);
 
-/* Start elk_it.tf as o says, over TLS when the group is (o->tls is set here). 0 or -1. */
-int elk_it_fleet_start(elk_tf_options_t *o);
+/* Start elk_it.tf: n servers, plain or TLS as the group is, whose lock user is IT_USER
+ * with the least-privilege rules (acl_rules.h) when lock_user, else the fixture's
+ * defaults. 0, or -1 after the fixture's message. */
+int elk_it_fleet_up(size_t n, bool lock_user);
 
 /* Run check(1), check(3) and check(5) as the cmocka group `group`, the tests named
  * test_<name>_one_server, test_<name>_three_servers, test_<name>_five_servers, with

@@ -155,18 +155,10 @@ static void hand_over(size_t n, size_t from, size_t to)
     one_holder_checked(n, to);
 }
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.count = n;
-    return elk_it_fleet_start(&o);
-}
-
 static void check_order(size_t n)
 {
     NGRANT = 0;
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, false), 0);
     for (size_t g = 0; g < GWS; g++) {
         gw_init(&GW[g], n, IDS[g]);
     }

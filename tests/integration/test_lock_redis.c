@@ -193,19 +193,12 @@ static elk_lock_config_t lcfg(uint32_t ttl)
  * safety one: issue 26's note). A refused round is retried within the wait. */
 #define FIRST_WAIT_MS 5000u
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_it_least_privilege_fleet(&o, n);
-    return elk_it_fleet_start(&o);
-}
-
 /* ------------------------------------------------------------------ tests */
 
 static void test_acquire_release_single(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(1), 0);
+    assert_int_equal(elk_it_fleet_up(1, true), 0);
     elk_lock_config_t c = lcfg(2000);
     gw_init(&GA, &(gw_opts_t){.n = 1, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -232,7 +225,7 @@ static void test_acquire_release_single(void **state)
 static void test_contend_three(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(2000);
     gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c});
     gw_init(&GB, &(gw_opts_t){.n = 3, .id = "gwB", .lcfg = &c});
@@ -262,7 +255,7 @@ static void test_contend_three(void **state)
 static void test_renew_while_held_five(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(5), 0);
+    assert_int_equal(elk_it_fleet_up(5, true), 0);
     elk_lock_config_t c = lcfg(1000);
     gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -286,7 +279,7 @@ static const gw_opts_t HANDOFF_RESP2 = {.n = 3, .id = "gwB", .resp2 = true, .sub
 static void test_handoff_release_channel(void **state)
 {
     gw_opts_t ob = *(const gw_opts_t *)*state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(5000);
     /* Retry timers far beyond the wait deadline: only the release message can wake B. */
     c.wait_min_ms = 60000;
@@ -313,7 +306,7 @@ static void test_handoff_release_channel(void **state)
 static void test_kill_one_of_five_keeps_lock(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(5), 0);
+    assert_int_equal(elk_it_fleet_up(5, true), 0);
     elk_lock_config_t c = lcfg(1500);
     gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -333,7 +326,7 @@ static void test_kill_one_of_five_keeps_lock(void **state)
 static void test_kill_three_of_five_lost_before_ttl(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(5), 0);
+    assert_int_equal(elk_it_fleet_up(5, true), 0);
     elk_lock_config_t c = lcfg(1500);
     gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -352,7 +345,7 @@ static void test_kill_three_of_five_lost_before_ttl(void **state)
 static void test_sigstop_during_acquire(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(3000);
     gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_tf_pause(&elk_it.tf, 1), 0);
@@ -369,7 +362,7 @@ static void test_sigstop_during_acquire(void **state)
 static void test_script_flush_noscript_fallback(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(3000);
     gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c, .resp2 = true}); /* RESP2 as well */
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -395,7 +388,7 @@ static void test_script_flush_noscript_fallback(void **state)
  * held by someone else refuses us; half the fleet stopped loses a held lease. */
 static void check_even_fleet(size_t n)
 {
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, true), 0);
     elk_lock_config_t c = lcfg(1500);
     gw_init(&GA, &(gw_opts_t){.n = n, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_client_quorum(&GA.st.client), n / 2 + 1);

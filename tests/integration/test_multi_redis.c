@@ -235,16 +235,9 @@ static void loss_of_one(void)
     assert_int_equal(elk_multi_release(&GW[0].m, elk_posix_now_ms()), ELK_E_LOCK_LOST);
 }
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_it_least_privilege_fleet(&o, n);
-    return elk_it_fleet_start(&o);
-}
-
 static void check_multi(size_t n)
 {
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, true), 0);
     memset(LAST_TOKEN, 0, sizeof LAST_TOKEN);
     for (size_t g = 0; g < GWS; g++) {
         gw_init(g, n);

@@ -143,16 +143,9 @@ static void ask(size_t g, uint32_t wait_ms)
     assert_true(drive(g_decided, 30000 + wait_ms));
 }
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_it_least_privilege_fleet(&o, n);
-    return elk_it_fleet_start(&o);
-}
-
 static void check_permits(size_t n)
 {
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, true), 0);
     for (size_t g = 0; g < GWS; g++) {
         gw_init(&GW[g], n, IDS[g]);
     }
