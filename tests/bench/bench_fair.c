@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench_redis.h"
 #include "bench_stats.h"
@@ -42,10 +41,7 @@ typedef struct gw {
     char id[8];
 } gw_t;
 
-static pid_t pid[1];
-static uint16_t port;
-static char tmpdir[64];
-static elk_entropy_t entropy;
+static bench_server_t srv;
 static bench_one_t one[GWS];
 static gw_t GW[GWS];
 static bool fair_on;
@@ -58,7 +54,7 @@ static unsigned failures;
 
 static void stop_all(void)
 {
-    bench_redis_stop_all(pid, 1, tmpdir);
+    bench_redis_stop_all(srv.pid, 1, srv.dir);
 }
 
 static void die(const char *what, int rc)
@@ -112,7 +108,7 @@ static void clients_up(void)
         snprintf(GW[g].id, sizeof GW[g].id, "gw%zu", g);
         cc.gateway_id = GW[g].id;
         cc.key_prefix = "bf:";
-        int rc = bench_one_up(&one[g], port, &cc, &entropy, &what);
+        int rc = bench_one_up(&one[g], srv.port, &cc, &srv.entropy, &what);
         if (rc != ELK_OK) {
             die(what, rc);
         }
@@ -264,17 +260,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_fair [SECONDS | --quick]\n");
         return 2;
     }
-    if (!bench_begin_stop("bench_fair", "/tmp/elk-benchfair-XXXXXX", stop_all, tmpdir,
-                          sizeof tmpdir)) {
+    if (!bench_server_begin(&srv, "bench_fair", "/tmp/elk-benchfair-XXXXXX", stop_all)) {
         return 2;
     }
-    elk_posix_entropy(&entropy);
-    port = bench_free_port();
-    pid[0] = bench_redis_start(tmpdir, port, false, NULL);
-    usleep(300 * 1000);
     printf("bench_fair: %s build, one redis-server :%u, RESP3, %u gateways, hold %u ms, think "
            "%u ms, %u s a side\n",
-           ELK_BENCH_BUILD_TYPE, port, GWS, HOLD_MS, THINK_MS, seconds);
+           ELK_BENCH_BUILD_TYPE, srv.port, GWS, HOLD_MS, THINK_MS, seconds);
     clients_up();
     side_t off = run(false, seconds);
     side_t on = run(true, seconds);

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "bench_redis.h"
 #include "bench_stats.h"
@@ -33,10 +32,7 @@
 #include "elk/lock.h"
 #include "elk/port_posix.h"
 
-static pid_t pid[1];
-static uint16_t port;
-static char tmpdir[64];
-static elk_entropy_t entropy;
+static bench_server_t srv;
 
 static bench_one_t one; /* the client on its node */
 static elk_lock_t locks[CONFIG_ELK_MAX_LOCKS];
@@ -46,7 +42,7 @@ static unsigned acquire_retries;
 
 static void stop_all(void)
 {
-    bench_redis_stop_all(pid, 1, tmpdir);
+    bench_redis_stop_all(srv.pid, 1, srv.dir);
 }
 
 static void die(const char *what, int rc)
@@ -57,7 +53,7 @@ static void die(const char *what, int rc)
 /* Requests the server received (EVALSHA + EVAL + PING calls), as bench_lock counts them. */
 static long server_requests(void)
 {
-    return bench_redis_requests(port);
+    return bench_redis_requests(srv.port);
 }
 
 /* Drive the client until `until` (ms, the posix clock). */
@@ -76,7 +72,7 @@ static void client_up(bool batch)
     cc.gateway_id = batch ? "gwB" : "gwP";
     cc.key_prefix = "rb:";
     cc.batch_renewals = batch;
-    int rc = bench_one_up(&one, port, &cc, &entropy, &what);
+    int rc = bench_one_up(&one, srv.port, &cc, &srv.entropy, &what);
     if (rc != ELK_OK) {
         die(what, rc);
     }
@@ -252,17 +248,12 @@ int main(int argc, char **argv)
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     uint32_t ttl_ms = quick ? 1000u : 3000u;
     unsigned periods = quick ? 2u : 3u;
-    if (!bench_begin_stop("bench_renew_batch", "/tmp/elk-benchbatch-XXXXXX", stop_all, tmpdir,
-                          sizeof tmpdir)) {
+    if (!bench_server_begin(&srv, "bench_renew_batch", "/tmp/elk-benchbatch-XXXXXX", stop_all)) {
         return 2;
     }
-    elk_posix_entropy(&entropy);
-    port = bench_free_port();
-    pid[0] = bench_redis_start(tmpdir, port, false, NULL);
-    usleep(300 * 1000);
     printf("bench_renew_batch: %s build, one redis-server :%u, RESP3, ttl %u ms, %u renewal "
            "periods, CONFIG_ELK_MAX_LOCKS=%d, pool block %d B, ELK_LOCK_BATCH_MAX=%d\n",
-           ELK_BENCH_BUILD_TYPE, port, ttl_ms, periods, CONFIG_ELK_MAX_LOCKS,
+           ELK_BENCH_BUILD_TYPE, srv.port, ttl_ms, periods, CONFIG_ELK_MAX_LOCKS,
            CONFIG_ELK_POOL_BLOCK_SIZE, ELK_LOCK_BATCH_MAX);
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         if (sizes[k] > (size_t)CONFIG_ELK_MAX_LOCKS || (quick && sizes[k] > 512u)) {

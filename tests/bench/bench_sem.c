@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench_redis.h"
 #include "bench_stats.h"
@@ -28,10 +27,7 @@
 #define PERMITS 4u
 #define BLOCKS 5u
 
-static pid_t pid[1];
-static uint16_t port;
-static char tmpdir[64];
-static elk_entropy_t entropy;
+static bench_server_t srv;
 static bench_one_t one; /* the client on its node */
 static elk_lock_t lock;
 static elk_sem_t sem, others[PERMITS - 1u];
@@ -39,7 +35,7 @@ static unsigned acquired, failed;
 
 static void stop_all(void)
 {
-    bench_redis_stop_all(pid, 1, tmpdir);
+    bench_redis_stop_all(srv.pid, 1, srv.dir);
 }
 
 static void die(const char *what, int rc)
@@ -70,7 +66,7 @@ static void client_up(void)
     elk_client_config_defaults(&cc);
     cc.gateway_id = "gwS";
     cc.key_prefix = "bs:";
-    int rc = bench_one_up(&one, port, &cc, &entropy, &what);
+    int rc = bench_one_up(&one, srv.port, &cc, &srv.entropy, &what);
     if (rc != ELK_OK) {
         die(what, rc);
     }
@@ -147,16 +143,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_sem [CYCLES]\n");
         return 2;
     }
-    if (!bench_begin_stop("bench_sem", "/tmp/elk-benchsem-XXXXXX", stop_all, tmpdir,
-                          sizeof tmpdir)) {
+    if (!bench_server_begin(&srv, "bench_sem", "/tmp/elk-benchsem-XXXXXX", stop_all)) {
         return 2;
     }
-    elk_posix_entropy(&entropy);
-    port = bench_free_port();
-    pid[0] = bench_redis_start(tmpdir, port, false, NULL);
-    usleep(300 * 1000);
     printf("bench_sem: %s build, one redis-server :%u, RESP3, %u cycles, %u permits\n",
-           ELK_BENCH_BUILD_TYPE, port, cycles, PERMITS);
+           ELK_BENCH_BUILD_TYPE, srv.port, cycles, PERMITS);
     client_up();
     /* the two sides take turns, 5 blocks each, and each side's median block counts: a
      * loaded machine's slow spells fall on both */

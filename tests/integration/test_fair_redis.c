@@ -5,14 +5,13 @@
  * order; gwE then stops (nothing of it runs any more: a crashed waiter). Each holder
  * releases in turn: the grants go A, D, C, B (ticket order among live waiters), gwE's
  * ticket is skipped once it ran out on the servers, and the queue is empty at the end.
- * test_fair_tls includes this file with FAIR_IT_TLS set.
+ * test_fair_tls includes this file with ELK_IT_TLS set.
  *
  * No assertion depends on timing: each wait is for an event with a generous bound, the
  * order is read from the record of grants, the holders and the queue from the servers.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,14 +21,12 @@
 
 #include <cmocka.h>
 
-#include "elk/blocking.h"
 #include "elk/fair.h"
 #include "elk/lock.h"
 #include "elk/port_posix.h"
 #include "fleet.h"
+#include "it_env.h"
 #include "stack.h"
-#include "test_main.h"
-#include "ts_log.h"
 
 #define GWS 5u
 #define TICKET_TTL 1500u
@@ -43,18 +40,11 @@ typedef struct gw {
     size_t n;
 } gw_t;
 
-static elk_tf_t TF;
 static gw_t GW[GWS];
 static const char *IDS[GWS] = {"gwA", "gwB", "gwC", "gwD", "gwE"};
-static elk_entropy_t ENTROPY;
-static elk_ts_log_t LOG;
 static size_t GRANT[16];
 static int64_t GRANT_TICKET[16];
 static size_t NGRANT;
-#ifdef FAIR_IT_TLS
-static elk_tls_shared_t SHARED;
-static bool SHARED_OK;
-#endif
 
 static void on_fair(void *user, elk_fair_t *f, const elk_lock_event_t *ev)
 {
@@ -72,56 +62,16 @@ static void on_fair(void *user, elk_fair_t *f, const elk_lock_event_t *ev)
     }
 }
 
-static bool gw_ready(void *arg)
-{
-    const gw_t *g = arg;
-    size_t busy = 0;
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n) {
-        return false;
-    }
-    for (size_t i = 0; i < g->n; i++) { /* a fresh fleet is quarantined for about a TTL */
-        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
-    }
-    return busy == 0;
-}
-
 static void gw_init(gw_t *g, size_t n, const char *id)
 {
     memset(g, 0, sizeof *g);
     g->n = n;
-    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
-    for (size_t i = 0; i < n; i++) {
-        eps[i] = elk_tf_endpoint(&TF, i);
-    }
-    elk_node_config_t nc;
-    elk_node_config_defaults(&nc);
-    nc.connect_timeout_ms = 1000;
-    nc.request_timeout_ms = 2000;
-    elk_ts_stack_opts_t so = {
-        .count = n,
-        .endpoints = eps,
-        .node_cfg = &nc,
-#ifdef FAIR_IT_TLS
-        .tls = &SHARED,
-#endif
-        .gateway_id = id,
-        .key_prefix = "it:",
-        .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &ENTROPY,
-        .log = &LOG.log,
-    };
-    assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
+    elk_it_stack_open(&g->st, n, id, false);
     elk_lock_config_t c;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 3000;
-    c.stop_margin_ms = 20;
-    c.round_timeout_ms = 1000; /* generous: the machine may be loaded */
-    c.wait_min_ms = 20;
-    c.wait_max_ms = 100;
+    elk_it_lock_config(&c);
     assert_int_equal(elk_fair_init(&g->f, &g->st.client, "valve", &c, TICKET_TTL, on_fair, g),
                      ELK_OK);
-    assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
-    assert_true(elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0));
+    elk_it_stack_connect(&g->st);
 }
 
 /* Poll every gateway still running (client, then its fair layer) until cond holds (true)
@@ -174,20 +124,6 @@ static bool all_idle(void)
     return true;
 }
 
-/* Servers holding value for key (the servers' own record). */
-static size_t servers_with(size_t n, const char *key, const char *value)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "GET %s", key);
-        c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
-        if (r) {
-            freeReplyObject(r);
-        }
-    }
-    return c;
-}
-
 /* The one holder, checked against the servers: its value stands on a quorum. */
 static void one_holder_checked(size_t n, size_t want)
 {
@@ -200,7 +136,7 @@ static void one_holder_checked(size_t n, size_t want)
     }
     assert_int_equal(held, 1u);
     const elk_lock_t *l = elk_fair_lock(&GW[want].f);
-    assert_true(servers_with(n, elk_lock_key(l), elk_lock_value(l)) >= n / 2u + 1u);
+    assert_true(elk_it_servers_with(n, elk_lock_key(l), elk_lock_value(l)) >= n / 2u + 1u);
 }
 
 static void enqueue(size_t g)
@@ -219,21 +155,10 @@ static void hand_over(size_t n, size_t from, size_t to)
     one_holder_checked(n, to);
 }
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_tf_options_defaults(&o);
-    o.count = n;
-#ifdef FAIR_IT_TLS
-    o.tls = true;
-#endif
-    return elk_tf_start(&TF, &o);
-}
-
 static void check_order(size_t n)
 {
     NGRANT = 0;
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, false), 0);
     for (size_t g = 0; g < GWS; g++) {
         gw_init(&GW[g], n, IDS[g]);
     }
@@ -263,7 +188,7 @@ static void check_order(size_t n)
     (void)elk_fair_release(&GW[1].f, elk_posix_now_ms());
     assert_true(drive(all_idle, 30000));
     for (size_t i = 0; i < n; i++) { /* every ticket given back or run out */
-        redisReply *r = elk_tf_cmd(&TF, i, "ZSCORE it:{valve}:q %s", GW[1].f.id);
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "ZSCORE it:{valve}:q %s", GW[1].f.id);
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_NIL);
         freeReplyObject(r);
@@ -275,71 +200,10 @@ static void check_order(size_t n)
         }
         elk_ts_stack_close(&GW[g].st);
     }
-    elk_tf_stop(&TF);
-}
-
-static void test_order_one_server(void **state)
-{
-    (void)state;
-    check_order(1);
-}
-
-static void test_order_three_servers(void **state)
-{
-    (void)state;
-    check_order(3);
-}
-
-static void test_order_five_servers(void **state)
-{
-    (void)state;
-    check_order(5);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    signal(SIGPIPE, SIG_IGN);
-    elk_posix_entropy(&ENTROPY);
-    elk_ts_log_init(&LOG, 0, false);
-#ifdef FAIR_IT_TLS
-    const elk_tf_certs_t *certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    elk_tls_config_t tc;
-    memset(&tc, 0, sizeof tc);
-    tc.ca_file = certs->ca_crt;
-    if (elk_tls_shared_init(&SHARED, &tc, &ENTROPY) != ELK_OK) {
-        return -1;
-    }
-    SHARED_OK = true;
-#endif
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF);
-#ifdef FAIR_IT_TLS
-    if (SHARED_OK) {
-        elk_tls_shared_free(&SHARED);
-    }
-#endif
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF); /* also after a failed assertion */
-    return 0;
+    elk_tf_stop(&elk_it.tf);
 }
 
 int main(void)
 {
-    return ELK_RUN_FIXTURES("fair", group_setup, group_teardown, NULL, test_teardown,
-                            test_order_one_server, test_order_three_servers,
-                            test_order_five_servers);
+    return elk_it_run_fleet_sizes("fair", "order", check_order, ELK_IT_GROUP_SETUP);
 }

@@ -2,14 +2,13 @@
 /*
  * Lease engine against real redis-server processes on 127.0.0.1 (tests/integration
  * fixture): 1, 3 and 5 independent masters, plain TCP here and TLS when built as
- * test_lock_tls (which includes this file with LOCK_IT_TLS set).
+ * test_lock_tls (which includes this file with ELK_IT_TLS set).
  *
  * No assertion depends on timing: outcomes are checked through states, events and
  * the servers' own view of the keys (GET/PTTL on their unix sockets).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,9 +23,9 @@
 #include "elk/port_posix.h"
 #include "acl_rules.h"
 #include "fleet.h"
+#include "it_env.h"
 #include "lock_events.h"
 #include "stack.h"
-#include "ts_log.h"
 
 /* Every test runs as the lock user IT_USER with the rule elkd --print-acl prints, not
  * +@all (acl_rules.h): a command the engine needs and the rule lacks fails them. */
@@ -49,18 +48,11 @@ typedef struct gw_opts {
     bool subs;                     /* subscriber connections for the release channel */
 } gw_opts_t;
 
-static elk_tf_t TF;
 static gw_t GA, GB;
-static elk_entropy_t ENTROPY;
-static elk_ts_log_t LOG;
-#ifdef LOCK_IT_TLS
-static elk_tls_shared_t SHARED;
-static bool SHARED_OK;
-#endif
 
 static int64_t pttl(size_t server, const char *key)
 {
-    redisReply *r = elk_tf_cmd(&TF, server, "PTTL %s", key);
+    redisReply *r = elk_tf_cmd(&elk_it.tf, server, "PTTL %s", key);
     int64_t v = (r != NULL && r->type == REDIS_REPLY_INTEGER) ? r->integer : -3;
     if (r) {
         freeReplyObject(r);
@@ -70,7 +62,7 @@ static int64_t pttl(size_t server, const char *key)
 
 static bool get_eq(size_t server, const char *key, const char *want)
 {
-    redisReply *r = elk_tf_cmd(&TF, server, "GET %s", key);
+    redisReply *r = elk_tf_cmd(&elk_it.tf, server, "GET %s", key);
     bool eq;
     if (r == NULL) {
         return false;
@@ -94,7 +86,7 @@ static void on_lost(void *user, elk_lock_t *lock, const elk_lock_event_t *ev)
     }
     g->lost_pttl_min = INT64_MAX;
     for (size_t i = 0; i < g->n; i++) {
-        if (!elk_tf_running(&TF, i) || TF.servers[i].paused) {
+        if (!elk_tf_running(&elk_it.tf, i) || elk_it.tf.servers[i].paused) {
             continue;
         }
         int64_t t = pttl(i, elk_lock_key(lock));
@@ -112,33 +104,10 @@ static size_t count_ev(const gw_t *g, elk_lock_event_type_t t)
     return elk_ts_events_count(&g->rec, t);
 }
 
-static bool gw_ready(void *arg)
-{
-    const gw_t *g = arg;
-    /* every node, not just a quorum, so each test starts from a known fleet */
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n ||
-        (g->st.subs && elk_fleet_ready_count(&g->st.sfleet) < g->n)) {
-        return false;
-    }
-    /* and the start-up requests (PROBE, SCRIPT LOAD, CONFIG GET) answered, so that a
-     * gateway left unpolled while the next one connects has nothing in flight to time out;
-     * and every node votes: a freshly started server is quarantined for about a TTL (vote
-     * hygiene: it cannot be told from one that restarted empty) */
-    size_t busy = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
-    }
-    return busy == 0;
-}
-
 static void gw_init(gw_t *g, const gw_opts_t *o)
 {
     memset(g, 0, sizeof *g);
     g->n = o->n;
-    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
-    for (size_t i = 0; i < o->n; i++) {
-        eps[i] = elk_tf_endpoint(&TF, i);
-    }
     elk_node_config_t nc;
     elk_node_config_defaults(&nc);
     nc.resp3 = !o->resp2;
@@ -148,20 +117,10 @@ static void gw_init(gw_t *g, const gw_opts_t *o)
     nc.backoff_max_ms = 300;
     nc.username = IT_USER;
     nc.password = IT_PASSWORD;
-    elk_ts_stack_opts_t so = {
-        .count = o->n,
-        .endpoints = eps,
-        .node_cfg = &nc,
-#ifdef LOCK_IT_TLS
-        .tls = &SHARED,
-#endif
-        .subscribers = o->subs,
-        .gateway_id = o->id,
-        .key_prefix = "it:",
-        .mode = o->n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &ENTROPY,
-        .log = &LOG.log,
-    };
+    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
+    elk_ts_stack_opts_t so = elk_it_stack_opts(eps, o->n, o->id);
+    so.node_cfg = &nc;
+    so.subscribers = o->subs;
     assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
     g->rec.hook = on_lost;
     g->rec.hook_user = g;
@@ -169,7 +128,7 @@ static void gw_init(gw_t *g, const gw_opts_t *o)
         elk_lock_init(&g->lock, &g->st.client, "door", o->lcfg, elk_ts_events_on, &g->rec), ELK_OK);
     /* generous: the quarantine of a fresh fleet (ttl + drift) comes first */
     assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
-    (void)elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0);
+    (void)elk_ts_run_client(&g->st.client, elk_it_stack_ready, &g->st, 30000, 0);
     assert_int_equal(elk_fleet_ready_count(&g->st.fleet), g->n);
     if (o->subs) {
         assert_int_equal(elk_fleet_ready_count(&g->st.sfleet), g->n);
@@ -234,22 +193,12 @@ static elk_lock_config_t lcfg(uint32_t ttl)
  * safety one: issue 26's note). A refused round is retried within the wait. */
 #define FIRST_WAIT_MS 5000u
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_it_least_privilege_fleet(&o, n);
-#ifdef LOCK_IT_TLS
-    o.tls = true;
-#endif
-    return elk_tf_start(&TF, &o);
-}
-
 /* ------------------------------------------------------------------ tests */
 
 static void test_acquire_release_single(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(1), 0);
+    assert_int_equal(elk_it_fleet_up(1, true), 0);
     elk_lock_config_t c = lcfg(2000);
     gw_init(&GA, &(gw_opts_t){.n = 1, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -270,13 +219,13 @@ static void test_acquire_release_single(void **state)
     assert_true(get_eq(0, "it:{door}", NULL));
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_RELEASED), 1);
     gw_free(&GA);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 static void test_contend_three(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(2000);
     gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c});
     gw_init(&GB, &(gw_opts_t){.n = 3, .id = "gwB", .lcfg = &c});
@@ -300,13 +249,13 @@ static void test_contend_three(void **state)
     assert_true(holders(3, &GB.lock) >= 2);
     gw_free(&GA);
     gw_free(&GB);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 static void test_renew_while_held_five(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(5), 0);
+    assert_int_equal(elk_it_fleet_up(5, true), 0);
     elk_lock_config_t c = lcfg(1000);
     gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -319,7 +268,7 @@ static void test_renew_while_held_five(void **state)
         assert_true(get_eq(i, "it:{door}", NULL));
     }
     gw_free(&GA);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 /* The hand-off through the release channel: with RESP3 the message comes as a push on
@@ -330,7 +279,7 @@ static const gw_opts_t HANDOFF_RESP2 = {.n = 3, .id = "gwB", .resp2 = true, .sub
 static void test_handoff_release_channel(void **state)
 {
     gw_opts_t ob = *(const gw_opts_t *)*state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(5000);
     /* Retry timers far beyond the wait deadline: only the release message can wake B. */
     c.wait_min_ms = 60000;
@@ -351,13 +300,13 @@ static void test_handoff_release_channel(void **state)
     assert_int_equal(count_ev(&GB, ELK_LOCK_EV_ACQUIRED), 1);
     gw_free(&GA);
     gw_free(&GB);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 static void test_kill_one_of_five_keeps_lock(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(5), 0);
+    assert_int_equal(elk_it_fleet_up(5, true), 0);
     elk_lock_config_t c = lcfg(1500);
     gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
@@ -366,23 +315,23 @@ static void test_kill_one_of_five_keeps_lock(void **state)
         drive(&GA, NULL, 20, NULL);
     }
     assert_int_equal(holders(5, &GA.lock), 5);
-    assert_int_equal(elk_tf_kill(&TF, 2), 0);
+    assert_int_equal(elk_tf_kill(&elk_it.tf, 2), 0);
     assert_int_equal(elk_blocking_hold(&GA.st.client, &GA.lock, 3 * 1500, NULL), ELK_OK);
     assert_true(elk_lock_renewals(&GA.lock) >= 3);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 0);
     gw_free(&GA);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 static void test_kill_three_of_five_lost_before_ttl(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(5), 0);
+    assert_int_equal(elk_it_fleet_up(5, true), 0);
     elk_lock_config_t c = lcfg(1500);
     gw_init(&GA, &(gw_opts_t){.n = 5, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(elk_tf_kill(&TF, i), 0);
+        assert_int_equal(elk_tf_kill(&elk_it.tf, i), 0);
     }
     assert_int_equal(elk_blocking_hold(&GA.st.client, &GA.lock, 5000, NULL), ELK_E_FLEET_LOST);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 1);
@@ -390,37 +339,37 @@ static void test_kill_three_of_five_lost_before_ttl(void **state)
     /* When LOST fired, the surviving servers still had the key: we stopped first. */
     assert_true(GA.lost_pttl_min > 0);
     gw_free(&GA);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 static void test_sigstop_during_acquire(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(3000);
     gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c});
-    assert_int_equal(elk_tf_pause(&TF, 1), 0);
+    assert_int_equal(elk_tf_pause(&elk_it.tf, 1), 0);
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
     assert_int_equal(holders(3, &GA.lock), 2); /* 0 and 2: 1 is paused */
-    assert_int_equal(elk_tf_resume(&TF, 1), 0);
+    assert_int_equal(elk_tf_resume(&elk_it.tf, 1), 0);
     assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 2000, NULL), ELK_OK);
     assert_true(get_eq(0, "it:{door}", NULL));
     assert_true(get_eq(2, "it:{door}", NULL));
     gw_free(&GA);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 static void test_script_flush_noscript_fallback(void **state)
 {
     (void)state;
-    assert_int_equal(fleet_up(3), 0);
+    assert_int_equal(elk_it_fleet_up(3, true), 0);
     elk_lock_config_t c = lcfg(3000);
     gw_init(&GA, &(gw_opts_t){.n = 3, .id = "gwA", .lcfg = &c, .resp2 = true}); /* RESP2 as well */
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
     uint64_t first = elk_lock_token(&GA.lock);
     assert_int_equal(elk_blocking_release(&GA.st.client, &GA.lock, 1000, NULL), ELK_OK);
     for (size_t i = 0; i < 3; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "SCRIPT FLUSH");
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "SCRIPT FLUSH");
         assert_non_null(r);
         freeReplyObject(r);
     }
@@ -432,19 +381,19 @@ static void test_script_flush_noscript_fallback(void **state)
         assert_true(get_eq(i, "it:{door}", NULL));
     }
     gw_free(&GA);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 /* Even fleets on real servers: a quorum of 2 of 2 and 3 of 4 (n/2 + 1). Half the fleet
  * held by someone else refuses us; half the fleet stopped loses a held lease. */
 static void check_even_fleet(size_t n)
 {
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, true), 0);
     elk_lock_config_t c = lcfg(1500);
     gw_init(&GA, &(gw_opts_t){.n = n, .id = "gwA", .lcfg = &c});
     assert_int_equal(elk_client_quorum(&GA.st.client), n / 2 + 1);
     for (size_t i = 0; i < n / 2; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "SET it:{door} other:1 PX 60000");
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "SET it:{door} other:1 PX 60000");
         assert_non_null(r);
         freeReplyObject(r);
     }
@@ -452,13 +401,13 @@ static void check_even_fleet(size_t n)
                          ELK_OK);
     assert_false(elk_lock_is_held(&GA.lock, elk_posix_now_ms()));
     assert_true(get_eq(0, "it:{door}", "other:1"));
-    redisReply *r = elk_tf_cmd(&TF, 0, "DEL it:{door}");
+    redisReply *r = elk_tf_cmd(&elk_it.tf, 0, "DEL it:{door}");
     assert_non_null(r);
     freeReplyObject(r);
     assert_int_equal(elk_blocking_acquire(&GA.st.client, &GA.lock, FIRST_WAIT_MS, NULL), ELK_OK);
     assert_true(holders(n, &GA.lock) >= n / 2);
     for (size_t i = n / 2; i < n; i++) {
-        assert_int_equal(elk_tf_pause(&TF, i), 0);
+        assert_int_equal(elk_tf_pause(&elk_it.tf, i), 0);
     }
     /* Lost at the deadline without a quorum: ELK_E_FLEET_LOST once the paused nodes' requests
      * have timed out and their connections were reset, ELK_E_LOCK_LOST if they still count
@@ -468,10 +417,10 @@ static void check_even_fleet(size_t n)
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_LOST), 1);
     assert_int_equal(count_ev(&GA, ELK_LOCK_EV_RENEWED), 0);
     for (size_t i = n / 2; i < n; i++) {
-        assert_int_equal(elk_tf_resume(&TF, i), 0);
+        assert_int_equal(elk_tf_resume(&elk_it.tf, i), 0);
     }
     gw_free(&GA);
-    elk_tf_stop(&TF);
+    elk_tf_stop(&elk_it.tf);
 }
 
 /* prestate: the fleet size */
@@ -482,67 +431,26 @@ static void test_even_fleet(void **state)
     check_even_fleet(*(const size_t *)*state);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    signal(SIGPIPE, SIG_IGN);
-    elk_posix_entropy(&ENTROPY);
-    elk_ts_log_init(&LOG, 0, false);
-#ifdef LOCK_IT_TLS
-    const elk_tf_certs_t *certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    elk_tls_config_t tc;
-    memset(&tc, 0, sizeof tc);
-    tc.ca_file = certs->ca_crt;
-    if (elk_tls_shared_init(&SHARED, &tc, &ENTROPY) != ELK_OK) {
-        return -1;
-    }
-    SHARED_OK = true;
-#endif
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF);
-#ifdef LOCK_IT_TLS
-    if (SHARED_OK) {
-        elk_tls_shared_free(&SHARED);
-    }
-#endif
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF); /* also after a failed assertion */
-    return 0;
-}
-
 /* One parametrised test under its own name: the parameter is its prestate. */
 #define CASE(name, fn, param)                                                                      \
     {                                                                                              \
-        name, fn, NULL, test_teardown, (void *)(param)                                             \
+        name, fn, NULL, elk_it_test_teardown, (void *)(param)                                      \
     }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_acquire_release_single, test_teardown),
-        cmocka_unit_test_teardown(test_contend_three, test_teardown),
-        cmocka_unit_test_teardown(test_renew_while_held_five, test_teardown),
+        cmocka_unit_test_teardown(test_acquire_release_single, elk_it_test_teardown),
+        cmocka_unit_test_teardown(test_contend_three, elk_it_test_teardown),
+        cmocka_unit_test_teardown(test_renew_while_held_five, elk_it_test_teardown),
         CASE("test_handoff_release_channel", test_handoff_release_channel, &HANDOFF_RESP3),
         CASE("test_handoff_release_channel_resp2", test_handoff_release_channel, &HANDOFF_RESP2),
-        cmocka_unit_test_teardown(test_kill_one_of_five_keeps_lock, test_teardown),
-        cmocka_unit_test_teardown(test_kill_three_of_five_lost_before_ttl, test_teardown),
-        cmocka_unit_test_teardown(test_sigstop_during_acquire, test_teardown),
-        cmocka_unit_test_teardown(test_script_flush_noscript_fallback, test_teardown),
+        cmocka_unit_test_teardown(test_kill_one_of_five_keeps_lock, elk_it_test_teardown),
+        cmocka_unit_test_teardown(test_kill_three_of_five_lost_before_ttl, elk_it_test_teardown),
+        cmocka_unit_test_teardown(test_sigstop_during_acquire, elk_it_test_teardown),
+        cmocka_unit_test_teardown(test_script_flush_noscript_fallback, elk_it_test_teardown),
         CASE("test_even_fleet_two", test_even_fleet, &EVEN_TWO),
         CASE("test_even_fleet_four", test_even_fleet, &EVEN_FOUR),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, ELK_IT_GROUP_SETUP, elk_it_group_teardown);
 }

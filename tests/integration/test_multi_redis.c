@@ -8,14 +8,13 @@
  * and each resource's tokens grow from holder to holder. Then one resource of a held lease
  * is deleted on every server: LOST ends the whole lease once, and the other resource is not
  * released early (its key stays on the servers with the holder's value). test_multi_tls
- * includes this file with MULTI_IT_TLS set.
+ * includes this file with ELK_IT_TLS set.
  *
  * No assertion depends on timing: each wait is for an event with a generous bound, and the
  * servers' own keys say who holds what.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,15 +24,13 @@
 
 #include <cmocka.h>
 
-#include "elk/blocking.h"
 #include "elk/lock.h"
 #include "elk/multi.h"
 #include "elk/port_posix.h"
 #include "acl_rules.h"
 #include "fleet.h"
+#include "it_env.h"
 #include "stack.h"
-#include "test_main.h"
-#include "ts_log.h"
 
 #define GWS 3u
 #define ROUNDS 8u
@@ -50,18 +47,11 @@ typedef struct gw {
     uint64_t asked_at, release_at;
 } gw_t;
 
-static elk_tf_t TF;
 static gw_t GW[GWS];
 static const char *IDS[GWS] = {"gwA", "gwB", "gwC"};
 /* opposite orders: gwA a then b, gwB b then a; gwC shares b */
 static const char *const SETS[GWS][2] = {{"a", "b"}, {"b", "a"}, {"b", "c"}};
 static uint64_t LAST_TOKEN[RES];
-static elk_entropy_t ENTROPY;
-static elk_ts_log_t LOG;
-#ifdef MULTI_IT_TLS
-static elk_tls_shared_t SHARED;
-static bool SHARED_OK;
-#endif
 
 static void on_multi(void *user, elk_multi_t *m, size_t resource, const elk_lock_event_t *ev)
 {
@@ -78,77 +68,21 @@ static void on_multi(void *user, elk_multi_t *m, size_t resource, const elk_lock
     }
 }
 
-static bool gw_ready(void *arg)
-{
-    const gw_t *g = arg;
-    size_t busy = 0;
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n) {
-        return false;
-    }
-    for (size_t i = 0; i < g->n; i++) { /* a fresh fleet is quarantined for about a TTL */
-        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
-    }
-    return busy == 0;
-}
-
 static void gw_init(size_t k, size_t n)
 {
     gw_t *g = &GW[k];
     memset(g, 0, sizeof *g);
     g->n = n;
-    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
-    for (size_t i = 0; i < n; i++) {
-        eps[i] = elk_tf_endpoint(&TF, i);
-    }
-    elk_node_config_t nc;
-    elk_node_config_defaults(&nc);
-    nc.connect_timeout_ms = 1000;
-    nc.request_timeout_ms = 2000;
-    nc.username = IT_USER;
-    nc.password = IT_PASSWORD;
-    elk_ts_stack_opts_t so = {
-        .count = n,
-        .endpoints = eps,
-        .node_cfg = &nc,
-#ifdef MULTI_IT_TLS
-        .tls = &SHARED,
-#endif
-        .gateway_id = IDS[k],
-        .key_prefix = "it:",
-        .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &ENTROPY,
-        .log = &LOG.log,
-    };
-    assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
+    elk_it_stack_open(&g->st, n, IDS[k], true);
     elk_lock_config_t c;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 3000;
-    c.stop_margin_ms = 20;
-    c.round_timeout_ms = 1000; /* generous: the machine may be loaded */
-    c.wait_min_ms = 20;
-    c.wait_max_ms = 100;
+    elk_it_lock_config(&c);
     assert_int_equal(elk_multi_init(&g->m, &g->st.client, SETS[k], 2, &c, on_multi, g), ELK_OK);
-    assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
-    assert_true(elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0));
+    elk_it_stack_connect(&g->st);
 }
 
 static size_t res_index(const char *name)
 {
     return (size_t)(name[0] - 'a');
-}
-
-/* Servers holding value for key (the servers' own record). */
-static size_t servers_with(const char *key, const char *value)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < GW[0].n; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "GET %s", key);
-        c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
-        if (r) {
-            freeReplyObject(r);
-        }
-    }
-    return c;
 }
 
 /* After every poll: a multi-lock said held holds every lock of it, and no resource has two
@@ -177,7 +111,8 @@ static void check_grant(size_t g)
         const elk_lock_t *l = elk_multi_lock(&GW[g].m, i);
         size_t r = res_index(SETS[g][i]);
         uint64_t t = elk_multi_token(&GW[g].m, i);
-        assert_true(servers_with(elk_lock_key(l), elk_lock_value(l)) >= GW[g].n / 2u + 1u);
+        assert_true(elk_it_servers_with(GW[0].n, elk_lock_key(l), elk_lock_value(l)) >=
+                    GW[g].n / 2u + 1u);
         assert_true(t > LAST_TOKEN[r]);
         LAST_TOKEN[r] = t;
     }
@@ -281,10 +216,10 @@ static void loss_of_one(void)
     char key_b[64], val_b[80];
     snprintf(key_b, sizeof key_b, "%s", elk_lock_key(lb));
     snprintf(val_b, sizeof val_b, "%s", elk_lock_value(lb));
-    size_t b_before = servers_with(key_b, val_b);
+    size_t b_before = elk_it_servers_with(GW[0].n, key_b, val_b);
     assert_true(b_before >= GW[0].n / 2u + 1u);
     for (size_t i = 0; i < GW[0].n; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "DEL it:{a}");
+        redisReply *r = elk_tf_cmd(&elk_it.tf, i, "DEL it:{a}");
         assert_non_null(r);
         freeReplyObject(r);
     }
@@ -294,25 +229,15 @@ static void loss_of_one(void)
     assert_int_equal(elk_multi_state(&GW[0].m), ELK_MULTI_LOST);
     assert_false(elk_multi_is_held(&GW[0].m, elk_posix_now_ms()));
     /* b is abandoned: not released while the stopped actuators may still move */
-    assert_int_equal(servers_with(key_b, val_b), b_before);
+    assert_int_equal(elk_it_servers_with(GW[0].n, key_b, val_b), b_before);
     poll_until(a_abandoned_ran_out, 30000);
     assert_int_equal(GW[0].lost, 1); /* said once */
     assert_int_equal(elk_multi_release(&GW[0].m, elk_posix_now_ms()), ELK_E_LOCK_LOST);
 }
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_it_least_privilege_fleet(&o, n);
-#ifdef MULTI_IT_TLS
-    o.tls = true;
-#endif
-    return elk_tf_start(&TF, &o);
-}
-
 static void check_multi(size_t n)
 {
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, true), 0);
     memset(LAST_TOKEN, 0, sizeof LAST_TOKEN);
     for (size_t g = 0; g < GWS; g++) {
         gw_init(g, n);
@@ -331,71 +256,10 @@ static void check_multi(size_t n)
         assert_int_equal(elk_multi_deinit(&GW[g].m), ELK_OK);
         elk_ts_stack_close(&GW[g].st);
     }
-    elk_tf_stop(&TF);
-}
-
-static void test_multi_one_server(void **state)
-{
-    (void)state;
-    check_multi(1);
-}
-
-static void test_multi_three_servers(void **state)
-{
-    (void)state;
-    check_multi(3);
-}
-
-static void test_multi_five_servers(void **state)
-{
-    (void)state;
-    check_multi(5);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    signal(SIGPIPE, SIG_IGN);
-    elk_posix_entropy(&ENTROPY);
-    elk_ts_log_init(&LOG, 0, false);
-#ifdef MULTI_IT_TLS
-    const elk_tf_certs_t *certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    elk_tls_config_t tc;
-    memset(&tc, 0, sizeof tc);
-    tc.ca_file = certs->ca_crt;
-    if (elk_tls_shared_init(&SHARED, &tc, &ENTROPY) != ELK_OK) {
-        return -1;
-    }
-    SHARED_OK = true;
-#endif
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF);
-#ifdef MULTI_IT_TLS
-    if (SHARED_OK) {
-        elk_tls_shared_free(&SHARED);
-    }
-#endif
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF); /* also after a failed assertion */
-    return 0;
+    elk_tf_stop(&elk_it.tf);
 }
 
 int main(void)
 {
-    return ELK_RUN_FIXTURES("multi", group_setup, group_teardown, NULL, test_teardown,
-                            test_multi_one_server, test_multi_three_servers,
-                            test_multi_five_servers);
+    return elk_it_run_fleet_sizes("multi", "multi", check_multi, ELK_IT_GROUP_SETUP);
 }

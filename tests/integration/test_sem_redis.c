@@ -3,14 +3,13 @@
  * Counting semaphores (elk/sem.h) against real redis-server fleets of 1, 3 and 5 masters on
  * 127.0.0.1, as the least-privilege lock user: three gateways share two permits. Two hold
  * them, the third is told every permit is taken, then waits and gets the permit the first
- * holder releases. test_sem_tls includes this file with SEM_IT_TLS set.
+ * holder releases. test_sem_tls includes this file with ELK_IT_TLS set.
  *
  * No assertion depends on timing: each wait is for an event with a generous bound, and
  * the servers' own keys say who holds which permit.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,15 +19,13 @@
 
 #include <cmocka.h>
 
-#include "elk/blocking.h"
 #include "elk/lock.h"
 #include "elk/port_posix.h"
 #include "elk/sem.h"
 #include "acl_rules.h"
 #include "fleet.h"
+#include "it_env.h"
 #include "stack.h"
-#include "test_main.h"
-#include "ts_log.h"
 
 #define GWS 3u
 #define PERMITS 2u
@@ -41,15 +38,8 @@ typedef struct gw {
     size_t n;
 } gw_t;
 
-static elk_tf_t TF;
 static gw_t GW[GWS];
 static const char *IDS[GWS] = {"gwA", "gwB", "gwC"};
-static elk_entropy_t ENTROPY;
-static elk_ts_log_t LOG;
-#ifdef SEM_IT_TLS
-static elk_tls_shared_t SHARED;
-static bool SHARED_OK;
-#endif
 
 static void on_sem(void *user, elk_sem_t *sem, unsigned permit, const elk_lock_event_t *ev)
 {
@@ -66,57 +56,15 @@ static void on_sem(void *user, elk_sem_t *sem, unsigned permit, const elk_lock_e
     }
 }
 
-static bool gw_ready(void *arg)
-{
-    const gw_t *g = arg;
-    size_t busy = 0;
-    if (elk_fleet_ready_count(&g->st.fleet) < g->n) {
-        return false;
-    }
-    for (size_t i = 0; i < g->n; i++) { /* a fresh fleet is quarantined for about a TTL */
-        busy += elk_node_inflight(&g->st.nodes[i]) + !elk_client_node_votes(&g->st.client, i);
-    }
-    return busy == 0;
-}
-
 static void gw_init(gw_t *g, size_t n, const char *id)
 {
     memset(g, 0, sizeof *g);
     g->n = n;
-    elk_endpoint_t eps[CONFIG_ELK_MAX_NODES];
-    for (size_t i = 0; i < n; i++) {
-        eps[i] = elk_tf_endpoint(&TF, i);
-    }
-    elk_node_config_t nc;
-    elk_node_config_defaults(&nc);
-    nc.connect_timeout_ms = 1000;
-    nc.request_timeout_ms = 2000;
-    nc.username = IT_USER;
-    nc.password = IT_PASSWORD;
-    elk_ts_stack_opts_t so = {
-        .count = n,
-        .endpoints = eps,
-        .node_cfg = &nc,
-#ifdef SEM_IT_TLS
-        .tls = &SHARED,
-#endif
-        .gateway_id = id,
-        .key_prefix = "it:",
-        .mode = n == 1 ? ELK_MODE_SINGLE : ELK_MODE_REDLOCK,
-        .entropy = &ENTROPY,
-        .log = &LOG.log,
-    };
-    assert_int_equal(elk_ts_stack_init(&g->st, &so), ELK_OK);
+    elk_it_stack_open(&g->st, n, id, true);
     elk_lock_config_t c;
-    elk_lock_config_defaults(&c);
-    c.ttl_ms = 3000;
-    c.stop_margin_ms = 20;
-    c.round_timeout_ms = 1000; /* generous: the machine may be loaded */
-    c.wait_min_ms = 20;
-    c.wait_max_ms = 100;
+    elk_it_lock_config(&c);
     assert_int_equal(elk_sem_init(&g->sem, &g->st.client, "pumps", PERMITS, &c, on_sem, g), ELK_OK);
-    assert_int_equal(elk_blocking_connect(&g->st.client, 30000, NULL), ELK_OK);
-    assert_true(elk_ts_run_client(&g->st.client, gw_ready, g, 30000, 0));
+    elk_it_stack_connect(&g->st);
 }
 
 /* Poll every gateway until cond holds (true) or ms pass (false). */
@@ -164,20 +112,6 @@ static bool all_idle(void)
     return true;
 }
 
-/* Servers holding value for key (the servers' own record). */
-static size_t servers_with(size_t n, const char *key, const char *value)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) {
-        redisReply *r = elk_tf_cmd(&TF, i, "GET %s", key);
-        c += r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
-        if (r) {
-            freeReplyObject(r);
-        }
-    }
-    return c;
-}
-
 /* How many gateways hold a permit, checked against the servers: each holder's value
  * stands on a quorum of its permit's key, and no two holders share a permit. */
 static size_t holders_checked(size_t n)
@@ -193,7 +127,7 @@ static size_t holders_checked(size_t n)
         assert_true(p >= 1u && p <= PERMITS);
         assert_false(seen & (1u << p));
         seen |= 1u << p;
-        assert_true(servers_with(n, elk_lock_key(l), elk_lock_value(l)) >= n / 2u + 1u);
+        assert_true(elk_it_servers_with(n, elk_lock_key(l), elk_lock_value(l)) >= n / 2u + 1u);
         held++;
     }
     return held;
@@ -209,19 +143,9 @@ static void ask(size_t g, uint32_t wait_ms)
     assert_true(drive(g_decided, 30000 + wait_ms));
 }
 
-static int fleet_up(size_t n)
-{
-    elk_tf_options_t o;
-    elk_it_least_privilege_fleet(&o, n);
-#ifdef SEM_IT_TLS
-    o.tls = true;
-#endif
-    return elk_tf_start(&TF, &o);
-}
-
 static void check_permits(size_t n)
 {
-    assert_int_equal(fleet_up(n), 0);
+    assert_int_equal(elk_it_fleet_up(n, true), 0);
     for (size_t g = 0; g < GWS; g++) {
         gw_init(&GW[g], n, IDS[g]);
     }
@@ -262,7 +186,7 @@ static void check_permits(size_t n)
         char key[32];
         snprintf(key, sizeof key, "it:{pumps#%u}", p);
         for (size_t i = 0; i < n; i++) {
-            redisReply *r = elk_tf_cmd(&TF, i, "EXISTS %s", key);
+            redisReply *r = elk_tf_cmd(&elk_it.tf, i, "EXISTS %s", key);
             assert_non_null(r);
             assert_int_equal(r->integer, 0);
             freeReplyObject(r);
@@ -272,71 +196,10 @@ static void check_permits(size_t n)
         assert_int_equal(elk_sem_deinit(&GW[g].sem), ELK_OK);
         elk_ts_stack_close(&GW[g].st);
     }
-    elk_tf_stop(&TF);
-}
-
-static void test_permits_one_server(void **state)
-{
-    (void)state;
-    check_permits(1);
-}
-
-static void test_permits_three_servers(void **state)
-{
-    (void)state;
-    check_permits(3);
-}
-
-static void test_permits_five_servers(void **state)
-{
-    (void)state;
-    check_permits(5);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    signal(SIGPIPE, SIG_IGN);
-    elk_posix_entropy(&ENTROPY);
-    elk_ts_log_init(&LOG, 0, false);
-#ifdef SEM_IT_TLS
-    const elk_tf_certs_t *certs = elk_tf_certs();
-    if (certs == NULL) {
-        return -1;
-    }
-    elk_tls_config_t tc;
-    memset(&tc, 0, sizeof tc);
-    tc.ca_file = certs->ca_crt;
-    if (elk_tls_shared_init(&SHARED, &tc, &ENTROPY) != ELK_OK) {
-        return -1;
-    }
-    SHARED_OK = true;
-#endif
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF);
-#ifdef SEM_IT_TLS
-    if (SHARED_OK) {
-        elk_tls_shared_free(&SHARED);
-    }
-#endif
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    elk_tf_stop(&TF); /* also after a failed assertion */
-    return 0;
+    elk_tf_stop(&elk_it.tf);
 }
 
 int main(void)
 {
-    return ELK_RUN_FIXTURES("sem", group_setup, group_teardown, NULL, test_teardown,
-                            test_permits_one_server, test_permits_three_servers,
-                            test_permits_five_servers);
+    return elk_it_run_fleet_sizes("sem", "permits", check_permits, ELK_IT_GROUP_SETUP);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* redis-server processes for the benchmarks: see bench_redis.h. */
 #include "bench_redis.h"
+#include "bench_stats.h"
 #include "redis_proc.h"
 #include "elk/blocking.h"
 
@@ -167,4 +168,16 @@ int bench_one_up(bench_one_t *b, uint16_t port, elk_client_config_t *cc,
         elk_blocking_step(&b->client, elk_posix_now_ms() + 50, NULL);
     }
     return ELK_OK;
+}
+
+bool bench_server_begin(bench_server_t *s, const char *prog, const char *tmpl, void (*stop)(void))
+{
+    if (!bench_begin_stop(prog, tmpl, stop, s->dir, sizeof s->dir)) {
+        return false;
+    }
+    elk_posix_entropy(&s->entropy);
+    s->port = bench_free_port();
+    s->pid[0] = bench_redis_start(s->dir, s->port, false, NULL);
+    usleep(300 * 1000);
+    return true;
 }

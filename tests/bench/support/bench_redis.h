@@ -66,4 +66,20 @@ typedef struct bench_one {
 int bench_one_up(bench_one_t *b, uint16_t port, elk_client_config_t *cc,
                  const elk_entropy_t *entropy, const char **what);
 
+/* The one plain redis-server of a benchmark that measures against a single server: its
+ * working directory, port and pid (for bench_redis_stop_all(pid, 1, dir)), and the entropy
+ * its clients use. Give it static storage (the signal and exit hooks stop it). */
+typedef struct bench_server {
+    char dir[64];
+    uint16_t port;
+    pid_t pid[1];
+    elk_entropy_t entropy;
+} bench_server_t;
+
+/* bench_begin_stop(prog, tmpl, stop) into s->dir, then the entropy, a free port and a
+ * plain redis-server on it, and 300 ms for it to listen. stop is the benchmark's own
+ * (it stops s). false, after bench_begin_stop's message, if the directory could not be
+ * made (the benchmark exits 2). */
+bool bench_server_begin(bench_server_t *s, const char *prog, const char *tmpl, void (*stop)(void));
+
 #endif
