@@ -50,10 +50,9 @@ figure hung_release_ms $((t1 - t0))
 # The bound, from elkd's own record: its line ending the lease (released, or LOST had elk
 # run not released it) against the time the command started to hang. Measured here, the
 # time also held the start of the next `elk run` and this shell's turns on a loaded machine.
-ms_of_day() { awk -F'[:.Z ]' '{print (($1 * 60 + $2) * 60 + $3) * 1000 + $4; exit}'; }
 end_line=$(tail -n +$((n0 + 1)) "$ELK_T_DIR/elkd.log" | grep -m1 ' valve-1: \(released (\|LOST\)')
 echo "the lease's end in elkd's log: $end_line"
-t_end=$(printf '%s\n' "$end_line" | ms_of_day)
+t_end=$(printf '%s\n' "$end_line" | log_ms)
 t_hang=$(($(cat "$M/t_hang" 2>/dev/null || echo 0) % 86400000))
 d=$(( ${t_end:-0} - t_hang ))
 [ "$d" -lt -43200000 ] && d=$((d + 86400000)) # midnight between the two

@@ -28,13 +28,11 @@ wait_ready
 b_votes() { E status --json | grep -q "\"name\":\"b\",[^}]*\"votes\":$1"; }
 wait_until 30 b_votes true; check_true "b votes to begin with" $?
 
-# log time (HH:MM:SS.mmm at the start of a line) in ms of the day
-ms_of() { awk -F'[:.Z ]' '{print (($1 * 60 + $2) * 60 + $3) * 1000 + $4; exit}'; }
 E status >/dev/null                     # its close is the last line before the change
-t_before=$(grep ' closed: ' "$LOG" | tail -1 | ms_of)
+t_before=$(grep ' closed: ' "$LOG" | tail -1 | log_ms)
 rcli "$REDIS_PORT_b" CONFIG SET maxmemory-policy allkeys-lru >/dev/null
 E status >/dev/null
-t_after=$(grep ' closed: ' "$LOG" | tail -1 | ms_of)
+t_after=$(grep ' closed: ' "$LOG" | tail -1 | log_ms)
 wait_until 60 b_votes false; check_true "b lost its vote while connected (no reconnect)" $?
 st=$(E status --json)
 check_contains "STATUS JSON: b's check says why" '"votes":false,"check":"unsafe: maxmemory-policy allkeys-lru"' "$st"
@@ -46,7 +44,7 @@ line=$(grep -m1 " error lock: node 127.0.0.1:$REDIS_PORT_b: changed while connec
 echo "$line"
 [ -n "$line" ]; check_true "elkd logged the change with the reason" $?
 check_contains "the line names the policy" "now allkeys-lru" "$line"
-t_lost=$(echo "$line" | ms_of)
+t_lost=$(echo "$line" | log_ms)
 [ -z "$line" ] && t_lost=$((t_before + 99999999)) # never: fails the bound below
 d_max=$((t_lost - t_before)); d_min=$((t_lost - t_after))
 [ "$d_max" -lt 0 ] && d_max=$((d_max + 86400000)) && d_min=$((d_min + 86400000)) # midnight

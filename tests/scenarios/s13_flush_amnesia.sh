@@ -93,9 +93,8 @@ lostA=$(grep -E "valve: .*lost" "$S_DIR/elkd-gw-a.log" | tail -1)
 grantB=$(grep -E "valve: granted .* token $tokB" "$S_DIR/elkd-gw-b.log" | tail -1)
 echo "gw-a: $lostA"
 echo "gw-b: $grantB"
-ms_of() { echo "$1" | awk '{split($1, t, /[:.Z]/); print ((t[1] * 60 + t[2]) * 60 + t[3]) * 1000 + t[4]}'; }
 if [ -n "$lostA" ] && [ -n "$grantB" ]; then
-  la=$(ms_of "$lostA") gb=$(ms_of "$grantB")
+  la=$(echo "$lostA" | log_ms) gb=$(echo "$grantB" | log_ms)
   [ $gb -lt $la ] && gb=$((gb + 86400000)) # past midnight (UTC)
   figure loss_to_grant_ms "$((gb - la))"
   [ $gb -ge $la ]; check_true "elkd logs: gw-b granted after gw-a's loss" $?

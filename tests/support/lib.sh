@@ -34,6 +34,9 @@ track() { SUP_PIDS="$SUP_PIDS $1"; }
 untrack() { SUP_PIDS=$(echo " $SUP_PIDS " | sed "s/ $1 / /"); }
 
 now_ms() { date +%s%3N; }
+# log_ms: the time stamp of the elkd log line on stdin (HH:MM:SS.mmmZ at its start, UTC) in
+# ms of the day; only the first line is read
+log_ms() { awk -F'[:.Z ]' '{print (($1 * 60 + $2) * 60 + $3) * 1000 + $4; exit}'; }
 say() {
   local now
   now=$(now_ms)
